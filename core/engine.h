@@ -1,0 +1,70 @@
+/* engine.h - how an engine plugs in.
+ *
+ * An engine is one const sg_engine_t (designated initializers) registered
+ * by name in harness/registry.c.  The harness knows engines only through
+ * this table: it validates their options, computes how many processes a run
+ * needs, and starts `sgdlab-rank`, which looks the engine up and calls its
+ * run() on every rank.  Adding an engine = one folder or file + one
+ * registry line + one CMake list entry (DESIGN.md 2).
+ */
+#ifndef SG_ENGINE_H
+#define SG_ENGINE_H
+
+#include "opts.h"
+#include "records.h"
+#include "settings.h"
+#include "transport.h"
+#include "workload.h"
+
+typedef struct sg_rank_ctx {
+  int rank, size;        /* this process among the run's processes */
+  int workers;           /* N, as the experiment file says */
+  sg_comm_t *comm;       /* connected to every rank of the run */
+  const sg_opts_t *opts; /* every setting of the run, engine keys included */
+  sg_records_t *rec;     /* stream to the harness */
+  double t0;             /* the run's start, sg_wall() seconds */
+} sg_rank_ctx_t;
+
+typedef struct sg_engine {
+  const char *name;    /* "allreduce" */
+  const char *summary; /* one line for `sgdlab engines` */
+  const sg_setting_t *options; /* engine keys, NULL-name terminated */
+  /* Processes needed for `workers` workers under these options; also the
+   * place to reject option combinations (SG_ECONFIG, message names the
+   * key).  NULL means nprocs = workers. */
+  int (*layout)(const sg_opts_t *o, int workers, int *nprocs);
+  /* Role name of a rank ("worker", "server", "driver", "executor"). NULL
+   * means every rank is a "worker". */
+  const char *(*role)(const sg_opts_t *o, int workers, int rank);
+  /* Whether a transport is usable (e.g. native needs mpi); NULL = both. */
+  int (*check_transport)(const sg_opts_t *o, const char *transport);
+  /* The per-rank training loop. */
+  int (*run)(sg_rank_ctx_t *ctx);
+} sg_engine_t;
+
+/* The registry (harness/registry.c): NULL-terminated. */
+extern const sg_engine_t *const sg_engines[];
+const sg_engine_t *sg_engine_find(const char *name);
+const char *sg_engine_role(const sg_engine_t *e, const sg_opts_t *o,
+                           int workers, int rank);
+int sg_engine_nprocs(const sg_engine_t *e, const sg_opts_t *o, int workers,
+                     int *nprocs);
+
+/* ---- helpers every training loop uses (core/engine_util.c) ----------- */
+
+/* Evaluation and progress bookkeeping for the rank that evaluates.
+ * sg_trainlog_step() records a step (and, every eval_every steps or at
+ * epoch ends and the last step, evaluates params and sends an eval record;
+ * evaluation time is excluded from wall_s). */
+typedef struct sg_trainlog sg_trainlog_t;
+int sg_trainlog_new(sg_trainlog_t **out, sg_rank_ctx_t *ctx,
+                    sg_workload_t *wl, int evaluates);
+/* Send the step record; evaluate if this step ends an eval period. */
+int sg_trainlog_step(sg_trainlog_t *t, const sg_step_rec_t *s,
+                     const float *params);
+void sg_trainlog_destroy(sg_trainlog_t **t);
+
+/* Sleep delay_ms when this rank is delay_rank (the on-purpose straggler). */
+void sg_engine_delay(const sg_rank_ctx_t *ctx);
+
+#endif

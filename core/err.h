@@ -1,0 +1,76 @@
+/* err.h - the one error convention of sgdlab.
+ *
+ * Functions return 0 (SG_OK) or a negative SG_E* code.  The codes, their
+ * names and messages come from one X-macro table (libuv's UV_ERRNO_MAP).
+ * The detail a user needs (file and offset, config key and line, rank and
+ * host) goes into a thread-local message with sg_err_set(); SG_CHECK and
+ * SG_TRY leave a file:line trail as the error propagates up.  Only main()
+ * exits.
+ */
+#ifndef SG_ERR_H
+#define SG_ERR_H
+
+#include <stddef.h>
+
+#define SG_ERRNO_MAP(X)                                          \
+  X(NOMEM, "out of memory")                                      \
+  X(INVAL, "invalid argument")                                   \
+  X(IO, "input/output error")                                    \
+  X(FORMAT, "malformed input")                                   \
+  X(RANGE, "value out of range")                                 \
+  X(CONFIG, "invalid configuration")                             \
+  X(TIMEOUT, "deadline exceeded")                                \
+  X(PEER, "peer failed")                                         \
+  X(PROTO, "protocol error")                                     \
+  X(TRUNC, "message truncated")                                  \
+  X(UNSUPPORTED, "not supported")                                \
+  X(NOTFOUND, "not found")                                       \
+  X(INTERRUPTED, "interrupted")                                  \
+  X(INTERNAL, "internal error")
+
+enum {
+  SG_OK = 0,
+  SG_E_BASE_ = -1000,
+#define SG_ERR_ENUM_(name, msg) SG_E##name,
+  SG_ERRNO_MAP(SG_ERR_ENUM_)
+#undef SG_ERR_ENUM_
+  SG_E_END_
+};
+
+/* "SG_ETIMEOUT" for SG_ETIMEOUT; "unknown error" for anything else. */
+const char *sg_errname(int code);
+/* "deadline exceeded" for SG_ETIMEOUT. */
+const char *sg_strerror(int code);
+
+/* Set the detail message for the error being returned (printf-style).
+ * Returns `code` so callers can write `return sg_err_set(SG_EIO, ...)`. */
+int sg_err_set(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The current thread's detail message ("" if none). */
+const char *sg_err_msg(void);
+/* The file:line trail appended by SG_CHECK/SG_TRY ("" if none). */
+const char *sg_err_trace(void);
+void sg_err_clear(void);
+void sg_err_trace_push(const char *file, int line);
+
+/* Return the error of `expr` to the caller, leaving a file:line trail. */
+#define SG_CHECK(expr)                                 \
+  do {                                                 \
+    int sg_rc_ = (expr);                               \
+    if (sg_rc_ < 0) {                                  \
+      sg_err_trace_push(__FILE__, __LINE__);           \
+      return sg_rc_;                                   \
+    }                                                  \
+  } while (0)
+
+/* Store the error of `expr` in the local `rc` and jump to `fail`. */
+#define SG_TRY(expr)                                   \
+  do {                                                 \
+    rc = (expr);                                       \
+    if (rc < 0) {                                      \
+      sg_err_trace_push(__FILE__, __LINE__);           \
+      goto fail;                                       \
+    }                                                  \
+  } while (0)
+
+#endif

@@ -1,0 +1,272 @@
+#include "opts.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+struct sg_opts {
+  size_t n, cap;
+  char **keys;
+  char **vals;
+};
+
+sg_opts_t *sg_opts_new(void) { return calloc(1, sizeof(sg_opts_t)); }
+
+void sg_opts_destroy(sg_opts_t **po) {
+  if (!po || !*po) return;
+  sg_opts_t *o = *po;
+  for (size_t i = 0; i < o->n; i++) {
+    free(o->keys[i]);
+    free(o->vals[i]);
+  }
+  free(o->keys);
+  free(o->vals);
+  free(o);
+  *po = NULL;
+}
+
+sg_opts_t *sg_opts_dup(const sg_opts_t *o) {
+  sg_opts_t *d = sg_opts_new();
+  if (!d) return NULL;
+  for (size_t i = 0; i < o->n; i++)
+    if (sg_opts_set(d, o->keys[i], o->vals[i]) < 0) {
+      sg_opts_destroy(&d);
+      return NULL;
+    }
+  return d;
+}
+
+static long find(const sg_opts_t *o, const char *key) {
+  for (size_t i = 0; i < o->n; i++)
+    if (strcmp(o->keys[i], key) == 0) return (long)i;
+  return -1;
+}
+
+int sg_opts_set(sg_opts_t *o, const char *key, const char *value) {
+  long i = find(o, key);
+  char *v = strdup(value ? value : "");
+  if (!v) return SG_ENOMEM;
+  if (i >= 0) {
+    free(o->vals[i]);
+    o->vals[i] = v;
+    return SG_OK;
+  }
+  if (o->n == o->cap) {
+    size_t cap = o->cap ? 2 * o->cap : 32;
+    char **k = realloc(o->keys, cap * sizeof *k);
+    if (!k) goto nomem;
+    o->keys = k;
+    char **vv = realloc(o->vals, cap * sizeof *vv);
+    if (!vv) goto nomem;
+    o->vals = vv;
+    o->cap = cap;
+  }
+  o->keys[o->n] = strdup(key);
+  if (!o->keys[o->n]) goto nomem;
+  o->vals[o->n++] = v;
+  return SG_OK;
+nomem:
+  free(v);
+  return SG_ENOMEM;
+}
+
+int sg_opts_setf(sg_opts_t *o, const char *key, const char *fmt, ...) {
+  char buf[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return sg_opts_set(o, key, buf);
+}
+
+const char *sg_opts_get(const sg_opts_t *o, const char *key) {
+  long i = find(o, key);
+  return i >= 0 ? o->vals[i] : NULL;
+}
+
+int sg_opts_has(const sg_opts_t *o, const char *key) { return find(o, key) >= 0; }
+size_t sg_opts_count(const sg_opts_t *o) { return o->n; }
+const char *sg_opts_key(const sg_opts_t *o, size_t i) { return i < o->n ? o->keys[i] : NULL; }
+const char *sg_opts_value(const sg_opts_t *o, size_t i) { return i < o->n ? o->vals[i] : NULL; }
+
+static int missing(const char *key) {
+  return sg_err_set(SG_ECONFIG, "%s: missing setting", key);
+}
+
+static int parse_int(const char *key, const char *s, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s) goto bad;
+  /* allow K/M/G suffixes (powers of two) for sizes */
+  if (*end == 'K' || *end == 'k') { v <<= 10; end++; }
+  else if (*end == 'M' || *end == 'm') { v <<= 20; end++; }
+  else if (*end == 'G' || *end == 'g') { v <<= 30; end++; }
+  while (isspace((unsigned char)*end)) end++;
+  if (*end) goto bad;
+  *out = v;
+  return SG_OK;
+bad:
+  return sg_err_set(SG_ECONFIG, "%s: expected an integer, got '%s'", key, s);
+}
+
+int sg_opts_int(const sg_opts_t *o, const char *key, int64_t *out) {
+  const char *s = sg_opts_get(o, key);
+  if (!s) return missing(key);
+  return parse_int(key, s, out);
+}
+
+int sg_opts_double(const sg_opts_t *o, const char *key, double *out) {
+  const char *s = sg_opts_get(o, key);
+  if (!s) return missing(key);
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s) goto bad;
+  while (isspace((unsigned char)*end)) end++;
+  if (*end) goto bad;
+  *out = v;
+  return SG_OK;
+bad:
+  return sg_err_set(SG_ECONFIG, "%s: expected a number, got '%s'", key, s);
+}
+
+int sg_opts_bool(const sg_opts_t *o, const char *key, int *out) {
+  const char *s = sg_opts_get(o, key);
+  if (!s) return missing(key);
+  if (!strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "on")) {
+    *out = 1;
+    return SG_OK;
+  }
+  if (!strcmp(s, "false") || !strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "off")) {
+    *out = 0;
+    return SG_OK;
+  }
+  return sg_err_set(SG_ECONFIG, "%s: expected true or false, got '%s'", key, s);
+}
+
+int sg_opts_str(const sg_opts_t *o, const char *key, const char **out) {
+  const char *s = sg_opts_get(o, key);
+  if (!s) return missing(key);
+  *out = s;
+  return SG_OK;
+}
+
+int sg_opts_intlist(const sg_opts_t *o, const char *key, int64_t *out,
+                    size_t cap, size_t *n) {
+  const char *s = sg_opts_get(o, key);
+  if (!s) return missing(key);
+  *n = 0;
+  char buf[64];
+  while (*s) {
+    const char *comma = strchr(s, ',');
+    size_t len = comma ? (size_t)(comma - s) : strlen(s);
+    if (len == 0 || len >= sizeof buf)
+      return sg_err_set(SG_ECONFIG, "%s: bad list element in '%s'", key, sg_opts_get(o, key));
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    if (*n >= cap) return sg_err_set(SG_ECONFIG, "%s: more than %zu elements", key, cap);
+    SG_CHECK(parse_int(key, buf, &out[(*n)++]));
+    s += len + (comma ? 1 : 0);
+  }
+  return SG_OK;
+}
+
+int sg_opts_int_or(const sg_opts_t *o, const char *key, int64_t def, int64_t *out) {
+  if (!sg_opts_has(o, key)) {
+    *out = def;
+    return SG_OK;
+  }
+  return sg_opts_int(o, key, out);
+}
+
+int sg_opts_double_or(const sg_opts_t *o, const char *key, double def, double *out) {
+  if (!sg_opts_has(o, key)) {
+    *out = def;
+    return SG_OK;
+  }
+  return sg_opts_double(o, key, out);
+}
+
+const char *sg_opts_str_or(const sg_opts_t *o, const char *key, const char *def) {
+  const char *s = sg_opts_get(o, key);
+  return s ? s : def;
+}
+
+int sg_opts_save(const sg_opts_t *o, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) return sg_err_set(SG_EIO, "%s: cannot write", path);
+  for (size_t i = 0; i < o->n; i++) fprintf(f, "%s=%s\n", o->keys[i], o->vals[i]);
+  if (fclose(f) != 0) return sg_err_set(SG_EIO, "%s: write failed", path);
+  return SG_OK;
+}
+
+int sg_opts_load(sg_opts_t **out, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return sg_err_set(SG_EIO, "%s: cannot open", path);
+  sg_opts_t *o = sg_opts_new();
+  char line[8192];
+  int rc = SG_OK, lineno = 0;
+  if (!o) {
+    rc = SG_ENOMEM;
+    goto fail;
+  }
+  while (fgets(line, sizeof line, f)) {
+    lineno++;
+    size_t len = strlen(line);
+    if (len && line[len - 1] == '\n') line[--len] = '\0';
+    if (!len) continue;
+    char *eq = strchr(line, '=');
+    if (!eq) {
+      rc = sg_err_set(SG_EFORMAT, "%s:%d: expected key=value", path, lineno);
+      goto fail;
+    }
+    *eq = '\0';
+    SG_TRY(sg_opts_set(o, line, eq + 1));
+  }
+  fclose(f);
+  *out = o;
+  return SG_OK;
+fail:
+  fclose(f);
+  sg_opts_destroy(&o);
+  return rc;
+}
+
+static int is_number(const char *s) {
+  if (!*s) return 0;
+  char *end;
+  strtod(s, &end);
+  return *end == '\0' && strcmp(s, "nan") && strcmp(s, "inf") && strcmp(s, "-inf");
+}
+
+char *sg_opts_json(const sg_opts_t *o) {
+  size_t cap = 64;
+  for (size_t i = 0; i < o->n; i++) cap += 2 * (strlen(o->keys[i]) + strlen(o->vals[i])) + 8;
+  char *out = malloc(cap), *p = out;
+  if (!out) return NULL;
+  *p++ = '{';
+  for (size_t i = 0; i < o->n; i++) {
+    if (i) *p++ = ',';
+    p += sprintf(p, "\"%s\":", o->keys[i]);
+    const char *v = o->vals[i];
+    if (is_number(v) || !strcmp(v, "true") || !strcmp(v, "false")) {
+      p += sprintf(p, "%s", v);
+    } else {
+      *p++ = '"';
+      for (; *v; v++) {
+        if (*v == '"' || *v == '\\') *p++ = '\\';
+        *p++ = *v;
+      }
+      *p++ = '"';
+    }
+  }
+  *p++ = '}';
+  *p = '\0';
+  return out;
+}

@@ -1,0 +1,63 @@
+/* opts.h - a resolved run's settings as key -> string, with typed getters.
+ *
+ * The harness resolves an experiment file into one sg_opts_t per run (every
+ * key of the settings table present, engine options included), writes it to
+ * a spec file with sg_opts_save(), and each rank reads it back with
+ * sg_opts_load().  Values are stored as text exactly as they will appear in
+ * runs.options_json; typed getters parse on demand and name the key when a
+ * value does not parse.
+ *
+ * Lists (e.g. hidden: [256, 128]) are stored comma-separated: "256,128".
+ */
+#ifndef SG_OPTS_H
+#define SG_OPTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sg_opts sg_opts_t;
+
+/* Caller owns the result; free with sg_opts_destroy(). */
+sg_opts_t *sg_opts_new(void);
+sg_opts_t *sg_opts_dup(const sg_opts_t *o);
+void sg_opts_destroy(sg_opts_t **o);
+
+/* Set (copying key and value); replaces an existing key. */
+int sg_opts_set(sg_opts_t *o, const char *key, const char *value);
+int sg_opts_setf(sg_opts_t *o, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* NULL when absent. */
+const char *sg_opts_get(const sg_opts_t *o, const char *key);
+int sg_opts_has(const sg_opts_t *o, const char *key);
+size_t sg_opts_count(const sg_opts_t *o);
+/* i-th entry in insertion order. */
+const char *sg_opts_key(const sg_opts_t *o, size_t i);
+const char *sg_opts_value(const sg_opts_t *o, size_t i);
+
+/* Typed getters: return 0, or SG_ECONFIG (message names the key) when the
+ * key is absent or its value does not parse. */
+int sg_opts_int(const sg_opts_t *o, const char *key, int64_t *out);
+int sg_opts_double(const sg_opts_t *o, const char *key, double *out);
+int sg_opts_bool(const sg_opts_t *o, const char *key, int *out);
+int sg_opts_str(const sg_opts_t *o, const char *key, const char **out);
+/* Comma-separated integers; *n gets the count (at most cap). */
+int sg_opts_intlist(const sg_opts_t *o, const char *key, int64_t *out,
+                    size_t cap, size_t *n);
+
+/* Getters with a fallback when the key is absent (still SG_ECONFIG when
+ * present but malformed). */
+int sg_opts_int_or(const sg_opts_t *o, const char *key, int64_t def,
+                   int64_t *out);
+int sg_opts_double_or(const sg_opts_t *o, const char *key, double def,
+                      double *out);
+const char *sg_opts_str_or(const sg_opts_t *o, const char *key,
+                           const char *def);
+
+/* "key=value\n" lines; values never contain newlines. */
+int sg_opts_save(const sg_opts_t *o, const char *path);
+int sg_opts_load(sg_opts_t **out, const char *path);
+/* JSON object of all keys (numbers unquoted when they parse as numbers).
+ * Caller frees the result with free(). */
+char *sg_opts_json(const sg_opts_t *o);
+
+#endif

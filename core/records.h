@@ -1,0 +1,96 @@
+/* records.h - what a rank reports to the harness while it runs.
+ *
+ * Each rank opens a ZeroMQ PUSH socket to the harness's PULL endpoint and
+ * streams fixed-size binary records (all ranks of a run share one host
+ * architecture).  The harness commits them to SQLite in batched
+ * transactions while the run goes on (harness/recorder.c), so a crashed run
+ * keeps everything sent before the crash.
+ *
+ * Columns map one-to-one onto DESIGN.md 4: steps(...), evals(...), and
+ * bench(...).  NaN stands for SQL NULL in double fields, -1 in staleness.
+ */
+#ifndef SG_RECORDS_H
+#define SG_RECORDS_H
+
+#include <stdint.h>
+
+enum {
+  SG_REC_MAGIC = 0x53474442, /* "SGDB" */
+  SG_REC_HELLO = 1,          /* rank is up: role, host, pid */
+  SG_REC_STEP = 2,
+  SG_REC_EVAL = 3,
+  SG_REC_BENCH = 4,
+  SG_REC_DONE = 5, /* rank finished: ok, or failed with a message */
+  SG_REC_INFO = 6, /* key=value about the run (blas, workload, ...) */
+};
+
+typedef struct sg_step_rec {
+  int64_t step;
+  int32_t epoch;
+  int32_t pad_;
+  double t_start;   /* seconds since the run's start */
+  double compute_s; /* gradient / optimizer time */
+  double comm_s;    /* time in transport calls */
+  double wait_s;    /* time blocked on a barrier / staleness bound */
+  uint64_t bytes_sent, bytes_recv; /* this step's payload bytes */
+  double loss;      /* this rank's minibatch mean; NaN = NULL (servers) */
+  int64_t staleness; /* -1 = NULL */
+} sg_step_rec_t;
+
+typedef struct sg_eval_rec {
+  int64_t step;
+  int32_t epoch;
+  int32_t pad_;
+  double wall_s;  /* training seconds since the run's start (evaluation excluded) */
+  int64_t samples; /* training samples consumed so far (all workers) */
+  double train_loss, test_loss, test_acc;
+} sg_eval_rec_t;
+
+typedef struct sg_bench_rec {
+  char collective[32];
+  char impl[32];
+  char transport[16];
+  int32_t np;
+  int32_t iters;
+  uint64_t bytes;
+  double t_min, t_median, t_max; /* seconds */
+  double algbw, busbw;           /* GB/s */
+  int64_t wrong;
+} sg_bench_rec_t;
+
+typedef struct sg_records sg_records_t;
+
+/* Connect rank `rank` (role e.g. "worker", "server", "driver") to the
+ * harness at `endpoint`; NULL endpoint gives a records object that drops
+ * everything (unit tests).  t0 = the run's start (sg_wall()).  Sends HELLO.
+ * Caller owns the result. */
+int sg_records_open(sg_records_t **out, const char *endpoint, int rank,
+                    const char *role, double t0);
+int sg_records_step(sg_records_t *r, const sg_step_rec_t *s);
+int sg_records_eval(sg_records_t *r, const sg_eval_rec_t *e);
+int sg_records_bench(sg_records_t *r, const sg_bench_rec_t *b);
+int sg_records_info(sg_records_t *r, const char *key, const char *value);
+/* Final record: status 0 = ok, else the error message is sent. */
+int sg_records_done(sg_records_t *r, int status, const char *message);
+/* Seconds since t0. */
+double sg_records_elapsed(const sg_records_t *r);
+void sg_records_close(sg_records_t **r);
+
+/* ---- wire format (shared with harness/recorder.c) -------------------- */
+typedef struct sg_rec_header {
+  uint32_t magic;
+  uint32_t type;
+  int32_t rank;
+  uint32_t len; /* bytes of payload after the header */
+} sg_rec_header_t;
+
+typedef struct sg_rec_hello {
+  char role[16];
+  char host[64];
+  int32_t pid;
+  int32_t pad_;
+} sg_rec_hello_t;
+/* DONE payload: int32 status, then a NUL-terminated message.
+ * INFO payload: "key\0value\0". */
+
+#endif

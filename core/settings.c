@@ -1,0 +1,174 @@
+#include "settings.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+#define NOB 1, 0 /* no bounds */
+
+/* clang-format off */
+const sg_setting_t sg_settings[] = {
+  /* experiment */
+  {"name", SG_T_STR, "experiment", "experiment name (reports select by it)", NULL, NOB, SG_S_EXPERIMENT},
+  {"workers", SG_T_INT, "1", "number of worker processes N (a list sweeps)", NULL, 1, 1024, SG_S_EXPERIMENT},
+  {"repeat", SG_T_INT, "1", "run every point of the sweep this many times", NULL, 1, 1000, SG_S_EXPERIMENT},
+
+  /* workload: data */
+  {"dataset", SG_T_ENUM, "fashion-mnist", "training data", "fashion-mnist|mnist|libsvm|synthetic|synthetic-sparse", NOB, SG_S_WORKLOAD},
+  {"data_dir", SG_T_STR, "", "directory of the IDX files (default: /usr/share/datasets/<dataset>)", NULL, NOB, SG_S_WORKLOAD},
+  {"train_file", SG_T_STR, "", "libsvm: training file", NULL, NOB, SG_S_WORKLOAD},
+  {"test_file", SG_T_STR, "", "libsvm: test file", NULL, NOB, SG_S_WORKLOAD},
+  {"features", SG_T_INT, "0", "input dimension (synthetic; libsvm: 0 = infer from the files)", NULL, 0, 1e9, SG_S_WORKLOAD},
+  {"classes", SG_T_INT, "10", "number of classes (synthetic, libsvm)", NULL, 2, 100000, SG_S_WORKLOAD},
+  {"train_samples", SG_T_INT, "0", "training samples to use (0 = all; synthetic: 60000)", NULL, 0, 1e9, SG_S_WORKLOAD},
+  {"test_samples", SG_T_INT, "0", "test samples to use (0 = all; synthetic: 10000)", NULL, 0, 1e9, SG_S_WORKLOAD},
+  {"nnz", SG_T_INT, "100", "synthetic-sparse: nonzeros per row", NULL, 1, 1e7, SG_S_WORKLOAD},
+  /* workload: model */
+  {"model", SG_T_ENUM, "mlp", "model", "softmax|mlp", NOB, SG_S_WORKLOAD},
+  {"hidden", SG_T_INTLIST, "128", "mlp: hidden layer sizes (ReLU), e.g. [256, 128]", NULL, 1, 1e6, SG_S_WORKLOAD},
+  /* workload: optimizer */
+  {"batch", SG_T_INT, "64", "minibatch per worker (local: the whole batch; compare with N*batch)", NULL, 1, 1e7, SG_S_WORKLOAD},
+  {"lr", SG_T_FLOAT, "0.05", "learning rate", NULL, 0, 1e6, SG_S_WORKLOAD},
+  {"momentum", SG_T_FLOAT, "0", "SGD momentum (0 = plain SGD)", NULL, 0, 0.9999, SG_S_WORKLOAD},
+  {"weight_decay", SG_T_FLOAT, "0", "L2 weight decay", NULL, 0, 1, SG_S_WORKLOAD},
+  {"lr_schedule", SG_T_ENUM, "constant", "learning-rate schedule", "constant|step|cosine", NOB, SG_S_WORKLOAD},
+  {"lr_step_epochs", SG_T_FLOAT, "1", "step schedule: multiply lr by lr_gamma every this many epochs", NULL, 1e-9, 1e9, SG_S_WORKLOAD},
+  {"lr_gamma", SG_T_FLOAT, "0.1", "step schedule: decay factor", NULL, 0, 1, SG_S_WORKLOAD},
+  {"warmup_steps", SG_T_INT, "0", "linear learning-rate warm-up over this many steps", NULL, 0, 1e12, SG_S_WORKLOAD},
+  {"epochs", SG_T_FLOAT, "1", "passes over the training set (fractions allowed)", NULL, 0, 1e6, SG_S_WORKLOAD},
+  {"max_steps", SG_T_INT, "0", "stop after this many steps (0 = no limit)", NULL, 0, 1e12, SG_S_WORKLOAD},
+  {"seed", SG_T_INT, "1", "seed for data order, initial parameters, synthetic data", NULL, 0, 4294967295.0, SG_S_WORKLOAD},
+  {"eval_every", SG_T_INT, "0", "evaluate on the test set every this many steps (0 = once per epoch)", NULL, 0, 1e12, SG_S_WORKLOAD},
+  {"threads", SG_T_INT, "1", "BLAS threads per rank", NULL, 1, 256, SG_S_WORKLOAD},
+
+  /* run: how processes are started and talk */
+  {"transport", SG_T_ENUM, "zmq", "point-to-point transport between ranks", "zmq|mpi", NOB, SG_S_RUN},
+  {"launcher", SG_T_ENUM, "auto", "how ranks are started (auto: mpirun for mpi, local otherwise)", "auto|local|mpirun", NOB, SG_S_RUN},
+  {"zmq_scheme", SG_T_ENUM, "ipc", "ZeroMQ endpoint kind between processes", "ipc|tcp", NOB, SG_S_RUN},
+  {"hosts", SG_T_STR, "", "mpirun -H list (host:slots,...); empty = this host", NULL, NOB, SG_S_RUN},
+  {"deadline", SG_T_FLOAT, "30", "seconds any receive may wait before its peer is declared dead", NULL, 0.01, 86400, SG_S_RUN},
+  {"delay_rank", SG_T_INT, "-1", "rank to slow down on purpose (-1 = none)", NULL, -1, 1e6, SG_S_RUN},
+  {"delay_ms", SG_T_FLOAT, "0", "milliseconds added to every step of delay_rank", NULL, 0, 1e6, SG_S_RUN},
+  {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
+};
+/* clang-format on */
+
+const sg_setting_t *sg_setting_find(const sg_setting_t *table, const char *name) {
+  if (!table) return NULL;
+  for (const sg_setting_t *s = table; s->name; s++)
+    if (strcmp(s->name, name) == 0) return s;
+  return NULL;
+}
+
+const char *sg_type_name(sg_type_t t) {
+  switch (t) {
+  case SG_T_INT: return "int";
+  case SG_T_FLOAT: return "float";
+  case SG_T_BOOL: return "bool";
+  case SG_T_STR: return "string";
+  case SG_T_ENUM: return "enum";
+  case SG_T_INTLIST: return "int list";
+  }
+  return "?";
+}
+
+static int parse_num(const char *v, int integer, double *out) {
+  char *end;
+  errno = 0;
+  double d;
+  if (integer) {
+    long long x = strtoll(v, &end, 10);
+    if (end != v && (*end == 'K' || *end == 'k')) { x <<= 10; end++; }
+    else if (end != v && (*end == 'M' || *end == 'm')) { x <<= 20; end++; }
+    else if (end != v && (*end == 'G' || *end == 'g')) { x <<= 30; end++; }
+    d = (double)x;
+  } else {
+    d = strtod(v, &end);
+  }
+  if (errno || end == v || *end) return -1;
+  *out = d;
+  return 0;
+}
+
+static int check_bounds(const sg_setting_t *s, double d, char *why, size_t n) {
+  if (s->min > s->max) return SG_OK;
+  if (d < s->min) {
+    snprintf(why, n, "must be >= %g", s->min);
+    return SG_ECONFIG;
+  }
+  if (d > s->max) {
+    snprintf(why, n, "must be <= %g", s->max);
+    return SG_ECONFIG;
+  }
+  return SG_OK;
+}
+
+int sg_setting_check(const sg_setting_t *s, const char *v, char *why, size_t n) {
+  double d;
+  switch (s->type) {
+  case SG_T_INT:
+  case SG_T_FLOAT:
+    if (parse_num(v, s->type == SG_T_INT, &d) < 0) {
+      snprintf(why, n, "expected %s, got '%s'", s->type == SG_T_INT ? "an integer" : "a number", v);
+      return SG_ECONFIG;
+    }
+    return check_bounds(s, d, why, n);
+  case SG_T_BOOL:
+    if (!strcmp(v, "true") || !strcmp(v, "false")) return SG_OK;
+    snprintf(why, n, "expected true or false, got '%s'", v);
+    return SG_ECONFIG;
+  case SG_T_STR:
+    if (strchr(v, '\n')) {
+      snprintf(why, n, "must be a single line");
+      return SG_ECONFIG;
+    }
+    return SG_OK;
+  case SG_T_ENUM: {
+    size_t len = strlen(v);
+    for (const char *c = s->choices; c && *c;) {
+      const char *bar = strchr(c, '|');
+      size_t cl = bar ? (size_t)(bar - c) : strlen(c);
+      if (cl == len && strncmp(c, v, len) == 0) return SG_OK;
+      c += cl + (bar ? 1 : 0);
+    }
+    snprintf(why, n, "'%s' is not one of %s", v, s->choices);
+    return SG_ECONFIG;
+  }
+  case SG_T_INTLIST: {
+    char buf[64];
+    const char *p = v;
+    if (!*p) {
+      snprintf(why, n, "expected a list of integers");
+      return SG_ECONFIG;
+    }
+    while (*p) {
+      const char *comma = strchr(p, ',');
+      size_t len = comma ? (size_t)(comma - p) : strlen(p);
+      if (len == 0 || len >= sizeof buf) {
+        snprintf(why, n, "expected a list of integers, got '%s'", v);
+        return SG_ECONFIG;
+      }
+      memcpy(buf, p, len);
+      buf[len] = '\0';
+      if (parse_num(buf, 1, &d) < 0) {
+        snprintf(why, n, "expected integers, got '%s'", buf);
+        return SG_ECONFIG;
+      }
+      SG_CHECK(check_bounds(s, d, why, n));
+      p += len + (comma ? 1 : 0);
+    }
+    return SG_OK;
+  }
+  }
+  return SG_ECONFIG;
+}
+
+int sg_settings_defaults(const sg_setting_t *table, sg_opts_t *o) {
+  for (const sg_setting_t *s = table; s && s->name; s++)
+    if (!sg_opts_has(o, s->name)) SG_CHECK(sg_opts_set(o, s->name, s->def));
+  return SG_OK;
+}

@@ -1,0 +1,92 @@
+/* workload.h - the one SGD workload every engine runs.
+ *
+ * A workload is a dataset, a model and an optimizer.  The model's
+ * parameters are ONE contiguous float vector (layers are views into it), so
+ * an engine can push, shard, reduce or broadcast the model as a flat buffer.
+ *
+ * Sharding (DESIGN.md 2): each epoch has one global permutation of the
+ * training set, a pure function of (seed, epoch).  Worker w of N takes
+ * positions w, w+N, w+2N, ... of it and cuts its list into batches of b.
+ * The union of the N workers' step-t batches is then exactly `local`'s
+ * step-t batch of size N*b.  Steps per epoch = floor(train / (N*b)): the
+ * last partial global batch of an epoch is dropped, for every worker alike.
+ */
+#ifndef SG_WORKLOAD_H
+#define SG_WORKLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opts.h"
+
+typedef struct sg_workload sg_workload_t;
+
+enum {
+  SG_WL_TRAIN = 1, /* load the training set (grad needs it) */
+  SG_WL_TEST = 2,  /* load the test set (evaluate needs it) */
+  SG_WL_ALL = 3,
+};
+
+typedef struct sg_eval {
+  double test_loss;
+  double test_acc;
+} sg_eval_t;
+
+/* Build the workload described by the settings in `o` (dataset, model,
+ * batch, optimizer, seed; see settings.c) for worker `worker` of
+ * `nworkers`.  `what` says which splits to load (a PS server needs none).
+ * Errors name the file and offset (bad IDX), file:line (bad LIBSVM), or
+ * the key (bad setting).  Caller owns the result. */
+int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
+                    int nworkers, unsigned what);
+void sg_workload_destroy(sg_workload_t **w);
+
+size_t sg_workload_nparams(const sg_workload_t *w);
+int64_t sg_workload_steps_per_epoch(const sg_workload_t *w);
+/* ceil(epochs * steps_per_epoch), capped by max_steps when it is > 0. */
+int64_t sg_workload_total_steps(const sg_workload_t *w);
+int sg_workload_batch(const sg_workload_t *w); /* per-worker batch b */
+/* A one-line description ("mlp 784-128-10 (101770 params), fashion-mnist
+ * 60000/10000, batch 64"). */
+const char *sg_workload_describe(const sg_workload_t *w);
+
+/* Initial parameters, a pure function of the seed. */
+int sg_workload_init_params(const sg_workload_t *w, float *params);
+
+/* Gradient of the mean loss over this worker's batch of global step `step`
+ * (epoch = step / steps_per_epoch).  grad has nparams elements and is fully
+ * overwritten; *loss gets the batch's mean loss. */
+int sg_workload_grad(sg_workload_t *w, const float *params, float *grad,
+                     int64_t step, double *loss);
+
+/* Loss and accuracy of params on the test set. */
+int sg_workload_evaluate(sg_workload_t *w, const float *params, sg_eval_t *out);
+
+/* ---- optimizer: SGD with momentum, weight decay, lr schedule ---------- */
+
+typedef struct sg_optim sg_optim_t;
+
+/* An optimizer for `n` parameters (the whole vector, or a PS server's
+ * shard): update is elementwise, so a shard's update equals the same slice
+ * of the whole vector's.  The schedule (warm-up, step, cosine) is computed
+ * from the settings and the workload's steps per epoch / total steps.
+ * Caller owns the result. */
+int sg_optim_new(sg_optim_t **out, const sg_opts_t *o, size_t n,
+                 int64_t steps_per_epoch, int64_t total_steps);
+void sg_optim_destroy(sg_optim_t **opt);
+/* Learning rate at `step`. */
+double sg_optim_lr(const sg_optim_t *opt, int64_t step);
+/* params[i] -= update(grad[i]) for i < n, momentum state kept inside. */
+void sg_optim_apply(sg_optim_t *opt, float *params, const float *grad,
+                    int64_t step);
+
+/* Convenience: an optimizer for this workload's whole parameter vector. */
+int sg_workload_optim_new(const sg_workload_t *w, const sg_opts_t *o,
+                          sg_optim_t **out);
+
+/* The BLAS library in use, e.g. "OpenBLAS 0.3.21 core=Haswell threads=1". */
+const char *sg_blas_info(void);
+/* Set the BLAS thread count for this process. */
+void sg_blas_set_threads(int n);
+
+#endif
