@@ -64,6 +64,12 @@ int sg_trainlog_step(sg_trainlog_t *t, const sg_step_rec_t *s,
                      const float *params);
 void sg_trainlog_destroy(sg_trainlog_t **t);
 
+/* When the `dump_params` setting names a file, write params (n raw
+ * float32, native byte order) to it.  Call once, at the end of training,
+ * from the one rank that holds the full final parameters. */
+int sg_engine_dump_params(const sg_rank_ctx_t *ctx, const float *params,
+                          size_t n);
+
 /* Sleep delay_ms when this rank is delay_rank (the on-purpose straggler). */
 void sg_engine_delay(const sg_rank_ctx_t *ctx);
 

@@ -43,6 +43,7 @@ const sg_setting_t sg_settings[] = {
   {"max_steps", SG_T_INT, "0", "stop after this many steps (0 = no limit)", NULL, 0, 1e12, SG_S_WORKLOAD},
   {"seed", SG_T_INT, "1", "seed for data order, initial parameters, synthetic data", NULL, 0, 4294967295.0, SG_S_WORKLOAD},
   {"eval_every", SG_T_INT, "0", "evaluate on the test set every this many steps (0 = once per epoch)", NULL, 0, 1e12, SG_S_WORKLOAD},
+  {"dump_params", SG_T_STR, "", "write the final parameters (raw float32) to this file (equivalence checks)", NULL, NOB, SG_S_WORKLOAD},
   {"threads", SG_T_INT, "1", "BLAS threads per rank", NULL, 1, 256, SG_S_WORKLOAD},
 
   /* run: how processes are started and talk */
