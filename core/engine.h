@@ -53,12 +53,22 @@ int sg_engine_nprocs(const sg_engine_t *e, const sg_opts_t *o, int workers,
 /* ---- helpers every training loop uses (core/engine_util.c) ----------- */
 
 /* Evaluation and progress bookkeeping for the rank that evaluates.
- * sg_trainlog_step() records a step (and, every eval_every steps or at
- * epoch ends and the last step, evaluates params and sends an eval record;
- * evaluation time is excluded from wall_s). */
+ * sg_trainlog_step() records a step (and, every eval_every steps -- once
+ * per epoch when eval_every is 0 -- and after the last step, evaluates
+ * params and sends an eval record).  Eval records carry step = steps
+ * completed and wall_s = seconds since sg_trainlog_begin() minus the time
+ * spent evaluating.  Non-evaluating ranks pass evaluates = 0 (params may
+ * then be NULL). */
 typedef struct sg_trainlog sg_trainlog_t;
 int sg_trainlog_new(sg_trainlog_t **out, sg_rank_ctx_t *ctx,
                     sg_workload_t *wl, int evaluates);
+/* Training starts now (wall_s counts from here); the evaluating rank
+ * evaluates the initial params as step 0. */
+int sg_trainlog_begin(sg_trainlog_t *t, const float *params);
+/* Override the samples-per-step count (default: workers * batch). */
+void sg_trainlog_set_global_batch(sg_trainlog_t *t, int64_t global_batch);
+/* Seconds spent evaluating so far. */
+double sg_trainlog_eval_time(const sg_trainlog_t *t);
 /* Send the step record; evaluate if this step ends an eval period. */
 int sg_trainlog_step(sg_trainlog_t *t, const sg_step_rec_t *s,
                      const float *params);

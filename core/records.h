@@ -41,7 +41,8 @@ typedef struct sg_eval_rec {
   int64_t step;
   int32_t epoch;
   int32_t pad_;
-  double wall_s;  /* training seconds since the run's start (evaluation excluded) */
+  double wall_s;  /* seconds since training began on the evaluating rank,
+                     time spent evaluating excluded */
   int64_t samples; /* training samples consumed so far (all workers) */
   double train_loss, test_loss, test_acc;
 } sg_eval_rec_t;

@@ -3,7 +3,10 @@
 
 #include "engine.h"
 
+extern const sg_engine_t sg_engine_local;
+
 const sg_engine_t *const sg_engines[] = {
+    &sg_engine_local,
     NULL,
 };
 

@@ -1,0 +1,123 @@
+/* engine_util.c - bookkeeping every training loop shares: step records,
+ * periodic evaluation, the on-purpose straggler, the final-params dump. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "engine.h"
+#include "err.h"
+
+struct sg_trainlog {
+  sg_rank_ctx_t *ctx;
+  sg_workload_t *wl;
+  int evaluates;
+  int64_t eval_every;   /* steps between evaluations */
+  int64_t total_steps;
+  int64_t global_batch; /* samples per step over all workers */
+  int64_t steps_per_epoch;
+  double train0;        /* sg_now() when training started */
+  double eval_time;     /* seconds spent evaluating (excluded from wall_s) */
+  double loss_sum;      /* this rank's losses since the last evaluation */
+  int64_t loss_n;
+  int begun;
+};
+
+int sg_trainlog_new(sg_trainlog_t **out, sg_rank_ctx_t *ctx, sg_workload_t *wl,
+                    int evaluates) {
+  sg_trainlog_t *t = calloc(1, sizeof *t);
+  if (!t) return SG_ENOMEM;
+  int64_t every = 0;
+  int rc;
+  SG_TRY(sg_opts_int_or(ctx->opts, "eval_every", 0, &every));
+  t->ctx = ctx;
+  t->wl = wl;
+  t->evaluates = evaluates && wl;
+  t->steps_per_epoch = wl ? sg_workload_steps_per_epoch(wl) : 1;
+  t->total_steps = wl ? sg_workload_total_steps(wl) : 0;
+  t->eval_every = every > 0 ? every : t->steps_per_epoch;
+  t->global_batch = wl ? (int64_t)sg_workload_batch(wl) * ctx->workers : 0;
+  t->train0 = sg_now();
+  *out = t;
+  return SG_OK;
+fail:
+  free(t);
+  return rc;
+}
+
+/* Set the global batch explicitly (engines whose workload instance does
+ * not see the per-worker batch, e.g. `local` running N*b in one process). */
+void sg_trainlog_set_global_batch(sg_trainlog_t *t, int64_t global_batch) {
+  t->global_batch = global_batch;
+}
+
+static int evaluate(sg_trainlog_t *t, int64_t steps_done, const float *params) {
+  double t_eval = sg_now();
+  sg_eval_t ev;
+  SG_CHECK(sg_workload_evaluate(t->wl, params, &ev));
+  sg_eval_rec_t e = {
+      .step = steps_done,
+      .epoch = (int32_t)(steps_done / (t->steps_per_epoch ? t->steps_per_epoch : 1)),
+      .wall_s = t_eval - t->train0 - t->eval_time,
+      .samples = steps_done * t->global_batch,
+      .train_loss = t->loss_n ? t->loss_sum / (double)t->loss_n : NAN,
+      .test_loss = ev.test_loss,
+      .test_acc = ev.test_acc,
+  };
+  t->loss_sum = 0;
+  t->loss_n = 0;
+  t->eval_time += sg_now() - t_eval;
+  return sg_records_eval(t->ctx->rec, &e);
+}
+
+int sg_trainlog_begin(sg_trainlog_t *t, const float *params) {
+  t->train0 = sg_now();
+  t->begun = 1;
+  if (!t->evaluates) return SG_OK;
+  return evaluate(t, 0, params);
+}
+
+int sg_trainlog_step(sg_trainlog_t *t, const sg_step_rec_t *s, const float *params) {
+  SG_CHECK(sg_records_step(t->ctx->rec, s));
+  if (!isnan(s->loss)) {
+    t->loss_sum += s->loss;
+    t->loss_n++;
+  }
+  if (!t->evaluates || !params) return SG_OK;
+  int64_t done = s->step + 1;
+  if (done % t->eval_every == 0 || done == t->total_steps)
+    SG_CHECK(evaluate(t, done, params));
+  return SG_OK;
+}
+
+double sg_trainlog_eval_time(const sg_trainlog_t *t) { return t->eval_time; }
+
+void sg_trainlog_destroy(sg_trainlog_t **pt) {
+  if (!pt || !*pt) return;
+  free(*pt);
+  *pt = NULL;
+}
+
+void sg_engine_delay(const sg_rank_ctx_t *ctx) {
+  int64_t rank = -1;
+  double ms = 0;
+  if (sg_opts_int_or(ctx->opts, "delay_rank", -1, &rank) < 0 || rank != ctx->rank) return;
+  if (sg_opts_double_or(ctx->opts, "delay_ms", 0, &ms) < 0 || ms <= 0) return;
+  struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(fmod(ms, 1000) * 1e6)};
+  while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+  }
+}
+
+int sg_engine_dump_params(const sg_rank_ctx_t *ctx, const float *params, size_t n) {
+  const char *path = sg_opts_str_or(ctx->opts, "dump_params", "");
+  if (!path[0]) return SG_OK;
+  FILE *f = fopen(path, "wb");
+  if (!f) return sg_err_set(SG_EIO, "dump_params: %s: %s", path, strerror(errno));
+  size_t w = fwrite(params, sizeof(float), n, f);
+  if (fclose(f) != 0 || w != n)
+    return sg_err_set(SG_EIO, "dump_params: %s: write failed", path);
+  return SG_OK;
+}
