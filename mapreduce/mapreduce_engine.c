@@ -1,0 +1,81 @@
+/* mapreduce_engine.c - the `mapreduce` engine's table: options, layout
+ * (driver + N executors), roles, and the per-rank entry point.  The
+ * algorithm is in mapreduce.h and the mr_*.c files. */
+#include <stdio.h>
+#include <string.h>
+
+#include "err.h"
+#include "mapreduce.h"
+
+/* clang-format off */
+static const sg_setting_t mr_options[] = {
+  {"broadcast", SG_T_ENUM, "flat", "parameters to executors: flat (driver sends N copies) or tree (binomial, like Spark's torrent broadcast)", "flat|tree", 1, 0, SG_S_ENGINE},
+  {"aggregate", SG_T_ENUM, "flat", "gradients to the driver: flat (N messages) or tree (Spark's treeAggregate, see depth)", "flat|tree", 1, 0, SG_S_ENGINE},
+  {"depth", SG_T_INT, "2", "aggregate tree: levels, driver included (2 = one level of combining on executors)", NULL, 1, 16, SG_S_ENGINE},
+  {"partitions", SG_T_INT, "0", "tasks per step, scheduled on executors as they come free (0 = workers); must divide workers*batch", NULL, 0, 1e6, SG_S_ENGINE},
+  {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
+};
+/* clang-format on */
+
+int mr_config_parse(const sg_opts_t *o, int workers, mr_config_t *cfg) {
+  int64_t depth, parts, batch;
+  memset(cfg, 0, sizeof *cfg);
+  if (workers < 1) return sg_err_set(SG_ECONFIG, "mapreduce: workers must be >= 1, got %d", workers);
+  SG_CHECK(sg_opts_int_or(o, "depth", 2, &depth));
+  SG_CHECK(sg_opts_int_or(o, "partitions", 0, &parts));
+  SG_CHECK(sg_opts_int_or(o, "batch", 64, &batch));
+  const char *bc = sg_opts_str_or(o, "broadcast", "flat");
+  const char *ag = sg_opts_str_or(o, "aggregate", "flat");
+  if (strcmp(bc, "flat") && strcmp(bc, "tree"))
+    return sg_err_set(SG_ECONFIG, "broadcast: '%s' is not one of flat|tree", bc);
+  if (strcmp(ag, "flat") && strcmp(ag, "tree"))
+    return sg_err_set(SG_ECONFIG, "aggregate: '%s' is not one of flat|tree", ag);
+  if (depth < 1 || depth > 16) return sg_err_set(SG_ECONFIG, "depth: must be in 1..16, got %lld", (long long)depth);
+  if (parts < 0) return sg_err_set(SG_ECONFIG, "partitions: must be >= 0, got %lld", (long long)parts);
+  if (parts == 0) parts = workers;
+  /* Task p is worker p of P with batch N*b/P: P must divide N*b. */
+  int64_t global = batch * workers;
+  if (parts > global || global % parts != 0)
+    return sg_err_set(SG_ECONFIG,
+                      "partitions: %lld does not divide the global batch workers*batch = %d*%lld = %lld",
+                      (long long)parts, workers, (long long)batch, (long long)global);
+  cfg->tree_broadcast = strcmp(bc, "tree") == 0;
+  cfg->depth = strcmp(ag, "tree") == 0 ? (int)depth : 1;
+  cfg->partitions = (int)parts;
+  cfg->executors = workers;
+  cfg->batch = batch;
+  return SG_OK;
+}
+
+static int mr_layout(const sg_opts_t *o, int workers, int *nprocs) {
+  mr_config_t cfg;
+  SG_CHECK(mr_config_parse(o, workers, &cfg));
+  *nprocs = workers + 1;
+  return SG_OK;
+}
+
+static const char *mr_role(const sg_opts_t *o, int workers, int rank) {
+  (void)o;
+  (void)workers;
+  return rank == 0 ? "driver" : "executor";
+}
+
+int mr_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
+  return ctx->rank == 0 ? mr_driver_run(ctx, cfg) : mr_executor_run(ctx, cfg);
+}
+
+static int mr_engine_run(sg_rank_ctx_t *ctx) {
+  mr_config_t cfg;
+  SG_CHECK(mr_config_parse(ctx->opts, ctx->workers, &cfg));
+  return mr_run(ctx, &cfg);
+}
+
+const sg_engine_t sg_engine_mapreduce = {
+    .name = "mapreduce",
+    .summary = "Spark-like driver: broadcast params, executors map gradients over partitions, reduce (flat or tree) to the driver",
+    .options = mr_options,
+    .layout = mr_layout,
+    .role = mr_role,
+    .check_transport = NULL,
+    .run = mr_engine_run,
+};
