@@ -1,0 +1,78 @@
+/* allreduce.c - the algorithm table and the allreduce context: one
+ * algorithm plus the scratch it needs, allocated and touched once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "allreduce.h"
+#include "err.h"
+
+static const sg_ar_algo_t *const algos[] = {&sg_ar_ring, &sg_ar_rhd, &sg_ar_native, NULL};
+
+const sg_ar_algo_t *sg_ar_algo_find(const char *name) {
+  for (const sg_ar_algo_t *const *a = algos; *a; a++)
+    if (strcmp((*a)->name, name) == 0) return *a;
+  return NULL;
+}
+
+struct sg_ar {
+  const sg_ar_algo_t *algo;
+  sg_comm_t *comm;
+  size_t max_count;
+  sg_ar_opts_t o; /* scratch and reqs owned here */
+};
+
+static int env_flag(const char *name) {
+  const char *e = getenv(name);
+  return e && e[0] && strcmp(e, "0") != 0;
+}
+
+int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm, size_t segment_bytes,
+              size_t max_count) {
+  const sg_ar_algo_t *algo = sg_ar_algo_find(algorithm);
+  if (!algo)
+    return sg_err_set(SG_ECONFIG, "algorithm: '%s' is not one of %s", algorithm,
+                      SG_AR_ALGORITHMS);
+  if (algo->needs_mpi && !sg_comm_mpi_handle(c))
+    return sg_err_set(SG_ECONFIG, "algorithm: %s needs transport mpi, not %s", algorithm,
+                      c->ops->name);
+  sg_ar_t *a = calloc(1, sizeof *a);
+  if (!a) return SG_ENOMEM;
+  a->algo = algo;
+  a->comm = c;
+  a->max_count = max_count;
+  a->o.segment_bytes = segment_bytes ? segment_bytes : SG_AR_SEGMENT_DEFAULT;
+  a->o.depth = SG_AR_DEPTH_DEFAULT;
+  a->o.plant_bug = env_flag("SG_ALLREDUCE_PLANT_BUG");
+  a->o.native_blocking = env_flag("SG_NATIVE_BLOCKING");
+  size_t ns = 0, nr = 0;
+  algo->needs(c->size, max_count, &a->o, &ns, &nr);
+  /* Needs grow with count, so any count <= max_count fits. */
+  a->o.scratch_count = ns;
+  a->o.reqs_count = nr;
+  if (ns && !(a->o.scratch = malloc(ns * sizeof(float)))) goto nomem;
+  if (nr && !(a->o.reqs = calloc(nr, sizeof(void *)))) goto nomem;
+  /* Touch every page now: no page faults inside timed calls. */
+  if (ns) memset(a->o.scratch, 0, ns * sizeof(float));
+  *out = a;
+  return SG_OK;
+nomem:
+  sg_ar_destroy(&a);
+  return sg_err_set(SG_ENOMEM, "allreduce %s: no memory for %zu scratch floats", algorithm, ns);
+}
+
+int sg_ar_run(sg_ar_t *a, float *buf, size_t count) {
+  if (count > a->max_count)
+    return sg_err_set(SG_EINVAL, "allreduce of %zu floats; context sized for %zu", count,
+                      a->max_count);
+  return a->algo->allreduce(a->comm, buf, count, &a->o);
+}
+
+const char *sg_ar_name(const sg_ar_t *a) { return a->algo->name; }
+
+void sg_ar_destroy(sg_ar_t **pa) {
+  if (!pa || !*pa) return;
+  free((*pa)->o.scratch);
+  free((*pa)->o.reqs);
+  free(*pa);
+  *pa = NULL;
+}

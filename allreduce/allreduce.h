@@ -1,0 +1,122 @@
+/* allreduce.h - in-place sum-allreduce of a float vector, three ways.
+ *
+ * After sg_allreduce_*(c, buf, count, o) returns on every rank of c, each
+ * rank's buf[0..count) holds the elementwise sum of all ranks' inputs.
+ * Every algorithm is written once against core/transport.h (STYLE.md 2)
+ * and runs unchanged over MPI and ZeroMQ, except `native`, whose whole
+ * point is the MPI library's own MPI_Allreduce.
+ *
+ *   algorithm  file     bytes sent per rank (K = 4*count)   messages per rank
+ *   ring       ring.c   2K(N-1)/N  (bandwidth optimal)      2(N-1) * segments
+ *   rhd        rhd.c    2K(p-1)/p  (+K for folded ranks)    2 log2(p) (+1 or 2)
+ *   native     native.c whatever Open MPI chooses           -
+ *
+ * (p = the largest power of two <= N.)
+ *
+ * Scratch: the algorithms never allocate.  The receive space they need is
+ * passed in o->scratch; sg_ar_t (below) allocates it once per engine run,
+ * sized for the largest vector it will reduce, and touches every page
+ * up front so that no timed call takes page faults.
+ *
+ * Tags: each algorithm uses its own tag range, one tag per phase step
+ * (SG_AR_TAG_*), so that concurrent messages of different steps can never
+ * be confused; messages of one step travel in order (transport.h).
+ */
+#ifndef SG_ALLREDUCE_H
+#define SG_ALLREDUCE_H
+
+#include <stddef.h>
+
+#include "transport.h"
+
+/* Tag ranges (each must stay below SG_TAG_MAX for N <= 1024). */
+enum {
+  SG_AR_TAG_RING = 16384, /* + phase step, 0 .. 2(N-1)-1 */
+  SG_AR_TAG_RHD = 20480,  /* + step, < 64 */
+  SG_AR_TAG_BCAST = 20600,
+  SG_AR_TAG_GATHER = 20601,
+};
+
+#define SG_AR_SEGMENT_DEFAULT (256u << 10) /* bytes; see docs/engines/allreduce.md */
+#define SG_AR_DEPTH_DEFAULT 4              /* ring segments received ahead */
+
+typedef struct sg_ar_opts {
+  size_t segment_bytes; /* ring: pipeline segment (0 = default) */
+  int depth;            /* ring: receives posted ahead (0 = default) */
+  float *scratch;       /* receive space of scratch_count floats */
+  size_t scratch_count;
+  void **reqs;          /* ring: request slots, reqs_count of them */
+  size_t reqs_count;
+  int plant_bug;        /* tests only: ring sends a wrong chunk once */
+  int native_blocking;  /* native: MPI_Allreduce instead of Iallreduce+Test */
+} sg_ar_opts_t;
+
+/* One algorithm, as an ops table (STYLE.md 1). */
+typedef struct sg_ar_algo {
+  const char *name;    /* "ring" */
+  const char *summary; /* one line */
+  int (*allreduce)(sg_comm_t *c, float *buf, size_t count,
+                   const sg_ar_opts_t *o);
+  /* Scratch floats and request slots a call on `count` floats needs. */
+  void (*needs)(int nranks, size_t count, const sg_ar_opts_t *o,
+                size_t *scratch_floats, size_t *req_slots);
+  /* Nonzero when the algorithm needs the MPI transport. */
+  int needs_mpi;
+} sg_ar_algo_t;
+
+int sg_allreduce_ring(sg_comm_t *c, float *buf, size_t count,
+                      const sg_ar_opts_t *o);
+int sg_allreduce_rhd(sg_comm_t *c, float *buf, size_t count,
+                     const sg_ar_opts_t *o);
+int sg_allreduce_native(sg_comm_t *c, float *buf, size_t count,
+                        const sg_ar_opts_t *o);
+
+extern const sg_ar_algo_t sg_ar_ring, sg_ar_rhd, sg_ar_native;
+/* "ring" | "rhd" | "native", or NULL. */
+const sg_ar_algo_t *sg_ar_algo_find(const char *name);
+#define SG_AR_ALGORITHMS "ring|rhd|native"
+
+/* ---- an allreduce context: one algorithm and its scratch ------------- */
+
+typedef struct sg_ar sg_ar_t;
+
+/* Set up `algorithm` on comm c for vectors of at most max_count floats
+ * (scratch allocated and pre-touched here, once).  segment_bytes 0 = the
+ * default.  The environment variable SG_ALLREDUCE_PLANT_BUG=1 plants the
+ * ring's test bug (tests/test_allreduce.c proves the exactness check
+ * catches it); SG_NATIVE_BLOCKING=1 makes native call the blocking
+ * MPI_Allreduce (no deadline).  Caller owns the result. */
+int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm,
+              size_t segment_bytes, size_t max_count);
+/* Sum-allreduce buf[0..count), count <= max_count. */
+int sg_ar_run(sg_ar_t *a, float *buf, size_t count);
+const char *sg_ar_name(const sg_ar_t *a);
+/* NULL-safe; nulls the pointer. */
+void sg_ar_destroy(sg_ar_t **a);
+
+/* ---- small collectives the engines need ------------------------------ */
+
+/* Binomial-tree broadcast of len bytes from root (bcast.c). */
+int sg_ar_bcast(sg_comm_t *c, void *buf, size_t len, int root);
+
+/* Element-wise maximum of n doubles over all ranks, result on rank 0
+ * only (others' v is left as is).  For benchmark timings. */
+int sg_ar_max_to0(sg_comm_t *c, double *v, size_t n, double *tmp);
+
+/* Chunk c of N over count elements: the first count % N chunks get one
+ * element more.  Used by ring and rhd alike. */
+static inline size_t sg_ar_chunk_off(size_t count, int n, int c) {
+  size_t base = count / (size_t)n, rem = count % (size_t)n;
+  return (size_t)c * base + ((size_t)c < rem ? (size_t)c : rem);
+}
+static inline size_t sg_ar_chunk_len(size_t count, int n, int c) {
+  return count / (size_t)n + ((size_t)c < count % (size_t)n ? 1 : 0);
+}
+
+/* dst[i] += src[i]: the reduction, inline so that it vectorises in the
+ * caller (-O3; distinct arrays). */
+static inline void sg_ar_add(float *restrict dst, const float *restrict src, size_t n) {
+  for (size_t i = 0; i < n; i++) dst[i] += src[i];
+}
+
+#endif
