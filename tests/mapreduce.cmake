@@ -1,0 +1,3 @@
+# mapreduce engine: broadcast/reduce algorithms as threads over inproc
+# ZeroMQ; equivalence with `local` and faults as real processes.
+sg_add_test(test_mapreduce SOURCES test_mapreduce.c TIMEOUT 120 LABELS mapreduce)

@@ -1,0 +1,163 @@
+/* test_mapreduce.c - the mapreduce engine's broadcast and reduce, with the
+ * driver and N executors as threads over the inproc ZeroMQ transport.
+ *
+ * Inputs are small integers in floats (executor i contributes
+ * (i+1) * (k % 13 + 1) at index k), so every summation order gives the
+ * same sum and the results are compared exactly; one case plants the
+ * "one executor counted twice" bug and checks that the comparison sees
+ * it.  Sizes {0, 1, N-1, N+1, 1000, 300000} for N = 1..9, flat and tree,
+ * depth 1..3.
+ */
+#include "test.h"
+
+#include <pthread.h>
+#include <zmq.h>
+
+#include "err.h"
+#include "mapreduce.h"
+#include "transport.h"
+
+typedef struct rank_arg {
+  void *zctx;
+  char group[64];
+  int rank, size;
+  const mr_config_t *cfg;
+  size_t n;
+  int rc;
+  char err[256];
+  long long bcast_bad, agg_bad; /* elements that differ from the expected */
+} rank_arg_t;
+
+static float contribution(int executor_index, size_t k) {
+  return (float)((executor_index + 1) * (int)(k % 13 + 1));
+}
+
+static void *rank_main(void *p) {
+  rank_arg_t *a = p;
+  sg_comm_t *c = NULL;
+  float *buf = NULL, *tmp = NULL;
+  int rc;
+  sg_zmq_cfg_t zc = {.rank = a->rank, .size = a->size, .deadline_s = 20,
+                     .scheme = "inproc", .group = a->group, .zctx = a->zctx};
+  SG_TRY(sg_comm_zmq_new(&c, &zc));
+  size_t n = a->n;
+  buf = malloc((n + 1) * sizeof *buf);
+  tmp = malloc((n + 1) * sizeof *tmp);
+  if (!buf || !tmp) {
+    rc = SG_ENOMEM;
+    goto fail;
+  }
+  /* broadcast: the driver's values reach everyone */
+  for (size_t k = 0; k < n; k++) buf[k] = a->rank == 0 ? (float)(k % 1000) + 0.5f : -1.0f;
+  SG_TRY(mr_broadcast(c, a->cfg, buf, n));
+  for (size_t k = 0; k < n; k++) a->bcast_bad += buf[k] != (float)(k % 1000) + 0.5f;
+  /* reduce: the driver gets the exact sum */
+  if (a->rank > 0)
+    for (size_t k = 0; k < n; k++) buf[k] = contribution(a->rank - 1, k);
+  SG_TRY(mr_aggregate(c, a->cfg, buf, tmp, n));
+  if (a->rank == 0) {
+    int N = a->size - 1;
+    for (size_t k = 0; k < n; k++)
+      a->agg_bad += buf[k] != (float)((k % 13 + 1) * (size_t)(N * (N + 1) / 2));
+  }
+  rc = SG_OK;
+fail:
+  if (rc < 0) snprintf(a->err, sizeof a->err, "%s", sg_err_msg());
+  a->rc = rc;
+  sg_comm_destroy(&c);
+  free(buf);
+  free(tmp);
+  return NULL;
+}
+
+/* Run one broadcast + reduce with N executors; 0 when every rank returned
+ * 0, and the mismatch counts summed over ranks. */
+static int run_case(void *zctx, const mr_config_t *cfg, size_t n, long long *bcast_bad,
+                    long long *agg_bad) {
+  static int serial;
+  int size = cfg->executors + 1, rc = 0;
+  rank_arg_t *args = calloc((size_t)size, sizeof *args);
+  pthread_t *th = calloc((size_t)size, sizeof *th);
+  *bcast_bad = *agg_bad = 0;
+  for (int r = 0; r < size; r++) {
+    args[r] = (rank_arg_t){.zctx = zctx, .rank = r, .size = size, .cfg = cfg, .n = n};
+    snprintf(args[r].group, sizeof args[r].group, "mr%d", serial);
+    pthread_create(&th[r], NULL, rank_main, &args[r]);
+  }
+  serial++;
+  for (int r = 0; r < size; r++) {
+    pthread_join(th[r], NULL);
+    if (args[r].rc < 0) {
+      fprintf(stderr, "rank %d: %s\n", r, args[r].err);
+      rc = args[r].rc;
+    }
+    *bcast_bad += args[r].bcast_bad;
+    *agg_bad += args[r].agg_bad;
+  }
+  free(args);
+  free(th);
+  return rc;
+}
+
+TEST(fanin_reaches_every_executor_within_depth) {
+  for (int N = 1; N <= 64; N++)
+    for (int d = 2; d <= 4; d++) {
+      int f = mr_fanin(N, d);
+      long long p = 1;
+      for (int k = 0; k < d; k++) p *= f;
+      CHECK_MSG(f >= 2 && p >= N, "N=%d d=%d f=%d", N, d, f);
+      long long q = 1;
+      for (int k = 0; k < d; k++) q *= f - 1;
+      CHECK_MSG(f == 2 || q < N, "N=%d d=%d: fan-in %d is not the smallest", N, d, f);
+    }
+  CHECK_EQ_INT(mr_fanin(8, 2), 3);
+  CHECK_EQ_INT(mr_fanin(16, 2), 4);
+  CHECK_EQ_INT(mr_fanin(16, 4), 2);
+}
+
+TEST(binomial_tree_parents) {
+  mr_config_t cfg = {.tree_broadcast = 1};
+  /* N = 6: 0->4; 0->2, 4->6; 0->1, 2->3, 4->5 (mapreduce.h) */
+  int want[7] = {-1, 0, 0, 2, 0, 4, 4};
+  for (int r = 0; r < 7; r++) CHECK_EQ_INT(mr_bcast_parent(&cfg, r, 7), want[r]);
+  CHECK_EQ_INT(mr_bcast_level(&cfg, 5), 2);
+  CHECK_EQ_INT(mr_bcast_level(&cfg, 7), 3);
+  cfg.tree_broadcast = 0;
+  CHECK_EQ_INT(mr_bcast_parent(&cfg, 5, 7), 0);
+}
+
+TEST(broadcast_and_reduce_exact) {
+  void *zctx = zmq_ctx_new();
+  CHECK(zctx);
+  for (int N = 1; N <= 9; N++) {
+    size_t sizes[] = {0, 1, (size_t)N - 1, (size_t)N + 1, 1000, 300000};
+    for (int tree = 0; tree <= 1; tree++)
+      for (int depth = 1; depth <= 3; depth++)
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+          if (sizes[si] == 300000 && (N % 4 != 1 || depth == 3)) continue; /* keep it short */
+          mr_config_t cfg = {.tree_broadcast = tree, .depth = depth, .executors = N, .partitions = N};
+          long long bb, ab;
+          int rc = run_case(zctx, &cfg, sizes[si], &bb, &ab);
+          CHECK_MSG(rc == 0, "N=%d tree=%d depth=%d n=%zu: rc %d", N, tree, depth, sizes[si], rc);
+          CHECK_MSG(bb == 0 && ab == 0, "N=%d tree=%d depth=%d n=%zu: %lld broadcast, %lld reduce elements wrong",
+                    N, tree, depth, sizes[si], bb, ab);
+        }
+  }
+  zmq_ctx_term(zctx);
+}
+
+TEST(planted_double_count_is_caught) {
+  void *zctx = zmq_ctx_new();
+  CHECK(zctx);
+  /* flat: executor rank 2 counted twice; tree depth 2 with N = 4 (f = 2):
+   * ranks 1 and 3 reach the driver, plant on 3. */
+  mr_config_t flat = {.depth = 1, .executors = 3, .partitions = 3, .plant_double_rank = 2};
+  mr_config_t tree = {.tree_broadcast = 1, .depth = 2, .executors = 4, .partitions = 4,
+                      .plant_double_rank = 3};
+  long long bb, ab;
+  CHECK_OK(run_case(zctx, &flat, 100, &bb, &ab));
+  CHECK_MSG(ab == 100, "flat: the planted bug changed %lld of 100 sums", ab);
+  CHECK_OK(run_case(zctx, &tree, 100, &bb, &ab));
+  CHECK_MSG(ab == 100, "tree: the planted bug changed %lld of 100 sums", ab);
+  zmq_ctx_term(zctx);
+}
