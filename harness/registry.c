@@ -4,10 +4,12 @@
 #include "engine.h"
 
 extern const sg_engine_t sg_engine_local;
+extern const sg_engine_t sg_engine_ps;
 extern const sg_engine_t sg_engine_mapreduce;
 
 const sg_engine_t *const sg_engines[] = {
     &sg_engine_local,
+    &sg_engine_ps,
     &sg_engine_mapreduce,
     NULL,
 };

@@ -1,0 +1,95 @@
+/* ps.h - `ps`: the parameter server (sync, ssp, async; sharded; sparse).
+ *
+ * Ranks 0..S-1 are servers, ranks S..S+N-1 are workers (DESIGN.md 3).
+ * Server k owns elements [off_k, off_k + cnt_k) of the flat parameter
+ * vector: equal element counts, so equal bytes, rounded to 16 floats
+ * (ps_shard_range).  Balancing by bytes, not by layer, is what makes the
+ * servers' links equally loaded: a 784x128 layer and a 10-float bias would
+ * otherwise land on different servers with 10000x different traffic.
+ * Each server creates the initial parameters from the seed (every server
+ * the same vector, each keeping its shard) and owns an optimizer for its
+ * shard: the update is elementwise, so its slice equals `local`'s slice.
+ *
+ * One step of worker w (rank S+w), all modes:
+ *
+ *     g = grad(params, batch_w(t))                      compute
+ *     for k in shards:  PUSH(k, t, g[off_k : off_k+cnt_k])
+ *     for k in shards:  PULL(k, t+1)  -> PARAMS(k)      params[off_k...] = reply
+ *
+ * What a server does with the messages is the mode:
+ *
+ *   sync   the server keeps the N pushes of step t in one slot per worker;
+ *          when the N-th arrives it sums them in worker order, scales by
+ *          1/N and applies sg_optim_apply(step t), then answers the held
+ *          PULL(t+1) of every worker.  That is `local` with batch N*b, up
+ *          to the order of the float sums.  Example, N=2, S=1:
+ *
+ *            worker 0:  PUSH(0) PULL(1) .......... PARAMS  PUSH(1) PULL(2) ...
+ *            worker 1:  ..... PUSH(0) PULL(1) ...  PARAMS  PUSH(1) ...
+ *            server:          [both PUSH(0) in] apply(0) -> PARAMS to 0, 1
+ *
+ *   ssp(s) every push is applied on arrival, scaled by 1/N (so that with
+ *          plain SGD the N pushes of one clock add up to one sync step);
+ *          a PULL(c) is held until every worker still training has pushed
+ *          at least c - s gradients: no worker runs more than s clocks
+ *          ahead of the slowest.  s = 0 is bulk-synchronous.
+ *
+ *   async  as ssp without the bound: PULL is answered at once.  Each push
+ *          is scaled by 1/N as in ssp, which keeps `lr` meaning the same
+ *          in every mode (one round of N pushes = one sync step); classic
+ *          Downpour-style async applies each gradient with the full lr,
+ *          which is ssp/async here with lr*N, and is unstable with stale
+ *          gradients at the lrs that work for sync.
+ *          A worker silent for `deadline` seconds is declared dead (an
+ *          info record names it); the others go on.
+ *
+ * Staleness (steps.staleness) = updates the shard applied between the
+ * read of the params a gradient was computed on and the gradient's own
+ * update (sync: always 0; async with N lock-stepped workers: about N-1).
+ * The worker's record for step t carries the largest over the shards.
+ *
+ * Sparse (sparse: true): a worker pushes only the nonzero coordinates of
+ * its gradient as (index, value) pairs, and pulls only the coordinates its
+ * next batch reads (worker 0 pulls all of them when it evaluates).
+ *
+ * Bytes per step, K = model bytes, dense: each worker sends K (+64 B
+ * header per shard) and receives K; server k receives N*K/S and sends
+ * N*K/S: its link carries 2*N*K/S, the busiest link when S < N.
+ *
+ * Failure: a server's receive waits at most `deadline` seconds; in sync
+ * and ssp a silent worker is then named ("no PUSH for step 12 from worker
+ * rank 5") and the run fails.  Workers wait 1.5*deadline for PARAMS, so the
+ * server, which knows who is missing, reports first.
+ */
+#ifndef PS_H
+#define PS_H
+
+#include <stdint.h>
+
+#include "engine.h"
+
+extern const sg_engine_t sg_engine_ps;
+
+typedef enum { PS_SYNC = 0, PS_SSP = 1, PS_ASYNC = 2 } ps_mode_t;
+
+typedef struct ps_cfg {
+  ps_mode_t mode;
+  int staleness; /* ssp bound (sync behaves as 0) */
+  int servers;   /* S */
+  int workers;   /* N */
+  int sparse;
+  /* Tests only: the server adds worker 0's sync push twice (a planted bug
+   * the equivalence check must catch).  Never set by a setting. */
+  int plant_double_count;
+} ps_cfg_t;
+
+/* Read mode, staleness, servers, sparse from the run's settings. */
+int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers);
+
+/* The loops of one rank: ctx->rank < cfg->servers is server ctx->rank. */
+int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg);
+int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg);
+
+const char *ps_mode_name(ps_mode_t m);
+
+#endif

@@ -1,0 +1,81 @@
+/* ps_engine.c - the `ps` engine table: options, layout, roles, dispatch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "err.h"
+#include "ps.h"
+
+#define NOB 1, 0
+
+/* clang-format off */
+static const sg_setting_t ps_options[] = {
+  {"mode", SG_T_ENUM, "sync", "ps: sync (barrier per step, = local with batch N*b), ssp (bounded staleness) or async", "sync|ssp|async", NOB, SG_S_ENGINE},
+  {"staleness", SG_T_INT, "2", "ps ssp: a worker may run this many clocks ahead of the slowest (0 = bulk-synchronous)", NULL, 0, 1e6, SG_S_ENGINE},
+  {"servers", SG_T_INT, "1", "ps: number of server processes S; each owns 1/S of the parameters (by bytes)", NULL, 1, 1024, SG_S_ENGINE},
+  {"sparse", SG_T_BOOL, "false", "ps: push only nonzero gradient coordinates, pull only those the next batch reads", NULL, NOB, SG_S_ENGINE},
+  {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
+};
+/* clang-format on */
+
+const char *ps_mode_name(ps_mode_t m) {
+  switch (m) {
+  case PS_SYNC: return "sync";
+  case PS_SSP: return "ssp";
+  case PS_ASYNC: return "async";
+  }
+  return "?";
+}
+
+int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers) {
+  memset(cfg, 0, sizeof *cfg);
+  const char *mode = sg_opts_str_or(o, "mode", "sync");
+  if (!strcmp(mode, "sync")) cfg->mode = PS_SYNC;
+  else if (!strcmp(mode, "ssp")) cfg->mode = PS_SSP;
+  else if (!strcmp(mode, "async")) cfg->mode = PS_ASYNC;
+  else return sg_err_set(SG_ECONFIG, "mode: '%s' is not one of sync|ssp|async", mode);
+  int64_t s, S;
+  SG_CHECK(sg_opts_int_or(o, "staleness", 2, &s));
+  SG_CHECK(sg_opts_int_or(o, "servers", 1, &S));
+  const char *sp = sg_opts_str_or(o, "sparse", "false");
+  if (s < 0) return sg_err_set(SG_ECONFIG, "staleness: must be >= 0, got %lld", (long long)s);
+  if (S < 1 || S > 1024) return sg_err_set(SG_ECONFIG, "servers: must be 1..1024, got %lld", (long long)S);
+  if (workers < 1) return sg_err_set(SG_ECONFIG, "workers: must be >= 1, got %d", workers);
+  cfg->staleness = cfg->mode == PS_SSP ? (int)s : 0;
+  cfg->servers = (int)S;
+  cfg->workers = workers;
+  cfg->sparse = !strcmp(sp, "true");
+  return SG_OK;
+}
+
+static int ps_layout(const sg_opts_t *o, int workers, int *nprocs) {
+  ps_cfg_t cfg;
+  SG_CHECK(ps_cfg_from_opts(&cfg, o, workers));
+  *nprocs = cfg.servers + workers;
+  return SG_OK;
+}
+
+static const char *ps_role(const sg_opts_t *o, int workers, int rank) {
+  ps_cfg_t cfg;
+  if (ps_cfg_from_opts(&cfg, o, workers) < 0) return "worker";
+  return rank < cfg.servers ? "server" : "worker";
+}
+
+static int ps_run(sg_rank_ctx_t *ctx) {
+  ps_cfg_t cfg;
+  SG_CHECK(ps_cfg_from_opts(&cfg, ctx->opts, ctx->workers));
+  if (ctx->size != cfg.servers + cfg.workers)
+    return sg_err_set(SG_ECONFIG, "ps: %d processes, expected %d servers + %d workers", ctx->size,
+                      cfg.servers, cfg.workers);
+  if (ctx->rank < cfg.servers) return ps_server_run(ctx, &cfg);
+  return ps_worker_run(ctx, &cfg);
+}
+
+const sg_engine_t sg_engine_ps = {
+    .name = "ps",
+    .summary = "parameter server: S sharded servers, N workers; sync, ssp (bounded staleness) or async; sparse push/pull",
+    .options = ps_options,
+    .layout = ps_layout,
+    .role = ps_role,
+    .check_transport = NULL,
+    .run = ps_run,
+};

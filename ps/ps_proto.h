@@ -1,0 +1,84 @@
+/* ps_proto.h - the parameter server's wire protocol and shard layout.
+ *
+ * Every message between a worker and a server is ONE transport message:
+ * a fixed 64-byte header followed by a payload.  All ranks of a run share
+ * one host architecture (as the records do), so fields are native-endian.
+ *
+ *   type      sender  clock                      payload
+ *   PUSH      worker  step t of the gradient     dense: float g[count]
+ *                                                sparse: uint32 idx[count], float g[count]
+ *   PULL      worker  step the worker computes   dense: none (the whole shard)
+ *                     next                       sparse: uint32 idx[count]
+ *   PARAMS    server  echo of the PULL's clock   dense: float p[count]
+ *                                                sparse: float p[count], in idx order
+ *   DONE      worker  steps it pushed            none
+ *
+ * Sparse indices are relative to the shard's first element.  `version` is
+ * the number of updates the shard had applied: in PARAMS, when the reply
+ * was made; in PUSH, when the params the gradient was computed on were
+ * read (so staleness = server version at apply - push.version).
+ *
+ * A server checks every header against its shard (ps_proto_check) before
+ * it touches the payload; what fails is rejected, counted and reported,
+ * and the server keeps serving.
+ */
+#ifndef PS_PROTO_H
+#define PS_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+  PS_MAGIC = 0x50534731,  /* "PSG1" */
+  PS_PROTO_VERSION = 1,
+  PS_TAG_REQ = 101,       /* worker -> server: PUSH, PULL, DONE */
+  PS_TAG_REPLY = 102,     /* server -> worker: PARAMS */
+  PS_SHARD_ALIGN = 16,    /* shard boundaries fall on multiples of 16 floats (64 B) */
+};
+
+typedef enum { PS_PUSH = 1, PS_PULL = 2, PS_PARAMS = 3, PS_DONE = 4 } ps_type_t;
+
+enum { PS_F_SPARSE = 1 };
+
+typedef struct ps_hdr {
+  uint32_t magic;    /* PS_MAGIC */
+  uint16_t proto;    /* PS_PROTO_VERSION */
+  uint16_t type;     /* ps_type_t */
+  int32_t shard;     /* the server's shard index */
+  uint32_t flags;    /* PS_F_SPARSE */
+  int64_t clock;     /* see the table above */
+  int64_t version;   /* updates applied to the shard (see above) */
+  uint64_t offset;   /* dense: first element, absolute index in the flat vector */
+  uint64_t count;    /* dense: elements; sparse: nonzeros */
+  double held_s;     /* PARAMS: seconds the pull was held by the barrier/bound */
+  int64_t staleness; /* PARAMS: staleness of this worker's last push, -1 none */
+} ps_hdr_t;
+
+_Static_assert(sizeof(ps_hdr_t) == 64, "ps_hdr_t is 64 bytes on the wire");
+
+/* The shard of server k among s for a vector of n floats: equal element
+ * counts (so equal bytes) rounded up to PS_SHARD_ALIGN; the last shards
+ * may be short or empty when n is small (an empty shard still serves:
+ * every message to it has count 0). */
+void ps_shard_range(size_t n, int s, int k, size_t *offset, size_t *count);
+
+/* Bytes of payload a message of this type/flags/count carries. */
+size_t ps_payload_bytes(int type, uint32_t flags, uint64_t count);
+
+/* Fill a header. */
+void ps_hdr_init(ps_hdr_t *h, int type, int shard, uint32_t flags,
+                 int64_t clock, int64_t version, uint64_t offset,
+                 uint64_t count);
+
+/* Validate a message of `bytes` bytes received by the server of `shard`
+ * (elements [off, off+cnt)).  Returns 0, or SG_EPROTO with a one-line
+ * reason in why ("bad magic 0x12345678", "shard 3, this is shard 0",
+ * "elements 100..200 outside shard 0..64", "payload 12 B, header says 40 B",
+ * "sparse index 99 >= shard size 64").  Checks the sparse indices too, so
+ * a message that passes can be applied without further checks. */
+int ps_proto_check(const void *msg, size_t bytes, int shard, size_t off,
+                   size_t cnt, char *why, size_t whylen);
+
+const char *ps_type_name(int type);
+
+#endif

@@ -1,0 +1,477 @@
+/* ps_server.c - one parameter server: its shard, its optimizer, its loop.
+ *
+ * The loop (all modes):
+ *
+ *     while some worker has not said DONE:
+ *       probe(ANY source)             -> who sent how many bytes (deadline!)
+ *       recv into that worker's push slot (sync) or the scratch buffer
+ *       check the header against this shard; reject + count if bad
+ *       PUSH: sync: keep; when all N are in: sum, scale 1/N, apply, release
+ *             ssp/async: scale 1/N, apply now, release what the bound allows
+ *       PULL: hold it; release if the barrier / bound already allows
+ *       DONE: that worker no longer counts for barriers and bounds
+ *
+ * The shard's parameters live right after a 64-byte header slot
+ * (pbuf = [hdr | params]), so a dense PARAMS reply is sent straight from
+ * the parameters without copying them.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "err.h"
+#include "ps.h"
+#include "ps_proto.h"
+
+enum { REJECT_LOG_MAX = 5 };
+
+typedef struct pending {
+  int active;
+  int64_t clock;
+  double since;      /* sg_now() when the PULL arrived */
+  int sparse;        /* sparse pull: values at idx[0..nnz) only */
+  uint32_t *idx;     /* sparse: requested indices (copied) */
+  uint64_t nnz;
+} pending_t;
+
+typedef struct server {
+  sg_rank_ctx_t *ctx;
+  const ps_cfg_t *cfg;
+  int k, S, N;
+  size_t off, cnt;        /* this shard */
+  size_t cap;             /* largest valid message */
+  unsigned char *pbuf;    /* [hdr | params[cnt]] */
+  float *params;
+  float *acc;             /* [cnt] summed / scaled gradient */
+  unsigned char **slot;   /* [N] sync: worker w's push of the current step */
+  unsigned char *scratch; /* every other message */
+  unsigned char *sreply;  /* sparse: [hdr | values] */
+  sg_optim_t *opt;
+  /* per worker */
+  int *have;              /* sync: pushed the current step */
+  int *done, *dead;
+  int64_t *clock;         /* pushes received */
+  int64_t *stale;         /* staleness of the last push, -1 none */
+  double *heard;          /* sg_now() of the last valid message */
+  pending_t *pend;
+  int ndone;
+  int64_t version;        /* updates applied */
+  int npushed;            /* sync: pushes of the current step so far */
+  /* accounting for the step records */
+  int64_t rejected;
+  char first_reject[200];
+  double rec_t0, wait_s, comm_s, compute_s;
+  uint64_t sent0, recv0;
+  int64_t rec_step, spe;
+} server_t;
+
+static int worker_rank(const server_t *s, int w) { return s->S + w; }
+
+static const char *host_of(const server_t *s, int rank) {
+  sg_comm_t *c = s->ctx->comm;
+  return c->hosts ? c->hosts[rank] : "?";
+}
+
+static void reject(server_t *s, int src, const char *why) {
+  s->rejected++;
+  if (s->rejected == 1)
+    snprintf(s->first_reject, sizeof s->first_reject, "from rank %d: %s", src, why);
+  if (s->rejected <= REJECT_LOG_MAX)
+    fprintf(stderr, "ps server %d (rank %d): rejected a message from rank %d: %s\n", s->k,
+            s->ctx->rank, src, why);
+}
+
+/* One step record per sync step, or per N updates in ssp/async. */
+static int flush_record(server_t *s) {
+  sg_comm_t *c = s->ctx->comm;
+  uint64_t sent = sg_comm_bytes_sent(c), recv = sg_comm_bytes_recvd(c);
+  sg_step_rec_t r = {
+      .step = s->rec_step,
+      .epoch = (int32_t)(s->rec_step / s->spe),
+      .t_start = s->rec_t0,
+      .compute_s = s->compute_s,
+      .comm_s = s->comm_s,
+      .wait_s = s->wait_s,
+      .bytes_sent = sent - s->sent0,
+      .bytes_recv = recv - s->recv0,
+      .loss = NAN,
+      .staleness = -1,
+  };
+  s->sent0 = sent;
+  s->recv0 = recv;
+  s->rec_step++;
+  s->rec_t0 = sg_records_elapsed(s->ctx->rec);
+  s->compute_s = s->comm_s = s->wait_s = 0;
+  return sg_records_step(s->ctx->rec, &r);
+}
+
+/* Whether worker w's held PULL may be answered now. */
+static int may_release(const server_t *s, int w) {
+  const pending_t *p = &s->pend[w];
+  switch (s->cfg->mode) {
+  case PS_SYNC:
+    return s->version >= p->clock;
+  case PS_SSP: {
+    int64_t need = p->clock - s->cfg->staleness;
+    for (int v = 0; v < s->N; v++)
+      if (!s->done[v] && s->clock[v] < need) return 0;
+    return 1;
+  }
+  case PS_ASYNC:
+    return 1;
+  }
+  return 1;
+}
+
+static int reply(server_t *s, int w) {
+  pending_t *p = &s->pend[w];
+  int sparse = p->sparse;
+  unsigned char *buf = sparse ? s->sreply : s->pbuf;
+  ps_hdr_t h;
+  ps_hdr_init(&h, PS_PARAMS, s->k, sparse ? PS_F_SPARSE : 0, p->clock, s->version, s->off,
+              sparse ? p->nnz : s->cnt);
+  h.held_s = sg_now() - p->since;
+  h.staleness = s->stale[w];
+  memcpy(buf, &h, sizeof h);
+  if (sparse) {
+    float *v = (float *)(buf + sizeof h);
+    for (uint64_t i = 0; i < p->nnz; i++) v[i] = s->params[p->idx[i]];
+  }
+  p->active = 0;
+  double t = sg_now();
+  int rc = sg_send(s->ctx->comm, worker_rank(s, w), PS_TAG_REPLY, buf,
+                   sizeof h + ps_payload_bytes(PS_PARAMS, h.flags, h.count));
+  s->comm_s += sg_now() - t;
+  return rc;
+}
+
+static int release_all(server_t *s) {
+  for (int w = 0; w < s->N; w++)
+    if (s->pend[w].active && !s->dead[w] && may_release(s, w)) SG_CHECK(reply(s, w));
+  return SG_OK;
+}
+
+/* acc[i] += scale * g for one push (dense or sparse). */
+static void add_push(server_t *s, const unsigned char *msg, float scale) {
+  ps_hdr_t h;
+  memcpy(&h, msg, sizeof h);
+  float *restrict acc = s->acc;
+  if (h.flags & PS_F_SPARSE) {
+    const uint32_t *idx = (const uint32_t *)(msg + sizeof h);
+    const float *val = (const float *)(msg + sizeof h + 4 * h.count);
+    for (uint64_t i = 0; i < h.count; i++) acc[idx[i]] += scale * val[i];
+  } else {
+    const float *restrict g = (const float *)(msg + sizeof h);
+    for (size_t i = 0; i < s->cnt; i++) acc[i] += scale * g[i];
+  }
+}
+
+/* acc = 0 (sparse pushes only touched their indices, but a dense clear is
+ * what the dense apply needs anyway). */
+static void clear_acc(server_t *s) { memset(s->acc, 0, s->cnt * sizeof *s->acc); }
+
+static int apply(server_t *s, int64_t step) {
+  double t = sg_now();
+  sg_optim_apply(s->opt, s->params, s->acc, step);
+  s->version++;
+  s->compute_s += sg_now() - t;
+  return SG_OK;
+}
+
+/* sync: the N-th push of the step is in. */
+static int apply_sync_step(server_t *s) {
+  double t = sg_now();
+  float inv = 1.0f / (float)s->N;
+  clear_acc(s);
+  /* Worker order, not arrival order: the same seed gives the same bits. */
+  for (int w = 0; w < s->N; w++) {
+    add_push(s, s->slot[w], inv);
+    if (w == 0 && s->cfg->plant_double_count) add_push(s, s->slot[w], inv);
+  }
+  s->compute_s += sg_now() - t;
+  SG_CHECK(apply(s, s->version));
+  for (int w = 0; w < s->N; w++) s->have[w] = 0;
+  s->npushed = 0;
+  SG_CHECK(release_all(s));
+  return flush_record(s);
+}
+
+static int on_push(server_t *s, int w, const unsigned char *msg, char *why, size_t wl) {
+  ps_hdr_t h;
+  memcpy(&h, msg, sizeof h);
+  if (s->done[w]) return snprintf(why, wl, "PUSH after DONE"), SG_EPROTO;
+  if (h.clock != s->clock[w])
+    return snprintf(why, wl, "PUSH for step %lld, expected step %lld", (long long)h.clock,
+                    (long long)s->clock[w]),
+           SG_EPROTO;
+  if (h.version > s->version)
+    return snprintf(why, wl, "PUSH computed on version %lld, server is at %lld",
+                    (long long)h.version, (long long)s->version),
+           SG_EPROTO;
+  s->clock[w]++;
+  s->stale[w] = s->version - h.version;
+  if (s->cfg->mode == PS_SYNC) {
+    s->have[w] = 1;
+    if (++s->npushed == s->N) SG_CHECK(apply_sync_step(s));
+    return SG_OK;
+  }
+  double t = sg_now();
+  clear_acc(s);
+  add_push(s, msg, 1.0f / (float)s->N);
+  s->compute_s += sg_now() - t;
+  SG_CHECK(apply(s, h.clock));
+  if (s->version % s->N == 0) SG_CHECK(flush_record(s));
+  return release_all(s);
+}
+
+static int on_pull(server_t *s, int w, const unsigned char *msg, char *why, size_t wl) {
+  ps_hdr_t h;
+  memcpy(&h, msg, sizeof h);
+  pending_t *p = &s->pend[w];
+  if (s->done[w]) return snprintf(why, wl, "PULL after DONE"), SG_EPROTO;
+  if (p->active) return snprintf(why, wl, "second PULL while one is held"), SG_EPROTO;
+  if (h.clock != s->clock[w])
+    return snprintf(why, wl, "PULL for step %lld after %lld pushes", (long long)h.clock,
+                    (long long)s->clock[w]),
+           SG_EPROTO;
+  p->active = 1;
+  p->clock = h.clock;
+  p->since = sg_now();
+  /* Sparse workers pull sparse, except worker 0 when it evaluates. */
+  p->sparse = (h.flags & PS_F_SPARSE) != 0;
+  p->nnz = p->sparse ? h.count : 0;
+  if (p->sparse) memcpy(p->idx, msg + sizeof h, 4 * h.count);
+  return may_release(s, w) ? reply(s, w) : SG_OK;
+}
+
+static int on_done(server_t *s, int w) {
+  if (s->done[w]) return SG_OK;
+  s->done[w] = 1;
+  s->ndone++;
+  /* A finished worker no longer holds back the ssp bound. */
+  return release_all(s);
+}
+
+/* Nothing arrived for a whole deadline. */
+static int on_silence(server_t *s) {
+  sg_comm_t *c = s->ctx->comm;
+  char names[256] = "";
+  size_t len = 0;
+  int missing = 0;
+  for (int w = 0; w < s->N; w++) {
+    if (s->done[w] || s->dead[w]) continue;
+    /* sync: those who did not push the current step; ssp/async: everyone
+     * still training (they all went quiet). */
+    if (s->cfg->mode == PS_SYNC && s->have[w]) continue;
+    missing++;
+    if (len < sizeof names - 40)
+      len += (size_t)snprintf(names + len, sizeof names - len, "%sworker rank %d (%s)",
+                              missing > 1 ? ", " : "", worker_rank(s, w),
+                              host_of(s, worker_rank(s, w)));
+  }
+  if (s->cfg->mode == PS_ASYNC) {
+    /* The others are finished: the silent ones are dead; this server is
+     * done with them. */
+    for (int w = 0; w < s->N; w++)
+      if (!s->done[w] && !s->dead[w]) {
+        char v[160];
+        snprintf(v, sizeof v, "worker rank %d (%s) silent for %.1f s after %lld pushes",
+                 worker_rank(s, w), host_of(s, worker_rank(s, w)), sg_now() - s->heard[w],
+                 (long long)s->clock[w]);
+        fprintf(stderr, "ps server %d: %s; training goes on without it\n", s->k, v);
+        SG_CHECK(sg_records_info(s->ctx->rec, "ps.dead_worker", v));
+        s->dead[w] = 1;
+        s->ndone++;
+      }
+    return SG_OK;
+  }
+  if (s->cfg->mode == PS_SYNC)
+    return sg_err_set(SG_EPEER, "ps server %d (rank %d): no PUSH for step %lld from %s within %.1f s",
+                      s->k, s->ctx->rank, (long long)s->version, names, c->deadline_s);
+  return sg_err_set(SG_EPEER, "ps server %d (rank %d): nothing from %s within %.1f s (ssp bound %d)",
+                    s->k, s->ctx->rank, names, c->deadline_s, s->cfg->staleness);
+}
+
+/* async: a worker silent for a deadline while others still talk is dead. */
+static int check_dead(server_t *s, double now) {
+  double d = s->ctx->comm->deadline_s;
+  for (int w = 0; w < s->N; w++) {
+    if (s->done[w] || s->dead[w] || now - s->heard[w] <= d) continue;
+    char v[160];
+    snprintf(v, sizeof v, "worker rank %d (%s) silent for %.1f s after %lld pushes",
+             worker_rank(s, w), host_of(s, worker_rank(s, w)), now - s->heard[w],
+             (long long)s->clock[w]);
+    fprintf(stderr, "ps server %d: %s; training goes on without it\n", s->k, v);
+    SG_CHECK(sg_records_info(s->ctx->rec, "ps.dead_worker", v));
+    s->dead[w] = 1;
+    s->ndone++;
+  }
+  return SG_OK;
+}
+
+static int serve_one(server_t *s) {
+  sg_comm_t *c = s->ctx->comm;
+  sg_status_t st;
+  double t = sg_now();
+  int rc = sg_probe(c, SG_ANY_SOURCE, SG_ANY_TAG, &st);
+  s->wait_s += sg_now() - t;
+  if (rc == SG_ETIMEOUT) {
+    sg_err_clear();
+    return on_silence(s);
+  }
+  SG_CHECK(rc);
+  int w = st.source - s->S;
+  int is_worker = w >= 0 && w < s->N;
+  unsigned char *buf = (is_worker && s->cfg->mode == PS_SYNC && !s->have[w]) ? s->slot[w]
+                                                                              : s->scratch;
+  unsigned char *drain = NULL;
+  if (st.bytes > s->cap) {
+    /* Too big for any valid message: take it off the queue and reject. */
+    if (!(drain = malloc(st.bytes ? st.bytes : 1))) return SG_ENOMEM;
+    buf = drain;
+  }
+  t = sg_now();
+  rc = sg_recv(c, st.source, st.tag, buf, st.bytes > s->cap ? st.bytes : s->cap, &st);
+  s->comm_s += sg_now() - t;
+  char why[200] = "";
+  if (rc < 0) {
+    free(drain);
+    return rc;
+  }
+  if (drain) {
+    snprintf(why, sizeof why, "%zu B, larger than any valid message (%zu B)", st.bytes, s->cap);
+    free(drain);
+    reject(s, st.source, why);
+    return SG_OK;
+  }
+  if (!is_worker) {
+    snprintf(why, sizeof why, "rank %d is not a worker", st.source);
+    reject(s, st.source, why);
+    return SG_OK;
+  }
+  if (st.tag != PS_TAG_REQ) {
+    snprintf(why, sizeof why, "tag %d, requests use tag %d", st.tag, PS_TAG_REQ);
+    reject(s, st.source, why);
+    return SG_OK;
+  }
+  if (ps_proto_check(buf, st.bytes, s->k, s->off, s->cnt, why, sizeof why) < 0) {
+    sg_err_clear();
+    reject(s, st.source, why);
+    return SG_OK;
+  }
+  ps_hdr_t h;
+  memcpy(&h, buf, sizeof h);
+  if ((h.flags & PS_F_SPARSE) && !s->cfg->sparse) {
+    reject(s, st.source, "sparse message to a dense server (sparse: false)");
+    return SG_OK;
+  }
+  if (s->dead[w]) {
+    reject(s, st.source, "message from a worker already declared dead");
+    return SG_OK;
+  }
+  s->heard[w] = sg_now();
+  switch (h.type) {
+  case PS_PUSH: rc = on_push(s, w, buf, why, sizeof why); break;
+  case PS_PULL: rc = on_pull(s, w, buf, why, sizeof why); break;
+  case PS_DONE: rc = on_done(s, w); break;
+  default: rc = SG_EPROTO; snprintf(why, sizeof why, "%s is not a request", ps_type_name(h.type));
+  }
+  if (rc == SG_EPROTO && why[0]) {
+    reject(s, st.source, why);
+    rc = SG_OK;
+  }
+  SG_CHECK(rc);
+  if (s->cfg->mode == PS_ASYNC) SG_CHECK(check_dead(s, s->heard[w]));
+  return SG_OK;
+}
+
+static void server_free(server_t *s) {
+  if (s->slot)
+    for (int w = 0; w < s->N; w++) free(s->slot[w]);
+  if (s->pend)
+    for (int w = 0; w < s->N; w++) free(s->pend[w].idx);
+  free(s->slot);
+  free(s->pend);
+  free(s->pbuf);
+  free(s->acc);
+  free(s->scratch);
+  free(s->sreply);
+  free(s->have);
+  free(s->done);
+  free(s->dead);
+  free(s->clock);
+  free(s->stale);
+  free(s->heard);
+  sg_optim_destroy(&s->opt);
+}
+
+int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
+  server_t s = {.ctx = ctx, .cfg = cfg, .k = ctx->rank, .S = cfg->servers, .N = cfg->workers};
+  sg_workload_t *wl = NULL;
+  float *full = NULL;
+  int rc;
+
+  /* No data: a server needs the model's shape, the seed and the schedule. */
+  SG_TRY(sg_workload_new(&wl, ctx->opts, 0, cfg->workers, 0));
+  size_t n = sg_workload_nparams(wl);
+  ps_shard_range(n, s.S, s.k, &s.off, &s.cnt);
+  size_t hdr = sizeof(ps_hdr_t);
+  s.cap = hdr + s.cnt * (cfg->sparse ? 8 : 4);
+  rc = SG_ENOMEM;
+  if (!(full = malloc((n ? n : 1) * sizeof *full))) goto fail;
+  if (!(s.pbuf = malloc(hdr + (s.cnt + 1) * sizeof(float)))) goto fail;
+  s.params = (float *)(s.pbuf + hdr);
+  if (!(s.acc = malloc((s.cnt + 1) * sizeof(float)))) goto fail;
+  if (!(s.scratch = malloc(s.cap))) goto fail;
+  if (cfg->sparse && !(s.sreply = malloc(hdr + (s.cnt + 1) * sizeof(float)))) goto fail;
+  if (!(s.slot = calloc((size_t)s.N, sizeof *s.slot))) goto fail;
+  if (!(s.pend = calloc((size_t)s.N, sizeof *s.pend))) goto fail;
+  if (!(s.have = calloc((size_t)s.N, sizeof *s.have))) goto fail;
+  if (!(s.done = calloc((size_t)s.N, sizeof *s.done))) goto fail;
+  if (!(s.dead = calloc((size_t)s.N, sizeof *s.dead))) goto fail;
+  if (!(s.clock = calloc((size_t)s.N, sizeof *s.clock))) goto fail;
+  if (!(s.stale = calloc((size_t)s.N, sizeof *s.stale))) goto fail;
+  if (!(s.heard = calloc((size_t)s.N, sizeof *s.heard))) goto fail;
+  for (int w = 0; w < s.N; w++) {
+    if (cfg->mode == PS_SYNC && !(s.slot[w] = malloc(s.cap))) goto fail;
+    if (cfg->sparse && !(s.pend[w].idx = malloc((s.cnt + 1) * 4))) goto fail;
+    s.stale[w] = -1;
+  }
+  SG_TRY(sg_workload_init_params(wl, full));
+  memcpy(s.params, full + s.off, s.cnt * sizeof(float));
+  free(full);
+  full = NULL;
+  s.spe = sg_workload_steps_per_epoch(wl);
+  if (s.spe < 1) s.spe = 1;
+  SG_TRY(sg_optim_new(&s.opt, ctx->opts, s.cnt, sg_workload_steps_per_epoch(wl),
+                      sg_workload_total_steps(wl)));
+  if (s.k == 0) {
+    char v[160];
+    snprintf(v, sizeof v, "%s, %d server(s), %d worker(s), %s", ps_mode_name(cfg->mode), s.S, s.N,
+             cfg->sparse ? "sparse" : "dense");
+    SG_TRY(sg_records_info(ctx->rec, "ps", v));
+  }
+
+  double now = sg_now();
+  for (int w = 0; w < s.N; w++) s.heard[w] = now;
+  s.rec_t0 = sg_records_elapsed(ctx->rec);
+  s.sent0 = sg_comm_bytes_sent(ctx->comm);
+  s.recv0 = sg_comm_bytes_recvd(ctx->comm);
+  while (s.ndone < s.N) SG_TRY(serve_one(&s));
+
+  {
+    char key[64], v[300];
+    snprintf(key, sizeof key, "ps.server%d.rejected", s.k);
+    snprintf(v, sizeof v, "%lld%s%s", (long long)s.rejected, s.rejected ? "; first " : "",
+             s.first_reject);
+    SG_TRY(sg_records_info(ctx->rec, key, v));
+  }
+  rc = SG_OK;
+fail:
+  free(full);
+  server_free(&s);
+  sg_workload_destroy(&wl);
+  return rc;
+}

@@ -1,0 +1,272 @@
+/* ps_worker.c - one parameter-server worker.
+ *
+ * Step t (ps.h has the whole schedule):
+ *
+ *     delay (the on-purpose straggler), g = grad(params, t)     compute_s
+ *     PUSH(k, t, g slice) and PULL(k, t+1) to every shard k,     comm_s
+ *     PARAMS(k) from every shard k -> params slice               wait_s = time
+ *                                         the servers held the pull (barrier/bound)
+ *
+ * Every message of the step is posted at once (isend, isend, irecv for all
+ * shards) before waiting on any: a worker never sits in a blocking send
+ * while a server wants to send to it, which over MPI's rendezvous protocol
+ * could close a cycle (worker A -> server 1 -> worker B -> server 0 -> A).
+ *
+ * Worker 0 holds the full fresh parameters after every pull and evaluates
+ * them through sg_trainlog; it also dumps the final ones (dump_params).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "err.h"
+#include "ps.h"
+#include "ps_proto.h"
+#include "ps_sparse.h"
+
+typedef struct worker {
+  sg_rank_ctx_t *ctx;
+  const ps_cfg_t *cfg;
+  int w, S, N;
+  size_t n;
+  float *params, *grad;
+  size_t *off, *cnt;       /* [S] shard ranges */
+  unsigned char **push;    /* [S] [hdr | g slice] or [hdr | idx | val] */
+  unsigned char **pull;    /* [S] [hdr | idx] */
+  unsigned char **rep;     /* [S] [hdr | values] */
+  int64_t *ver;            /* [S] version of the params last pulled from k */
+  sg_req_t **req;          /* [3S] */
+  ps_needs_t *needs;       /* sparse: coordinates the next batch reads */
+} worker_t;
+
+static size_t hdrsz(void) { return sizeof(ps_hdr_t); }
+
+/* Fill push[k] with the gradient slice of shard k; returns message bytes. */
+static size_t build_push(worker_t *wk, int k, int64_t t) {
+  ps_hdr_t h;
+  unsigned char *m = wk->push[k];
+  const float *g = wk->grad + wk->off[k];
+  size_t cnt = wk->cnt[k];
+  if (!wk->cfg->sparse) {
+    ps_hdr_init(&h, PS_PUSH, k, 0, t, wk->ver[k], wk->off[k], cnt);
+    memcpy(m, &h, sizeof h);
+    memcpy(m + sizeof h, g, cnt * sizeof(float));
+    return sizeof h + cnt * sizeof(float);
+  }
+  /* Two passes: count the nonzeros, then write idx[] and val[] back to back. */
+  uint64_t nnz = 0;
+  for (size_t i = 0; i < cnt; i++) nnz += g[i] != 0.0f;
+  uint32_t *idx = (uint32_t *)(m + sizeof h);
+  float *val = (float *)(m + sizeof h + 4 * nnz);
+  uint64_t j = 0;
+  for (size_t i = 0; i < cnt; i++)
+    if (g[i] != 0.0f) {
+      idx[j] = (uint32_t)i;
+      val[j++] = g[i];
+    }
+  ps_hdr_init(&h, PS_PUSH, k, PS_F_SPARSE, t, wk->ver[k], wk->off[k], nnz);
+  memcpy(m, &h, sizeof h);
+  return sizeof h + 8 * nnz;
+}
+
+/* Fill pull[k] for step `clock`: dense (the whole shard) or the needed
+ * coordinates of shard k; returns message bytes. */
+static size_t build_pull(worker_t *wk, int k, int64_t clock, int dense) {
+  ps_hdr_t h;
+  unsigned char *m = wk->pull[k];
+  if (dense || !wk->cfg->sparse || ps_needs_all(wk->needs)) {
+    ps_hdr_init(&h, PS_PULL, k, 0, clock, 0, wk->off[k], wk->cnt[k]);
+    memcpy(m, &h, sizeof h);
+    return sizeof h;
+  }
+  uint64_t nnz = ps_needs_shard(wk->needs, wk->off[k], wk->cnt[k], (uint32_t *)(m + sizeof h));
+  ps_hdr_init(&h, PS_PULL, k, PS_F_SPARSE, clock, 0, wk->off[k], nnz);
+  memcpy(m, &h, sizeof h);
+  return sizeof h + 4 * nnz;
+}
+
+/* Check PARAMS from shard k for `clock` and copy them into params. */
+static int take_params(worker_t *wk, int k, size_t bytes, int64_t clock, double *held,
+                       int64_t *stale) {
+  char why[200];
+  const unsigned char *m = wk->rep[k];
+  if (ps_proto_check(m, bytes, k, wk->off[k], wk->cnt[k], why, sizeof why) < 0)
+    return sg_err_set(SG_EPROTO, "ps worker %d: bad reply from server rank %d: %s", wk->w, k, why);
+  ps_hdr_t h;
+  memcpy(&h, m, sizeof h);
+  if (h.type != PS_PARAMS || h.clock != clock)
+    return sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %s for step %lld, expected PARAMS for %lld",
+                      wk->w, k, ps_type_name(h.type), (long long)h.clock, (long long)clock);
+  const float *v = (const float *)(m + sizeof h);
+  if (h.flags & PS_F_SPARSE) {
+    const uint32_t *idx = (const uint32_t *)(wk->pull[k] + sizeof h);
+    ps_hdr_t ph;
+    memcpy(&ph, wk->pull[k], sizeof ph);
+    if (ph.count != h.count)
+      return sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %llu values for %llu indices",
+                        wk->w, k, (unsigned long long)h.count, (unsigned long long)ph.count);
+    float *p = wk->params + wk->off[k];
+    for (uint64_t i = 0; i < h.count; i++) p[idx[i]] = v[i];
+  } else {
+    memcpy(wk->params + wk->off[k], v, wk->cnt[k] * sizeof(float));
+  }
+  wk->ver[k] = h.version;
+  if (h.held_s > *held) *held = h.held_s;
+  if (h.staleness > *stale) *stale = h.staleness;
+  return SG_OK;
+}
+
+/* Name the server in a transport error. */
+static int peer_fail(worker_t *wk, int rc, int k, const char *what, int64_t clock) {
+  char msg[400];
+  snprintf(msg, sizeof msg, "%s", sg_err_msg());
+  return sg_err_set(rc, "ps worker %d (rank %d): %s step %lld, server rank %d: %s", wk->w,
+                    wk->ctx->rank, what, (long long)clock, k, msg);
+}
+
+/* Push step t (when push) and pull the params for step `clock` from every
+ * shard.  held/stale get the largest hold time and staleness reported. */
+static int exchange(worker_t *wk, int push, int64_t t, int64_t clock, int dense_pull,
+                    double *held, int64_t *stale) {
+  sg_comm_t *c = wk->ctx->comm;
+  int S = wk->S, rc = SG_OK;
+  sg_req_t **rs = wk->req, **rp = wk->req + S, **rr = wk->req + 2 * S;
+  *held = 0;
+  *stale = -1;
+  for (int k = 0; k < S; k++) {
+    if (push) {
+      size_t len = build_push(wk, k, t);
+      if ((rc = sg_isend(c, k, PS_TAG_REQ, wk->push[k], len, &rs[k])) < 0)
+        return peer_fail(wk, rc, k, "sending PUSH of", t);
+    }
+    size_t len = build_pull(wk, k, clock, dense_pull);
+    if ((rc = sg_isend(c, k, PS_TAG_REQ, wk->pull[k], len, &rp[k])) < 0)
+      return peer_fail(wk, rc, k, "sending PULL of", clock);
+    if ((rc = sg_irecv(c, k, PS_TAG_REPLY, wk->rep[k], hdrsz() + wk->cnt[k] * sizeof(float),
+                       &rr[k])) < 0)
+      return peer_fail(wk, rc, k, "posting the receive of PARAMS for", clock);
+  }
+  for (int k = 0; k < S; k++) {
+    if (push && (rc = sg_wait(c, &rs[k], NULL)) < 0) return peer_fail(wk, rc, k, "PUSH of", t);
+    if ((rc = sg_wait(c, &rp[k], NULL)) < 0) return peer_fail(wk, rc, k, "PULL of", clock);
+  }
+  for (int k = 0; k < S; k++) {
+    sg_status_t st;
+    if ((rc = sg_wait(c, &rr[k], &st)) < 0)
+      return peer_fail(wk, rc, k, "waiting for PARAMS of", clock);
+    SG_CHECK(take_params(wk, k, st.bytes, clock, held, stale));
+  }
+  return SG_OK;
+}
+
+static int say_done(worker_t *wk, int64_t steps) {
+  for (int k = 0; k < wk->S; k++) {
+    ps_hdr_t h;
+    ps_hdr_init(&h, PS_DONE, k, 0, steps, 0, 0, 0);
+    int rc = sg_send(wk->ctx->comm, k, PS_TAG_REQ, &h, sizeof h);
+    if (rc < 0) return peer_fail(wk, rc, k, "sending DONE after", steps);
+  }
+  return SG_OK;
+}
+
+static void worker_free(worker_t *wk) {
+  for (int k = 0; k < wk->S; k++) {
+    if (wk->push) free(wk->push[k]);
+    if (wk->pull) free(wk->pull[k]);
+    if (wk->rep) free(wk->rep[k]);
+  }
+  free(wk->push);
+  free(wk->pull);
+  free(wk->rep);
+  free(wk->off);
+  free(wk->cnt);
+  free(wk->ver);
+  free(wk->req);
+  free(wk->params);
+  free(wk->grad);
+  ps_needs_destroy(&wk->needs);
+}
+
+int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
+  worker_t wk = {.ctx = ctx, .cfg = cfg, .w = ctx->rank - cfg->servers, .S = cfg->servers,
+                 .N = cfg->workers};
+  sg_workload_t *wl = NULL;
+  sg_trainlog_t *log = NULL;
+  sg_comm_t *c = ctx->comm;
+  double deadline0 = c->deadline_s;
+  int evaluates = wk.w == 0, rc;
+  int S = wk.S;
+
+  /* The server that misses a push knows who is missing; give it the
+   * first word by waiting longer here (ps.h, Failure). */
+  c->deadline_s = 1.5 * deadline0;
+  SG_TRY(sg_workload_new(&wl, ctx->opts, wk.w, wk.N, SG_WL_TRAIN | (evaluates ? SG_WL_TEST : 0)));
+  wk.n = sg_workload_nparams(wl);
+  int64_t total = sg_workload_total_steps(wl), spe = sg_workload_steps_per_epoch(wl);
+  if (spe < 1) spe = 1;
+  rc = SG_ENOMEM;
+  if (!(wk.params = malloc((wk.n + 1) * sizeof(float)))) goto fail;
+  if (!(wk.grad = malloc((wk.n + 1) * sizeof(float)))) goto fail;
+  if (!(wk.off = calloc((size_t)S, sizeof *wk.off)) || !(wk.cnt = calloc((size_t)S, sizeof *wk.cnt)) ||
+      !(wk.push = calloc((size_t)S, sizeof *wk.push)) || !(wk.pull = calloc((size_t)S, sizeof *wk.pull)) ||
+      !(wk.rep = calloc((size_t)S, sizeof *wk.rep)) || !(wk.ver = calloc((size_t)S, sizeof *wk.ver)) ||
+      !(wk.req = calloc(3 * (size_t)S, sizeof *wk.req)))
+    goto fail;
+  for (int k = 0; k < S; k++) {
+    ps_shard_range(wk.n, S, k, &wk.off[k], &wk.cnt[k]);
+    size_t cnt = wk.cnt[k] + 1;
+    if (!(wk.push[k] = malloc(hdrsz() + cnt * (cfg->sparse ? 8 : 4)))) goto fail;
+    if (!(wk.pull[k] = malloc(hdrsz() + (cfg->sparse ? cnt * 4 : 0)))) goto fail;
+    if (!(wk.rep[k] = malloc(hdrsz() + cnt * 4))) goto fail;
+  }
+  if (cfg->sparse) SG_TRY(ps_needs_new(&wk.needs, wl, ctx->opts));
+  if (evaluates) {
+    SG_TRY(sg_records_info(ctx->rec, "workload", sg_workload_describe(wl)));
+    SG_TRY(sg_records_info(ctx->rec, "blas", sg_blas_info()));
+  }
+  SG_TRY(sg_trainlog_new(&log, ctx, wl, evaluates));
+  int64_t eval_every = 0;
+  SG_TRY(sg_opts_int_or(ctx->opts, "eval_every", 0, &eval_every));
+  if (eval_every <= 0) eval_every = spe;
+
+  /* Initial parameters: the servers made them from the seed. */
+  double held;
+  int64_t stale;
+  if (cfg->sparse) SG_TRY(ps_needs_step(wk.needs, 0));
+  SG_TRY(exchange(&wk, 0, 0, 0, evaluates || !cfg->sparse, &held, &stale));
+  SG_TRY(sg_trainlog_begin(log, wk.params));
+
+  for (int64_t t = 0; t < total; t++) {
+    sg_step_rec_t s = {.step = t, .epoch = (int32_t)(t / spe),
+                       .t_start = sg_records_elapsed(ctx->rec), .staleness = -1};
+    uint64_t sent0 = sg_comm_bytes_sent(c), recv0 = sg_comm_bytes_recvd(c);
+    double t0 = sg_now();
+    sg_engine_delay(ctx);
+    SG_TRY(sg_workload_grad(wl, wk.params, wk.grad, t, &s.loss));
+    double t1 = sg_now();
+    s.compute_s = t1 - t0;
+    /* Worker 0 pulls everything when it is about to evaluate, and last. */
+    int64_t done = t + 1;
+    int dense = !cfg->sparse || (evaluates && (done % eval_every == 0 || done == total));
+    if (cfg->sparse && done < total) SG_TRY(ps_needs_step(wk.needs, done));
+    SG_TRY(exchange(&wk, 1, t, done, dense || done == total, &held, &stale));
+    double t2 = sg_now();
+    s.wait_s = held < t2 - t1 ? held : t2 - t1;
+    s.comm_s = (t2 - t1) - s.wait_s;
+    s.bytes_sent = sg_comm_bytes_sent(c) - sent0;
+    s.bytes_recv = sg_comm_bytes_recvd(c) - recv0;
+    s.staleness = stale;
+    SG_TRY(sg_trainlog_step(log, &s, wk.params));
+  }
+  SG_TRY(say_done(&wk, total));
+  if (evaluates) SG_TRY(sg_engine_dump_params(ctx, wk.params, wk.n));
+  rc = SG_OK;
+fail:
+  c->deadline_s = deadline0;
+  sg_trainlog_destroy(&log);
+  worker_free(&wk);
+  sg_workload_destroy(&wl);
+  return rc;
+}
