@@ -1,0 +1,2 @@
+# ps engine tests (every test has a TIMEOUT).
+sg_add_test(test_ps_proto SOURCES test_ps_proto.c TIMEOUT 30)
