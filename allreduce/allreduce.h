@@ -99,9 +99,11 @@ void sg_ar_destroy(sg_ar_t **a);
 /* Binomial-tree broadcast of len bytes from root (bcast.c). */
 int sg_ar_bcast(sg_comm_t *c, void *buf, size_t len, int root);
 
-/* Element-wise maximum of n doubles over all ranks, result on rank 0
- * only (others' v is left as is).  For benchmark timings. */
-int sg_ar_max_to0(sg_comm_t *c, double *v, size_t n, double *tmp);
+/* Element-wise maximum (SG_AR_MAX) or sum (SG_AR_SUM) of n doubles over
+ * all ranks, result on rank 0 only (others' v is left as is); tmp holds
+ * n doubles.  For benchmark timings and counts. */
+enum { SG_AR_MAX, SG_AR_SUM };
+int sg_ar_reduce_to0(sg_comm_t *c, double *v, size_t n, double *tmp, int op);
 
 /* Chunk c of N over count elements: the first count % N chunks get one
  * element more.  Used by ring and rhd alike. */

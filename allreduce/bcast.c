@@ -1,4 +1,4 @@
-/* bcast.c - binomial-tree broadcast and a gather-max, over the transport.
+/* bcast.c - binomial-tree broadcast and a reduce-to-rank-0 of doubles.
  *
  * Broadcast from root, ranks renumbered v = (r - root) mod N.  Round k
  * (mask = 2^k): every v < mask that has the data sends it to v + mask.
@@ -21,13 +21,13 @@ int sg_ar_bcast(sg_comm_t *c, void *buf, size_t len, int root) {
   return SG_OK;
 }
 
-/* Flat gather to rank 0 (N small, n small: benchmark timings only). */
-int sg_ar_max_to0(sg_comm_t *c, double *v, size_t n, double *tmp) {
+/* Flat gather to rank 0 (small n: benchmark timings only). */
+int sg_ar_reduce_to0(sg_comm_t *c, double *v, size_t n, double *tmp, int op) {
   if (c->rank != 0) return sg_send(c, 0, SG_AR_TAG_GATHER, v, n * sizeof *v);
   for (int src = 1; src < c->size; src++) {
     SG_CHECK(sg_recv(c, src, SG_AR_TAG_GATHER, tmp, n * sizeof *tmp, NULL));
     for (size_t i = 0; i < n; i++)
-      if (tmp[i] > v[i]) v[i] = tmp[i];
+      v[i] = op == SG_AR_SUM ? v[i] + tmp[i] : (tmp[i] > v[i] ? tmp[i] : v[i]);
   }
   return SG_OK;
 }

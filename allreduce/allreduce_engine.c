@@ -1,0 +1,127 @@
+/* allreduce_engine.c - `allreduce`: every worker holds a full replica.
+ *
+ * Schedule (all N ranks are workers; rank 0 also evaluates):
+ *
+ *   rank 0: params = init(seed);  broadcast params (binomial tree)
+ *   every step t, on every rank r:
+ *     g_r  = grad(params, batch_t of worker r)        compute_s
+ *     g    = allreduce_sum(g_r)  (ring | rhd | native) comm_s
+ *     g   /= N                    -> the mean over the global batch N*b
+ *     params = apply(params, g, t) -- the same on every rank, so the
+ *                                     replicas stay identical bit for bit
+ *   rank 0 evaluates every eval_every steps and dumps the final params.
+ *
+ * Because worker r's batch is positions r, r+N, .. of the global batch
+ * (workload.h), g equals `local`'s gradient on batch N*b up to float
+ * summation order, and the run performs the same updates as `local`.
+ *
+ * Bytes per rank per step (K = 4 * nparams): ring 2K(N-1)/N sent and
+ * received; rhd the same for power-of-two N; native: Open MPI's choice.
+ * The step records carry the transport's own byte counters.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allreduce.h"
+#include "clock.h"
+#include "engine.h"
+#include "err.h"
+
+/* clang-format off */
+static const sg_setting_t ar_options[] = {
+  {"algorithm", SG_T_ENUM, "ring", "allreduce algorithm: ring (pipelined reduce-scatter + allgather), rhd (Rabenseifner), native (MPI_Allreduce; transport mpi)", SG_AR_ALGORITHMS, 1, 0, SG_S_ENGINE},
+  {"segment", SG_T_INT, "256K", "ring: pipeline segment in bytes (K/M suffixes)", NULL, 4, 1 << 30, SG_S_ENGINE},
+  {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
+};
+/* clang-format on */
+
+static int ar_check_transport(const sg_opts_t *o, const char *transport) {
+  const char *algo = sg_opts_str_or(o, "algorithm", "ring");
+  if (strcmp(algo, "native") == 0 && strcmp(transport, "mpi") != 0)
+    return sg_err_set(SG_ECONFIG,
+                      "algorithm: native is MPI_Allreduce and needs transport mpi, not %s",
+                      transport);
+  return SG_OK;
+}
+
+static uint64_t bytes_moved(const sg_comm_t *c, uint64_t *recvd) {
+  *recvd = sg_comm_bytes_recvd(c);
+  return sg_comm_bytes_sent(c);
+}
+
+static int ar_run(sg_rank_ctx_t *ctx) {
+  sg_workload_t *wl = NULL;
+  sg_optim_t *opt = NULL;
+  sg_trainlog_t *log = NULL;
+  sg_ar_t *ar = NULL;
+  float *params = NULL, *grad = NULL;
+  int64_t segment = 0;
+  int rc;
+  const int root = ctx->rank == 0;
+  sg_comm_t *c = ctx->comm;
+
+  SG_TRY(sg_opts_int_or(ctx->opts, "segment", SG_AR_SEGMENT_DEFAULT, &segment));
+  const char *algo = sg_opts_str_or(ctx->opts, "algorithm", "ring");
+  SG_TRY(sg_workload_new(&wl, ctx->opts, ctx->rank, ctx->size,
+                         root ? SG_WL_ALL : SG_WL_TRAIN));
+  size_t n = sg_workload_nparams(wl);
+  int64_t total = sg_workload_total_steps(wl), spe = sg_workload_steps_per_epoch(wl);
+  params = calloc(n ? n : 1, sizeof *params); /* calloc: pages touched below */
+  grad = calloc(n ? n : 1, sizeof *grad);
+  if (!params || !grad) {
+    rc = sg_err_set(SG_ENOMEM, "allreduce: no memory for %zu parameters", n);
+    goto fail;
+  }
+  memset(grad, 0, n * sizeof *grad);
+  SG_TRY(sg_ar_new(&ar, c, algo, (size_t)segment, n));
+  if (root) SG_TRY(sg_workload_init_params(wl, params));
+  SG_TRY(sg_ar_bcast(c, params, n * sizeof *params, 0));
+  SG_TRY(sg_workload_optim_new(wl, ctx->opts, &opt));
+  if (root) {
+    SG_TRY(sg_records_info(ctx->rec, "workload", sg_workload_describe(wl)));
+    SG_TRY(sg_records_info(ctx->rec, "blas", sg_blas_info()));
+  }
+  SG_TRY(sg_trainlog_new(&log, ctx, wl, root));
+  SG_TRY(sg_trainlog_begin(log, root ? params : NULL));
+
+  const float scale = 1.0f / (float)ctx->size;
+  for (int64_t step = 0; step < total; step++) {
+    sg_step_rec_t s = {.step = step, .epoch = (int32_t)(step / spe),
+                       .t_start = sg_records_elapsed(ctx->rec), .staleness = -1};
+    uint64_t r0, s0 = bytes_moved(c, &r0), r1;
+    double t = sg_now();
+    sg_engine_delay(ctx);
+    SG_TRY(sg_workload_grad(wl, params, grad, step, &s.loss));
+    double t1 = sg_now();
+    SG_TRY(sg_ar_run(ar, grad, n));
+    double t2 = sg_now();
+    for (size_t i = 0; i < n; i++) grad[i] *= scale;
+    sg_optim_apply(opt, params, grad, step);
+    s.compute_s = (t1 - t) + (sg_now() - t2);
+    s.comm_s = t2 - t1;
+    s.bytes_sent = bytes_moved(c, &r1) - s0;
+    s.bytes_recv = r1 - r0;
+    SG_TRY(sg_trainlog_step(log, &s, root ? params : NULL));
+  }
+  if (root) SG_TRY(sg_engine_dump_params(ctx, params, n));
+  rc = SG_OK;
+fail:
+  sg_trainlog_destroy(&log);
+  sg_ar_destroy(&ar);
+  sg_optim_destroy(&opt);
+  sg_workload_destroy(&wl);
+  free(params);
+  free(grad);
+  return rc;
+}
+
+const sg_engine_t sg_engine_allreduce = {
+    .name = "allreduce",
+    .summary = "every worker a replica: gradients summed by allreduce (ring, rhd or native MPI), same update everywhere",
+    .options = ar_options,
+    .layout = NULL,
+    .role = NULL,
+    .check_transport = ar_check_transport,
+    .run = ar_run,
+};
