@@ -1,1 +1,241 @@
-int main(void) { return 0; }
+/* main.c - the `sgdlab` CLI: dispatch, `engines`, `help config`.
+ *
+ * Each subcommand lives in its own file (commands.h) and returns the exit
+ * code; only main() exits.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "engine.h"
+#include "settings.h"
+
+/* Subcommands built by other files; until a file is part of the build,
+ * these weak stand-ins keep the program linking and say so. */
+static int not_built(const char *what) {
+  fprintf(stderr, "sgdlab %s: not built into this sgdlab\n", what);
+  return 1;
+}
+__attribute__((weak)) int sg_cmd_bench(int argc, char **argv) {
+  (void)argc, (void)argv;
+  return not_built("bench");
+}
+__attribute__((weak)) int sg_cmd_report(int argc, char **argv) {
+  (void)argc, (void)argv;
+  return not_built("report");
+}
+__attribute__((weak)) int sg_cmd_list(int argc, char **argv) {
+  (void)argc, (void)argv;
+  return not_built("list");
+}
+__attribute__((weak)) int sg_cmd_show(int argc, char **argv) {
+  (void)argc, (void)argv;
+  return not_built("show");
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: sgdlab COMMAND [options]      (sgdlab COMMAND --help for its options)\n"
+          "\n"
+          "Run one data-parallel SGD workload under interchangeable synchronization\n"
+          "engines, record timing and convergence into SQLite, and plot them.\n"
+          "\n"
+          "commands:\n"
+          "  run CONFIG       run an experiment file (sweeps, repeats) and record it\n"
+          "  bench allreduce  collective microbenchmarks (time, algbw, busbw)\n"
+          "  report           gnuplot plots and a summary table from the database\n"
+          "  list             experiments and runs in the database\n"
+          "  show RUN         one run: options, status, ranks, evaluations\n"
+          "  engines          the engines and their options\n"
+          "  help config      every experiment-file key (--markdown for docs)\n"
+          "\n"
+          "  --version        print the version\n"
+          "  -h, --help       this help\n");
+}
+
+/* ---- sgdlab engines ---------------------------------------------------- */
+
+static void print_option(FILE *f, const sg_setting_t *s, int indent) {
+  char range[64] = "";
+  if (s->choices) snprintf(range, sizeof range, " {%s}", s->choices);
+  else if (s->min <= s->max && s->type != SG_T_STR)
+    snprintf(range, sizeof range, " [%g..%g]", s->min, s->max);
+  fprintf(f, "%*s%-16s %-8s default %-10s %s%s\n", indent, "", s->name, sg_type_name(s->type),
+          s->def[0] ? s->def : "\"\"", s->help, range);
+}
+
+int sg_cmd_engines(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      printf("usage: sgdlab engines\n\nList every engine with its one-line summary and its options\n"
+             "(name, type, default, help, choices or bounds).\n");
+      return 0;
+    }
+    fprintf(stderr, "sgdlab engines: unknown argument '%s'\n", argv[i]);
+    return 2;
+  }
+  for (const sg_engine_t *const *e = sg_engines; *e; e++) {
+    printf("%s\n  %s\n", (*e)->name, (*e)->summary);
+    if (!(*e)->options || !(*e)->options->name) printf("  (no options)\n");
+    for (const sg_setting_t *s = (*e)->options; s && s->name; s++) print_option(stdout, s, 4);
+    printf("\n");
+  }
+  return 0;
+}
+
+/* ---- sgdlab help config ------------------------------------------------ */
+
+static const char CONFIG_INTRO[] =
+    "An experiment file is YAML.  Top level: experiment keys and run keys;\n"
+    "`workload:` holds the workload keys; `engines:` lists the engines to run,\n"
+    "each a name (`- local`) or a mapping (`- {engine: ps, mode: sync}`) with\n"
+    "that engine's options and any run key, `workers` or workload key to\n"
+    "override for that entry.\n"
+    "\n"
+    "A list where one value is expected is a sweep: `workers: [1, 2, 4]` runs\n"
+    "every engine entry at each value; several swept keys give their cartesian\n"
+    "product (the first key in this table varies slowest).  List-typed keys\n"
+    "(`hidden: [256, 128]`) sweep with a list of lists: `hidden: [[128], [256, 128]]`.\n"
+    "`repeat: R` runs every point R times with the same seed (sweep `seed` to\n"
+    "vary it).\n"
+    "\n"
+    "`sgdlab run FILE --set key=value` overrides a key in every run (YAML value\n"
+    "syntax, so `--set lr=[0.1,0.05]` sweeps); `workload.key` and\n"
+    "`engines.I.key` (entry I, from 0) are accepted too.\n"
+    "\n"
+    "Everything is checked before anything launches: a problem is one line\n"
+    "`file:line:col: key: what is wrong` and exit status 2.\n";
+
+static const char EXAMPLE[] =
+    "name: quickstart\n"
+    "workers: 4\n"
+    "workload: {dataset: fashion-mnist, model: mlp, hidden: [128], batch: 64, lr: 0.05, epochs: 2}\n"
+    "engines:\n"
+    "  - local\n"
+    "  - {engine: ps, mode: sync}\n"
+    "  - {engine: allreduce, algorithm: ring, transport: mpi}\n";
+
+static const char *section_title(sg_section_t s) {
+  switch (s) {
+  case SG_S_EXPERIMENT: return "Experiment keys (top level)";
+  case SG_S_WORKLOAD: return "Workload keys (under `workload:`)";
+  case SG_S_RUN: return "Run keys (top level, or per engine entry)";
+  case SG_S_ENGINE: return "Engine keys";
+  }
+  return "?";
+}
+
+static void md_escape(FILE *f, const char *s) {
+  for (; *s; s++) {
+    if (*s == '|') fputs("\\|", f);
+    else fputc(*s, f);
+  }
+}
+
+static void md_table(FILE *f, const sg_setting_t *table, int section) {
+  fprintf(f, "| key | type | default | allowed | meaning |\n|---|---|---|---|---|\n");
+  for (const sg_setting_t *s = table; s && s->name; s++) {
+    if (section >= 0 && (int)s->section != section) continue;
+    char range[96] = "";
+    if (s->choices) snprintf(range, sizeof range, "%s", s->choices);
+    else if (s->min <= s->max && s->type != SG_T_STR) snprintf(range, sizeof range, "%g .. %g", s->min, s->max);
+    fprintf(f, "| `%s` | %s | %s%s%s | ", s->name, sg_type_name(s->type), s->def[0] ? "`" : "",
+            s->def[0] ? s->def : "(empty)", s->def[0] ? "`" : "");
+    md_escape(f, range);
+    fprintf(f, " | ");
+    md_escape(f, s->help);
+    fprintf(f, " |\n");
+  }
+  fprintf(f, "\n");
+}
+
+static void help_config(FILE *f, int markdown) {
+  static const sg_section_t order[] = {SG_S_EXPERIMENT, SG_S_RUN, SG_S_WORKLOAD};
+  if (markdown) {
+    fprintf(f, "# Experiment files\n\n<!-- generated by `sgdlab help config --markdown`; "
+               "edit core/settings.c or the engine's options, not this file -->\n\n");
+    fprintf(f, "%s\n```yaml\n%s```\n\n", CONFIG_INTRO, EXAMPLE);
+    for (size_t i = 0; i < 3; i++) {
+      fprintf(f, "## %s\n\n", section_title(order[i]));
+      md_table(f, sg_settings, (int)order[i]);
+    }
+    fprintf(f, "## Engines\n\n");
+    for (const sg_engine_t *const *e = sg_engines; *e; e++) {
+      fprintf(f, "### `%s`\n\n%s\n\n", (*e)->name, (*e)->summary);
+      if (!(*e)->options || !(*e)->options->name) fprintf(f, "No options.\n\n");
+      else md_table(f, (*e)->options, -1);
+    }
+    return;
+  }
+  fprintf(f, "%s\nexample:\n\n%s\n", CONFIG_INTRO, EXAMPLE);
+  for (size_t i = 0; i < 3; i++) {
+    fprintf(f, "%s:\n", section_title(order[i]));
+    for (const sg_setting_t *s = sg_settings; s->name; s++)
+      if (s->section == order[i]) print_option(f, s, 2);
+    fprintf(f, "\n");
+  }
+  for (const sg_engine_t *const *e = sg_engines; *e; e++) {
+    fprintf(f, "engine %s: %s\n", (*e)->name, (*e)->summary);
+    if (!(*e)->options || !(*e)->options->name) fprintf(f, "  (no options)\n");
+    for (const sg_setting_t *s = (*e)->options; s && s->name; s++) print_option(f, s, 2);
+    fprintf(f, "\n");
+  }
+}
+
+int sg_cmd_help(int argc, char **argv) {
+  int markdown = 0;
+  const char *topic = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--markdown")) markdown = 1;
+    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      printf("usage: sgdlab help config [--markdown]\n\n"
+             "Print every experiment-file key (type, default, allowed values, meaning)\n"
+             "and every engine's options.\n"
+             "  --markdown   the same as Markdown (docs/config.md is this output)\n");
+      return 0;
+    } else if (!topic) topic = argv[i];
+    else {
+      fprintf(stderr, "sgdlab help: unexpected argument '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  if (!topic) {
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(topic, "config") != 0) {
+    fprintf(stderr, "sgdlab help: no help topic '%s' (try: sgdlab help config)\n", topic);
+    return 2;
+  }
+  help_config(stdout, markdown);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(cmd, "--version")) {
+    printf("sgdlab %s\n", SGDLAB_VERSION);
+    return 0;
+  }
+  static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+  } cmds[] = {
+      {"run", sg_cmd_run},       {"bench", sg_cmd_bench},     {"report", sg_cmd_report},
+      {"list", sg_cmd_list},     {"show", sg_cmd_show},       {"engines", sg_cmd_engines},
+      {"help", sg_cmd_help},
+  };
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "sgdlab: unknown command '%s' (sgdlab --help lists them)\n", cmd);
+  return 2;
+}

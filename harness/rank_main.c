@@ -1,1 +1,124 @@
-int main(void) { return 0; }
+/* rank_main.c - `sgdlab-rank SPEC`: one process of a run.
+ *
+ * Started by the harness (local launcher: SGDLAB_RANK / SGDLAB_SIZE in the
+ * environment) or by mpirun (OMPI_COMM_WORLD_RANK / _SIZE).  Reads the
+ * spec the harness wrote (every setting plus _records, _rendezvous, _t0,
+ * _nprocs), opens the records stream, connects the transport, and runs the
+ * engine's training loop.  Ends with a DONE record (ok, or the error
+ * message) and exit status 0 / 1; on failure also one line on stderr:
+ * "sgdlab-rank: rank R: <message>".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "err.h"
+
+#ifndef SG_HAVE_ZMQ_TRANSPORT
+int sg_comm_zmq_new(sg_comm_t **out, const sg_zmq_cfg_t *cfg) {
+  (void)out, (void)cfg;
+  return sg_err_set(SG_EUNSUPPORTED, "transport zmq: not in this build");
+}
+#endif
+#ifndef SG_HAVE_MPI_TRANSPORT
+int sg_comm_mpi_new(sg_comm_t **out, double deadline_s) {
+  (void)out, (void)deadline_s;
+  return sg_err_set(SG_EUNSUPPORTED, "transport mpi: not in this build");
+}
+void sg_mpi_finalize(void) {}
+#endif
+#ifndef SG_HAVE_TRANSPORT_C
+void sg_comm_destroy(sg_comm_t **c) {
+  if (c && *c) (*c)->ops->destroy(*c);
+  if (c) *c = NULL;
+}
+#endif
+
+static int env_int(const char *const *names, int def) {
+  for (int i = 0; names[i]; i++) {
+    const char *v = getenv(names[i]);
+    if (v && *v) return atoi(v);
+  }
+  return def;
+}
+
+int main(int argc, char **argv) {
+  sg_opts_t *o = NULL;
+  sg_records_t *rec = NULL;
+  sg_comm_t *comm = NULL;
+  int rc, rank = -1, mpi = 0;
+  if (argc != 2 || argv[1][0] == '-') {
+    fprintf(stderr,
+            "usage: sgdlab-rank SPECFILE\n"
+            "One process of an sgdlab run; `sgdlab run` starts it (directly or through\n"
+            "mpirun) with the spec file it wrote.  Rank from SGDLAB_RANK or\n"
+            "OMPI_COMM_WORLD_RANK.\n");
+    return 2;
+  }
+  static const char *const rank_env[] = {"SGDLAB_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", NULL};
+  static const char *const size_env[] = {"SGDLAB_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
+  rank = env_int(rank_env, 0);
+
+  SG_TRY(sg_opts_load(&o, argv[1]));
+  const char *name = sg_opts_str_or(o, "engine", "");
+  const sg_engine_t *eng = sg_engine_find(name);
+  if (!eng) {
+    rc = sg_err_set(SG_ECONFIG, "%s: unknown engine '%s'", argv[1], name);
+    goto fail;
+  }
+  int64_t nprocs, workers, threads;
+  double t0, deadline;
+  SG_TRY(sg_opts_int(o, "_nprocs", &nprocs));
+  SG_TRY(sg_opts_int(o, "workers", &workers));
+  SG_TRY(sg_opts_double(o, "_t0", &t0));
+  SG_TRY(sg_opts_double(o, "deadline", &deadline));
+  SG_TRY(sg_opts_int_or(o, "threads", 1, &threads));
+  int size = env_int(size_env, (int)nprocs);
+  if (size != nprocs || rank < 0 || rank >= size) {
+    rc = sg_err_set(SG_ECONFIG, "started as rank %d of %d, but the run has %lld processes", rank,
+                    size, (long long)nprocs);
+    goto fail;
+  }
+  const char *role = sg_engine_role(eng, o, (int)workers, rank);
+  SG_TRY(sg_records_open(&rec, sg_opts_str_or(o, "_records", ""), rank, role, t0));
+  sg_blas_set_threads((int)threads);
+  if (rank == 0) SG_TRY(sg_records_info(rec, "blas", sg_blas_info()));
+
+  const char *transport = sg_opts_str_or(o, "transport", "zmq");
+  if (!strcmp(transport, "mpi")) {
+    mpi = 1;
+    SG_TRY(sg_comm_mpi_new(&comm, deadline));
+    if (comm->rank != rank || comm->size != size) {
+      rc = sg_err_set(SG_ECONFIG, "MPI says rank %d of %d, the launcher said %d of %d", comm->rank,
+                      comm->size, rank, size);
+      goto fail;
+    }
+  } else if (size > 1) {
+    sg_zmq_cfg_t zc = {.rank = rank, .size = size, .deadline_s = deadline,
+                       .scheme = sg_opts_str_or(o, "zmq_scheme", "ipc"),
+                       .rendezvous = sg_opts_str_or(o, "_rendezvous", "")};
+    SG_TRY(sg_comm_zmq_new(&comm, &zc));
+  }
+  /* size 1 over zmq: no peers, so no comm (engines of one process, such
+   * as `local`, never touch it) */
+
+  sg_rank_ctx_t ctx = {.rank = rank, .size = size, .workers = (int)workers, .comm = comm,
+                       .opts = o, .rec = rec, .t0 = t0};
+  SG_TRY(eng->run(&ctx));
+  SG_TRY(sg_records_done(rec, 0, NULL));
+  rc = SG_OK;
+fail:
+  if (rc < 0) {
+    const char *msg = sg_err_msg()[0] ? sg_err_msg() : sg_strerror(rc);
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", msg);
+    fprintf(stderr, "sgdlab-rank: rank %d: %s\n", rank, copy);
+    if (rec) sg_records_done(rec, 1, copy);
+  }
+  sg_comm_destroy(&comm);
+  sg_records_close(&rec);
+  sg_opts_destroy(&o);
+  if (mpi) sg_mpi_finalize();
+  return rc < 0 ? 1 : 0;
+}

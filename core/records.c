@@ -1,0 +1,131 @@
+/* records.c - the rank side of the records stream (see records.h).
+ *
+ * One ZeroMQ PUSH socket per rank, connected to the harness's PULL
+ * endpoint.  Every record is one message: sg_rec_header_t + payload.
+ * Sends block at most SEND_TIMEOUT_MS (a harness that stopped reading is
+ * then an error, never a hang); close lingers LINGER_MS so that DONE, the
+ * last record, reaches the harness before the process exits.
+ */
+#include "records.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "clock.h"
+#include "err.h"
+
+enum {
+  SEND_TIMEOUT_MS = 30000,
+  LINGER_MS = 5000,
+  HWM = 100000, /* records queued before send blocks */
+};
+
+struct sg_records {
+  void *zctx;
+  void *push; /* NULL: records are dropped */
+  int rank;
+  double t0;
+  unsigned char *buf; /* one message, reused */
+  size_t cap;
+};
+
+static int send_rec(sg_records_t *r, uint32_t type, const void *a, size_t alen,
+                    const void *b, size_t blen) {
+  if (!r || !r->push) return SG_OK;
+  size_t len = sizeof(sg_rec_header_t) + alen + blen;
+  if (len > r->cap) {
+    unsigned char *nb = realloc(r->buf, len);
+    if (!nb) return SG_ENOMEM;
+    r->buf = nb;
+    r->cap = len;
+  }
+  sg_rec_header_t h = {.magic = SG_REC_MAGIC, .type = type, .rank = r->rank,
+                       .len = (uint32_t)(alen + blen)};
+  memcpy(r->buf, &h, sizeof h);
+  if (alen) memcpy(r->buf + sizeof h, a, alen);
+  if (blen) memcpy(r->buf + sizeof h + alen, b, blen);
+  while (zmq_send(r->push, r->buf, len, 0) < 0) {
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN)
+      return sg_err_set(SG_ETIMEOUT, "rank %d: the harness took no records for %d s",
+                        r->rank, SEND_TIMEOUT_MS / 1000);
+    return sg_err_set(SG_EIO, "rank %d: sending a record: %s", r->rank,
+                      zmq_strerror(errno));
+  }
+  return SG_OK;
+}
+
+int sg_records_open(sg_records_t **out, const char *endpoint, int rank,
+                    const char *role, double t0) {
+  int rc;
+  sg_records_t *r = calloc(1, sizeof *r);
+  if (!r) return SG_ENOMEM;
+  r->rank = rank;
+  r->t0 = t0;
+  if (endpoint && *endpoint) {
+    int hwm = HWM, tmo = SEND_TIMEOUT_MS, linger = LINGER_MS;
+    if (!(r->zctx = zmq_ctx_new())) {
+      rc = sg_err_set(SG_EIO, "records: zmq_ctx_new: %s", zmq_strerror(errno));
+      goto fail;
+    }
+    if (!(r->push = zmq_socket(r->zctx, ZMQ_PUSH))) {
+      rc = sg_err_set(SG_EIO, "records: zmq_socket: %s", zmq_strerror(errno));
+      goto fail;
+    }
+    zmq_setsockopt(r->push, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(r->push, ZMQ_SNDTIMEO, &tmo, sizeof tmo);
+    zmq_setsockopt(r->push, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(r->push, endpoint) < 0) {
+      rc = sg_err_set(SG_EIO, "records: connect to the harness at %s: %s", endpoint,
+                      zmq_strerror(errno));
+      goto fail;
+    }
+  }
+  sg_rec_hello_t hello = {.pid = (int32_t)getpid()};
+  strncpy(hello.role, role ? role : "worker", sizeof hello.role - 1);
+  if (gethostname(hello.host, sizeof hello.host - 1) < 0) strcpy(hello.host, "?");
+  SG_TRY(send_rec(r, SG_REC_HELLO, &hello, sizeof hello, NULL, 0));
+  *out = r;
+  return SG_OK;
+fail:
+  sg_records_close(&r);
+  return rc;
+}
+
+int sg_records_step(sg_records_t *r, const sg_step_rec_t *s) {
+  return send_rec(r, SG_REC_STEP, s, sizeof *s, NULL, 0);
+}
+
+int sg_records_eval(sg_records_t *r, const sg_eval_rec_t *e) {
+  return send_rec(r, SG_REC_EVAL, e, sizeof *e, NULL, 0);
+}
+
+int sg_records_bench(sg_records_t *r, const sg_bench_rec_t *b) {
+  return send_rec(r, SG_REC_BENCH, b, sizeof *b, NULL, 0);
+}
+
+int sg_records_info(sg_records_t *r, const char *key, const char *value) {
+  if (!value) value = "";
+  return send_rec(r, SG_REC_INFO, key, strlen(key) + 1, value, strlen(value) + 1);
+}
+
+int sg_records_done(sg_records_t *r, int status, const char *message) {
+  int32_t st = status;
+  if (!message) message = "";
+  return send_rec(r, SG_REC_DONE, &st, sizeof st, message, strlen(message) + 1);
+}
+
+double sg_records_elapsed(const sg_records_t *r) { return sg_wall() - r->t0; }
+
+void sg_records_close(sg_records_t **pr) {
+  if (!pr || !*pr) return;
+  sg_records_t *r = *pr;
+  if (r->push) zmq_close(r->push);
+  if (r->zctx) zmq_ctx_term(r->zctx); /* lingers until queued records left */
+  free(r->buf);
+  free(r);
+  *pr = NULL;
+}

@@ -1,0 +1,822 @@
+/* config.c - experiment files -> resolved runs (see config.h).
+ *
+ * Two passes.  Parse: walk the libyaml document, check every key against
+ * the settings table (or the engine's option table) and every value with
+ * sg_setting_check(), and keep each key as a "value set" (one value, or
+ * the alternatives of a sweep) with the position of its key.  Resolve:
+ * per engine entry, pick each key's value set by priority
+ *
+ *     --set engines.I.key / engine option   (entry's own --set layer)
+ *     --set key, --set workload.key         (global --set layer)
+ *     the engine entry                      (entry layer)
+ *     top level / workload:                 (top layer)
+ *     the table's default
+ *
+ * and expand the cartesian product of the sets that hold more than one
+ * value, then the repetitions.  Finally the engine itself checks each run
+ * (layout, check_transport), still before anything launches.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <yaml.h>
+
+#include "err.h"
+
+enum { MAX_RUNS = 100000 };
+
+typedef struct pos {
+  const char *where; /* file name, or "--set k=v" */
+  int line, col;     /* 1-based; 0 = no position (--set) */
+} pos_t;
+
+typedef struct vset {
+  const sg_setting_t *s;
+  char **v;
+  size_t n;
+  pos_t pos; /* of the key */
+} vset_t;
+
+typedef struct layer {
+  vset_t *a;
+  size_t n, cap;
+} layer_t;
+
+typedef struct entry {
+  const sg_engine_t *engine;
+  pos_t pos; /* of the entry */
+  layer_t own, set;
+} entry_t;
+
+typedef struct parser {
+  const char *fname;
+  yaml_document_t *doc;
+  char *name;
+  pos_t name_pos;
+  int64_t repeat;
+  layer_t top, setg;
+  entry_t *ent;
+  size_t nent;
+} parser_t;
+
+/* ---- errors ------------------------------------------------------------ */
+
+static int perr(pos_t p, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int perr(pos_t p, const char *key, const char *fmt, ...) {
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  if (p.line > 0)
+    return sg_err_set(SG_ECONFIG, "%s:%d:%d: %s: %s", p.where, p.line, p.col, key, what);
+  return sg_err_set(SG_ECONFIG, "%s: %s: %s", p.where, key, what);
+}
+
+static pos_t node_pos(const parser_t *p, const yaml_node_t *n) {
+  pos_t q = {p->fname, (int)n->start_mark.line + 1, (int)n->start_mark.column + 1};
+  return q;
+}
+
+/* ---- suggestions ------------------------------------------------------- */
+
+static size_t edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 63 || lb > 63) return 99;
+  size_t d[64][64];
+  for (size_t i = 0; i <= la; i++) d[i][0] = i;
+  for (size_t j = 0; j <= lb; j++) d[0][j] = j;
+  for (size_t i = 1; i <= la; i++)
+    for (size_t j = 1; j <= lb; j++) {
+      size_t c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
+      /* a transposition counts as one edit */
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < c)
+        c = d[i - 2][j - 2] + 1;
+      d[i][j] = c;
+    }
+  return d[la][lb];
+}
+
+static void consider(const char *key, const char *cand, const char **best, size_t *bestd) {
+  size_t dd = edit_distance(key, cand);
+  if (dd < *bestd) {
+    *bestd = dd;
+    *best = cand;
+  }
+}
+
+/* The closest known key, or NULL when none is close. */
+static const char *suggest(const char *key) {
+  const char *best = NULL;
+  size_t bestd = 99;
+  for (const sg_setting_t *s = sg_settings; s->name; s++) consider(key, s->name, &best, &bestd);
+  for (const sg_engine_t *const *e = sg_engines; *e; e++)
+    for (const sg_setting_t *s = (*e)->options; s && s->name; s++)
+      consider(key, s->name, &best, &bestd);
+  static const char *const extra[] = {"workload", "engines", "engine"};
+  for (size_t i = 0; i < 3; i++) consider(key, extra[i], &best, &bestd);
+  size_t len = strlen(key), limit = len <= 3 ? 1 : len <= 6 ? 2 : 3;
+  return bestd <= limit ? best : NULL;
+}
+
+static int unknown_key(pos_t p, const char *key) {
+  const char *s = suggest(key);
+  if (s) return perr(p, key, "unknown key; did you mean '%s'?", s);
+  return perr(p, key, "unknown key (sgdlab help config lists them)");
+}
+
+/* The engine that declares option `key`, or NULL. */
+static const sg_engine_t *engine_with_option(const char *key) {
+  for (const sg_engine_t *const *e = sg_engines; *e; e++)
+    if (sg_setting_find((*e)->options, key)) return *e;
+  return NULL;
+}
+
+/* ---- value sets -------------------------------------------------------- */
+
+static void vset_free(vset_t *v) {
+  for (size_t i = 0; i < v->n; i++) free(v->v[i]);
+  free(v->v);
+  v->v = NULL;
+  v->n = 0;
+}
+
+static void layer_free(layer_t *l) {
+  for (size_t i = 0; i < l->n; i++) vset_free(&l->a[i]);
+  free(l->a);
+  memset(l, 0, sizeof *l);
+}
+
+static vset_t *layer_find(const layer_t *l, const char *key) {
+  for (size_t i = 0; i < l->n; i++)
+    if (strcmp(l->a[i].s->name, key) == 0) return &l->a[i];
+  return NULL;
+}
+
+/* Take ownership of v's values; replaces an existing entry for the key. */
+static int layer_put(layer_t *l, vset_t *v) {
+  vset_t *old = layer_find(l, v->s->name);
+  if (old) {
+    vset_free(old);
+    *old = *v;
+    v->v = NULL;
+    v->n = 0;
+    return SG_OK;
+  }
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 16;
+    vset_t *a = realloc(l->a, cap * sizeof *a);
+    if (!a) return SG_ENOMEM;
+    l->a = a;
+    l->cap = cap;
+  }
+  l->a[l->n++] = *v;
+  v->v = NULL;
+  v->n = 0;
+  return SG_OK;
+}
+
+static int vset_add(vset_t *v, const char *val) {
+  char **a = realloc(v->v, (v->n + 1) * sizeof *a);
+  if (!a) return SG_ENOMEM;
+  v->v = a;
+  if (!(v->v[v->n] = strdup(val))) return SG_ENOMEM;
+  v->n++;
+  return SG_OK;
+}
+
+/* Parse an integer with an optional K/M/G suffix (as sg_setting_check). */
+static long long parse_int(const char *s) {
+  char *end;
+  long long x = strtoll(s, &end, 10);
+  if (*end == 'K' || *end == 'k') x <<= 10;
+  else if (*end == 'M' || *end == 'm') x <<= 20;
+  else if (*end == 'G' || *end == 'g') x <<= 30;
+  return x;
+}
+
+/* Check one scalar for setting s and write its stored form into out. */
+static int check_scalar(const sg_setting_t *s, const char *raw, pos_t p, char *out, size_t cap) {
+  char why[256], buf[1024];
+  snprintf(buf, sizeof buf, "%s", raw);
+  if (s->type == SG_T_BOOL) {
+    if (!strcasecmp(buf, "true") || !strcasecmp(buf, "yes") || !strcasecmp(buf, "on"))
+      strcpy(buf, "true");
+    else if (!strcasecmp(buf, "false") || !strcasecmp(buf, "no") || !strcasecmp(buf, "off"))
+      strcpy(buf, "false");
+  }
+  if (sg_setting_check(s, buf, why, sizeof why) < 0) return perr(p, s->name, "%s", why);
+  if (s->type == SG_T_INT) snprintf(out, cap, "%lld", parse_int(buf));
+  else snprintf(out, cap, "%s", buf);
+  return SG_OK;
+}
+
+static const char *scalar(const yaml_node_t *n) {
+  return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+/* A list-typed value from a sequence of scalars: "256,128". */
+static int list_value(parser_t *p, const sg_setting_t *s, yaml_node_t *seq, pos_t at,
+                      char *out, size_t cap) {
+  size_t len = 0;
+  out[0] = '\0';
+  yaml_node_item_t *it = seq->data.sequence.items.start;
+  if (it == seq->data.sequence.items.top) return perr(at, s->name, "empty list");
+  for (; it < seq->data.sequence.items.top; it++) {
+    yaml_node_t *c = yaml_document_get_node(p->doc, *it);
+    const char *v = scalar(c);
+    pos_t cp = p->fname == at.where && at.line ? node_pos(p, c) : at;
+    if (!v) return perr(cp, s->name, "expected a list of integers, got a nested value");
+    char one[64];
+    const sg_setting_t item = {.name = s->name, .type = SG_T_INT, .min = s->min, .max = s->max};
+    SG_CHECK(check_scalar(&item, v, cp, one, sizeof one));
+    len += (size_t)snprintf(out + len, cap > len ? cap - len : 0, "%s%s", len ? "," : "", one);
+  }
+  if (len >= cap) return perr(at, s->name, "list too long");
+  return SG_OK;
+}
+
+/* The value set of setting s from node n.  `at` positions the messages
+ * (the node itself in a file; the --set argument otherwise). */
+static int node_values(parser_t *p, const sg_setting_t *s, yaml_node_t *n, pos_t at,
+                       int sweepable, vset_t *out) {
+  char buf[1024];
+  memset(out, 0, sizeof *out);
+  out->s = s;
+  int rc;
+  if (n->type == YAML_MAPPING_NODE) return perr(at, s->name, "expected a value, got a mapping");
+  if (n->type == YAML_SCALAR_NODE) {
+    SG_CHECK(check_scalar(s, scalar(n), at, buf, sizeof buf));
+    return vset_add(out, buf);
+  }
+  /* a sequence: a list value, or a sweep */
+  yaml_node_item_t *b = n->data.sequence.items.start, *e = n->data.sequence.items.top;
+  int nested = b < e && yaml_document_get_node(p->doc, *b)->type == YAML_SEQUENCE_NODE;
+  if (s->type == SG_T_INTLIST && !nested) {
+    SG_CHECK(list_value(p, s, n, at, buf, sizeof buf));
+    return vset_add(out, buf);
+  }
+  if (!sweepable) return perr(at, s->name, "takes one value, not a list");
+  if (b == e) return perr(at, s->name, "empty list (a sweep needs at least one value)");
+  for (yaml_node_item_t *it = b; it < e; it++) {
+    yaml_node_t *c = yaml_document_get_node(p->doc, *it);
+    pos_t cp = at.line ? node_pos(p, c) : at;
+    if (s->type == SG_T_INTLIST) {
+      if (c->type != YAML_SEQUENCE_NODE) {
+        rc = perr(cp, s->name, "a sweep of lists needs every item to be a list, e.g. [[128], [256, 128]]");
+        goto fail;
+      }
+      SG_TRY(list_value(p, s, c, cp, buf, sizeof buf));
+    } else {
+      if (c->type != YAML_SCALAR_NODE) {
+        rc = perr(cp, s->name, "expected a value, got a %s",
+                  c->type == YAML_MAPPING_NODE ? "mapping" : "nested list");
+        goto fail;
+      }
+      SG_TRY(check_scalar(s, scalar(c), cp, buf, sizeof buf));
+    }
+    SG_TRY(vset_add(out, buf));
+  }
+  return SG_OK;
+fail:
+  vset_free(out);
+  return rc;
+}
+
+/* ---- the document ------------------------------------------------------ */
+
+typedef enum { IN_TOP, IN_WORKLOAD, IN_ENTRY } scope_t;
+
+/* Check that `key` may appear in `scope` and return its table entry. */
+static int lookup(const char *key, scope_t scope, const sg_engine_t *eng, pos_t kp,
+                  const sg_setting_t **out) {
+  if (scope == IN_ENTRY && eng) {
+    const sg_setting_t *o = sg_setting_find(eng->options, key);
+    if (o) {
+      *out = o;
+      return SG_OK;
+    }
+  }
+  const sg_setting_t *s = sg_setting_find(sg_settings, key);
+  if (s) {
+    int ok = scope == IN_TOP ? s->section != SG_S_WORKLOAD
+             : scope == IN_WORKLOAD ? s->section == SG_S_WORKLOAD
+                                    : (s->section != SG_S_EXPERIMENT || !strcmp(key, "workers"));
+    if (ok) {
+      *out = s;
+      return SG_OK;
+    }
+    if (s->section == SG_S_WORKLOAD) return perr(kp, key, "belongs under workload:");
+    if (scope == IN_WORKLOAD) return perr(kp, key, "belongs at the top level, not under workload:");
+    return perr(kp, key, "belongs at the top level, not in an engine entry");
+  }
+  const sg_engine_t *owner = engine_with_option(key);
+  if (owner && scope == IN_ENTRY && eng)
+    return perr(kp, key, "not an option of engine %s (engine %s has it)", eng->name, owner->name);
+  if (owner) return perr(kp, key, "an option of engine %s; set it in its engine entry", owner->name);
+  return unknown_key(kp, key);
+}
+
+/* Walk a mapping's pairs, rejecting duplicate keys. */
+static int check_dups(parser_t *p, yaml_node_t *map) {
+  for (yaml_node_pair_t *a = map->data.mapping.pairs.start; a < map->data.mapping.pairs.top; a++) {
+    yaml_node_t *ka = yaml_document_get_node(p->doc, a->key);
+    if (!scalar(ka)) return perr(node_pos(p, ka), "?", "keys must be plain names");
+    for (yaml_node_pair_t *b = map->data.mapping.pairs.start; b < a; b++) {
+      yaml_node_t *kb = yaml_document_get_node(p->doc, b->key);
+      if (scalar(kb) && !strcmp(scalar(ka), scalar(kb)))
+        return perr(node_pos(p, ka), scalar(ka), "duplicate key (first set at line %d)",
+                    (int)kb->start_mark.line + 1);
+    }
+  }
+  return SG_OK;
+}
+
+static int parse_pairs(parser_t *p, yaml_node_t *map, scope_t scope, const sg_engine_t *eng,
+                       layer_t *into);
+
+static int parse_workload(parser_t *p, yaml_node_t *v, pos_t kp) {
+  if (v->type != YAML_MAPPING_NODE)
+    return perr(kp, "workload", "expected a mapping of workload keys, e.g. {model: mlp, lr: 0.1}");
+  return parse_pairs(p, v, IN_WORKLOAD, NULL, &p->top);
+}
+
+static int parse_entry(parser_t *p, yaml_node_t *n, entry_t *e) {
+  e->pos = node_pos(p, n);
+  const char *name = scalar(n);
+  if (n->type == YAML_MAPPING_NODE) {
+    SG_CHECK(check_dups(p, n));
+    for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < n->data.mapping.pairs.top; q++)
+      if (!strcmp(scalar(yaml_document_get_node(p->doc, q->key)), "engine")) {
+        yaml_node_t *v = yaml_document_get_node(p->doc, q->value);
+        if (!(name = scalar(v)))
+          return perr(node_pos(p, v), "engine", "expected one engine name (list several entries to run several)");
+        e->pos = node_pos(p, v);
+      }
+    if (!name) return perr(e->pos, "engine", "missing in this engine entry (e.g. {engine: ps, mode: sync})");
+  } else if (!name) {
+    return perr(e->pos, "engines", "each entry is an engine name or a mapping with engine:");
+  }
+  if (!(e->engine = sg_engine_find(name))) {
+    char list[512] = "";
+    size_t len = 0;
+    for (const sg_engine_t *const *x = sg_engines; *x; x++)
+      len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%s%s",
+                              len ? ", " : "", (*x)->name);
+    return perr(e->pos, "engine", "unknown engine '%s' (known: %s)", name, list);
+  }
+  if (n->type == YAML_MAPPING_NODE) SG_CHECK(parse_pairs(p, n, IN_ENTRY, e->engine, &e->own));
+  return SG_OK;
+}
+
+static int parse_engines(parser_t *p, yaml_node_t *v, pos_t kp) {
+  if (v->type == YAML_SCALAR_NODE) { /* engines: local */
+    if (!(p->ent = calloc(1, sizeof *p->ent))) return SG_ENOMEM;
+    p->nent = 1;
+    return parse_entry(p, v, &p->ent[0]);
+  }
+  if (v->type != YAML_SEQUENCE_NODE)
+    return perr(kp, "engines", "expected a list of engines, e.g. [local, {engine: ps, mode: sync}]");
+  size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+  if (n == 0) return perr(kp, "engines", "empty list; name at least one engine");
+  if (!(p->ent = calloc(n, sizeof *p->ent))) return SG_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    p->nent = i + 1;
+    SG_CHECK(parse_entry(p, yaml_document_get_node(p->doc, v->data.sequence.items.start[i]),
+                         &p->ent[i]));
+  }
+  return SG_OK;
+}
+
+static int parse_pairs(parser_t *p, yaml_node_t *map, scope_t scope, const sg_engine_t *eng,
+                       layer_t *into) {
+  SG_CHECK(check_dups(p, map));
+  for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < map->data.mapping.pairs.top; q++) {
+    yaml_node_t *k = yaml_document_get_node(p->doc, q->key);
+    yaml_node_t *v = yaml_document_get_node(p->doc, q->value);
+    const char *key = scalar(k);
+    pos_t kp = node_pos(p, k), vp = node_pos(p, v);
+    if (scope == IN_TOP && !strcmp(key, "workload")) {
+      SG_CHECK(parse_workload(p, v, kp));
+      continue;
+    }
+    if (scope == IN_TOP && !strcmp(key, "engines")) {
+      SG_CHECK(parse_engines(p, v, kp));
+      continue;
+    }
+    if (scope == IN_ENTRY && !strcmp(key, "engine")) continue; /* read by parse_entry */
+    if (scope != IN_TOP && (!strcmp(key, "workload") || !strcmp(key, "engines")))
+      return perr(kp, key, "belongs at the top level");
+    if (scope != IN_ENTRY && !strcmp(key, "engine"))
+      return perr(kp, key, "belongs in an entry of engines:, e.g. engines: [{engine: ps}]");
+    const sg_setting_t *s = NULL;
+    SG_CHECK(lookup(key, scope, eng, kp, &s));
+    int sweepable = strcmp(key, "name") && strcmp(key, "repeat");
+    vset_t vs;
+    SG_CHECK(node_values(p, s, v, vp, sweepable, &vs));
+    vs.pos = kp;
+    if (!strcmp(key, "name")) {
+      free(p->name);
+      p->name = strdup(vs.v[0]);
+      p->name_pos = vp;
+    }
+    if (!strcmp(key, "repeat")) p->repeat = parse_int(vs.v[0]);
+    int rc = layer_put(into, &vs);
+    vset_free(&vs);
+    SG_CHECK(rc);
+  }
+  return SG_OK;
+}
+
+static int yaml_fail(const char *fname, yaml_parser_t *yp) {
+  return sg_err_set(SG_ECONFIG, "%s:%d:%d: YAML: %s%s%s", fname, (int)yp->problem_mark.line + 1,
+                    (int)yp->problem_mark.column + 1, yp->problem ? yp->problem : "syntax error",
+                    yp->context ? " " : "", yp->context ? yp->context : "");
+}
+
+/* ---- --set ------------------------------------------------------------- */
+
+static int apply_set(parser_t *p, const char *arg) {
+  pos_t at = {arg, 0, 0};
+  const char *eq = strchr(arg, '=');
+  if (!eq || eq == arg) return perr(at, "--set", "expected key=value");
+  char key[128];
+  size_t kl = (size_t)(eq - arg);
+  if (kl >= sizeof key) return perr(at, "--set", "key too long");
+  memcpy(key, arg, kl);
+  key[kl] = '\0';
+  char where[1200];
+  snprintf(where, sizeof where, "--set %s", arg);
+  at.where = where;
+
+  /* the value, in YAML syntax */
+  yaml_parser_t yp;
+  yaml_document_t doc;
+  int rc = SG_OK;
+  yaml_parser_initialize(&yp);
+  const char *val = eq + 1;
+  yaml_parser_set_input_string(&yp, (const unsigned char *)val, strlen(val));
+  if (!yaml_parser_load(&yp, &doc)) {
+    rc = perr(at, key, "value is not valid YAML: %s", yp.problem ? yp.problem : "?");
+    yaml_parser_delete(&yp);
+    return rc;
+  }
+  yaml_node_t *root = yaml_document_get_root_node(&doc);
+  yaml_node_t empty = {.type = YAML_SCALAR_NODE};
+  empty.data.scalar.value = (yaml_char_t *)"";
+  if (!root) root = &empty;
+  yaml_document_t *saved = p->doc;
+  p->doc = &doc;
+
+  const char *k = key;
+  long only = -1; /* engine entry index, or -1 */
+  int workload_only = 0;
+  if (!strncmp(k, "workload.", 9)) {
+    k += 9;
+    workload_only = 1;
+  } else if (!strncmp(k, "engines.", 8)) {
+    char *end;
+    only = strtol(k + 8, &end, 10);
+    if (end == k + 8 || *end != '.' || only < 0 || (size_t)only >= p->nent) {
+      rc = perr(at, key, "expected engines.I.key with I in 0..%zu", p->nent ? p->nent - 1 : 0);
+      goto out;
+    }
+    k = end + 1;
+  }
+  const sg_setting_t *s = sg_setting_find(sg_settings, k);
+  vset_t vs;
+  if (s && workload_only && s->section != SG_S_WORKLOAD) {
+    rc = perr(at, k, "not a workload key");
+    goto out;
+  }
+  if (s && only < 0) {
+    SG_TRY(node_values(p, s, root, at, strcmp(k, "name") && strcmp(k, "repeat"), &vs));
+    vs.pos = at;
+    if (!strcmp(k, "name")) {
+      free(p->name);
+      p->name = strdup(vs.v[0]);
+    }
+    if (!strcmp(k, "repeat")) p->repeat = parse_int(vs.v[0]);
+    rc = layer_put(&p->setg, &vs);
+    vset_free(&vs);
+    goto out;
+  }
+  if (workload_only) {
+    rc = unknown_key(at, k);
+    goto out;
+  }
+  /* engine options (or any key of one entry) */
+  int applied = 0;
+  for (size_t i = 0; i < p->nent; i++) {
+    if (only >= 0 && (size_t)only != i) continue;
+    const sg_setting_t *o = sg_setting_find(p->ent[i].engine->options, k);
+    if (!o && only >= 0 && s) {
+      if (s->section == SG_S_EXPERIMENT && strcmp(k, "workers")) {
+        rc = perr(at, k, "belongs at the top level, not in an engine entry");
+        goto out;
+      }
+      o = s;
+    }
+    if (!o) continue;
+    SG_TRY(node_values(p, o, root, at, 1, &vs));
+    vs.pos = at;
+    rc = layer_put(&p->ent[i].set, &vs);
+    vset_free(&vs);
+    SG_TRY(rc);
+    applied++;
+  }
+  if (!applied) {
+    const sg_engine_t *owner = engine_with_option(k);
+    if (owner) rc = perr(at, k, "no engine entry is a %s engine, which has this option", owner->name);
+    else if (only >= 0) rc = perr(at, k, "not an option of engine %s", p->ent[only].engine->name);
+    else rc = unknown_key(at, k);
+  }
+fail:
+out:
+  p->doc = saved;
+  yaml_document_delete(&doc);
+  yaml_parser_delete(&yp);
+  return rc;
+}
+
+/* ---- resolve ----------------------------------------------------------- */
+
+typedef struct pick {
+  const sg_setting_t *s;
+  const vset_t *vs; /* NULL: the default */
+} pick_t;
+
+static const vset_t *choose(const parser_t *p, const entry_t *e, const char *key) {
+  const vset_t *v;
+  if ((v = layer_find(&e->set, key))) return v;
+  if ((v = layer_find(&p->setg, key))) return v;
+  if ((v = layer_find(&e->own, key))) return v;
+  return layer_find(&p->top, key);
+}
+
+static const char *pick_value(const pick_t *k, size_t i) {
+  return k->vs ? k->vs->v[i] : k->s->def;
+}
+
+static int add_run(sg_experiment_t *x, sg_opts_t **o, const entry_t *e, const char *label,
+                   int repeat) {
+  int rc = SG_OK;
+  sg_run_spec_t *r = &x->runs[x->nruns];
+  memset(r, 0, sizeof *r);
+  int64_t workers, seed;
+  SG_TRY(sg_opts_setf(*o, "repeat", "%d", repeat));
+  SG_TRY(sg_opts_int(*o, "workers", &workers));
+  SG_TRY(sg_opts_int(*o, "seed", &seed));
+  const char *transport = sg_opts_get(*o, "transport");
+  const char *launcher = sg_opts_get(*o, "launcher");
+  const char *hosts = sg_opts_get(*o, "hosts");
+  if (!strcmp(launcher, "auto"))
+    launcher = !strcmp(transport, "mpi") || (hosts && *hosts) ? "mpirun" : "local";
+  else if (!strcmp(launcher, "local") && !strcmp(transport, "mpi"))
+    return perr(e->pos, "launcher", "local cannot start MPI ranks; transport: mpi needs launcher mpirun (or auto)");
+  else if (!strcmp(launcher, "local") && hosts && *hosts)
+    return perr(e->pos, "hosts", "needs launcher mpirun (or auto); launcher local starts ranks on this host only");
+  SG_TRY(sg_opts_set(*o, "launcher", launcher));
+  int nprocs = 0;
+  rc = sg_engine_nprocs(e->engine, *o, (int)workers, &nprocs);
+  if (rc < 0) return perr(e->pos, "engine", "%s: %s", e->engine->name, sg_err_msg());
+  if (nprocs < 1) return perr(e->pos, "engine", "%s: layout gives %d processes", e->engine->name, nprocs);
+  if (e->engine->check_transport && (rc = e->engine->check_transport(*o, transport)) < 0)
+    return perr(e->pos, "transport", "%s: %s", e->engine->name, sg_err_msg());
+  r->servers = 0;
+  for (int i = 0; i < nprocs; i++)
+    if (!strcmp(sg_engine_role(e->engine, *o, (int)workers, i), "server")) r->servers++;
+  r->opts = *o;
+  *o = NULL;
+  r->engine = e->engine;
+  r->workers = (int)workers;
+  r->nprocs = nprocs;
+  r->repeat = repeat;
+  r->seed = seed;
+  snprintf(r->label, sizeof r->label, "%s", label);
+  x->nruns++;
+fail:
+  return rc;
+}
+
+static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
+  int rc = SG_OK;
+  size_t nk = 0;
+  for (const sg_setting_t *s = sg_settings; s->name; s++) nk++;
+  for (const sg_setting_t *s = e->engine->options; s && s->name; s++) nk++;
+  pick_t *k = calloc(nk, sizeof *k);
+  size_t *idx = calloc(nk, sizeof *idx);
+  sg_opts_t *o = NULL;
+  if (!k || !idx) {
+    rc = SG_ENOMEM;
+    goto fail;
+  }
+  size_t i = 0;
+  for (const sg_setting_t *s = sg_settings; s->name; s++, i++) k[i] = (pick_t){s, choose(p, e, s->name)};
+  for (const sg_setting_t *s = e->engine->options; s && s->name; s++, i++)
+    k[i] = (pick_t){s, layer_find(&e->set, s->name) ? layer_find(&e->set, s->name) : layer_find(&e->own, s->name)};
+
+  for (;;) {
+    /* one point of the sweep */
+    char label[256];
+    size_t len = (size_t)snprintf(label, sizeof label, "%s", e->engine->name);
+    if (!(o = sg_opts_new())) {
+      rc = SG_ENOMEM;
+      goto fail;
+    }
+    for (size_t j = 0; j < nk; j++) {
+      const char *v = pick_value(&k[j], idx[j]);
+      if (!strcmp(k[j].s->name, "name")) v = x->name;
+      SG_TRY(sg_opts_set(o, k[j].s->name, v));
+      if (j == 0) SG_TRY(sg_opts_set(o, "engine", e->engine->name));
+      if ((k[j].vs && k[j].vs->n > 1) || !strcmp(k[j].s->name, "workers"))
+        len += (size_t)snprintf(label + len, len < sizeof label ? sizeof label - len : 0, " %s=%s",
+                                k[j].s->name, v);
+    }
+    for (int64_t r = 0; r < p->repeat; r++) {
+      if (x->nruns >= MAX_RUNS) {
+        rc = perr(e->pos, "engine", "the sweep expands to more than %d runs", MAX_RUNS);
+        goto fail;
+      }
+      sg_opts_t *one = sg_opts_dup(o);
+      if (!one) {
+        rc = SG_ENOMEM;
+        goto fail;
+      }
+      rc = add_run(x, &one, e, label, (int)r);
+      sg_opts_destroy(&one);
+      SG_TRY(rc);
+    }
+    sg_opts_destroy(&o);
+    /* odometer: the last swept key varies fastest */
+    size_t j = nk;
+    while (j > 0) {
+      j--;
+      size_t n = k[j].vs ? k[j].vs->n : 1;
+      if (++idx[j] < n) break;
+      idx[j] = 0;
+      if (j == 0) goto done;
+    }
+    if (nk == 0) break;
+  }
+done:
+  rc = SG_OK;
+fail:
+  sg_opts_destroy(&o);
+  free(k);
+  free(idx);
+  return rc;
+}
+
+/* Upper bound on the runs of an entry (to size the array). */
+static size_t count_entry(const parser_t *p, const entry_t *e) {
+  double n = (double)p->repeat;
+  for (const sg_setting_t *s = sg_settings; s->name; s++) {
+    const vset_t *v = choose(p, e, s->name);
+    if (v) n *= (double)v->n;
+  }
+  for (const sg_setting_t *s = e->engine->options; s && s->name; s++) {
+    const vset_t *v = layer_find(&e->set, s->name);
+    if (!v) v = layer_find(&e->own, s->name);
+    if (v) n *= (double)v->n;
+  }
+  return n > MAX_RUNS ? MAX_RUNS + 1 : (size_t)n;
+}
+
+static char *base_name(const char *path) {
+  const char *b = strrchr(path, '/');
+  b = b ? b + 1 : path;
+  char *s = strdup(b);
+  if (!s) return NULL;
+  char *dot = strrchr(s, '.');
+  if (dot && (!strcmp(dot, ".yaml") || !strcmp(dot, ".yml"))) *dot = '\0';
+  return s;
+}
+
+void sg_experiment_destroy(sg_experiment_t **px) {
+  if (!px || !*px) return;
+  sg_experiment_t *x = *px;
+  for (size_t i = 0; i < x->nruns; i++) sg_opts_destroy(&x->runs[i].opts);
+  free(x->runs);
+  free(x->name);
+  free(x->path);
+  free(x->config_text);
+  free(x);
+  *px = NULL;
+}
+
+int sg_config_parse(sg_experiment_t **out, const char *fname, const char *text, size_t len,
+                    char *const *sets, int nsets) {
+  int rc = SG_OK;
+  yaml_parser_t yp;
+  yaml_document_t doc;
+  int have_doc = 0;
+  parser_t p = {.fname = fname, .doc = &doc, .repeat = 1};
+  sg_experiment_t *x = calloc(1, sizeof *x);
+  if (!x) return SG_ENOMEM;
+  yaml_parser_initialize(&yp);
+  yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
+  if (!yaml_parser_load(&yp, &doc)) {
+    rc = yaml_fail(fname, &yp);
+    goto fail;
+  }
+  have_doc = 1;
+  yaml_node_t *root = yaml_document_get_root_node(&doc);
+  pos_t top = {fname, 1, 1};
+  if (!root) {
+    rc = perr(top, "engines", "the experiment file is empty; it needs at least engines: [local]");
+    goto fail;
+  }
+  if (root->type != YAML_MAPPING_NODE) {
+    rc = perr(node_pos(&p, root), "(top level)", "expected a mapping of keys (name:, workload:, engines:, ...)");
+    goto fail;
+  }
+  SG_TRY(parse_pairs(&p, root, IN_TOP, NULL, &p.top));
+  if (!p.nent) {
+    rc = perr(top, "engines", "missing; list the engines to run, e.g. engines: [local]");
+    goto fail;
+  }
+  for (int i = 0; i < nsets; i++) SG_TRY(apply_set(&p, sets[i]));
+
+  /* experiment fields */
+  x->name = p.name ? strdup(p.name) : base_name(fname);
+  x->path = strdup(fname);
+  size_t tl = len + 2;
+  for (int i = 0; i < nsets; i++) tl += strlen(sets[i]) + 10;
+  if (!x->name || !x->path || !(x->config_text = malloc(tl))) {
+    rc = SG_ENOMEM;
+    goto fail;
+  }
+  memcpy(x->config_text, text, len);
+  size_t at = len;
+  if (nsets && at && text[at - 1] != '\n') x->config_text[at++] = '\n';
+  for (int i = 0; i < nsets; i++) at += (size_t)sprintf(x->config_text + at, "# --set %s\n", sets[i]);
+  x->config_text[at] = '\0';
+
+  size_t total = 0;
+  for (size_t i = 0; i < p.nent; i++) total += count_entry(&p, &p.ent[i]);
+  if (total > MAX_RUNS) {
+    rc = perr(top, "engines", "the sweep expands to more than %d runs", MAX_RUNS);
+    goto fail;
+  }
+  if (!(x->runs = calloc(total ? total : 1, sizeof *x->runs))) {
+    rc = SG_ENOMEM;
+    goto fail;
+  }
+  for (size_t i = 0; i < p.nent; i++) SG_TRY(expand_entry(&p, x, &p.ent[i]));
+  *out = x;
+  x = NULL;
+fail:
+  sg_experiment_destroy(&x);
+  layer_free(&p.top);
+  layer_free(&p.setg);
+  for (size_t i = 0; i < p.nent; i++) {
+    layer_free(&p.ent[i].own);
+    layer_free(&p.ent[i].set);
+  }
+  free(p.ent);
+  free(p.name);
+  if (have_doc) yaml_document_delete(&doc);
+  yaml_parser_delete(&yp);
+  return rc;
+}
+
+int sg_config_load(sg_experiment_t **out, const char *path, char *const *sets, int nsets) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return sg_err_set(SG_ECONFIG, "%s: cannot open: %s", path, strerror(errno));
+  char *text = NULL;
+  size_t len = 0, cap = 0;
+  int rc;
+  for (;;) {
+    if (len + 4096 > cap) {
+      cap = cap ? 2 * cap : 8192;
+      char *t = realloc(text, cap);
+      if (!t) {
+        rc = SG_ENOMEM;
+        goto fail;
+      }
+      text = t;
+    }
+    size_t got = fread(text + len, 1, cap - len - 1, f);
+    len += got;
+    if (got == 0) break;
+  }
+  if (ferror(f)) {
+    rc = sg_err_set(SG_ECONFIG, "%s: read error", path);
+    goto fail;
+  }
+  text[len] = '\0';
+  rc = sg_config_parse(out, path, text, len, sets, nsets);
+fail:
+  free(text);
+  fclose(f);
+  return rc;
+}

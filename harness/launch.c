@@ -1,0 +1,224 @@
+/* launch.c - local fork/exec and mpirun launchers (see launch.h). */
+#include "launch.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "err.h"
+
+struct sg_launch {
+  int n;          /* processes started */
+  pid_t *pid;     /* [n]; 0 once reaped */
+  int mpirun;     /* one process: mpirun */
+  pid_t pgid;
+};
+
+/* Environment variables passed through mpirun -x when set here. */
+static const char *const PASS_ENV[] = {
+    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+    "SGDLAB_BIN_DIR", "PATH", "LD_LIBRARY_PATH", NULL};
+
+int sg_launch_find_rank_bin(char *out, size_t cap) {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash) {
+      *slash = '\0';
+      snprintf(out, cap, "%s/sgdlab-rank", self);
+      if (access(out, X_OK) == 0) return SG_OK;
+    }
+  }
+  const char *bin = getenv("SGDLAB_BIN_DIR");
+  if (bin && *bin) {
+    snprintf(out, cap, "%s/harness/sgdlab-rank", bin);
+    if (access(out, X_OK) == 0) return SG_OK;
+  }
+  return sg_err_set(SG_ENOTFOUND,
+                    "sgdlab-rank not found next to this program (%s) nor in "
+                    "$SGDLAB_BIN_DIR/harness (%s)",
+                    n > 0 ? self : "?", bin ? bin : "unset");
+}
+
+static int on_path(const char *prog) {
+  const char *path = getenv("PATH");
+  if (!path) return 0;
+  char buf[4096];
+  for (const char *p = path; *p;) {
+    const char *c = strchr(p, ':');
+    size_t len = c ? (size_t)(c - p) : strlen(p);
+    snprintf(buf, sizeof buf, "%.*s/%s", (int)len, p, prog);
+    if (access(buf, X_OK) == 0) return 1;
+    p += len + (c ? 1 : 0);
+  }
+  return 0;
+}
+
+static void print_cmd(char *const *argv) {
+  fprintf(stderr, "sgdlab:");
+  for (int i = 0; argv[i]; i++) fprintf(stderr, " %s", argv[i]);
+  fputc('\n', stderr);
+}
+
+/* fork; the child joins process group pgid (0 = lead a new one) and execs. */
+static int spawn(char *const *argv, const char *rank, const char *size, pid_t pgid, pid_t *out) {
+  pid_t pid = fork();
+  if (pid < 0) return sg_err_set(SG_EIO, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    setpgid(0, pgid);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    if (rank) setenv("SGDLAB_RANK", rank, 1);
+    if (size) setenv("SGDLAB_SIZE", size, 1);
+    execvp(argv[0], argv);
+    fprintf(stderr, "sgdlab: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  setpgid(pid, pgid ? pgid : pid); /* both sides, so no race with kill */
+  *out = pid;
+  return SG_OK;
+}
+
+int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
+  int rc = SG_OK;
+  sg_launch_t *l = calloc(1, sizeof *l);
+  if (!l) return SG_ENOMEM;
+  char sizes[16];
+  snprintf(sizes, sizeof sizes, "%d", cfg->nprocs);
+
+  if (!strcmp(cfg->launcher, "mpirun")) {
+    if (!on_path("mpirun")) {
+      rc = sg_err_set(SG_ENOTFOUND, "launcher mpirun: mpirun is not on PATH (install openmpi-bin)");
+      goto fail;
+    }
+    char *argv[64];
+    char np[16];
+    int a = 0;
+    snprintf(np, sizeof np, "%d", cfg->nprocs);
+    argv[a++] = "mpirun";
+    argv[a++] = "--np";
+    argv[a++] = np;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int remote = cfg->hosts && *cfg->hosts;
+    if (!remote && cores > 0 && cfg->nprocs > cores) argv[a++] = "--oversubscribe";
+    if (remote) {
+      argv[a++] = "-H";
+      argv[a++] = (char *)cfg->hosts;
+    }
+    if (geteuid() == 0) argv[a++] = "--allow-run-as-root";
+    argv[a++] = "--bind-to";
+    argv[a++] = "none";
+    for (int i = 0; PASS_ENV[i]; i++)
+      if (getenv(PASS_ENV[i])) {
+        argv[a++] = "-x";
+        argv[a++] = (char *)PASS_ENV[i];
+      }
+    argv[a++] = "-x";
+    argv[a++] = "SGDLAB_SIZE";
+    argv[a++] = (char *)cfg->rank_bin;
+    argv[a++] = (char *)cfg->spec;
+    argv[a] = NULL;
+    if (cfg->verbose) print_cmd(argv);
+    if (!(l->pid = calloc(1, sizeof *l->pid))) {
+      rc = SG_ENOMEM;
+      goto fail;
+    }
+    setenv("SGDLAB_SIZE", sizes, 1); /* for -x; the harness never reads it */
+    SG_TRY(spawn(argv, NULL, NULL, 0, &l->pid[0]));
+    l->n = 1;
+    l->mpirun = 1;
+    l->pgid = l->pid[0];
+  } else {
+    if (!(l->pid = calloc((size_t)cfg->nprocs, sizeof *l->pid))) {
+      rc = SG_ENOMEM;
+      goto fail;
+    }
+    char *argv[] = {(char *)cfg->rank_bin, (char *)cfg->spec, NULL};
+    if (cfg->verbose) print_cmd(argv);
+    for (int r = 0; r < cfg->nprocs; r++) {
+      char rank[16];
+      snprintf(rank, sizeof rank, "%d", r);
+      SG_TRY(spawn(argv, rank, sizes, l->pgid, &l->pid[r]));
+      l->n = r + 1;
+      if (r == 0) l->pgid = l->pid[0];
+    }
+  }
+  *out = l;
+  return SG_OK;
+fail:
+  sg_launch_destroy(&l);
+  return rc;
+}
+
+int sg_launch_poll(sg_launch_t *l, sg_exit_t *ex) {
+  for (int i = 0; i < l->n; i++) {
+    if (!l->pid[i]) continue;
+    int st;
+    pid_t p = waitpid(l->pid[i], &st, WNOHANG);
+    if (p == l->pid[i] || (p < 0 && errno == ECHILD)) {
+      ex->rank = l->mpirun ? -1 : i;
+      ex->pid = l->pid[i];
+      ex->status = p < 0 ? 0 : st;
+      l->pid[i] = 0;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int sg_launch_alive(const sg_launch_t *l) {
+  int n = 0;
+  for (int i = 0; i < l->n; i++) n += l->pid[i] != 0;
+  return n;
+}
+
+pid_t sg_launch_pid(const sg_launch_t *l, int rank) {
+  if (l->mpirun) return l->pid[0];
+  return rank >= 0 && rank < l->n ? l->pid[rank] : 0;
+}
+
+static void signal_all(sg_launch_t *l, int sig) {
+  if (l->pgid > 0) kill(-l->pgid, sig);
+  for (int i = 0; i < l->n; i++)
+    if (l->pid[i]) kill(l->pid[i], sig); /* in case one left the group */
+}
+
+static void reap_until(sg_launch_t *l, double until) {
+  sg_exit_t ex;
+  while (sg_launch_alive(l) && sg_now() < until) {
+    while (sg_launch_poll(l, &ex)) {
+    }
+    if (sg_launch_alive(l)) {
+      struct timespec ts = {0, 10 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
+void sg_launch_stop(sg_launch_t *l, double grace_s) {
+  if (!l) return;
+  if (sg_launch_alive(l)) {
+    signal_all(l, SIGTERM);
+    reap_until(l, sg_now() + grace_s);
+  }
+  if (l->pgid > 0) kill(-l->pgid, SIGKILL); /* stragglers that were not our children */
+  if (sg_launch_alive(l)) {
+    signal_all(l, SIGKILL);
+    reap_until(l, sg_now() + 5.0);
+  }
+}
+
+void sg_launch_destroy(sg_launch_t **pl) {
+  if (!pl || !*pl) return;
+  sg_launch_stop(*pl, 2.0);
+  free((*pl)->pid);
+  free(*pl);
+  *pl = NULL;
+}

@@ -1,0 +1,59 @@
+/* launch.h - starting a run's rank processes.
+ *
+ * Two launchers (DESIGN.md 3):
+ *
+ *  local   fork/exec `sgdlab-rank SPEC` once per rank, every rank in one
+ *          process group (led by rank 0) so the whole run can be signalled
+ *          at once; each child gets SGDLAB_RANK and SGDLAB_SIZE.
+ *  mpirun  fork/exec `mpirun --np N [--oversubscribe] [-H hosts]
+ *          [--allow-run-as-root] --bind-to none -x VAR... sgdlab-rank SPEC`
+ *          in its own process group; ranks learn their rank from
+ *          OMPI_COMM_WORLD_RANK.  --oversubscribe is added when N exceeds
+ *          this host's cores (and no -H list says where ranks go).
+ *
+ * Processes are reaped with sg_launch_poll() (never blocking), so the
+ * harness keeps serving records and rendezvous while ranks run.
+ */
+#ifndef SG_LAUNCH_H
+#define SG_LAUNCH_H
+
+#include <sys/types.h>
+
+typedef struct sg_launch sg_launch_t;
+
+typedef struct sg_launch_cfg {
+  const char *launcher; /* "local" or "mpirun" */
+  const char *rank_bin; /* path of sgdlab-rank */
+  const char *spec;     /* spec file every rank reads */
+  int nprocs;
+  const char *hosts;    /* mpirun -H list; NULL or "" = this host */
+  int verbose;          /* print the command lines to stderr */
+} sg_launch_cfg_t;
+
+typedef struct sg_exit {
+  int rank;   /* -1 for the mpirun process */
+  pid_t pid;
+  int status; /* as from waitpid() */
+} sg_exit_t;
+
+/* Start the processes.  Caller owns the result; sg_launch_destroy() kills
+ * and reaps whatever still runs. */
+int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg);
+/* One process that has exited since the last call: returns 1 and fills
+ * *ex; 0 when none has; never blocks. */
+int sg_launch_poll(sg_launch_t *l, sg_exit_t *ex);
+/* Processes started and not yet reaped. */
+int sg_launch_alive(const sg_launch_t *l);
+/* SIGTERM to the process group, then SIGKILL after grace_s seconds if
+ * anything is left; reaps everything (bounded by grace_s + 5 s). */
+void sg_launch_stop(sg_launch_t *l, double grace_s);
+void sg_launch_destroy(sg_launch_t **l);
+
+/* The pid of rank `rank`'s process (local launcher), or of mpirun. */
+pid_t sg_launch_pid(const sg_launch_t *l, int rank);
+
+/* Path of sgdlab-rank: next to the running executable, else
+ * $SGDLAB_BIN_DIR/harness/sgdlab-rank.  SG_ENOTFOUND names both places. */
+int sg_launch_find_rank_bin(char *out, size_t cap);
+
+#endif

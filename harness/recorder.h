@@ -1,0 +1,79 @@
+/* recorder.h - the SQLite store of experiments, runs and their records.
+ *
+ * One database file (default results/sgdlab.db), schema of DESIGN.md 4
+ * (column names are public: people query the file with sqlite3 and the
+ * reports are SQL over it), plus
+ *
+ *   ranks(run_id, rank, role, host, pid)      who ran what, where
+ *   run_info(run_id, key, value)              BLAS library, workload, ...
+ *                                             (one value per key: the first sent)
+ *                                             (one value per key: the first sent)
+ *
+ * Times: started_at / finished_at are UTC text "YYYY-MM-DDTHH:MM:SS.SSSZ";
+ * wall_s is the run's duration in seconds measured by the harness.
+ *
+ * Versioned with PRAGMA user_version (SG_DB_VERSION); an older file is
+ * migrated in place by migrate(), a newer one is refused with a message.
+ * WAL mode, so readers (sgdlab report, sqlite3) see committed rows while a
+ * run goes on.  Record rows are inserted inside a transaction that
+ * sg_recorder_tick() commits every SG_DB_BATCH_ROWS rows or
+ * SG_DB_BATCH_SECONDS seconds; run begin/end are committed at once.
+ */
+#ifndef SG_RECORDER_H
+#define SG_RECORDER_H
+
+#include <stdint.h>
+
+#include "records.h"
+
+#define SG_DB_VERSION 1
+#define SG_DB_BATCH_ROWS 200
+#define SG_DB_BATCH_SECONDS 0.5
+
+typedef struct sg_recorder sg_recorder_t;
+
+/* Open (creating the file, its directory and the schema if needed).
+ * Errors name the path.  Caller owns the result. */
+int sg_recorder_open(sg_recorder_t **out, const char *path);
+/* Commits what is pending.  NULL-safe; nulls the pointer. */
+void sg_recorder_close(sg_recorder_t **db);
+
+int sg_recorder_experiment(sg_recorder_t *db, const char *name,
+                           const char *config_text, int64_t *exp_id);
+
+typedef struct sg_run_row {
+  const char *engine;
+  const char *options_json;
+  const char *transport, *launcher;
+  int workers, servers, processes;
+  int repeat; /* 0-based index of the repetition */
+  int64_t seed;
+} sg_run_row_t;
+
+/* Insert a run with status 'running' and started_at = now. */
+int sg_recorder_run_begin(sg_recorder_t *db, int64_t exp_id,
+                          const sg_run_row_t *row, int64_t *run_id);
+/* status "ok" or "failed"; error the one-line reason (NULL when ok). */
+int sg_recorder_run_end(sg_recorder_t *db, int64_t run_id, const char *status,
+                        const char *error, double wall_s);
+
+/* Row inserts (batched; call sg_recorder_tick() regularly). */
+int sg_recorder_rank(sg_recorder_t *db, int64_t run_id, int rank,
+                     const char *role, const char *host, int pid);
+int sg_recorder_info(sg_recorder_t *db, int64_t run_id, const char *key,
+                     const char *value);
+int sg_recorder_step(sg_recorder_t *db, int64_t run_id, int rank,
+                     const char *role, const sg_step_rec_t *s);
+int sg_recorder_eval(sg_recorder_t *db, int64_t run_id, const sg_eval_rec_t *e);
+int sg_recorder_bench(sg_recorder_t *db, int64_t exp_id, const sg_bench_rec_t *b);
+
+/* Commit the open batch when it holds SG_DB_BATCH_ROWS rows or is older
+ * than SG_DB_BATCH_SECONDS. */
+int sg_recorder_tick(sg_recorder_t *db);
+/* Commit the open batch now. */
+int sg_recorder_flush(sg_recorder_t *db);
+
+/* The sqlite3 * handle (for queries by report/show). */
+void *sg_recorder_sqlite(sg_recorder_t *db);
+
+#endif

@@ -1,0 +1,580 @@
+/* run.c - `sgdlab run` and the execution of one run (see run.h). */
+#include "run.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "clock.h"
+#include "commands.h"
+#include "err.h"
+#include "launch.h"
+#include "transport.h"
+
+#ifndef SG_HAVE_RDV
+/* Until core/rendezvous.c is part of sgcore, ZeroMQ runs of several
+ * processes cannot start; everything else works. */
+static int sg_rdv_new(sg_rdv_t **out, void *zctx, const char *base, int size) {
+  (void)out, (void)zctx, (void)base, (void)size;
+  return sg_err_set(SG_EUNSUPPORTED, "transport zmq: this build has no rendezvous server");
+}
+static const char *sg_rdv_endpoint(const sg_rdv_t *r) { (void)r; return ""; }
+static void *sg_rdv_socket(sg_rdv_t *r) { (void)r; return NULL; }
+static int sg_rdv_handle(sg_rdv_t *r) { (void)r; return SG_OK; }
+static void sg_rdv_destroy(sg_rdv_t **r) { (void)r; }
+#endif
+
+enum { POLL_MS = 100 };
+#define SILENCE_MARGIN_S 30.0 /* added to `deadline` before a silent run fails */
+#define STOP_GRACE_S 2.0      /* SIGTERM -> SIGKILL */
+#define DRAIN_S 0.5           /* after an exit, wait this long for the rank's DONE */
+
+/* Set by the signal handler; the only global state of the harness. */
+static volatile sig_atomic_t g_interrupted;
+
+static void on_signal(int sig) {
+  (void)sig;
+  g_interrupted = 1;
+}
+
+void sg_run_install_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+typedef struct rank_info {
+  int hello, done, status, exited;
+  char role[16], host[64], msg[400];
+  int pid;
+} rank_info_t;
+
+typedef struct serve {
+  const sg_run_env_t *env;
+  const sg_run_spec_t *run;
+  int64_t run_id;
+  rank_info_t *ranks;
+  int nprocs, ndone;
+  char error[512]; /* first failure */
+  double last_rec; /* sg_now() of the last record */
+  double final_acc;
+  unsigned char *buf;
+  size_t cap;
+} serve_t;
+
+static void rank_name(const serve_t *s, int r, char *out, size_t cap) {
+  const rank_info_t *ri = &s->ranks[r];
+  const char *role = ri->hello ? ri->role
+                               : sg_engine_role(s->run->engine, s->run->opts, s->run->workers, r);
+  if (ri->pid) snprintf(out, cap, "rank %d (%s, %s, pid %d)", r, role, ri->hello ? ri->host : "?", ri->pid);
+  else snprintf(out, cap, "rank %d (%s)", r, role);
+}
+
+static void fail_run(serve_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail_run(serve_t *s, const char *fmt, ...) {
+  if (s->error[0]) return; /* the first cause wins */
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s->error, sizeof s->error, fmt, ap);
+  va_end(ap);
+  for (char *c = s->error; *c; c++)
+    if (*c == '\n') *c = ' ';
+}
+
+static int handle_record(serve_t *s, const unsigned char *m, size_t len) {
+  sg_rec_header_t h;
+  if (len < sizeof h) return SG_OK;
+  memcpy(&h, m, sizeof h);
+  if (h.magic != SG_REC_MAGIC || h.rank < 0 || h.rank >= s->nprocs || h.len != len - sizeof h) {
+    fprintf(stderr, "sgdlab: run %lld: ignoring a malformed record (%zu bytes)\n",
+            (long long)s->run_id, len);
+    return SG_OK;
+  }
+  const unsigned char *p = m + sizeof h;
+  rank_info_t *ri = &s->ranks[h.rank];
+  sg_recorder_t *db = s->env->db;
+  s->last_rec = sg_now();
+  switch (h.type) {
+  case SG_REC_HELLO: {
+    sg_rec_hello_t x;
+    if (h.len < sizeof x) break;
+    memcpy(&x, p, sizeof x);
+    x.role[sizeof x.role - 1] = '\0';
+    x.host[sizeof x.host - 1] = '\0';
+    ri->hello = 1;
+    snprintf(ri->role, sizeof ri->role, "%s", x.role);
+    snprintf(ri->host, sizeof ri->host, "%s", x.host);
+    ri->pid = x.pid;
+    SG_CHECK(sg_recorder_rank(db, s->run_id, h.rank, ri->role, ri->host, ri->pid));
+    break;
+  }
+  case SG_REC_STEP: {
+    sg_step_rec_t x;
+    if (h.len < sizeof x) break;
+    memcpy(&x, p, sizeof x);
+    SG_CHECK(sg_recorder_step(db, s->run_id, h.rank, ri->hello ? ri->role : "worker", &x));
+    sg_progress_step(s->env->progress, x.step, x.epoch);
+    break;
+  }
+  case SG_REC_EVAL: {
+    sg_eval_rec_t x;
+    if (h.len < sizeof x) break;
+    memcpy(&x, p, sizeof x);
+    SG_CHECK(sg_recorder_eval(db, s->run_id, &x));
+    s->final_acc = x.test_acc;
+    sg_progress_eval(s->env->progress, x.test_acc);
+    break;
+  }
+  case SG_REC_BENCH: {
+    sg_bench_rec_t x;
+    if (h.len < sizeof x) break;
+    memcpy(&x, p, sizeof x);
+    SG_CHECK(sg_recorder_bench(db, s->env->exp_id, &x));
+    break;
+  }
+  case SG_REC_INFO: {
+    const char *key = (const char *)p;
+    size_t kl = strnlen(key, h.len);
+    if (kl + 1 >= h.len) break;
+    const char *val = key + kl + 1;
+    if (strnlen(val, h.len - kl - 1) == h.len - kl - 1) break; /* not terminated */
+    SG_CHECK(sg_recorder_info(db, s->run_id, key, val));
+    if (!strcmp(key, "total_steps")) sg_progress_total(s->env->progress, atoll(val));
+    break;
+  }
+  case SG_REC_DONE: {
+    int32_t st;
+    if (h.len < sizeof st) break;
+    memcpy(&st, p, sizeof st);
+    if (ri->done) break;
+    ri->done = 1;
+    ri->status = st;
+    s->ndone++;
+    if (h.len > sizeof st)
+      snprintf(ri->msg, sizeof ri->msg, "%.*s", (int)(h.len - sizeof st), (const char *)p + sizeof st);
+    if (st != 0) {
+      char who[160];
+      rank_name(s, h.rank, who, sizeof who);
+      fail_run(s, "%s: %s", who, ri->msg[0] ? ri->msg : "failed");
+    }
+    break;
+  }
+  default:
+    break;
+  }
+  return SG_OK;
+}
+
+/* Read every record waiting on the PULL socket. */
+static int drain(serve_t *s, void *pull) {
+  for (;;) {
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    int n = zmq_msg_recv(&msg, pull, ZMQ_DONTWAIT);
+    if (n < 0) {
+      zmq_msg_close(&msg);
+      if (errno == EAGAIN || errno == EINTR) return SG_OK;
+      return sg_err_set(SG_EIO, "records socket: %s", zmq_strerror(errno));
+    }
+    int rc = handle_record(s, zmq_msg_data(&msg), zmq_msg_size(&msg));
+    zmq_msg_close(&msg);
+    SG_CHECK(rc);
+  }
+}
+
+/* Wait up to `secs` for records (e.g. the DONE of a rank that just exited). */
+static int drain_for(serve_t *s, void *pull, double secs, int want_rank) {
+  double until = sg_now() + secs;
+  for (;;) {
+    SG_CHECK(drain(s, pull));
+    if (want_rank >= 0 ? s->ranks[want_rank].done : s->ndone >= s->nprocs) return SG_OK;
+    double left = until - sg_now();
+    if (left <= 0) return SG_OK;
+    zmq_pollitem_t it = {.socket = pull, .events = ZMQ_POLLIN};
+    zmq_poll(&it, 1, (long)(left * 1000) + 1);
+  }
+}
+
+static void describe_exit(serve_t *s, const sg_exit_t *ex) {
+  char who[160];
+  if (ex->rank >= 0) {
+    rank_info_t *ri = &s->ranks[ex->rank];
+    if (!ri->pid) ri->pid = (int)ex->pid;
+    ri->exited = 1;
+    rank_name(s, ex->rank, who, sizeof who);
+  } else {
+    snprintf(who, sizeof who, "mpirun (pid %d)", (int)ex->pid);
+  }
+  if (WIFSIGNALED(ex->status)) {
+    int sig = WTERMSIG(ex->status);
+    fail_run(s, "%s: killed by signal %d (%s)", who, sig, strsignal(sig));
+  } else if (WIFEXITED(ex->status) && WEXITSTATUS(ex->status) != 0) {
+    if (ex->rank >= 0 && s->ranks[ex->rank].done && s->ranks[ex->rank].msg[0])
+      fail_run(s, "%s: %s", who, s->ranks[ex->rank].msg);
+    else if (ex->rank < 0) {
+      /* mpirun: name the first rank that did not finish */
+      for (int r = 0; r < s->nprocs; r++)
+        if (!s->ranks[r].done || s->ranks[r].status) {
+          char rn[160];
+          rank_name(s, r, rn, sizeof rn);
+          if (s->ranks[r].done && s->ranks[r].msg[0]) fail_run(s, "%s: %s", rn, s->ranks[r].msg);
+          else fail_run(s, "%s: ended without reporting (mpirun exited with status %d)", rn,
+                        WEXITSTATUS(ex->status));
+          return;
+        }
+      fail_run(s, "%s: exited with status %d", who, WEXITSTATUS(ex->status));
+    } else
+      fail_run(s, "%s: exited with status %d", who, WEXITSTATUS(ex->status));
+  }
+}
+
+static void remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *e;
+    char p[4200];
+    while ((e = readdir(d)))
+      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+      }
+    closedir(d);
+  }
+  rmdir(dir);
+}
+
+/* Kill rank processes on this host that are not our children (mpirun's). */
+static void kill_leftovers(serve_t *s) {
+  char host[64] = "";
+  gethostname(host, sizeof host - 1);
+  for (int r = 0; r < s->nprocs; r++) {
+    rank_info_t *ri = &s->ranks[r];
+    if (ri->hello && ri->pid > 0 && !strcmp(ri->host, host) && !ri->done && kill(ri->pid, 0) == 0)
+      kill(ri->pid, SIGKILL);
+  }
+}
+
+int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t index, size_t nruns,
+                   sg_run_result_t *res) {
+  int rc = SG_OK;
+  char dir[] = "/tmp/sgdlab-XXXXXX";
+  int have_dir = 0, interrupted = 0;
+  char spec_path[128], rec_ep[256], rank_bin[4096];
+  void *zctx = NULL, *pull = NULL;
+  sg_rdv_t *rdv = NULL;
+  sg_launch_t *launch = NULL;
+  sg_opts_t *spec = NULL;
+  char *json = NULL;
+  serve_t s = {.env = env, .run = run, .nprocs = run->nprocs, .final_acc = NAN};
+  memset(res, 0, sizeof *res);
+  res->final_acc = NAN;
+
+  if (env->rank_bin) snprintf(rank_bin, sizeof rank_bin, "%s", env->rank_bin);
+  else SG_TRY(sg_launch_find_rank_bin(rank_bin, sizeof rank_bin));
+  if (!(s.ranks = calloc((size_t)run->nprocs, sizeof *s.ranks))) {
+    rc = SG_ENOMEM;
+    goto fail;
+  }
+  const char *transport = sg_opts_get(run->opts, "transport");
+  const char *launcher = sg_opts_get(run->opts, "launcher");
+  const char *hosts = sg_opts_str_or(run->opts, "hosts", "");
+  const char *scheme = sg_opts_str_or(run->opts, "zmq_scheme", "ipc");
+  int remote = hosts[0] != '\0';
+  double deadline = 30;
+  SG_TRY(sg_opts_double_or(run->opts, "deadline", 30, &deadline));
+
+  /* the run's row */
+  if (!(json = sg_opts_json(run->opts))) {
+    rc = SG_ENOMEM;
+    goto fail;
+  }
+  sg_run_row_t row = {.engine = run->engine->name, .options_json = json, .transport = transport,
+                      .launcher = launcher, .workers = run->workers, .servers = run->servers,
+                      .processes = run->nprocs, .repeat = run->repeat, .seed = run->seed};
+  SG_TRY(sg_recorder_run_begin(env->db, env->exp_id, &row, &s.run_id));
+  res->run_id = s.run_id;
+  sg_progress_run_begin(env->progress, index, run->label);
+
+  /* sockets */
+  if (!mkdtemp(dir)) {
+    rc = sg_err_set(SG_EIO, "cannot create a temp dir under /tmp: %s", strerror(errno));
+    goto fail;
+  }
+  have_dir = 1;
+  if (!(zctx = zmq_ctx_new()) || !(pull = zmq_socket(zctx, ZMQ_PULL))) {
+    rc = sg_err_set(SG_EIO, "zmq: %s", zmq_strerror(errno));
+    goto fail;
+  }
+  int hwm = 0; /* never drop records */
+  zmq_setsockopt(pull, ZMQ_RCVHWM, &hwm, sizeof hwm);
+  if (remote) snprintf(rec_ep, sizeof rec_ep, "tcp://*:*");
+  else snprintf(rec_ep, sizeof rec_ep, "ipc://%s/rec", dir);
+  if (zmq_bind(pull, rec_ep) < 0) {
+    rc = sg_err_set(SG_EIO, "records socket: bind %s: %s", rec_ep, zmq_strerror(errno));
+    goto fail;
+  }
+  if (remote) { /* ranks elsewhere connect to this host by name */
+    char last[256], host[128] = "localhost";
+    size_t ll = sizeof last;
+    zmq_getsockopt(pull, ZMQ_LAST_ENDPOINT, last, &ll);
+    gethostname(host, sizeof host - 1);
+    const char *colon = strrchr(last, ':');
+    snprintf(rec_ep, sizeof rec_ep, "tcp://%s%s", host, colon ? colon : ":0");
+  }
+  if (!strcmp(transport, "zmq") && run->nprocs > 1) {
+    char base[256];
+    if (remote || !strcmp(scheme, "tcp")) snprintf(base, sizeof base, "tcp://%s:*", remote ? "*" : "127.0.0.1");
+    else snprintf(base, sizeof base, "ipc://%s/rdv", dir);
+    SG_TRY(sg_rdv_new(&rdv, zctx, base, run->nprocs));
+  }
+
+  /* the spec every rank reads */
+  double t0 = sg_wall();
+  if (!(spec = sg_opts_dup(run->opts))) {
+    rc = SG_ENOMEM;
+    goto fail;
+  }
+  SG_TRY(sg_opts_setf(spec, "_run_id", "%lld", (long long)s.run_id));
+  SG_TRY(sg_opts_set(spec, "_records", rec_ep));
+  SG_TRY(sg_opts_set(spec, "_rendezvous", rdv ? sg_rdv_endpoint(rdv) : ""));
+  SG_TRY(sg_opts_setf(spec, "_t0", "%.6f", t0));
+  SG_TRY(sg_opts_setf(spec, "_nprocs", "%d", run->nprocs));
+  snprintf(spec_path, sizeof spec_path, "%s/spec", dir);
+  SG_TRY(sg_opts_save(spec, spec_path));
+
+  sg_launch_cfg_t lc = {.launcher = launcher, .rank_bin = rank_bin, .spec = spec_path,
+                        .nprocs = run->nprocs, .hosts = hosts, .verbose = env->verbose};
+  double start = sg_now();
+  s.last_rec = start;
+  SG_TRY(sg_launch_start(&launch, &lc));
+
+  /* serve until every process has exited, or the run fails */
+  zmq_pollitem_t items[2] = {{.socket = pull, .events = ZMQ_POLLIN},
+                             {.socket = rdv ? sg_rdv_socket(rdv) : NULL, .events = ZMQ_POLLIN}};
+  while (sg_launch_alive(launch) && !s.error[0]) {
+    if (g_interrupted) {
+      interrupted = 1;
+      fail_run(&s, "interrupted");
+      break;
+    }
+    zmq_poll(items, rdv ? 2 : 1, POLL_MS);
+    SG_TRY(drain(&s, pull));
+    if (rdv) SG_TRY(sg_rdv_handle(rdv));
+    sg_exit_t ex;
+    while (sg_launch_poll(launch, &ex)) {
+      int bad = !WIFEXITED(ex.status) || WEXITSTATUS(ex.status) != 0;
+      /* a rank that failed usually said why in DONE just before exiting */
+      if (bad && ex.rank >= 0) SG_TRY(drain_for(&s, pull, DRAIN_S, ex.rank));
+      if (bad && ex.rank < 0) SG_TRY(drain_for(&s, pull, DRAIN_S, -1));
+      describe_exit(&s, &ex);
+    }
+    SG_TRY(sg_recorder_tick(env->db));
+    if (sg_now() - s.last_rec > deadline + SILENCE_MARGIN_S)
+      fail_run(&s, "no record from any rank for %.0f s (deadline %.0f s + %.0f s)",
+               sg_now() - s.last_rec, deadline, SILENCE_MARGIN_S);
+  }
+  if (s.error[0]) {
+    sg_launch_stop(launch, STOP_GRACE_S);
+    kill_leftovers(&s);
+  }
+  SG_TRY(drain_for(&s, pull, s.error[0] ? 0 : DRAIN_S, -1));
+  if (!s.error[0])
+    for (int r = 0; r < s.nprocs; r++)
+      if (!s.ranks[r].done) {
+        char who[160];
+        rank_name(&s, r, who, sizeof who);
+        fail_run(&s, "%s: exited without reporting that it finished", who);
+        break;
+      }
+  if (g_interrupted && !s.error[0]) {
+    interrupted = 1;
+    fail_run(&s, "interrupted");
+  }
+  res->wall_s = sg_now() - start;
+  res->ok = !s.error[0];
+  res->final_acc = s.final_acc;
+  snprintf(res->error, sizeof res->error, "%s", s.error);
+  SG_TRY(sg_recorder_run_end(env->db, s.run_id, res->ok ? "ok" : "failed",
+                             res->ok ? NULL : s.error, res->wall_s));
+  sg_progress_run_end(env->progress, run->label, res->ok ? "ok" : "failed", res->final_acc,
+                      res->wall_s, res->ok ? NULL : s.error);
+  rc = interrupted ? SG_EINTERRUPTED : SG_OK;
+fail:
+  if (rc < 0 && rc != SG_EINTERRUPTED && s.run_id) {
+    /* the harness itself failed: keep the run's row honest */
+    char why[512];
+    snprintf(why, sizeof why, "harness: %s", sg_err_msg());
+    sg_launch_stop(launch, STOP_GRACE_S);
+    sg_recorder_run_end(env->db, s.run_id, "failed", why, 0);
+  }
+  sg_launch_destroy(&launch);
+  sg_rdv_destroy(&rdv);
+  if (pull) {
+    int zero = 0;
+    zmq_setsockopt(pull, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_close(pull);
+  }
+  if (zctx) zmq_ctx_term(zctx);
+  if (have_dir) remove_dir(dir);
+  sg_opts_destroy(&spec);
+  free(json);
+  free(s.ranks);
+  free(s.buf);
+  return rc;
+}
+
+/* ---- sgdlab run -------------------------------------------------------- */
+
+static void run_usage(FILE *f) {
+  fprintf(f,
+          "usage: sgdlab run CONFIG [options]\n"
+          "\n"
+          "Expand the experiment file CONFIG into runs (sweeps x repeats), launch\n"
+          "each run's processes, and record timings and convergence into SQLite.\n"
+          "\n"
+          "options:\n"
+          "  --set KEY=VALUE  override a key for every run (value in YAML syntax, so\n"
+          "                   --set workers=[2,4] sweeps); KEY may be workload.KEY or\n"
+          "                   engines.I.KEY (entry I, 0-based); repeatable\n"
+          "  --db PATH        results database (default %s)\n"
+          "  -H HOSTS         mpirun host list host:slots,... (same as --set hosts=...)\n"
+          "  -n, --dry-run    validate and list the resolved runs; launch nothing\n"
+          "  -q, --quiet      print nothing but errors\n"
+          "  -v, --verbose    print each launch command line\n"
+          "  -h, --help       this help\n"
+          "\n"
+          "exit status: 0 every run ok, 1 a run failed, 2 configuration or usage\n"
+          "error (nothing launched), 130 interrupted.\n",
+          SG_DEFAULT_DB);
+}
+
+int sg_cmd_run(int argc, char **argv) {
+  const char *config = NULL, *db_path = SG_DEFAULT_DB;
+  int quiet = 0, verbose = 0, dry = 0, nsets = 0, code = 0;
+  char **sets = calloc((size_t)argc + 1, sizeof *sets);
+  char *hosts_set = NULL;
+  sg_experiment_t *x = NULL;
+  sg_recorder_t *db = NULL;
+  sg_progress_t *prog = NULL;
+  if (!sets) return 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      run_usage(stdout);
+      goto out;
+    } else if (!strcmp(a, "--set") && i + 1 < argc) {
+      sets[nsets++] = argv[++i];
+    } else if (!strncmp(a, "--set=", 6)) {
+      sets[nsets++] = (char *)a + 6;
+    } else if (!strcmp(a, "--db") && i + 1 < argc) {
+      db_path = argv[++i];
+    } else if (!strncmp(a, "--db=", 5)) {
+      db_path = a + 5;
+    } else if (!strcmp(a, "-H") && i + 1 < argc) {
+      free(hosts_set);
+      if (!(hosts_set = malloc(strlen(argv[i + 1]) + 8))) {
+        code = 1;
+        goto out;
+      }
+      sprintf(hosts_set, "hosts=%s", argv[++i]);
+    } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+      quiet = 1;
+    } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+      verbose = 1;
+    } else if (!strcmp(a, "-n") || !strcmp(a, "--dry-run")) {
+      dry = 1;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "sgdlab run: unknown or incomplete option '%s' (sgdlab run --help)\n", a);
+      code = 2;
+      goto out;
+    } else if (!config) {
+      config = a;
+    } else {
+      fprintf(stderr, "sgdlab run: one experiment file at a time ('%s' and '%s')\n", config, a);
+      code = 2;
+      goto out;
+    }
+  }
+  if (!config) {
+    run_usage(stderr);
+    code = 2;
+    goto out;
+  }
+  if (hosts_set) sets[nsets++] = hosts_set;
+  if (sg_config_load(&x, config, sets, nsets) < 0) {
+    fprintf(stderr, "%s\n", sg_err_msg());
+    code = 2;
+    goto out;
+  }
+  if (dry) {
+    for (size_t i = 0; i < x->nruns; i++) {
+      const sg_run_spec_t *r = &x->runs[i];
+      printf("[%zu/%zu] %s  processes=%d repeat=%d\n", i + 1, x->nruns, r->label, r->nprocs,
+             r->repeat);
+      if (verbose) {
+        char *j = sg_opts_json(r->opts);
+        printf("  %s\n", j ? j : "?");
+        free(j);
+      }
+    }
+    goto out;
+  }
+  char rank_bin[4096];
+  if (sg_launch_find_rank_bin(rank_bin, sizeof rank_bin) < 0 || sg_recorder_open(&db, db_path) < 0) {
+    fprintf(stderr, "sgdlab run: %s\n", sg_err_msg());
+    code = 2;
+    goto out;
+  }
+  int64_t exp_id;
+  if (sg_recorder_experiment(db, x->name, x->config_text, &exp_id) < 0 ||
+      sg_progress_new(&prog, quiet, x->nruns) < 0) {
+    fprintf(stderr, "sgdlab run: %s\n", sg_err_msg());
+    code = 1;
+    goto out;
+  }
+  sg_run_install_signals();
+  sg_run_env_t env = {.db = db, .exp_id = exp_id, .progress = prog, .verbose = verbose,
+                      .rank_bin = rank_bin};
+  size_t failed = 0;
+  for (size_t i = 0; i < x->nruns; i++) {
+    sg_run_result_t res;
+    int rc = sg_run_execute(&env, &x->runs[i], i, x->nruns, &res);
+    if (rc == SG_EINTERRUPTED) {
+      fprintf(stderr, "sgdlab run: interrupted; run %lld marked failed\n", (long long)res.run_id);
+      code = 130;
+      goto out;
+    }
+    if (rc < 0) {
+      fprintf(stderr, "sgdlab run: %s\n", sg_err_msg());
+      code = 1;
+      goto out;
+    }
+    if (!res.ok) {
+      failed++;
+      if (quiet) fprintf(stderr, "sgdlab run: run %lld failed: %s\n", (long long)res.run_id, res.error);
+    }
+  }
+  if (!quiet)
+    printf("experiment '%s' (id %lld): %zu run%s, %zu failed; results in %s\n", x->name,
+           (long long)exp_id, x->nruns, x->nruns == 1 ? "" : "s", failed, db_path);
+  code = failed ? 1 : 0;
+out:
+  sg_progress_destroy(&prog);
+  sg_recorder_close(&db);
+  sg_experiment_destroy(&x);
+  free(hosts_set);
+  free(sets);
+  return code;
+}
