@@ -1,0 +1,822 @@
+/* report.c - `sgdlab report`: figures (gnuplot) and summary.md from the
+ * results database alone (DESIGN.md 7, STYLE.md 11).
+ *
+ * For each figure this writes a tab-separated data file and a gnuplot
+ * script into the output directory, then runs gnuplot there, so every
+ * figure can be edited and redrawn without sgdlab.  A figure is drawn only
+ * when its data exists (no bench rows: no allreduce figures; one worker
+ * count: no scaling figures; no staleness: no histogram).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "commands.h"
+#include "err.h"
+#include "plot.h"
+#include "report.h"
+
+#define MAX_FIGS 16
+#define STALENESS_BINS 64 /* values above go into the last bin */
+
+typedef struct report {
+  sqlite3 *db;
+  const char *db_path;
+  sg_rset_t *set;
+  char dir[PATH_MAX];
+  int single_run;
+  sg_rfig_t figs[MAX_FIGS];
+  size_t nfigs;
+  /* color per run: runs with the same label share a color */
+  int *color;
+  int ncolors;
+} report_t;
+
+static const char usage[] =
+    "usage: sgdlab report [EXPERIMENT | --run ID] [--db PATH] [--out DIR]\n"
+    "                     [--target ACC]\n"
+    "\n"
+    "Draw figures (PNG and SVG, via gnuplot) and summary.md for an experiment\n"
+    "from the results database; nothing is re-run.\n"
+    "\n"
+    "  EXPERIMENT    name (the latest experiment with it) or numeric id;\n"
+    "                default: the latest experiment\n"
+    "  --run ID      report on one run only\n"
+    "  --db PATH     results database (default " SG_DEFAULT_DB ")\n"
+    "  --out DIR     output directory (default results/<experiment-name>/,\n"
+    "                with --run: results/<experiment-name>/run-<ID>/)\n"
+    "  --target ACC  test accuracy for the time-to-target column (default 0.85)\n"
+    "\n"
+    "Each figure NAME comes with NAME.gp and its .tsv data in DIR: redraw it\n"
+    "with `cd DIR && gnuplot NAME.gp`.  SGDLAB_GNUPLOT overrides the gnuplot\n"
+    "program.\n";
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static int mkdir_p(const char *path) {
+  char buf[PATH_MAX];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1;; p++) {
+    if (*p == '/' || *p == '\0') {
+      char c = *p;
+      *p = '\0';
+      if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return sg_err_set(SG_EIO, "cannot create directory %s: %s", buf,
+                          strerror(errno));
+      *p = c;
+      if (!c) break;
+    }
+  }
+  return SG_OK;
+}
+
+static int open_data(report_t *rp, const char *file, FILE **f) {
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/%s", rp->dir, file);
+  *f = fopen(path, "w");
+  if (!*f)
+    return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
+  return SG_OK;
+}
+
+static int close_data(report_t *rp, const char *file, FILE **f) {
+  int bad = ferror(*f);
+  if (fclose(*f) != 0) bad = 1;
+  *f = NULL;
+  if (bad) return sg_err_set(SG_EIO, "cannot write %s/%s", rp->dir, file);
+  return SG_OK;
+}
+
+static void add_fig(report_t *rp, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void add_fig(report_t *rp, const char *name, const char *fmt, ...) {
+  va_list ap;
+  if (rp->nfigs == MAX_FIGS) return;
+  sg_rfig_t *f = &rp->figs[rp->nfigs++];
+  snprintf(f->name, sizeof f->name, "%s", name);
+  va_start(ap, fmt);
+  vsnprintf(f->caption, sizeof f->caption, fmt, ap);
+  va_end(ap);
+}
+
+static const char *label(const report_t *rp, size_t i, char *buf, size_t len) {
+  return sg_rrun_label(rp->set, &rp->set->runs[i], buf, len);
+}
+
+/* One color per distinct label, in order of first appearance. */
+static int assign_colors(report_t *rp) {
+  char a[256], b[256];
+  const sg_rset_t *s = rp->set;
+  rp->color = calloc(s->n ? s->n : 1, sizeof *rp->color);
+  if (!rp->color) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  for (size_t i = 0; i < s->n; i++) {
+    rp->color[i] = -1;
+    label(rp, i, a, sizeof a);
+    for (size_t j = 0; j < i && rp->color[i] < 0; j++)
+      if (!strcmp(a, label(rp, j, b, sizeof b))) rp->color[i] = rp->color[j];
+    if (rp->color[i] < 0) rp->color[i] = rp->ncolors++;
+  }
+  return SG_OK;
+}
+
+/* gnuplot's default palette repeats after 8; this one has 10 distinct. */
+static const char *const palette[] = {
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+static void plot_color(FILE *gp, int c) {
+  fprintf(gp, "lc rgb \"%s\"", palette[c % 10]);
+  if (c >= 10) fprintf(gp, " dt %d", 2 + (c / 10) % 4);
+}
+
+/* Title the first run of each label; its repeats share color, no title. */
+static void plot_title(report_t *rp, FILE *gp, size_t i, int *titled) {
+  char buf[256];
+  if (titled[rp->color[i]]) {
+    fputs(" notitle", gp);
+    return;
+  }
+  titled[rp->color[i]] = 1;
+  fputs(" title ", gp);
+  sg_plot_quote(gp, label(rp, i, buf, sizeof buf));
+}
+
+/* ---- evals: accuracy and test loss vs time and vs step ----------------- */
+
+static int fig_evals(report_t *rp) {
+  const sg_rset_t *s = rp->set;
+  sqlite3_stmt *st = NULL;
+  FILE *f = NULL, *gp = NULL;
+  int rc = SG_OK, nblocks = 0, *block = NULL, *titled = NULL;
+  static const struct {
+    const char *name, *title, *xlabel, *ylabel;
+    int xcol, ycol;
+  } figs[] = {
+      {"acc_vs_time", "Test accuracy vs training time",
+       "training wall time (s, evaluation excluded)", "test accuracy", 2, 4},
+      {"acc_vs_step", "Test accuracy vs step", "step (synchronous update)",
+       "test accuracy", 1, 4},
+      {"test_loss_vs_time", "Test loss vs training time",
+       "training wall time (s, evaluation excluded)",
+       "test loss (cross-entropy)", 2, 5},
+  };
+  block = calloc(s->n ? s->n : 1, sizeof *block);
+  titled = calloc((size_t)rp->ncolors + 1, sizeof *titled);
+  if (!block || !titled) {
+    rc = sg_err_set(SG_ENOMEM, "report: out of memory");
+    goto fail;
+  }
+  SG_TRY(open_data(rp, "evals.tsv", &f));
+  fprintf(f, "# test-set evaluations, one block per run (gnuplot index)\n");
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT step, wall_s, samples, test_acc, test_loss,"
+                        " train_loss, epoch FROM evals WHERE run_id = ?1"
+                        " ORDER BY step, wall_s",
+                        &st));
+  for (size_t i = 0; i < s->n; i++) {
+    char buf[256];
+    block[i] = -1;
+    if (s->runs[i].nevals == 0) continue;
+    block[i] = nblocks++;
+    fprintf(f, "%s# run %lld: %s (repeat %d)\n", block[i] ? "\n\n" : "",
+            (long long)s->runs[i].id, label(rp, i, buf, sizeof buf),
+            s->runs[i].repeat);
+    fprintf(f, "# step\twall_s\tsamples\ttest_acc\ttest_loss\ttrain_loss\tepoch\n");
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, s->runs[i].id);
+    while (sqlite3_step(st) == SQLITE_ROW)
+      fprintf(f, "%lld\t%.6g\t%lld\t%.6g\t%.6g\t%.6g\t%lld\n",
+              (long long)sqlite3_column_int64(st, 0), sg_rdb_double(st, 1),
+              (long long)sqlite3_column_int64(st, 2), sg_rdb_double(st, 3),
+              sg_rdb_double(st, 4), sg_rdb_double(st, 5),
+              (long long)sqlite3_column_int64(st, 6));
+  }
+  SG_TRY(close_data(rp, "evals.tsv", &f));
+  if (nblocks == 0) goto fail; /* nothing to draw: rc is SG_OK */
+
+  for (size_t k = 0; k < sizeof figs / sizeof figs[0]; k++) {
+    memset(titled, 0, ((size_t)rp->ncolors + 1) * sizeof *titled);
+    SG_TRY(sg_plot_begin(&gp, rp->dir, figs[k].name, figs[k].title));
+    fprintf(gp, "set xlabel \"%s\"\nset ylabel \"%s\"\n", figs[k].xlabel,
+            figs[k].ylabel);
+    if (figs[k].ycol == 4) fprintf(gp, "set yrange [*:1]\n");
+    fprintf(gp, "plot \\\n");
+    for (size_t i = 0; i < s->n; i++) {
+      if (block[i] < 0) continue;
+      fprintf(gp, "  'evals.tsv' index %d using %d:%d with linespoints pt 7 ps 0.5 lw 1.5 ",
+              block[i], figs[k].xcol, figs[k].ycol);
+      plot_color(gp, rp->color[i]);
+      plot_title(rp, gp, i, titled);
+      fprintf(gp, ", \\\n");
+    }
+    if (figs[k].ycol == 4)
+      fprintf(gp, "  %g with lines dt 2 lw 1 lc rgb \"#606060\" title \"target %g\"\n",
+              s->target, s->target);
+    else
+      fprintf(gp, "  NaN notitle\n");
+    SG_TRY(sg_plot_end(&gp, rp->dir, figs[k].name));
+  }
+  add_fig(rp, "acc_vs_time",
+          "Test accuracy vs training wall time (evaluation time excluded); "
+          "dashed: the target %g. Repeats share a color.", s->target);
+  add_fig(rp, "acc_vs_step",
+          "Test accuracy vs step (one step = one update of the model).");
+  add_fig(rp, "test_loss_vs_time",
+          "Test loss (mean cross-entropy over the test set) vs training wall "
+          "time.");
+fail:
+  if (gp) fclose(gp);
+  if (f) fclose(f);
+  sqlite3_finalize(st);
+  free(block);
+  free(titled);
+  return rc;
+}
+
+/* ---- steps: training loss vs step -------------------------------------- */
+
+static int fig_loss(report_t *rp) {
+  const sg_rset_t *s = rp->set;
+  sqlite3_stmt *st = NULL;
+  FILE *f = NULL, *gp = NULL;
+  int rc = SG_OK, nblocks = 0, *block = NULL, *titled = NULL;
+  double *win = NULL;
+  int64_t maxsteps = 0;
+  int w = 1;
+  /* One window for all runs so curves are comparable: about 1/50 of the
+   * longest run, at most 50 steps; short runs are drawn raw. */
+  for (size_t i = 0; i < s->n; i++)
+    if (s->runs[i].last_step > maxsteps) maxsteps = s->runs[i].last_step;
+  SG_TRY(sg_rdb_prepare(rp->db, "SELECT max(step) FROM steps WHERE run_id = ?1", &st));
+  for (size_t i = 0; i < s->n; i++) {
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, s->runs[i].id);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > maxsteps)
+      maxsteps = sqlite3_column_int64(st, 0);
+  }
+  sqlite3_finalize(st);
+  st = NULL;
+  w = (int)(maxsteps / 50);
+  if (w < 1) w = 1;
+  if (w > 50) w = 50;
+
+  block = calloc(s->n ? s->n : 1, sizeof *block);
+  titled = calloc((size_t)rp->ncolors + 1, sizeof *titled);
+  win = calloc((size_t)w, sizeof *win);
+  if (!block || !titled || !win) {
+    rc = sg_err_set(SG_ENOMEM, "report: out of memory");
+    goto fail;
+  }
+  SG_TRY(open_data(rp, "loss.tsv", &f));
+  fprintf(f, "# training loss per step: mean over the ranks that computed one;"
+             " smoothed = trailing mean over %d steps\n", w);
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT step, avg(loss), count(*) FROM steps"
+                        " WHERE run_id = ?1 AND loss IS NOT NULL"
+                        " GROUP BY step ORDER BY step",
+                        &st));
+  for (size_t i = 0; i < s->n; i++) {
+    char buf[256];
+    int have = 0, k = 0;
+    double sum = 0;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, s->runs[i].id);
+    block[i] = -1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      double loss = sqlite3_column_double(st, 1);
+      if (!have) {
+        block[i] = nblocks++;
+        fprintf(f, "%s# run %lld: %s (repeat %d)\n", block[i] ? "\n\n" : "",
+                (long long)s->runs[i].id, label(rp, i, buf, sizeof buf),
+                s->runs[i].repeat);
+        fprintf(f, "# step\tmean_loss\tsmoothed\tranks\n");
+        have = 1;
+      }
+      /* trailing window: sum of the last min(k+1, w) losses */
+      if (k >= w) sum -= win[k % w];
+      win[k % w] = loss;
+      sum += loss;
+      k++;
+      fprintf(f, "%lld\t%.6g\t%.6g\t%d\n", (long long)sqlite3_column_int64(st, 0),
+              loss, sum / (k < w ? k : w), sqlite3_column_int(st, 2));
+    }
+  }
+  SG_TRY(close_data(rp, "loss.tsv", &f));
+  if (nblocks == 0) goto fail;
+
+  SG_TRY(sg_plot_begin(&gp, rp->dir, "loss_vs_step",
+                       w > 1 ? "Training loss vs step (smoothed)"
+                             : "Training loss vs step"));
+  fprintf(gp, "set xlabel \"step\"\n"
+              "set ylabel \"training loss (minibatch cross-entropy)\"\n"
+              "plot \\\n");
+  for (size_t i = 0; i < s->n; i++) {
+    if (block[i] < 0) continue;
+    fprintf(gp, "  'loss.tsv' index %d using 1:3 with lines lw 1.5 ", block[i]);
+    plot_color(gp, rp->color[i]);
+    plot_title(rp, gp, i, titled);
+    fprintf(gp, ", \\\n");
+  }
+  fprintf(gp, "  NaN notitle\n");
+  SG_TRY(sg_plot_end(&gp, rp->dir, "loss_vs_step"));
+  if (w > 1)
+    add_fig(rp, "loss_vs_step",
+            "Training loss per step: the mean over worker ranks of each "
+            "rank's minibatch loss, smoothed by a trailing moving average "
+            "over %d steps (raw values in loss.tsv).", w);
+  else
+    add_fig(rp, "loss_vs_step",
+            "Training loss per step: the mean over worker ranks of each "
+            "rank's minibatch loss (not smoothed).");
+fail:
+  if (gp) fclose(gp);
+  if (f) fclose(f);
+  sqlite3_finalize(st);
+  free(block);
+  free(titled);
+  free(win);
+  return rc;
+}
+
+/* ---- throughput and scaling efficiency vs workers ---------------------- */
+
+static int fig_scaling(report_t *rp) {
+  const sg_rset_t *s = rp->set;
+  FILE *f = NULL, *gp = NULL;
+  int rc = SG_OK, nblocks = 0, base_is_one = 1;
+  double *v = NULL;
+  size_t *first = NULL, nvar = 0;
+  if (!s->workers_vary) return SG_OK;
+  v = calloc(s->n, sizeof *v);
+  first = calloc(s->n, sizeof *first);
+  if (!v || !first) {
+    rc = sg_err_set(SG_ENOMEM, "report: out of memory");
+    goto fail;
+  }
+  /* distinct variants, in order of first appearance */
+  for (size_t i = 0; i < s->n; i++) {
+    size_t j = 0;
+    while (j < nvar && strcmp(s->runs[first[j]].variant, s->runs[i].variant)) j++;
+    if (j == nvar) first[nvar++] = i;
+  }
+  SG_TRY(open_data(rp, "scaling.tsv", &f));
+  fprintf(f, "# median samples/s over ok repeats per worker count; efficiency ="
+             " thr(N) * N0 / (N * thr(N0)), N0 = smallest N measured (1 when"
+             " present)\n");
+  SG_TRY(sg_plot_begin(&gp, rp->dir, "throughput", "Training throughput vs workers"));
+  fprintf(gp, "set xlabel \"workers N\"\nset ylabel \"samples/s\"\n"
+              "set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n");
+  for (size_t j = 0; j < nvar; j++) {
+    const char *var = s->runs[first[j]].variant;
+    int lastn = 0, n0 = 0, wrote = 0;
+    double thr0 = NAN;
+    for (;;) { /* worker counts in increasing order */
+      int next = INT_MAX;
+      size_t k = 0;
+      for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->runs[i].variant, var) && s->runs[i].workers > lastn &&
+            s->runs[i].workers < next)
+          next = s->runs[i].workers;
+      if (next == INT_MAX) break;
+      lastn = next;
+      for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->runs[i].variant, var) && s->runs[i].workers == next &&
+            !strcmp(s->runs[i].status, "ok") && !isnan(s->runs[i].samples_per_s))
+          v[k++] = s->runs[i].samples_per_s;
+      if (k == 0) continue;
+      double thr = sg_rmedian(v, k);
+      if (isnan(thr0)) {
+        thr0 = thr;
+        n0 = next;
+        if (n0 != 1) base_is_one = 0;
+      }
+      if (!wrote) {
+        fprintf(f, "%s# %s\n# workers\tsamples_per_s\tefficiency\n",
+                nblocks ? "\n\n" : "", var);
+        wrote = 1;
+      }
+      fprintf(f, "%d\t%.6g\t%.6g\n", next, thr, thr * n0 / (next * thr0));
+    }
+    if (!wrote) continue;
+    fprintf(gp, "  'scaling.tsv' index %d using 1:2 with linespoints pt 7 lw 1.5 ",
+            nblocks);
+    plot_color(gp, rp->color[first[j]]);
+    fputs(" title ", gp);
+    sg_plot_quote(gp, var);
+    fprintf(gp, ", \\\n");
+    nblocks++;
+  }
+  fprintf(gp, "  NaN notitle\n");
+  SG_TRY(close_data(rp, "scaling.tsv", &f));
+  if (nblocks == 0) { /* no ok run has throughput: drop the script */
+    fclose(gp);
+    gp = NULL;
+    goto fail;
+  }
+  SG_TRY(sg_plot_end(&gp, rp->dir, "throughput"));
+
+  SG_TRY(sg_plot_begin(&gp, rp->dir, "efficiency",
+                       base_is_one ? "Scaling efficiency: thr(N) / (N * thr(1))"
+                                   : "Scaling efficiency: thr(N) * N0 / (N * thr(N0))"));
+  fprintf(gp, "set xlabel \"workers N\"\n"
+              "set ylabel \"scaling efficiency (1 = linear)\"\n"
+              "set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n");
+  for (int b = 0; b < nblocks; b++) {
+    fprintf(gp, "  'scaling.tsv' index %d using 1:3 with linespoints pt 7 lw 1.5 ", b);
+    /* block b is the b-th variant that had data: find its color */
+    int seen = -1;
+    for (size_t j = 0; j < nvar; j++) {
+      int has = 0;
+      for (size_t i = 0; i < s->n && !has; i++)
+        has = !strcmp(s->runs[i].variant, s->runs[first[j]].variant) &&
+              !strcmp(s->runs[i].status, "ok") && !isnan(s->runs[i].samples_per_s);
+      if (has && ++seen == b) {
+        plot_color(gp, rp->color[first[j]]);
+        fputs(" title ", gp);
+        sg_plot_quote(gp, s->runs[first[j]].variant);
+        break;
+      }
+    }
+    fprintf(gp, ", \\\n");
+  }
+  fprintf(gp, "  1 with lines dt 2 lc rgb \"#606060\" title \"linear\"\n");
+  SG_TRY(sg_plot_end(&gp, rp->dir, "efficiency"));
+  add_fig(rp, "throughput",
+          "Training throughput (samples/s, median over repeats) vs workers; "
+          "samples/s is measured between the first and the last evaluation.");
+  add_fig(rp, "efficiency",
+          "Scaling efficiency per variant: throughput(N) / (N * "
+          "throughput(%s)); 1 is linear scaling.",
+          base_is_one ? "1)" : "N0) / N0), N0 = the smallest worker count "
+                               "measured for that variant (1 when present");
+fail:
+  if (gp) fclose(gp);
+  if (f) fclose(f);
+  free(v);
+  free(first);
+  return rc;
+}
+
+/* ---- stacked compute / communication / waiting per step ---------------- */
+
+static int fig_breakdown(report_t *rp) {
+  const sg_rset_t *s = rp->set;
+  FILE *f = NULL, *gp = NULL;
+  int rc = SG_OK, nbars = 0;
+  char a[256], b[256];
+  SG_TRY(open_data(rp, "breakdown.tsv", &f));
+  fprintf(f, "# mean seconds per step over worker ranks, mean over repeats\n"
+             "# variant\tcompute_s\tcomm_s\twait_s\n");
+  for (size_t i = 0; i < s->n; i++) {
+    double c = 0, m = 0, w = 0;
+    int k = 0, seen = 0;
+    label(rp, i, a, sizeof a);
+    for (size_t j = 0; j < i && !seen; j++)
+      seen = !strcmp(a, label(rp, j, b, sizeof b));
+    if (seen) continue;
+    for (size_t j = i; j < s->n; j++) {
+      const sg_rrun_t *r = &s->runs[j];
+      if (strcmp(a, label(rp, j, b, sizeof b)) || isnan(r->compute_s)) continue;
+      c += r->compute_s;
+      m += isnan(r->comm_s) ? 0 : r->comm_s;
+      w += isnan(r->wait_s) ? 0 : r->wait_s;
+      k++;
+    }
+    if (!k) continue;
+    fprintf(f, "%s\t%.6g\t%.6g\t%.6g\n", a, c / k, m / k, w / k);
+    nbars++;
+  }
+  SG_TRY(close_data(rp, "breakdown.tsv", &f));
+  if (!nbars) goto fail;
+  SG_TRY(sg_plot_begin(&gp, rp->dir, "time_breakdown",
+                       "Where a step's time goes (worker ranks)"));
+  fprintf(gp,
+          "set ylabel \"seconds per step (mean over worker ranks)\"\n"
+          "set style data histograms\n"
+          "set style histogram rowstacked\n"
+          "set style fill solid 0.85 border -1\n"
+          "set boxwidth 0.6\n"
+          "set xtics rotate by -25 left\n"
+          "set yrange [0:*]\n"
+          "set grid noxtics ytics\n"
+          "plot 'breakdown.tsv' using 2:xtic(1) lc rgb \"#1f77b4\" title \"compute\", \\\n"
+          "     '' using 3 lc rgb \"#ff7f0e\" title \"communication\", \\\n"
+          "     '' using 4 lc rgb \"#7f7f7f\" title \"waiting\"\n");
+  SG_TRY(sg_plot_end(&gp, rp->dir, "time_breakdown"));
+  add_fig(rp, "time_breakdown",
+          "Mean seconds per step on worker ranks, split into compute "
+          "(gradient and optimizer), communication (time in transport calls) "
+          "and waiting (barriers, staleness bound); mean over repeats.");
+fail:
+  if (gp) fclose(gp);
+  if (f) fclose(f);
+  return rc;
+}
+
+/* ---- allreduce benchmark: time and busbw vs size ----------------------- */
+
+static int fig_bench(report_t *rp) {
+  sqlite3_stmt *st = NULL;
+  FILE *f = NULL, *gp[2] = {NULL, NULL};
+  int rc = SG_OK, nblocks = 0;
+  char prev[128] = "";
+  static const char *const names[2] = {"allreduce_time", "allreduce_busbw"};
+  if (rp->single_run) return SG_OK;
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT impl, transport, np, bytes, t_median, t_min,"
+                        " t_max, algbw, busbw, wrong FROM bench"
+                        " WHERE experiment_id = ?1 AND collective = 'allreduce'"
+                        " ORDER BY impl, transport, np, bytes",
+                        &st));
+  sqlite3_bind_int64(st, 1, rp->set->experiment_id);
+  SG_TRY(open_data(rp, "bench.tsv", &f));
+  fprintf(f, "# allreduce benchmark, one block per impl/transport/np;"
+             " times in seconds, bandwidths in GB/s\n");
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    char key[128];
+    snprintf(key, sizeof key, "%s/%s np=%d", sg_rdb_text(st, 0),
+             sg_rdb_text(st, 1), sqlite3_column_int(st, 2));
+    if (strcmp(key, prev)) {
+      if (nblocks == 0) {
+        SG_TRY(sg_plot_begin(&gp[0], rp->dir, names[0],
+                             "Allreduce time vs message size (median, min-max bars)"));
+        SG_TRY(sg_plot_begin(&gp[1], rp->dir, names[1],
+                             "Allreduce bus bandwidth vs message size"));
+        /* sizes span decades: log-log, x ticks in binary prefixes */
+        for (int k = 0; k < 2; k++)
+          fprintf(gp[k], "set xlabel \"message size (bytes)\"\n"
+                         "set logscale xy\nset format x \"%%.0b%%B\"\n"
+                         "set xtics 4\n");
+        fprintf(gp[0], "set ylabel \"time per allreduce (s)\"\n"
+                       "set format y \"%%.0s %%cs\"\nplot \\\n");
+        fprintf(gp[1], "set ylabel \"bus bandwidth (GB/s)\"\nplot \\\n");
+      }
+      fprintf(f, "%s# %s\n# bytes\tt_median\tt_min\tt_max\talgbw\tbusbw\twrong\n",
+              nblocks ? "\n\n" : "", key);
+      fprintf(gp[0], "  'bench.tsv' index %d using 1:2:3:4 with yerrorlines pt 7 lw 1.5 ",
+              nblocks);
+      fprintf(gp[1], "  'bench.tsv' index %d using 1:6 with linespoints pt 7 lw 1.5 ",
+              nblocks);
+      for (int k = 0; k < 2; k++) {
+        plot_color(gp[k], nblocks);
+        fputs(" title ", gp[k]);
+        sg_plot_quote(gp[k], key);
+        fputs(", \\\n", gp[k]);
+      }
+      snprintf(prev, sizeof prev, "%s", key);
+      nblocks++;
+    }
+    fprintf(f, "%lld\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%lld\n",
+            (long long)sqlite3_column_int64(st, 3), sg_rdb_double(st, 4),
+            sg_rdb_double(st, 5), sg_rdb_double(st, 6), sg_rdb_double(st, 7),
+            sg_rdb_double(st, 8), (long long)sqlite3_column_int64(st, 9));
+  }
+  SG_TRY(close_data(rp, "bench.tsv", &f));
+  if (!nblocks) goto fail;
+  for (int k = 0; k < 2; k++) {
+    fprintf(gp[k], "  NaN notitle\n");
+    SG_TRY(sg_plot_end(&gp[k], rp->dir, names[k]));
+  }
+  add_fig(rp, "allreduce_time",
+          "Allreduce time per call vs message size (log-log): median over "
+          "timed iterations, bars from min to max, per implementation, "
+          "transport and process count.");
+  add_fig(rp, "allreduce_busbw",
+          "Allreduce bus bandwidth vs message size: busbw = bytes / time * "
+          "2(N-1)/N, comparable to the link bandwidth (nccl-tests' "
+          "definition).");
+fail:
+  for (int k = 0; k < 2; k++)
+    if (gp[k]) fclose(gp[k]);
+  if (f) fclose(f);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* ---- staleness histogram (async / ssp) --------------------------------- */
+
+static int fig_staleness(report_t *rp) {
+  const sg_rset_t *s = rp->set;
+  sqlite3_stmt *st = NULL;
+  FILE *f = NULL, *gp = NULL;
+  int rc = SG_OK, nblocks = 0, maxbin = 0;
+  size_t *first = NULL, nlab = 0;
+  double *hist = NULL; /* nlab rows of STALENESS_BINS */
+  int *top = NULL, *keep = NULL;
+  char a[256], b[256];
+  first = calloc(s->n ? s->n : 1, sizeof *first);
+  if (!first) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  for (size_t i = 0; i < s->n; i++) {
+    size_t j = 0;
+    if (!s->runs[i].has_staleness) continue;
+    label(rp, i, a, sizeof a);
+    while (j < nlab && strcmp(a, label(rp, first[j], b, sizeof b))) j++;
+    if (j == nlab) first[nlab++] = i;
+  }
+  if (!nlab) goto fail;
+  hist = calloc(nlab * STALENESS_BINS, sizeof *hist);
+  top = calloc(nlab, sizeof *top);
+  keep = calloc(nlab, sizeof *keep);
+  if (!hist || !top || !keep) {
+    rc = sg_err_set(SG_ENOMEM, "report: out of memory");
+    goto fail;
+  }
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT staleness, count(*) FROM steps WHERE run_id = ?1"
+                        " AND staleness IS NOT NULL GROUP BY staleness",
+                        &st));
+  /* Pass 1: histograms per label (repeats pooled). */
+  for (size_t j = 0; j < nlab; j++) {
+    double *h = hist + j * STALENESS_BINS, total = 0;
+    int any_pos = 0;
+    label(rp, first[j], a, sizeof a);
+    for (size_t i = first[j]; i < s->n; i++) {
+      if (!s->runs[i].has_staleness || strcmp(a, label(rp, i, b, sizeof b)))
+        continue;
+      sqlite3_reset(st);
+      sqlite3_bind_int64(st, 1, s->runs[i].id);
+      while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t v = sqlite3_column_int64(st, 0);
+        int bin = v < 0 ? 0 : v >= STALENESS_BINS - 1 ? STALENESS_BINS - 1 : (int)v;
+        h[bin] += sqlite3_column_double(st, 1);
+        total += sqlite3_column_double(st, 1);
+        if (bin > top[j]) top[j] = bin;
+        if (v > 0) any_pos = 1;
+      }
+    }
+    /* A synchronous variant that records staleness 0 says nothing here. */
+    keep[j] = total > 0 && (any_pos || strstr(s->runs[first[j]].base, "async") ||
+                            strstr(s->runs[first[j]].base, "ssp"));
+    if (!keep[j]) continue;
+    for (int k = 0; k < STALENESS_BINS; k++) h[k] /= total;
+    if (top[j] > maxbin) maxbin = top[j];
+    nblocks++;
+  }
+  if (!nblocks) goto fail;
+
+  /* Pass 2: data file and script. */
+  double bw = 0.8 / nblocks;
+  SG_TRY(open_data(rp, "staleness.tsv", &f));
+  fprintf(f, "# fraction of worker steps per staleness value, one block per"
+             " variant (repeats pooled); the last bin holds >= %d\n",
+          STALENESS_BINS - 1);
+  SG_TRY(sg_plot_begin(&gp, rp->dir, "staleness",
+                       "Staleness of the parameters each gradient was computed on"));
+  fprintf(gp, "set xlabel \"staleness (updates applied since the worker's pull)\"\n"
+              "set ylabel \"fraction of worker steps\"\n"
+              "set yrange [0:*]\nset xrange [-0.6:%g]\n"
+              "set style fill solid 0.7 border -1\n"
+              "set boxwidth %g absolute\n",
+          maxbin + 0.6, bw);
+  if (maxbin <= 20) fprintf(gp, "set xtics 1\n");
+  fprintf(gp, "plot \\\n");
+  nblocks = 0;
+  for (size_t j = 0; j < nlab; j++) {
+    if (!keep[j]) continue;
+    label(rp, first[j], a, sizeof a);
+    fprintf(f, "%s# %s\n# staleness\tfraction\n", nblocks ? "\n\n" : "", a);
+    for (int k = 0; k <= top[j]; k++)
+      fprintf(f, "%d\t%.6g\n", k, hist[j * STALENESS_BINS + k]);
+    fprintf(gp, "  'staleness.tsv' index %d using ($1 - 0.4 + %g):2 with boxes ",
+            nblocks, bw * (nblocks + 0.5));
+    plot_color(gp, rp->color[first[j]]);
+    fputs(" title ", gp);
+    sg_plot_quote(gp, a);
+    fputs(", \\\n", gp);
+    nblocks++;
+  }
+  fprintf(gp, "  NaN notitle\n");
+  SG_TRY(close_data(rp, "staleness.tsv", &f));
+  SG_TRY(sg_plot_end(&gp, rp->dir, "staleness"));
+  add_fig(rp, "staleness",
+          "Staleness distribution: for each worker step, how many updates the "
+          "parameters it used were behind (steps.staleness); fraction of steps, "
+          "repeats pooled.");
+fail:
+  if (gp) fclose(gp);
+  if (f) fclose(f);
+  sqlite3_finalize(st);
+  free(first);
+  free(hist);
+  free(top);
+  free(keep);
+  return rc;
+}
+
+/* ---- the command ------------------------------------------------------- */
+
+/* "quick start/1" -> "quick_start_1": a safe directory name. */
+static void dir_name(char *dst, size_t len, const char *name) {
+  size_t i = 0;
+  for (; name[i] && i + 1 < len; i++) {
+    char c = name[i];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+             (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+    dst[i] = ok ? c : '_';
+  }
+  dst[i] = '\0';
+  if (!i || !strcmp(dst, ".") || !strcmp(dst, ".."))
+    snprintf(dst, len, "experiment");
+}
+
+static int parse_double(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  *out = strtod(s, &end);
+  return !errno && end != s && !*end;
+}
+
+int sg_cmd_report(int argc, char **argv) {
+  const char *db_path = SG_DEFAULT_DB, *out = NULL, *sel = NULL;
+  int64_t run_id = -1, exp_id = -1;
+  double target = 0.85;
+  report_t rp = {0};
+  int rc = SG_OK;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage, stdout);
+      return 0;
+    } else if (!strcmp(a, "--db") || !strcmp(a, "--out") ||
+               !strcmp(a, "--run") || !strcmp(a, "--target")) {
+      if (!val) {
+        fprintf(stderr, "sgdlab report: %s needs a value\n%s", a, usage);
+        return 2;
+      }
+      i++;
+      if (!strcmp(a, "--db")) db_path = val;
+      else if (!strcmp(a, "--out")) out = val;
+      else if (!strcmp(a, "--run")) {
+        char *end;
+        run_id = strtoll(val, &end, 10);
+        if (end == val || *end || run_id < 0) {
+          fprintf(stderr, "sgdlab report: --run: '%s' is not a run id\n", val);
+          return 2;
+        }
+      } else if (!parse_double(val, &target) || target < 0 || target > 1) {
+        fprintf(stderr, "sgdlab report: --target: '%s' is not an accuracy in"
+                        " [0, 1]\n", val);
+        return 2;
+      }
+    } else if (a[0] == '-') {
+      fprintf(stderr, "sgdlab report: unknown option '%s'\n%s", a, usage);
+      return 2;
+    } else if (!sel) {
+      sel = a;
+    } else {
+      fprintf(stderr, "sgdlab report: unexpected argument '%s'\n%s", a, usage);
+      return 2;
+    }
+  }
+  if (sel && run_id >= 0) {
+    fprintf(stderr, "sgdlab report: give an EXPERIMENT or --run ID, not both\n");
+    return 2;
+  }
+
+  sg_err_clear();
+  rp.db_path = db_path;
+  rp.single_run = run_id >= 0;
+  SG_TRY(sg_plot_available());
+  SG_TRY(sg_rdb_open(&rp.db, db_path));
+  if (run_id < 0) SG_TRY(sg_rdb_experiment(rp.db, sel, &exp_id));
+  SG_TRY(sg_rset_load(rp.db, exp_id, run_id, target, &rp.set));
+  if (out) {
+    snprintf(rp.dir, sizeof rp.dir, "%s", out);
+  } else {
+    char name[128];
+    dir_name(name, sizeof name, rp.set->name);
+    if (run_id >= 0)
+      snprintf(rp.dir, sizeof rp.dir, "results/%s/run-%lld", name,
+               (long long)run_id);
+    else
+      snprintf(rp.dir, sizeof rp.dir, "results/%s", name);
+  }
+  SG_TRY(mkdir_p(rp.dir));
+  SG_TRY(assign_colors(&rp));
+  SG_TRY(fig_evals(&rp));
+  SG_TRY(fig_loss(&rp));
+  SG_TRY(fig_scaling(&rp));
+  SG_TRY(fig_breakdown(&rp));
+  SG_TRY(fig_staleness(&rp));
+  SG_TRY(fig_bench(&rp));
+  SG_TRY(sg_report_summary(rp.db, db_path, rp.set, rp.single_run, rp.dir,
+                           rp.figs, rp.nfigs));
+  printf("report: %s/summary.md and %zu figure%s (PNG and SVG) for %s %lld\n",
+         rp.dir, rp.nfigs, rp.nfigs == 1 ? "" : "s",
+         rp.single_run ? "run" : "experiment",
+         rp.single_run ? (long long)run_id : (long long)rp.set->experiment_id);
+fail:
+  if (rc < 0)
+    fprintf(stderr, "sgdlab report: %s\n",
+            *sg_err_msg() ? sg_err_msg() : sg_strerror(rc));
+  free(rp.color);
+  sg_rset_destroy(&rp.set);
+  sqlite3_close(rp.db);
+  return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,124 @@
+/* report.h - reading the results database: runs, their variants and the
+ * numbers every report shows.  Used by `sgdlab report` (report.c,
+ * report_summary.c) and `sgdlab list` / `sgdlab show` (show.c).
+ *
+ * Everything here is SQL over the schema of DESIGN.md 4; nothing is
+ * re-run (STYLE.md 11).  A run's "variant" is its engine plus the options
+ * that distinguish it ("ps ssp(2)", "allreduce ring/mpi", "mapreduce
+ * tree"), plus any other setting that was swept within the experiment
+ * ("ps sync lr=0.1").  Workers are kept apart (column `workers`); labels
+ * that need them say "ps sync, N=4".
+ *
+ * Definitions (also written into summary.md):
+ *   time to target   wall_s of the first eval whose test_acc >= target
+ *   final accuracy   test_acc of the last eval (largest step)
+ *   samples/s        (samples_last - samples_first) / (wall_s_last -
+ *                    wall_s_first) over the evals, i.e. after the first
+ *                    eval period (warm-up) and without evaluation time;
+ *                    samples_last / wall_s_last when there is one eval
+ *   bytes/step       busiest rank: max over ranks of the mean of
+ *                    bytes_sent + bytes_recv over that rank's step rows
+ *   compute/comm/wait  mean seconds per step over the worker ranks (roles
+ *                    other than server and driver; all ranks if none)
+ */
+#ifndef SG_REPORT_H
+#define SG_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <sqlite3.h>
+
+typedef struct sg_rrun {
+  int64_t id, experiment_id;
+  char engine[32];
+  char base[96];     /* engine + its distinguishing options: "ps ssp(2)" */
+  char variant[192]; /* base + swept settings: "ps sync lr=0.1" */
+  char transport[16], launcher[16];
+  int workers, servers, processes, repeat;
+  int64_t seed;
+  char status[16]; /* running | ok | failed */
+  char error[512];
+  char started_at[40];
+  double wall_s; /* NaN when NULL */
+  /* from evals */
+  int nevals;
+  int64_t last_step;
+  double final_acc;     /* NaN: no evals */
+  double t_target;      /* NaN: target never reached */
+  double samples_per_s; /* NaN: no evals */
+  /* from steps */
+  int64_t step_rows;
+  double bytes_per_step; /* busiest rank; NaN: no steps */
+  double compute_s, comm_s, wait_s; /* per step, worker ranks; NaN: none */
+  int has_staleness;
+} sg_rrun_t;
+
+typedef struct sg_rset {
+  int64_t experiment_id;
+  char name[128];
+  char started_at[40];
+  char host[128];
+  double target;
+  sg_rrun_t *runs;
+  size_t n;
+  int workers_vary; /* some variant ran with more than one worker count */
+} sg_rset_t;
+
+/* ---- report_data.c ---------------------------------------------------- */
+
+/* Open `path` read-only.  A missing file or a file without the sgdlab
+ * tables is SG_ENOTFOUND / SG_EFORMAT with a message naming the path.
+ * Caller owns *db (sqlite3_close). */
+int sg_rdb_open(sqlite3 **db, const char *path);
+
+/* Resolve an experiment selector: NULL = the latest experiment; digits =
+ * an id; otherwise the latest experiment with that name.  SG_ENOTFOUND
+ * (message names the selector) when there is none. */
+int sg_rdb_experiment(sqlite3 *db, const char *sel, int64_t *id);
+
+/* Load the runs of experiment `exp_id`, or only run `run_id` when
+ * run_id >= 0 (exp_id is then taken from the run; SG_ENOTFOUND names the
+ * run when it does not exist).  `target` is the accuracy for time to
+ * target.  Caller owns *out; free with sg_rset_destroy(). */
+int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
+                 sg_rset_t **out);
+void sg_rset_destroy(sg_rset_t **s);
+
+/* "ps sync" or "ps sync, N=4" (workers appended when they vary). Returns
+ * buf. */
+const char *sg_rrun_label(const sg_rset_t *s, const sg_rrun_t *r, char *buf,
+                          size_t len);
+
+/* printf(fmt, v) into buf, or "—" when v is NaN.  Returns buf. */
+const char *sg_rfmt(char *buf, size_t len, const char *fmt, double v);
+/* "1.5 KiB", "12.0 MiB", ... or "—" when NaN.  Returns buf. */
+const char *sg_rfmt_bytes(char *buf, size_t len, double bytes);
+
+/* Median of v[0..n) (sorts v in place); NaN when n == 0. */
+double sg_rmedian(double *v, size_t n);
+
+/* A figure drawn by the report: DIR/name.png, DIR/name.svg. */
+typedef struct sg_rfig {
+  char name[32];
+  char caption[320]; /* what is plotted and how (smoothing, definitions) */
+} sg_rfig_t;
+
+/* ---- report_summary.c ------------------------------------------------- */
+
+/* Write DIR/summary.md for `s`: the run table, failed runs, the bench
+ * table (experiment reports only, read from db), figure links and the
+ * run_info of the runs.  `single_run`: the report is of one run. */
+int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
+                      int single_run, const char *dir, const sg_rfig_t *figs,
+                      size_t nfigs);
+
+/* Prepare `sql` or set an error naming the statement. */
+int sg_rdb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);
+/* Column as text, "" for NULL. */
+const char *sg_rdb_text(sqlite3_stmt *st, int col);
+/* Column as double, NaN for NULL. */
+double sg_rdb_double(sqlite3_stmt *st, int col);
+
+#endif

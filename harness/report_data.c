@@ -1,0 +1,454 @@
+/* report_data.c - load runs and their summary numbers from the database.
+ *
+ * Definitions of every number are in report.h.  All queries are plain SQL
+ * over DESIGN.md 4's columns; options come from runs.options_json through
+ * SQLite's JSON functions.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "err.h"
+#include "report.h"
+
+int sg_rdb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st) {
+  if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK)
+    return sg_err_set(SG_EFORMAT, "database query failed: %s (query: %.60s...)",
+                      sqlite3_errmsg(db), sql);
+  return SG_OK;
+}
+
+const char *sg_rdb_text(sqlite3_stmt *st, int col) {
+  const unsigned char *t = sqlite3_column_text(st, col);
+  return t ? (const char *)t : "";
+}
+
+double sg_rdb_double(sqlite3_stmt *st, int col) {
+  if (sqlite3_column_type(st, col) == SQLITE_NULL) return NAN;
+  return sqlite3_column_double(st, col);
+}
+
+static void copy_str(char *dst, size_t len, const char *src) {
+  snprintf(dst, len, "%s", src ? src : "");
+}
+
+int sg_rdb_open(sqlite3 **out, const char *path) {
+  struct stat sb;
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK;
+  *out = NULL;
+  if (stat(path, &sb) != 0)
+    return sg_err_set(SG_ENOTFOUND, "cannot open database %s: %s", path,
+                      strerror(errno));
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    rc = sg_err_set(SG_EIO, "cannot open database %s: %s", path,
+                    db ? sqlite3_errmsg(db) : "out of memory");
+    goto fail;
+  }
+  sqlite3_busy_timeout(db, 5000); /* a run may be committing right now */
+  /* An sgdlab database has a runs table; anything else is the wrong file. */
+  if (sqlite3_prepare_v2(db,
+                         "SELECT count(*) FROM sqlite_master WHERE type='table'"
+                         " AND name IN ('experiments','runs')",
+                         -1, &st, NULL) != SQLITE_OK ||
+      sqlite3_step(st) != SQLITE_ROW) {
+    rc = sg_err_set(SG_EFORMAT, "%s is not a readable SQLite database: %s",
+                    path, sqlite3_errmsg(db));
+    goto fail;
+  }
+  if (sqlite3_column_int(st, 0) != 2) {
+    rc = sg_err_set(SG_EFORMAT,
+                    "%s is not an sgdlab results database (no experiments/runs"
+                    " tables)", path);
+    goto fail;
+  }
+  sqlite3_finalize(st);
+  *out = db;
+  return SG_OK;
+fail:
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return rc;
+}
+
+int sg_rdb_experiment(sqlite3 *db, const char *sel, int64_t *id) {
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK, numeric = sel && *sel && strspn(sel, "0123456789") == strlen(sel);
+  const char *sql =
+      !sel ? "SELECT id FROM experiments ORDER BY id DESC LIMIT 1"
+      : numeric ? "SELECT id FROM experiments WHERE id = ?1"
+                : "SELECT id FROM experiments WHERE name = ?1 ORDER BY id DESC"
+                  " LIMIT 1";
+  SG_TRY(sg_rdb_prepare(db, sql, &st));
+  if (sel && numeric) sqlite3_bind_int64(st, 1, strtoll(sel, NULL, 10));
+  else if (sel) sqlite3_bind_text(st, 1, sel, -1, SQLITE_STATIC);
+  if (sqlite3_step(st) != SQLITE_ROW) {
+    rc = sel ? sg_err_set(SG_ENOTFOUND, "no experiment %s '%s' in the database",
+                          numeric ? "with id" : "named", sel)
+             : sg_err_set(SG_ENOTFOUND, "the database has no experiments yet");
+    goto fail;
+  }
+  *id = sqlite3_column_int64(st, 0);
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* ---- variant labels ---------------------------------------------------- */
+
+/* Settings that never make a variant: identity, repeats, where files go. */
+static int never_swept(const char *key) {
+  static const char *const keys[] = {"name", "seed", "repeat", "workers",
+                                     "dump_params", "engine", "data_dir",
+                                     "hosts", NULL};
+  for (const char *const *k = keys; *k; k++)
+    if (strcmp(*k, key) == 0) return 1;
+  return 0;
+}
+
+/* Keys already spelled by the base label of `engine`. */
+static int in_base(const char *engine, const char *key) {
+  if (!strcmp(engine, "ps"))
+    return !strcmp(key, "mode") || !strcmp(key, "staleness");
+  if (!strcmp(engine, "mapreduce")) return !strcmp(key, "aggregate");
+  if (!strcmp(engine, "allreduce"))
+    return !strcmp(key, "algorithm") || !strcmp(key, "transport");
+  return !strcmp(key, "mode") || !strcmp(key, "algorithm");
+}
+
+static void base_label(sg_rrun_t *r, const char *mode, const char *stal,
+                       const char *agg, const char *alg) {
+  if (!strcmp(r->engine, "ps")) {
+    if (!*mode) mode = "sync";
+    if (!strcmp(mode, "ssp"))
+      snprintf(r->base, sizeof r->base, "ps ssp(%s)", *stal ? stal : "?");
+    else
+      snprintf(r->base, sizeof r->base, "ps %s", mode);
+  } else if (!strcmp(r->engine, "mapreduce")) {
+    snprintf(r->base, sizeof r->base, "mapreduce %s", *agg ? agg : "flat");
+  } else if (!strcmp(r->engine, "allreduce")) {
+    snprintf(r->base, sizeof r->base, "allreduce %s/%s", *alg ? alg : "?",
+             r->transport);
+  } else {
+    /* An engine this file does not know: name plus the usual option keys. */
+    snprintf(r->base, sizeof r->base, "%s%s%s%s%s", r->engine, *alg ? " " : "",
+             alg, *mode ? " " : "", mode);
+  }
+}
+
+typedef struct kv {
+  size_t run;
+  char *key, *val;
+} kv_t;
+
+/* Append " key=value" to each run's variant for every setting that takes
+ * different values among runs of the same base label. */
+static int add_swept(sg_rset_t *s, const kv_t *kv, size_t nkv) {
+  char *swept = calloc(nkv ? nkv : 1, 1);
+  if (!swept) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  for (size_t i = 0; i < nkv; i++) {
+    const sg_rrun_t *ri = &s->runs[kv[i].run];
+    if (never_swept(kv[i].key) || in_base(ri->engine, kv[i].key)) continue;
+    for (size_t j = 0; j < i && !swept[i]; j++) {
+      const sg_rrun_t *rj = &s->runs[kv[j].run];
+      if (strcmp(kv[j].key, kv[i].key) || strcmp(ri->base, rj->base)) continue;
+      if (strcmp(kv[j].val, kv[i].val)) swept[i] = 1;
+    }
+  }
+  /* A key is swept if any of its rows is; label every run that has it. */
+  for (size_t i = 0; i < nkv; i++) {
+    int any = 0;
+    for (size_t j = 0; j < nkv && !any; j++)
+      any = swept[j] && !strcmp(kv[j].key, kv[i].key);
+    if (!any) continue;
+    sg_rrun_t *r = &s->runs[kv[i].run];
+    if (in_base(r->engine, kv[i].key)) continue;
+    size_t len = strlen(r->variant);
+    snprintf(r->variant + len, sizeof r->variant - len, " %s=%s", kv[i].key,
+             kv[i].val);
+  }
+  free(swept);
+  return SG_OK;
+}
+
+/* ---- per-run numbers --------------------------------------------------- */
+
+static int load_evals(sqlite3 *db, sg_rrun_t *r, double target) {
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK;
+  double w0 = NAN, s0 = NAN, w1 = NAN, s1 = NAN;
+  SG_TRY(sg_rdb_prepare(db,
+                        "SELECT step, wall_s, samples, test_acc FROM evals"
+                        " WHERE run_id = ?1 ORDER BY step, wall_s",
+                        &st));
+  sqlite3_bind_int64(st, 1, r->id);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    double w = sg_rdb_double(st, 1), smp = sg_rdb_double(st, 2),
+           acc = sg_rdb_double(st, 3);
+    r->nevals++;
+    r->last_step = sqlite3_column_int64(st, 0);
+    if (!isnan(acc)) r->final_acc = acc;
+    if (isnan(r->t_target) && !isnan(acc) && acc >= target)
+      r->t_target = w;
+    if (!isnan(w) && !isnan(smp)) {
+      if (isnan(w0)) { w0 = w; s0 = smp; }
+      w1 = w;
+      s1 = smp;
+    }
+  }
+  if (!isnan(w1)) {
+    if (w1 > w0 && s1 > s0) r->samples_per_s = (s1 - s0) / (w1 - w0);
+    else if (w1 > 0) r->samples_per_s = s1 / w1;
+  }
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static int load_steps(sqlite3 *db, sg_rrun_t *r) {
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK;
+  SG_TRY(sg_rdb_prepare(
+      db,
+      "SELECT (SELECT count(*) FROM steps WHERE run_id = ?1),"
+      " (SELECT max(b) FROM (SELECT avg(bytes_sent + bytes_recv) AS b"
+      "   FROM steps WHERE run_id = ?1 GROUP BY rank)),"
+      " (SELECT EXISTS(SELECT 1 FROM steps WHERE run_id = ?1"
+      "   AND staleness IS NOT NULL))",
+      &st));
+  sqlite3_bind_int64(st, 1, r->id);
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    r->step_rows = sqlite3_column_int64(st, 0);
+    r->bytes_per_step = sg_rdb_double(st, 1);
+    r->has_staleness = sqlite3_column_int(st, 2);
+  }
+  sqlite3_finalize(st);
+  st = NULL;
+  /* Worker ranks first; engines whose every rank is a server or driver
+   * (none today) fall back to all ranks. */
+  for (int pass = 0; pass < 2; pass++) {
+    SG_TRY(sg_rdb_prepare(
+        db,
+        pass == 0 ? "SELECT avg(compute_s), avg(comm_s), avg(wait_s), count(*)"
+                    " FROM steps WHERE run_id = ?1"
+                    " AND role NOT IN ('server', 'driver')"
+                  : "SELECT avg(compute_s), avg(comm_s), avg(wait_s), count(*)"
+                    " FROM steps WHERE run_id = ?1",
+        &st));
+    sqlite3_bind_int64(st, 1, r->id);
+    int have = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 3) > 0;
+    if (have) {
+      r->compute_s = sg_rdb_double(st, 0);
+      r->comm_s = sg_rdb_double(st, 1);
+      r->wait_s = sg_rdb_double(st, 2);
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (have) break;
+  }
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* ---- the set ----------------------------------------------------------- */
+
+int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
+                 sg_rset_t **out) {
+  sqlite3_stmt *st = NULL;
+  sg_rset_t *s = NULL;
+  kv_t *kv = NULL;
+  size_t nkv = 0, cap = 0;
+  int rc = SG_OK;
+  *out = NULL;
+  s = calloc(1, sizeof *s);
+  if (!s) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  s->target = target;
+  if (run_id >= 0) {
+    SG_TRY(sg_rdb_prepare(db, "SELECT experiment_id FROM runs WHERE id = ?1", &st));
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+      rc = sg_err_set(SG_ENOTFOUND, "no run with id %lld in the database",
+                      (long long)run_id);
+      goto fail;
+    }
+    exp_id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
+  }
+  s->experiment_id = exp_id;
+  SG_TRY(sg_rdb_prepare(db,
+                        "SELECT name, started_at, host FROM experiments"
+                        " WHERE id = ?1",
+                        &st));
+  sqlite3_bind_int64(st, 1, exp_id);
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    copy_str(s->name, sizeof s->name, sg_rdb_text(st, 0));
+    copy_str(s->started_at, sizeof s->started_at, sg_rdb_text(st, 1));
+    copy_str(s->host, sizeof s->host, sg_rdb_text(st, 2));
+  } else {
+    snprintf(s->name, sizeof s->name, "experiment-%lld", (long long)exp_id);
+  }
+  sqlite3_finalize(st);
+  st = NULL;
+
+  SG_TRY(sg_rdb_prepare(
+      db,
+      "SELECT id, experiment_id, engine, transport, launcher, workers, servers,"
+      " processes, repeat, seed, status, error, started_at, wall_s,"
+      " coalesce(json_extract(options_json, '$.mode'), ''),"
+      " coalesce(json_extract(options_json, '$.staleness'), ''),"
+      " coalesce(json_extract(options_json, '$.aggregate'), ''),"
+      " coalesce(json_extract(options_json, '$.algorithm'), '')"
+      " FROM runs WHERE (?1 >= 0 AND id = ?1) OR (?1 < 0 AND experiment_id = ?2)"
+      " ORDER BY id",
+      &st));
+  sqlite3_bind_int64(st, 1, run_id);
+  sqlite3_bind_int64(st, 2, exp_id);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    sg_rrun_t *r;
+    void *p = realloc(s->runs, (s->n + 1) * sizeof *s->runs);
+    if (!p) {
+      rc = sg_err_set(SG_ENOMEM, "report: out of memory");
+      goto fail;
+    }
+    s->runs = p;
+    r = &s->runs[s->n++];
+    memset(r, 0, sizeof *r);
+    r->id = sqlite3_column_int64(st, 0);
+    r->experiment_id = sqlite3_column_int64(st, 1);
+    copy_str(r->engine, sizeof r->engine, sg_rdb_text(st, 2));
+    copy_str(r->transport, sizeof r->transport, sg_rdb_text(st, 3));
+    copy_str(r->launcher, sizeof r->launcher, sg_rdb_text(st, 4));
+    r->workers = sqlite3_column_int(st, 5);
+    r->servers = sqlite3_column_int(st, 6);
+    r->processes = sqlite3_column_int(st, 7);
+    r->repeat = sqlite3_column_int(st, 8);
+    r->seed = sqlite3_column_int64(st, 9);
+    copy_str(r->status, sizeof r->status, sg_rdb_text(st, 10));
+    copy_str(r->error, sizeof r->error, sg_rdb_text(st, 11));
+    copy_str(r->started_at, sizeof r->started_at, sg_rdb_text(st, 12));
+    r->wall_s = sg_rdb_double(st, 13);
+    base_label(r, sg_rdb_text(st, 14), sg_rdb_text(st, 15),
+               sg_rdb_text(st, 16), sg_rdb_text(st, 17));
+    copy_str(r->variant, sizeof r->variant, r->base);
+    r->final_acc = r->t_target = r->samples_per_s = NAN;
+    r->bytes_per_step = r->compute_s = r->comm_s = r->wait_s = NAN;
+  }
+  if (rc != SQLITE_DONE) {
+    rc = sg_err_set(SG_EIO, "reading runs: %s", sqlite3_errmsg(db));
+    goto fail;
+  }
+  rc = SG_OK;
+  sqlite3_finalize(st);
+  st = NULL;
+
+  for (size_t i = 0; i < s->n; i++) {
+    SG_TRY(load_evals(db, &s->runs[i], target));
+    SG_TRY(load_steps(db, &s->runs[i]));
+  }
+
+  /* Every (run, setting) pair, to find the settings swept in this set. */
+  SG_TRY(sg_rdb_prepare(db,
+                        "SELECT j.key, j.value FROM runs r,"
+                        " json_each(r.options_json) j WHERE r.id = ?1"
+                        " AND json_valid(r.options_json)",
+                        &st));
+  for (size_t i = 0; i < s->n; i++) {
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, s->runs[i].id);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      if (nkv == cap) {
+        size_t nc = cap ? 2 * cap : 64;
+        void *p = realloc(kv, nc * sizeof *kv);
+        if (!p) {
+          rc = sg_err_set(SG_ENOMEM, "report: out of memory");
+          goto fail;
+        }
+        kv = p;
+        cap = nc;
+      }
+      kv[nkv].run = i;
+      kv[nkv].key = strdup(sg_rdb_text(st, 0));
+      kv[nkv].val = strdup(sg_rdb_text(st, 1));
+      nkv++;
+      if (!kv[nkv - 1].key || !kv[nkv - 1].val) {
+        rc = sg_err_set(SG_ENOMEM, "report: out of memory");
+        goto fail;
+      }
+    }
+  }
+  sqlite3_finalize(st);
+  st = NULL;
+  if (run_id < 0) SG_TRY(add_swept(s, kv, nkv));
+
+  /* Workers vary when one variant ran with two worker counts. */
+  for (size_t i = 0; i < s->n && !s->workers_vary; i++)
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(s->runs[i].variant, s->runs[j].variant) &&
+          s->runs[i].workers != s->runs[j].workers)
+        s->workers_vary = 1;
+  *out = s;
+  s = NULL;
+fail:
+  for (size_t i = 0; i < nkv; i++) {
+    free(kv[i].key);
+    free(kv[i].val);
+  }
+  free(kv);
+  sqlite3_finalize(st);
+  sg_rset_destroy(&s);
+  return rc;
+}
+
+void sg_rset_destroy(sg_rset_t **s) {
+  if (!s || !*s) return;
+  free((*s)->runs);
+  free(*s);
+  *s = NULL;
+}
+
+const char *sg_rrun_label(const sg_rset_t *s, const sg_rrun_t *r, char *buf,
+                          size_t len) {
+  if (s->workers_vary)
+    snprintf(buf, len, "%s, N=%d", r->variant, r->workers);
+  else
+    snprintf(buf, len, "%s", r->variant);
+  return buf;
+}
+
+const char *sg_rfmt(char *buf, size_t len, const char *fmt, double v) {
+  if (isnan(v)) snprintf(buf, len, "—");
+  else snprintf(buf, len, fmt, v);
+  return buf;
+}
+
+const char *sg_rfmt_bytes(char *buf, size_t len, double b) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  if (isnan(b)) return sg_rfmt(buf, len, "%g", b);
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    u++;
+  }
+  /* three significant digits: 4.39 KiB, 43.9 KiB, 439 KiB */
+  if (u == 0) snprintf(buf, len, "%.0f B", b);
+  else snprintf(buf, len, b < 10 ? "%.2f %s" : b < 100 ? "%.1f %s" : "%.0f %s", b,
+                units[u]);
+  return buf;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double sg_rmedian(double *v, size_t n) {
+  if (n == 0) return NAN;
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}

@@ -1,0 +1,246 @@
+/* report_summary.c - summary.md: one Markdown table per experiment.
+ *
+ * Rows group runs by (variant, workers); numbers are medians over the
+ * repeats that finished ok.  Definitions are written into the file itself
+ * (and in report.h) so a reader of the table needs nothing else.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "report.h"
+
+/* Markdown table cell: '|' would end the cell, newlines the row. */
+static void cell(FILE *f, const char *s) {
+  for (; *s; s++) {
+    if (*s == '|') fputs("\\|", f);
+    else if (*s == '\n' || *s == '\r') fputc(' ', f);
+    else fputc(*s, f);
+  }
+}
+
+static int is_ok(const sg_rrun_t *r) { return !strcmp(r->status, "ok"); }
+
+/* The run table: one row per (variant, workers). */
+static int run_table(FILE *f, const sg_rset_t *s) {
+  double *v = calloc(s->n ? s->n : 1, sizeof *v);
+  char buf[64];
+  if (!v) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  fprintf(f,
+          "| variant | workers | runs | status | time to %.3g acc (s) |"
+          " final accuracy | samples/s | bytes/step, busiest rank |\n"
+          "|---|---:|---:|---|---:|---:|---:|---:|\n",
+          s->target);
+  for (size_t i = 0; i < s->n; i++) {
+    const sg_rrun_t *ri = &s->runs[i];
+    int seen = 0, runs = 0, ok = 0, failed = 0, other = 0, reached = 0;
+    size_t k;
+    for (size_t j = 0; j < i && !seen; j++)
+      seen = !strcmp(s->runs[j].variant, ri->variant) &&
+             s->runs[j].workers == ri->workers;
+    if (seen) continue;
+#define GROUP(j) (!strcmp(s->runs[j].variant, ri->variant) && \
+                  s->runs[j].workers == ri->workers)
+    for (size_t j = i; j < s->n; j++) {
+      if (!GROUP(j)) continue;
+      runs++;
+      if (is_ok(&s->runs[j])) ok++;
+      else if (!strcmp(s->runs[j].status, "failed")) failed++;
+      else other++;
+    }
+    fputs("| ", f);
+    cell(f, ri->variant);
+    fprintf(f, " | %d | %d | ", ri->workers, runs);
+    if (ok == runs) fputs("ok", f);
+    else if (failed == runs) fputs("failed", f);
+    else {
+      const char *sep = "";
+      if (ok) { fprintf(f, "%d ok", ok); sep = ", "; }
+      if (failed) { fprintf(f, "%s%d failed", sep, failed); sep = ", "; }
+      if (other) fprintf(f, "%s%d %s", sep, other, other == runs ? ri->status : "other");
+    }
+    /* time to target: median over the ok repeats that reached it */
+    k = 0;
+    for (size_t j = i; j < s->n; j++)
+      if (GROUP(j) && is_ok(&s->runs[j]) && !isnan(s->runs[j].t_target))
+        v[k++] = s->runs[j].t_target;
+    reached = (int)k;
+    fprintf(f, " | %s", sg_rfmt(buf, sizeof buf, "%.2f", sg_rmedian(v, k)));
+    if (reached && reached < ok) fprintf(f, " (%d/%d reached)", reached, ok);
+    /* the rest: medians over ok repeats */
+#define MEDIAN(field, fmt)                                                 \
+    do {                                                                   \
+      k = 0;                                                               \
+      for (size_t j = i; j < s->n; j++)                                    \
+        if (GROUP(j) && is_ok(&s->runs[j]) && !isnan(s->runs[j].field))    \
+          v[k++] = s->runs[j].field;                                       \
+      fprintf(f, " | %s", sg_rfmt(buf, sizeof buf, fmt, sg_rmedian(v, k))); \
+    } while (0)
+    MEDIAN(final_acc, "%.4f");
+    MEDIAN(samples_per_s, "%.0f");
+    k = 0;
+    for (size_t j = i; j < s->n; j++)
+      if (GROUP(j) && is_ok(&s->runs[j]) && !isnan(s->runs[j].bytes_per_step))
+        v[k++] = s->runs[j].bytes_per_step;
+    fprintf(f, " | %s |\n", sg_rfmt_bytes(buf, sizeof buf, sg_rmedian(v, k)));
+#undef MEDIAN
+#undef GROUP
+  }
+  free(v);
+  return SG_OK;
+}
+
+static void failed_runs(FILE *f, const sg_rset_t *s) {
+  int any = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const sg_rrun_t *r = &s->runs[i];
+    if (is_ok(r)) continue;
+    if (!any) {
+      fprintf(f, "\n## Runs that did not finish\n\n"
+                 "| run | variant | workers | repeat | status | error |\n"
+                 "|---:|---|---:|---:|---|---|\n");
+      any = 1;
+    }
+    fprintf(f, "| %lld | ", (long long)r->id);
+    cell(f, r->variant);
+    fprintf(f, " | %d | %d | %s | ", r->workers, r->repeat, r->status);
+    cell(f, *r->error ? r->error : "(no error recorded)");
+    fputs(" |\n", f);
+  }
+}
+
+static int bench_table(FILE *f, sqlite3 *db, int64_t exp_id) {
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK, any = 0;
+  char buf[64];
+  SG_TRY(sg_rdb_prepare(db,
+                        "SELECT collective, impl, transport, np, bytes, iters,"
+                        " t_median, t_min, t_max, algbw, busbw, wrong FROM bench"
+                        " WHERE experiment_id = ?1"
+                        " ORDER BY collective, bytes, impl, transport, np",
+                        &st));
+  sqlite3_bind_int64(st, 1, exp_id);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    if (!any) {
+      fprintf(f, "\n## Collective benchmark\n\n"
+                 "Median time over the timed iterations (after untimed warm-up;"
+                 " per iteration the slowest rank), algbw = bytes / time,"
+                 " busbw = algbw * 2(N-1)/N; `wrong` counts elements that"
+                 " differed from the exact sum.\n\n"
+                 "| collective | size | impl | transport | np | iters |"
+                 " median time (us) | min..max (us) | algbw (GB/s) |"
+                 " busbw (GB/s) | wrong |\n"
+                 "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+      any = 1;
+    }
+    fprintf(f, "| %s | %s", sg_rdb_text(st, 0),
+            sg_rfmt_bytes(buf, sizeof buf, sg_rdb_double(st, 4)));
+    fprintf(f, " | %s | %s | %d | %d", sg_rdb_text(st, 1), sg_rdb_text(st, 2),
+            sqlite3_column_int(st, 3), sqlite3_column_int(st, 5));
+    fprintf(f, " | %s", sg_rfmt(buf, sizeof buf, "%.1f", sg_rdb_double(st, 6) * 1e6));
+    fprintf(f, " | %s", sg_rfmt(buf, sizeof buf, "%.1f", sg_rdb_double(st, 7) * 1e6));
+    fprintf(f, "..%s", sg_rfmt(buf, sizeof buf, "%.1f", sg_rdb_double(st, 8) * 1e6));
+    fprintf(f, " | %s", sg_rfmt(buf, sizeof buf, "%.3f", sg_rdb_double(st, 9)));
+    fprintf(f, " | %s", sg_rfmt(buf, sizeof buf, "%.3f", sg_rdb_double(st, 10)));
+    fprintf(f, " | %lld |\n", (long long)sqlite3_column_int64(st, 11));
+  }
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* run_info of the report's runs: each distinct key=value once, with how
+ * many runs reported it (the BLAS build, the workload's sizes, ...). */
+static int info_table(FILE *f, sqlite3 *db, const sg_rset_t *s, int single_run) {
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK, any = 0;
+  SG_TRY(sg_rdb_prepare(
+      db,
+      "SELECT i.key, i.value, count(DISTINCT i.run_id) FROM run_info i"
+      " JOIN runs r ON r.id = i.run_id"
+      " WHERE (?1 >= 0 AND r.id = ?1) OR (?1 < 0 AND r.experiment_id = ?2)"
+      " GROUP BY i.key, i.value ORDER BY i.key, i.value LIMIT 200",
+      &st));
+  sqlite3_bind_int64(st, 1, single_run && s->n ? s->runs[0].id : -1);
+  sqlite3_bind_int64(st, 2, s->experiment_id);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    if (!any) {
+      fprintf(f, "\n## Environment (run_info)\n\n| key | value | runs |\n"
+                 "|---|---|---:|\n");
+      any = 1;
+    }
+    fputs("| ", f);
+    cell(f, sg_rdb_text(st, 0));
+    fputs(" | ", f);
+    cell(f, sg_rdb_text(st, 1));
+    fprintf(f, " | %d |\n", sqlite3_column_int(st, 2));
+  }
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
+                      int single_run, const char *dir, const sg_rfig_t *figs,
+                      size_t nfigs) {
+  char path[PATH_MAX];
+  FILE *f;
+  int rc = SG_OK, bad;
+  snprintf(path, sizeof path, "%s/summary.md", dir);
+  f = fopen(path, "w");
+  if (!f) return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
+  if (single_run && s->n)
+    fprintf(f, "# Run %lld of experiment %s (id %lld)\n\n",
+            (long long)s->runs[0].id, s->name, (long long)s->experiment_id);
+  else
+    fprintf(f, "# Experiment %s (id %lld)\n\n", s->name,
+            (long long)s->experiment_id);
+  fprintf(f, "Started %s on %s. Database: `%s`. Drawn by `sgdlab report` from"
+             " the database alone.\n",
+          *s->started_at ? s->started_at : "(unknown)",
+          *s->host ? s->host : "(unknown host)", db_path);
+
+  if (s->n) {
+    fprintf(f, "\n## Runs\n\n");
+    SG_TRY(run_table(f, s));
+    fprintf(f,
+            "\nOne row per variant and worker count; numbers are medians over"
+            " the repeats that finished ok.\n\n"
+            "- **time to %.3g acc**: training wall time (evaluation excluded)"
+            " at the first evaluation with test accuracy >= %.3g; \"—\" when"
+            " never reached, \"(k/R reached)\" when only some repeats did.\n"
+            "- **final accuracy**: test accuracy at the last evaluation.\n"
+            "- **samples/s**: training samples between the first and the last"
+            " evaluation divided by the training wall time between them (the"
+            " first evaluation period is warm-up); with a single evaluation,"
+            " samples / wall time up to it.\n"
+            "- **bytes/step, busiest rank**: for each rank the mean of"
+            " bytes_sent + bytes_recv over its steps; the maximum over"
+            " ranks.\n",
+            s->target, s->target);
+    failed_runs(f, s);
+  } else {
+    fprintf(f, "\nNo training runs in this experiment.\n");
+  }
+  if (!single_run) SG_TRY(bench_table(f, db, s->experiment_id));
+
+  if (nfigs) {
+    fprintf(f, "\n## Figures\n\nEach figure has an SVG twin, its gnuplot"
+               " script (.gp) and data (.tsv) next to it: edit and redraw with"
+               " `gnuplot NAME.gp` in this directory.\n");
+    for (size_t i = 0; i < nfigs; i++)
+      fprintf(f, "\n### %s\n\n![%s](%s.png)\n\n%s ([SVG](%s.svg))\n",
+              figs[i].name, figs[i].name, figs[i].name, figs[i].caption,
+              figs[i].name);
+  }
+  SG_TRY(info_table(f, db, s, single_run));
+fail:
+  bad = ferror(f);
+  if (fclose(f) != 0 || bad)
+    if (rc == SG_OK) rc = sg_err_set(SG_EIO, "cannot write %s", path);
+  return rc;
+}

@@ -1,0 +1,280 @@
+/* show.c - `sgdlab list` and `sgdlab show RUN`: the database as text.
+ *
+ * list: every experiment with a compact table of its runs.
+ * show: everything recorded about one run: its row, options, ranks,
+ * run_info, evaluations and a per-rank summary of its steps.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "err.h"
+#include "report.h"
+
+static const char list_usage[] =
+    "usage: sgdlab list [--db PATH]\n"
+    "\n"
+    "List the experiments in the results database with their runs: id,\n"
+    "variant, workers, status, wall time and final test accuracy.\n"
+    "\n"
+    "  --db PATH   results database (default " SG_DEFAULT_DB ")\n";
+
+static const char show_usage[] =
+    "usage: sgdlab show RUN [--db PATH]\n"
+    "\n"
+    "Show everything recorded about run RUN (an id from `sgdlab list`): its\n"
+    "settings, options, ranks, run info, evaluations and per-rank step\n"
+    "summary, and its error if it failed.\n"
+    "\n"
+    "  --db PATH   results database (default " SG_DEFAULT_DB ")\n";
+
+/* Parse [POSITIONAL] [--db PATH] [--help]; 0 ok, 1 help shown, 2 usage. */
+static int parse_args(int argc, char **argv, const char *cmd,
+                      const char *usage, const char **db, const char **pos,
+                      int want_pos) {
+  *db = SG_DEFAULT_DB;
+  *pos = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage, stdout);
+      return 1;
+    } else if (!strcmp(a, "--db")) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "sgdlab %s: --db needs a value\n%s", cmd, usage);
+        return 2;
+      }
+      *db = argv[++i];
+    } else if (!strncmp(a, "--db=", 5)) {
+      *db = a + 5;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "sgdlab %s: unknown option '%s'\n%s", cmd, a, usage);
+      return 2;
+    } else if (want_pos && !*pos) {
+      *pos = a;
+    } else {
+      fprintf(stderr, "sgdlab %s: unexpected argument '%s'\n%s", cmd, a, usage);
+      return 2;
+    }
+  }
+  if (want_pos && !*pos) {
+    fprintf(stderr, "sgdlab %s: which run? give its id\n%s", cmd, usage);
+    return 2;
+  }
+  return 0;
+}
+
+static int fail_msg(const char *cmd, int rc) {
+  fprintf(stderr, "sgdlab %s: %s\n", cmd,
+          *sg_err_msg() ? sg_err_msg() : sg_strerror(rc));
+  return 1;
+}
+
+/* ---- list -------------------------------------------------------------- */
+
+static int list_experiment(sqlite3 *db, int64_t id) {
+  sg_rset_t *s = NULL;
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK;
+  char num[32], acc[32];
+  SG_TRY(sg_rset_load(db, id, -1, 0.85, &s));
+  printf("experiment %lld  %s  started %s on %s  (%zu run%s)\n", (long long)id,
+         s->name, *s->started_at ? s->started_at : "?", *s->host ? s->host : "?",
+         s->n, s->n == 1 ? "" : "s");
+  if (s->n) {
+    printf("  %6s  %-32s %7s  %-8s %9s  %9s\n", "run", "variant", "workers",
+           "status", "wall_s", "final acc");
+    for (size_t i = 0; i < s->n; i++) {
+      const sg_rrun_t *r = &s->runs[i];
+      printf("  %6lld  %-32s %7d  %-8s %9s  %9s", (long long)r->id, r->variant,
+             r->workers, r->status, sg_rfmt(num, sizeof num, "%.2f", r->wall_s),
+             sg_rfmt(acc, sizeof acc, "%.4f", r->final_acc));
+      if (*r->error) printf("  %.60s", r->error);
+      putchar('\n');
+    }
+  }
+  SG_TRY(sg_rdb_prepare(db,
+                        "SELECT count(*), count(DISTINCT impl) FROM bench"
+                        " WHERE experiment_id = ?1",
+                        &st));
+  sqlite3_bind_int64(st, 1, id);
+  if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) > 0)
+    printf("  bench: %d rows, %d implementation%s\n", sqlite3_column_int(st, 0),
+           sqlite3_column_int(st, 1), sqlite3_column_int(st, 1) == 1 ? "" : "s");
+fail:
+  sqlite3_finalize(st);
+  sg_rset_destroy(&s);
+  return rc;
+}
+
+int sg_cmd_list(int argc, char **argv) {
+  const char *db_path, *pos;
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK, n = 0;
+  int a = parse_args(argc, argv, "list", list_usage, &db_path, &pos, 0);
+  if (a) return a == 1 ? 0 : 2;
+  sg_err_clear();
+  SG_TRY(sg_rdb_open(&db, db_path));
+  SG_TRY(sg_rdb_prepare(db, "SELECT id FROM experiments ORDER BY id", &st));
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    if (n++) putchar('\n');
+    SG_TRY(list_experiment(db, sqlite3_column_int64(st, 0)));
+  }
+  if (!n) printf("%s: no experiments yet\n", db_path);
+fail:
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return rc < 0 ? fail_msg("list", rc) : 0;
+}
+
+/* ---- show -------------------------------------------------------------- */
+
+/* Print the rows of `sql` (bound to run_id) as an aligned table with the
+ * column names as header; `indent` before each line.  Empty: `none`. */
+static int print_query(sqlite3 *db, const char *title, const char *sql,
+                       int64_t run_id, const char *none) {
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK, rows = 0, ncol;
+  SG_TRY(sg_rdb_prepare(db, sql, &st));
+  sqlite3_bind_int64(st, 1, run_id);
+  ncol = sqlite3_column_count(st);
+  printf("\n%s:\n", title);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    if (!rows++) {
+      printf(" ");
+      for (int c = 0; c < ncol; c++) printf(" %12s", sqlite3_column_name(st, c));
+      putchar('\n');
+    }
+    printf(" ");
+    for (int c = 0; c < ncol; c++) {
+      switch (sqlite3_column_type(st, c)) {
+      case SQLITE_NULL: printf(" %12s", "-"); break;
+      case SQLITE_INTEGER:
+        printf(" %12lld", (long long)sqlite3_column_int64(st, c));
+        break;
+      case SQLITE_FLOAT: printf(" %12.6g", sqlite3_column_double(st, c)); break;
+      default: printf(" %12s", sg_rdb_text(st, c)); break;
+      }
+    }
+    putchar('\n');
+  }
+  if (!rows) printf("  (%s)\n", none);
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static int show_run(sqlite3 *db, int64_t run_id) {
+  sg_rset_t *s = NULL;
+  sqlite3_stmt *st = NULL;
+  const sg_rrun_t *r = NULL;
+  int64_t exp_id = -1;
+  int rc = SG_OK;
+  char buf[64];
+  /* Load the whole experiment so the variant label has its context. */
+  SG_TRY(sg_rdb_prepare(db, "SELECT experiment_id FROM runs WHERE id = ?1", &st));
+  sqlite3_bind_int64(st, 1, run_id);
+  if (sqlite3_step(st) != SQLITE_ROW) {
+    rc = sg_err_set(SG_ENOTFOUND, "no run with id %lld in the database",
+                    (long long)run_id);
+    goto fail;
+  }
+  exp_id = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  st = NULL;
+  SG_TRY(sg_rset_load(db, exp_id, -1, 0.85, &s));
+  for (size_t i = 0; i < s->n; i++)
+    if (s->runs[i].id == run_id) r = &s->runs[i];
+  if (!r) {
+    rc = sg_err_set(SG_EINTERNAL, "run %lld vanished while reading", (long long)run_id);
+    goto fail;
+  }
+  printf("run %lld of experiment %lld (%s)\n", (long long)run_id,
+         (long long)exp_id, s->name);
+  printf("  %-16s %s\n", "variant", r->variant);
+  /* Every column of the row, by name, so new columns show up here too. */
+  SG_TRY(sg_rdb_prepare(db, "SELECT * FROM runs WHERE id = ?1", &st));
+  sqlite3_bind_int64(st, 1, run_id);
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    for (int c = 0; c < sqlite3_column_count(st); c++) {
+      const char *name = sqlite3_column_name(st, c);
+      if (!strcmp(name, "options_json")) continue; /* printed below */
+      printf("  %-16s %s\n", name,
+             sqlite3_column_type(st, c) == SQLITE_NULL ? "-" : sg_rdb_text(st, c));
+    }
+  }
+  sqlite3_finalize(st);
+  st = NULL;
+  printf("  %-16s %s\n", "final_acc", sg_rfmt(buf, sizeof buf, "%.4f", r->final_acc));
+  printf("  %-16s %s\n", "samples_per_s",
+         sg_rfmt(buf, sizeof buf, "%.1f", r->samples_per_s));
+  printf("  %-16s %s\n", "bytes_per_step",
+         sg_rfmt_bytes(buf, sizeof buf, r->bytes_per_step));
+  if (!strcmp(r->status, "failed"))
+    printf("  FAILED: %s\n", *r->error ? r->error : "(no error recorded)");
+
+  SG_TRY(sg_rdb_prepare(db,
+                        "SELECT j.key, j.value FROM runs r, json_each(r.options_json) j"
+                        " WHERE r.id = ?1 AND json_valid(r.options_json)",
+                        &st));
+  sqlite3_bind_int64(st, 1, run_id);
+  printf("\noptions:\n");
+  {
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      printf("  %-16s %s\n", sg_rdb_text(st, 0), sg_rdb_text(st, 1));
+      n++;
+    }
+    if (!n) printf("  (none recorded)\n");
+  }
+  sqlite3_finalize(st);
+  st = NULL;
+
+  SG_TRY(print_query(db, "ranks",
+                     "SELECT rank, role, host, pid FROM ranks WHERE run_id = ?1"
+                     " ORDER BY rank",
+                     run_id, "no ranks recorded"));
+  SG_TRY(print_query(db, "info",
+                     "SELECT key, value FROM run_info WHERE run_id = ?1 ORDER BY key",
+                     run_id, "no run info recorded"));
+  SG_TRY(print_query(db, "evals",
+                     "SELECT step, epoch, wall_s, samples, train_loss, test_loss,"
+                     " test_acc FROM evals WHERE run_id = ?1 ORDER BY step",
+                     run_id, "no evaluations recorded"));
+  SG_TRY(print_query(
+      db, "steps per rank (means per step)",
+      "SELECT rank, role, count(*) AS steps, avg(compute_s) AS compute_s,"
+      " avg(comm_s) AS comm_s, avg(wait_s) AS wait_s,"
+      " avg(bytes_sent) AS bytes_sent, avg(bytes_recv) AS bytes_recv,"
+      " avg(loss) AS loss, max(staleness) AS max_stale"
+      " FROM steps WHERE run_id = ?1 GROUP BY rank, role ORDER BY rank",
+      run_id, "no steps recorded"));
+fail:
+  sqlite3_finalize(st);
+  sg_rset_destroy(&s);
+  return rc;
+}
+
+int sg_cmd_show(int argc, char **argv) {
+  const char *db_path, *pos;
+  sqlite3 *db = NULL;
+  int rc = SG_OK;
+  char *end;
+  long long id;
+  int a = parse_args(argc, argv, "show", show_usage, &db_path, &pos, 1);
+  if (a) return a == 1 ? 0 : 2;
+  id = strtoll(pos, &end, 10);
+  if (end == pos || *end || id < 0) {
+    fprintf(stderr, "sgdlab show: '%s' is not a run id (see `sgdlab list`)\n", pos);
+    return 2;
+  }
+  sg_err_clear();
+  SG_TRY(sg_rdb_open(&db, db_path));
+  SG_TRY(show_run(db, id));
+fail:
+  sqlite3_close(db);
+  return rc < 0 ? fail_msg("show", rc) : 0;
+}

@@ -1,0 +1,10 @@
+# Reports, list and show over fixture databases (real SQLite, real gnuplot).
+# The report sources are compiled into the test so it calls the commands
+# directly (in forked children, to capture output and exit codes).
+set(SG_REPORT_SRCS
+  ${CMAKE_SOURCE_DIR}/harness/report.c ${CMAKE_SOURCE_DIR}/harness/report_data.c
+  ${CMAKE_SOURCE_DIR}/harness/report_summary.c ${CMAKE_SOURCE_DIR}/harness/plot.c
+  ${CMAKE_SOURCE_DIR}/harness/show.c)
+sg_add_test(test_report SOURCES test_report.c ${SG_REPORT_SRCS}
+  TIMEOUT 120 LIBS PkgConfig::SQLITE)
+target_include_directories(test_report PRIVATE ${CMAKE_SOURCE_DIR}/harness)

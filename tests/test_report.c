@@ -1,0 +1,484 @@
+/* test_report.c - `sgdlab report`, `list` and `show` over fixture databases.
+ *
+ * The fixture is a real SQLite file with DESIGN.md 4's schema (the same
+ * CREATE statements as harness/recorder.c) and synthetic rows whose summary
+ * numbers are worked out by hand below.  Commands run in forked children
+ * so their output and exit codes are checked as a user would see them;
+ * gnuplot is the real one.
+ */
+#include <stdarg.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "err.h"
+#include "test.h"
+
+static const char SCHEMA[] =
+    "CREATE TABLE experiments(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+    " config_text TEXT, started_at TEXT, host TEXT, version TEXT);"
+    "CREATE TABLE runs(id INTEGER PRIMARY KEY, experiment_id INTEGER,"
+    " engine TEXT NOT NULL, options_json TEXT, transport TEXT, launcher TEXT,"
+    " workers INTEGER, servers INTEGER, processes INTEGER, repeat INTEGER, seed INTEGER,"
+    " status TEXT NOT NULL, error TEXT, started_at TEXT, finished_at TEXT, wall_s REAL);"
+    "CREATE TABLE steps(run_id INTEGER NOT NULL, rank INTEGER, role TEXT, step INTEGER,"
+    " epoch INTEGER, t_start REAL, compute_s REAL, comm_s REAL, wait_s REAL,"
+    " bytes_sent INTEGER, bytes_recv INTEGER, loss REAL, staleness INTEGER);"
+    "CREATE TABLE evals(run_id INTEGER NOT NULL, step INTEGER, epoch INTEGER, wall_s REAL,"
+    " samples INTEGER, train_loss REAL, test_loss REAL, test_acc REAL);"
+    "CREATE TABLE bench(id INTEGER PRIMARY KEY, experiment_id INTEGER,"
+    " collective TEXT, impl TEXT, transport TEXT, np INTEGER, bytes INTEGER, iters INTEGER,"
+    " t_min REAL, t_median REAL, t_max REAL, algbw REAL, busbw REAL, wrong INTEGER);"
+    "CREATE TABLE ranks(run_id INTEGER NOT NULL, rank INTEGER, role TEXT, host TEXT, pid INTEGER);"
+    "CREATE TABLE run_info(run_id INTEGER NOT NULL, key TEXT, value TEXT);";
+
+static char tmpdir[256];
+
+static int execf(sqlite3 *db, const char *fmt, ...) {
+  char sql[2048];
+  va_list ap;
+  char *err = NULL;
+  va_start(ap, fmt);
+  vsnprintf(sql, sizeof sql, fmt, ap);
+  va_end(ap);
+  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) {
+    fprintf(stderr, "fixture SQL failed: %s: %s\n", err, sql);
+    sqlite3_free(err);
+    return -1;
+  }
+  return 0;
+}
+
+static int add_run(sqlite3 *db, int id, int exp, const char *engine,
+                   const char *opts, const char *transport, int workers,
+                   int servers, int repeat, const char *status, const char *error) {
+  return execf(db,
+               "INSERT INTO runs VALUES(%d, %d, '%s', '{%s, \"batch\": 64, \"lr\": 0.05,"
+               " \"seed\": %d}', '%s', 'local', %d, %d, %d, %d, %d, '%s', %s%s%s,"
+               " '2024-01-01T00:00:00Z', '2024-01-01T00:00:09Z', 9.5)",
+               id, exp, engine, opts, 1 + repeat, transport, workers, servers,
+               workers + servers, repeat, 1 + repeat, status, error ? "'" : "",
+               error ? error : "NULL", error ? "'" : "");
+}
+
+static int add_eval(sqlite3 *db, int run, int step, double wall, int samples,
+                    double acc) {
+  return execf(db, "INSERT INTO evals VALUES(%d, %d, 0, %.17g, %d, %.17g, %.17g, %.17g)",
+               run, step, wall, samples, 2.0 - acc, 2.1 - acc, acc);
+}
+
+/* 30 steps of one rank: bytes alternate between sent_even and sent_odd
+ * (recv constant); staleness = step % 3 when stale, else NULL. */
+static int add_steps(sqlite3 *db, int run, int rank, const char *role, int sent_even,
+                     int sent_odd, int recv, int stale) {
+  int server = !strcmp(role, "server");
+  for (int s = 0; s < 30; s++) {
+    char loss[32], st[16];
+    snprintf(loss, sizeof loss, server ? "NULL" : "%.6f", 2.0 / (1 + 0.1 * s) + 0.01 * rank);
+    snprintf(st, sizeof st, stale ? "%d" : "NULL", s % 3);
+    if (execf(db,
+              "INSERT INTO steps VALUES(%d, %d, '%s', %d, 0, %g, 0.004, 0.002, %s,"
+              " %d, %d, %s, %s)",
+              run, rank, role, s, 0.01 * s, server ? "0.003" : "0.001",
+              s % 2 ? sent_odd : sent_even, recv, loss, st))
+      return -1;
+  }
+  return 0;
+}
+
+/* Experiment 1 "fixture": every figure's data.  Hand-computed rows:
+ *   local, N=1, run 1: target 0.85 reached at the 2nd eval (acc == target):
+ *     1.00 s; final 0.8500; samples/s (1280-640)/(1.0-0.5) = 1280; 0 B.
+ *   ps sync, N=2, runs 2 and 3: t_target 2.0 and 4.5 -> median 3.25;
+ *     final 0.88, 0.90 -> 0.8900; samples/s 2560/2 = 1280 and 2560/3 =
+ *     853.3 -> 1066.7 -> "1067"; busiest rank = server: 4000 and 5000 B
+ *     per step -> 4500 B = "4.39 KiB".
+ *   ps ssp(2), N=2, run 4: one eval: 1.00 s, 0.9000, 1280/1 = 1280.
+ *   allreduce ring/zmq, N=2, run 5: never reaches 0.85 -> "—"; 0.7000;
+ *     (2560-1280)/(4-2) = 640; rank 0 alternates 1000/3000 sent + 500
+ *     recv (mean 2500), rank 1 2400 + 500 = 2900 -> max of means 2900 B =
+ *     "2.83 KiB" (the max of maxima would be 3500 B = 3.42 KiB).
+ *   allreduce ring/zmq, N=4, run 6: 1.00 s; 0.8700; 2560; 3000 B = 2.93 KiB.
+ *   mapreduce tree, N=2, run 7: failed, no evals.
+ * Experiment 2 "never": one local run that never reaches 0.85. */
+static int make_fixture(const char *path) {
+  sqlite3 *db = NULL;
+  int rc = -1;
+  unlink(path);
+  if (sqlite3_open(path, &db) != SQLITE_OK) goto done;
+  if (execf(db, "%s", SCHEMA) || execf(db, "BEGIN")) goto done;
+  if (execf(db, "INSERT INTO experiments VALUES(1, 'fixture', 'name: fixture',"
+                " '2024-01-01T00:00:00Z', 'testhost', '0.1.0'),"
+                " (2, 'never', 'name: never', '2024-01-02T00:00:00Z', 'testhost', '0.1.0')"))
+    goto done;
+  /* run 1: local */
+  if (add_run(db, 1, 1, "local", "\"model\": \"mlp\"", "zmq", 1, 0, 0, "ok", NULL) ||
+      add_eval(db, 1, 10, 0.5, 640, 0.6) || add_eval(db, 1, 20, 1.0, 1280, 0.85) ||
+      add_steps(db, 1, 0, "worker", 0, 0, 0, 0))
+    goto done;
+  /* runs 2, 3: ps sync, two repeats */
+  for (int r = 2; r <= 3; r++) {
+    double k = r == 2 ? 1.0 : 1.5;
+    if (add_run(db, r, 1, "ps", "\"mode\": \"sync\", \"staleness\": 2, \"servers\": 1",
+                "zmq", 2, 1, r - 2, "ok", NULL) ||
+        add_eval(db, r, 10, 1.0 * k, 1280, r == 2 ? 0.70 : 0.80) ||
+        add_eval(db, r, 20, 2.0 * k, 2560, r == 2 ? 0.86 : 0.84) ||
+        add_eval(db, r, 30, 3.0 * k, 3840, r == 2 ? 0.88 : 0.90) ||
+        add_steps(db, r, 0, "server", 2000, 2000, r == 2 ? 2000 : 3000, 0) ||
+        add_steps(db, r, 1, "worker", 1000, 1000, 1000, 0) ||
+        add_steps(db, r, 2, "worker", 1000, 1000, 1000, 0))
+      goto done;
+  }
+  /* run 4: ps ssp(2) */
+  if (add_run(db, 4, 1, "ps", "\"mode\": \"ssp\", \"staleness\": 2, \"servers\": 1",
+              "zmq", 2, 1, 0, "ok", NULL) ||
+      add_eval(db, 4, 10, 1.0, 1280, 0.9) ||
+      add_steps(db, 4, 0, "server", 2000, 2000, 2000, 0) ||
+      add_steps(db, 4, 1, "worker", 1000, 1000, 1000, 1) ||
+      add_steps(db, 4, 2, "worker", 1000, 1000, 1000, 1))
+    goto done;
+  /* runs 5, 6: allreduce ring with 2 and 4 workers */
+  if (add_run(db, 5, 1, "allreduce", "\"algorithm\": \"ring\"", "zmq", 2, 0, 0, "ok", NULL) ||
+      add_eval(db, 5, 10, 2.0, 1280, 0.5) || add_eval(db, 5, 20, 4.0, 2560, 0.7) ||
+      add_steps(db, 5, 0, "worker", 1000, 3000, 500, 0) ||
+      add_steps(db, 5, 1, "worker", 2400, 2400, 500, 0))
+    goto done;
+  if (add_run(db, 6, 1, "allreduce", "\"algorithm\": \"ring\"", "zmq", 4, 0, 0, "ok", NULL) ||
+      add_eval(db, 6, 10, 1.0, 2560, 0.86) || add_eval(db, 6, 20, 2.0, 5120, 0.87))
+    goto done;
+  for (int rank = 0; rank < 4; rank++)
+    if (add_steps(db, 6, rank, "worker", 1500, 1500, 1500, 0)) goto done;
+  /* run 7: mapreduce, failed */
+  if (add_run(db, 7, 1, "mapreduce", "\"aggregate\": \"tree\"", "zmq", 2, 0, 0,
+              "failed", "rank 2 (executor) on node1: deadline exceeded"))
+    goto done;
+  /* ranks and run_info of run 2 */
+  if (execf(db, "INSERT INTO ranks VALUES(2, 0, 'server', 'hostA', 100),"
+                " (2, 1, 'worker', 'hostA', 101), (2, 2, 'worker', 'hostB', 102)") ||
+      execf(db, "INSERT INTO run_info VALUES(2, 'blas', 'OpenBLAS 0.3.21 Haswell'),"
+                " (3, 'blas', 'OpenBLAS 0.3.21 Haswell')"))
+    goto done;
+  /* allreduce bench: ring/zmq and native/mpi, 4 KiB .. 1 MiB */
+  for (int b = 4096, i = 0; b <= 1 << 20; b *= 4, i++) {
+    double t = 12e-6 * (1 + i * i);
+    if (execf(db, "INSERT INTO bench(experiment_id, collective, impl, transport, np,"
+                  " bytes, iters, t_min, t_median, t_max, algbw, busbw, wrong)"
+                  " VALUES(1, 'allreduce', 'ring', 'zmq', 4, %d, 20, %g, %g, %g, %g, %g, 0),"
+                  " (1, 'allreduce', 'native', 'mpi', 4, %d, 20, %g, %g, %g, %g, %g, 0)",
+              b, 0.9 * t, t, 1.3 * t, b / t / 1e9, 1.5 * b / t / 1e9, b, 0.5 * t,
+              0.6 * t, 0.8 * t, b / t / 0.6e9, 1.5 * b / t / 0.6e9))
+      goto done;
+  }
+  /* experiment 2: never reaches the target */
+  if (add_run(db, 8, 2, "local", "\"model\": \"mlp\"", "zmq", 1, 0, 0, "ok", NULL) ||
+      add_eval(db, 8, 10, 1.0, 640, 0.5) || add_eval(db, 8, 20, 2.0, 1280, 0.6) ||
+      add_steps(db, 8, 0, "worker", 0, 0, 0, 0))
+    goto done;
+  if (execf(db, "COMMIT")) goto done;
+  rc = 0;
+done:
+  sqlite3_close(db);
+  return rc;
+}
+
+/* Run cmd(argv) in a child with stdout+stderr into a file (cwd: dir when
+ * given); returns its exit code and the output in *out (malloc'd). */
+static int run_cmd(int (*cmd)(int, char **), const char *dir, char **out, ...) {
+  char *argv[16], path[512];
+  int argc = 0, status;
+  va_list ap;
+  va_start(ap, out);
+  for (const char *a; argc < 15 && (a = va_arg(ap, const char *));)
+    argv[argc++] = (char *)a;
+  va_end(ap);
+  argv[argc] = NULL;
+  snprintf(path, sizeof path, "%s/cmd.out", tmpdir);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE *f = fopen(path, "w");
+    if (!f) _exit(99);
+    dup2(fileno(f), 1);
+    dup2(fileno(f), 2);
+    if (dir && chdir(dir) != 0) _exit(98);
+    int rc = cmd(argc, argv);
+    fflush(NULL);
+    _exit(rc);
+  }
+  if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
+  FILE *f = fopen(path, "r");
+  *out = calloc(1, 1 << 16);
+  if (f && *out) {
+    size_t n = fread(*out, 1, (1 << 16) - 1, f);
+    (*out)[n] = '\0';
+  }
+  if (f) fclose(f);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  char *buf = calloc(1, 1 << 17);
+  if (!f || !buf) {
+    if (f) fclose(f);
+    free(buf);
+    return NULL;
+  }
+  size_t n = fread(buf, 1, (1 << 17) - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* 1 when path is a nonempty PNG file (8-byte signature). */
+static int is_png(const char *path) {
+  static const unsigned char magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  unsigned char head[8];
+  FILE *f = fopen(path, "rb");
+  int ok = f && fread(head, 1, 8, f) == 8 && !memcmp(head, magic, 8);
+  if (f) fclose(f);
+  return ok;
+}
+
+/* 1 when path is an SVG file of nonzero size. */
+static int is_svg(const char *path) {
+  char *s = read_file(path);
+  int ok = s && strstr(s, "<svg") && strstr(s, "</svg>");
+  free(s);
+  return ok;
+}
+
+static int exists(const char *dir, const char *name) {
+  char p[1200];
+  struct stat sb;
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  return stat(p, &sb) == 0;
+}
+
+static char db_path[300];
+
+static void setup(void) {
+  if (!*tmpdir) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/sgreport-XXXXXX");
+    if (!mkdtemp(tmpdir)) abort();
+    snprintf(db_path, sizeof db_path, "%s/fixture.db", tmpdir);
+    if (make_fixture(db_path)) abort();
+  }
+}
+
+TEST(png_check_can_fail) {
+  char p[512];
+  setup();
+  snprintf(p, sizeof p, "%s/not.png", tmpdir);
+  FILE *f = fopen(p, "w");
+  CHECK(f);
+  fputs("<svg></svg>\n", f);
+  fclose(f);
+  CHECK(!is_png(p));
+  CHECK(is_svg(p));
+  CHECK(!is_svg(db_path));
+}
+
+TEST(report_experiment) {
+  char *out = NULL, dir[512], p[600];
+  setup();
+  snprintf(dir, sizeof dir, "%s/rep1", tmpdir);
+  int rc = run_cmd(sg_cmd_report, NULL, &out, "report", "fixture", "--db", db_path,
+                   "--out", dir, NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  CHECK_STR_CONTAINS(out, "summary.md");
+  free(out);
+  static const char *const figs[] = {
+      "acc_vs_time", "acc_vs_step", "test_loss_vs_time", "loss_vs_step",
+      "throughput", "efficiency", "time_breakdown", "staleness",
+      "allreduce_time", "allreduce_busbw", NULL};
+  for (const char *const *f = figs; *f; f++) {
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s.png", dir, *f);
+    CHECK_MSG(stat(p, &sb) == 0 && sb.st_size > 1000 && is_png(p), "%s", p);
+    snprintf(p, sizeof p, "%s/%s.svg", dir, *f);
+    CHECK_MSG(stat(p, &sb) == 0 && sb.st_size > 0 && is_svg(p), "%s", p);
+    snprintf(p, sizeof p, "%s.gp", *f);
+    CHECK_MSG(exists(dir, p), "%s/%s", dir, p);
+  }
+  CHECK(exists(dir, "evals.tsv") && exists(dir, "bench.tsv") && exists(dir, "loss.tsv"));
+
+  snprintf(p, sizeof p, "%s/summary.md", dir);
+  char *md = read_file(p);
+  CHECK(md);
+  CHECK_STR_CONTAINS(md, "# Experiment fixture (id 1)");
+  CHECK_STR_CONTAINS(md, "| local | 1 | 1 | ok | 1.00 | 0.8500 | 1280 | 0 B |");
+  CHECK_STR_CONTAINS(md, "| ps sync | 2 | 2 | ok | 3.25 | 0.8900 | 1067 | 4.39 KiB |");
+  CHECK_STR_CONTAINS(md, "| ps ssp(2) | 2 | 1 | ok | 1.00 | 0.9000 | 1280 | 3.91 KiB |");
+  CHECK_STR_CONTAINS(md, "| allreduce ring/zmq | 2 | 1 | ok | — | 0.7000 | 640 | 2.83 KiB |");
+  CHECK_STR_CONTAINS(md, "| allreduce ring/zmq | 4 | 1 | ok | 1.00 | 0.8700 | 2560 | 2.93 KiB |");
+  CHECK_STR_CONTAINS(md, "| mapreduce tree | 2 | 1 | failed | — | — | — | — |");
+  CHECK_STR_CONTAINS(md, "| 7 | mapreduce tree | 2 | 0 | failed | rank 2 (executor) on node1: deadline exceeded |");
+  CHECK_STR_CONTAINS(md, "| allreduce | 4.00 KiB | native | mpi | 4 | 20 | 7.2 | 6.0..9.6 |");
+  CHECK_STR_CONTAINS(md, "| allreduce | 1.00 MiB | ring | zmq | 4 | 20 | 204.0 |");
+  CHECK_STR_CONTAINS(md, "| blas | OpenBLAS 0.3.21 Haswell | 2 |");
+  CHECK_STR_CONTAINS(md, "![acc_vs_time](acc_vs_time.png)");
+  CHECK_STR_CONTAINS(md, "(staleness.svg)");
+  CHECK_STR_CONTAINS(md, "**samples/s**");
+  free(md);
+
+  /* efficiency relative to the smallest N (2 for allreduce): 2560*2/(4*640) */
+  snprintf(p, sizeof p, "%s/scaling.tsv", dir);
+  char *sc = read_file(p);
+  CHECK(sc);
+  CHECK_STR_CONTAINS(sc, "# allreduce ring/zmq\n# workers\tsamples_per_s\tefficiency\n"
+                         "2\t640\t1\n4\t2560\t2\n");
+  free(sc);
+}
+
+TEST(report_target_never_reached) {
+  char *out = NULL, dir[512], p[600];
+  setup();
+  snprintf(dir, sizeof dir, "%s/rep2", tmpdir);
+  int rc = run_cmd(sg_cmd_report, NULL, &out, "report", "2", "--db", db_path,
+                   "--out", dir, NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  snprintf(p, sizeof p, "%s/summary.md", dir);
+  char *md = read_file(p);
+  CHECK(md);
+  CHECK_STR_CONTAINS(md, "# Experiment never (id 2)");
+  CHECK_STR_CONTAINS(md, "| local | 1 | 1 | ok | — | 0.6000 | 640 | 0 B |");
+  CHECK(!strstr(md, "Collective benchmark"));
+  free(md);
+  /* only figures with data */
+  CHECK(exists(dir, "acc_vs_time.png"));
+  CHECK(!exists(dir, "throughput.png"));
+  CHECK(!exists(dir, "staleness.png"));
+  CHECK(!exists(dir, "allreduce_time.png"));
+
+  /* a higher target: nobody in experiment 1 reaches 0.95 */
+  snprintf(dir, sizeof dir, "%s/rep3", tmpdir);
+  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "fixture", "--db", db_path,
+               "--out", dir, "--target", "0.95", NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  snprintf(p, sizeof p, "%s/summary.md", dir);
+  md = read_file(p);
+  CHECK(md);
+  CHECK_STR_CONTAINS(md, "| ps sync | 2 | 2 | ok | — | 0.8900 |");
+  /* partial: 0.89 reached by one of two ps sync repeats (run 3) */
+  free(md);
+  snprintf(dir, sizeof dir, "%s/rep4", tmpdir);
+  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "fixture", "--db", db_path,
+               "--out", dir, "--target", "0.89", NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  snprintf(p, sizeof p, "%s/summary.md", dir);
+  md = read_file(p);
+  CHECK(md);
+  CHECK_STR_CONTAINS(md, "| ps sync | 2 | 2 | ok | 4.50 (1/2 reached) | 0.8900 |");
+  free(md);
+}
+
+TEST(report_one_run_default_dir) {
+  char *out = NULL, dir[512], p[600];
+  setup();
+  int rc = run_cmd(sg_cmd_report, tmpdir, &out, "report", "--run", "4", "--db",
+                   db_path, NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  snprintf(dir, sizeof dir, "%s/results/fixture/run-4", tmpdir);
+  snprintf(p, sizeof p, "%s/summary.md", dir);
+  char *md = read_file(p);
+  CHECK_MSG(md, "%s", p);
+  CHECK_STR_CONTAINS(md, "# Run 4 of experiment fixture (id 1)");
+  CHECK_STR_CONTAINS(md, "| ps ssp(2) | 2 | 1 | ok | 1.00 | 0.9000 | 1280 | 3.91 KiB |");
+  CHECK(!strstr(md, "| ps sync"));
+  free(md);
+  snprintf(p, sizeof p, "%s/staleness.png", dir);
+  CHECK(is_png(p));
+  CHECK(!exists(dir, "allreduce_time.png"));
+}
+
+TEST(report_errors) {
+  char *out = NULL, missing[512];
+  setup();
+  snprintf(missing, sizeof missing, "%s/nope.db", tmpdir);
+  CHECK_EQ_INT(run_cmd(sg_cmd_report, NULL, &out, "report", "--db", missing, NULL), 1);
+  CHECK_STR_CONTAINS(out, "cannot open database");
+  CHECK_STR_CONTAINS(out, "nope.db");
+  free(out);
+  CHECK_EQ_INT(run_cmd(sg_cmd_report, NULL, &out, "report", "nosuch", "--db", db_path, NULL), 1);
+  CHECK_STR_CONTAINS(out, "no experiment named 'nosuch'");
+  free(out);
+  CHECK_EQ_INT(run_cmd(sg_cmd_report, NULL, &out, "report", "--run", "999", "--db", db_path, NULL), 1);
+  CHECK_STR_CONTAINS(out, "no run with id 999");
+  free(out);
+  CHECK_EQ_INT(run_cmd(sg_cmd_report, NULL, &out, "report", "--bogus", NULL), 2);
+  CHECK_STR_CONTAINS(out, "unknown option '--bogus'");
+  free(out);
+  CHECK_EQ_INT(run_cmd(sg_cmd_report, NULL, &out, "report", "--target", "x", NULL), 2);
+  free(out);
+  CHECK_EQ_INT(run_cmd(sg_cmd_report, NULL, &out, "report", "--help", NULL), 0);
+  CHECK_STR_CONTAINS(out, "usage: sgdlab report");
+  free(out);
+  /* no gnuplot: a clear error, before anything is written */
+  setenv("SGDLAB_GNUPLOT", "/nonexistent/gnuplot", 1);
+  int rc = run_cmd(sg_cmd_report, NULL, &out, "report", "--db", db_path, "--out",
+                   "/nonexistent-dir/x", NULL);
+  unsetenv("SGDLAB_GNUPLOT");
+  CHECK_EQ_INT(rc, 1);
+  CHECK_STR_CONTAINS(out, "gnuplot not found");
+  free(out);
+  /* gnuplot that fails: its exit status is checked */
+  setenv("SGDLAB_GNUPLOT", "/bin/false", 1);
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/rep-false", tmpdir);
+  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "--db", db_path, "--out", dir, NULL);
+  unsetenv("SGDLAB_GNUPLOT");
+  CHECK_EQ_INT(rc, 1);
+  CHECK_STR_CONTAINS(out, "gnuplot failed");
+  free(out);
+}
+
+TEST(list_and_show) {
+  char *out = NULL;
+  setup();
+  CHECK_EQ_INT(run_cmd(sg_cmd_list, NULL, &out, "list", "--db", db_path, NULL), 0);
+  CHECK_STR_CONTAINS(out, "experiment 1  fixture");
+  CHECK_STR_CONTAINS(out, "experiment 2  never");
+  CHECK_STR_CONTAINS(out, "ps ssp(2)");
+  CHECK_STR_CONTAINS(out, "allreduce ring/zmq");
+  CHECK_STR_CONTAINS(out, "deadline exceeded");
+  CHECK_STR_CONTAINS(out, "0.9000");
+  CHECK_STR_CONTAINS(out, "bench: 10 rows, 2 implementations");
+  free(out);
+
+  CHECK_EQ_INT(run_cmd(sg_cmd_show, NULL, &out, "show", "2", "--db", db_path, NULL), 0);
+  CHECK_STR_CONTAINS(out, "run 2 of experiment 1 (fixture)");
+  CHECK_STR_CONTAINS(out, "variant          ps sync");
+  CHECK_STR_CONTAINS(out, "finished_at      2024-01-01T00:00:09Z");
+  CHECK_STR_CONTAINS(out, "staleness        2");
+  CHECK_STR_CONTAINS(out, "hostB");
+  CHECK_STR_CONTAINS(out, "OpenBLAS 0.3.21 Haswell");
+  CHECK_STR_CONTAINS(out, "0.86");
+  CHECK_STR_CONTAINS(out, "bytes_per_step   3.91 KiB");
+  free(out);
+
+  CHECK_EQ_INT(run_cmd(sg_cmd_show, NULL, &out, "show", "7", "--db", db_path, NULL), 0);
+  CHECK_STR_CONTAINS(out, "FAILED: rank 2 (executor) on node1: deadline exceeded");
+  CHECK_STR_CONTAINS(out, "no evaluations recorded");
+  free(out);
+
+  CHECK_EQ_INT(run_cmd(sg_cmd_show, NULL, &out, "show", "999", "--db", db_path, NULL), 1);
+  CHECK_STR_CONTAINS(out, "no run with id 999");
+  free(out);
+  CHECK_EQ_INT(run_cmd(sg_cmd_show, NULL, &out, "show", NULL), 2);
+  free(out);
+  CHECK_EQ_INT(run_cmd(sg_cmd_show, NULL, &out, "show", "abc", "--db", db_path, NULL), 2);
+  free(out);
+  CHECK_EQ_INT(run_cmd(sg_cmd_list, NULL, &out, "list", "--db", "/nonexistent.db", NULL), 1);
+  CHECK_STR_CONTAINS(out, "cannot open database /nonexistent.db");
+  free(out);
+  CHECK_EQ_INT(run_cmd(sg_cmd_show, NULL, &out, "show", "--help", NULL), 0);
+  CHECK_STR_CONTAINS(out, "usage: sgdlab show RUN");
+  free(out);
+}
