@@ -115,10 +115,4 @@ static inline size_t sg_ar_chunk_len(size_t count, int n, int c) {
   return count / (size_t)n + ((size_t)c < count % (size_t)n ? 1 : 0);
 }
 
-/* dst[i] += src[i]: the reduction, inline so that it vectorises in the
- * caller (-O3; distinct arrays). */
-static inline void sg_ar_add(float *restrict dst, const float *restrict src, size_t n) {
-  for (size_t i = 0; i < n; i++) dst[i] += src[i];
-}
-
 #endif

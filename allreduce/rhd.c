@@ -34,6 +34,7 @@
  */
 #include "allreduce.h"
 #include "err.h"
+#include "reduce.h"
 
 static int pow2_floor(int n) {
   int p = 1;
@@ -92,7 +93,7 @@ int sg_allreduce_rhd(sg_comm_t *c, float *buf, size_t count, const sg_ar_opts_t 
       for (size_t off = 0; off < count; off += piece) {
         size_t len = count - off < piece ? count - off : piece;
         SG_CHECK(sg_recv(c, r - 1, tag, tmp, len * sizeof(float), NULL));
-        sg_ar_add(buf + off, tmp, len);
+        sg_sum_f32(buf + off, tmp, len);
       }
       nr = r / 2;
     }
@@ -111,7 +112,7 @@ int sg_allreduce_rhd(sg_comm_t *c, float *buf, size_t count, const sg_ar_opts_t 
       size_t klen = blocks(count, p, keep_lo, keep_hi, &koff);
       size_t glen = blocks(count, p, give_lo, give_hi, &goff);
       SG_CHECK(exchange(c, peer, tag + step, buf + goff, glen, tmp, klen));
-      sg_ar_add(buf + koff, tmp, klen);
+      sg_sum_f32(buf + koff, tmp, klen);
       lo = keep_lo;
       hi = keep_hi;
     }

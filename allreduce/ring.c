@@ -55,6 +55,7 @@
 
 #include "allreduce.h"
 #include "err.h"
+#include "reduce.h"
 
 typedef struct ring_plan {
   int n, r;
@@ -216,7 +217,7 @@ int sg_allreduce_ring(sg_comm_t *c, float *buf, size_t count, const sg_ar_opts_t
       SG_CHECK(sg_wait(c, rq, NULL));
       if (u < k.rs_units) {
         size_t off, len = segment(&k.p, chunk_recvd(&k.p, u / nseg), u % nseg, &off);
-        sg_ar_add(buf + off, o->scratch + (u % d) * k.slot_floats, len);
+        sg_sum_f32(buf + off, o->scratch + (u % d) * k.slot_floats, len);
       }
     }
     /* Segment u is final for this step: its next step can go. */
