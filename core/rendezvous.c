@@ -1,0 +1,250 @@
+/* rendezvous.c - how ZeroMQ ranks of one run find each other (tcp/ipc).
+ *
+ * Like Horovod's rendezvous server: a small key-value exchange, served by
+ * the harness from its poll loop.
+ *
+ *   rank (DEALER)                          harness (ROUTER, sg_rdv_*)
+ *   "SGRDV1 <rank> <size> <host> <endpoint>"  ->
+ *                                          ... waits until all `size` ranks
+ *                                          have registered, then to each:
+ *   <- "OK <size>\n<rank> <host> <endpoint>\n" x size
+ *   <- "ERR <reason>"   (bad rank, size mismatch, rank registered twice)
+ *
+ * Host names and endpoints contain no spaces.  The server never blocks: it
+ * reads what is there and answers with ZMQ_DONTWAIT.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "clock.h"
+#include "err.h"
+#include "transport_impl.h"
+
+#define RDV_ID_MAX 256
+
+typedef struct rdv_rank {
+  int registered;
+  size_t id_len;
+  unsigned char id[RDV_ID_MAX];
+  char host[64];
+  char endpoint[SG_ENDPOINT_MAX];
+} rdv_rank_t;
+
+struct sg_rdv {
+  void *sock;
+  int size, count, complete;
+  char endpoint[SG_ENDPOINT_MAX];
+  rdv_rank_t *ranks;
+};
+
+int sg_rdv_new(sg_rdv_t **out, void *zctx, const char *endpoint_base,
+               int size) {
+  int rc;
+  *out = NULL;
+  if (size < 1)
+    return sg_err_set(SG_EINVAL, "rendezvous: size %d must be >= 1", size);
+  sg_rdv_t *r = calloc(1, sizeof *r);
+  if (!r) return sg_err_set(SG_ENOMEM, "rendezvous: no memory");
+  r->size = size;
+  r->ranks = calloc((size_t)size, sizeof *r->ranks);
+  r->sock = zmq_socket(zctx, ZMQ_ROUTER);
+  if (!r->ranks || !r->sock) {
+    rc = sg_err_set(SG_ENOMEM, "rendezvous: no memory or socket");
+    goto fail;
+  }
+  int zero = 0;
+  zmq_setsockopt(r->sock, ZMQ_LINGER, &zero, sizeof zero);
+  if (zmq_bind(r->sock, endpoint_base) != 0) {
+    rc = sg_err_set(SG_EIO, "rendezvous: cannot bind %s: %s", endpoint_base,
+                    zmq_strerror(zmq_errno()));
+    goto fail;
+  }
+  size_t n = sizeof r->endpoint;
+  if (zmq_getsockopt(r->sock, ZMQ_LAST_ENDPOINT, r->endpoint, &n) != 0) {
+    rc = sg_err_set(SG_EIO, "rendezvous: ZMQ_LAST_ENDPOINT: %s",
+                    zmq_strerror(zmq_errno()));
+    goto fail;
+  }
+  *out = r;
+  return 0;
+fail:
+  sg_rdv_destroy(&r);
+  return rc;
+}
+
+const char *sg_rdv_endpoint(const sg_rdv_t *r) { return r->endpoint; }
+void *sg_rdv_socket(sg_rdv_t *r) { return r->sock; }
+int sg_rdv_complete(const sg_rdv_t *r) { return r->complete; }
+
+void sg_rdv_destroy(sg_rdv_t **rp) {
+  if (!rp || !*rp) return;
+  sg_rdv_t *r = *rp;
+  if (r->sock) zmq_close(r->sock);
+  free(r->ranks);
+  free(r);
+  *rp = NULL;
+}
+
+static void rdv_reply(sg_rdv_t *r, const void *id, size_t id_len,
+                      const char *text) {
+  /* Best effort: a rank that is gone cannot be answered anyway. */
+  if (zmq_send(r->sock, id, id_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) return;
+  zmq_send(r->sock, text, strlen(text), ZMQ_DONTWAIT);
+}
+
+static int rdv_send_table(sg_rdv_t *r) {
+  size_t cap = 32 + (size_t)r->size * (SG_ENDPOINT_MAX + 64 + 16);
+  char *t = malloc(cap);
+  if (!t) return sg_err_set(SG_ENOMEM, "rendezvous: no memory");
+  size_t n = (size_t)snprintf(t, cap, "OK %d\n", r->size);
+  for (int i = 0; i < r->size; i++)
+    n += (size_t)snprintf(t + n, cap - n, "%d %s %s\n", i, r->ranks[i].host,
+                          r->ranks[i].endpoint);
+  for (int i = 0; i < r->size; i++)
+    rdv_reply(r, r->ranks[i].id, r->ranks[i].id_len, t);
+  free(t);
+  r->complete = 1;
+  return 0;
+}
+
+int sg_rdv_handle(sg_rdv_t *r) {
+  for (;;) {
+    unsigned char id[RDV_ID_MAX];
+    char body[512], host[64], ep[SG_ENDPOINT_MAX], err[400];
+    int id_len = zmq_recv(r->sock, id, sizeof id, ZMQ_DONTWAIT);
+    if (id_len < 0) {
+      if (zmq_errno() == EAGAIN) return 0;
+      if (zmq_errno() == EINTR) continue;
+      return sg_err_set(SG_EIO, "rendezvous %s: receive: %s", r->endpoint,
+                        zmq_strerror(zmq_errno()));
+    }
+    int more = 0;
+    size_t ml = sizeof more;
+    zmq_getsockopt(r->sock, ZMQ_RCVMORE, &more, &ml);
+    if (!more) continue; /* no body: ignore */
+    int n = zmq_recv(r->sock, body, sizeof body - 1, 0);
+    if (n < 0) continue;
+    if (n > (int)sizeof body - 1) n = (int)sizeof body - 1;
+    body[n] = '\0';
+    while (more) { /* drop any further frames */
+      char junk[64];
+      zmq_getsockopt(r->sock, ZMQ_RCVMORE, &more, &ml);
+      if (more) zmq_recv(r->sock, junk, sizeof junk, 0);
+    }
+    int rank, size;
+    if (sscanf(body, "SGRDV1 %d %d %63s %255s", &rank, &size, host, ep) != 4) {
+      rdv_reply(r, id, (size_t)id_len, "ERR malformed registration");
+      continue;
+    }
+    err[0] = '\0';
+    if (size != r->size)
+      snprintf(err, sizeof err, "ERR rank %d (%s) says the run has %d ranks, "
+               "the rendezvous expects %d", rank, host, size, r->size);
+    else if (rank < 0 || rank >= r->size)
+      snprintf(err, sizeof err, "ERR rank %d (%s) is out of range 0..%d",
+               rank, host, r->size - 1);
+    else if (r->ranks[rank].registered)
+      snprintf(err, sizeof err, "ERR rank %d registered twice (%s, then %s)",
+               rank, r->ranks[rank].host, host);
+    if (err[0]) {
+      rdv_reply(r, id, (size_t)id_len, err);
+      continue;
+    }
+    rdv_rank_t *k = &r->ranks[rank];
+    k->registered = 1;
+    k->id_len = (size_t)id_len;
+    memcpy(k->id, id, (size_t)id_len);
+    snprintf(k->host, sizeof k->host, "%s", host);
+    snprintf(k->endpoint, sizeof k->endpoint, "%s", ep);
+    if (++r->count == r->size) SG_CHECK(rdv_send_table(r));
+  }
+}
+
+/* ---- the rank side ---------------------------------------------------- */
+
+static int rdv_parse_table(const char *t, const char *rdv, int size,
+                           char (*endpoints)[SG_ENDPOINT_MAX],
+                           char (*hosts)[64]) {
+  int n;
+  if (strncmp(t, "ERR ", 4) == 0)
+    return sg_err_set(SG_EPEER, "rendezvous %s refused: %s", rdv, t + 4);
+  if (sscanf(t, "OK %d", &n) != 1 || n != size)
+    return sg_err_set(SG_EPROTO, "rendezvous %s: malformed table", rdv);
+  const char *p = strchr(t, '\n');
+  for (int i = 0; i < size; i++) {
+    int r;
+    char host[64], ep[SG_ENDPOINT_MAX];
+    if (!p || sscanf(p + 1, "%d %63s %255s", &r, host, ep) != 3 || r != i)
+      return sg_err_set(SG_EPROTO, "rendezvous %s: malformed table line %d",
+                        rdv, i + 2);
+    snprintf(endpoints[i], SG_ENDPOINT_MAX, "%s", ep);
+    snprintf(hosts[i], 64, "%s", host);
+    p = strchr(p + 1, '\n');
+  }
+  return 0;
+}
+
+int sg_rdv_exchange(void *zctx, const char *rdv, int rank, int size,
+                    const char *host, const char *endpoint, double deadline_s,
+                    char (*endpoints)[SG_ENDPOINT_MAX], char (*hosts)[64]) {
+  int rc = 0, zero = 0;
+  char *table = NULL;
+  double t0 = sg_now();
+  void *s = zmq_socket(zctx, ZMQ_DEALER);
+  if (!s) return sg_err_set(SG_EIO, "rendezvous: no socket");
+  zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+  if (zmq_connect(s, rdv) != 0) {
+    rc = sg_err_set(SG_EIO, "rank %d: cannot connect to rendezvous %s: %s",
+                    rank, rdv, zmq_strerror(zmq_errno()));
+    goto fail;
+  }
+  char msg[512];
+  snprintf(msg, sizeof msg, "SGRDV1 %d %d %s %s", rank, size, host, endpoint);
+  if (zmq_send(s, msg, strlen(msg), 0) < 0) {
+    rc = sg_err_set(SG_EIO, "rank %d: rendezvous %s: send: %s", rank, rdv,
+                    zmq_strerror(zmq_errno()));
+    goto fail;
+  }
+  for (;;) {
+    double left = t0 + deadline_s - sg_now();
+    if (left <= 0) {
+      rc = sg_err_set(SG_ETIMEOUT, "rank %d (%s): rendezvous %s sent no table "
+                      "of the %d ranks within %.1f s (deadline)", rank, host,
+                      rdv, size, sg_now() - t0);
+      goto fail;
+    }
+    zmq_pollitem_t it = {.socket = s, .events = ZMQ_POLLIN};
+    if (zmq_poll(&it, 1, (long)(left * 1e3) + 1) < 0 &&
+        zmq_errno() != EINTR) {
+      rc = sg_err_set(SG_EIO, "rendezvous: zmq_poll: %s",
+                      zmq_strerror(zmq_errno()));
+      goto fail;
+    }
+    if (it.revents & ZMQ_POLLIN) break;
+  }
+  zmq_msg_t m;
+  zmq_msg_init(&m);
+  if (zmq_msg_recv(&m, s, 0) < 0) {
+    zmq_msg_close(&m);
+    rc = sg_err_set(SG_EIO, "rendezvous: receive: %s",
+                    zmq_strerror(zmq_errno()));
+    goto fail;
+  }
+  table = malloc(zmq_msg_size(&m) + 1);
+  if (!table) {
+    zmq_msg_close(&m);
+    rc = sg_err_set(SG_ENOMEM, "rendezvous: no memory");
+    goto fail;
+  }
+  memcpy(table, zmq_msg_data(&m), zmq_msg_size(&m));
+  table[zmq_msg_size(&m)] = '\0';
+  zmq_msg_close(&m);
+  SG_TRY(rdv_parse_table(table, rdv, size, endpoints, hosts));
+fail:
+  free(table);
+  zmq_close(s);
+  return rc;
+}

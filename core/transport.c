@@ -1,0 +1,126 @@
+/* transport.c - what both transports share: allocation of the per-peer
+ * counters and host table, argument checks, and the user-facing messages
+ * for timeouts and truncation (one wording for MPI and ZeroMQ). */
+#include "transport_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err.h"
+
+void sg_comm_destroy(sg_comm_t **c) {
+  if (!c || !*c) return;
+  (*c)->ops->destroy(*c);
+  *c = NULL;
+}
+
+uint64_t sg_comm_bytes_sent(const sg_comm_t *c) {
+  uint64_t s = 0;
+  for (int i = 0; i < c->size; i++) s += c->sent[i];
+  return s;
+}
+
+uint64_t sg_comm_bytes_recvd(const sg_comm_t *c) {
+  uint64_t s = 0;
+  for (int i = 0; i < c->size; i++) s += c->recvd[i];
+  return s;
+}
+
+void sg_comm_hostname(char out[64]) {
+  if (gethostname(out, 64) != 0) snprintf(out, 64, "unknown-host");
+  out[63] = '\0';
+}
+
+int sg_comm_init_common(sg_comm_t *c, const struct sg_comm_ops *ops, int rank,
+                        int size, double deadline_s) {
+  if (size < 1 || rank < 0 || rank >= size)
+    return sg_err_set(SG_EINVAL, "%s transport: rank %d of size %d is invalid",
+                      ops->name, rank, size);
+  if (!(deadline_s > 0))
+    return sg_err_set(SG_EINVAL, "%s transport: deadline %.3g s must be > 0",
+                      ops->name, deadline_s);
+  c->ops = ops;
+  c->rank = rank;
+  c->size = size;
+  c->deadline_s = deadline_s;
+  c->sent = calloc((size_t)size, sizeof *c->sent);
+  c->recvd = calloc((size_t)size, sizeof *c->recvd);
+  c->hosts = calloc((size_t)size, sizeof *c->hosts);
+  if (!c->sent || !c->recvd || !c->hosts) {
+    sg_comm_free_common(c);
+    return sg_err_set(SG_ENOMEM, "%s transport: no memory for %d ranks",
+                      ops->name, size);
+  }
+  return 0;
+}
+
+void sg_comm_free_common(sg_comm_t *c) {
+  free(c->sent);
+  free(c->recvd);
+  free(c->hosts);
+  c->sent = c->recvd = NULL;
+  c->hosts = NULL;
+}
+
+int sg_comm_check_peer(const sg_comm_t *c, const char *call, int peer,
+                       int any_ok) {
+  if (peer >= 0 && peer < c->size) return 0;
+  if (any_ok && peer == SG_ANY_SOURCE) return 0;
+  return sg_err_set(SG_EINVAL, "%s: rank %d: peer %d out of range 0..%d",
+                    call, c->rank, peer, c->size - 1);
+}
+
+int sg_comm_check_tag(const sg_comm_t *c, const char *call, int tag,
+                      int any_ok) {
+  if (tag >= 0 && tag <= SG_TAG_MAX) return 0;
+  if (any_ok && tag == SG_ANY_TAG) return 0;
+  return sg_err_set(SG_EINVAL, "%s: rank %d: tag %d out of range 0..%d", call,
+                    c->rank, tag, SG_TAG_MAX);
+}
+
+static const char *tag_text(int tag, char buf[32]) {
+  if (tag == SG_ANY_TAG) snprintf(buf, 32, "any tag");
+  else if (tag >= SG_TAG_BARRIER) snprintf(buf, 32, "barrier");
+  else snprintf(buf, 32, "tag %d", tag);
+  return buf;
+}
+
+int sg_comm_recv_timeout(const sg_comm_t *c, int src, int tag, double waited) {
+  char tb[32];
+  if (src != SG_ANY_SOURCE)
+    return sg_err_set(SG_ETIMEOUT,
+                      "rank %d (%s) sent nothing for %.1f s (deadline; rank %d "
+                      "waiting for %s)",
+                      src, c->hosts[src], waited, c->rank, tag_text(tag, tb));
+  /* Any source: name the ranks it could have come from. */
+  char list[512];
+  size_t n = 0;
+  list[0] = '\0';
+  for (int r = 0; r < c->size && n + 80 < sizeof list; r++) {
+    if (r == c->rank && c->size > 1) continue;
+    n += (size_t)snprintf(list + n, sizeof list - n, "%s%d (%s)",
+                          n ? ", " : "", r, c->hosts[r]);
+  }
+  return sg_err_set(SG_ETIMEOUT,
+                    "none of ranks %s sent anything for %.1f s (deadline; "
+                    "rank %d waiting for %s from any source)",
+                    list, waited, c->rank, tag_text(tag, tb));
+}
+
+int sg_comm_send_timeout(const sg_comm_t *c, int dst, int tag, double waited) {
+  char tb[32];
+  return sg_err_set(SG_ETIMEOUT,
+                    "rank %d (%s) accepted nothing for %.1f s (deadline; rank "
+                    "%d sending %s)",
+                    dst, c->hosts[dst], waited, c->rank, tag_text(tag, tb));
+}
+
+int sg_comm_trunc(const sg_comm_t *c, int src, int tag, size_t len,
+                  size_t cap) {
+  return sg_err_set(SG_ETRUNC,
+                    "rank %d: message of %zu bytes from rank %d (%s), tag %d, "
+                    "does not fit a receive buffer of %zu bytes",
+                    c->rank, len, src, c->hosts[src], tag, cap);
+}

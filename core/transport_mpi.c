@@ -1,0 +1,355 @@
+/* transport_mpi.c - the point-to-point interface over MPI (Open MPI 4.1).
+ *
+ * Point-to-point only: every blocking call is a nonblocking MPI call plus a
+ * test loop with the comm's deadline, because MPI's own blocking calls wait
+ * forever for a dead or stopped peer.  The loop spins on MPI_Test for a
+ * short while (latency) and then yields the core between tests
+ * (sched_yield), which matters when ranks outnumber cores.
+ *
+ * Communicators: `user` (a dup of MPI_COMM_WORLD) carries the engines'
+ * tags; `internal` (a second dup) carries the barrier and setup, so
+ * SG_ANY_TAG on `user` can never take a barrier message.
+ *
+ * On a timeout a pending receive is cancelled (MPI_Cancel works for
+ * receives); a pending send cannot be cancelled reliably in Open MPI, so it
+ * is released with MPI_Request_free.  Open MPI may also end the whole job
+ * itself when a process dies (mpirun sees the exit); either way no process
+ * is left hanging.
+ *
+ * Copies per payload byte (Open MPI's shared-memory BTL on one host): small
+ * messages go eagerly through a shared buffer (2 copies); large ones use
+ * single-copy CMA (process_vm_readv) when the kernel permits, else 2.
+ */
+#include <limits.h>
+#include <mpi.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "err.h"
+#include "transport_impl.h"
+
+#define MQ_SPINS 200 /* MPI_Test calls before yielding between tests */
+
+typedef struct mcomm {
+  sg_comm_t base;
+  MPI_Comm user, internal;
+} mcomm_t;
+
+enum { MQ_SEND = 1, MQ_RECV = 2 };
+
+struct sg_req {
+  MPI_Request r;
+  int kind, peer, tag;
+  size_t len; /* send: bytes; recv: capacity */
+};
+
+/* This process called MPI_Init_thread (so sg_mpi_finalize must finalise);
+ * process-wide by nature, like MPI's own state. */
+static int mq_we_initialised;
+
+static const struct sg_comm_ops mpi_ops;
+
+static int mq_mpierr(const sg_comm_t *c, const char *call, int code) {
+  char s[MPI_MAX_ERROR_STRING];
+  int n = 0;
+  MPI_Error_string(code, s, &n);
+  return sg_err_set(SG_EIO, "rank %d (%s): %s: %s", c->rank,
+                    c->hosts[c->rank], call, s);
+}
+
+static int mq_count(const sg_comm_t *c, size_t n, int *out) {
+  if (n > INT_MAX)
+    return sg_err_set(SG_ERANGE, "rank %d: message of %zu bytes exceeds MPI's "
+                      "int count", c->rank, n);
+  *out = (int)n;
+  return 0;
+}
+
+/* Complete one request within the deadline (from t0).  On success fills
+ * st (recv) and the byte counters. */
+static int mq_wait_one(mcomm_t *m, sg_req_t *q, double t0, sg_status_t *st) {
+  sg_comm_t *c = &m->base;
+  MPI_Status s;
+  int flag = 0, spins = 0;
+  for (;;) {
+    int e = MPI_Test(&q->r, &flag, &s);
+    if (e != MPI_SUCCESS && e != MPI_ERR_IN_STATUS) {
+      if (q->kind == MQ_RECV) {
+        int cls = 0;
+        MPI_Error_class(e, &cls);
+        if (cls == MPI_ERR_TRUNCATE)
+          return sg_err_set(SG_ETRUNC, "rank %d: message from rank %d (%s), "
+                            "tag %d, is longer than the receive buffer of %zu "
+                            "bytes", c->rank, s.MPI_SOURCE,
+                            s.MPI_SOURCE >= 0 && s.MPI_SOURCE < c->size
+                                ? c->hosts[s.MPI_SOURCE] : "?",
+                            s.MPI_TAG, q->len);
+      }
+      return mq_mpierr(c, q->kind == MQ_RECV ? "MPI_Irecv" : "MPI_Isend", e);
+    }
+    if (flag) break;
+    if (++spins > MQ_SPINS) {
+      if (sg_now() - t0 >= c->deadline_s) {
+        if (q->kind == MQ_RECV) {
+          MPI_Cancel(&q->r);
+          MPI_Wait(&q->r, MPI_STATUS_IGNORE);
+          return sg_comm_recv_timeout(c, q->peer, q->tag, sg_now() - t0);
+        }
+        MPI_Request_free(&q->r);
+        return sg_comm_send_timeout(c, q->peer, q->tag, sg_now() - t0);
+      }
+      sched_yield();
+    }
+  }
+  if (q->kind == MQ_SEND) {
+    c->sent[q->peer] += q->len;
+    if (st) *st = (sg_status_t){c->rank, q->tag, q->len};
+    return 0;
+  }
+  if (s.MPI_ERROR == MPI_ERR_TRUNCATE)
+    return sg_err_set(SG_ETRUNC, "rank %d: message from rank %d (%s), tag %d, "
+                      "is longer than the receive buffer of %zu bytes",
+                      c->rank, s.MPI_SOURCE, c->hosts[s.MPI_SOURCE], s.MPI_TAG,
+                      q->len);
+  int n = 0;
+  MPI_Get_count(&s, MPI_BYTE, &n);
+  c->recvd[s.MPI_SOURCE] += (uint64_t)n;
+  if (st) *st = (sg_status_t){s.MPI_SOURCE, s.MPI_TAG, (size_t)n};
+  return 0;
+}
+
+static int mq_post(mcomm_t *m, MPI_Comm comm, int kind, int peer, int tag,
+                   void *buf, size_t len, sg_req_t *q) {
+  int n = 0, e;
+  SG_CHECK(mq_count(&m->base, len, &n));
+  q->kind = kind;
+  q->peer = peer;
+  q->tag = tag;
+  q->len = len;
+  if (kind == MQ_SEND)
+    e = MPI_Isend(buf, n, MPI_BYTE, peer, tag, comm, &q->r);
+  else
+    e = MPI_Irecv(buf, n, MPI_BYTE, peer == SG_ANY_SOURCE ? MPI_ANY_SOURCE
+                  : peer, tag == SG_ANY_TAG ? MPI_ANY_TAG : tag, comm, &q->r);
+  if (e != MPI_SUCCESS)
+    return mq_mpierr(&m->base, kind == MQ_SEND ? "MPI_Isend" : "MPI_Irecv", e);
+  return 0;
+}
+
+static int mpi_send_(sg_comm_t *c, int dst, int tag, const void *buf,
+                     size_t len) {
+  mcomm_t *m = (mcomm_t *)c;
+  sg_req_t q;
+  SG_CHECK(sg_comm_check_peer(c, "send", dst, 0));
+  SG_CHECK(sg_comm_check_tag(c, "send", tag, 0));
+  double t0 = sg_now();
+  SG_CHECK(mq_post(m, m->user, MQ_SEND, dst, tag, (void *)buf, len, &q));
+  SG_CHECK(mq_wait_one(m, &q, t0, NULL));
+  return 0;
+}
+
+static int mpi_recv_(sg_comm_t *c, int src, int tag, void *buf, size_t cap,
+                     sg_status_t *st) {
+  mcomm_t *m = (mcomm_t *)c;
+  sg_req_t q;
+  SG_CHECK(sg_comm_check_peer(c, "recv", src, 1));
+  SG_CHECK(sg_comm_check_tag(c, "recv", tag, 1));
+  double t0 = sg_now();
+  SG_CHECK(mq_post(m, m->user, MQ_RECV, src, tag, buf, cap, &q));
+  SG_CHECK(mq_wait_one(m, &q, t0, st));
+  return 0;
+}
+
+static int mq_sendrecv(mcomm_t *m, MPI_Comm comm, int dst, int stag,
+                       const void *sbuf, size_t slen, int src, int rtag,
+                       void *rbuf, size_t rcap, sg_status_t *st) {
+  sg_req_t rq, sq;
+  double t0 = sg_now();
+  SG_CHECK(mq_post(m, comm, MQ_RECV, src, rtag, rbuf, rcap, &rq));
+  int rc = mq_post(m, comm, MQ_SEND, dst, stag, (void *)sbuf, slen, &sq);
+  if (rc < 0) {
+    MPI_Cancel(&rq.r);
+    MPI_Wait(&rq.r, MPI_STATUS_IGNORE);
+    sg_err_trace_push(__FILE__, __LINE__);
+    return rc;
+  }
+  rc = mq_wait_one(m, &rq, t0, st);
+  if (rc < 0) {
+    MPI_Request_free(&sq.r);
+    sg_err_trace_push(__FILE__, __LINE__);
+    return rc;
+  }
+  SG_CHECK(mq_wait_one(m, &sq, t0, NULL));
+  return 0;
+}
+
+static int mpi_sendrecv_(sg_comm_t *c, int dst, int stag, const void *sbuf,
+                         size_t slen, int src, int rtag, void *rbuf,
+                         size_t rcap, sg_status_t *st) {
+  mcomm_t *m = (mcomm_t *)c;
+  SG_CHECK(sg_comm_check_peer(c, "sendrecv", dst, 0));
+  SG_CHECK(sg_comm_check_tag(c, "sendrecv", stag, 0));
+  SG_CHECK(sg_comm_check_peer(c, "sendrecv", src, 1));
+  SG_CHECK(sg_comm_check_tag(c, "sendrecv", rtag, 1));
+  SG_CHECK(mq_sendrecv(m, m->user, dst, stag, sbuf, slen, src, rtag, rbuf,
+                       rcap, st));
+  return 0;
+}
+
+static int mq_inew(mcomm_t *m, int kind, int peer, int tag, void *buf,
+                   size_t len, sg_req_t **req) {
+  *req = NULL;
+  sg_req_t *q = malloc(sizeof *q);
+  if (!q) return sg_err_set(SG_ENOMEM, "rank %d: no memory", m->base.rank);
+  int rc = mq_post(m, m->user, kind, peer, tag, buf, len, q);
+  if (rc < 0) {
+    free(q);
+    sg_err_trace_push(__FILE__, __LINE__);
+    return rc;
+  }
+  *req = q;
+  return 0;
+}
+
+static int mpi_isend_(sg_comm_t *c, int dst, int tag, const void *buf,
+                      size_t len, sg_req_t **req) {
+  SG_CHECK(sg_comm_check_peer(c, "isend", dst, 0));
+  SG_CHECK(sg_comm_check_tag(c, "isend", tag, 0));
+  SG_CHECK(mq_inew((mcomm_t *)c, MQ_SEND, dst, tag, (void *)buf, len, req));
+  return 0;
+}
+
+static int mpi_irecv_(sg_comm_t *c, int src, int tag, void *buf, size_t cap,
+                      sg_req_t **req) {
+  SG_CHECK(sg_comm_check_peer(c, "irecv", src, 1));
+  SG_CHECK(sg_comm_check_tag(c, "irecv", tag, 1));
+  SG_CHECK(mq_inew((mcomm_t *)c, MQ_RECV, src, tag, buf, cap, req));
+  return 0;
+}
+
+static int mpi_wait_(sg_comm_t *c, sg_req_t **req, sg_status_t *st) {
+  if (!req || !*req)
+    return sg_err_set(SG_EINVAL, "wait: rank %d: no request", c->rank);
+  int rc = mq_wait_one((mcomm_t *)c, *req, sg_now(), st);
+  free(*req);
+  *req = NULL;
+  if (rc < 0) sg_err_trace_push(__FILE__, __LINE__);
+  return rc;
+}
+
+static int mpi_probe_(sg_comm_t *c, int src, int tag, sg_status_t *st) {
+  mcomm_t *m = (mcomm_t *)c;
+  SG_CHECK(sg_comm_check_peer(c, "probe", src, 1));
+  SG_CHECK(sg_comm_check_tag(c, "probe", tag, 1));
+  double t0 = sg_now();
+  int flag = 0, spins = 0;
+  MPI_Status s;
+  for (;;) {
+    int e = MPI_Iprobe(src == SG_ANY_SOURCE ? MPI_ANY_SOURCE : src,
+                       tag == SG_ANY_TAG ? MPI_ANY_TAG : tag, m->user, &flag,
+                       &s);
+    if (e != MPI_SUCCESS) return mq_mpierr(c, "MPI_Iprobe", e);
+    if (flag) break;
+    if (++spins > MQ_SPINS) {
+      if (sg_now() - t0 >= c->deadline_s)
+        return sg_comm_recv_timeout(c, src, tag, sg_now() - t0);
+      sched_yield();
+    }
+  }
+  int n = 0;
+  MPI_Get_count(&s, MPI_BYTE, &n);
+  if (st) *st = (sg_status_t){s.MPI_SOURCE, s.MPI_TAG, (size_t)n};
+  return 0;
+}
+
+/* Dissemination barrier on the internal communicator (same schedule as
+ * the ZeroMQ one): round k sends to rank+2^k, receives from rank-2^k. */
+static int mpi_barrier_(sg_comm_t *c) {
+  mcomm_t *m = (mcomm_t *)c;
+  for (int k = 0, d = 1; d < c->size; k++, d <<= 1) {
+    int to = (c->rank + d) % c->size, from = (c->rank - d + c->size) % c->size;
+    SG_CHECK(mq_sendrecv(m, m->internal, to, k, NULL, 0, from,
+                         k, NULL, 0, NULL));
+  }
+  return 0;
+}
+
+static void mpi_destroy_(sg_comm_t *c) {
+  mcomm_t *m = (mcomm_t *)c;
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin) {
+    if (m->user != MPI_COMM_NULL) MPI_Comm_free(&m->user);
+    if (m->internal != MPI_COMM_NULL) MPI_Comm_free(&m->internal);
+  }
+  sg_comm_free_common(c);
+  free(m);
+}
+
+static const struct sg_comm_ops mpi_ops = {
+    .name = "mpi",
+    .send = mpi_send_,
+    .recv = mpi_recv_,
+    .sendrecv = mpi_sendrecv_,
+    .isend = mpi_isend_,
+    .irecv = mpi_irecv_,
+    .wait = mpi_wait_,
+    .probe = mpi_probe_,
+    .barrier = mpi_barrier_,
+    .destroy = mpi_destroy_,
+};
+
+int sg_comm_mpi_new(sg_comm_t **out, double deadline_s) {
+  int rc, init = 0, rank = 0, size = 0, e;
+  *out = NULL;
+  MPI_Initialized(&init);
+  if (!init) {
+    int provided = 0;
+    e = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+    if (e != MPI_SUCCESS)
+      return sg_err_set(SG_EIO, "MPI_Init_thread failed (code %d)", e);
+    mq_we_initialised = 1;
+  }
+  mcomm_t *m = calloc(1, sizeof *m);
+  if (!m) return sg_err_set(SG_ENOMEM, "mpi transport: no memory");
+  m->user = m->internal = MPI_COMM_NULL;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  SG_TRY(sg_comm_init_common(&m->base, &mpi_ops, rank, size, deadline_s));
+  sg_comm_hostname(m->base.hosts[rank]);
+  if ((e = MPI_Comm_dup(MPI_COMM_WORLD, &m->user)) != MPI_SUCCESS ||
+      (e = MPI_Comm_dup(MPI_COMM_WORLD, &m->internal)) != MPI_SUCCESS) {
+    rc = mq_mpierr(&m->base, "MPI_Comm_dup", e);
+    goto fail;
+  }
+  MPI_Comm_set_errhandler(m->user, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(m->internal, MPI_ERRORS_RETURN);
+  /* Host names, once, at setup (not on any engine's path). */
+  e = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, m->base.hosts, 64,
+                    MPI_CHAR, m->internal);
+  if (e != MPI_SUCCESS) {
+    rc = mq_mpierr(&m->base, "MPI_Allgather of host names", e);
+    goto fail;
+  }
+  *out = &m->base;
+  return 0;
+fail:
+  mpi_destroy_(&m->base);
+  return rc;
+}
+
+void *sg_comm_mpi_handle(sg_comm_t *c) {
+  if (!c || c->ops != &mpi_ops) return NULL;
+  return &((mcomm_t *)c)->user;
+}
+
+void sg_mpi_finalize(void) {
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (mq_we_initialised && !fin) MPI_Finalize();
+}
+
+int sg_mpi_available(void) { return 1; }

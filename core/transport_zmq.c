@@ -1,0 +1,679 @@
+/* transport_zmq.c - the point-to-point interface over ZeroMQ (libzmq 4.3).
+ *
+ * Sockets.  Each rank binds ONE receiving PULL socket and keeps one PUSH
+ * socket per peer, connected to that peer's PULL endpoint:
+ *   inproc  inproc://sgdlab-<group>-<rank>     (threads sharing cfg->zctx;
+ *                                               derived, no rendezvous)
+ *   ipc     ipc:///tmp/sgdlab-<pid>-<rank>-<n> (exchanged by rendezvous)
+ *   tcp     tcp://127.0.0.1:<port>, or tcp://<hostname>:<port> when the
+ *           rendezvous is not on loopback (exchanged by rendezvous)
+ * A message is two frames: a header {src, tag, len, flags} and the payload.
+ * PUSH/PULL keeps the frames of one message together and keeps the order of
+ * messages between one pair of ranks, which is all the matching needs.
+ *
+ * Matching (as MPI does it).  Arriving messages are matched against posted
+ * receives in the order they were posted; a message nobody waits for goes
+ * to the unexpected queue (kept as the zmq_msg_t, no copy) and a later
+ * receive takes the oldest match from there.  SG_ANY_TAG matches user tags
+ * only, never the barrier's internal tags (transport_impl.h).
+ *
+ * Progress.  There is no background thread: the PULL socket is drained
+ * whenever a call waits (zmq_poll with the remaining deadline).  A send
+ * that finds the peer's queue full (SNDHWM messages, default 16, bounded on
+ * purpose) also drains its own PULL socket while it waits, so two ranks
+ * sending to each other, or a ring of ranks in sendrecv, always progress;
+ * only a peer that is in no transport call at all holds a sender back.
+ *
+ * Copies per payload byte:
+ *   send()          1 memcpy into a zmq message (the call returns at once,
+ *                   so zmq cannot keep pointing at the caller's buffer)
+ *   isend/sendrecv  0 for payloads >= SG_ZMQ_ZEROCOPY_MIN: zmq_msg_init_data
+ *                   on the caller's buffer, which must stay valid until
+ *                   wait() anyway; wait() returns when zmq releases it
+ *                   (tcp/ipc: written to the kernel; inproc: the receiver
+ *                   has copied it out)
+ *   receive         1 memcpy from the zmq message into the caller's buffer
+ *                   (zmq has no receive-into-user-buffer for messages)
+ *   tcp/ipc add the kernel's two socket copies.
+ * An unexpected inproc message that was sent zero-copy is copied out at
+ * once (flag ZQ_ZEROCOPY), so its sender is never held back by a receive
+ * that is posted late.
+ *
+ * Shutdown.  ZMQ_LINGER is min(deadline, 2 s): enough for the last
+ * messages to leave, and a dead peer cannot make destroy block longer.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "clock.h"
+#include "err.h"
+#include "transport_impl.h"
+
+#define SG_ZMQ_DEFAULT_HWM 16
+#define SG_ZMQ_ZEROCOPY_MIN (256u * 1024u)
+#define ZQ_ZEROCOPY 1u
+
+typedef struct zq_hdr {
+  int32_t src, tag;
+  uint64_t len;
+  uint32_t flags, pad_;
+} zq_hdr_t;
+
+typedef struct zq_msg { /* an unexpected message */
+  struct zq_msg *next;
+  int src, tag;
+  zmq_msg_t data;
+} zq_msg_t;
+
+enum { ZQ_SEND = 1, ZQ_RECV = 2 };
+
+struct sg_req {
+  struct sg_req *next; /* posted receives, in posting order */
+  int kind, peer, tag;
+  void *buf;
+  size_t cap;
+  int done;
+  int trunc; /* recv: message was longer than cap */
+  sg_status_t st;
+  atomic_int released; /* zero-copy send: zmq let go of buf */
+  int zerocopy;
+};
+
+typedef struct zcomm {
+  sg_comm_t base;
+  void *ctx;
+  int own_ctx, linger_ms, hwm, inproc;
+  void *pull;
+  void **push; /* [size]; NULL for self and for a peer given up on */
+  zq_msg_t *uq_head, *uq_tail;
+  sg_req_t *posted_head, *posted_tail;
+  char endpoint[SG_ENDPOINT_MAX];
+} zcomm_t;
+
+static const struct sg_comm_ops zmq_ops;
+
+/* ---- matching --------------------------------------------------------- */
+
+static int zq_match(int want_src, int want_tag, int src, int tag) {
+  if (want_src != SG_ANY_SOURCE && want_src != src) return 0;
+  if (want_tag == SG_ANY_TAG) return tag <= SG_TAG_MAX;
+  return want_tag == tag;
+}
+
+/* Copy a matched message into the request's buffer; closes data. */
+static void zq_complete_recv(zcomm_t *z, sg_req_t *r, int src, int tag,
+                             zmq_msg_t *data) {
+  size_t len = zmq_msg_size(data);
+  r->st.source = src;
+  r->st.tag = tag;
+  r->st.bytes = len;
+  if (len > r->cap) {
+    r->trunc = 1;
+  } else {
+    if (len) memcpy(r->buf, zmq_msg_data(data), len);
+    z->base.recvd[src] += len;
+  }
+  zmq_msg_close(data);
+  r->done = 1;
+}
+
+/* A message arrived: hand it to the first posted receive that matches, or
+ * queue it.  Takes ownership of data. */
+static int zq_deliver(zcomm_t *z, int src, int tag, unsigned flags,
+                      zmq_msg_t *data) {
+  sg_req_t **pp = &z->posted_head, *prev = NULL;
+  for (sg_req_t *r = z->posted_head; r; prev = r, r = r->next) {
+    if (!zq_match(r->peer, r->tag, src, tag)) {
+      pp = &r->next;
+      continue;
+    }
+    *pp = r->next;
+    if (z->posted_tail == r) z->posted_tail = prev;
+    r->next = NULL;
+    zq_complete_recv(z, r, src, tag, data);
+    return 0;
+  }
+  zq_msg_t *m = malloc(sizeof *m);
+  if (!m) {
+    zmq_msg_close(data);
+    return sg_err_set(SG_ENOMEM, "rank %d: no memory to queue a message",
+                      z->base.rank);
+  }
+  m->next = NULL;
+  m->src = src;
+  m->tag = tag;
+  if (flags & ZQ_ZEROCOPY) { /* release the sender's buffer now */
+    size_t len = zmq_msg_size(data);
+    if (zmq_msg_init_size(&m->data, len) != 0) {
+      free(m);
+      zmq_msg_close(data);
+      return sg_err_set(SG_ENOMEM, "rank %d: no memory for %zu bytes",
+                        z->base.rank, len);
+    }
+    if (len) memcpy(zmq_msg_data(&m->data), zmq_msg_data(data), len);
+    zmq_msg_close(data);
+  } else {
+    zmq_msg_init(&m->data);
+    zmq_msg_move(&m->data, data);
+  }
+  if (z->uq_tail) z->uq_tail->next = m;
+  else z->uq_head = m;
+  z->uq_tail = m;
+  return 0;
+}
+
+/* Receive everything already waiting on the PULL socket (never blocks). */
+static int zq_drain(zcomm_t *z) {
+  for (;;) {
+    zmq_msg_t hdr, data;
+    zmq_msg_init(&hdr);
+    if (zmq_msg_recv(&hdr, z->pull, ZMQ_DONTWAIT) < 0) {
+      int e = zmq_errno();
+      zmq_msg_close(&hdr);
+      if (e == EAGAIN) return 0;
+      if (e == EINTR) continue;
+      return sg_err_set(SG_EIO, "rank %d: zmq receive: %s", z->base.rank,
+                        zmq_strerror(e));
+    }
+    zq_hdr_t h;
+    int ok = zmq_msg_size(&hdr) == sizeof h && zmq_msg_more(&hdr);
+    if (ok) memcpy(&h, zmq_msg_data(&hdr), sizeof h);
+    zmq_msg_close(&hdr);
+    if (!ok)
+      return sg_err_set(SG_EPROTO, "rank %d: malformed message header",
+                        z->base.rank);
+    zmq_msg_init(&data);
+    /* The payload frame is already here: multipart messages are atomic. */
+    while (zmq_msg_recv(&data, z->pull, 0) < 0) {
+      if (zmq_errno() != EINTR) {
+        zmq_msg_close(&data);
+        return sg_err_set(SG_EIO, "rank %d: zmq receive from rank %d: %s",
+                          z->base.rank, h.src, zmq_strerror(zmq_errno()));
+      }
+    }
+    if (h.src < 0 || h.src >= z->base.size || zmq_msg_size(&data) != h.len) {
+      zmq_msg_close(&data);
+      return sg_err_set(SG_EPROTO, "rank %d: message with bad source %d or "
+                        "length", z->base.rank, h.src);
+    }
+    SG_CHECK(zq_deliver(z, h.src, h.tag, h.flags, &data));
+  }
+}
+
+/* Wait at most timeout_s for something on the PULL socket, then drain. */
+static int zq_progress(zcomm_t *z, double timeout_s) {
+  long ms = timeout_s <= 0 ? 0 : (long)(timeout_s * 1e3) + 1;
+  zmq_pollitem_t it = {.socket = z->pull, .events = ZMQ_POLLIN};
+  if (zmq_poll(&it, 1, ms) < 0 && zmq_errno() != EINTR)
+    return sg_err_set(SG_EIO, "rank %d: zmq_poll: %s", z->base.rank,
+                      zmq_strerror(zmq_errno()));
+  return zq_drain(z);
+}
+
+/* ---- sending ---------------------------------------------------------- */
+
+/* Queue one frame to dst, draining our own PULL socket while dst's queue is
+ * full.  On failure the frame is closed. */
+static int zq_push_frame(zcomm_t *z, int dst, int tag, zmq_msg_t *m,
+                         int more, double t0) {
+  int flags = ZMQ_DONTWAIT | (more ? ZMQ_SNDMORE : 0);
+  for (;;) {
+    if (zmq_msg_send(m, z->push[dst], flags) >= 0) return 0;
+    int e = zmq_errno();
+    if (e == EINTR) continue;
+    if (e != EAGAIN) {
+      zmq_msg_close(m);
+      return sg_err_set(SG_EIO, "rank %d: zmq send to rank %d (%s): %s",
+                        z->base.rank, dst, z->base.hosts[dst], zmq_strerror(e));
+    }
+    double left = t0 + z->base.deadline_s - sg_now();
+    if (left <= 0) {
+      zmq_msg_close(m);
+      return sg_comm_send_timeout(&z->base, dst, tag, sg_now() - t0);
+    }
+    zmq_pollitem_t it[2] = {{.socket = z->push[dst], .events = ZMQ_POLLOUT},
+                            {.socket = z->pull, .events = ZMQ_POLLIN}};
+    if (zmq_poll(it, 2, (long)(left * 1e3) + 1) < 0 && zmq_errno() != EINTR)
+      return sg_err_set(SG_EIO, "rank %d: zmq_poll: %s", z->base.rank,
+                        zmq_strerror(zmq_errno()));
+    if (it[1].revents & ZMQ_POLLIN) SG_CHECK(zq_drain(z));
+  }
+}
+
+static void zq_release(void *data, void *hint) {
+  (void)data;
+  atomic_store_explicit((atomic_int *)hint, 1, memory_order_release);
+}
+
+/* Send (tag may be internal).  With zc (a request), the payload is sent
+ * from buf without a copy and zc->released is set when zmq lets go. */
+static int zq_send(zcomm_t *z, int dst, int tag, const void *buf, size_t len,
+                   sg_req_t *zc) {
+  sg_comm_t *c = &z->base;
+  double t0 = sg_now();
+  zmq_msg_t hm, dm;
+  if (dst != c->rank && !z->push[dst])
+    return sg_err_set(SG_EPEER, "rank %d: rank %d (%s) was given up on after "
+                      "an earlier timeout", c->rank, dst, c->hosts[dst]);
+  c->sent[dst] += len;
+  zq_hdr_t h = {.src = c->rank, .tag = tag, .len = len};
+  if (zc && dst != c->rank) {
+    zc->zerocopy = 1;
+    atomic_store(&zc->released, 0);
+    if (zmq_msg_init_data(&dm, (void *)buf, len, zq_release, &zc->released))
+      goto nomem;
+    if (z->inproc) h.flags |= ZQ_ZEROCOPY;
+  } else {
+    if (zmq_msg_init_size(&dm, len) != 0) goto nomem;
+    if (len) memcpy(zmq_msg_data(&dm), buf, len);
+    if (dst == c->rank) return zq_deliver(z, dst, tag, 0, &dm);
+  }
+  if (zmq_msg_init_size(&hm, sizeof h) != 0) {
+    zmq_msg_close(&dm);
+    goto nomem;
+  }
+  memcpy(zmq_msg_data(&hm), &h, sizeof h);
+  int rc = zq_push_frame(z, dst, tag, &hm, 1, t0);
+  if (rc < 0) {
+    zmq_msg_close(&dm);
+    return rc;
+  }
+  /* The header is queued, so the payload frame joins it at once. */
+  return zq_push_frame(z, dst, tag, &dm, 0, t0);
+nomem:
+  return sg_err_set(SG_ENOMEM, "rank %d: no memory for a %zu-byte message "
+                    "to rank %d", c->rank, len, dst);
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+static sg_req_t *zq_req_new(int kind, int peer, int tag, void *buf,
+                            size_t cap) {
+  sg_req_t *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->kind = kind;
+  r->peer = peer;
+  r->tag = tag;
+  r->buf = buf;
+  r->cap = cap;
+  return r;
+}
+
+/* Post a receive (tag may be internal): take a queued message at once or
+ * append to the posted list. */
+static void zq_post_recv(zcomm_t *z, sg_req_t *r) {
+  zq_msg_t *prev = NULL;
+  for (zq_msg_t *m = z->uq_head; m; prev = m, m = m->next) {
+    if (!zq_match(r->peer, r->tag, m->src, m->tag)) continue;
+    if (prev) prev->next = m->next;
+    else z->uq_head = m->next;
+    if (z->uq_tail == m) z->uq_tail = prev;
+    zq_complete_recv(z, r, m->src, m->tag, &m->data);
+    free(m);
+    return;
+  }
+  if (z->posted_tail) z->posted_tail->next = r;
+  else z->posted_head = r;
+  z->posted_tail = r;
+}
+
+static void zq_unpost(zcomm_t *z, sg_req_t *r) {
+  sg_req_t *prev = NULL;
+  for (sg_req_t *p = z->posted_head; p; prev = p, p = p->next) {
+    if (p != r) continue;
+    if (prev) prev->next = p->next;
+    else z->posted_head = p->next;
+    if (z->posted_tail == p) z->posted_tail = prev;
+    return;
+  }
+}
+
+/* A zero-copy send whose peer took nothing within the deadline: zmq still
+ * points at the caller's buffer, which the caller may free once we return.
+ * Close the socket to that peer without linger so zmq drops the message,
+ * and wait (bounded) for the release; the peer is given up on. */
+static void zq_abandon_peer(zcomm_t *z, sg_req_t *r) {
+  int zero = 0;
+  zmq_setsockopt(z->push[r->peer], ZMQ_LINGER, &zero, sizeof zero);
+  zmq_close(z->push[r->peer]);
+  z->push[r->peer] = NULL;
+  double t0 = sg_now();
+  while (!atomic_load(&r->released) && sg_now() - t0 < 2.0) sched_yield();
+}
+
+static int zq_wait_req(zcomm_t *z, sg_req_t *r, sg_status_t *st) {
+  double t0 = sg_now();
+  int spins = 0;
+  if (r->kind == ZQ_SEND) {
+    while (r->zerocopy &&
+           !atomic_load_explicit(&r->released, memory_order_acquire)) {
+      double left = t0 + z->base.deadline_s - sg_now();
+      if (left <= 0) {
+        zq_abandon_peer(z, r);
+        return sg_comm_send_timeout(&z->base, r->peer, r->tag, sg_now() - t0);
+      }
+      /* No fd tells us of the release: spin briefly, then poll in 1 ms
+       * slices, draining arrivals meanwhile (the peer may wait on us). */
+      if (++spins < 2000) {
+        SG_CHECK(zq_drain(z));
+        sched_yield();
+      } else {
+        SG_CHECK(zq_progress(z, left < 1e-3 ? left : 1e-3));
+      }
+    }
+    if (st) *st = r->st;
+    return 0;
+  }
+  while (!r->done) {
+    double left = t0 + z->base.deadline_s - sg_now();
+    if (left <= 0) {
+      zq_unpost(z, r);
+      return sg_comm_recv_timeout(&z->base, r->peer, r->tag, sg_now() - t0);
+    }
+    SG_CHECK(zq_progress(z, left));
+  }
+  if (st) *st = r->st;
+  if (r->trunc)
+    return sg_comm_trunc(&z->base, r->st.source, r->st.tag, r->st.bytes,
+                         r->cap);
+  return 0;
+}
+
+/* ---- the interface ---------------------------------------------------- */
+
+static int zmq_send_(sg_comm_t *c, int dst, int tag, const void *buf,
+                     size_t len) {
+  SG_CHECK(sg_comm_check_peer(c, "send", dst, 0));
+  SG_CHECK(sg_comm_check_tag(c, "send", tag, 0));
+  SG_CHECK(zq_send((zcomm_t *)c, dst, tag, buf, len, NULL));
+  return 0;
+}
+
+static int zq_recv_any(zcomm_t *z, int src, int tag, void *buf, size_t cap,
+                       sg_status_t *st) {
+  sg_req_t r = {.kind = ZQ_RECV, .peer = src, .tag = tag, .buf = buf,
+                .cap = cap};
+  zq_post_recv(z, &r);
+  return zq_wait_req(z, &r, st);
+}
+
+static int zmq_recv_(sg_comm_t *c, int src, int tag, void *buf, size_t cap,
+                     sg_status_t *st) {
+  SG_CHECK(sg_comm_check_peer(c, "recv", src, 1));
+  SG_CHECK(sg_comm_check_tag(c, "recv", tag, 1));
+  SG_CHECK(zq_recv_any((zcomm_t *)c, src, tag, buf, cap, st));
+  return 0;
+}
+
+static int zmq_isend_(sg_comm_t *c, int dst, int tag, const void *buf,
+                      size_t len, sg_req_t **req) {
+  zcomm_t *z = (zcomm_t *)c;
+  *req = NULL;
+  SG_CHECK(sg_comm_check_peer(c, "isend", dst, 0));
+  SG_CHECK(sg_comm_check_tag(c, "isend", tag, 0));
+  sg_req_t *r = zq_req_new(ZQ_SEND, dst, tag, (void *)buf, len);
+  if (!r) return sg_err_set(SG_ENOMEM, "rank %d: no memory", c->rank);
+  r->st.source = c->rank;
+  r->st.tag = tag;
+  r->st.bytes = len;
+  int zc = len >= SG_ZMQ_ZEROCOPY_MIN && dst != c->rank;
+  int rc = zq_send(z, dst, tag, buf, len, zc ? r : NULL);
+  if (rc < 0) {
+    if (r->zerocopy && !atomic_load(&r->released)) zq_abandon_peer(z, r);
+    free(r);
+    sg_err_trace_push(__FILE__, __LINE__);
+    return rc;
+  }
+  *req = r;
+  return 0;
+}
+
+static int zmq_irecv_(sg_comm_t *c, int src, int tag, void *buf, size_t cap,
+                      sg_req_t **req) {
+  *req = NULL;
+  SG_CHECK(sg_comm_check_peer(c, "irecv", src, 1));
+  SG_CHECK(sg_comm_check_tag(c, "irecv", tag, 1));
+  sg_req_t *r = zq_req_new(ZQ_RECV, src, tag, buf, cap);
+  if (!r) return sg_err_set(SG_ENOMEM, "rank %d: no memory", c->rank);
+  zq_post_recv((zcomm_t *)c, r);
+  *req = r;
+  return 0;
+}
+
+static int zmq_wait_(sg_comm_t *c, sg_req_t **req, sg_status_t *st) {
+  if (!req || !*req)
+    return sg_err_set(SG_EINVAL, "wait: rank %d: no request", c->rank);
+  int rc = zq_wait_req((zcomm_t *)c, *req, st);
+  free(*req);
+  *req = NULL;
+  if (rc < 0) sg_err_trace_push(__FILE__, __LINE__);
+  return rc;
+}
+
+static int zmq_sendrecv_(sg_comm_t *c, int dst, int stag, const void *sbuf,
+                         size_t slen, int src, int rtag, void *rbuf,
+                         size_t rcap, sg_status_t *st) {
+  SG_CHECK(sg_comm_check_peer(c, "sendrecv", src, 1));
+  SG_CHECK(sg_comm_check_tag(c, "sendrecv", rtag, 1));
+  zcomm_t *z = (zcomm_t *)c;
+  sg_req_t r = {.kind = ZQ_RECV, .peer = src, .tag = rtag, .buf = rbuf,
+                .cap = rcap};
+  sg_req_t *s = NULL;
+  zq_post_recv(z, &r); /* posted first: our peer's message lands in rbuf */
+  int rc = zmq_isend_(c, dst, stag, sbuf, slen, &s);
+  if (rc < 0) {
+    zq_unpost(z, &r);
+    sg_err_trace_push(__FILE__, __LINE__);
+    return rc;
+  }
+  rc = zq_wait_req(z, &r, st);
+  int rc2 = zmq_wait_(c, &s, NULL);
+  if (rc < 0) {
+    sg_err_trace_push(__FILE__, __LINE__);
+    return rc;
+  }
+  return rc2;
+}
+
+static int zmq_probe_(sg_comm_t *c, int src, int tag, sg_status_t *st) {
+  SG_CHECK(sg_comm_check_peer(c, "probe", src, 1));
+  SG_CHECK(sg_comm_check_tag(c, "probe", tag, 1));
+  zcomm_t *z = (zcomm_t *)c;
+  double t0 = sg_now();
+  for (;;) {
+    for (zq_msg_t *m = z->uq_head; m; m = m->next) {
+      if (!zq_match(src, tag, m->src, m->tag)) continue;
+      if (st) {
+        st->source = m->src;
+        st->tag = m->tag;
+        st->bytes = zmq_msg_size(&m->data);
+      }
+      return 0;
+    }
+    double left = t0 + c->deadline_s - sg_now();
+    if (left <= 0) return sg_comm_recv_timeout(c, src, tag, sg_now() - t0);
+    SG_CHECK(zq_progress(z, left));
+  }
+}
+
+/* Dissemination barrier: in round k every rank sends an empty message to
+ * rank+2^k and waits for one from rank-2^k; after ceil(log2 N) rounds each
+ * rank has heard, transitively, from all.  N=5: rounds k=0,1,2; rank 0
+ * sends to 1,2,4 and hears from 4,3,1. */
+static int zmq_barrier_(sg_comm_t *c) {
+  zcomm_t *z = (zcomm_t *)c;
+  for (int k = 0, d = 1; d < c->size; k++, d <<= 1) {
+    int to = (c->rank + d) % c->size;
+    int from = (c->rank - d + c->size) % c->size;
+    SG_CHECK(zq_send(z, to, SG_TAG_BARRIER + k, NULL, 0, NULL));
+    SG_CHECK(zq_recv_any(z, from, SG_TAG_BARRIER + k, NULL, 0, NULL));
+  }
+  return 0;
+}
+
+static void zmq_destroy_(sg_comm_t *c) {
+  zcomm_t *z = (zcomm_t *)c;
+  if (z->push)
+    for (int i = 0; i < c->size; i++)
+      if (z->push[i]) zmq_close(z->push[i]);
+  free(z->push);
+  if (z->pull) zmq_close(z->pull);
+  while (z->uq_head) {
+    zq_msg_t *m = z->uq_head;
+    z->uq_head = m->next;
+    zmq_msg_close(&m->data);
+    free(m);
+  }
+  /* Posted requests from irecv without wait belong to the comm. */
+  while (z->posted_head) {
+    sg_req_t *r = z->posted_head;
+    z->posted_head = r->next;
+    free(r);
+  }
+  if (z->own_ctx && z->ctx) zmq_ctx_term(z->ctx);
+  if (z->endpoint[0] && strncmp(z->endpoint, "ipc://", 6) == 0)
+    unlink(z->endpoint + 6);
+  sg_comm_free_common(c);
+  free(z);
+}
+
+static const struct sg_comm_ops zmq_ops = {
+    .name = "zmq",
+    .send = zmq_send_,
+    .recv = zmq_recv_,
+    .sendrecv = zmq_sendrecv_,
+    .isend = zmq_isend_,
+    .irecv = zmq_irecv_,
+    .wait = zmq_wait_,
+    .probe = zmq_probe_,
+    .barrier = zmq_barrier_,
+    .destroy = zmq_destroy_,
+};
+
+/* ---- construction ----------------------------------------------------- */
+
+static void *zq_socket(zcomm_t *z, int type) {
+  void *s = zmq_socket(z->ctx, type);
+  if (!s) return NULL;
+  zmq_setsockopt(s, ZMQ_LINGER, &z->linger_ms, sizeof z->linger_ms);
+  zmq_setsockopt(s, type == ZMQ_PULL ? ZMQ_RCVHWM : ZMQ_SNDHWM, &z->hwm,
+                 sizeof z->hwm);
+  return s;
+}
+
+/* Is the rendezvous on this host only (loopback or ipc)? */
+static int zq_rdv_is_local(const char *rdv) {
+  return strncmp(rdv, "ipc://", 6) == 0 ||
+         strncmp(rdv, "tcp://127.", 10) == 0 ||
+         strncmp(rdv, "tcp://localhost:", 16) == 0;
+}
+
+static int zq_bind(zcomm_t *z, const sg_zmq_cfg_t *cfg) {
+  static atomic_int ipc_seq; /* several comms in one process */
+  char ep[SG_ENDPOINT_MAX];
+  int wildcard_host = 0;
+  if (z->inproc)
+    snprintf(ep, sizeof ep, "inproc://sgdlab-%s-%d", cfg->group, cfg->rank);
+  else if (strcmp(cfg->scheme, "ipc") == 0)
+    snprintf(ep, sizeof ep, "ipc:///tmp/sgdlab-%ld-%d-%d", (long)getpid(),
+             cfg->rank, atomic_fetch_add(&ipc_seq, 1));
+  else if (!cfg->rendezvous || zq_rdv_is_local(cfg->rendezvous))
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:*");
+  else {
+    snprintf(ep, sizeof ep, "tcp://*:*");
+    wildcard_host = 1;
+  }
+  if (zmq_bind(z->pull, ep) != 0)
+    return sg_err_set(SG_EIO, "rank %d: cannot bind %s: %s", cfg->rank, ep,
+                      zmq_strerror(zmq_errno()));
+  size_t n = sizeof z->endpoint;
+  if (zmq_getsockopt(z->pull, ZMQ_LAST_ENDPOINT, z->endpoint, &n) != 0)
+    return sg_err_set(SG_EIO, "rank %d: ZMQ_LAST_ENDPOINT: %s", cfg->rank,
+                      zmq_strerror(zmq_errno()));
+  if (wildcard_host) { /* tcp://0.0.0.0:port -> tcp://<hostname>:port */
+    const char *port = strrchr(z->endpoint, ':');
+    char tmp[SG_ENDPOINT_MAX];
+    snprintf(tmp, sizeof tmp, "tcp://%s%s", z->base.hosts[cfg->rank],
+             port ? port : ":0");
+    memcpy(z->endpoint, tmp, sizeof tmp);
+  }
+  return 0;
+}
+
+int sg_comm_zmq_new(sg_comm_t **out, const sg_zmq_cfg_t *cfg) {
+  int rc;
+  char (*eps)[SG_ENDPOINT_MAX] = NULL;
+  *out = NULL;
+  if (!cfg || !cfg->scheme)
+    return sg_err_set(SG_EINVAL, "zmq transport: no scheme given");
+  int inproc = strcmp(cfg->scheme, "inproc") == 0;
+  if (!inproc && strcmp(cfg->scheme, "tcp") && strcmp(cfg->scheme, "ipc"))
+    return sg_err_set(SG_EINVAL, "zmq transport: scheme '%s' is not tcp, ipc "
+                      "or inproc", cfg->scheme);
+  if (inproc && (!cfg->zctx || !cfg->group))
+    return sg_err_set(SG_EINVAL, "zmq transport: inproc needs a shared "
+                      "context and a group name");
+  if (!inproc && !cfg->rendezvous && cfg->size > 1)
+    return sg_err_set(SG_EINVAL, "zmq transport: %s with %d ranks needs a "
+                      "rendezvous endpoint", cfg->scheme, cfg->size);
+  zcomm_t *z = calloc(1, sizeof *z);
+  if (!z) return sg_err_set(SG_ENOMEM, "zmq transport: no memory");
+  SG_TRY(sg_comm_init_common(&z->base, &zmq_ops, cfg->rank, cfg->size,
+                             cfg->deadline_s));
+  z->inproc = inproc;
+  z->hwm = cfg->sndhwm > 0 ? cfg->sndhwm : SG_ZMQ_DEFAULT_HWM;
+  z->linger_ms = cfg->deadline_s < 2.0 ? (int)(cfg->deadline_s * 1e3) : 2000;
+  sg_comm_hostname(z->base.hosts[cfg->rank]);
+  z->ctx = cfg->zctx;
+  if (!z->ctx) {
+    z->own_ctx = 1;
+    z->ctx = zmq_ctx_new();
+    if (!z->ctx) {
+      rc = sg_err_set(SG_EIO, "zmq_ctx_new: %s", zmq_strerror(zmq_errno()));
+      goto fail;
+    }
+  }
+  z->push = calloc((size_t)cfg->size, sizeof *z->push);
+  eps = calloc((size_t)cfg->size, sizeof *eps);
+  z->pull = zq_socket(z, ZMQ_PULL);
+  if (!z->push || !eps || !z->pull) {
+    rc = sg_err_set(SG_ENOMEM, "zmq transport: rank %d: no memory or "
+                    "sockets", cfg->rank);
+    goto fail;
+  }
+  SG_TRY(zq_bind(z, cfg));
+  if (inproc || cfg->size == 1) {
+    for (int r = 0; r < cfg->size; r++) {
+      snprintf(eps[r], SG_ENDPOINT_MAX, "inproc://sgdlab-%s-%d",
+               inproc ? cfg->group : "", r);
+      memcpy(z->base.hosts[r], z->base.hosts[cfg->rank], 64);
+    }
+  } else {
+    SG_TRY(sg_rdv_exchange(z->ctx, cfg->rendezvous, cfg->rank, cfg->size,
+                           z->base.hosts[cfg->rank], z->endpoint,
+                           cfg->deadline_s, eps, z->base.hosts));
+  }
+  for (int r = 0; r < cfg->size; r++) {
+    if (r == cfg->rank) continue;
+    z->push[r] = zq_socket(z, ZMQ_PUSH);
+    if (!z->push[r] || zmq_connect(z->push[r], eps[r]) != 0) {
+      rc = sg_err_set(SG_EIO, "rank %d: cannot connect to rank %d (%s) at "
+                      "%s: %s", cfg->rank, r, z->base.hosts[r], eps[r],
+                      zmq_strerror(zmq_errno()));
+      goto fail;
+    }
+  }
+  free(eps);
+  *out = &z->base;
+  return 0;
+fail:
+  free(eps);
+  zmq_destroy_(&z->base);
+  return rc;
+}

@@ -1,0 +1,108 @@
+/* test_transport_inproc.c - the conformance suite with ranks as threads
+ * over ZeroMQ inproc, N = 1..16; plus the summation kernels. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "err.h"
+#include "reduce.h"
+#include "test.h"
+#include "transport.h"
+#include "transport_cases.h"
+
+#define MAXN 16
+
+typedef struct rank_arg {
+  void *zctx;
+  int rank, size;
+  char group[32];
+  int rc;
+  char err[1024];
+} rank_arg_t;
+
+static void *rank_main(void *p) {
+  rank_arg_t *a = p;
+  sg_comm_t *c = NULL;
+  sg_zmq_cfg_t cfg = {.rank = a->rank, .size = a->size, .deadline_s = 20.0,
+                      .scheme = "inproc", .group = a->group, .zctx = a->zctx};
+  a->rc = sg_comm_zmq_new(&c, &cfg);
+  if (a->rc < 0) {
+    snprintf(a->err, sizeof a->err, "rank %d: sg_comm_zmq_new: %s", a->rank,
+             sg_err_msg());
+    return NULL;
+  }
+  a->rc = tc_run_all(c, a->err, sizeof a->err);
+  sg_comm_destroy(&c);
+  return NULL;
+}
+
+/* Run the suite on n threads; 0 or the first rank's failure in err. */
+static int run_group(int n, char *err, size_t errlen) {
+  static rank_arg_t args[MAXN];
+  pthread_t th[MAXN];
+  void *zctx = zmq_ctx_new();
+  int rc = 0;
+  for (int r = 0; r < n; r++) {
+    args[r] = (rank_arg_t){.zctx = zctx, .rank = r, .size = n};
+    snprintf(args[r].group, sizeof args[r].group, "conf%d", n);
+    pthread_create(&th[r], NULL, rank_main, &args[r]);
+  }
+  for (int r = 0; r < n; r++) pthread_join(th[r], NULL);
+  for (int r = 0; r < n; r++)
+    if (args[r].rc != 0 && rc == 0) {
+      snprintf(err, errlen, "%s", args[r].err);
+      rc = -1;
+    }
+  zmq_ctx_term(zctx);
+  return rc;
+}
+
+TEST(inproc_conformance_1_to_16) {
+  char err[1024];
+  for (int n = 1; n <= MAXN; n++) {
+    CHECK_MSG(run_group(n, err, sizeof err) == 0, "N=%d: %s", n, err);
+    fprintf(stderr, "  N=%d ok\n", n);
+  }
+}
+
+TEST(inproc_bad_arguments) {
+  sg_comm_t *c = NULL;
+  void *zctx = zmq_ctx_new();
+  sg_zmq_cfg_t cfg = {.rank = 0, .size = 1, .deadline_s = 1.0,
+                      .scheme = "inproc", .group = "bad", .zctx = zctx};
+  CHECK_OK(sg_comm_zmq_new(&c, &cfg));
+  char buf[4];
+  CHECK_EQ_INT(sg_send(c, 1, 0, buf, 4), SG_EINVAL);
+  CHECK_STR_CONTAINS(sg_err_msg(), "peer 1");
+  CHECK_EQ_INT(sg_send(c, 0, SG_TAG_MAX + 1, buf, 4), SG_EINVAL);
+  CHECK_EQ_INT(sg_recv(c, 0, -7, buf, 4, NULL), SG_EINVAL);
+  sg_comm_destroy(&c);
+  CHECK(c == NULL);
+  sg_comm_destroy(&c); /* NULL-safe */
+  cfg.scheme = "udp";
+  CHECK_EQ_INT(sg_comm_zmq_new(&c, &cfg), SG_EINVAL);
+  CHECK_STR_CONTAINS(sg_err_msg(), "udp");
+  zmq_ctx_term(zctx);
+}
+
+/* The kernels on inputs whose sums are exact; lengths cover the vector
+ * body and every tail length. */
+TEST(sum_kernels_exact) {
+  float a[67], b[67], d[67];
+  for (size_t n = 0; n <= 67; n++) {
+    for (size_t i = 0; i < 67; i++) {
+      a[i] = (float)(i % 13) - 6.0f;
+      b[i] = (float)(3 * i % 7);
+      d[i] = -1000.0f;
+    }
+    sg_sum3_f32(d, a, b, n);
+    for (size_t i = 0; i < 67; i++)
+      CHECK_MSG(d[i] == (i < n ? a[i] + b[i] : -1000.0f), "sum3 n=%zu i=%zu",
+                n, i);
+    sg_sum_f32(a, b, n);
+    for (size_t i = 0; i < n; i++) CHECK(a[i] == d[i]);
+    sg_scale_f32(a, 0.5f, n);
+    for (size_t i = 0; i < n; i++) CHECK(a[i] == d[i] * 0.5f);
+  }
+}
