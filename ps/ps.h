@@ -33,6 +33,10 @@
  *          a PULL(c) is held until every worker still training has pushed
  *          at least c - s gradients: no worker runs more than s clocks
  *          ahead of the slowest.  s = 0 is bulk-synchronous.
+ *          The bound is a floor on freshness, as in SSP (Ho et al. 2013):
+ *          a pull answered late may also see pushes of the current clock
+ *          from faster workers, so ssp(0) is not bit-equal to sync even
+ *          with plain SGD.
  *
  *   async  as ssp without the bound: PULL is answered at once.  Each push
  *          is scaled by 1/N as in ssp, which keeps `lr` meaning the same
@@ -72,6 +76,16 @@ extern const sg_engine_t sg_engine_ps;
 
 typedef enum { PS_SYNC = 0, PS_SSP = 1, PS_ASYNC = 2 } ps_mode_t;
 
+/* What a server saw, for tests (the engine reports the same through
+ * sg_records_info: ps.server<k>.rejected, ps.dead_worker). */
+typedef struct ps_server_stats {
+  int64_t rejected;     /* messages rejected (malformed, out of range, ...) */
+  int64_t updates;      /* optimizer updates applied to the shard */
+  int dead_workers;     /* async: workers declared dead */
+  int64_t max_ahead;    /* largest (clock of a released pull) - (pushes of
+                           the slowest worker still training) */
+} ps_server_stats_t;
+
 typedef struct ps_cfg {
   ps_mode_t mode;
   int staleness; /* ssp bound (sync behaves as 0) */
@@ -81,6 +95,8 @@ typedef struct ps_cfg {
   /* Tests only: the server adds worker 0's sync push twice (a planted bug
    * the equivalence check must catch).  Never set by a setting. */
   int plant_double_count;
+  /* Tests only: server k writes its counts to stats[k] when it ends. */
+  ps_server_stats_t *stats;
 } ps_cfg_t;
 
 /* Read mode, staleness, servers, sparse from the run's settings. */

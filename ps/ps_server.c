@@ -16,6 +16,7 @@
  * the parameters without copying them.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,7 @@ typedef struct server {
   int64_t version;        /* updates applied */
   int npushed;            /* sync: pushes of the current step so far */
   /* accounting for the step records */
-  int64_t rejected;
+  int64_t rejected, max_ahead;
   char first_reject[200];
   double rec_t0, wait_s, comm_s, compute_s;
   uint64_t sent0, recv0;
@@ -140,6 +141,11 @@ static int reply(server_t *s, int w) {
     for (uint64_t i = 0; i < p->nnz; i++) v[i] = s->params[p->idx[i]];
   }
   p->active = 0;
+  /* How far ahead of the slowest worker still training w now runs. */
+  int64_t slowest = INT64_MAX;
+  for (int v = 0; v < s->N; v++)
+    if (!s->done[v] && !s->dead[v] && s->clock[v] < slowest) slowest = s->clock[v];
+  if (slowest != INT64_MAX && p->clock - slowest > s->max_ahead) s->max_ahead = p->clock - slowest;
   double t = sg_now();
   int rc = sg_send(s->ctx->comm, worker_rank(s, w), PS_TAG_REPLY, buf,
                    sizeof h + ps_payload_bytes(PS_PARAMS, h.flags, h.count));
@@ -469,6 +475,12 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
     SG_TRY(sg_records_info(ctx->rec, key, v));
   }
   rc = SG_OK;
+  if (cfg->stats) {
+    int dead = 0;
+    for (int w = 0; w < s.N; w++) dead += s.dead[w];
+    cfg->stats[s.k] = (ps_server_stats_t){.rejected = s.rejected, .updates = s.version,
+                                          .dead_workers = dead, .max_ahead = s.max_ahead};
+  }
 fail:
   free(full);
   server_free(&s);

@@ -1,2 +1,3 @@
 # ps engine tests (every test has a TIMEOUT).
 sg_add_test(test_ps_proto SOURCES test_ps_proto.c TIMEOUT 30)
+sg_add_test(test_ps_train SOURCES test_ps_train.c TIMEOUT 300 LABELS ps)

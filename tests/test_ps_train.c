@@ -1,0 +1,370 @@
+/* test_ps_train.c - the ps engine on the real workload (Fashion-MNIST,
+ * MLP), servers and workers as threads over inproc ZeroMQ: the same engine
+ * code the processes run (test_ps_run.sh covers real processes over both
+ * transports).
+ *
+ * Equivalence: ps sync with N workers of batch b performs local's updates
+ * with batch N*b.  After 100 steps, the relative L2 distance of the final
+ * parameters (dump_params) must be <= 1e-4: the servers sum N per-worker
+ * means instead of one mean over N*b rows, which changes the last bits of
+ * every gradient; 100 steps with momentum grow that to ~1e-6.  A planted
+ * bug (the server adds worker 0's push twice) moves the parameters by
+ * ~1e-2 and must fail the same check.
+ *
+ * Faults: malformed messages from a worker rank are rejected, counted, and
+ * training stays exact; a worker that dies (stops without DONE) makes sync
+ * fail with its rank named, while async goes on and records the death.
+ */
+#include "test.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "clock.h"
+#include "err.h"
+#include "ps.h"
+#include "ps_proto.h"
+#include "settings.h"
+#include "transport.h"
+
+#define STEPS 100
+#define RTOL 1e-4
+#define MAXR 16
+
+static const char *data_dir(void) {
+  return access("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", R_OK) == 0
+             ? "/usr/share/datasets/fashion-mnist"
+             : NULL;
+}
+
+static sg_opts_t *make_opts(int workers, const char *dump, const char *const *kv) {
+  sg_opts_t *o = sg_opts_new();
+  if (!o) return NULL;
+  sg_settings_defaults(sg_settings, o);
+  sg_settings_defaults(sg_engine_ps.options, o);
+  sg_opts_setf(o, "workers", "%d", workers);
+  sg_opts_set(o, "batch", "16");
+  sg_opts_set(o, "hidden", "32");
+  sg_opts_set(o, "lr", "0.1");
+  sg_opts_set(o, "momentum", "0.9");
+  sg_opts_setf(o, "max_steps", "%d", STEPS);
+  sg_opts_set(o, "eval_every", "1000000");
+  sg_opts_set(o, "deadline", "60");
+  sg_opts_set(o, "dump_params", dump);
+  for (; kv && kv[0]; kv += 2) sg_opts_set(o, kv[0], kv[1]);
+  return o;
+}
+
+static int run_local(const sg_opts_t *o, int workers) {
+  sg_records_t *rec = NULL;
+  int rc;
+  SG_TRY(sg_records_open(&rec, NULL, 0, "worker", sg_wall()));
+  sg_rank_ctx_t ctx = {.rank = 0, .size = 1, .workers = workers, .opts = o, .rec = rec,
+                       .t0 = sg_wall()};
+  rc = sg_engine_find("local")->run(&ctx);
+fail:
+  sg_records_close(&rec);
+  return rc;
+}
+
+/* How a thread behaves besides being a plain server or worker. */
+enum { PLAIN = 0, FUZZ_FIRST = 1, DIE_AFTER_ONE_PUSH = 2 };
+enum { NFUZZ = 7 };
+
+typedef struct rank_arg {
+  void *zctx;
+  char group[32];
+  int rank, size, behaviour;
+  const sg_opts_t *opts;
+  const ps_cfg_t *cfg;
+  double deadline;
+  int rc;
+  char err[512];
+} rank_arg_t;
+
+/* NFUZZ malformed messages to server 0, each wrong in another way. */
+static int send_fuzz(sg_comm_t *c, const ps_cfg_t *cfg, size_t n) {
+  size_t off, cnt;
+  ps_shard_range(n, cfg->servers, 0, &off, &cnt);
+  static unsigned char buf[64 + 4 * 8];
+  ps_hdr_t h;
+  memset(buf, 0xa5, sizeof buf);
+  SG_CHECK(sg_send(c, 0, PS_TAG_REQ, buf, 10));                    /* short */
+  SG_CHECK(sg_send(c, 0, PS_TAG_REQ, buf, sizeof buf));            /* garbage */
+  ps_hdr_init(&h, PS_PUSH, 1, 0, 0, 0, off, cnt);                  /* wrong shard */
+  SG_CHECK(sg_send(c, 0, PS_TAG_REQ, &h, sizeof h));
+  ps_hdr_init(&h, PS_PUSH, 0, 0, 0, 0, off, cnt + 5);              /* out of range */
+  SG_CHECK(sg_send(c, 0, PS_TAG_REQ, &h, sizeof h));
+  ps_hdr_init(&h, PS_PUSH, 0, 0, 0, 0, off, cnt);                  /* payload missing */
+  SG_CHECK(sg_send(c, 0, PS_TAG_REQ, &h, sizeof h));
+  ps_hdr_init(&h, PS_PULL, 0, 0, 7, 0, off, cnt);                  /* pull from the future */
+  SG_CHECK(sg_send(c, 0, PS_TAG_REQ, &h, sizeof h));
+  ps_hdr_init(&h, PS_PULL, 0, 0, 0, 0, off, cnt);                  /* wrong tag */
+  SG_CHECK(sg_send(c, 0, 999, &h, sizeof h));
+  return SG_OK;
+}
+
+/* A worker that pulls, pushes zeros for step 0, and vanishes (no DONE). */
+static int die_after_one_push(sg_comm_t *c, const ps_cfg_t *cfg, size_t n) {
+  float *buf = calloc(16 + n, sizeof(float));
+  int rc = SG_OK;
+  if (!buf) return SG_ENOMEM;
+  for (int k = 0; k < cfg->servers && rc == 0; k++) {
+    size_t off, cnt;
+    ps_shard_range(n, cfg->servers, k, &off, &cnt);
+    ps_hdr_t h;
+    sg_status_t st;
+    ps_hdr_init(&h, PS_PULL, k, 0, 0, 0, off, cnt);
+    if ((rc = sg_send(c, k, PS_TAG_REQ, &h, sizeof h)) < 0) break;
+    if ((rc = sg_recv(c, k, PS_TAG_REPLY, buf, (16 + n) * sizeof(float), &st)) < 0) break;
+    ps_hdr_init(&h, PS_PUSH, k, 0, 0, 0, off, cnt);
+    memset(buf, 0, (16 + n) * sizeof(float));
+    memcpy(buf, &h, sizeof h);
+    rc = sg_send(c, k, PS_TAG_REQ, buf, sizeof h + cnt * sizeof(float));
+  }
+  free(buf);
+  return rc;
+}
+
+static void *rank_main(void *p) {
+  rank_arg_t *a = p;
+  sg_comm_t *c = NULL;
+  sg_records_t *rec = NULL;
+  sg_workload_t *wl = NULL;
+  int server = a->rank < a->cfg->servers, rc;
+  sg_zmq_cfg_t zc = {.rank = a->rank, .size = a->size, .deadline_s = a->deadline,
+                     .scheme = "inproc", .group = a->group, .zctx = a->zctx};
+  SG_TRY(sg_comm_zmq_new(&c, &zc));
+  SG_TRY(sg_records_open(&rec, NULL, a->rank, server ? "server" : "worker", sg_wall()));
+  sg_rank_ctx_t ctx = {.rank = a->rank, .size = a->size, .workers = a->cfg->workers, .comm = c,
+                       .opts = a->opts, .rec = rec, .t0 = sg_wall()};
+  if (server) {
+    rc = ps_server_run(&ctx, a->cfg);
+  } else if (a->behaviour == PLAIN) {
+    rc = ps_worker_run(&ctx, a->cfg);
+  } else {
+    SG_TRY(sg_workload_new(&wl, a->opts, 0, a->cfg->workers, 0));
+    if (a->behaviour == FUZZ_FIRST) {
+      SG_TRY(send_fuzz(c, a->cfg, sg_workload_nparams(wl)));
+      rc = ps_worker_run(&ctx, a->cfg);
+    } else {
+      rc = die_after_one_push(c, a->cfg, sg_workload_nparams(wl));
+    }
+  }
+fail:
+  if (rc < 0) snprintf(a->err, sizeof a->err, "%s [%s]", sg_err_msg(), sg_err_trace());
+  a->rc = rc;
+  sg_workload_destroy(&wl);
+  sg_records_close(&rec);
+  sg_comm_destroy(&c);
+  return NULL;
+}
+
+/* The engine over S+N threads; behaviours[r] for worker ranks. */
+static int run_ps(const sg_opts_t *o, ps_cfg_t *cfg, const int *behaviour, double deadline,
+                  rank_arg_t *args) {
+  static int serial;
+  int size = cfg->servers + cfg->workers, rc = 0;
+  void *zctx = zmq_ctx_new();
+  pthread_t th[MAXR];
+  if (!zctx || size > MAXR) return SG_EINVAL;
+  for (int r = 0; r < size; r++) {
+    args[r] = (rank_arg_t){.zctx = zctx, .rank = r, .size = size, .opts = o, .cfg = cfg,
+                           .deadline = deadline, .behaviour = behaviour ? behaviour[r] : PLAIN};
+    snprintf(args[r].group, sizeof args[r].group, "pst%d", serial);
+    pthread_create(&th[r], NULL, rank_main, &args[r]);
+  }
+  serial++;
+  for (int r = 0; r < size; r++) {
+    pthread_join(th[r], NULL);
+    if (args[r].rc < 0) {
+      fprintf(stderr, "  rank %d: %s\n", r, args[r].err);
+      if (!rc) rc = args[r].rc;
+    }
+  }
+  zmq_ctx_term(zctx);
+  return rc;
+}
+
+static double rel_distance(const char *a_path, const char *b_path) {
+  FILE *fa = fopen(a_path, "rb"), *fb = fopen(b_path, "rb");
+  double num = 0, den = 0;
+  long na = 0, nb = 0;
+  float x, y;
+  if (!fa || !fb) goto fail;
+  while (fread(&x, sizeof x, 1, fa) == 1) {
+    if (fread(&y, sizeof y, 1, fb) != 1) goto fail;
+    num += ((double)x - y) * ((double)x - y);
+    den += (double)y * y;
+    na++;
+  }
+  while (fread(&y, sizeof y, 1, fb) == 1) nb++;
+  if (nb || na == 0 || den == 0) goto fail;
+  fclose(fa);
+  fclose(fb);
+  return sqrt(num / den);
+fail:
+  if (fa) fclose(fa);
+  if (fb) fclose(fb);
+  return -1;
+}
+
+/* One configuration against local with the same settings. */
+static int compare_case(int S, int N, const char *const *kv, int plant, const int *behaviour,
+                        ps_server_stats_t *stats, double *dist) {
+  char dir[] = "/tmp/sgdlab-pstrain-XXXXXX", local[64], ps[64];
+  if (!mkdtemp(dir)) return SG_EIO;
+  snprintf(local, sizeof local, "%s/local.bin", dir);
+  snprintf(ps, sizeof ps, "%s/ps.bin", dir);
+  sg_opts_t *ol = make_opts(N, local, kv), *op = make_opts(N, ps, kv);
+  rank_arg_t args[MAXR];
+  ps_cfg_t cfg;
+  int rc = (ol && op) ? 0 : SG_ENOMEM;
+  if (!rc) sg_opts_setf(op, "servers", "%d", S);
+  if (!rc) rc = ps_cfg_from_opts(&cfg, op, N);
+  cfg.plant_double_count = plant;
+  cfg.stats = stats;
+  if (!rc) rc = run_local(ol, N);
+  if (!rc) rc = run_ps(op, &cfg, behaviour, 60, args);
+  *dist = rc ? -1 : rel_distance(ps, local);
+  fprintf(stderr, "  S=%d N=%d mode=%s plant=%d distance %.3g\n", S, N, ps_mode_name(cfg.mode),
+          plant, *dist);
+  unlink(local);
+  unlink(ps);
+  rmdir(dir);
+  sg_opts_destroy(&ol);
+  sg_opts_destroy(&op);
+  return rc;
+}
+
+TEST(sync_one_server_matches_local) {
+  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  ps_server_stats_t st[1];
+  double d;
+  CHECK_OK(compare_case(1, 4, NULL, 0, NULL, st, &d));
+  CHECK_MSG(d >= 0 && d <= RTOL, "distance %.3g > %g", d, RTOL);
+  CHECK_EQ_INT(st[0].updates, STEPS);
+  CHECK_EQ_INT(st[0].rejected, 0);
+}
+
+TEST(sync_two_servers_match_local) {
+  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  ps_server_stats_t st[2];
+  double d;
+  CHECK_OK(compare_case(2, 4, NULL, 0, NULL, st, &d));
+  CHECK_MSG(d >= 0 && d <= RTOL, "distance %.3g > %g", d, RTOL);
+  CHECK_EQ_INT(st[0].updates, STEPS);
+  CHECK_EQ_INT(st[1].updates, STEPS);
+}
+
+TEST(more_servers_than_a_shard_needs) {
+  /* softmax 784x10: 7850 params over 5 servers, 1 worker */
+  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  const char *kv[] = {"model", "softmax", "max_steps", "20", NULL};
+  ps_server_stats_t st[5];
+  double d;
+  CHECK_OK(compare_case(5, 1, kv, 0, NULL, st, &d));
+  CHECK_MSG(d >= 0 && d <= RTOL, "distance %.3g > %g", d, RTOL);
+}
+
+TEST(planted_double_count_fails_the_check) {
+  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  double d;
+  CHECK_OK(compare_case(2, 4, NULL, 1, NULL, NULL, &d));
+  CHECK_MSG(d > RTOL, "the planted bug went unnoticed: distance %.3g <= %g", d, RTOL);
+}
+
+/* One slow worker (rank 2, +15 ms per step), 40 steps: how far ahead of
+ * the slowest worker still training did any worker run? */
+static int bound_case(const char *mode, const char *staleness, ps_server_stats_t *st) {
+  const char *kv[] = {"mode", mode, "staleness", staleness, "max_steps", "40",
+                      "delay_rank", "2", "delay_ms", "15", NULL};
+  sg_opts_t *o = make_opts(3, "", kv);
+  rank_arg_t args[MAXR];
+  ps_cfg_t cfg;
+  int rc = o ? ps_cfg_from_opts(&cfg, o, 3) : SG_ENOMEM;
+  cfg.stats = st;
+  if (!rc) rc = run_ps(o, &cfg, NULL, 60, args);
+  fprintf(stderr, "  %s(%s): max ahead %lld\n", mode, staleness, (long long)st[0].max_ahead);
+  sg_opts_destroy(&o);
+  return rc;
+}
+
+TEST(ssp_bound_holds_and_is_reached) {
+  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  ps_server_stats_t st[1];
+  CHECK_OK(bound_case("ssp", "0", st));
+  CHECK_EQ_INT(st[0].max_ahead, 0);
+  CHECK_OK(bound_case("ssp", "2", st));
+  CHECK_EQ_INT(st[0].max_ahead, 2); /* the fast workers do use the slack */
+  CHECK_OK(bound_case("sync", "2", st));
+  CHECK_EQ_INT(st[0].max_ahead, 0);
+  /* The same measure sees async run away from the straggler. */
+  CHECK_OK(bound_case("async", "2", st));
+  CHECK_MSG(st[0].max_ahead > 2, "async ran at most %lld ahead", (long long)st[0].max_ahead);
+}
+
+TEST(async_applies_every_push) {
+  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  const char *kv[] = {"mode", "async", NULL};
+  ps_server_stats_t st[2];
+  double d;
+  CHECK_OK(compare_case(2, 4, kv, 0, NULL, st, &d));
+  CHECK_EQ_INT(st[0].updates, 4 * STEPS);
+  CHECK_EQ_INT(st[1].updates, 4 * STEPS);
+  CHECK_MSG(d >= 0, "no parameters to compare");
+}
+
+TEST(malformed_messages_are_rejected_and_training_stays_exact) {
+  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  int beh[MAXR] = {0};
+  beh[2] = FUZZ_FIRST; /* worker 1 (rank 2) sends NFUZZ bad messages first */
+  ps_server_stats_t st[1];
+  double d;
+  CHECK_OK(compare_case(1, 4, NULL, 0, beh, st, &d));
+  CHECK_EQ_INT(st[0].rejected, NFUZZ);
+  CHECK_MSG(d >= 0 && d <= RTOL, "distance %.3g > %g", d, RTOL);
+}
+
+/* A worker vanishes after one push; deadline 4 s. */
+static int dying_worker_case(const char *mode, ps_server_stats_t *st, rank_arg_t *args,
+                             double *elapsed) {
+  const char *kv[] = {"mode", mode, "max_steps", "30", "deadline", "4", NULL};
+  sg_opts_t *o = make_opts(3, "", kv);
+  ps_cfg_t cfg;
+  int beh[MAXR] = {0};
+  beh[3] = DIE_AFTER_ONE_PUSH; /* worker 2 */
+  int rc = o ? ps_cfg_from_opts(&cfg, o, 3) : SG_ENOMEM;
+  cfg.stats = st;
+  double t = sg_now();
+  if (!rc) rc = run_ps(o, &cfg, beh, 4.0, args);
+  *elapsed = sg_now() - t;
+  sg_opts_destroy(&o);
+  return rc;
+}
+
+TEST(sync_names_a_dead_worker) {
+  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  ps_server_stats_t st[1] = {{0}};
+  rank_arg_t args[MAXR];
+  double el;
+  int rc = dying_worker_case("sync", st, args, &el);
+  CHECK_MSG(rc < 0, "sync training went on without worker 2");
+  CHECK_STR_CONTAINS(args[0].err, "worker rank 3");
+  CHECK_STR_CONTAINS(args[0].err, "step 1");
+  CHECK_MSG(el < 2 * 4.0 + 10, "took %.1f s", el); /* 2x deadline + loading */
+}
+
+TEST(async_goes_on_without_a_dead_worker) {
+  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  ps_server_stats_t st[1] = {{0}};
+  rank_arg_t args[MAXR];
+  double el;
+  CHECK_OK(dying_worker_case("async", st, args, &el));
+  CHECK_EQ_INT(st[0].dead_workers, 1);
+  CHECK_EQ_INT(st[0].updates, 2 * 30 + 1); /* two live workers, one push of the dead one */
+  CHECK_EQ_INT(args[1].rc, 0);
+  CHECK_EQ_INT(args[2].rc, 0);
+}
