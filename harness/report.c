@@ -449,11 +449,15 @@ static int fig_scaling(report_t *rp) {
   add_fig(rp, "throughput",
           "Training throughput (samples/s, median over repeats) vs workers; "
           "samples/s is measured between the first and the last evaluation.");
-  add_fig(rp, "efficiency",
-          "Scaling efficiency per variant: throughput(N) / (N * "
-          "throughput(%s)); 1 is linear scaling.",
-          base_is_one ? "1)" : "N0) / N0), N0 = the smallest worker count "
-                               "measured for that variant (1 when present");
+  if (base_is_one)
+    add_fig(rp, "efficiency",
+            "Scaling efficiency per variant: throughput(N) / (N * "
+            "throughput(1)); 1 is linear scaling.");
+  else
+    add_fig(rp, "efficiency",
+            "Scaling efficiency per variant: throughput(N) * N0 / (N * "
+            "throughput(N0)), N0 = the smallest worker count measured for the "
+            "variant (1 when measured); 1 is linear scaling.");
 fail:
   if (gp) fclose(gp);
   if (f) fclose(f);
@@ -501,12 +505,14 @@ static int fig_breakdown(report_t *rp) {
           "set style histogram rowstacked\n"
           "set style fill solid 0.85 border -1\n"
           "set boxwidth 0.6\n"
-          "set xtics rotate by -25 left\n"
+          "set xtics rotate by 20 right\n"
+          "set xrange [-0.6:%g]\n"
           "set yrange [0:*]\n"
           "set grid noxtics ytics\n"
           "plot 'breakdown.tsv' using 2:xtic(1) lc rgb \"#1f77b4\" title \"compute\", \\\n"
           "     '' using 3 lc rgb \"#ff7f0e\" title \"communication\", \\\n"
-          "     '' using 4 lc rgb \"#7f7f7f\" title \"waiting\"\n");
+          "     '' using 4 lc rgb \"#7f7f7f\" title \"waiting\"\n",
+          nbars - 0.4);
   SG_TRY(sg_plot_end(&gp, rp->dir, "time_breakdown"));
   add_fig(rp, "time_breakdown",
           "Mean seconds per step on worker ranks, split into compute "
@@ -520,11 +526,49 @@ fail:
 
 /* ---- allreduce benchmark: time and busbw vs size ----------------------- */
 
+/* "4 KiB", "1 MiB": a message size for a tick label. */
+static void size_label(char *buf, size_t len, long long b) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)b;
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    u++;
+  }
+  snprintf(buf, len, "%g %s", v, units[u]);
+}
+
+/* gnuplot xtics list of the measured sizes: ("4 KiB" 4096, ...), every
+ * k-th when there are many so labels do not collide. */
+static int size_tics(report_t *rp, char *tics, size_t len) {
+  sqlite3_stmt *st = NULL;
+  long long sizes[256];
+  int n = 0, rc = SG_OK;
+  size_t used = 0;
+  tics[0] = '\0';
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT DISTINCT bytes FROM bench WHERE experiment_id = ?1"
+                        " AND collective = 'allreduce' AND bytes > 0 ORDER BY bytes",
+                        &st));
+  sqlite3_bind_int64(st, 1, rp->set->experiment_id);
+  while (n < 256 && sqlite3_step(st) == SQLITE_ROW)
+    sizes[n++] = sqlite3_column_int64(st, 0);
+  for (int i = 0, every = n / 12 + 1; i < n && used + 40 < len; i += every) {
+    char lab[32];
+    size_label(lab, sizeof lab, sizes[i]);
+    used += (size_t)snprintf(tics + used, len - used, "%s\"%s\" %lld",
+                             used ? ", " : "", lab, sizes[i]);
+  }
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
 static int fig_bench(report_t *rp) {
   sqlite3_stmt *st = NULL;
   FILE *f = NULL, *gp[2] = {NULL, NULL};
   int rc = SG_OK, nblocks = 0;
-  char prev[128] = "";
+  char prev[128] = "", tics[1024];
   static const char *const names[2] = {"allreduce_time", "allreduce_busbw"};
   if (rp->single_run) return SG_OK;
   SG_TRY(sg_rdb_prepare(rp->db,
@@ -534,6 +578,7 @@ static int fig_bench(report_t *rp) {
                         " ORDER BY impl, transport, np, bytes",
                         &st));
   sqlite3_bind_int64(st, 1, rp->set->experiment_id);
+  SG_TRY(size_tics(rp, tics, sizeof tics));
   SG_TRY(open_data(rp, "bench.tsv", &f));
   fprintf(f, "# allreduce benchmark, one block per impl/transport/np;"
              " times in seconds, bandwidths in GB/s\n");
@@ -547,11 +592,11 @@ static int fig_bench(report_t *rp) {
                              "Allreduce time vs message size (median, min-max bars)"));
         SG_TRY(sg_plot_begin(&gp[1], rp->dir, names[1],
                              "Allreduce bus bandwidth vs message size"));
-        /* sizes span decades: log-log, x ticks in binary prefixes */
+        /* sizes span decades: log-log, ticks at the measured sizes */
         for (int k = 0; k < 2; k++)
-          fprintf(gp[k], "set xlabel \"message size (bytes)\"\n"
-                         "set logscale xy\nset format x \"%%.0b%%B\"\n"
-                         "set xtics 4\n");
+          fprintf(gp[k], "set xlabel \"message size\"\n"
+                         "set logscale x 2\nset logscale y 10\n"
+                         "set xtics (%s)\n", tics);
         fprintf(gp[0], "set ylabel \"time per allreduce (s)\"\n"
                        "set format y \"%%.0s %%cs\"\nplot \\\n");
         fprintf(gp[1], "set ylabel \"bus bandwidth (GB/s)\"\nplot \\\n");

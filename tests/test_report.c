@@ -6,6 +6,7 @@
  * so their output and exit codes are checked as a user would see them;
  * gnuplot is the real one.
  */
+#include <ftw.h>
 #include <stdarg.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -259,10 +260,27 @@ static int exists(const char *dir, const char *name) {
 
 static char db_path[300];
 
+static int rm_entry(const char *path, const struct stat *sb, int type,
+                    struct FTW *ftw) {
+  return remove(path);
+}
+
+/* Remove the scratch directory at exit; SGDLAB_KEEP_TMP=1 keeps it to look
+ * at the figures. */
+static void cleanup(void) {
+  const char *keep = getenv("SGDLAB_KEEP_TMP");
+  if (keep && *keep && strcmp(keep, "0")) {
+    fprintf(stderr, "kept %s\n", tmpdir);
+    return;
+  }
+  nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void setup(void) {
   if (!*tmpdir) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/sgreport-XXXXXX");
     if (!mkdtemp(tmpdir)) abort();
+    atexit(cleanup);
     snprintf(db_path, sizeof db_path, "%s/fixture.db", tmpdir);
     if (make_fixture(db_path)) abort();
   }
