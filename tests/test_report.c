@@ -6,6 +6,7 @@
  * so their output and exit codes are checked as a user would see them;
  * gnuplot is the real one.
  */
+#define _GNU_SOURCE /* nftw */
 #include <ftw.h>
 #include <stdarg.h>
 #include <sqlite3.h>
