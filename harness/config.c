@@ -107,6 +107,9 @@ static size_t edit_distance(const char *a, const char *b) {
 
 static void consider(const char *key, const char *cand, const char **best, size_t *bestd) {
   size_t dd = edit_distance(key, cand);
+  /* "batchsize" for "batch": one key the start of the other counts as close */
+  size_t lk = strlen(key), lc = strlen(cand), m = lk < lc ? lk : lc;
+  if (m >= 3 && strncmp(key, cand, m) == 0 && dd > 1) dd = 1;
   if (dd < *bestd) {
     *bestd = dd;
     *best = cand;
@@ -535,7 +538,7 @@ static int apply_set(parser_t *p, const char *arg) {
   }
   if (!applied) {
     const sg_engine_t *owner = engine_with_option(k);
-    if (owner) rc = perr(at, k, "no engine entry is a %s engine, which has this option", owner->name);
+    if (owner) rc = perr(at, k, "no engine entry runs %s, the engine with this option", owner->name);
     else if (only >= 0) rc = perr(at, k, "not an option of engine %s", p->ent[only].engine->name);
     else rc = unknown_key(at, k);
   }

@@ -1,0 +1,169 @@
+/* test_config.c - experiment files: validation messages, sweeps, --set.
+ * (The same errors through the real `sgdlab` binary: test_run_cli.c.) */
+#include <string.h>
+
+#include "config.h"
+#include "err.h"
+#include "test.h"
+
+static sg_experiment_t *parse(const char *text, char *const *sets, int nsets, int *rc) {
+  sg_experiment_t *x = NULL;
+  sg_err_clear();
+  *rc = sg_config_parse(&x, "t.yaml", text, strlen(text), sets, nsets);
+  return x;
+}
+
+/* The error of `text` must be exactly `want`. */
+#define CHECK_ERR(text, want)                                    \
+  do {                                                           \
+    int rc_;                                                     \
+    sg_experiment_t *x_ = parse((text), NULL, 0, &rc_);          \
+    CHECK_MSG(rc_ == SG_ECONFIG && !x_, "rc %d", rc_);           \
+    CHECK_MSG(!strcmp(sg_err_msg(), (want)), "got '%s', want '%s'", sg_err_msg(), (want)); \
+  } while (0)
+
+TEST(unknown_key_suggests_the_closest) {
+  CHECK_ERR("name: t\nworkload:\n  batchsize: 64\nengines: [local]\n",
+            "t.yaml:3:3: batchsize: unknown key; did you mean 'batch'?");
+  CHECK_ERR("name: t\nworkload: {lrr: 0.1}\nengines: [local]\n",
+            "t.yaml:2:12: lrr: unknown key; did you mean 'lr'?");
+  CHECK_ERR("name: t\nzzzzzzzz: 1\nengines: [local]\n",
+            "t.yaml:2:1: zzzzzzzz: unknown key (sgdlab help config lists them)");
+}
+
+TEST(wrong_type_and_range) {
+  CHECK_ERR("workload:\n  lr: fast\nengines: [local]\n",
+            "t.yaml:2:7: lr: expected a number, got 'fast'");
+  CHECK_ERR("workers: 0\nengines: [local]\n", "t.yaml:1:10: workers: must be >= 1");
+  CHECK_ERR("workload: {model: cnn}\nengines: [local]\n",
+            "t.yaml:1:19: model: 'cnn' is not one of softmax|mlp");
+  CHECK_ERR("workload: {hidden: [128, x]}\nengines: [local]\n",
+            "t.yaml:1:26: hidden: expected an integer, got 'x'");
+  CHECK_ERR("workers: {a: 1}\nengines: [local]\n",
+            "t.yaml:1:10: workers: expected a value, got a mapping");
+  CHECK_ERR("repeat: [1, 2]\nengines: [local]\n", "t.yaml:1:9: repeat: takes one value, not a list");
+}
+
+TEST(wrong_section_duplicate_unknown_engine) {
+  CHECK_ERR("lr: 0.1\nengines: [local]\n", "t.yaml:1:1: lr: belongs under workload:");
+  CHECK_ERR("workload: {transport: mpi}\nengines: [local]\n",
+            "t.yaml:1:12: transport: belongs at the top level, not under workload:");
+  CHECK_ERR("workers: 2\nworkers: 3\nengines: [local]\n",
+            "t.yaml:2:1: workers: duplicate key (first set at line 1)");
+  CHECK_ERR("engines:\n  - local\n  - {engine: nosuch}\n",
+            "t.yaml:3:14: engine: unknown engine 'nosuch' (known: local, ps, mapreduce, "
+            "allreduce, bench-allreduce)");
+  CHECK_ERR("name: t\n", "t.yaml:1:1: engines: missing; list the engines to run, e.g. engines: [local]");
+  CHECK_ERR("engines: [local\n", "t.yaml:2:1: YAML: did not find expected ',' or ']' while parsing a flow sequence");
+}
+
+TEST(engine_options_are_checked_by_the_engine_table) {
+  CHECK_ERR("engines:\n  - {engine: local, mode: sync}\n",
+            "t.yaml:2:21: mode: not an option of engine local (engine ps has it)");
+  CHECK_ERR("engines:\n  - {engine: ps, mode: fast}\n",
+            "t.yaml:2:24: mode: 'fast' is not one of sync|ssp|async");
+  CHECK_ERR("mode: sync\nengines: [ps]\n",
+            "t.yaml:1:1: mode: an option of engine ps; set it in its engine entry");
+  CHECK_ERR("engines:\n  - {engine: local, transport: mpi, launcher: local}\n",
+            "t.yaml:2:14: launcher: local cannot start MPI ranks; transport: mpi needs launcher "
+            "mpirun (or auto)");
+}
+
+TEST(defaults_are_filled_and_launcher_resolved) {
+  int rc;
+  sg_experiment_t *x = parse("engines: [local, {engine: local, transport: mpi}]\n", NULL, 0, &rc);
+  CHECK_OK(rc);
+  CHECK_EQ_INT(x->nruns, 2);
+  CHECK(!strcmp(x->name, "t")); /* the file's base name */
+  for (const sg_setting_t *s = sg_settings; s->name; s++)
+    CHECK_MSG(sg_opts_has(x->runs[0].opts, s->name), "missing %s", s->name);
+  CHECK(!strcmp(sg_opts_get(x->runs[0].opts, "engine"), "local"));
+  CHECK(!strcmp(sg_opts_get(x->runs[0].opts, "launcher"), "local"));
+  CHECK(!strcmp(sg_opts_get(x->runs[1].opts, "launcher"), "mpirun"));
+  CHECK(!strcmp(sg_opts_get(x->runs[0].opts, "lr"), "0.05"));
+  CHECK_EQ_INT(x->runs[0].nprocs, 1);
+  sg_experiment_destroy(&x);
+  CHECK(x == NULL);
+}
+
+TEST(sweeps_expand_to_the_cartesian_product) {
+  int rc;
+  sg_experiment_t *x = parse("name: sw\nworkers: [1, 2, 4]\nrepeat: 2\n"
+                             "workload: {lr: [0.1, 0.2], hidden: [[64], [128, 64]], batch: 4K}\n"
+                             "engines: [local, {engine: ps, mode: [sync, async]}]\n",
+                             NULL, 0, &rc);
+  CHECK_OK(rc);
+  /* local: 3*2*2 points * 2 repeats; ps: 3*2*2*2 points * 2 repeats */
+  CHECK_EQ_INT(x->nruns, 24 + 48);
+  /* first swept key (workers) varies slowest; repeats innermost */
+  const sg_run_spec_t *r = x->runs;
+  CHECK(!strcmp(sg_opts_get(r[0].opts, "workers"), "1"));
+  CHECK(!strcmp(sg_opts_get(r[0].opts, "hidden"), "64"));
+  CHECK(!strcmp(sg_opts_get(r[0].opts, "lr"), "0.1"));
+  CHECK(!strcmp(sg_opts_get(r[0].opts, "batch"), "4096"));
+  CHECK_EQ_INT(r[0].repeat, 0);
+  CHECK_EQ_INT(r[1].repeat, 1);
+  CHECK(!strcmp(sg_opts_get(r[1].opts, "repeat"), "1"));
+  CHECK(!strcmp(sg_opts_get(r[2].opts, "lr"), "0.2"));
+  CHECK(!strcmp(sg_opts_get(r[4].opts, "hidden"), "128,64"));
+  CHECK(!strcmp(sg_opts_get(r[8].opts, "workers"), "2"));
+  CHECK_EQ_INT(r[23].workers, 4);
+  CHECK(!strcmp(r[24].engine->name, "ps"));
+  CHECK(!strcmp(sg_opts_get(r[24].opts, "mode"), "sync"));
+  CHECK(!strcmp(sg_opts_get(r[26].opts, "mode"), "async"));
+  CHECK_STR_CONTAINS(r[26].label, "mode=async");
+  /* every run has the same seed across repeats */
+  CHECK_EQ_INT(r[0].seed, r[1].seed);
+  /* every (workers, lr, hidden) point appears exactly twice among local runs */
+  for (int i = 0; i < 24; i++) {
+    int same = 0;
+    for (int j = 0; j < 24; j++)
+      same += !strcmp(sg_opts_get(r[i].opts, "workers"), sg_opts_get(r[j].opts, "workers")) &&
+              !strcmp(sg_opts_get(r[i].opts, "lr"), sg_opts_get(r[j].opts, "lr")) &&
+              !strcmp(sg_opts_get(r[i].opts, "hidden"), sg_opts_get(r[j].opts, "hidden"));
+    CHECK_EQ_INT(same, 2);
+  }
+  sg_experiment_destroy(&x);
+}
+
+TEST(entry_overrides_and_set) {
+  int rc;
+  char *sets[] = {"workload.lr=0.3", "mode=async", "engines.0.workers=[1,3]"};
+  sg_experiment_t *x = parse("workers: 2\ntransport: zmq\nworkload: {lr: 0.1}\n"
+                             "engines:\n  - local\n  - {engine: ps, mode: sync, transport: mpi, batch: 8}\n",
+                             sets, 3, &rc);
+  CHECK_OK(rc);
+  CHECK_EQ_INT(x->nruns, 3);
+  CHECK_EQ_INT(x->runs[0].workers, 1);
+  CHECK_EQ_INT(x->runs[1].workers, 3);
+  CHECK_EQ_INT(x->runs[2].workers, 2);
+  CHECK(!strcmp(sg_opts_get(x->runs[0].opts, "lr"), "0.3"));
+  CHECK(!strcmp(sg_opts_get(x->runs[2].opts, "lr"), "0.3"));
+  CHECK(!strcmp(sg_opts_get(x->runs[2].opts, "mode"), "async"));
+  CHECK(!strcmp(sg_opts_get(x->runs[2].opts, "transport"), "mpi"));
+  CHECK(!strcmp(sg_opts_get(x->runs[2].opts, "batch"), "8"));
+  CHECK(!strcmp(sg_opts_get(x->runs[0].opts, "batch"), "64"));
+  CHECK(!strcmp(sg_opts_get(x->runs[0].opts, "transport"), "zmq"));
+  CHECK_STR_CONTAINS(x->config_text, "# --set mode=async\n");
+  sg_experiment_destroy(&x);
+}
+
+TEST(bad_set_names_the_set) {
+  int rc;
+  char *a[] = {"lr=abc"};
+  sg_experiment_t *x = parse("engines: [local]\n", a, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK(!strcmp(sg_err_msg(), "--set lr=abc: lr: expected a number, got 'abc'"));
+  char *b[] = {"bacth=4"};
+  x = parse("engines: [local]\n", b, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK(!strcmp(sg_err_msg(), "--set bacth=4: bacth: unknown key; did you mean 'batch'?"));
+  char *c[] = {"novalue"};
+  x = parse("engines: [local]\n", c, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK_STR_CONTAINS(sg_err_msg(), "expected key=value");
+  char *d[] = {"mode=sync"};
+  x = parse("engines: [local]\n", d, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK(!strcmp(sg_err_msg(), "--set mode=sync: mode: no engine entry runs ps, the engine with this option"));
+}
