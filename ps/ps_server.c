@@ -60,6 +60,7 @@ typedef struct server {
   int ndone;
   int64_t version;        /* updates applied */
   int npushed;            /* sync: pushes of the current step so far */
+  int quiet;              /* deadlines in a row in which every worker was silent */
   /* accounting for the step records */
   int64_t rejected, max_ahead;
   char first_reject[200];
@@ -293,6 +294,18 @@ static int on_silence(server_t *s) {
       }
     return SG_OK;
   }
+  int live = 0;
+  for (int w = 0; w < s->N; w++) live += !s->done[w] && !s->dead[w];
+  if (missing == live && s->quiet++ == 0) {
+    /* Every worker is silent: they are probably all waiting on another
+     * server that died or hangs.  They will name it after 1.5 deadlines;
+     * fail only after a second one, naming nobody in particular. */
+    return SG_OK;
+  }
+  if (missing == live)
+    return sg_err_set(SG_EPEER, "ps server %d (rank %d): no message from any of the %d workers "
+                      "for %.1f s (at step %lld; a server they wait on may have failed)",
+                      s->k, s->ctx->rank, live, 2 * c->deadline_s, (long long)s->version);
   if (s->cfg->mode == PS_SYNC)
     return sg_err_set(SG_EPEER, "ps server %d (rank %d): no PUSH for step %lld from %s within %.1f s",
                       s->k, s->ctx->rank, (long long)s->version, names, c->deadline_s);
@@ -378,6 +391,7 @@ static int serve_one(server_t *s) {
     return SG_OK;
   }
   s->heard[w] = sg_now();
+  s->quiet = 0;
   switch (h.type) {
   case PS_PUSH: rc = on_push(s, w, buf, why, sizeof why); break;
   case PS_PULL: rc = on_pull(s, w, buf, why, sizeof why); break;
