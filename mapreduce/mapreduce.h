@@ -158,8 +158,9 @@ int mr_probe_dl(sg_comm_t *c, double factor, int src, int tag, sg_status_t *st);
  *     leaders (MR_DL_REDUCE);
  *   - executors waiting on the driver (tasks, broadcast) wait longest;
  *     deeper ranks of the broadcast tree a little longer still.
- * All stay below 2x so any failure surfaces within 2 deadlines. */
-#define MR_DL_REDUCE 1.25
-#define MR_DL_EXECUTOR 1.5
+ * All stay at most 1.6x, so a failure surfaces within 2 deadlines even
+ * with the harness's grace period for stopping the other ranks. */
+#define MR_DL_REDUCE 1.15
+#define MR_DL_EXECUTOR 1.3
 
 #endif

@@ -45,7 +45,7 @@ int mr_bcast_level(const mr_config_t *cfg, int rank) {
  * child must outlast its parent, which is itself waiting on the driver. */
 static double bcast_factor(const mr_config_t *cfg, int rank) {
   double f = MR_DL_EXECUTOR + 0.05 * (mr_bcast_level(cfg, rank) - 1);
-  return f < 1.9 ? f : 1.9;
+  return f < 1.6 ? f : 1.6;
 }
 
 static int bcast_flat(sg_comm_t *c, const mr_config_t *cfg, float *buf, size_t n) {
