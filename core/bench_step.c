@@ -1,0 +1,184 @@
+/* bench_step.c - training-step throughput vs the sgemm bound (bench_step.h).
+ *
+ * Method (DESIGN.md 8): untimed warm-up; then BLOCKS timed blocks of K
+ * steps, K chosen so a block lasts about BLOCK_S; report the median block
+ * (and min/max).  The sgemm bound times each GEMM shape of the step alone
+ * the same way, on its own buffers of the step's sizes, and sums the
+ * medians.
+ */
+#include "bench_step.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "err.h"
+#include "model.h"
+#include "rng.h"
+#include "settings.h"
+#include "workload.h"
+
+#define BLOCKS 9
+#define BLOCK_S 0.15
+#define WARMUP_STEPS 30
+#define MAX_GEMMS 64
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Reps per block so that one block lasts about BLOCK_S given t per rep. */
+static int64_t reps_for(double t) {
+  int64_t k = t > 0 ? (int64_t)(BLOCK_S / t) : 1000;
+  return k < 1 ? 1 : k;
+}
+
+typedef struct {
+  sg_workload_t *w;
+  sg_optim_t *opt;
+  float *params, *grad;
+  int64_t step, total;
+} step_ctx_t;
+
+static int run_steps(step_ctx_t *c, int64_t k) {
+  for (int64_t i = 0; i < k; i++) {
+    double loss;
+    /* stay inside the run's schedule; the data order wraps around epochs */
+    SG_CHECK(sg_workload_grad(c->w, c->params, c->grad, c->step, &loss));
+    sg_optim_apply(c->opt, c->params, c->grad, c->step);
+    c->step++;
+  }
+  return SG_OK;
+}
+
+static float *rand_buf(size_t n, uint64_t seed) {
+  float *p = malloc((n ? n : 1) * sizeof *p);
+  if (!p) return NULL;
+  sg_rng_t r;
+  sg_rng_seed(&r, seed, 99, 0);
+  for (size_t i = 0; i < n; i++) p[i] = (float)(sg_rng_uniform(&r) - 0.5);
+  return p;
+}
+
+/* Median seconds of one sgemm of shape s. */
+static int time_gemm(const sg_gemm_shape_t *s, double *med) {
+  size_t na = (size_t)s->m * s->k, nb = (size_t)s->k * s->n, nc = (size_t)s->m * s->n;
+  float *A = rand_buf(na, 1), *B = rand_buf(nb, 2), *C = rand_buf(nc, 3);
+  int rc = SG_OK;
+  if (!A || !B || !C) {
+    rc = SG_ENOMEM;
+    goto fail;
+  }
+  const int lda = s->ta == 'N' ? s->k : s->m, ldb = s->tb == 'N' ? s->n : s->k;
+  const enum CBLAS_TRANSPOSE ta = s->ta == 'N' ? CblasNoTrans : CblasTrans;
+  const enum CBLAS_TRANSPOSE tb = s->tb == 'N' ? CblasNoTrans : CblasTrans;
+  double t0 = sg_now();
+  for (int i = 0; i < 10; i++)
+    cblas_sgemm(CblasRowMajor, ta, tb, s->m, s->n, s->k, 1.0f, A, lda, B, ldb, s->beta * 1e-3f,
+                C, s->n);
+  int64_t k = reps_for((sg_now() - t0) / 10);
+  double t[BLOCKS];
+  for (int b = 0; b < BLOCKS; b++) {
+    t0 = sg_now();
+    for (int64_t i = 0; i < k; i++)
+      cblas_sgemm(CblasRowMajor, ta, tb, s->m, s->n, s->k, 1.0f, A, lda, B, ldb,
+                  s->beta * 1e-3f, C, s->n);
+    t[b] = (sg_now() - t0) / (double)k;
+  }
+  qsort(t, BLOCKS, sizeof t[0], cmp_double);
+  *med = t[BLOCKS / 2];
+fail:
+  free(A);
+  free(B);
+  free(C);
+  return rc;
+}
+
+int sg_bench_step_run(const sg_opts_t *o, FILE *out, sg_bench_step_result_t *res) {
+  int rc = SG_OK;
+  sg_bench_step_result_t r = {0};
+  step_ctx_t c = {0};
+  sg_opts_t *so = sg_opts_dup(o);
+  if (!so) return SG_ENOMEM;
+  if (!sg_opts_has(so, "model")) SG_TRY(sg_opts_set(so, "model", "mlp"));
+  if (!sg_opts_has(so, "hidden")) SG_TRY(sg_opts_set(so, "hidden", "256"));
+  if (!sg_opts_has(so, "batch")) SG_TRY(sg_opts_set(so, "batch", "64"));
+  SG_TRY(sg_settings_defaults(sg_settings, so));
+
+  SG_TRY(sg_workload_new(&c.w, so, 0, 1, SG_WL_TRAIN));
+  SG_TRY(sg_workload_optim_new(c.w, so, &c.opt));
+  const size_t np = sg_workload_nparams(c.w);
+  const int batch = sg_workload_batch(c.w);
+  c.params = malloc(np * sizeof(float));
+  c.grad = malloc(np * sizeof(float));
+  if (!c.params || !c.grad) {
+    rc = SG_ENOMEM;
+    goto fail;
+  }
+  SG_TRY(sg_workload_init_params(c.w, c.params));
+
+  /* the step */
+  double t0 = sg_now();
+  SG_TRY(run_steps(&c, WARMUP_STEPS));
+  int64_t k = reps_for((sg_now() - t0) / WARMUP_STEPS);
+  double tb[BLOCKS];
+  for (int b = 0; b < BLOCKS; b++) {
+    t0 = sg_now();
+    SG_TRY(run_steps(&c, k));
+    tb[b] = (sg_now() - t0) / (double)k;
+  }
+  qsort(tb, BLOCKS, sizeof tb[0], cmp_double);
+  r.step_s = tb[BLOCKS / 2];
+  r.step_sps = batch / r.step_s;
+
+  /* the bound: the step's sgemm calls alone */
+  sg_gemm_shape_t g[MAX_GEMMS];
+  size_t ng = sg_model_gemms(sg_workload_model(c.w), batch, g, MAX_GEMMS);
+  if (ng > MAX_GEMMS) ng = MAX_GEMMS;
+  double tg[MAX_GEMMS];
+  for (size_t i = 0; i < ng; i++) {
+    SG_TRY(time_gemm(&g[i], &tg[i]));
+    r.gemm_s += tg[i];
+    r.gemm_flops += 2.0 * g[i].m * (double)g[i].n * g[i].k;
+  }
+  if (r.gemm_s > 0) {
+    r.bound_sps = batch / r.gemm_s;
+    r.ratio = r.step_sps / r.bound_sps;
+  }
+
+  if (out) {
+    fprintf(out, "bench step: %s\n", sg_workload_describe(c.w));
+    fprintf(out, "blas: %s\n", sg_blas_info());
+    fprintf(out, "%-8s %5s %7s %7s %7s %9s %10s %8s\n", "gemm", "op", "m", "n", "k", "MFLOP",
+            "time_us", "GFLOP/s");
+    for (size_t i = 0; i < ng; i++) {
+      double fl = 2.0 * g[i].m * (double)g[i].n * g[i].k;
+      fprintf(out, "%-8s %3c,%c %7d %7d %7d %9.3f %10.2f %8.1f\n", g[i].what, g[i].ta, g[i].tb,
+              g[i].m, g[i].n, g[i].k, fl * 1e-6, tg[i] * 1e6, fl / tg[i] * 1e-9);
+    }
+    if (r.gemm_s > 0)
+      fprintf(out, "sgemm bound: %.2f us/step, %.0f samples/s (%.1f GFLOP/s)\n", r.gemm_s * 1e6,
+              r.bound_sps, r.gemm_flops / r.gemm_s * 1e-9);
+    else
+      fprintf(out, "sgemm bound: n/a (the step makes no sgemm call)\n");
+    fprintf(out, "step (grad+apply): %.2f us median of %d blocks x %lld steps "
+                 "(min %.2f, max %.2f), %.0f samples/s\n",
+            r.step_s * 1e6, BLOCKS, (long long)k, tb[0] * 1e6, tb[BLOCKS - 1] * 1e6,
+            r.step_sps);
+    if (r.gemm_s > 0) fprintf(out, "ratio step/bound: %.3f\n", r.ratio);
+  }
+  if (res) *res = r;
+fail:
+  free(c.params);
+  free(c.grad);
+  sg_optim_destroy(&c.opt);
+  sg_workload_destroy(&c.w);
+  sg_opts_destroy(&so);
+  return rc;
+}
+
+int sg_bench_step(const sg_opts_t *o, FILE *out) {
+  return sg_bench_step_run(o, out, NULL);
+}

@@ -1,0 +1,216 @@
+/* model_mlp.c - the layer stack (see model.h for the step's schedule):
+ * MLP with ReLU hidden layers, and softmax regression as the stack with no
+ * hidden layer.  Dense layers go through cblas_sgemm; a CSR input layer
+ * through sg_csr_forward/backward (model_softmax.c).
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "model.h"
+#include "rng.h"
+
+struct sg_model {
+  int softmax; /* 1: softmax regression (zero init), 0: mlp */
+  int L;       /* layers */
+  int64_t dims[SG_MODEL_MAX_LAYERS + 1];
+  size_t offW[SG_MODEL_MAX_LAYERS], offb[SG_MODEL_MAX_LAYERS];
+  size_t nparams;
+  int sparse_input;
+  int max_rows;
+  float *A[SG_MODEL_MAX_LAYERS + 1]; /* A[l], l >= 1: layer outputs (A[L] = logits) */
+  float *G[SG_MODEL_MAX_LAYERS];     /* G[l], 1 <= l < L: d loss / d Z_l */
+  char desc[256];
+};
+
+int sg_model_new(sg_model_t **out, const char *kind, int64_t d, int classes,
+                 const int64_t *hidden, size_t nhidden, int sparse_input,
+                 int max_rows) {
+  int rc = SG_OK;
+  sg_model_t *m = NULL;
+  int softmax = strcmp(kind, "softmax") == 0;
+  if (!softmax && strcmp(kind, "mlp") != 0)
+    return sg_err_set(SG_ECONFIG, "model: unknown model '%s' (softmax|mlp)", kind);
+  if (softmax) nhidden = 0;
+  if (!softmax && nhidden == 0)
+    return sg_err_set(SG_ECONFIG, "hidden: mlp needs at least one hidden layer");
+  if (nhidden + 1 > SG_MODEL_MAX_LAYERS)
+    return sg_err_set(SG_ECONFIG, "hidden: at most %d hidden layers", SG_MODEL_MAX_LAYERS - 1);
+  if (d < 1 || classes < 2 || max_rows < 1)
+    return sg_err_set(SG_EINVAL, "model: %lld features, %d classes, %d rows",
+                      (long long)d, classes, max_rows);
+  m = calloc(1, sizeof *m);
+  if (!m) return SG_ENOMEM;
+  m->softmax = softmax;
+  m->L = (int)nhidden + 1;
+  m->sparse_input = sparse_input;
+  m->max_rows = max_rows;
+  m->dims[0] = d;
+  for (size_t i = 0; i < nhidden; i++) {
+    if (hidden[i] < 1 || hidden[i] > (1 << 24)) {
+      rc = sg_err_set(SG_ECONFIG, "hidden: layer size %lld out of range", (long long)hidden[i]);
+      goto fail;
+    }
+    m->dims[i + 1] = hidden[i];
+  }
+  m->dims[m->L] = classes;
+  size_t off = 0;
+  for (int l = 0; l < m->L; l++) {
+    m->offW[l] = off;
+    off += (size_t)m->dims[l + 1] * (size_t)m->dims[l];
+    m->offb[l] = off;
+    off += (size_t)m->dims[l + 1];
+  }
+  m->nparams = off;
+  for (int l = 1; l <= m->L; l++) {
+    m->A[l] = malloc((size_t)max_rows * (size_t)m->dims[l] * sizeof(float));
+    if (!m->A[l]) goto nomem;
+    if (l < m->L) {
+      m->G[l] = malloc((size_t)max_rows * (size_t)m->dims[l] * sizeof(float));
+      if (!m->G[l]) goto nomem;
+    }
+  }
+  int p = snprintf(m->desc, sizeof m->desc, "%s ", softmax ? "softmax" : "mlp");
+  for (int l = 0; l <= m->L && p < (int)sizeof m->desc; l++)
+    p += snprintf(m->desc + p, sizeof m->desc - (size_t)p, "%s%lld", l ? "-" : "",
+                  (long long)m->dims[l]);
+  if (p < (int)sizeof m->desc)
+    snprintf(m->desc + p, sizeof m->desc - (size_t)p, " (%zu params%s)", m->nparams,
+             sparse_input ? ", sparse input" : "");
+  *out = m;
+  return SG_OK;
+nomem:
+  rc = sg_err_set(SG_ENOMEM, "model buffers for %d rows", max_rows);
+fail:
+  sg_model_destroy(&m);
+  return rc;
+}
+
+void sg_model_destroy(sg_model_t **pm) {
+  if (!pm || !*pm) return;
+  sg_model_t *m = *pm;
+  for (int l = 0; l <= SG_MODEL_MAX_LAYERS; l++) free(m->A[l]);
+  for (int l = 0; l < SG_MODEL_MAX_LAYERS; l++) free(m->G[l]);
+  free(m);
+  *pm = NULL;
+}
+
+size_t sg_model_nparams(const sg_model_t *m) { return m->nparams; }
+const char *sg_model_describe(const sg_model_t *m) { return m->desc; }
+
+void sg_model_init(const sg_model_t *m, uint64_t seed, float *params) {
+  memset(params, 0, m->nparams * sizeof *params);
+  if (m->softmax) return;
+  for (int l = 0; l < m->L; l++) {
+    sg_rng_t r;
+    sg_rng_seed(&r, seed, SG_RNG_INIT, (uint64_t)l);
+    const double bound = sqrt(6.0 / (double)m->dims[l]);
+    float *W = params + m->offW[l];
+    const size_t cnt = (size_t)m->dims[l + 1] * (size_t)m->dims[l];
+    for (size_t i = 0; i < cnt; i++) W[i] = (float)((2.0 * sg_rng_uniform(&r) - 1.0) * bound);
+  }
+}
+
+/* Forward pass through all layers; leaves logits in A[L]. */
+static void forward(sg_model_t *m, const float *params, const sg_batch_t *b) {
+  const int n = b->n;
+  for (int l = 0; l < m->L; l++) {
+    const int in = (int)m->dims[l], out = (int)m->dims[l + 1];
+    const float *W = params + m->offW[l], *bias = params + m->offb[l];
+    float *Z = m->A[l + 1];
+    if (l == 0 && m->sparse_input) {
+      sg_csr_forward(b, W, bias, m->dims[0], out, Z);
+    } else {
+      const float *X = l == 0 ? b->x : m->A[l];
+      for (int i = 0; i < n; i++) memcpy(Z + (size_t)i * out, bias, (size_t)out * sizeof *Z);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, X, in, W, in,
+                  1.0f, Z, out);
+    }
+    if (l + 1 < m->L) {
+      const size_t cnt = (size_t)n * (size_t)out;
+      for (size_t i = 0; i < cnt; i++) Z[i] = Z[i] > 0.0f ? Z[i] : 0.0f;
+    }
+  }
+}
+
+int sg_model_grad(sg_model_t *m, const float *params, const sg_batch_t *b,
+                  float *grad, double *loss) {
+  const int n = b->n, L = m->L;
+  if (n < 1 || n > m->max_rows)
+    return sg_err_set(SG_EINVAL, "batch of %d rows (model sized for %d)", n, m->max_rows);
+  if (!!b->rowptr != !!m->sparse_input)
+    return sg_err_set(SG_EINVAL, "batch is %s, model expects %s input",
+                      b->rowptr ? "CSR" : "dense", m->sparse_input ? "CSR" : "dense");
+  forward(m, params, b);
+  const int C = (int)m->dims[L];
+  double sum = sg_softmax_xent(m->A[L], b->y, n, C, 1.0f / (float)n, 1, NULL);
+  *loss = sum / n;
+  /* G for the top layer is A[L], overwritten in place by the loss */
+  for (int l = L - 1; l >= 0; l--) {
+    const int in = (int)m->dims[l], out = (int)m->dims[l + 1];
+    const float *Gout = l + 1 == L ? m->A[L] : m->G[l + 1];
+    float *dW = grad + m->offW[l], *db = grad + m->offb[l];
+    if (l == 0 && m->sparse_input) {
+      sg_csr_backward(b, Gout, m->dims[0], out, dW, db);
+      break;
+    }
+    const float *X = l == 0 ? b->x : m->A[l];
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, Gout, out, X, in,
+                0.0f, dW, in);
+    for (int o = 0; o < out; o++) db[o] = 0.0f;
+    for (int i = 0; i < n; i++) {
+      const float *g = Gout + (size_t)i * out;
+      for (int o = 0; o < out; o++) db[o] += g[o];
+    }
+    if (l == 0) break;
+    float *Gin = m->G[l];
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, Gout, out,
+                params + m->offW[l], in, 0.0f, Gin, in);
+    const float *A = m->A[l];
+    const size_t cnt = (size_t)n * (size_t)in;
+    for (size_t i = 0; i < cnt; i++) Gin[i] = A[i] > 0.0f ? Gin[i] : 0.0f;
+  }
+  return SG_OK;
+}
+
+int sg_model_eval(sg_model_t *m, const float *params, const sg_batch_t *b,
+                  double *loss_sum, int64_t *correct) {
+  if (b->n < 1 || b->n > m->max_rows)
+    return sg_err_set(SG_EINVAL, "batch of %d rows (model sized for %d)", b->n, m->max_rows);
+  forward(m, params, b);
+  *loss_sum += sg_softmax_xent(m->A[m->L], b->y, b->n, (int)m->dims[m->L], 1.0f, 0, correct);
+  return SG_OK;
+}
+
+size_t sg_model_gemms(const sg_model_t *m, int rows, sg_gemm_shape_t *out,
+                      size_t cap) {
+  static const char *fwd[] = {"fwd L0", "fwd L1", "fwd L2", "fwd L3", "fwd L4", "fwd L5",
+                              "fwd L6", "fwd L7", "fwd L8", "fwd L9", "fwd L10",
+                              "fwd L11", "fwd L12", "fwd L13", "fwd L14", "fwd L15"};
+  static const char *dw[] = {"dW L0", "dW L1", "dW L2", "dW L3", "dW L4", "dW L5",
+                             "dW L6", "dW L7", "dW L8", "dW L9", "dW L10", "dW L11",
+                             "dW L12", "dW L13", "dW L14", "dW L15"};
+  static const char *dx[] = {"dX L0", "dX L1", "dX L2", "dX L3", "dX L4", "dX L5",
+                             "dX L6", "dX L7", "dX L8", "dX L9", "dX L10", "dX L11",
+                             "dX L12", "dX L13", "dX L14", "dX L15"};
+  size_t k = 0;
+#define PUSH(TA, TB, M, N, K, BETA, WHAT)                                       \
+  do {                                                                          \
+    if (k < cap) out[k] = (sg_gemm_shape_t){TA, TB, (M), (N), (K), BETA, WHAT}; \
+    k++;                                                                        \
+  } while (0)
+  for (int l = 0; l < m->L; l++) {
+    if (l == 0 && m->sparse_input) continue;
+    PUSH('N', 'T', rows, (int)m->dims[l + 1], (int)m->dims[l], 1.0f, fwd[l]);
+  }
+  for (int l = m->L - 1; l >= 0; l--) {
+    if (l == 0 && m->sparse_input) break;
+    PUSH('T', 'N', (int)m->dims[l + 1], (int)m->dims[l], rows, 0.0f, dw[l]);
+    if (l > 0) PUSH('N', 'N', rows, (int)m->dims[l], (int)m->dims[l + 1], 0.0f, dx[l]);
+  }
+#undef PUSH
+  return k;
+}
