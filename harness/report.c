@@ -350,11 +350,12 @@ static int fig_scaling(report_t *rp) {
   FILE *f = NULL, *gp = NULL;
   int rc = SG_OK, nblocks = 0, base_is_one = 1;
   double *v = NULL;
-  size_t *first = NULL, nvar = 0;
+  size_t *first = NULL, *blk = NULL, nvar = 0; /* blk: block -> a run */
   if (!s->workers_vary) return SG_OK;
   v = calloc(s->n, sizeof *v);
   first = calloc(s->n, sizeof *first);
-  if (!v || !first) {
+  blk = calloc(s->n, sizeof *blk);
+  if (!v || !first || !blk) {
     rc = sg_err_set(SG_ENOMEM, "report: out of memory");
     goto fail;
   }
@@ -393,7 +394,7 @@ static int fig_scaling(report_t *rp) {
       if (isnan(thr0)) {
         thr0 = thr;
         n0 = next;
-        if (n0 != 1) base_is_one = 0;
+        if (n0 != 1 && strcmp(s->runs[first[j]].engine, "local")) base_is_one = 0;
       }
       if (!wrote) {
         fprintf(f, "%s# %s\n# workers\tsamples_per_s\tefficiency\n",
@@ -409,7 +410,7 @@ static int fig_scaling(report_t *rp) {
     fputs(" title ", gp);
     sg_plot_quote(gp, var);
     fprintf(gp, ", \\\n");
-    nblocks++;
+    blk[nblocks++] = first[j];
   }
   fprintf(gp, "  NaN notitle\n");
   SG_TRY(close_data(rp, "scaling.tsv", &f));
@@ -420,6 +421,17 @@ static int fig_scaling(report_t *rp) {
   }
   SG_TRY(sg_plot_end(&gp, rp->dir, "throughput"));
 
+  /* `local` is one process whatever N says (it runs the global batch
+   * N*b), so it has throughput but no scaling efficiency. */
+  int neff = 0;
+  for (int b = 0; b < nblocks; b++)
+    if (strcmp(s->runs[blk[b]].engine, "local")) neff++;
+  if (!neff) {
+    add_fig(rp, "throughput",
+            "Training throughput (samples/s, median over repeats) vs workers; "
+            "samples/s is measured between the first and the last evaluation.");
+    goto fail;
+  }
   SG_TRY(sg_plot_begin(&gp, rp->dir, "efficiency",
                        base_is_one ? "Scaling efficiency: thr(N) / (N * thr(1))"
                                    : "Scaling efficiency: thr(N) * N0 / (N * thr(N0))"));
@@ -427,21 +439,11 @@ static int fig_scaling(report_t *rp) {
               "set ylabel \"scaling efficiency (1 = linear)\"\n"
               "set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n");
   for (int b = 0; b < nblocks; b++) {
+    if (!strcmp(s->runs[blk[b]].engine, "local")) continue;
     fprintf(gp, "  'scaling.tsv' index %d using 1:3 with linespoints pt 7 lw 1.5 ", b);
-    /* block b is the b-th variant that had data: find its color */
-    int seen = -1;
-    for (size_t j = 0; j < nvar; j++) {
-      int has = 0;
-      for (size_t i = 0; i < s->n && !has; i++)
-        has = !strcmp(s->runs[i].variant, s->runs[first[j]].variant) &&
-              !strcmp(s->runs[i].status, "ok") && !isnan(s->runs[i].samples_per_s);
-      if (has && ++seen == b) {
-        plot_color(gp, rp->color[first[j]]);
-        fputs(" title ", gp);
-        sg_plot_quote(gp, s->runs[first[j]].variant);
-        break;
-      }
-    }
+    plot_color(gp, rp->color[blk[b]]);
+    fputs(" title ", gp);
+    sg_plot_quote(gp, s->runs[blk[b]].variant);
     fprintf(gp, ", \\\n");
   }
   fprintf(gp, "  1 with lines dt 2 lc rgb \"#606060\" title \"linear\"\n");
@@ -463,6 +465,7 @@ fail:
   if (f) fclose(f);
   free(v);
   free(first);
+  free(blk);
   return rc;
 }
 

@@ -194,7 +194,9 @@ static int load_evals(sqlite3 *db, sg_rrun_t *r, double target) {
     if (!isnan(acc)) r->final_acc = acc;
     if (isnan(r->t_target) && !isnan(acc) && acc >= target)
       r->t_target = w;
-    if (!isnan(w) && !isnan(smp)) {
+    /* The baseline is the first eval after some training: an eval of the
+     * initial parameters (samples 0) would count the first period. */
+    if (!isnan(w) && !isnan(smp) && smp > 0) {
       if (isnan(w0)) { w0 = w; s0 = smp; }
       w1 = w;
       s1 = smp;
@@ -354,8 +356,9 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
 
   /* Every (run, setting) pair, to find the settings swept in this set. */
   SG_TRY(sg_rdb_prepare(db,
-                        "SELECT j.key, j.value FROM runs r,"
-                        " json_each(r.options_json) j WHERE r.id = ?1"
+                        "SELECT j.key, CASE j.type WHEN 'true' THEN 'true'"
+                        " WHEN 'false' THEN 'false' ELSE j.value END"
+                        " FROM runs r, json_each(r.options_json) j WHERE r.id = ?1"
                         " AND json_valid(r.options_json)",
                         &st));
   for (size_t i = 0; i < s->n; i++) {

@@ -217,7 +217,9 @@ static int show_run(sqlite3 *db, int64_t run_id) {
     printf("  FAILED: %s\n", *r->error ? r->error : "(no error recorded)");
 
   SG_TRY(sg_rdb_prepare(db,
-                        "SELECT j.key, j.value FROM runs r, json_each(r.options_json) j"
+                        "SELECT j.key, CASE j.type WHEN 'true' THEN 'true'"
+                        " WHEN 'false' THEN 'false' ELSE j.value END"
+                        " FROM runs r, json_each(r.options_json) j"
                         " WHERE r.id = ?1 AND json_valid(r.options_json)",
                         &st));
   sqlite3_bind_int64(st, 1, run_id);
@@ -237,9 +239,22 @@ static int show_run(sqlite3 *db, int64_t run_id) {
                      "SELECT rank, role, host, pid FROM ranks WHERE run_id = ?1"
                      " ORDER BY rank",
                      run_id, "no ranks recorded"));
-  SG_TRY(print_query(db, "info",
-                     "SELECT key, value FROM run_info WHERE run_id = ?1 ORDER BY key",
-                     run_id, "no run info recorded"));
+  SG_TRY(sg_rdb_prepare(db,
+                        "SELECT key, value FROM run_info WHERE run_id = ?1"
+                        " ORDER BY key",
+                        &st));
+  sqlite3_bind_int64(st, 1, run_id);
+  printf("\ninfo:\n");
+  {
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      printf("  %-16s %s\n", sg_rdb_text(st, 0), sg_rdb_text(st, 1));
+      n++;
+    }
+    if (!n) printf("  (no run info recorded)\n");
+  }
+  sqlite3_finalize(st);
+  st = NULL;
   SG_TRY(print_query(db, "evals",
                      "SELECT step, epoch, wall_s, samples, train_loss, test_loss,"
                      " test_acc FROM evals WHERE run_id = ?1 ORDER BY step",

@@ -91,8 +91,10 @@ static int add_steps(sqlite3 *db, int run, int rank, const char *role, int sent_
 }
 
 /* Experiment 1 "fixture": every figure's data.  Hand-computed rows:
- *   local, N=1, run 1: target 0.85 reached at the 2nd eval (acc == target):
- *     1.00 s; final 0.8500; samples/s (1280-640)/(1.0-0.5) = 1280; 0 B.
+ *   local, N=1, run 1: target 0.85 reached at the 3rd eval (acc == target):
+ *     1.00 s; final 0.8500; samples/s from the first eval after training
+ *     started (the step-0 eval has samples 0): (1280-640)/(1.0-0.6) = 1600
+ *     (1280 if the step-0 eval were the baseline); 0 B.
  *   ps sync, N=2, runs 2 and 3: t_target 2.0 and 4.5 -> median 3.25;
  *     final 0.88, 0.90 -> 0.8900; samples/s 2560/2 = 1280 and 2560/3 =
  *     853.3 -> 1066.7 -> "1067"; busiest rank = server: 4000 and 5000 B
@@ -117,7 +119,8 @@ static int make_fixture(const char *path) {
     goto done;
   /* run 1: local */
   if (add_run(db, 1, 1, "local", "\"model\": \"mlp\"", "zmq", 1, 0, 0, "ok", NULL) ||
-      add_eval(db, 1, 10, 0.5, 640, 0.6) || add_eval(db, 1, 20, 1.0, 1280, 0.85) ||
+      add_eval(db, 1, 0, 0.0, 0, 0.1) || add_eval(db, 1, 10, 0.6, 640, 0.6) ||
+      add_eval(db, 1, 20, 1.0, 1280, 0.85) ||
       add_steps(db, 1, 0, "worker", 0, 0, 0, 0))
     goto done;
   /* runs 2, 3: ps sync, two repeats */
@@ -328,7 +331,7 @@ TEST(report_experiment) {
   char *md = read_file(p);
   CHECK(md);
   CHECK_STR_CONTAINS(md, "# Experiment fixture (id 1)");
-  CHECK_STR_CONTAINS(md, "| local | 1 | 1 | ok | 1.00 | 0.8500 | 1280 | 0 B |");
+  CHECK_STR_CONTAINS(md, "| local | 1 | 1 | ok | 1.00 | 0.8500 | 1600 | 0 B |");
   CHECK_STR_CONTAINS(md, "| ps sync | 2 | 2 | ok | 3.25 | 0.8900 | 1067 | 4.39 KiB |");
   CHECK_STR_CONTAINS(md, "| ps ssp(2) | 2 | 1 | ok | 1.00 | 0.9000 | 1280 | 3.91 KiB |");
   CHECK_STR_CONTAINS(md, "| allreduce ring/zmq | 2 | 1 | ok | — | 0.7000 | 640 | 2.83 KiB |");
@@ -350,6 +353,18 @@ TEST(report_experiment) {
   CHECK_STR_CONTAINS(sc, "# allreduce ring/zmq\n# workers\tsamples_per_s\tefficiency\n"
                          "2\t640\t1\n4\t2560\t2\n");
   free(sc);
+  /* local is one process: throughput yes, scaling efficiency no */
+  snprintf(p, sizeof p, "%s/efficiency.gp", dir);
+  char *gp = read_file(p);
+  CHECK(gp);
+  CHECK_STR_CONTAINS(gp, "title \"allreduce ring/zmq\"");
+  CHECK(!strstr(gp, "title \"local\""));
+  free(gp);
+  snprintf(p, sizeof p, "%s/throughput.gp", dir);
+  gp = read_file(p);
+  CHECK(gp);
+  CHECK_STR_CONTAINS(gp, "title \"local\"");
+  free(gp);
 }
 
 TEST(report_target_never_reached) {
