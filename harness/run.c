@@ -255,6 +255,39 @@ static void remove_dir(const char *dir) {
   rmdir(dir);
 }
 
+/* Whether a process on this host is gone or a zombie (ranks under mpirun
+ * are not our children, so waitpid cannot tell). */
+static int proc_dead(int pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *rp = strrchr(buf, ')'); /* "pid (comm) S ..." */
+  return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+/* Under mpirun: a rank of this host that died without DONE fails the run
+ * (naming that rank, which mpirun's exit status cannot). */
+static int check_mpirun_ranks(serve_t *s, void *pull) {
+  char host[64] = "";
+  gethostname(host, sizeof host - 1);
+  for (int r = 0; r < s->nprocs && !s->error[0]; r++) {
+    rank_info_t *ri = &s->ranks[r];
+    if (!ri->hello || ri->done || ri->pid <= 0 || strcmp(ri->host, host) || !proc_dead(ri->pid))
+      continue;
+    SG_CHECK(drain_for(s, pull, DRAIN_S, r)); /* its DONE may be on the way */
+    if (!ri->done) {
+      char who[160];
+      rank_name(s, r, who, sizeof who);
+      fail_run(s, "%s: died without reporting (killed, or exited early)", who);
+    }
+  }
+  return SG_OK;
+}
+
 /* Kill rank processes on this host that are not our children (mpirun's). */
 static void kill_leftovers(serve_t *s) {
   char host[64] = "";
@@ -380,6 +413,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
       if (bad && ex.rank < 0) SG_TRY(drain_for(&s, pull, DRAIN_S, -1));
       describe_exit(&s, &ex);
     }
+    if (!strcmp(launcher, "mpirun") && !s.error[0]) SG_TRY(check_mpirun_ranks(&s, pull));
     SG_TRY(sg_recorder_tick(env->db));
     if (sg_now() - s.last_rec > deadline + SILENCE_MARGIN_S)
       fail_run(&s, "no record from any rank for %.0f s (deadline %.0f s + %.0f s)",
