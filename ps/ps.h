@@ -62,11 +62,11 @@
  *
  * Failure: a server's receive waits at most `deadline` seconds; in sync
  * and ssp a silent worker is then named ("no PUSH for step 12 from worker
- * rank 5") and the run fails.  Workers wait 1.5*deadline for PARAMS, so the
+ * rank 5") and the run fails.  Workers wait 1.25*deadline for PARAMS, so the
  * server, which knows who is missing, reports first.  When EVERY worker is
  * silent they are most likely all stuck on another server; this server
- * then waits a second deadline, and the workers (at 1.5) name the server
- * they wait on.  Either way the run fails within two deadlines.
+ * then waits a second deadline, and the workers name the server
+ * they wait on (at 1.25).  Either way the run fails within two deadlines.
  */
 #ifndef PS_H
 #define PS_H

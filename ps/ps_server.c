@@ -298,7 +298,7 @@ static int on_silence(server_t *s) {
   for (int w = 0; w < s->N; w++) live += !s->done[w] && !s->dead[w];
   if (missing == live && s->quiet++ == 0) {
     /* Every worker is silent: they are probably all waiting on another
-     * server that died or hangs.  They will name it after 1.5 deadlines;
+     * server that died or hangs.  They will name it after 1.25 deadlines;
      * fail only after a second one, naming nobody in particular. */
     return SG_OK;
   }

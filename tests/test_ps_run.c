@@ -260,6 +260,10 @@ static void kill_case(const char *transport, int victim, int sig, int must_name,
   CHECK_MSG(failed, "%s: run not marked failed", name);
   CHECK_MSG(named || !must_name, "%s: the error does not name %s", name, want);
   for (int i = 0; i < np; i++) {
+    /* mpirun may return while its killed ranks are still being torn down:
+     * give them a bounded moment. */
+    double t_gone = sg_now();
+    while (!(kill(pids[i], 0) < 0 && errno == ESRCH) && sg_now() - t_gone < 3) usleep(20 * 1000);
     int gone = kill(pids[i], 0) < 0 && errno == ESRCH;
     CHECK_MSG(gone, "%s: rank process %d is still there", name, (int)pids[i]);
   }
