@@ -8,3 +8,9 @@ set(SG_REPORT_SRCS
 sg_add_test(test_report SOURCES test_report.c ${SG_REPORT_SRCS}
   TIMEOUT 120 LIBS PkgConfig::SQLITE)
 target_include_directories(test_report PRIVATE ${CMAKE_SOURCE_DIR}/harness)
+
+# End to end: `sgdlab run` on Fashion-MNIST, then report/list/show on the
+# database it wrote (needs the CLI and the rank binary built).
+sg_add_test(test_report_e2e SOURCES test_report_e2e.c TIMEOUT 180
+  LIBS PkgConfig::SQLITE LABELS integration)
+add_dependencies(test_report_e2e sgdlab sgdlab-rank)
