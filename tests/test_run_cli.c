@@ -285,3 +285,21 @@ TEST(sigint_interrupts_the_run) {
   CHECK(kill(rp, 0) < 0 && errno == ESRCH);
   rm_rf(dir);
 }
+
+TEST(mpirun_launcher_runs_ranks) {
+  char dir[64], cfg[128], db[128], err[8192];
+  mkdir_tmp(dir, sizeof dir);
+  snprintf(cfg, sizeof cfg, "%s/mpi.yaml", dir);
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  write_file(cfg, "name: mpi\nworkers: 2\ntransport: mpi\n"
+                  "workload: {hidden: [16], batch: 16, max_steps: 10, eval_every: 10}\n"
+                  "engines: [local, {engine: allreduce, algorithm: ring}]\n");
+  char *argv[] = {NULL, "run", cfg, "--db", db, NULL};
+  int code = run(argv, err, sizeof err);
+  CHECK_MSG(code == 0, "exit %d: %s", code, err);
+  CHECK_EQ_INT(query(db, "SELECT count(*) FROM runs WHERE status='ok' AND launcher='mpirun' "
+                         "AND transport='mpi'"), 2);
+  CHECK_EQ_INT(query(db, "SELECT count(*) FROM ranks WHERE run_id=2"), 2);
+  CHECK_EQ_INT(query(db, "SELECT count(*) FROM steps WHERE run_id=2"), 20);
+  rm_rf(dir);
+}
