@@ -648,7 +648,7 @@ int sg_comm_zmq_new(sg_comm_t **out, const sg_zmq_cfg_t *cfg) {
     goto fail;
   }
   SG_TRY(zq_bind(z, cfg));
-  if (inproc || cfg->size == 1) {
+  if (inproc || !cfg->rendezvous) { /* inproc, or tcp/ipc alone */
     for (int r = 0; r < cfg->size; r++) {
       snprintf(eps[r], SG_ENDPOINT_MAX, "inproc://sgdlab-%s-%d",
                inproc ? cfg->group : "", r);
