@@ -41,6 +41,11 @@ int sg_trainlog_new(sg_trainlog_t **out, sg_rank_ctx_t *ctx, sg_workload_t *wl,
   t->eval_every = every > 0 ? every : t->steps_per_epoch;
   t->global_batch = wl ? (int64_t)sg_workload_batch(wl) * ctx->workers : 0;
   t->train0 = sg_now();
+  if (t->evaluates) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)t->total_steps);
+    SG_TRY(sg_records_info(ctx->rec, "total_steps", buf));
+  }
   *out = t;
   return SG_OK;
 fail:
