@@ -21,6 +21,7 @@
 #include "mapreduce.h"
 
 #include "err.h"
+#include "reduce.h"
 
 int mr_fanin(int executors, int depth) {
   if (depth <= 1) return executors > 1 ? executors : 1;
@@ -33,11 +34,6 @@ int mr_fanin(int executors, int depth) {
   }
 }
 
-/* acc += x.  Contiguous, no calls: GCC vectorises it at -O3. */
-static void add_f32(float *restrict acc, const float *restrict x, size_t n) {
-  for (size_t i = 0; i < n; i++) acc[i] += x[i];
-}
-
 static int recv_sum(sg_comm_t *c, double factor, int src, int tag, float *acc,
                     float *tmp, size_t n) {
   size_t len = n * sizeof *tmp;
@@ -46,7 +42,7 @@ static int recv_sum(sg_comm_t *c, double factor, int src, int tag, float *acc,
   if (st.bytes != len)
     return sg_err_set(SG_EPROTO, "mapreduce: rank %d got %zu gradient bytes from rank %d, expected %zu",
                       c->rank, st.bytes, src, len);
-  add_f32(acc, tmp, n);
+  sg_sum_f32(acc, tmp, n);
   return SG_OK;
 }
 
@@ -62,7 +58,7 @@ int mr_aggregate(sg_comm_t *c, const mr_config_t *cfg, float *acc, float *tmp,
     for (size_t k = 0; k < n; k++) acc[k] = 0.0f;
     for (int i = 0; i < N; i += (int)top) {
       SG_CHECK(recv_sum(c, MR_DL_REDUCE, i + 1, MR_TAG_AGG, acc, tmp, n));
-      if (i + 1 == cfg->plant_double_rank) add_f32(acc, tmp, n); /* tests: planted bug */
+      if (i + 1 == cfg->plant_double_rank) sg_sum_f32(acc, tmp, n); /* tests: planted bug */
     }
     return SG_OK;
   }

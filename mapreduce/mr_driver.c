@@ -125,9 +125,9 @@ int mr_driver_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
   if (c->size != cfg->executors + 1)
     return sg_err_set(SG_ECONFIG, "mapreduce: %d processes for %d executors (need workers + 1)",
                       c->size, cfg->executors);
-  /* The driver evaluates; it computes no gradients (worker 0's view of
-   * the sharding only gives it the same steps per epoch as everyone). */
-  SG_TRY(sg_workload_new(&wl, ctx->opts, 0, cfg->executors, SG_WL_ALL));
+  /* The driver evaluates and computes no gradients: it loads the test set
+   * only (worker 0 of N gives it the same steps per epoch as everyone). */
+  SG_TRY(sg_workload_new(&wl, ctx->opts, 0, cfg->executors, SG_WL_TEST));
   size_t n = sg_workload_nparams(wl);
   int64_t total = sg_workload_total_steps(wl), spe = sg_workload_steps_per_epoch(wl);
   params = malloc(n * sizeof *params);

@@ -72,10 +72,14 @@ fail:
 
 /* Run one broadcast + reduce with N executors; 0 when every rank returned
  * 0, and the mismatch counts summed over ranks. */
-static int run_case(void *zctx, const mr_config_t *cfg, size_t n, long long *bcast_bad,
+static int run_case(const mr_config_t *cfg, size_t n, long long *bcast_bad,
                     long long *agg_bad) {
   static int serial;
   int size = cfg->executors + 1, rc = 0;
+  /* A context per case: zmq_ctx_term() waits until every socket of the
+   * case is closed (a shared one runs into ZMQ_MAX_SOCKETS). */
+  void *zctx = zmq_ctx_new();
+  if (!zctx) return SG_EIO;
   rank_arg_t *args = calloc((size_t)size, sizeof *args);
   pthread_t *th = calloc((size_t)size, sizeof *th);
   *bcast_bad = *agg_bad = 0;
@@ -96,6 +100,7 @@ static int run_case(void *zctx, const mr_config_t *cfg, size_t n, long long *bca
   }
   free(args);
   free(th);
+  zmq_ctx_term(zctx);
   return rc;
 }
 
@@ -127,8 +132,6 @@ TEST(binomial_tree_parents) {
 }
 
 TEST(broadcast_and_reduce_exact) {
-  void *zctx = zmq_ctx_new();
-  CHECK(zctx);
   for (int N = 1; N <= 9; N++) {
     size_t sizes[] = {0, 1, (size_t)N - 1, (size_t)N + 1, 1000, 300000};
     for (int tree = 0; tree <= 1; tree++)
@@ -137,27 +140,23 @@ TEST(broadcast_and_reduce_exact) {
           if (sizes[si] == 300000 && (N % 4 != 1 || depth == 3)) continue; /* keep it short */
           mr_config_t cfg = {.tree_broadcast = tree, .depth = depth, .executors = N, .partitions = N};
           long long bb, ab;
-          int rc = run_case(zctx, &cfg, sizes[si], &bb, &ab);
+          int rc = run_case(&cfg, sizes[si], &bb, &ab);
           CHECK_MSG(rc == 0, "N=%d tree=%d depth=%d n=%zu: rc %d", N, tree, depth, sizes[si], rc);
           CHECK_MSG(bb == 0 && ab == 0, "N=%d tree=%d depth=%d n=%zu: %lld broadcast, %lld reduce elements wrong",
                     N, tree, depth, sizes[si], bb, ab);
         }
   }
-  zmq_ctx_term(zctx);
 }
 
 TEST(planted_double_count_is_caught) {
-  void *zctx = zmq_ctx_new();
-  CHECK(zctx);
   /* flat: executor rank 2 counted twice; tree depth 2 with N = 4 (f = 2):
    * ranks 1 and 3 reach the driver, plant on 3. */
   mr_config_t flat = {.depth = 1, .executors = 3, .partitions = 3, .plant_double_rank = 2};
   mr_config_t tree = {.tree_broadcast = 1, .depth = 2, .executors = 4, .partitions = 4,
                       .plant_double_rank = 3};
   long long bb, ab;
-  CHECK_OK(run_case(zctx, &flat, 100, &bb, &ab));
+  CHECK_OK(run_case(&flat, 100, &bb, &ab));
   CHECK_MSG(ab == 100, "flat: the planted bug changed %lld of 100 sums", ab);
-  CHECK_OK(run_case(zctx, &tree, 100, &bb, &ab));
+  CHECK_OK(run_case(&tree, 100, &bb, &ab));
   CHECK_MSG(ab == 100, "tree: the planted bug changed %lld of 100 sums", ab);
-  zmq_ctx_term(zctx);
 }
