@@ -95,7 +95,7 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Ranks 0 and 1: ping-pong (one direction at a time) and exchange
  * (sendrecv, both directions at once); others only take the barriers. */
-static int bench(sg_comm_t *c) {
+static int bench(sg_comm_t *c, const char *label) {
   size_t max = (size_t)64 << 20;
   char *a = malloc(max), *b = malloc(max);
   if (!a || !b) return 1;
@@ -130,7 +130,7 @@ static int bench(sg_comm_t *c) {
       printf("BENCH %s np=%d bytes=%zu pingpong_median_s=%.6f "
              "pingpong_GBps=%.2f exchange_median_s=%.6f "
              "exchange_GBps_per_direction=%.2f\n",
-             c->ops->name, c->size, n, pp[iters / 2], n / pp[iters / 2] / 1e9,
+             label, c->size, n, pp[iters / 2], n / pp[iters / 2] / 1e9,
              ex[iters / 2], n / ex[iters / 2] / 1e9);
   }
   free(a);
@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
              strcmp(mode, "fault-kill") == 0) {
     status = fault(c, strcmp(mode, "fault-kill") == 0, is_mpi);
   } else if (strcmp(mode, "bench") == 0) {
-    status = bench(c);
+    status = bench(c, is_mpi ? "mpi" : argv[3]);
   } else {
     status = usage();
   }
