@@ -269,6 +269,18 @@ TEST(more_servers_than_a_shard_needs) {
   CHECK_MSG(d >= 0 && d <= RTOL, "distance %.3g > %g", d, RTOL);
 }
 
+TEST(sparse_push_matches_local) {
+  /* Fashion-MNIST's blank border pixels and dead ReLUs give the MLP's
+   * gradient exact zeros: the sparse push leaves them out. */
+  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  const char *kv[] = {"sparse", "true", NULL};
+  ps_server_stats_t st[2];
+  double d;
+  CHECK_OK(compare_case(2, 4, kv, 0, NULL, st, &d));
+  CHECK_MSG(d >= 0 && d <= RTOL, "distance %.3g > %g", d, RTOL);
+  CHECK_EQ_INT(st[0].rejected + st[1].rejected, 0);
+}
+
 TEST(planted_double_count_fails_the_check) {
   CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   double d;
