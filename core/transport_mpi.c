@@ -16,6 +16,11 @@
  * itself when a process dies (mpirun sees the exit); either way no process
  * is left hanging.
  *
+ * send() has MPI's standard-mode meaning: a large message may wait for
+ * the matching receive (rendezvous protocol), where ZeroMQ's send returns
+ * once queued.  Engines that both send and receive in a cycle must use
+ * sendrecv or isend/irecv, which work on both.
+ *
  * Copies per payload byte (Open MPI's shared-memory BTL on one host): small
  * messages go eagerly through a shared buffer (2 copies); large ones use
  * single-copy CMA (process_vm_readv) when the kernel permits, else 2.

@@ -337,7 +337,10 @@ static void zq_unpost(zcomm_t *z, sg_req_t *r) {
 /* A zero-copy send whose peer took nothing within the deadline: zmq still
  * points at the caller's buffer, which the caller may free once we return.
  * Close the socket to that peer without linger so zmq drops the message,
- * and wait (bounded) for the release; the peer is given up on. */
+ * and wait (bounded) for the release; the peer is given up on.  Known
+ * weakness: over inproc a peer thread that is stuck holds the message, so
+ * the release may not come within the bound; the caller should then treat
+ * the comm as broken and keep the buffer until it destroys the comm. */
 static void zq_abandon_peer(zcomm_t *z, sg_req_t *r) {
   int zero = 0;
   zmq_setsockopt(z->push[r->peer], ZMQ_LINGER, &zero, sizeof zero);
