@@ -22,8 +22,10 @@
  *                  gets its "home" task (p % N == executor - 1, whose data
  *                  it has loaded: Spark's preferred location), then any
  *                  executor that reports DONE gets the next pending task,
- *                  its own home tasks first, else one stolen from another
- *                  executor's list (it loads that partition on first use).
+ *                  its own home tasks first, then tasks whose partition
+ *                  it loaded in an earlier step, else one stolen from
+ *                  another executor's list (it loads that partition on
+ *                  first use and keeps it).
  *                  A slow executor therefore shows as driver wait_s, and
  *                  with P > N the others absorb its extra tasks.
  *                  An executor computes g_p, the mean gradient over its

@@ -19,11 +19,17 @@
  * starts, stolen ones on first use) and kept: Spark's cached partitions.
  *
  * The step record's loss is the mean of this executor's task losses (NaN
- * when it ran none this step).  The on-purpose delay (delay_rank) is added
- * once per step, before this executor's first task.
+ * when it ran none this step).  The on-purpose delay (delay_rank,
+ * delay_ms) models a slower machine: each task sleeps delay_ms * N / P,
+ * its share of a worker's batch, so with P = N it is delay_ms per step as
+ * in every engine, and with P > N the slow executor's extra tasks can go
+ * elsewhere.  (A fixed sleep per step would hit its first task whatever
+ * the partitioning, and no scheduler could hide it.)
  */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "clock.h"
 #include "err.h"
@@ -56,6 +62,19 @@ static int run_task(executor_t *x, int p, const float *params, float *grad,
   else
     for (size_t i = 0; i < n; i++) acc[i] += w * grad[i];
   return SG_OK;
+}
+
+/* The straggler's sleep for one task: delay_ms * N / P (see above). */
+static void task_delay(const executor_t *x) {
+  int64_t rank = -1;
+  double ms = 0;
+  const sg_opts_t *o = x->ctx->opts;
+  if (sg_opts_int_or(o, "delay_rank", -1, &rank) < 0 || rank != x->ctx->rank) return;
+  if (sg_opts_double_or(o, "delay_ms", 0, &ms) < 0 || ms <= 0) return;
+  ms = ms * x->cfg->executors / x->cfg->partitions;
+  struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(fmod(ms, 1000) * 1e6)};
+  while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+  }
 }
 
 /* Wait for the driver's next message for this step; *task < 0 = STOP. */
@@ -144,7 +163,7 @@ int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
         goto fail;
       }
       t = sg_now();
-      if (ntasks == 0) sg_engine_delay(ctx);
+      task_delay(&x);
       mr_done_msg_t d = {.step = step, .task = task, .weight = 1.0 / P};
       SG_TRY(run_task(&x, task, params, grad, acc, n, ntasks == 0, step, &d.loss));
       t1 = sg_now();
