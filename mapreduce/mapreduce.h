@@ -54,7 +54,7 @@
  *   flat broadcast + flat reduce      2*N*K            (DESIGN.md 1)
  *   tree broadcast                    K*ceil(log2(N+1)) sent by the driver
  *   tree reduce, depth d              K*ceil(N / f^(d-1)) received (<= f*K)
- *   task messages                     ~40 bytes per task each way
+ *   task messages                     16 (task) + 32 (DONE) bytes per task
  * An executor sends/receives K (broadcast) + K (reduce) plus, in a tree,
  * K per child it forwards to or combines from.
  */
