@@ -3,7 +3,7 @@
  *  - exactness as processes: `sgdlab bench allreduce` (mpirun + MPI for
  *    ring, rhd and native; forked ranks + ZeroMQ ipc for ring and rhd),
  *    N = 3, sizes 4 B .. 1 MiB: counts 1 (< N), 2 (N-1), 4 (N+1), ..
- *    2^18; every row of the `bench` table must say 0 wrong elements (the
+ *    2^18, and the odd counts 7 and 1M+3; every row of the `bench` table must say 0 wrong elements (the
  *    check itself is the integer-valued one of bench_engine.c);
  *  - the same with SG_ALLREDUCE_PLANT_BUG=1 in the ranks' environment: the
  *    ring rows MUST report wrong elements (the check can fail);
@@ -78,9 +78,15 @@ TEST(exact_as_processes) {
   snprintf(db, sizeof db, "%s/exact.db", dir);
   CHECK_EQ_INT(bench(db, "mpi", "ring,rhd,native", "4:1M"), 0);
   CHECK_EQ_INT(bench(db, "zmq", "ring,rhd", "4:1M"), 0);
-  /* 19 sizes (2^2 .. 2^20 bytes) x 5 (impl, transport) pairs */
-  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench"), 19 * 5);
-  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench WHERE np = 3"), 19 * 5);
+  /* odd counts: 7 and 1M+3 floats */
+  CHECK_EQ_INT(bench(db, "mpi", "ring,rhd,native", "28:28"), 0);
+  CHECK_EQ_INT(bench(db, "zmq", "ring,rhd", "28:28"), 0);
+  CHECK_EQ_INT(bench(db, "mpi", "ring,rhd,native", "4194316:4194316"), 0);
+  CHECK_EQ_INT(bench(db, "zmq", "ring,rhd", "4194316:4194316"), 0);
+  /* 19 sizes (2^2 .. 2^20 bytes) + 2 odd ones, x 5 (impl, transport) pairs */
+  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench"), 21 * 5);
+  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench WHERE np = 3"), 21 * 5);
+  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench WHERE bytes = 4 * 1048579"), 5);
   CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench WHERE wrong != 0"), 0);
   CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench WHERE NOT (busbw > 0)"), 0);
 }
