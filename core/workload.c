@@ -254,9 +254,17 @@ int sg_workload_init_params(const sg_workload_t *w, float *params) {
 
 int sg_workload_grad(sg_workload_t *w, const float *params, float *grad,
                      int64_t step, double *loss) {
+  return sg_workload_grad_slice(w, params, grad, step, 0, w->batch, loss);
+}
+
+int sg_workload_grad_slice(sg_workload_t *w, const float *params, float *grad,
+                           int64_t step, int64_t first, int64_t count, double *loss) {
   if (!w->train)
     return sg_err_set(SG_EINVAL, "grad: workload was created without the training set");
   if (step < 0) return sg_err_set(SG_EINVAL, "grad: step %lld < 0", (long long)step);
+  if (first < 0 || count < 1 || count > w->batch - first)
+    return sg_err_set(SG_EINVAL, "grad: slice [%lld, %lld) is not inside the batch of %d",
+                      (long long)first, (long long)(first + count), w->batch);
   const int64_t epoch = step / w->spe, t = step % w->spe;
   if (epoch != w->perm_epoch) {
     sg_shard_permutation(w->seed, epoch, w->perm, w->ntrain);
@@ -264,7 +272,7 @@ int sg_workload_grad(sg_workload_t *w, const float *params, float *grad,
   }
   sg_shard_batch(w->perm, w->worker, w->nworkers, w->batch, t, w->idx);
   sg_batch_t b;
-  sg_batch_gather(w->bbuf, w->train, w->idx, w->batch, &b);
+  sg_batch_gather(w->bbuf, w->train, w->idx + first, (int)count, &b);
   SG_CHECK(sg_model_grad(w->model, params, &b, grad, loss));
   return SG_OK;
 }

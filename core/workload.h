@@ -59,6 +59,18 @@ int sg_workload_init_params(const sg_workload_t *w, float *params);
 int sg_workload_grad(sg_workload_t *w, const float *params, float *grad,
                      int64_t step, double *loss);
 
+/* Gradient of the mean loss over positions [first, first+count) of this
+ * worker's step-`step` batch of b samples (0 <= first, 1 <= count <=
+ * b - first).  For a workload created as worker 0 of 1 with batch N*b
+ * that is a slice of `local`'s global step-`step` batch, so any partition
+ * of [0, b) into slices, each gradient weighted by count/b, sums to the
+ * full-batch gradient (up to float summation order).  Reuses the buffers
+ * sized for the full batch: allocates nothing.  sg_workload_grad is this
+ * with first = 0, count = b.  grad is fully overwritten; *loss gets the
+ * slice's mean loss. */
+int sg_workload_grad_slice(sg_workload_t *w, const float *params, float *grad,
+                           int64_t step, int64_t first, int64_t count, double *loss);
+
 /* Loss and accuracy of params on the test set. */
 int sg_workload_evaluate(sg_workload_t *w, const float *params, sg_eval_t *out);
 

@@ -4,6 +4,7 @@ sg_add_test(test_shard SOURCES test_shard.c TIMEOUT 60)
 sg_add_test(test_model SOURCES test_model.c TIMEOUT 60)
 sg_add_test(test_optim SOURCES test_optim.c TIMEOUT 30)
 sg_add_test(test_workload SOURCES test_workload.c TIMEOUT 120)
+sg_add_test(test_workload_slice SOURCES test_workload_slice.c TIMEOUT 60)
 sg_add_test(test_bench_step SOURCES test_bench_step.c TIMEOUT 90)
 
 # Standalone driver (not a test): plain grad -> apply loop, one process.
