@@ -40,6 +40,12 @@ typedef struct sg_engine {
   int (*check_transport)(const sg_opts_t *o, const char *transport);
   /* The per-rank training loop. */
   int (*run)(sg_rank_ctx_t *ctx);
+  /* Nonzero when `rank` may die (killed, or exit non-zero without an
+   * error in its DONE) without failing the run: the harness records the
+   * death (run_info dead_rank.R) and lets the other ranks finish.  Honored
+   * by the local launcher only (under mpirun, Open MPI aborts the whole
+   * job when one process dies).  NULL = no rank may die. */
+  int (*tolerates_exit)(const sg_opts_t *o, int workers, int rank);
 } sg_engine_t;
 
 /* The registry (harness/registry.c): NULL-terminated. */
