@@ -2,6 +2,7 @@
  * algorithm plus the scratch it needs, allocated and touched once. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "allreduce.h"
 #include "err.h"
@@ -13,6 +14,20 @@ const sg_ar_algo_t *sg_ar_algo_find(const char *name) {
     if (strcmp((*a)->name, name) == 0) return *a;
   return NULL;
 }
+
+#define HUGE_ALIGN ((size_t)2 << 20)
+
+void *sg_ar_alloc(size_t bytes) {
+  size_t len = (bytes + HUGE_ALIGN - 1) / HUGE_ALIGN * HUGE_ALIGN;
+  void *p = NULL;
+  if (len == 0) len = HUGE_ALIGN;
+  if (posix_memalign(&p, HUGE_ALIGN, len) != 0) return NULL;
+  (void)madvise(p, len, MADV_HUGEPAGE); /* advice only: 4 KiB pages still work */
+  memset(p, 0, len);
+  return p;
+}
+
+void sg_ar_free(void *p) { free(p); }
 
 struct sg_ar {
   const sg_ar_algo_t *algo;
@@ -49,10 +64,8 @@ int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm, size_t segment
   /* Needs grow with count, so any count <= max_count fits. */
   a->o.scratch_count = ns;
   a->o.reqs_count = nr;
-  if (ns && !(a->o.scratch = malloc(ns * sizeof(float)))) goto nomem;
+  if (ns && !(a->o.scratch = sg_ar_alloc(ns * sizeof(float)))) goto nomem;
   if (nr && !(a->o.reqs = calloc(nr, sizeof(void *)))) goto nomem;
-  /* Touch every page now: no page faults inside timed calls. */
-  if (ns) memset(a->o.scratch, 0, ns * sizeof(float));
   *out = a;
   return SG_OK;
 nomem:
@@ -71,7 +84,7 @@ const char *sg_ar_name(const sg_ar_t *a) { return a->algo->name; }
 
 void sg_ar_destroy(sg_ar_t **pa) {
   if (!pa || !*pa) return;
-  free((*pa)->o.scratch);
+  sg_ar_free((*pa)->o.scratch);
   free((*pa)->o.reqs);
   free(*pa);
   *pa = NULL;

@@ -31,7 +31,7 @@
 /* clang-format off */
 static const sg_setting_t ar_options[] = {
   {"algorithm", SG_T_ENUM, "ring", "allreduce algorithm: ring (pipelined reduce-scatter + allgather), rhd (Rabenseifner), native (MPI_Allreduce; transport mpi)", SG_AR_ALGORITHMS, 1, 0, SG_S_ENGINE},
-  {"segment", SG_T_INT, "256K", "ring: pipeline segment in bytes (K/M suffixes)", NULL, 4, 1 << 30, SG_S_ENGINE},
+  {"segment", SG_T_INT, "1M", "ring: pipeline segment in bytes (K/M suffixes)", NULL, 4, 1 << 30, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };
 /* clang-format on */
@@ -67,13 +67,12 @@ static int ar_run(sg_rank_ctx_t *ctx) {
                          root ? SG_WL_ALL : SG_WL_TRAIN));
   size_t n = sg_workload_nparams(wl);
   int64_t total = sg_workload_total_steps(wl), spe = sg_workload_steps_per_epoch(wl);
-  params = calloc(n ? n : 1, sizeof *params); /* calloc: pages touched below */
-  grad = calloc(n ? n : 1, sizeof *grad);
+  params = sg_ar_alloc(n * sizeof *params); /* touched, huge pages */
+  grad = sg_ar_alloc(n * sizeof *grad);
   if (!params || !grad) {
     rc = sg_err_set(SG_ENOMEM, "allreduce: no memory for %zu parameters", n);
     goto fail;
   }
-  memset(grad, 0, n * sizeof *grad);
   SG_TRY(sg_ar_new(&ar, c, algo, (size_t)segment, n));
   if (root) SG_TRY(sg_workload_init_params(wl, params));
   SG_TRY(sg_ar_bcast(c, params, n * sizeof *params, 0));
@@ -111,8 +110,8 @@ fail:
   sg_ar_destroy(&ar);
   sg_optim_destroy(&opt);
   sg_workload_destroy(&wl);
-  free(params);
-  free(grad);
+  sg_ar_free(params);
+  sg_ar_free(grad);
   return rc;
 }
 

@@ -43,7 +43,7 @@ static const sg_setting_t bench_options[] = {
   {"max_bytes", SG_T_INT, "256M", "largest message in bytes; sizes double from min_bytes", NULL, 4, 4e9, SG_S_ENGINE},
   {"iters", SG_T_INT, "0", "timed iterations per size (0 = about 0.2 s worth, 5..1000)", NULL, 0, BENCH_MAX_ITERS, SG_S_ENGINE},
   {"warmup", SG_T_INT, "3", "untimed iterations before timing", NULL, 0, 1000, SG_S_ENGINE},
-  {"segment", SG_T_INT, "256K", "ring: pipeline segment in bytes", NULL, 4, 1 << 30, SG_S_ENGINE},
+  {"segment", SG_T_INT, "1M", "ring: pipeline segment in bytes", NULL, 4, 1 << 30, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };
 /* clang-format on */
@@ -158,14 +158,13 @@ static int bench_run(sg_rank_ctx_t *ctx) {
     goto fail;
   }
   size_t max_count = (size_t)hi / sizeof(float);
-  b.buf = malloc(max_count * sizeof(float));
+  b.buf = sg_ar_alloc(max_count * sizeof(float)); /* touched, huge pages */
   b.times = calloc(BENCH_MAX_ITERS, sizeof(double));
   b.tmp = calloc(BENCH_MAX_ITERS, sizeof(double));
   if (!b.buf || !b.times || !b.tmp) {
     rc = sg_err_set(SG_ENOMEM, "bench: no memory for %lld bytes", (long long)hi);
     goto fail;
   }
-  memset(b.buf, 0, max_count * sizeof(float));
   char name[32];
   for (const char *p = sg_opts_str_or(ctx->opts, "impl", "ring"); (p = next_impl(p, name));) {
     SG_TRY(sg_ar_new(&ar, ctx->comm, name, (size_t)segment, max_count));
@@ -176,7 +175,7 @@ static int bench_run(sg_rank_ctx_t *ctx) {
   rc = SG_OK;
 fail:
   sg_ar_destroy(&ar);
-  free(b.buf);
+  sg_ar_free(b.buf);
   free(b.times);
   free(b.tmp);
   return rc;

@@ -41,7 +41,7 @@ static void ar_usage(FILE *f) {
           "  --transport T   mpi (default) or zmq\n"
           "  --iters I       timed iterations per size (default 0: ~0.2 s worth, 5..1000)\n"
           "  --warmup W      untimed iterations per size (default 3)\n"
-          "  --segment B     ring pipeline segment in bytes (default 256K)\n"
+          "  --segment B     ring pipeline segment in bytes (default 1M)\n"
           "Rows go to the `bench` table of the database (experiment 'bench-allreduce').\n");
 }
 
@@ -99,7 +99,7 @@ static int bench_allreduce(int argc, char **argv) {
   const char *db_path = SG_DEFAULT_DB, *transport = "mpi", *impl = NULL, *launcher = "auto";
   const char *sizes = "4K:256M";
   int np = 2, quiet = 0, verbose = 0, code = 0;
-  long long iters = 0, warmup = 3, segment = 256 << 10;
+  long long iters = 0, warmup = 3, segment = 1 << 20;
   sg_experiment_t *x = NULL;
   sg_recorder_t *db = NULL;
   sg_progress_t *prog = NULL;
