@@ -29,7 +29,10 @@ struct sg_workload {
   int64_t ntrain, ntest, d, spe, total;
   int classes;
   char desc[512];
+  struct sg_wl_sparse *sp; /* sparse step buffers (sg_workload_grad_sparse) */
 };
+
+static void wl_sparse_free(struct sg_wl_sparse **ps);
 
 /* <dir>/<base>.gz, else <dir>/<base>. */
 static int find_idx(char *out, size_t cap, const char *dir, const char *base) {
@@ -237,6 +240,7 @@ void sg_workload_destroy(sg_workload_t **pw) {
   sg_batch_buf_destroy(&w->bbuf);
   free(w->perm);
   free(w->idx);
+  wl_sparse_free(&w->sp);
   free(w);
   *pw = NULL;
 }
@@ -299,3 +303,206 @@ int sg_workload_optim_new(const sg_workload_t *w, const sg_opts_t *o,
 }
 
 sg_model_t *sg_workload_model(sg_workload_t *w) { return w->model; }
+
+/* ---- sparse step (softmax on CSR input) ------------------------------
+ *
+ * Softmax regression's parameters are W (C x d, row-major) then b (C).  A
+ * batch whose rows hold the feature set F (sorted, unique) reads and
+ * writes exactly W[c][f] for c < C, f in F, and the C biases: the indices
+ * c*d + f (class-major, so sorted) and then C*d + c.  The step below works
+ * on a compact copy Wc[|F| x C] (feature-major, so the inner loop over
+ * classes is contiguous) and performs the dense path's float operations in
+ * the same order (sg_csr_forward / sg_csr_backward): gval is bit-equal to
+ * the dense gradient at idx, and the dense gradient is exactly zero
+ * elsewhere.  Cost O(batch nnz * (C + log nnz) + n); nothing of size
+ * nparams is touched.  Buffers grow once to the largest batch. */
+
+struct sg_wl_sparse {
+  size_t cap;        /* nonzeros the buffers hold */
+  int C;
+  uint32_t *feat;    /* [cap] F, sorted unique features of the batch */
+  uint32_t *pos;     /* [cap] position in F of each nonzero */
+  float *wc, *dwc;   /* [cap * C] compact W and its gradient */
+  float *bias, *db;  /* [C] */
+  float *z;          /* [batch * C] logits, then d loss / d logits */
+  sg_batch_t b;      /* the batch of the step last prepared */
+  size_t nf;         /* |F| */
+};
+
+static void wl_sparse_free(struct sg_wl_sparse **ps) {
+  if (!ps || !*ps) return;
+  struct sg_wl_sparse *s = *ps;
+  free(s->feat);
+  free(s->pos);
+  free(s->wc);
+  free(s->dwc);
+  free(s->bias);
+  free(s->db);
+  free(s->z);
+  free(s);
+  *ps = NULL;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Gather the batch of `step`, its feature set F and each nonzero's place
+ * in F into w->sp. */
+static int sparse_prepare(sg_workload_t *w, int64_t step) {
+  if (!w->train)
+    return sg_err_set(SG_EINVAL, "sparse grad: workload was created without the training set");
+  if (step < 0) return sg_err_set(SG_EINVAL, "sparse grad: step %lld < 0", (long long)step);
+  /* The model's kind is private to model_mlp.c; its description names it. */
+  if (strncmp(sg_model_describe(w->model), "softmax ", 8) != 0 || !sg_dataset_sparse(w->train))
+    return sg_err_set(SG_EUNSUPPORTED, "sparse grad: needs model softmax on CSR input "
+                      "(synthetic-sparse, libsvm), not %s", w->desc);
+  if ((uint64_t)sg_model_nparams(w->model) > UINT32_MAX)
+    return sg_err_set(SG_EUNSUPPORTED, "sparse grad: %zu parameters do not fit 32-bit indices",
+                      sg_model_nparams(w->model));
+  const int C = w->classes;
+  struct sg_wl_sparse *s = w->sp;
+  size_t need = (size_t)w->batch * (size_t)(w->train->max_row_nnz > 0 ? w->train->max_row_nnz : 1);
+  if (!s) {
+    if (!(s = w->sp = calloc(1, sizeof *s))) return SG_ENOMEM;
+    s->C = C;
+    s->bias = malloc((size_t)C * sizeof *s->bias);
+    s->db = malloc((size_t)C * sizeof *s->db);
+    s->z = malloc((size_t)w->batch * (size_t)C * sizeof *s->z);
+    if (!s->bias || !s->db || !s->z) return sg_err_set(SG_ENOMEM, "sparse grad: %d classes", C);
+  }
+  if (need > s->cap) {
+    free(s->feat), free(s->pos), free(s->wc), free(s->dwc);
+    s->feat = malloc(need * sizeof *s->feat);
+    s->pos = malloc(need * sizeof *s->pos);
+    s->wc = malloc(need * (size_t)C * sizeof *s->wc);
+    s->dwc = malloc(need * (size_t)C * sizeof *s->dwc);
+    s->cap = need;
+    if (!s->feat || !s->pos || !s->wc || !s->dwc) {
+      s->cap = 0;
+      return sg_err_set(SG_ENOMEM, "sparse grad: buffers for %zu nonzeros x %d classes", need, C);
+    }
+  }
+  const int64_t epoch = step / w->spe, t = step % w->spe;
+  if (epoch != w->perm_epoch) {
+    sg_shard_permutation(w->seed, epoch, w->perm, w->ntrain);
+    w->perm_epoch = epoch;
+  }
+  sg_shard_batch(w->perm, w->worker, w->nworkers, w->batch, t, w->idx);
+  sg_batch_gather(w->bbuf, w->train, w->idx, w->batch, &s->b);
+  const sg_batch_t *b = &s->b;
+  const size_t nnz = (size_t)b->rowptr[b->n];
+  memcpy(s->feat, b->col, nnz * sizeof *s->feat);
+  qsort(s->feat, nnz, sizeof *s->feat, cmp_u32);
+  size_t nf = 0;
+  for (size_t k = 0; k < nnz; k++)
+    if (nf == 0 || s->feat[nf - 1] != s->feat[k]) s->feat[nf++] = s->feat[k];
+  s->nf = nf;
+  for (size_t k = 0; k < nnz; k++) {
+    size_t lo = 0, hi = nf; /* binary search: feat[lo] == col[k] */
+    while (hi - lo > 1) {
+      size_t mid = (lo + hi) / 2;
+      if (s->feat[mid] <= b->col[k]) lo = mid;
+      else hi = mid;
+    }
+    s->pos[k] = (uint32_t)lo;
+  }
+  return SG_OK;
+}
+
+int sg_workload_sparse_coords(sg_workload_t *w, int64_t step, uint32_t *idx, size_t cap,
+                              size_t *n) {
+  SG_CHECK(sparse_prepare(w, step));
+  const struct sg_wl_sparse *s = w->sp;
+  const size_t C = (size_t)w->classes, d = (size_t)w->d;
+  *n = C * s->nf + C;
+  if (cap < *n)
+    return sg_err_set(SG_ERANGE, "sparse coords: step %lld needs %zu indices, room for %zu",
+                      (long long)step, *n, cap);
+  size_t j = 0;
+  for (size_t c = 0; c < C; c++)
+    for (size_t p = 0; p < s->nf; p++) idx[j++] = (uint32_t)(c * d + s->feat[p]);
+  for (size_t c = 0; c < C; c++) idx[j++] = (uint32_t)(C * d + c);
+  return SG_OK;
+}
+
+/* Walk idx (strictly increasing) against the step's coordinates: calls
+ * visit(j, slot) with slot = place in [wc | bias] of idx[j], or -1 when
+ * idx[j] is not one the batch reads.  Returns how many matched, or a
+ * negative error for an unsorted / out-of-range idx. */
+#define SPARSE_WALK(w, s, idx, n, VISIT)                                              \
+  do {                                                                                \
+    const uint64_t d_ = (uint64_t)(w)->d, C_ = (uint64_t)(w)->classes;               \
+    size_t p_ = 0;                                                                    \
+    uint64_t cprev_ = UINT64_MAX;                                                     \
+    for (size_t j = 0; j < (n); j++) {                                                \
+      if (j && (idx)[j] <= (idx)[j - 1])                                              \
+        return sg_err_set(SG_EINVAL, "sparse grad: idx[%zu] = %u after %u (not increasing)", \
+                          j, (unsigned)(idx)[j], (unsigned)(idx)[j - 1]);             \
+      const uint64_t i_ = (idx)[j], c_ = i_ / d_, f_ = i_ % d_;                       \
+      int64_t slot = -1;                                                              \
+      if (c_ < C_) {                                                                  \
+        if (c_ != cprev_) p_ = 0, cprev_ = c_;                                        \
+        while (p_ < (s)->nf && (s)->feat[p_] < f_) p_++;                              \
+        if (p_ < (s)->nf && (s)->feat[p_] == f_) slot = (int64_t)(p_ * C_ + c_);      \
+      } else if (i_ < C_ * d_ + C_) {                                                 \
+        slot = (int64_t)((s)->nf * C_ + (i_ - C_ * d_));                              \
+      } else {                                                                        \
+        return sg_err_set(SG_ERANGE, "sparse grad: idx[%zu] = %llu >= %llu parameters", \
+                          j, (unsigned long long)i_, (unsigned long long)(C_ * d_ + C_)); \
+      }                                                                               \
+      VISIT;                                                                          \
+    }                                                                                 \
+  } while (0)
+
+int sg_workload_grad_sparse(sg_workload_t *w, const float *params, int64_t step,
+                            const uint32_t *idx, size_t n, float *gval, double *loss) {
+  SG_CHECK(sparse_prepare(w, step));
+  struct sg_wl_sparse *s = w->sp;
+  const int C = w->classes;
+  const size_t ncoef = s->nf * (size_t)C;
+  size_t matched = 0;
+  /* Read params at idx only, into Wc and the bias. */
+  SPARSE_WALK(w, s, idx, n, {
+    if (slot >= 0) {
+      if ((size_t)slot < ncoef) s->wc[slot] = params[idx[j]];
+      else s->bias[(size_t)slot - ncoef] = params[idx[j]];
+      matched++;
+    }
+  });
+  if (matched != ncoef + (size_t)C)
+    return sg_err_set(SG_EINVAL, "sparse grad: idx holds %zu of the %zu coordinates step %lld "
+                      "reads (use sg_workload_sparse_coords)", matched, ncoef + (size_t)C,
+                      (long long)step);
+  /* Forward and backward in sg_csr_forward / sg_csr_backward's order. */
+  const sg_batch_t *b = &s->b;
+  for (int i = 0; i < b->n; i++) {
+    float *z = s->z + (size_t)i * C;
+    memcpy(z, s->bias, (size_t)C * sizeof *z);
+    for (int64_t k = b->rowptr[i]; k < b->rowptr[i + 1]; k++) {
+      const float v = b->val[k];
+      const float *wr = s->wc + (size_t)s->pos[k] * C;
+      for (int c = 0; c < C; c++) z[c] += v * wr[c];
+    }
+  }
+  double sum = sg_softmax_xent(s->z, b->y, b->n, C, 1.0f / (float)b->n, 1, NULL);
+  *loss = sum / b->n;
+  memset(s->dwc, 0, ncoef * sizeof *s->dwc);
+  memset(s->db, 0, (size_t)C * sizeof *s->db);
+  for (int i = 0; i < b->n; i++) {
+    const float *g = s->z + (size_t)i * C;
+    for (int c = 0; c < C; c++) s->db[c] += g[c];
+    for (int64_t k = b->rowptr[i]; k < b->rowptr[i + 1]; k++) {
+      const float v = b->val[k];
+      float *dr = s->dwc + (size_t)s->pos[k] * C;
+      for (int c = 0; c < C; c++) dr[c] += v * g[c];
+    }
+  }
+  SPARSE_WALK(w, s, idx, n, {
+    gval[j] = slot < 0 ? 0.0f
+              : (size_t)slot < ncoef ? s->dwc[slot] : s->db[(size_t)slot - ncoef];
+  });
+  return SG_OK;
+}
+#undef SPARSE_WALK

@@ -71,6 +71,28 @@ int sg_workload_grad(sg_workload_t *w, const float *params, float *grad,
 int sg_workload_grad_slice(sg_workload_t *w, const float *params, float *grad,
                            int64_t step, int64_t first, int64_t count, double *loss);
 
+/* ---- sparse step: softmax on CSR input (synthetic-sparse, LIBSVM) -----
+ * Other models/inputs return SG_EUNSUPPORTED.  Indices are uint32_t:
+ * the model must have < 2^32 parameters (else SG_EUNSUPPORTED).
+ *
+ * idx[0..*n) = the sorted, unique parameter indices this worker's batch of
+ * `step` reads and writes: W[c][f] = c*d + f for every class c and every
+ * feature f present in the batch, then the C biases C*d + c.  *n is set
+ * even when cap is too small (SG_ERANGE): grow to *n and call again. */
+int sg_workload_sparse_coords(sg_workload_t *w, int64_t step, uint32_t *idx,
+                              size_t cap, size_t *n);
+
+/* gval[j] = d loss / d params[idx[j]] for this worker's batch of `step`,
+ * bit-equal to sg_workload_grad's value there (0 for an idx[j] the batch
+ * does not read; the dense gradient is exactly zero off the coordinates).
+ * idx must be strictly increasing and contain every coordinate
+ * sg_workload_sparse_coords returns (else SG_EINVAL).  params is read at
+ * idx only: the rest may be stale.  O(batch nnz * classes + n): nothing of
+ * the model's full size is touched. */
+int sg_workload_grad_sparse(sg_workload_t *w, const float *params, int64_t step,
+                            const uint32_t *idx, size_t n, float *gval,
+                            double *loss);
+
 /* Loss and accuracy of params on the test set. */
 int sg_workload_evaluate(sg_workload_t *w, const float *params, sg_eval_t *out);
 
