@@ -12,27 +12,32 @@
  *                      round 1: 0 -> 4
  *                      round 2: 0 -> 2, 4 -> 6
  *                      round 3: 0 -> 1, 2 -> 3, 4 -> 5
- *   2. map         the global batch of step t (N*b samples, exactly
+ *   2. map         the global batch of step t (B = N*b samples, exactly
  *                  `local`'s step-t batch with batch N*b) is cut into P
- *                  tasks (partitions; default P = N).  Task p is the
- *                  samples at positions p, p+P, p+2P, ... of the global
- *                  batch, i.e. worker p of P with batch N*b/P (DESIGN.md 2
- *                  sharding), so P must divide N*b.  The driver hands task
- *                  ids to executors as they come free: first each executor
- *                  gets its "home" task (p % N == executor - 1, whose data
- *                  it has loaded: Spark's preferred location), then any
- *                  executor that reports DONE gets the next pending task,
- *                  its own home tasks first, then tasks whose partition
- *                  it loaded in an earlier step, else one stolen from
- *                  another executor's list (it loads that partition on
- *                  first use and keeps it).
+ *                  tasks (partitions; default P = N, any 1 <= P <= B) of
+ *                  consecutive positions, sizes differing by at most 1:
+ *                  with q = B / P and r = B % P, tasks 0..r-1 get q+1
+ *                  samples, the others q.  N = 3, b = 64, P = 5 (B = 192):
+ *                      task    0      1      2       3        4
+ *                      slice   0..38  39..77 78..115 116..153 154..191
+ *                      n_p     39     39     38      38       38
+ *                  Every executor holds ONE workload (worker 0 of 1 with
+ *                  batch B: the whole training set, loaded once) and
+ *                  computes task p as sg_workload_grad_slice over its
+ *                  slice, so any executor can run any task at no extra
+ *                  cost.  The driver hands task ids to executors as they
+ *                  come free: first each executor gets its "home" task
+ *                  (p % N == executor - 1, Spark's preferred location),
+ *                  then any executor that reports DONE gets the next
+ *                  pending task, its own home tasks first, else the
+ *                  highest pending task of another executor (the one its
+ *                  home executor would reach last).
  *                  A slow executor therefore shows as driver wait_s, and
  *                  with P > N the others absorb its extra tasks.
  *                  An executor computes g_p, the mean gradient over its
  *                  task's n_p samples, and adds w_p * g_p to one
- *                  accumulator, w_p = n_p / (N*b), so that the sum of all
- *                  accumulators is the mean over the global batch even if
- *                  tasks had unequal sizes.
+ *                  accumulator, w_p = n_p / B, so that the sum of all
+ *                  accumulators is the mean over the global batch.
  *   3. reduce      executors' accumulators are summed to the driver.
  *                  flat: each executor sends K to the driver (N messages).
  *                  tree (Spark's treeAggregate, `depth` d >= 1): fan-in
@@ -89,8 +94,12 @@ typedef struct mr_config {
 } mr_config_t;
 
 /* Read the engine's options from `o` for `workers` executors; SG_ECONFIG
- * naming the key when they do not fit (partitions must divide N*b). */
+ * naming the key when they do not fit (partitions must be <= N*b). */
 int mr_config_parse(const sg_opts_t *o, int workers, mr_config_t *cfg);
+
+/* Task `task`'s slice of the global batch B = N*b: positions [*first,
+ * *first + *count), the split drawn above (sizes q+1 then q). */
+void mr_task_slice(const mr_config_t *cfg, int task, int64_t *first, int64_t *count);
 
 /* Job header, driver -> every executor at the start (a cross-check that
  * both sides agree on the run's shape). */
@@ -116,7 +125,7 @@ typedef struct mr_done_msg {
   int32_t task;
   int32_t pad_;
   double loss;   /* mean loss over the task's samples */
-  double weight; /* n_p / (N*b) */
+  double weight; /* n_p / (N*b), checked by the driver */
 } mr_done_msg_t;
 
 /* ---- mr_broadcast.c ---------------------------------------------------- */

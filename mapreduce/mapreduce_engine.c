@@ -12,7 +12,7 @@ static const sg_setting_t mr_options[] = {
   {"broadcast", SG_T_ENUM, "flat", "parameters to executors: flat (driver sends N copies) or tree (binomial, like Spark's torrent broadcast)", "flat|tree", 1, 0, SG_S_ENGINE},
   {"aggregate", SG_T_ENUM, "flat", "gradients to the driver: flat (N messages) or tree (Spark's treeAggregate, see depth)", "flat|tree", 1, 0, SG_S_ENGINE},
   {"depth", SG_T_INT, "2", "aggregate tree: levels, driver included (2 = one level of combining on executors)", NULL, 1, 16, SG_S_ENGINE},
-  {"partitions", SG_T_INT, "0", "tasks per step, scheduled on executors as they come free (0 = workers); must divide workers*batch", NULL, 0, 1e6, SG_S_ENGINE},
+  {"partitions", SG_T_INT, "0", "tasks per step, scheduled on executors as they come free (0 = workers); at most workers*batch, task sizes differ by at most 1", NULL, 0, 1e6, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };
 /* clang-format on */
@@ -33,11 +33,11 @@ int mr_config_parse(const sg_opts_t *o, int workers, mr_config_t *cfg) {
   if (depth < 1 || depth > 16) return sg_err_set(SG_ECONFIG, "depth: must be in 1..16, got %lld", (long long)depth);
   if (parts < 0) return sg_err_set(SG_ECONFIG, "partitions: must be >= 0, got %lld", (long long)parts);
   if (parts == 0) parts = workers;
-  /* Task p is worker p of P with batch N*b/P: P must divide N*b. */
+  /* Every task is a slice of at least one sample of the global batch. */
   int64_t global = batch * workers;
-  if (parts > global || global % parts != 0)
+  if (parts > global)
     return sg_err_set(SG_ECONFIG,
-                      "partitions: %lld does not divide the global batch workers*batch = %d*%lld = %lld",
+                      "partitions: %lld tasks exceed the global batch workers*batch = %d*%lld = %lld samples",
                       (long long)parts, workers, (long long)batch, (long long)global);
   cfg->tree_broadcast = strcmp(bc, "tree") == 0;
   cfg->depth = strcmp(ag, "tree") == 0 ? (int)depth : 1;
@@ -45,6 +45,13 @@ int mr_config_parse(const sg_opts_t *o, int workers, mr_config_t *cfg) {
   cfg->executors = workers;
   cfg->batch = batch;
   return SG_OK;
+}
+
+void mr_task_slice(const mr_config_t *cfg, int task, int64_t *first, int64_t *count) {
+  const int64_t B = cfg->batch * cfg->executors, P = cfg->partitions;
+  const int64_t q = B / P, r = B % P;
+  *count = q + (task < r);
+  *first = task * q + (task < r ? task : r);
 }
 
 static int mr_layout(const sg_opts_t *o, int workers, int *nprocs) {

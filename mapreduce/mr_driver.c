@@ -28,29 +28,26 @@
 #include "mapreduce.h"
 
 typedef struct sched {
+  const mr_config_t *cfg;
   int P, N;
   int64_t step;
   unsigned char *assigned; /* [P] task handed out this step */
-  unsigned char *cached;   /* [(N+1)*P] executor e has partition p loaded */
   int *running;            /* [N+1] task running on executor rank e, -1 none */
 } sched_t;
 
-/* The next task for executor rank e, by locality (Spark's PROCESS_LOCAL
- * before ANY): its own home tasks (p % N == e-1) first, then pending tasks
- * whose partition it loaded in an earlier step, then the highest pending
- * task of anyone (stealing from the tail: the task its home executor
- * would reach last; e loads that partition once, ~1 s for Fashion-MNIST,
- * and keeps it).  -1 when none is left. */
+/* The next task for executor rank e: its own home tasks (p % N == e-1)
+ * first (Spark's preferred location; with P = N this keeps each task on
+ * one executor), then the highest pending task of anyone (stealing from
+ * the tail: the task its home executor would reach last).  Every
+ * executor holds the whole training set, so a stolen task costs nothing
+ * extra.  -1 when none is left. */
 static int sched_next(sched_t *s, int e) {
-  unsigned char *mine = s->cached + (size_t)e * (size_t)s->P;
   int pick = -1;
   for (int p = e - 1; p < s->P && pick < 0; p += s->N)
     if (!s->assigned[p]) pick = p;
   for (int p = s->P - 1; p >= 0 && pick < 0; p--)
-    if (!s->assigned[p] && mine[p]) pick = p;
-  for (int p = s->P - 1; p >= 0 && pick < 0; p--)
     if (!s->assigned[p]) pick = p;
-  if (pick >= 0) s->assigned[pick] = mine[pick] = 1;
+  if (pick >= 0) s->assigned[pick] = 1;
   return pick;
 }
 
@@ -105,6 +102,14 @@ static int map_stage(sg_comm_t *c, sched_t *s, double *loss, double *comm_s,
       return sg_err_set(SG_EPROTO, "mapreduce driver: step %lld: rank %d reported task %d of step %lld, "
                         "expected task %d", (long long)s->step, e, d.task, (long long)d.step,
                         e >= 1 && e <= s->N ? s->running[e] : -1);
+    /* the weight must be the task's share n_p / B of the global batch */
+    int64_t first, count;
+    mr_task_slice(s->cfg, d.task, &first, &count);
+    double want = (double)count / (double)(s->cfg->batch * s->N);
+    if (d.weight != want)
+      return sg_err_set(SG_EPROTO, "mapreduce driver: step %lld: rank %d weighted task %d (%lld samples) "
+                        "by %.12g, expected %.12g", (long long)s->step, e, d.task, (long long)count,
+                        d.weight, want);
     *loss += d.weight * d.loss;
     wsum += d.weight;
     outstanding--;
@@ -126,7 +131,7 @@ int mr_driver_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
   sg_optim_t *opt = NULL;
   sg_trainlog_t *log = NULL;
   float *params = NULL, *grad = NULL, *tmp = NULL;
-  sched_t s = {.P = cfg->partitions, .N = cfg->executors};
+  sched_t s = {.cfg = cfg, .P = cfg->partitions, .N = cfg->executors};
   int rc;
 
   if (c->size != cfg->executors + 1)
@@ -141,9 +146,8 @@ int mr_driver_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
   grad = malloc(n * sizeof *grad);
   tmp = malloc(n * sizeof *tmp);
   s.assigned = calloc((size_t)s.P, 1);
-  s.cached = calloc((size_t)(s.N + 1) * (size_t)s.P, 1);
   s.running = malloc((size_t)(s.N + 1) * sizeof *s.running);
-  if (!params || !grad || !tmp || !s.assigned || !s.cached || !s.running) {
+  if (!params || !grad || !tmp || !s.assigned || !s.running) {
     rc = SG_ENOMEM;
     goto fail;
   }
@@ -186,7 +190,6 @@ fail:
   free(grad);
   free(tmp);
   free(s.assigned);
-  free(s.cached);
   free(s.running);
   return rc;
 }

@@ -12,19 +12,21 @@
  *       send DONE(p, loss_p, w_p)           comm_s
  *   aggregate(acc) toward the driver        comm_s
  *
- * Task p of P is worker p of P with batch N*b/P in the workload's
- * sharding: its step-t samples are positions p, p+P, ... of the global
- * step-t batch.  Each task gets its own workload instance, created the
- * first time this executor runs the task (home tasks before training
- * starts, stolen ones on first use) and kept: Spark's cached partitions.
+ * The executor holds ONE workload: worker 0 of 1 with batch B = N*b, so
+ * its step-t batch is the global batch of step t, and task p is the
+ * slice mr_task_slice(p) of it, computed with sg_workload_grad_slice into
+ * buffers allocated once.  Every executor can run every task without
+ * loading anything (each loads the whole training set once, before
+ * training: Spark with the dataset cached on every executor).
  *
- * The step record's loss is the mean of this executor's task losses (NaN
- * when it ran none this step).  The on-purpose delay (delay_rank,
- * delay_ms) models a slower machine: each task sleeps delay_ms * N / P,
- * its share of a worker's batch, so with P = N it is delay_ms per step as
- * in every engine, and with P > N the slow executor's extra tasks can go
- * elsewhere.  (A fixed sleep per step would hit its first task whatever
- * the partitioning, and no scheduler could hide it.)
+ * The step record's loss is the mean over the samples of the tasks this
+ * executor ran (NaN when it ran none this step).  The on-purpose delay
+ * (delay_rank, delay_ms) models a slower machine: each task sleeps
+ * delay_ms * n_p / b, its share of a worker's batch, so with P = N it is
+ * delay_ms per step as in every engine, and with P > N the slow
+ * executor's extra tasks can go elsewhere.  (A fixed sleep per step
+ * would hit its first task whatever the partitioning, and no scheduler
+ * could hide it.)
  */
 #include <errno.h>
 #include <math.h>
@@ -36,42 +38,35 @@
 #include "mapreduce.h"
 
 typedef struct executor {
-  sg_rank_ctx_t *ctx;
   const mr_config_t *cfg;
-  sg_opts_t *task_opts;  /* the run's settings with batch = N*b/P */
-  sg_workload_t **tasks; /* [P] workload of task p, NULL until used */
-  float weight;          /* w_p = (N*b/P) / (N*b) = 1/P */
+  sg_workload_t *wl; /* worker 0 of 1, batch B = N*b */
+  double delay_ms;   /* per worker batch of work; 0 = not the slow rank */
 } executor_t;
 
-static int task_workload(executor_t *x, int p, sg_workload_t **out) {
-  if (!x->tasks[p])
-    SG_CHECK(sg_workload_new(&x->tasks[p], x->task_opts, p, x->cfg->partitions, SG_WL_TRAIN));
-  *out = x->tasks[p];
-  return SG_OK;
-}
-
-/* The task's gradient, weighted, into acc (first task: acc = w*g). */
+/* Task p's gradient, weighted by w_p = n_p / B, into acc (first task of
+ * the step: acc = w*g).  *weight and *loss get w_p and the task's mean
+ * loss. */
 static int run_task(executor_t *x, int p, const float *params, float *grad,
-                    float *acc, size_t n, int first, int64_t step, double *loss) {
-  sg_workload_t *wl;
-  SG_CHECK(task_workload(x, p, &wl));
-  SG_CHECK(sg_workload_grad(wl, params, grad, step, loss));
-  const float w = x->weight;
-  if (first)
+                    float *acc, size_t n, int first_task, int64_t step,
+                    double *weight, double *loss) {
+  int64_t first, count;
+  mr_task_slice(x->cfg, p, &first, &count);
+  SG_CHECK(sg_workload_grad_slice(x->wl, params, grad, step, first, count, loss));
+  *weight = (double)count / (double)(x->cfg->batch * x->cfg->executors);
+  const float w = (float)*weight;
+  if (first_task)
     for (size_t i = 0; i < n; i++) acc[i] = w * grad[i];
   else
     for (size_t i = 0; i < n; i++) acc[i] += w * grad[i];
   return SG_OK;
 }
 
-/* The straggler's sleep for one task: delay_ms * N / P (see above). */
-static void task_delay(const executor_t *x) {
-  int64_t rank = -1;
-  double ms = 0;
-  const sg_opts_t *o = x->ctx->opts;
-  if (sg_opts_int_or(o, "delay_rank", -1, &rank) < 0 || rank != x->ctx->rank) return;
-  if (sg_opts_double_or(o, "delay_ms", 0, &ms) < 0 || ms <= 0) return;
-  ms = ms * x->cfg->executors / x->cfg->partitions;
+/* The straggler's sleep for task p: delay_ms * n_p / b (see above). */
+static void task_delay(const executor_t *x, int p) {
+  if (x->delay_ms <= 0) return;
+  int64_t first, count;
+  mr_task_slice(x->cfg, p, &first, &count);
+  double ms = x->delay_ms * (double)count / (double)x->cfg->batch;
   struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(fmod(ms, 1000) * 1e6)};
   while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
   }
@@ -97,22 +92,25 @@ static int next_task(sg_comm_t *c, int64_t step, int *task, double *comm_s,
 
 int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
   sg_comm_t *c = ctx->comm;
-  executor_t x = {.ctx = ctx, .cfg = cfg, .weight = 1.0f / (float)cfg->partitions};
+  executor_t x = {.cfg = cfg};
+  sg_opts_t *wl_opts = NULL;
   sg_trainlog_t *log = NULL;
   float *params = NULL, *grad = NULL, *acc = NULL, *tmp = NULL;
   int P = cfg->partitions, N = cfg->executors, e = ctx->rank;
   int parent = mr_bcast_parent(cfg, e, c->size);
+  int64_t delay_rank = -1;
   int rc;
 
-  if (!(x.task_opts = sg_opts_dup(ctx->opts)) || !(x.tasks = calloc((size_t)P, sizeof *x.tasks))) {
+  SG_TRY(sg_opts_int_or(ctx->opts, "delay_rank", -1, &delay_rank));
+  if (delay_rank == e) SG_TRY(sg_opts_double_or(ctx->opts, "delay_ms", 0, &x.delay_ms));
+  /* The run's settings with batch = N*b: the workload of one worker that
+   * sees the whole global batch. */
+  if (!(wl_opts = sg_opts_dup(ctx->opts))) {
     rc = SG_ENOMEM;
     goto fail;
   }
-  SG_TRY(sg_opts_setf(x.task_opts, "batch", "%lld", (long long)(cfg->batch * N / P)));
-  for (int p = e - 1; p < P; p += N) { /* home partitions, loaded up front */
-    sg_workload_t *wl;
-    SG_TRY(task_workload(&x, p, &wl));
-  }
+  SG_TRY(sg_opts_setf(wl_opts, "batch", "%lld", (long long)(cfg->batch * N)));
+  SG_TRY(sg_workload_new(&x.wl, wl_opts, 0, 1, SG_WL_TRAIN));
 
   mr_job_msg_t job;
   sg_status_t st;
@@ -123,14 +121,15 @@ int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
                     e, job.partitions, P);
     goto fail;
   }
-  for (int p = 0; p < P; p++)
-    if (x.tasks[p] && (sg_workload_nparams(x.tasks[p]) != (size_t)job.nparams ||
-                       sg_workload_total_steps(x.tasks[p]) != job.total_steps)) {
-      rc = sg_err_set(SG_EPROTO, "mapreduce: rank %d: task %d has %zu params and %lld steps, the driver %lld and %lld",
-                      e, p, sg_workload_nparams(x.tasks[p]), (long long)sg_workload_total_steps(x.tasks[p]),
-                      (long long)job.nparams, (long long)job.total_steps);
-      goto fail;
-    }
+  if (sg_workload_nparams(x.wl) != (size_t)job.nparams ||
+      sg_workload_total_steps(x.wl) != job.total_steps ||
+      sg_workload_steps_per_epoch(x.wl) != job.steps_per_epoch) {
+    rc = sg_err_set(SG_EPROTO, "mapreduce: rank %d: %zu params, %lld steps (%lld per epoch); the driver %lld, %lld (%lld)",
+                    e, sg_workload_nparams(x.wl), (long long)sg_workload_total_steps(x.wl),
+                    (long long)sg_workload_steps_per_epoch(x.wl), (long long)job.nparams,
+                    (long long)job.total_steps, (long long)job.steps_per_epoch);
+    goto fail;
+  }
   size_t n = (size_t)job.nparams;
   params = malloc(n * sizeof *params);
   grad = malloc(n * sizeof *grad);
@@ -154,7 +153,7 @@ int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
     r.comm_s += sg_now() - t1;
 
     int ntasks = 0, task = -1;
-    double loss_sum = 0;
+    double loss_sum = 0, weight_sum = 0;
     for (;;) {
       SG_TRY(next_task(c, step, &task, &r.comm_s, &r.wait_s));
       if (task < 0) break;
@@ -163,14 +162,15 @@ int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
         goto fail;
       }
       t = sg_now();
-      task_delay(&x);
-      mr_done_msg_t d = {.step = step, .task = task, .weight = 1.0 / P};
-      SG_TRY(run_task(&x, task, params, grad, acc, n, ntasks == 0, step, &d.loss));
+      task_delay(&x, task);
+      mr_done_msg_t d = {.step = step, .task = task};
+      SG_TRY(run_task(&x, task, params, grad, acc, n, ntasks == 0, step, &d.weight, &d.loss));
       t1 = sg_now();
       r.compute_s += t1 - t;
       SG_TRY(sg_send(c, 0, MR_TAG_DONE, &d, sizeof d));
       r.comm_s += sg_now() - t1;
-      loss_sum += d.loss;
+      loss_sum += d.weight * d.loss;
+      weight_sum += d.weight;
       ntasks++;
     }
     if (ntasks == 0)
@@ -178,7 +178,7 @@ int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
     t = sg_now();
     SG_TRY(mr_aggregate(c, cfg, acc, tmp, n));
     r.comm_s += sg_now() - t;
-    r.loss = ntasks ? loss_sum / ntasks : NAN;
+    r.loss = ntasks ? loss_sum / weight_sum : NAN;
     r.epoch = (int32_t)(step / job.steps_per_epoch);
     r.bytes_sent = sg_comm_bytes_sent(c) - sent0;
     r.bytes_recv = sg_comm_bytes_recvd(c) - recv0;
@@ -187,10 +187,8 @@ int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
   rc = SG_OK;
 fail:
   sg_trainlog_destroy(&log);
-  if (x.tasks)
-    for (int p = 0; p < P; p++) sg_workload_destroy(&x.tasks[p]);
-  free(x.tasks);
-  sg_opts_destroy(&x.task_opts);
+  sg_workload_destroy(&x.wl);
+  sg_opts_destroy(&wl_opts);
   free(params);
   free(grad);
   free(acc);

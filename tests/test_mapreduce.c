@@ -120,6 +120,35 @@ TEST(fanin_reaches_every_executor_within_depth) {
   CHECK_EQ_INT(mr_fanin(16, 4), 2);
 }
 
+/* Tasks are consecutive slices covering [0, B) exactly once, sizes
+ * differing by at most 1, larger ones first (mapreduce.h). */
+TEST(task_slices_cover_the_batch) {
+  int64_t first, count;
+  mr_config_t ex = {.executors = 3, .batch = 64, .partitions = 5};
+  const int64_t want_first[] = {0, 39, 78, 116, 154}, want_count[] = {39, 39, 38, 38, 38};
+  for (int p = 0; p < 5; p++) {
+    mr_task_slice(&ex, p, &first, &count);
+    CHECK_EQ_INT(first, want_first[p]);
+    CHECK_EQ_INT(count, want_count[p]);
+  }
+  for (int N = 1; N <= 8; N++)
+    for (int b = 1; b <= 20; b += 3)
+      for (int P = 1; P <= N * b; P++) {
+        mr_config_t cfg = {.executors = N, .batch = b, .partitions = P};
+        int64_t next = 0, lo = N * b, hi = 0;
+        for (int p = 0; p < P; p++) {
+          mr_task_slice(&cfg, p, &first, &count);
+          CHECK_MSG(first == next && count >= 1, "N=%d b=%d P=%d task %d: [%lld, +%lld) after %lld",
+                    N, b, P, p, (long long)first, (long long)count, (long long)next);
+          next = first + count;
+          if (count < lo) lo = count;
+          if (count > hi) hi = count;
+        }
+        CHECK_MSG(next == N * b && hi - lo <= 1, "N=%d b=%d P=%d: covers %lld of %d, sizes %lld..%lld",
+                  N, b, P, (long long)next, N * b, (long long)lo, (long long)hi);
+      }
+}
+
 TEST(binomial_tree_parents) {
   mr_config_t cfg = {.tree_broadcast = 1};
   /* N = 6: 0->4; 0->2, 4->6; 0->1, 2->3, 4->5 (mapreduce.h) */

@@ -5,6 +5,9 @@
  * is the same the processes run; test_mapreduce_run covers real processes
  * over both transports.
  *
+ * Cases: flat and tree, P = N, P > N, P not dividing N*b (N = 3, b = 64,
+ * P = 5), and the extremes P = 1 and P = N*b.
+ *
  * Tolerance: relative L2 distance ||p - p_local|| / ||p_local|| <= 1e-4.
  * Partial sums in another order change the last bits of each step's
  * gradient; after 100 steps the distance measured here is ~4e-7.  The
@@ -193,6 +196,28 @@ TEST(more_partitions_than_executors_match_local) {
   CHECK_MSG(d >= 0 && d <= RTOL, "distance %.3g > %g", d, RTOL);
 }
 
+TEST(partitions_not_dividing_the_global_batch_match_local) {
+  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  /* N = 3, b = 64: B = 192 in 5 tasks of 39, 39, 38, 38, 38 samples */
+  const char *kv[] = {"batch", "64", "partitions", "5", NULL};
+  double d;
+  CHECK_OK(compare_case(3, kv, 0, &d));
+  CHECK_MSG(d >= 0 && d <= RTOL, "distance %.3g > %g", d, RTOL);
+}
+
+TEST(one_sample_per_task_and_one_task_match_local) {
+  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  /* the extremes: P = B = 2*16 tasks of one sample; P = 1 (one executor
+   * runs the whole batch, the other sends zeros) */
+  const char *kv_max[] = {"partitions", "32", "broadcast", "tree", NULL};
+  const char *kv_one[] = {"partitions", "1", NULL};
+  double d;
+  CHECK_OK(compare_case(2, kv_max, 0, &d));
+  CHECK_MSG(d >= 0 && d <= RTOL, "P = 32: distance %.3g > %g", d, RTOL);
+  CHECK_OK(compare_case(2, kv_one, 0, &d));
+  CHECK_MSG(d >= 0 && d <= RTOL, "P = 1: distance %.3g > %g", d, RTOL);
+}
+
 TEST(planted_double_count_fails_the_check) {
   CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   double d;
@@ -200,13 +225,24 @@ TEST(planted_double_count_fails_the_check) {
   CHECK_MSG(d > RTOL, "the planted bug went unnoticed: distance %.3g <= %g", d, RTOL);
 }
 
-TEST(partitions_must_divide_the_global_batch) {
-  sg_opts_t *o = make_opts(3, "", (const char *const[]){"partitions", "5", NULL});
+TEST(partitions_up_to_the_global_batch) {
+  /* N = 3, b = 16: B = 48; any 1 <= P <= 48, also P not dividing 48 */
+  sg_opts_t *o = make_opts(3, "", (const char *const[]){"partitions", "49", NULL});
   mr_config_t cfg;
   CHECK(o);
   int rc = mr_config_parse(o, 3, &cfg);
   CHECK_EQ_INT(rc, SG_ECONFIG);
   CHECK_STR_CONTAINS(sg_err_msg(), "partitions");
+  CHECK_STR_CONTAINS(sg_err_msg(), "48");
+  sg_opts_set(o, "partitions", "-1");
+  CHECK_EQ_INT(mr_config_parse(o, 3, &cfg), SG_ECONFIG);
+  CHECK_STR_CONTAINS(sg_err_msg(), "partitions");
+  const int ok[] = {1, 5, 7, 47, 48};
+  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+    sg_opts_setf(o, "partitions", "%d", ok[i]);
+    CHECK_OK(mr_config_parse(o, 3, &cfg));
+    CHECK_EQ_INT(cfg.partitions, ok[i]);
+  }
   sg_opts_set(o, "partitions", "0");
   CHECK_OK(mr_config_parse(o, 3, &cfg));
   CHECK_EQ_INT(cfg.partitions, 3);
