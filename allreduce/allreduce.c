@@ -58,7 +58,7 @@ int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm, size_t segment
   a->o.segment_bytes = segment_bytes ? segment_bytes : SG_AR_SEGMENT_DEFAULT;
   a->o.depth = SG_AR_DEPTH_DEFAULT;
   a->o.plant_bug = env_flag("SG_ALLREDUCE_PLANT_BUG");
-  a->o.native_blocking = env_flag("SG_NATIVE_BLOCKING");
+  a->o.native_nonblocking = env_flag("SG_NATIVE_NONBLOCKING");
   size_t ns = 0, nr = 0;
   algo->needs(c->size, max_count, &a->o, &ns, &nr);
   /* Needs grow with count, so any count <= max_count fits. */

@@ -48,7 +48,7 @@ typedef struct sg_ar_opts {
   void **reqs;          /* ring: request slots, reqs_count of them */
   size_t reqs_count;
   int plant_bug;        /* tests only: ring sends a wrong chunk once */
-  int native_blocking;  /* native: MPI_Allreduce instead of Iallreduce+Test */
+  int native_nonblocking; /* native: MPI_Iallreduce + Test loop (deadline) */
 } sg_ar_opts_t;
 
 /* One algorithm, as an ops table (STYLE.md 1). */
@@ -84,8 +84,8 @@ typedef struct sg_ar sg_ar_t;
  * (scratch allocated and pre-touched here, once).  segment_bytes 0 = the
  * default.  The environment variable SG_ALLREDUCE_PLANT_BUG=1 plants the
  * ring's test bug (tests/test_allreduce.c proves the exactness check
- * catches it); SG_NATIVE_BLOCKING=1 makes native call the blocking
- * MPI_Allreduce (no deadline).  Caller owns the result. */
+ * catches it); SG_NATIVE_NONBLOCKING=1 makes native use MPI_Iallreduce
+ * with a deadline (native.c).  Caller owns the result. */
 int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm,
               size_t segment_bytes, size_t max_count);
 /* Sum-allreduce buf[0..count), count <= max_count. */
