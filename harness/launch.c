@@ -2,6 +2,7 @@
 #include "launch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@ struct sg_launch {
   pid_t *pid;     /* [n]; 0 once reaped */
   int mpirun;     /* one process: mpirun */
   pid_t pgid;
+  int err_fd;     /* read end of mpirun's stderr pipe, or -1 */
 };
 
 /* Environment variables passed through mpirun -x when set here. */
@@ -67,12 +69,18 @@ static void print_cmd(char *const *argv) {
   fputc('\n', stderr);
 }
 
-/* fork; the child joins process group pgid (0 = lead a new one) and execs. */
-static int spawn(char *const *argv, const char *rank, const char *size, pid_t pgid, pid_t *out) {
+/* fork; the child joins process group pgid (0 = lead a new one), takes
+ * err_fd (>= 0) as its stderr, and execs. */
+static int spawn(char *const *argv, const char *rank, const char *size, pid_t pgid, int err_fd,
+                 pid_t *out) {
   pid_t pid = fork();
   if (pid < 0) return sg_err_set(SG_EIO, "fork: %s", strerror(errno));
   if (pid == 0) {
     setpgid(0, pgid);
+    if (err_fd >= 0) {
+      dup2(err_fd, STDERR_FILENO);
+      close(err_fd);
+    }
     signal(SIGINT, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
     if (rank) setenv("SGDLAB_RANK", rank, 1);
@@ -90,6 +98,7 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
   int rc = SG_OK;
   sg_launch_t *l = calloc(1, sizeof *l);
   if (!l) return SG_ENOMEM;
+  l->err_fd = -1;
   char sizes[16];
   snprintf(sizes, sizeof sizes, "%d", cfg->nprocs);
 
@@ -131,7 +140,20 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
       goto fail;
     }
     setenv("SGDLAB_SIZE", sizes, 1); /* for -x; the harness never reads it */
-    SG_TRY(spawn(argv, NULL, NULL, 0, &l->pid[0]));
+    /* mpirun's stderr: Open MPI's banners (and its ranks' stderr) go to the
+     * harness, which names the failed rank from them and keeps the
+     * terminal clean (run.c) */
+    int p[2];
+    if (pipe(p) < 0) {
+      rc = sg_err_set(SG_EIO, "launcher mpirun: pipe: %s", strerror(errno));
+      goto fail;
+    }
+    l->err_fd = p[0];
+    fcntl(p[0], F_SETFD, FD_CLOEXEC); /* the harness is single-threaded: no race */
+    fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+    rc = spawn(argv, NULL, NULL, 0, p[1], &l->pid[0]);
+    close(p[1]);
+    SG_TRY(rc);
     l->n = 1;
     l->mpirun = 1;
     l->pgid = l->pid[0];
@@ -145,7 +167,7 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
     for (int r = 0; r < cfg->nprocs; r++) {
       char rank[16];
       snprintf(rank, sizeof rank, "%d", r);
-      SG_TRY(spawn(argv, rank, sizes, l->pgid, &l->pid[r]));
+      SG_TRY(spawn(argv, rank, sizes, l->pgid, -1, &l->pid[r]));
       l->n = r + 1;
       if (r == 0) l->pgid = l->pid[0];
     }
@@ -184,6 +206,21 @@ pid_t sg_launch_pid(const sg_launch_t *l, int rank) {
   return rank >= 0 && rank < l->n ? l->pid[rank] : 0;
 }
 
+int sg_launch_stderr_fd(const sg_launch_t *l) { return l ? l->err_fd : -1; }
+
+/* Whether pid is stopped (state T or t in /proc/PID/stat). */
+static int proc_stopped(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *rp = strrchr(buf, ')'); /* "pid (comm) S ..." */
+  return rp && rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
+}
+
 static void signal_all(sg_launch_t *l, int sig) {
   if (l->pgid > 0) kill(-l->pgid, sig);
   for (int i = 0; i < l->n; i++)
@@ -205,6 +242,8 @@ static void reap_until(sg_launch_t *l, double until) {
 void sg_launch_stop(sg_launch_t *l, double grace_s) {
   if (!l) return;
   if (sg_launch_alive(l)) {
+    for (int i = 0; i < l->n; i++)
+      if (l->pid[i] && proc_stopped(l->pid[i])) kill(l->pid[i], SIGKILL);
     signal_all(l, SIGTERM);
     reap_until(l, sg_now() + grace_s);
   }
@@ -218,7 +257,45 @@ void sg_launch_stop(sg_launch_t *l, double grace_s) {
 void sg_launch_destroy(sg_launch_t **pl) {
   if (!pl || !*pl) return;
   sg_launch_stop(*pl, 2.0);
+  if ((*pl)->err_fd >= 0) close((*pl)->err_fd);
   free((*pl)->pid);
   free(*pl);
   *pl = NULL;
+}
+
+/* ---- Open MPI's account of how the job ended --------------------------- */
+
+void sg_mpirun_notice_init(sg_mpirun_notice_t *n) {
+  memset(n, 0, sizeof *n);
+  n->rank = -1;
+  n->exit_code = -1;
+  n->pending_rank = -1;
+}
+
+int sg_mpirun_notice_line(sg_mpirun_notice_t *n, const char *line) {
+  if (n->rank >= 0) return 0; /* the first process to end the job wins */
+  int rank, pid, sig, a, b, code;
+  const char *p;
+  if ((p = strstr(line, "noticed that process rank ")) &&
+      sscanf(p, "noticed that process rank %d with PID %d on node %*s exited on signal %d", &rank,
+             &pid, &sig) == 3) {
+    n->rank = rank, n->pid = pid, n->signal = sig;
+    return 1;
+  }
+  if ((p = strstr(line, "has exited due to process rank ")) &&
+      sscanf(p, "has exited due to process rank %d with PID %d", &rank, &pid) == 2) {
+    n->rank = rank, n->pid = pid, n->improper = 1;
+    return 1;
+  }
+  if ((p = strstr(line, "Process name: [[")) &&
+      sscanf(p, "Process name: [[%d,%d],%d]", &a, &b, &rank) == 3) {
+    n->pending_rank = rank;
+    return 0;
+  }
+  if (n->pending_rank >= 0 && (p = strstr(line, "Exit code:")) &&
+      sscanf(p, "Exit code: %d", &code) == 1) {
+    n->rank = n->pending_rank, n->exit_code = code;
+    return 1;
+  }
+  return 0;
 }

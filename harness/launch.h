@@ -7,7 +7,8 @@
  *          at once; each child gets SGDLAB_RANK and SGDLAB_SIZE.
  *  mpirun  fork/exec `mpirun --np N [--oversubscribe] [-H hosts]
  *          [--allow-run-as-root] --bind-to none -x VAR... sgdlab-rank SPEC`
- *          in its own process group; ranks learn their rank from
+ *          in its own process group, its stderr into a pipe the harness
+ *          reads (sg_launch_stderr_fd); ranks learn their rank from
  *          OMPI_COMM_WORLD_RANK.  --oversubscribe is added when N exceeds
  *          this host's cores (and no -H list says where ranks go).
  *
@@ -45,12 +46,39 @@ int sg_launch_poll(sg_launch_t *l, sg_exit_t *ex);
 /* Processes started and not yet reaped. */
 int sg_launch_alive(const sg_launch_t *l);
 /* SIGTERM to the process group, then SIGKILL after grace_s seconds if
- * anything is left; reaps everything (bounded by grace_s + 5 s). */
+ * anything is left; reaps everything (bounded by grace_s + 5 s).  A
+ * stopped process (SIGSTOP: a silent peer) gets SIGKILL at once, since a
+ * pending SIGTERM would never act on it. */
 void sg_launch_stop(sg_launch_t *l, double grace_s);
 void sg_launch_destroy(sg_launch_t **l);
 
 /* The pid of rank `rank`'s process (local launcher), or of mpirun. */
 pid_t sg_launch_pid(const sg_launch_t *l, int rank);
+
+/* mpirun's stderr (which also carries its ranks' stderr): the read end of
+ * a non-blocking pipe, or -1 (local launcher).  Owned by the launch. */
+int sg_launch_stderr_fd(const sg_launch_t *l);
+
+/* What Open MPI 4.1 said about the first process that ended the job.
+ * Fed line by line from mpirun's stderr; the forms understood are
+ *   "mpirun noticed that process rank 2 with PID 12345 on node vm exited
+ *    on signal 9 (Killed)."                       (PID is sometimes 0)
+ *   "  Process name: [[20388,1],2]" then "  Exit code:    3"
+ *   "mpirun has exited due to process rank 1 with PID 0 on node vm
+ *    exiting improperly."                         (no MPI_Finalize) */
+typedef struct sg_mpirun_notice {
+  int rank;      /* -1 until a notice is complete */
+  int pid;       /* as mpirun printed it; 0 when it did not know */
+  int signal;    /* > 0: killed by this signal */
+  int exit_code; /* >= 0: exited with this status; -1 otherwise */
+  int improper;  /* exited without finalizing MPI */
+  int pending_rank; /* a "Process name" line waiting for its "Exit code" */
+} sg_mpirun_notice_t;
+
+void sg_mpirun_notice_init(sg_mpirun_notice_t *n);
+/* Parse one line (without its newline); returns 1 when this line completed
+ * the notice (the first one is kept; later ones are ignored). */
+int sg_mpirun_notice_line(sg_mpirun_notice_t *n, const char *line);
 
 /* Path of sgdlab-rank: next to the running executable, else
  * $SGDLAB_BIN_DIR/harness/sgdlab-rank.  SG_ENOTFOUND names both places. */

@@ -3,12 +3,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -36,6 +38,12 @@ enum { POLL_MS = 100 };
 #define SILENCE_MARGIN_S 30.0 /* added to `deadline` before a silent run fails */
 #define STOP_GRACE_S 2.0      /* SIGTERM -> SIGKILL */
 #define DRAIN_S 0.5           /* after an exit, wait this long for the rank's DONE */
+#define NOTICE_WAIT_S 3.0     /* a rank found dead under mpirun: wait this long for
+                                 mpirun's notice of how it ended */
+#define MPIRUN_ABORT_S 3.0    /* a failed run under mpirun: let mpirun abort the job
+                                 itself (it also reaches other hosts) before signals */
+#define EOF_WAIT_S 1.0        /* mpirun exited: read its stderr to the end */
+enum { TAIL_CAP = 8192 };     /* the end of mpirun's stderr kept for run_info */
 
 /* Set by the signal handler; the only global state of the harness. */
 static volatile sig_atomic_t g_interrupted;
@@ -57,6 +65,7 @@ void sg_run_install_signals(void) {
 
 typedef struct rank_info {
   int hello, done, status, exited;
+  int dead; /* died, and the engine tolerates it (run_info dead_rank.R) */
   char role[16], host[64], msg[400];
   int pid;
 } rank_info_t;
@@ -72,6 +81,16 @@ typedef struct serve {
   double final_acc;
   unsigned char *buf;
   size_t cap;
+  /* mpirun launcher: its stderr, parsed and kept (see mpirun_read) */
+  int err_fd;
+  sg_mpirun_notice_t notice;
+  char line[1024];
+  size_t line_len;
+  char tail[TAIL_CAP];
+  size_t tail_len;
+  int suspect;          /* a rank found dead without DONE (-1: none) */
+  double suspect_t;     /* when */
+  int suspect_status;   /* its wait status from /proc (zombie), or -1 */
 } serve_t;
 
 static void rank_name(const serve_t *s, int r, char *out, size_t cap) {
@@ -207,6 +226,28 @@ static int drain_for(serve_t *s, void *pull, double secs, int want_rank) {
   }
 }
 
+/* "killed by signal 9 (Killed)" / "exited with status 3" */
+static void exit_text(int status, char *out, size_t cap) {
+  if (WIFSIGNALED(status))
+    snprintf(out, cap, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  else
+    snprintf(out, cap, "exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/* Fail the run with what mpirun said about the process that ended the job. */
+static void fail_from_notice(serve_t *s) {
+  const sg_mpirun_notice_t *n = &s->notice;
+  if (n->rank < 0 || n->rank >= s->nprocs) return;
+  rank_info_t *ri = &s->ranks[n->rank];
+  if (!ri->pid && n->pid > 0) ri->pid = n->pid;
+  char who[160];
+  rank_name(s, n->rank, who, sizeof who);
+  if (ri->done && ri->status && ri->msg[0]) fail_run(s, "%s: %s", who, ri->msg);
+  else if (n->signal > 0) fail_run(s, "%s: killed by signal %d (%s)", who, n->signal, strsignal(n->signal));
+  else if (n->improper) fail_run(s, "%s: exited without finishing MPI (no MPI_Finalize)", who);
+  else fail_run(s, "%s: exited with status %d", who, n->exit_code);
+}
+
 static void describe_exit(serve_t *s, const sg_exit_t *ex) {
   char who[160];
   if (ex->rank >= 0) {
@@ -218,8 +259,9 @@ static void describe_exit(serve_t *s, const sg_exit_t *ex) {
     snprintf(who, sizeof who, "mpirun (pid %d)", (int)ex->pid);
   }
   if (WIFSIGNALED(ex->status)) {
-    int sig = WTERMSIG(ex->status);
-    fail_run(s, "%s: killed by signal %d (%s)", who, sig, strsignal(sig));
+    char how[96];
+    exit_text(ex->status, how, sizeof how);
+    fail_run(s, "%s: %s", who, how);
   } else if (WIFEXITED(ex->status) && WEXITSTATUS(ex->status) != 0) {
     if (ex->rank >= 0 && s->ranks[ex->rank].done && s->ranks[ex->rank].msg[0])
       fail_run(s, "%s: %s", who, s->ranks[ex->rank].msg);
@@ -256,9 +298,11 @@ static void remove_dir(const char *dir) {
 }
 
 /* Whether a process on this host is gone or a zombie (ranks under mpirun
- * are not our children, so waitpid cannot tell). */
-static int proc_dead(int pid) {
-  char path[64], buf[512];
+ * are not our children, so waitpid cannot tell).  *status gets a zombie's
+ * wait status (field 52 of /proc/PID/stat), else -1. */
+static int proc_dead(int pid, int *status) {
+  char path[64], buf[1024];
+  *status = -1;
   snprintf(path, sizeof path, "/proc/%d/stat", pid);
   FILE *f = fopen(path, "r");
   if (!f) return 1;
@@ -266,26 +310,116 @@ static int proc_dead(int pid) {
   fclose(f);
   buf[n] = '\0';
   const char *rp = strrchr(buf, ')'); /* "pid (comm) S ..." */
-  return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+  if (!rp || rp[1] != ' ' || (rp[2] != 'Z' && rp[2] != 'X')) return 0;
+  /* field 3 is the state; exit_code is field 52 */
+  const char *p = rp + 2;
+  for (int field = 3; field < 52 && p; field++) {
+    p = strchr(p, ' ');
+    if (p) p++;
+  }
+  if (p && *p) *status = atoi(p);
+  return 1;
 }
 
-/* Under mpirun: a rank of this host that died without DONE fails the run
- * (naming that rank, which mpirun's exit status cannot). */
+/* Under mpirun: a rank of this host that died without DONE becomes the
+ * suspect; mpirun's notice (how it ended) normally follows within
+ * milliseconds, and the run fails with it (or, NOTICE_WAIT_S later, with
+ * what /proc told). */
 static int check_mpirun_ranks(serve_t *s, void *pull) {
   char host[64] = "";
   gethostname(host, sizeof host - 1);
-  for (int r = 0; r < s->nprocs && !s->error[0]; r++) {
+  for (int r = 0; r < s->nprocs && s->suspect < 0; r++) {
     rank_info_t *ri = &s->ranks[r];
-    if (!ri->hello || ri->done || ri->pid <= 0 || strcmp(ri->host, host) || !proc_dead(ri->pid))
+    int st;
+    if (!ri->hello || ri->done || ri->pid <= 0 || strcmp(ri->host, host) || !proc_dead(ri->pid, &st))
       continue;
     SG_CHECK(drain_for(s, pull, DRAIN_S, r)); /* its DONE may be on the way */
     if (!ri->done) {
-      char who[160];
-      rank_name(s, r, who, sizeof who);
-      fail_run(s, "%s: died without reporting (killed, or exited early)", who);
+      s->suspect = r;
+      s->suspect_t = sg_now();
+      s->suspect_status = st;
     }
   }
   return SG_OK;
+}
+
+static void fail_from_suspect(serve_t *s) {
+  if (s->suspect < 0) return;
+  char who[160], how[96];
+  rank_name(s, s->suspect, who, sizeof who);
+  if (s->suspect_status >= 0) {
+    exit_text(s->suspect_status, how, sizeof how);
+    fail_run(s, "%s: %s", who, how);
+  } else {
+    fail_run(s, "%s: died without reporting (killed, or exited early)", who);
+  }
+}
+
+/* Read what mpirun has written to its stderr: parse each line for the
+ * notice of the process that ended the job, keep the last TAIL_CAP bytes
+ * (stored as run_info mpirun_stderr when the run fails), and forward it to
+ * our stderr in verbose mode only, so the terminal shows one summary line
+ * per run rather than Open MPI's banners.  Returns 1 at end of file. */
+static int mpirun_read(serve_t *s) {
+  if (s->err_fd < 0) return 1;
+  char buf[2048];
+  for (;;) {
+    ssize_t n = read(s->err_fd, buf, sizeof buf);
+    if (n == 0) return 1;
+    if (n < 0) return errno == EAGAIN || errno == EINTR ? 0 : 1;
+    if (s->env->verbose) fwrite(buf, 1, (size_t)n, stderr);
+    _Static_assert(sizeof buf < TAIL_CAP / 2, "one read fits in half the tail");
+    if (s->tail_len + (size_t)n >= TAIL_CAP) { /* keep the newest half */
+      size_t drop = s->tail_len + (size_t)n - TAIL_CAP / 2;
+      if (drop > s->tail_len) drop = s->tail_len;
+      memmove(s->tail, s->tail + drop, s->tail_len - drop);
+      s->tail_len -= drop;
+    }
+    memcpy(s->tail + s->tail_len, buf, (size_t)n);
+    s->tail_len += (size_t)n;
+    s->tail[s->tail_len] = '\0';
+    for (ssize_t i = 0; i < n; i++) {
+      if (buf[i] == '\n' || s->line_len + 1 >= sizeof s->line) {
+        s->line[s->line_len] = '\0';
+        sg_mpirun_notice_line(&s->notice, s->line);
+        s->line_len = 0;
+        if (buf[i] == '\n') continue;
+      }
+      s->line[s->line_len++] = buf[i];
+    }
+  }
+}
+
+/* mpirun has exited: read its stderr to the end (bounded). */
+static void mpirun_read_to_eof(serve_t *s) {
+  double until = sg_now() + EOF_WAIT_S;
+  while (!mpirun_read(s) && sg_now() < until) {
+    struct pollfd pf = {.fd = s->err_fd, .events = POLLIN};
+    poll(&pf, 1, 50);
+  }
+}
+
+/* A rank that died (no failed DONE): when the engine tolerates its death
+ * (local launcher only), record it and let the run go on; returns 1 then. */
+static int tolerated_death(serve_t *s, const sg_exit_t *ex, int local) {
+  const sg_engine_t *e = s->run->engine;
+  rank_info_t *ri = &s->ranks[ex->rank];
+  if (!local || !e->tolerates_exit || (ri->done && ri->status) ||
+      !e->tolerates_exit(s->run->opts, s->run->workers, ex->rank))
+    return 0;
+  char who[160], how[96], key[32], text[300];
+  if (!ri->pid) ri->pid = (int)ex->pid;
+  ri->exited = 1;
+  ri->dead = 1;
+  rank_name(s, ex->rank, who, sizeof who);
+  exit_text(ex->status, how, sizeof how);
+  snprintf(key, sizeof key, "dead_rank.%d", ex->rank);
+  snprintf(text, sizeof text, "%s: %s", who, how);
+  if (sg_recorder_info(s->env->db, s->run_id, key, text) < 0) return 0;
+  if (s->env->verbose)
+    fprintf(stderr, "%ssgdlab: run %lld: %s; %s tolerates it, the run goes on\n",
+            isatty(STDERR_FILENO) ? "\r\033[K" : "", (long long)s->run_id, text, e->name);
+  return 1;
 }
 
 /* Kill rank processes on this host that are not our children (mpirun's). */
@@ -310,7 +444,9 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   sg_launch_t *launch = NULL;
   sg_opts_t *spec = NULL;
   char *json = NULL;
-  serve_t s = {.env = env, .run = run, .nprocs = run->nprocs, .final_acc = NAN};
+  serve_t s = {.env = env, .run = run, .nprocs = run->nprocs, .final_acc = NAN, .err_fd = -1,
+               .suspect = -1, .suspect_status = -1};
+  sg_mpirun_notice_init(&s.notice);
   memset(res, 0, sizeof *res);
   res->final_acc = NAN;
 
@@ -392,41 +528,73 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   double start = sg_now();
   s.last_rec = start;
   SG_TRY(sg_launch_start(&launch, &lc));
+  int local = strcmp(launcher, "mpirun") != 0;
+  s.err_fd = sg_launch_stderr_fd(launch);
 
   /* serve until every process has exited, or the run fails */
-  zmq_pollitem_t items[2] = {{.socket = pull, .events = ZMQ_POLLIN},
+  zmq_pollitem_t items[3] = {{.socket = pull, .events = ZMQ_POLLIN},
+                             {.socket = NULL, .fd = s.err_fd, .events = ZMQ_POLLIN},
                              {.socket = rdv ? sg_rdv_socket(rdv) : NULL, .events = ZMQ_POLLIN}};
+  int err_open = s.err_fd >= 0;
   while (sg_launch_alive(launch) && !s.error[0]) {
     if (g_interrupted) {
       interrupted = 1;
       fail_run(&s, "interrupted");
       break;
     }
-    zmq_poll(items, rdv ? 2 : 1, POLL_MS);
+    /* items: records, [mpirun's stderr], [rendezvous] */
+    zmq_pollitem_t *it = items;
+    int nit = 1;
+    if (err_open) it[nit++] = items[1];
+    if (rdv) it[nit++] = items[2];
+    zmq_poll(it, nit, POLL_MS);
     SG_TRY(drain(&s, pull));
     if (rdv) SG_TRY(sg_rdv_handle(rdv));
+    if (err_open && mpirun_read(&s)) err_open = 0;
     sg_exit_t ex;
     while (sg_launch_poll(launch, &ex)) {
       int bad = !WIFEXITED(ex.status) || WEXITSTATUS(ex.status) != 0;
       /* a rank that failed usually said why in DONE just before exiting */
       if (bad && ex.rank >= 0) SG_TRY(drain_for(&s, pull, DRAIN_S, ex.rank));
-      if (bad && ex.rank < 0) SG_TRY(drain_for(&s, pull, DRAIN_S, -1));
+      if (ex.rank < 0) { /* mpirun: its last words name the rank that ended the job */
+        mpirun_read_to_eof(&s);
+        err_open = 0;
+        if (bad) SG_TRY(drain_for(&s, pull, DRAIN_S, -1));
+        fail_from_notice(&s);
+        fail_from_suspect(&s);
+      }
+      if (bad && ex.rank >= 0 && tolerated_death(&s, &ex, local)) continue;
       describe_exit(&s, &ex);
     }
-    if (!strcmp(launcher, "mpirun") && !s.error[0]) SG_TRY(check_mpirun_ranks(&s, pull));
+    if (!local && !s.error[0]) {
+      SG_TRY(check_mpirun_ranks(&s, pull));
+      fail_from_notice(&s);
+      if (s.suspect >= 0 && sg_now() - s.suspect_t > NOTICE_WAIT_S) fail_from_suspect(&s);
+    }
     SG_TRY(sg_recorder_tick(env->db));
     if (sg_now() - s.last_rec > deadline + SILENCE_MARGIN_S)
       fail_run(&s, "no record from any rank for %.0f s (deadline %.0f s + %.0f s)",
                sg_now() - s.last_rec, deadline, SILENCE_MARGIN_S);
   }
   if (s.error[0]) {
+    if (!local && !interrupted) { /* mpirun aborts the job itself, everywhere */
+      double until = sg_now() + MPIRUN_ABORT_S;
+      sg_exit_t ex;
+      while (sg_launch_alive(launch) && sg_now() < until) {
+        if (err_open && mpirun_read(&s)) err_open = 0;
+        if (sg_launch_poll(launch, &ex)) break;
+        zmq_poll(err_open ? &items[1] : NULL, err_open ? 1 : 0, 20);
+      }
+      mpirun_read_to_eof(&s);
+    }
     sg_launch_stop(launch, STOP_GRACE_S);
     kill_leftovers(&s);
+    if (s.tail_len) SG_TRY(sg_recorder_info(env->db, s.run_id, "mpirun_stderr", s.tail));
   }
   SG_TRY(drain_for(&s, pull, s.error[0] ? 0 : DRAIN_S, -1));
   if (!s.error[0])
     for (int r = 0; r < s.nprocs; r++)
-      if (!s.ranks[r].done) {
+      if (!s.ranks[r].done && !s.ranks[r].dead) {
         char who[160];
         rank_name(&s, r, who, sizeof who);
         fail_run(&s, "%s: exited without reporting that it finished", who);

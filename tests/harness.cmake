@@ -2,5 +2,5 @@
 sg_add_test(test_config SOURCES test_config.c TIMEOUT 30 LIBS sgharness)
 sg_add_test(test_recorder SOURCES test_recorder.c TIMEOUT 30 LIBS sgharness)
 # Runs the real sgdlab / sgdlab-rank on real Fashion-MNIST.
-sg_add_test(test_run_cli SOURCES test_run_cli.c TIMEOUT 240 LIBS PkgConfig::SQLITE)
+sg_add_test(test_run_cli SOURCES test_run_cli.c TIMEOUT 300 LIBS sgharness PkgConfig::SQLITE)
 add_dependencies(test_run_cli sgdlab sgdlab-rank)

@@ -1,7 +1,19 @@
 /* test_run_cli.c - the real `sgdlab` binary: configuration errors (exit 2,
  * one line, nothing launched), real runs of the `local` engine on
  * Fashion-MNIST recorded in SQLite, determinism, and a rank killed with
- * SIGKILL mid-run / the harness interrupted with SIGINT. */
+ * SIGKILL mid-run / the harness interrupted with SIGINT.
+ *
+ * Faults and process handling:
+ *  - Open MPI 4.1's messages parsed into the rank that ended the job;
+ *  - under mpirun, a rank killed with SIGKILL: the run's error names that
+ *    rank (role, host, pid) and the signal, sgdlab exits 1 within 10 s,
+ *    and no rank nor mpirun is left;
+ *  - a rank stopped with SIGSTOP (a silent peer) under the local launcher:
+ *    the run fails with the message of the rank that noticed (naming the
+ *    stopped one), within two deadlines, and the stopped process is killed;
+ *  - async ps rides out a worker killed mid-run (run ok, run_info
+ *    dead_rank.R), where sync ps fails: the engine's tolerates_exit. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -15,6 +27,7 @@
 
 #include "clock.h"
 #include "engine.h"
+#include "launch.h"
 #include "test.h"
 
 /* "local, ps, ..." from the registry (engines are added over time). */
@@ -302,4 +315,246 @@ TEST(mpirun_launcher_runs_ranks) {
   CHECK_EQ_INT(query(db, "SELECT count(*) FROM ranks WHERE run_id=2"), 2);
   CHECK_EQ_INT(query(db, "SELECT count(*) FROM steps WHERE run_id=2"), 20);
   rm_rf(dir);
+}
+
+/* ---- faults and process handling ---------------------------------------- */
+
+TEST(mpirun_notices_name_the_rank) {
+  sg_mpirun_notice_t n;
+  /* killed by a signal (Open MPI often prints PID 0) */
+  sg_mpirun_notice_init(&n);
+  CHECK_EQ_INT(sg_mpirun_notice_line(&n, "Primary job  terminated normally, but 1 process returned"), 0);
+  CHECK_EQ_INT(n.rank, -1);
+  CHECK_EQ_INT(sg_mpirun_notice_line(&n, "mpirun noticed that process rank 2 with PID 12345 on node vm "
+                                         "exited on signal 9 (Killed)."), 1);
+  CHECK_EQ_INT(n.rank, 2);
+  CHECK_EQ_INT(n.pid, 12345);
+  CHECK_EQ_INT(n.signal, 9);
+  /* the first notice wins */
+  CHECK_EQ_INT(sg_mpirun_notice_line(&n, "mpirun noticed that process rank 0 with PID 0 on node vm "
+                                         "exited on signal 15 (Terminated)."), 0);
+  CHECK_EQ_INT(n.rank, 2);
+  /* non-zero exit: two lines */
+  sg_mpirun_notice_init(&n);
+  CHECK_EQ_INT(sg_mpirun_notice_line(&n, "  Process name: [[20388,1],1]"), 0);
+  CHECK_EQ_INT(n.rank, -1);
+  CHECK_EQ_INT(sg_mpirun_notice_line(&n, "  Exit code:    3"), 1);
+  CHECK_EQ_INT(n.rank, 1);
+  CHECK_EQ_INT(n.exit_code, 3);
+  CHECK_EQ_INT(n.signal, 0);
+  /* an exit code without its process name says nothing */
+  sg_mpirun_notice_init(&n);
+  CHECK_EQ_INT(sg_mpirun_notice_line(&n, "  Exit code:    3"), 0);
+  CHECK_EQ_INT(n.rank, -1);
+  /* exit without MPI_Finalize */
+  CHECK_EQ_INT(sg_mpirun_notice_line(&n, "mpirun has exited due to process rank 3 with PID 0 on"), 1);
+  CHECK_EQ_INT(n.rank, 3);
+  CHECK(n.improper);
+}
+
+/* State of a process from /proc: 0 gone or a zombie (dead, not yet reaped
+ * by its new parent), 'T' stopped, else its state letter. */
+static int proc_state(int pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *rp = strrchr(buf, ')');
+  if (!rp || rp[1] != ' ') return 0;
+  return rp[2] == 'Z' || rp[2] == 'X' ? 0 : rp[2];
+}
+
+/* Wait up to secs for pid to be gone; 1 when it is. */
+static int wait_gone(int pid, double secs) {
+  double until = sg_now() + secs;
+  while (proc_state(pid)) {
+    if (sg_now() > until) return 0;
+    nap_ms(20);
+  }
+  return 1;
+}
+
+/* The pid of parent's child whose command name is comm, or 0. */
+static int child_named(pid_t parent, const char *comm) {
+  DIR *d = opendir("/proc");
+  int found = 0;
+  struct dirent *e;
+  while (d && !found && (e = readdir(d))) {
+    int pid = atoi(e->d_name);
+    if (pid <= 0) continue;
+    char path[64], buf[512], name[64];
+    int ppid;
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *lp = strchr(buf, '('), *rp = strrchr(buf, ')');
+    if (!lp || !rp || rp - lp - 1 >= (long)sizeof name) continue;
+    snprintf(name, sizeof name, "%.*s", (int)(rp - lp - 1), lp + 1);
+    if (sscanf(rp + 2, "%*c %d", &ppid) == 1 && ppid == parent && !strcmp(name, comm)) found = pid;
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+/* Start `sgdlab run` on the config text and wait until every one of the
+ * run's nprocs ranks has said hello and rank `rank` has recorded steps;
+ * the ranks' pids go to pids[]. */
+static int start_run_until_steps(const char *dir, const char *text, int nprocs, int rank, char *db,
+                                 size_t dbcap, pid_t *harness, int *pids) {
+  char cfg[128], errpath[128], sql[160];
+  snprintf(cfg, sizeof cfg, "%s/run.yaml", dir);
+  snprintf(db, dbcap, "%s/r.db", dir);
+  snprintf(errpath, sizeof errpath, "%s/stderr", dir);
+  write_file(cfg, text);
+  char *argv[] = {NULL, "run", cfg, "--db", (char *)db, NULL};
+  *harness = start(argv, errpath);
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM steps WHERE rank=%d", rank);
+  double until = sg_now() + 60;
+  while (sg_now() < until) {
+    if (query(db, "SELECT count(*) FROM ranks WHERE pid > 0") == nprocs && query(db, sql) >= 5) {
+      for (int r = 0; r < nprocs; r++) {
+        char q[96];
+        snprintf(q, sizeof q, "SELECT pid FROM ranks WHERE run_id=1 AND rank=%d", r);
+        pids[r] = (int)query(db, q);
+      }
+      return 0;
+    }
+    if (waitpid(*harness, NULL, WNOHANG) == *harness) return -1;
+    nap_ms(20);
+  }
+  return -1;
+}
+
+TEST(mpirun_rank_killed_is_named_and_nothing_is_left) {
+  char dir[64], db[128], err[1024], want[160];
+  int pids[3];
+  pid_t h;
+  mkdir_tmp(dir, sizeof dir);
+  CHECK_MSG(start_run_until_steps(dir,
+                                  "name: mpikill\nworkers: 3\ntransport: mpi\ndeadline: 5\n"
+                                  "workload: {hidden: [16], batch: 16, epochs: 100, eval_every: 100000}\n"
+                                  "engines: [{engine: allreduce, algorithm: ring}]\n",
+                                  3, 2, db, sizeof db, &h, pids) == 0,
+            "the mpirun run did not get going within 60 s");
+  int mpirun = child_named(h, "mpirun");
+  CHECK_MSG(mpirun > 0, "no mpirun child of sgdlab (pid %d)", (int)h);
+  CHECK(kill(pids[2], SIGKILL) == 0);
+  int code = wait_exit(h, 10.0);
+  if (code < 0) kill(h, SIGKILL), waitpid(h, NULL, 0);
+  CHECK_MSG(code == 1, "harness exit %d (-1: still running 10 s after the kill)", code);
+  query_text(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
+  char host[64] = "";
+  gethostname(host, sizeof host - 1);
+  snprintf(want, sizeof want, "failed: rank 2 (worker, %s, pid %d): killed by signal 9", host, pids[2]);
+  CHECK_STR_CONTAINS(err, want);
+  /* Open MPI's own words are kept with the failed run */
+  query_text(db, "SELECT value FROM run_info WHERE run_id=1 AND key='mpirun_stderr'", err, sizeof err);
+  CHECK_STR_CONTAINS(err, "rank 2");
+  for (int r = 0; r < 3; r++)
+    CHECK_MSG(wait_gone(pids[r], 5.0), "rank %d (pid %d) still there", r, pids[r]);
+  CHECK_MSG(wait_gone(mpirun, 5.0), "mpirun (pid %d) still there", mpirun);
+  rm_rf(dir);
+}
+
+TEST(silent_rank_fails_the_run_with_the_noticing_rank_message) {
+  char dir[64], db[128], err[1024], errpath[128], out[4096];
+  int pids[3];
+  pid_t h;
+  const double deadline = 2.0;
+  mkdir_tmp(dir, sizeof dir);
+  CHECK_MSG(start_run_until_steps(dir,
+                                  "name: stop\nworkers: 3\ntransport: zmq\ndeadline: 2\n"
+                                  "workload: {hidden: [16], batch: 16, epochs: 100, eval_every: 100000}\n"
+                                  "engines: [{engine: allreduce, algorithm: ring}]\n",
+                                  3, 1, db, sizeof db, &h, pids) == 0,
+            "the run did not get going within 60 s");
+  CHECK(kill(pids[1], SIGSTOP) == 0);
+  double t = sg_now();
+  int code = wait_exit(h, 2 * deadline + 1.0);
+  double took = sg_now() - t;
+  if (code < 0) kill(h, SIGKILL), waitpid(h, NULL, 0), kill(pids[1], SIGKILL);
+  CHECK_MSG(code == 1, "harness exit %d (-1: still running %.0f s after the SIGSTOP)", code,
+            2 * deadline + 1.0);
+  CHECK_MSG(took <= 2 * deadline, "took %.2f s after the SIGSTOP (deadline %.0f s)", took,
+            deadline);
+  query_text(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
+  /* the first meaningful error: another rank's, naming the silent rank 1,
+   * never a signal the harness itself sent while stopping the run */
+  CHECK_MSG(!strncmp(err, "failed: rank ", 13) && strncmp(err, "failed: rank 1 (", 16), "%s", err);
+  CHECK_STR_CONTAINS(err, ": rank 1 (");
+  CHECK_MSG(!strstr(err, "killed by signal"), "%s", err);
+  CHECK_MSG(wait_gone(pids[1], 2.0), "the stopped rank (pid %d) is still there", pids[1]);
+  for (int r = 0; r < 3; r++) CHECK_MSG(wait_gone(pids[r], 2.0), "rank %d still there", r);
+  /* one summary line on stdout is the harness's; stderr has the rank's line */
+  snprintf(errpath, sizeof errpath, "%s/stderr", dir);
+  FILE *f = fopen(errpath, "r");
+  size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+  out[n] = '\0';
+  if (f) fclose(f);
+  CHECK_STR_CONTAINS(out, "rank 1 (");
+  rm_rf(dir);
+}
+
+/* A ps run with one server and three workers on zmq; worker rank 2 is
+ * killed once it has done 5 steps. */
+static void ps_kill_worker(const char *mode, int *code, char *err, size_t errcap, char *dead,
+                           size_t deadcap, int *killed_pid, long long *done_ok) {
+  char dir[64], db[128], text[512];
+  int pids[4];
+  pid_t h;
+  *code = -2;
+  err[0] = dead[0] = '\0';
+  mkdir_tmp(dir, sizeof dir);
+  snprintf(text, sizeof text,
+           "name: ps-%s\nworkers: 3\ntransport: zmq\ndeadline: 3\n"
+           "workload: {hidden: [16], batch: 16, max_steps: 300, eval_every: 100}\n"
+           "engines: [{engine: ps, mode: %s, servers: 1}]\n",
+           mode, mode);
+  if (start_run_until_steps(dir, text, 4, 2, db, sizeof db, &h, pids) < 0) {
+    kill(h, SIGKILL), waitpid(h, NULL, 0);
+    rm_rf(dir);
+    return;
+  }
+  *killed_pid = pids[2];
+  kill(pids[2], SIGKILL);
+  *code = wait_exit(h, 60.0);
+  if (*code < 0) kill(h, SIGKILL), waitpid(h, NULL, 0);
+  query_text(db, "SELECT status || ': ' || coalesce(error, '') FROM runs WHERE id=1", err, errcap);
+  query_text(db, "SELECT value FROM run_info WHERE run_id=1 AND key='dead_rank.2'", dead, deadcap);
+  /* the other workers (ranks 1 and 3; rank 0 is the server) did all 300 steps */
+  *done_ok = query(db, "SELECT count(DISTINCT rank) FROM steps WHERE run_id=1 AND rank IN (1, 3) "
+                       "AND step = 299");
+  for (int r = 0; r < 4; r++) wait_gone(pids[r], 5.0);
+  rm_rf(dir);
+}
+
+TEST(async_ps_survives_a_dead_worker_and_sync_does_not) {
+  const sg_engine_t *ps = sg_engine_find("ps");
+  if (!ps || !ps->tolerates_exit) {
+    fprintf(stderr, "SKIPPED async_ps_survives_a_dead_worker: the ps engine %s\n",
+            ps ? "declares no tolerates_exit" : "is not registered");
+    return;
+  }
+  char err[1024], dead[512], want[160], host[64] = "";
+  int code, pid = 0;
+  long long finished = 0;
+  gethostname(host, sizeof host - 1);
+  ps_kill_worker("async", &code, err, sizeof err, dead, sizeof dead, &pid, &finished);
+  CHECK_MSG(code == 0, "async: exit %d, run '%s'", code, err);
+  CHECK_MSG(!strcmp(err, "ok: "), "async: run '%s'", err);
+  snprintf(want, sizeof want, "rank 2 (worker, %s, pid %d): killed by signal 9", host, pid);
+  CHECK_STR_CONTAINS(dead, want);
+  CHECK_EQ_INT(finished, 2);
+  /* the same death under sync fails the run, naming the dead worker */
+  ps_kill_worker("sync", &code, err, sizeof err, dead, sizeof dead, &pid, &finished);
+  CHECK_MSG(code == 1, "sync: exit %d, run '%s'", code, err);
+  CHECK_STR_CONTAINS(err, "failed: ");
+  CHECK_STR_CONTAINS(err, "rank 2");
+  CHECK_MSG(dead[0] == '\0', "sync recorded a tolerated death: %s", dead);
 }
