@@ -12,8 +12,31 @@
  *      the first cause as the one-line error, when a rank exits non-zero
  *      or by a signal ("rank 1 (worker, host, pid 123): killed by signal
  *      9"), reports an error in DONE (its own message), or when no record
- *      arrives from any rank for deadline + 30 s.  On failure the rest of
- *      the run is stopped (SIGTERM, SIGKILL 2 s later) and reaped.
+ *      arrives from any rank for deadline + 30 s.  The first cause wins:
+ *      a rank that noticed a silent peer reports it in DONE before the
+ *      harness stops anything, and what the harness does while stopping
+ *      (SIGTERM) is never the reason.  On failure the rest of the run is
+ *      stopped (SIGTERM, SIGKILL 2 s later; a stopped process SIGKILL at
+ *      once) and reaped.
+ *
+ * Deaths an engine tolerates (sg_engine_t.tolerates_exit, e.g. a worker of
+ * async ps): under the local launcher such a rank may be killed or exit
+ * non-zero without an error in DONE; the harness then records run_info
+ * dead_rank.R = "rank R (role, host, pid P): killed by signal 9 (Killed)"
+ * (and says so on stderr with -v), leaves the other ranks running, and the
+ * run is ok when every other rank finishes ok.  Under mpirun this cannot
+ * be honored: Open MPI aborts the whole job when one process dies.
+ *
+ * Under mpirun the ranks are not the harness's children.  mpirun's stderr
+ * (Open MPI's banners and the ranks' stderr) goes into a pipe the harness
+ * reads: Open MPI's notice of the process that ended the job ("mpirun
+ * noticed that process rank 2 ... exited on signal 9", or "Process name:
+ * [[..],2]" with "Exit code:") names the rank, and the HELLO records give
+ * its host and pid; a rank of this host found dead in /proc without DONE
+ * waits up to 3 s for that notice.  The text is forwarded to stderr only
+ * with -v, and the last 8 KiB are kept as run_info mpirun_stderr when the
+ * run fails.  A failed run under mpirun first gets 3 s for mpirun to abort
+ * the job itself (it reaches ranks on other hosts), then the signals above.
  *
  * SIGINT/SIGTERM on the harness stop the run the same way, mark it failed
  * "interrupted" and make sg_run_execute() return SG_EINTERRUPTED.
