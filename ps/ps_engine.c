@@ -60,6 +60,14 @@ static const char *ps_role(const sg_opts_t *o, int workers, int rank) {
   return rank < cfg.servers ? "server" : "worker";
 }
 
+/* async rides out a dead worker (the servers stop counting it after one
+ * deadline, ps.h Failure); sync and ssp cannot, nor can a server die. */
+static int ps_tolerates_exit(const sg_opts_t *o, int workers, int rank) {
+  ps_cfg_t cfg;
+  if (ps_cfg_from_opts(&cfg, o, workers) < 0) return 0;
+  return cfg.mode == PS_ASYNC && rank >= cfg.servers;
+}
+
 static int ps_run(sg_rank_ctx_t *ctx) {
   ps_cfg_t cfg;
   SG_CHECK(ps_cfg_from_opts(&cfg, ctx->opts, ctx->workers));
@@ -78,4 +86,5 @@ const sg_engine_t sg_engine_ps = {
     .role = ps_role,
     .check_transport = NULL,
     .run = ps_run,
+    .tolerates_exit = ps_tolerates_exit,
 };

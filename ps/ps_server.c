@@ -50,6 +50,7 @@ typedef struct server {
   unsigned char *scratch; /* every other message */
   unsigned char *sreply;  /* sparse: [hdr | values] */
   sg_optim_t *opt;
+  int sparse_apply;       /* sparse pushes, plain SGD: update the pushed coordinates only */
   /* per worker */
   int *have;              /* sync: pushed the current step */
   int *done, *dead;
@@ -179,6 +180,32 @@ static void add_push(server_t *s, const unsigned char *msg, float scale) {
  * what the dense apply needs anyway). */
 static void clear_acc(server_t *s) { memset(s->acc, 0, s->cnt * sizeof *s->acc); }
 
+/* Plain SGD (momentum 0, weight decay 0) moves a coordinate only when its
+ * gradient is nonzero, so applying it at the pushed coordinates alone is
+ * the dense update exactly, in O(pushed) instead of O(shard).  acc is all
+ * zeros between updates: each coordinate is applied once (a coordinate in
+ * several pushes finds acc[i] = 0 the second time) and zeroed again.
+ * With momentum or weight decay every coordinate moves every step; those
+ * runs take the dense path (apply). */
+static void apply_at(server_t *s, const unsigned char *msg, float lr) {
+  ps_hdr_t h;
+  memcpy(&h, msg, sizeof h);
+  float *restrict acc = s->acc, *restrict p = s->params;
+  if (h.flags & PS_F_SPARSE) {
+    const uint32_t *idx = (const uint32_t *)(msg + sizeof h);
+    for (uint64_t j = 0; j < h.count; j++) {
+      uint32_t i = idx[j];
+      p[i] -= lr * acc[i];
+      acc[i] = 0.0f;
+    }
+  } else {
+    for (size_t i = 0; i < s->cnt; i++) {
+      p[i] -= lr * acc[i];
+      acc[i] = 0.0f;
+    }
+  }
+}
+
 static int apply(server_t *s, int64_t step) {
   double t = sg_now();
   sg_optim_apply(s->opt, s->params, s->acc, step);
@@ -191,14 +218,21 @@ static int apply(server_t *s, int64_t step) {
 static int apply_sync_step(server_t *s) {
   double t = sg_now();
   float inv = 1.0f / (float)s->N;
-  clear_acc(s);
+  if (!s->sparse_apply) clear_acc(s);
   /* Worker order, not arrival order: the same seed gives the same bits. */
   for (int w = 0; w < s->N; w++) {
     add_push(s, s->slot[w], inv);
     if (w == 0 && s->cfg->plant_double_count) add_push(s, s->slot[w], inv);
   }
-  s->compute_s += sg_now() - t;
-  SG_CHECK(apply(s, s->version));
+  if (s->sparse_apply) {
+    float lr = (float)sg_optim_lr(s->opt, s->version);
+    for (int w = 0; w < s->N; w++) apply_at(s, s->slot[w], lr);
+    s->version++;
+    s->compute_s += sg_now() - t;
+  } else {
+    s->compute_s += sg_now() - t;
+    SG_CHECK(apply(s, s->version));
+  }
   for (int w = 0; w < s->N; w++) s->have[w] = 0;
   s->npushed = 0;
   SG_CHECK(release_all(s));
@@ -225,10 +259,17 @@ static int on_push(server_t *s, int w, const unsigned char *msg, char *why, size
     return SG_OK;
   }
   double t = sg_now();
-  clear_acc(s);
-  add_push(s, msg, 1.0f / (float)s->N);
-  s->compute_s += sg_now() - t;
-  SG_CHECK(apply(s, h.clock));
+  if (s->sparse_apply) {
+    add_push(s, msg, 1.0f / (float)s->N);
+    apply_at(s, msg, (float)sg_optim_lr(s->opt, h.clock));
+    s->version++;
+    s->compute_s += sg_now() - t;
+  } else {
+    clear_acc(s);
+    add_push(s, msg, 1.0f / (float)s->N);
+    s->compute_s += sg_now() - t;
+    SG_CHECK(apply(s, h.clock));
+  }
   if (s->version % s->N == 0) SG_CHECK(flush_record(s));
   return release_all(s);
 }
@@ -467,10 +508,18 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   if (s.spe < 1) s.spe = 1;
   SG_TRY(sg_optim_new(&s.opt, ctx->opts, s.cnt, sg_workload_steps_per_epoch(wl),
                       sg_workload_total_steps(wl)));
+  {
+    double mu = 0, wd = 0;
+    SG_TRY(sg_opts_double_or(ctx->opts, "momentum", 0.0, &mu));
+    SG_TRY(sg_opts_double_or(ctx->opts, "weight_decay", 0.0, &wd));
+    s.sparse_apply = cfg->sparse && mu == 0.0 && wd == 0.0;
+    clear_acc(&s);
+  }
   if (s.k == 0) {
     char v[160];
     snprintf(v, sizeof v, "%s, %d server(s), %d worker(s), %s", ps_mode_name(cfg->mode), s.S, s.N,
-             cfg->sparse ? "sparse" : "dense");
+             !cfg->sparse ? "dense" : s.sparse_apply ? "sparse (sparse update)"
+                                                     : "sparse (dense update: momentum/weight decay)");
     SG_TRY(sg_records_info(ctx->rec, "ps", v));
   }
 

@@ -38,7 +38,10 @@ typedef struct worker {
   unsigned char **rep;     /* [S] [hdr | values] */
   int64_t *ver;            /* [S] version of the params last pulled from k */
   sg_req_t **req;          /* [3S] */
-  ps_needs_t *needs;       /* sparse: coordinates the next batch reads */
+  ps_needs_t *needs[2];    /* sparse: coordinates of steps t and t+1 (alternating) */
+  ps_needs_t *pushn, *pulln; /* of this exchange's push (step t) and pull (t+1) */
+  float *gval;             /* sparse: gradient at pushn's coordinates */
+  size_t gcap;
 } worker_t;
 
 static size_t hdrsz(void) { return sizeof(ps_hdr_t); }
@@ -47,7 +50,7 @@ static size_t hdrsz(void) { return sizeof(ps_hdr_t); }
 static size_t build_push(worker_t *wk, int k, int64_t t) {
   ps_hdr_t h;
   unsigned char *m = wk->push[k];
-  const float *g = wk->grad + wk->off[k];
+  const float *g = wk->grad ? wk->grad + wk->off[k] : NULL;
   size_t cnt = wk->cnt[k];
   if (!wk->cfg->sparse) {
     ps_hdr_init(&h, PS_PUSH, k, 0, t, wk->ver[k], wk->off[k], cnt);
@@ -55,7 +58,16 @@ static size_t build_push(worker_t *wk, int k, int64_t t) {
     memcpy(m + sizeof h, g, cnt * sizeof(float));
     return sizeof h + cnt * sizeof(float);
   }
-  /* Two passes: count the nonzeros, then write idx[] and val[] back to back. */
+  if (!ps_needs_all(wk->pushn)) {
+    /* The gradient exists at the step's coordinates only: push them all. */
+    size_t first;
+    uint64_t nnz = ps_needs_shard(wk->pushn, wk->off[k], cnt, (uint32_t *)(m + sizeof h), &first);
+    memcpy(m + sizeof h + 4 * nnz, wk->gval + first, nnz * sizeof(float));
+    ps_hdr_init(&h, PS_PUSH, k, PS_F_SPARSE, t, wk->ver[k], wk->off[k], nnz);
+    memcpy(m, &h, sizeof h);
+    return sizeof h + 8 * nnz;
+  }
+  /* Dense gradient: two passes: count the nonzeros, then write idx[] and val[] back to back. */
   uint64_t nnz = 0;
   for (size_t i = 0; i < cnt; i++) nnz += g[i] != 0.0f;
   uint32_t *idx = (uint32_t *)(m + sizeof h);
@@ -76,12 +88,13 @@ static size_t build_push(worker_t *wk, int k, int64_t t) {
 static size_t build_pull(worker_t *wk, int k, int64_t clock, int dense) {
   ps_hdr_t h;
   unsigned char *m = wk->pull[k];
-  if (dense || !wk->cfg->sparse || ps_needs_all(wk->needs)) {
+  if (dense || !wk->cfg->sparse || ps_needs_all(wk->pulln)) {
     ps_hdr_init(&h, PS_PULL, k, 0, clock, 0, wk->off[k], wk->cnt[k]);
     memcpy(m, &h, sizeof h);
     return sizeof h;
   }
-  uint64_t nnz = ps_needs_shard(wk->needs, wk->off[k], wk->cnt[k], (uint32_t *)(m + sizeof h));
+  size_t first;
+  uint64_t nnz = ps_needs_shard(wk->pulln, wk->off[k], wk->cnt[k], (uint32_t *)(m + sizeof h), &first);
   ps_hdr_init(&h, PS_PULL, k, PS_F_SPARSE, clock, 0, wk->off[k], nnz);
   memcpy(m, &h, sizeof h);
   return sizeof h + 4 * nnz;
@@ -186,7 +199,9 @@ static void worker_free(worker_t *wk) {
   free(wk->req);
   free(wk->params);
   free(wk->grad);
-  ps_needs_destroy(&wk->needs);
+  free(wk->gval);
+  ps_needs_destroy(&wk->needs[0]);
+  ps_needs_destroy(&wk->needs[1]);
 }
 
 int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
@@ -208,7 +223,6 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   if (spe < 1) spe = 1;
   rc = SG_ENOMEM;
   if (!(wk.params = malloc((wk.n + 1) * sizeof(float)))) goto fail;
-  if (!(wk.grad = malloc((wk.n + 1) * sizeof(float)))) goto fail;
   if (!(wk.off = calloc((size_t)S, sizeof *wk.off)) || !(wk.cnt = calloc((size_t)S, sizeof *wk.cnt)) ||
       !(wk.push = calloc((size_t)S, sizeof *wk.push)) || !(wk.pull = calloc((size_t)S, sizeof *wk.pull)) ||
       !(wk.rep = calloc((size_t)S, sizeof *wk.rep)) || !(wk.ver = calloc((size_t)S, sizeof *wk.ver)) ||
@@ -221,7 +235,14 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
     if (!(wk.pull[k] = malloc(hdrsz() + (cfg->sparse ? cnt * 4 : 0)))) goto fail;
     if (!(wk.rep[k] = malloc(hdrsz() + cnt * 4))) goto fail;
   }
-  if (cfg->sparse) SG_TRY(ps_needs_new(&wk.needs, wl, ctx->opts));
+  if (cfg->sparse) {
+    SG_TRY(ps_needs_new(&wk.needs[0], wl, ctx->opts));
+    SG_TRY(ps_needs_new(&wk.needs[1], wl, ctx->opts));
+  }
+  /* The whole-model gradient buffer only where the gradient is dense. */
+  int sparse_grad = cfg->sparse && !ps_needs_all(wk.needs[0]);
+  rc = SG_ENOMEM;
+  if (!sparse_grad && !(wk.grad = malloc((wk.n + 1) * sizeof(float)))) goto fail;
   if (evaluates) {
     SG_TRY(sg_records_info(ctx->rec, "workload", sg_workload_describe(wl)));
     SG_TRY(sg_records_info(ctx->rec, "blas", sg_blas_info()));
@@ -234,7 +255,8 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   /* Initial parameters: the servers made them from the seed. */
   double held;
   int64_t stale;
-  if (cfg->sparse) SG_TRY(ps_needs_step(wk.needs, 0));
+  if (cfg->sparse) SG_TRY(ps_needs_step(wk.needs[0], 0));
+  wk.pulln = wk.needs[0];
   SG_TRY(exchange(&wk, 0, 0, 0, evaluates || !cfg->sparse, &held, &stale));
   SG_TRY(sg_trainlog_begin(log, wk.params));
 
@@ -244,13 +266,30 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
     uint64_t sent0 = sg_comm_bytes_sent(c), recv0 = sg_comm_bytes_recvd(c);
     double t0 = sg_now();
     sg_engine_delay(ctx);
-    SG_TRY(sg_workload_grad(wl, wk.params, wk.grad, t, &s.loss));
+    wk.pushn = wk.needs[t % 2];
+    wk.pulln = wk.needs[(t + 1) % 2];
+    if (sparse_grad) {
+      size_t m;
+      const uint32_t *idx = ps_needs_idx(wk.pushn, &m);
+      if (m > wk.gcap) {
+        float *g = realloc(wk.gval, (m + m / 4) * sizeof *g);
+        if (!g) {
+          rc = sg_err_set(SG_ENOMEM, "ps worker %d: sparse gradient of %zu values", wk.w, m);
+          goto fail;
+        }
+        wk.gval = g;
+        wk.gcap = m + m / 4;
+      }
+      SG_TRY(sg_workload_grad_sparse(wl, wk.params, t, idx, m, wk.gval, &s.loss));
+    } else {
+      SG_TRY(sg_workload_grad(wl, wk.params, wk.grad, t, &s.loss));
+    }
     double t1 = sg_now();
     s.compute_s = t1 - t0;
     /* Worker 0 pulls everything when it is about to evaluate, and last. */
     int64_t done = t + 1;
     int dense = !cfg->sparse || (evaluates && (done % eval_every == 0 || done == total));
-    if (cfg->sparse && done < total) SG_TRY(ps_needs_step(wk.needs, done));
+    if (cfg->sparse && done < total) SG_TRY(ps_needs_step(wk.pulln, done));
     SG_TRY(exchange(&wk, 1, t, done, dense || done == total, &held, &stale));
     double t2 = sg_now();
     s.wait_s = held < t2 - t1 ? held : t2 - t1;

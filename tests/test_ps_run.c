@@ -366,3 +366,56 @@ __attribute__((destructor)) static void remove_tmpdir(void) {
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
 }
+
+/* async, as processes: a worker killed (SIGKILL) mid-run.  The engine
+ * declares that worker rank tolerable to lose (tolerates_exit), the
+ * servers stop counting it after one deadline, and the run ends ok with
+ * the death recorded (ps.dead_worker naming the rank). */
+TEST(async_worker_killed_the_run_goes_on_zmq) {
+  const char *d = tmpdir();
+  CHECK(d);
+  char cfg[128], db[128], extra[256];
+  snprintf(cfg, sizeof cfg, "%s/async-kill.yaml", d);
+  snprintf(db, sizeof db, "%s/async-kill.db", d);
+  snprintf(extra, sizeof extra, "deadline: %g\ndelay_rank: 3\ndelay_ms: 20\n", DEADLINE_S);
+  CHECK_OK(write_config(cfg, "{engine: ps, mode: async, servers: 1, transport: zmq}", extra, "",
+                        3, 600));
+  pid_t sg;
+  CHECK_OK(spawn_sgdlab(cfg, db, &sg));
+  double t_start = sg_now();
+  int steps = 0;
+  while (steps < 5 && sg_now() - t_start < 60) {
+    char *v = db_text(db, "SELECT COUNT(*) FROM steps WHERE rank = 2");
+    steps = v ? atoi(v) : 0;
+    free(v);
+    if (steps < 5) usleep(50 * 1000); /* polling interval, not synchronisation */
+  }
+  CHECK_MSG(steps >= 5, "training did not start within 60 s");
+  pid_t v = find_rank(sg, 2);
+  CHECK_MSG(v > 0, "worker rank 2 not found");
+  CHECK_EQ_INT(kill(v, SIGKILL), 0);
+  int st = 0;
+  pid_t w = 0;
+  double t_kill = sg_now();
+  while ((w = waitpid(sg, &st, WNOHANG)) == 0 && sg_now() - t_kill < 60) usleep(20 * 1000);
+  if (w != sg) {
+    kill(sg, SIGKILL);
+    waitpid(sg, &st, 0);
+  }
+  CHECK_MSG(w == sg, "sgdlab still running 60 s after the kill");
+  CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d, expected 0", st);
+  char *status = db_text(db, "SELECT status FROM runs ORDER BY id DESC LIMIT 1");
+  char *dead = db_text(db, "SELECT value FROM run_info WHERE key = 'ps.dead_worker'");
+  char *last = db_text(db, "SELECT MAX(step) FROM steps WHERE rank = 3");
+  fprintf(stderr, "  run %s; dead: %s; rank 3 last step %s\n", status ? status : "?",
+          dead ? dead : "-", last ? last : "-");
+  int ok = status && !strcmp(status, "ok");
+  int named = dead && strstr(dead, "worker rank 2");
+  int finished = last && atoi(last) == 599;
+  free(status);
+  free(dead);
+  free(last);
+  CHECK_MSG(ok, "run not ok");
+  CHECK_MSG(named, "no ps.dead_worker naming worker rank 2");
+  CHECK_MSG(finished, "worker rank 3 did not finish its 600 steps");
+}

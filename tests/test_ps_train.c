@@ -281,6 +281,50 @@ TEST(sparse_push_matches_local) {
   CHECK_EQ_INT(st[0].rejected + st[1].rejected, 0);
 }
 
+/* Softmax on synthetic-sparse data: workers pull only the coordinates
+ * their batch reads, compute the gradient there only and push (index,
+ * value) pairs; with plain SGD the servers update only those coordinates.
+ * Still local's trajectory. */
+static const char *const sparse_kv[] = {
+    "dataset", "synthetic-sparse", "model", "softmax", "features", "20000", "classes", "10",
+    "nnz", "20", "train_samples", "4000", "test_samples", "200", "lr", "0.5",
+    "momentum", "0", "max_steps", "60", "sparse", "true", NULL};
+
+TEST(sparse_pull_and_push_match_local) {
+  ps_server_stats_t st[2];
+  double d;
+  CHECK_OK(compare_case(2, 4, sparse_kv, 0, NULL, st, &d));
+  CHECK_MSG(d >= 0 && d <= RTOL, "distance %.3g > %g", d, RTOL);
+  CHECK_EQ_INT(st[0].rejected + st[1].rejected, 0);
+  CHECK_EQ_INT(st[0].updates, 60);
+  /* the same check sees a planted double count on the sparse path */
+  CHECK_OK(compare_case(2, 4, sparse_kv, 1, NULL, NULL, &d));
+  CHECK_MSG(d > RTOL, "the planted bug went unnoticed: distance %.3g <= %g", d, RTOL);
+}
+
+TEST(sparse_with_momentum_updates_densely_and_matches_local) {
+  const char *kv[sizeof sparse_kv / sizeof *sparse_kv];
+  memcpy(kv, sparse_kv, sizeof kv);
+  for (int i = 0; kv[i]; i += 2)
+    if (!strcmp(kv[i], "momentum")) kv[i + 1] = "0.9";
+  ps_server_stats_t st[1];
+  double d;
+  CHECK_OK(compare_case(1, 3, kv, 0, NULL, st, &d));
+  CHECK_MSG(d >= 0 && d <= RTOL, "distance %.3g > %g", d, RTOL);
+}
+
+TEST(sparse_async_applies_every_push) {
+  const char *kv[sizeof sparse_kv / sizeof *sparse_kv + 2];
+  memcpy(kv, sparse_kv, sizeof sparse_kv);
+  size_t e = sizeof sparse_kv / sizeof *sparse_kv - 1;
+  kv[e] = "mode", kv[e + 1] = "async", kv[e + 2] = NULL;
+  ps_server_stats_t st[2];
+  double d;
+  CHECK_OK(compare_case(2, 4, kv, 0, NULL, st, &d));
+  CHECK_EQ_INT(st[0].updates, 4 * 60);
+  CHECK_MSG(d >= 0 && d < 0.5, "async sparse drifted %.3g from local", d);
+}
+
 TEST(planted_double_count_fails_the_check) {
   CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   double d;
