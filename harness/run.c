@@ -43,6 +43,7 @@ enum { POLL_MS = 100 };
 #define MPIRUN_ABORT_S 3.0    /* a failed run under mpirun: let mpirun abort the job
                                  itself (it also reaches other hosts) before signals */
 #define EOF_WAIT_S 1.0        /* mpirun exited: read its stderr to the end */
+#define SETTLE_S 0.5          /* after a rank's failure, collect the others' (root_cause) */
 enum { TAIL_CAP = 8192 };     /* the end of mpirun's stderr kept for run_info */
 
 /* Set by the signal handler; the only global state of the harness. */
@@ -88,6 +89,8 @@ typedef struct serve {
   size_t line_len;
   char tail[TAIL_CAP];
   size_t tail_len;
+  int first_fail;       /* rank whose DONE error failed the run, or -1 */
+  double settle_until;  /* keep serving until then after first_fail */
   int suspect;          /* a rank found dead without DONE (-1: none) */
   double suspect_t;     /* when */
   int suspect_status;   /* its wait status from /proc (zombie), or -1 */
@@ -186,6 +189,10 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len) {
     if (st != 0) {
       char who[160];
       rank_name(s, h.rank, who, sizeof who);
+      if (!s->error[0]) {
+        s->first_fail = h.rank;
+        s->settle_until = sg_now() + SETTLE_S;
+      }
       fail_run(s, "%s: %s", who, ri->msg[0] ? ri->msg : "failed");
     }
     break;
@@ -194,6 +201,40 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len) {
     break;
   }
   return SG_OK;
+}
+
+/* The rank a failure message blames: the first "rank N" in it other than
+ * the reporting rank itself, or -1. */
+static int blamed_rank(const serve_t *s, int self, const char *msg) {
+  for (const char *p = msg; (p = strstr(p, "rank ")); p += 5) {
+    char *end;
+    long r = strtol(p + 5, &end, 10);
+    if (end != p + 5 && r >= 0 && r < s->nprocs && r != self) return (int)r;
+  }
+  return -1;
+}
+
+/* Deadlines cascade: when rank 1 goes silent, rank 2 times out waiting on
+ * it, and rank 0, waiting on rank 2, may time out a moment earlier and
+ * report first, blaming rank 2.  So the first failure is followed along
+ * the blame chain (rank 0 -> rank 2 -> rank 1) to the last rank that
+ * reported a failure itself: rank 2's message, naming rank 1, is the
+ * cause.  SETTLE_S after the first failure gives the others time to
+ * report. */
+static void root_cause(serve_t *s) {
+  int r = s->first_fail;
+  if (r < 0) return;
+  for (int hops = 0;; hops++) {
+    int b = blamed_rank(s, r, s->ranks[r].msg);
+    if (b < 0 || !s->ranks[b].done || !s->ranks[b].status || !s->ranks[b].msg[0]) break;
+    if (hops == s->nprocs) return; /* ranks blaming each other in a circle: keep the first */
+    r = b;
+  }
+  if (r == s->first_fail) return;
+  char who[160];
+  rank_name(s, r, who, sizeof who);
+  s->error[0] = '\0';
+  fail_run(s, "%s: %s", who, s->ranks[r].msg);
 }
 
 /* Read every record waiting on the PULL socket. */
@@ -433,6 +474,41 @@ static void kill_leftovers(serve_t *s) {
   }
 }
 
+/* What the progress line calls the run: the engine and its variant (the
+ * value of its one enum option, "ps async", "allreduce rhd"; with several
+ * enum options those not at their default, "mapreduce aggregate=tree"),
+ * the transport when there are several processes, then the other keys
+ * the run's label spells (swept keys, workers):
+ * "allreduce rhd (zmq) workers=4 lr=0.1". */
+static void variant_label(const sg_run_spec_t *run, char *out, size_t cap) {
+  const sg_engine_t *e = run->engine;
+  int nenum = 0;
+  for (const sg_setting_t *o = e->options; o && o->name; o++) nenum += o->type == SG_T_ENUM;
+  size_t len = (size_t)snprintf(out, cap, "%s", e->name);
+  for (const sg_setting_t *o = e->options; o && o->name && len < cap; o++) {
+    if (o->type != SG_T_ENUM) continue;
+    const char *v = sg_opts_str_or(run->opts, o->name, "?");
+    if (nenum == 1) len += (size_t)snprintf(out + len, cap - len, " %s", v);
+    else if (strcmp(v, o->def)) len += (size_t)snprintf(out + len, cap - len, " %s=%s", o->name, v);
+  }
+  if (run->nprocs > 1 && len < cap)
+    len += (size_t)snprintf(out + len, cap - len, " (%s)", sg_opts_str_or(run->opts, "transport", "?"));
+  /* the label: engine name, then " key=value" tokens */
+  const char *p = run->label;
+  if (!strncmp(p, e->name, strlen(e->name))) p += strlen(e->name);
+  while (*p == ' ' && len < cap) {
+    const char *end = strchr(p + 1, ' '), *eq = strchr(p + 1, '=');
+    size_t tl = end ? (size_t)(end - p) : strlen(p);
+    int shown = 0;
+    for (const sg_setting_t *o = e->options; eq && o && o->name; o++)
+      if (o->type == SG_T_ENUM && strlen(o->name) == (size_t)(eq - p - 1) &&
+          !strncmp(p + 1, o->name, strlen(o->name)))
+        shown = 1;
+    if (!shown) len += (size_t)snprintf(out + len, cap - len, "%.*s", (int)tl, p);
+    p += tl;
+  }
+}
+
 int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t index, size_t nruns,
                    sg_run_result_t *res) {
   int rc = SG_OK;
@@ -445,7 +521,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   sg_opts_t *spec = NULL;
   char *json = NULL;
   serve_t s = {.env = env, .run = run, .nprocs = run->nprocs, .final_acc = NAN, .err_fd = -1,
-               .suspect = -1, .suspect_status = -1};
+               .first_fail = -1, .suspect = -1, .suspect_status = -1};
   sg_mpirun_notice_init(&s.notice);
   memset(res, 0, sizeof *res);
   res->final_acc = NAN;
@@ -474,7 +550,9 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
                       .processes = run->nprocs, .repeat = run->repeat, .seed = run->seed};
   SG_TRY(sg_recorder_run_begin(env->db, env->exp_id, &row, &s.run_id));
   res->run_id = s.run_id;
-  sg_progress_run_begin(env->progress, index, run->label);
+  char shown[256];
+  variant_label(run, shown, sizeof shown);
+  sg_progress_run_begin(env->progress, index, shown);
 
   /* sockets */
   if (!mkdtemp(dir)) {
@@ -536,7 +614,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
                              {.socket = NULL, .fd = s.err_fd, .events = ZMQ_POLLIN},
                              {.socket = rdv ? sg_rdv_socket(rdv) : NULL, .events = ZMQ_POLLIN}};
   int err_open = s.err_fd >= 0;
-  while (sg_launch_alive(launch) && !s.error[0]) {
+  while (sg_launch_alive(launch) && (!s.error[0] || sg_now() < s.settle_until)) {
     if (g_interrupted) {
       interrupted = 1;
       fail_run(&s, "interrupted");
@@ -592,6 +670,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
     if (s.tail_len) SG_TRY(sg_recorder_info(env->db, s.run_id, "mpirun_stderr", s.tail));
   }
   SG_TRY(drain_for(&s, pull, s.error[0] ? 0 : DRAIN_S, -1));
+  root_cause(&s);
   if (!s.error[0])
     for (int r = 0; r < s.nprocs; r++)
       if (!s.ranks[r].done && !s.ranks[r].dead) {
@@ -610,7 +689,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   snprintf(res->error, sizeof res->error, "%s", s.error);
   SG_TRY(sg_recorder_run_end(env->db, s.run_id, res->ok ? "ok" : "failed",
                              res->ok ? NULL : s.error, res->wall_s));
-  sg_progress_run_end(env->progress, run->label, res->ok ? "ok" : "failed", res->final_acc,
+  sg_progress_run_end(env->progress, shown, res->ok ? "ok" : "failed", res->final_acc,
                       res->wall_s, res->ok ? NULL : s.error);
   rc = interrupted ? SG_EINTERRUPTED : SG_OK;
 fail:
@@ -653,12 +732,20 @@ static void run_usage(FILE *f) {
           "  --db PATH        results database (default %s)\n"
           "  -H HOSTS         mpirun host list host:slots,... (same as --set hosts=...)\n"
           "  -n, --dry-run    validate and list the resolved runs; launch nothing\n"
-          "  -q, --quiet      print nothing but errors\n"
-          "  -v, --verbose    print each launch command line\n"
+          "  -q, --quiet      print nothing but errors (one line per failed run)\n"
+          "  -v, --verbose    also print each launch command line, mpirun's own\n"
+          "                   output, and the deaths an engine tolerates\n"
           "  -h, --help       this help\n"
           "\n"
-          "exit status: 0 every run ok, 1 a run failed, 2 configuration or usage\n"
-          "error (nothing launched), 130 interrupted.\n",
+          "On a terminal a status line shows the run (i/n, engine and variant),\n"
+          "epoch, step/total, last test accuracy and elapsed time; every run ends\n"
+          "with one line: ok or failed, final accuracy, wall time, and the reason\n"
+          "it failed (the rank, its role, host and pid).  Under mpirun, Open MPI's\n"
+          "messages of a failed run are kept in the database (sgdlab show RUN).\n"
+          "\n"
+          "exit status: 0 every run ok, 1 a run failed (or the harness could not\n"
+          "go on), 2 configuration or usage error (nothing launched), 130\n"
+          "interrupted.\n",
           SG_DEFAULT_DB);
 }
 
