@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "err.h"
@@ -113,7 +114,9 @@ fail:
     const char *msg = sg_err_msg()[0] ? sg_err_msg() : sg_strerror(rc);
     char copy[1024];
     snprintf(copy, sizeof copy, "%s", msg);
-    fprintf(stderr, "sgdlab-rank: rank %d: %s\n", rank, copy);
+    /* on a terminal, first clear the harness's status line */
+    fprintf(stderr, "%ssgdlab-rank: rank %d: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", rank,
+            copy);
     if (rec) sg_records_done(rec, 1, copy);
   }
   sg_comm_destroy(&comm);

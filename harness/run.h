@@ -15,7 +15,11 @@
  *      arrives from any rank for deadline + 30 s.  The first cause wins:
  *      a rank that noticed a silent peer reports it in DONE before the
  *      harness stops anything, and what the harness does while stopping
- *      (SIGTERM) is never the reason.  On failure the rest of the run is
+ *      (SIGTERM) is never the reason.  Deadlines cascade (rank 0 waits on
+ *      rank 2, which waits on the silent rank 1, and may time out first),
+ *      so for 0.5 s after a rank's failure the others' are collected and
+ *      the blame is followed (0 -> 2 -> 1): the reason is rank 2's message,
+ *      naming rank 1.  On failure the rest of the run is
  *      stopped (SIGTERM, SIGKILL 2 s later; a stopped process SIGKILL at
  *      once) and reaped.
  *
