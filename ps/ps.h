@@ -52,9 +52,13 @@
  * update (sync: always 0; async with N lock-stepped workers: about N-1).
  * The worker's record for step t carries the largest over the shards.
  *
- * Sparse (sparse: true): a worker pushes only the nonzero coordinates of
- * its gradient as (index, value) pairs, and pulls only the coordinates its
- * next batch reads (worker 0 pulls all of them when it evaluates).
+ * Sparse (sparse: true), softmax on CSR input: a worker pulls only the
+ * coordinates its next batch reads (sg_workload_sparse_coords), computes
+ * the gradient at exactly those (sg_workload_grad_sparse) and pushes them
+ * as (index, value) pairs; with plain SGD the server updates only the
+ * pushed coordinates (ps_server.c, apply_at).  Other models: dense pull,
+ * dense gradient, nonzeros pushed.  Worker 0 pulls everything when it
+ * evaluates.  Bytes per worker step: 8 B per coordinate each way.
  *
  * Bytes per step, K = model bytes, dense: each worker sends K (+64 B
  * header per shard) and receives K; server k receives N*K/S and sends
