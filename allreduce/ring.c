@@ -16,8 +16,9 @@
  *
  *              rank 0            rank 1            rank 2
  *   RS s=0   send 0 recv 2     send 1 recv 0     send 2 recv 1
- *            c2+=a2            c0+=b0            c1+=c1'   (x' = received)
+ *            a2 += c2          b0 += a0          c1 += b1
  *   RS s=1   send 2 recv 1     send 0 recv 2     send 1 recv 0
+ *            a1 += (b1+c1)     b2 += (a2+c2)     c0 += (a0+b0)
  *            holds sum of 1    holds sum of 2    holds sum of 0
  *   AG s=0   send 1 recv 0     send 2 recv 1     send 0 recv 2
  *   AG s=1   send 0 recv 2     send 1 recv 0     send 2 recv 1
