@@ -11,29 +11,6 @@
 #include "engine.h"
 #include "settings.h"
 
-/* Subcommands built by other files; until a file is part of the build,
- * these weak stand-ins keep the program linking and say so. */
-static int not_built(const char *what) {
-  fprintf(stderr, "sgdlab %s: not built into this sgdlab\n", what);
-  return 1;
-}
-__attribute__((weak)) int sg_cmd_bench(int argc, char **argv) {
-  (void)argc, (void)argv;
-  return not_built("bench");
-}
-__attribute__((weak)) int sg_cmd_report(int argc, char **argv) {
-  (void)argc, (void)argv;
-  return not_built("report");
-}
-__attribute__((weak)) int sg_cmd_list(int argc, char **argv) {
-  (void)argc, (void)argv;
-  return not_built("list");
-}
-__attribute__((weak)) int sg_cmd_show(int argc, char **argv) {
-  (void)argc, (void)argv;
-  return not_built("show");
-}
-
 static void usage(FILE *f) {
   fprintf(f,
           "usage: sgdlab COMMAND [options]      (sgdlab COMMAND --help for its options)\n"

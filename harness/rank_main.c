@@ -16,26 +16,6 @@
 #include "engine.h"
 #include "err.h"
 
-#ifndef SG_HAVE_ZMQ_TRANSPORT
-int sg_comm_zmq_new(sg_comm_t **out, const sg_zmq_cfg_t *cfg) {
-  (void)out, (void)cfg;
-  return sg_err_set(SG_EUNSUPPORTED, "transport zmq: not in this build");
-}
-#endif
-#ifndef SG_HAVE_MPI_TRANSPORT
-int sg_comm_mpi_new(sg_comm_t **out, double deadline_s) {
-  (void)out, (void)deadline_s;
-  return sg_err_set(SG_EUNSUPPORTED, "transport mpi: not in this build");
-}
-void sg_mpi_finalize(void) {}
-#endif
-#ifndef SG_HAVE_TRANSPORT_C
-void sg_comm_destroy(sg_comm_t **c) {
-  if (c && *c) (*c)->ops->destroy(*c);
-  if (c) *c = NULL;
-}
-#endif
-
 static int env_int(const char *const *names, int def) {
   for (int i = 0; names[i]; i++) {
     const char *v = getenv(names[i]);

@@ -21,19 +21,6 @@
 #include "launch.h"
 #include "transport.h"
 
-#ifndef SG_HAVE_RDV
-/* Until core/rendezvous.c is part of sgcore, ZeroMQ runs of several
- * processes cannot start; everything else works. */
-static int sg_rdv_new(sg_rdv_t **out, void *zctx, const char *base, int size) {
-  (void)out, (void)zctx, (void)base, (void)size;
-  return sg_err_set(SG_EUNSUPPORTED, "transport zmq: this build has no rendezvous server");
-}
-static const char *sg_rdv_endpoint(const sg_rdv_t *r) { (void)r; return ""; }
-static void *sg_rdv_socket(sg_rdv_t *r) { (void)r; return NULL; }
-static int sg_rdv_handle(sg_rdv_t *r) { (void)r; return SG_OK; }
-static void sg_rdv_destroy(sg_rdv_t **r) { (void)r; }
-#endif
-
 enum { POLL_MS = 100 };
 #define SILENCE_MARGIN_S 30.0 /* added to `deadline` before a silent run fails */
 #define STOP_GRACE_S 2.0      /* SIGTERM -> SIGKILL */
