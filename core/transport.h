@@ -110,6 +110,9 @@ typedef struct sg_zmq_cfg {
   const char *group;      /* inproc: name shared by the threads of a group */
   void *zctx;             /* inproc: the shared zmq context; NULL otherwise */
   int sndhwm;             /* messages queued per peer before send blocks; 0 = default */
+  const char *ipc_dir;    /* ipc: directory for this rank's socket (the harness's
+                             per-run dir, removed even when ranks are killed);
+                             NULL = /tmp */
 } sg_zmq_cfg_t;
 
 /* Caller owns the result.  For tcp/ipc, binds this rank's endpoint and

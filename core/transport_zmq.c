@@ -4,7 +4,8 @@
  * socket per peer, connected to that peer's PULL endpoint:
  *   inproc  inproc://sgdlab-<group>-<rank>     (threads sharing cfg->zctx;
  *                                               derived, no rendezvous)
- *   ipc     ipc:///tmp/sgdlab-<pid>-<rank>-<n> (exchanged by rendezvous)
+ *   ipc     ipc://<ipc_dir or /tmp>/sgdlab-<pid>-<rank>-<n> (exchanged by
+ *           rendezvous; the harness passes its per-run dir as ipc_dir)
  *   tcp     tcp://127.0.0.1:<port>, or tcp://<hostname>:<port> when the
  *           rendezvous is not on loopback (exchanged by rendezvous)
  * A message is two frames: a header {src, tag, len, flags} and the payload.
@@ -584,8 +585,9 @@ static int zq_bind(zcomm_t *z, const sg_zmq_cfg_t *cfg) {
   if (z->inproc)
     snprintf(ep, sizeof ep, "inproc://sgdlab-%s-%d", cfg->group, cfg->rank);
   else if (strcmp(cfg->scheme, "ipc") == 0)
-    snprintf(ep, sizeof ep, "ipc:///tmp/sgdlab-%ld-%d-%d", (long)getpid(),
-             cfg->rank, atomic_fetch_add(&ipc_seq, 1));
+    snprintf(ep, sizeof ep, "ipc://%s/sgdlab-%ld-%d-%d",
+             cfg->ipc_dir && cfg->ipc_dir[0] ? cfg->ipc_dir : "/tmp",
+             (long)getpid(), cfg->rank, atomic_fetch_add(&ipc_seq, 1));
   else if (!cfg->rendezvous || zq_rdv_is_local(cfg->rendezvous))
     snprintf(ep, sizeof ep, "tcp://127.0.0.1:*");
   else {

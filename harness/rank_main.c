@@ -78,6 +78,7 @@ int main(int argc, char **argv) {
   } else if (size > 1) {
     sg_zmq_cfg_t zc = {.rank = rank, .size = size, .deadline_s = deadline,
                        .scheme = sg_opts_str_or(o, "zmq_scheme", "ipc"),
+                       .ipc_dir = sg_opts_str_or(o, "_rundir", NULL),
                        .rendezvous = sg_opts_str_or(o, "_rendezvous", "")};
     SG_TRY(sg_comm_zmq_new(&comm, &zc));
   }

@@ -585,6 +585,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   SG_TRY(sg_opts_set(spec, "_rendezvous", rdv ? sg_rdv_endpoint(rdv) : ""));
   SG_TRY(sg_opts_setf(spec, "_t0", "%.6f", t0));
   SG_TRY(sg_opts_setf(spec, "_nprocs", "%d", run->nprocs));
+  SG_TRY(sg_opts_set(spec, "_rundir", remote ? "" : dir));
   snprintf(spec_path, sizeof spec_path, "%s/spec", dir);
   SG_TRY(sg_opts_save(spec, spec_path));
 
