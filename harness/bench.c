@@ -30,24 +30,59 @@
 
 static void ar_usage(FILE *f) {
   fprintf(f,
-          "usage: sgdlab bench allreduce [--np N] [--sizes MIN:MAX] [--impl ring,rhd,native]\n"
-          "                              [--transport mpi|zmq] [--iters I] [--warmup W]\n"
-          "                              [--segment BYTES] [--launcher auto|local|mpirun]\n"
+          "usage: sgdlab bench allreduce [--np N] [--sizes MIN:MAX]\n"
+          "                              [--impl ring,rhd,native,ps,mapreduce] [--servers S[,S..]]\n"
+          "                              [--transport mpi|zmq] [--launcher auto|local|mpirun]\n"
+          "                              [--iters I] [--warmup W] [--segment BYTES]\n"
           "                              [--db PATH] [-q] [-v]\n"
-          "  --np N          processes (default 2)\n"
-          "  --sizes MIN:MAX message sizes in bytes, powers of two from MIN (K/M/G\n"
-          "                  suffixes; default 4K:256M)\n"
-          "  --impl LIST     implementations (default ring,rhd,native for mpi, ring,rhd for zmq)\n"
+          "\n"
+          "One step of gradient communication, timed per message size, for every\n"
+          "implementation: the allreduce algorithms and the other architectures'\n"
+          "equivalent (every worker ends with, or the driver holds, the sum of N buffers).\n"
+          "Each implementation is one run of an internal engine (real processes over the\n"
+          "real transport); per size: an exact correctness check outside the timing,\n"
+          "W warm-up iterations, a barrier, I timed iterations whose time is the slowest\n"
+          "rank's; median, min and max of those.\n"
+          "\n"
+          "  --np N          workers N (default 2); every implementation sums N buffers.\n"
+          "                  ps adds S server processes, mapreduce adds 1 driver process.\n"
+          "  --sizes MIN:MAX message sizes in bytes, powers of two from MIN to MAX (K/M/G\n"
+          "                  suffixes are powers of two; default 4K:256M; ps needs >= 64)\n"
+          "  --impl LIST     comma-separated (default ring,rhd,native for mpi, ring,rhd for zmq):\n"
+          "                    ring       ring reduce-scatter + allgather, pipelined\n"
+          "                    rhd        recursive halving/doubling (Rabenseifner)\n"
+          "                    native     MPI_Allreduce (transport mpi only)\n"
+          "                    ps         parameter server: workers push K bytes sliced\n"
+          "                               into S shards, servers sum and send back\n"
+          "                               (recorded as ps-S<S>, one run per --servers value)\n"
+          "                    mapreduce  driver broadcasts K bytes to N executors and\n"
+          "                               reduces N gradients of K bytes back, flat\n"
+          "                               (= mapreduce-flat); mapreduce-tree: binomial\n"
+          "                               broadcast and treeAggregate of depth 2\n"
+          "  --servers LIST  ps: server counts S, comma-separated (default 1)\n"
           "  --transport T   mpi (default) or zmq\n"
-          "  --iters I       timed iterations per size (default 0: ~0.2 s worth, 5..1000)\n"
+          "  --launcher L    auto (default: mpirun for mpi), local or mpirun\n"
+          "  --iters I       timed iterations per size (default 0: about 0.2 s worth,\n"
+          "                  5..1000; ps, which has no estimate, then uses 20)\n"
           "  --warmup W      untimed iterations per size (default 3)\n"
           "  --segment B     ring pipeline segment in bytes (default 1M)\n"
-          "Rows go to the `bench` table of the database (experiment 'bench-allreduce').\n");
+          "  --db PATH       results database (default " SG_DEFAULT_DB ")\n"
+          "  -q, --quiet     no closing line naming the experiment\n"
+          "  -v, --verbose   ranks' and mpirun's output on stderr\n"
+          "  -h, --help      this text\n"
+          "\n"
+          "Columns: algbw = size / median time.  busbw = algbw * 2(N-1)/N, the bytes a\n"
+          "ring link carries; for ps and mapreduce it is the same formula (their links\n"
+          "carry more: a server's or the driver's link moves ~2*N*size/S or 2*N*size),\n"
+          "so busbw reads as allreduce-equivalent bandwidth, comparable across rows.\n"
+          "#wrong: elements that failed the exact check (must be 0).\n"
+          "Rows go to the `bench` table of the database (experiment 'bench-allreduce');\n"
+          "`sgdlab report` plots time and busbw against size for every implementation.\n");
 }
 
 /* Print the rows of impl recorded under exp_id since row id > after. */
-static int print_rows(sg_recorder_t *db, int64_t exp_id, const char *impl, int64_t after,
-                      int64_t *last) {
+static int print_rows(sg_recorder_t *db, int64_t exp_id, const char *impl, const char *extra,
+                      int64_t after, int64_t *last) {
   sqlite3 *h = sg_recorder_sqlite(db);
   sqlite3_stmt *st = NULL;
   SG_CHECK(sg_recorder_flush(db));
@@ -63,8 +98,8 @@ static int print_rows(sg_recorder_t *db, int64_t exp_id, const char *impl, int64
   int header = 0;
   while (sqlite3_step(st) == SQLITE_ROW) {
     if (!header) {
-      printf("# allreduce %s, transport %s, np %d\n", impl, sqlite3_column_text(st, 9),
-             sqlite3_column_int(st, 10));
+      printf("# allreduce %s, transport %s, np %d workers%s\n", impl, sqlite3_column_text(st, 9),
+             sqlite3_column_int(st, 10), extra);
       printf("%12s %11s %6s %11s %11s %11s %9s %9s %7s\n", "size(B)", "count", "iters",
              "median(us)", "min(us)", "max(us)", "algbw", "busbw", "#wrong");
       header = 1;
@@ -95,15 +130,89 @@ static int parse_size(const char *s, int64_t *out) {
   return 0;
 }
 
+/* One implementation's run: its engine entry and the impl name its rows
+ * carry. */
+typedef struct ar_impl {
+  char entry[256]; /* "engine: bench-ps, servers: 2" (no braces) */
+  char recorded[32];
+  char extra[64]; /* what the table header adds after "np N workers" */
+} ar_impl_t;
+
+/* Expand --impl and --servers into runs; 0, or -1 with a message in why. */
+static int ar_impls(const char *impl, const char *servers, int64_t lo, ar_impl_t **out,
+                    size_t *n, char *why, size_t cap) {
+  size_t max = 1;
+  for (const char *p = impl; *p; p++) max += *p == ',';
+  size_t ns = 1;
+  for (const char *p = servers; *p; p++) ns += *p == ',';
+  ar_impl_t *v = calloc(max * ns, sizeof *v);
+  size_t k = 0;
+  if (!v) return snprintf(why, cap, "no memory"), -1;
+  char name[32];
+  for (const char *p = impl; *p;) {
+    size_t len = strcspn(p, ",");
+    snprintf(name, sizeof name, "%.*s", (int)len, p);
+    p += len + (p[len] == ',');
+    if (!strcmp(name, "ring") || !strcmp(name, "rhd") || !strcmp(name, "native")) {
+      snprintf(v[k].entry, sizeof v[k].entry, "engine: bench-allreduce, impl: %s", name);
+      snprintf(v[k].recorded, sizeof v[k].recorded, "%s", name);
+      k++;
+    } else if (!strcmp(name, "ps")) {
+      if (lo < 64) {
+        snprintf(why, cap, "--sizes: ps needs messages of at least 64 bytes");
+        goto bad;
+      }
+      for (const char *q = servers; *q;) {
+        size_t sl = strcspn(q, ",");
+        char *end;
+        long S = strtol(q, &end, 10);
+        if (end != q + sl || S < 1 || S > 1024) {
+          snprintf(why, cap, "--servers: expected counts 1..1024, comma-separated, got '%s'", servers);
+          goto bad;
+        }
+        q += sl + (q[sl] == ',');
+        snprintf(v[k].entry, sizeof v[k].entry, "engine: bench-ps, servers: %ld", S);
+        snprintf(v[k].recorded, sizeof v[k].recorded, "ps-S%ld", S);
+        snprintf(v[k].extra, sizeof v[k].extra, " (+%ld server process%s)", S, S > 1 ? "es" : "");
+        k++;
+      }
+    } else if (!strcmp(name, "mapreduce") || !strcmp(name, "mapreduce-flat") ||
+               !strcmp(name, "mapreduce-tree")) {
+      const char *t = strcmp(name, "mapreduce-tree") ? "flat" : "tree";
+      snprintf(v[k].entry, sizeof v[k].entry, "engine: bench-mapreduce, broadcast: %s, aggregate: %s",
+               t, t);
+      snprintf(v[k].recorded, sizeof v[k].recorded, "mapreduce-%s", t);
+      snprintf(v[k].extra, sizeof v[k].extra, " (+1 driver process)");
+      k++;
+    } else {
+      snprintf(why, cap, "--impl: '%s' is not one of ring, rhd, native, ps, mapreduce, mapreduce-flat, mapreduce-tree",
+               name);
+      goto bad;
+    }
+  }
+  if (!k) {
+    snprintf(why, cap, "--impl: empty list");
+    goto bad;
+  }
+  *out = v;
+  *n = k;
+  return 0;
+bad:
+  free(v);
+  return -1;
+}
+
 static int bench_allreduce(int argc, char **argv) {
   const char *db_path = SG_DEFAULT_DB, *transport = "mpi", *impl = NULL, *launcher = "auto";
-  const char *sizes = "4K:256M";
+  const char *sizes = "4K:256M", *servers = "1";
   int np = 2, quiet = 0, verbose = 0, code = 0;
   long long iters = 0, warmup = 3, segment = 1 << 20;
   sg_experiment_t *x = NULL;
   sg_recorder_t *db = NULL;
   sg_progress_t *prog = NULL;
   char *yaml = NULL;
+  ar_impl_t *runs = NULL;
+  size_t nimpl = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define OPT(name) (!strcmp(a, name) && v && (i++, 1))
@@ -116,6 +225,8 @@ static int bench_allreduce(int argc, char **argv) {
       sizes = v;
     } else if (OPT("--impl")) {
       impl = v;
+    } else if (OPT("--servers")) {
+      servers = v;
     } else if (OPT("--transport")) {
       transport = v;
     } else if (OPT("--iters")) {
@@ -138,8 +249,7 @@ static int bench_allreduce(int argc, char **argv) {
     } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
       verbose = 1;
     } else {
-      fprintf(stderr, "sgdlab bench allreduce: unknown or incomplete option '%s'\n", a);
-      ar_usage(stderr);
+      fprintf(stderr, "sgdlab bench allreduce: unknown or incomplete option '%s' (see --help)\n", a);
       return 2;
     }
 #undef OPT
@@ -157,28 +267,40 @@ static int bench_allreduce(int argc, char **argv) {
     return 2;
   }
   if (!impl) impl = strcmp(transport, "mpi") == 0 ? "ring,rhd,native" : "ring,rhd";
+  char why[256];
+  if (ar_impls(impl, servers, lo, &runs, &nimpl, why, sizeof why) < 0) {
+    fprintf(stderr, "sgdlab bench allreduce: %s\n", why);
+    return 2;
+  }
 
   /* The run(s), as an experiment file: one engine entry per impl, so one
    * failing implementation leaves the others' rows. */
-  size_t cap = 1024 + strlen(impl) * 256;
-  if (!(yaml = malloc(cap))) return 1;
+  size_t cap = 1024 + nimpl * 512;
+  if (!(yaml = malloc(cap))) {
+    code = 1;
+    goto out;
+  }
   size_t len = (size_t)snprintf(yaml, cap,
                                 "name: bench-allreduce\nworkers: %d\ntransport: %s\nlauncher: %s\n"
                                 "engines:\n",
                                 np, transport, launcher);
-  char name[32];
-  for (const char *p = impl; *p;) {
-    size_t n = strcspn(p, ",");
-    snprintf(name, sizeof name, "%.*s", (int)n, p);
+  for (size_t k = 0; k < nimpl; k++) {
+    int ps = !strncmp(runs[k].recorded, "ps-", 3), ar = !runs[k].extra[0];
     len += (size_t)snprintf(yaml + len, cap - len,
-                            "  - {engine: bench-allreduce, impl: %s, min_bytes: %lld, max_bytes: %lld,"
-                            " iters: %lld, warmup: %lld, segment: %lld}\n",
-                            name, (long long)lo, (long long)hi, iters, warmup, segment);
-    p += n + (p[n] == ',');
+                            "  - {%s, min_bytes: %lld, max_bytes: %lld, iters: %lld, warmup: %lld",
+                            runs[k].entry, (long long)lo, (long long)hi,
+                            ps && iters == 0 ? 20 : iters, warmup);
+    len += (size_t)(ar ? snprintf(yaml + len, cap - len, ", segment: %lld}\n", segment)
+                       : snprintf(yaml + len, cap - len, "}\n"));
   }
   if (sg_config_parse(&x, "<bench allreduce>", yaml, len, NULL, 0) < 0) {
     fprintf(stderr, "sgdlab bench allreduce: %s\n", sg_err_msg());
     code = 2;
+    goto out;
+  }
+  if (x->nruns != nimpl) {
+    fprintf(stderr, "sgdlab bench allreduce: %zu runs for %zu implementations\n", x->nruns, nimpl);
+    code = 1;
     goto out;
   }
   char rank_bin[4096];
@@ -197,7 +319,7 @@ static int bench_allreduce(int argc, char **argv) {
   int64_t last = 0;
   for (size_t i = 0; i < x->nruns; i++) {
     sg_run_result_t res;
-    const char *this_impl = sg_opts_str_or(x->runs[i].opts, "impl", "?");
+    const char *this_impl = runs[i].recorded;
     int rc = sg_run_execute(&env, &x->runs[i], i, x->nruns, &res);
     if (rc == SG_EINTERRUPTED) {
       code = 130;
@@ -208,7 +330,7 @@ static int bench_allreduce(int argc, char **argv) {
       code = 1;
       goto out;
     }
-    if (print_rows(db, exp_id, this_impl, last, &last) < 0)
+    if (print_rows(db, exp_id, this_impl, runs[i].extra, last, &last) < 0)
       fprintf(stderr, "sgdlab bench allreduce: %s\n", sg_err_msg());
     if (!res.ok) {
       failed++;
@@ -216,16 +338,44 @@ static int bench_allreduce(int argc, char **argv) {
               (long long)res.run_id, res.error);
     }
   }
-  if (!quiet)
+  if (!quiet) {
+    printf("busbw = algbw * 2(N-1)/N for every row (for ps and mapreduce: allreduce-equivalent "
+           "bandwidth, not their busiest link's bytes)\n");
     printf("experiment 'bench-allreduce' (id %lld): rows in the bench table of %s\n",
            (long long)exp_id, db_path);
+  }
   code = failed ? 1 : 0;
 out:
   sg_progress_destroy(&prog);
   sg_recorder_close(&db);
   sg_experiment_destroy(&x);
   free(yaml);
+  free(runs);
   return code;
+}
+
+static void step_usage(FILE *f) {
+  fprintf(f,
+          "usage: sgdlab bench step [--set key=value]...\n"
+          "\n"
+          "Training-step throughput of one process: the step (gradient + optimizer\n"
+          "update) on the configured workload, timed after an untimed warm-up as the\n"
+          "median of several blocks of steps, next to its bound: the same step's sgemm\n"
+          "calls (shapes and order of the real step) timed alone.  Step and sgemm blocks\n"
+          "alternate so both see the same machine load.  Prints samples/s, the bound's\n"
+          "samples/s and their ratio.  Nothing is written to the database.\n"
+          "\n"
+          "  --set key=value  any experiment-file key (sgdlab help config), e.g.\n"
+          "                   --set model=softmax --set batch=256; defaults: model mlp,\n"
+          "                   hidden 256, batch 64, dataset Fashion-MNIST\n"
+          "  -h, --help       this text\n");
+}
+
+static void bench_usage(FILE *f) {
+  fprintf(f,
+          "usage: sgdlab bench allreduce [options]   one step of communication per message size\n"
+          "       sgdlab bench step [--set k=v]...    training-step throughput vs its sgemm bound\n"
+          "       (sgdlab bench allreduce --help, sgdlab bench step --help)\n");
 }
 
 static int bench_step_cmd(int argc, char **argv) {
@@ -235,8 +385,7 @@ static int bench_step_cmd(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      printf("usage: sgdlab bench step [--set key=value]...\n"
-             "  training-step throughput (grad + apply) next to its sgemm bound\n");
+      step_usage(stdout);
       goto out;
     }
     const char *kv = !strcmp(a, "--set") && i + 1 < argc ? argv[++i]
@@ -271,7 +420,14 @@ out:
 int sg_cmd_bench(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "allreduce")) return bench_allreduce(argc - 1, argv + 1);
   if (argc >= 2 && !strcmp(argv[1], "step")) return bench_step_cmd(argc - 1, argv + 1);
-  fprintf(stderr, "usage: sgdlab bench allreduce [options] | sgdlab bench step [--set k=v]...\n"
-                  "       (sgdlab bench allreduce --help)\n");
+  if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+    bench_usage(stdout);
+    printf("\n");
+    ar_usage(stdout);
+    printf("\n");
+    step_usage(stdout);
+    return 0;
+  }
+  fprintf(stderr, "sgdlab bench: expected 'allreduce' or 'step' (sgdlab bench --help)\n");
   return 2;
 }
