@@ -22,7 +22,12 @@
 #include "transport.h"
 
 enum { POLL_MS = 100 };
-#define SILENCE_MARGIN_S 30.0 /* added to `deadline` before a silent run fails */
+/* Silence watchdog (see watchdog()): the run fails when no rank has sent
+ * any record for WATCHDOG_FACTOR x deadline once a step record has come,
+ * and before that for deadline + SILENCE_MARGIN_S (start-up: data loading,
+ * mpirun's launch). */
+#define WATCHDOG_FACTOR 1.5
+#define SILENCE_MARGIN_S 30.0
 #define STOP_GRACE_S 2.0      /* SIGTERM -> SIGKILL */
 #define DRAIN_S 0.5           /* after an exit, wait this long for the rank's DONE */
 #define NOTICE_WAIT_S 3.0     /* a rank found dead under mpirun: wait this long for
@@ -56,6 +61,8 @@ typedef struct rank_info {
   int dead; /* died, and the engine tolerates it (run_info dead_rank.R) */
   char role[16], host[64], msg[400];
   int pid;
+  int64_t last_step; /* step of its last step record, -1: none yet */
+  double last_t;     /* sg_now() of its last record of any kind, 0: none */
 } rank_info_t;
 
 typedef struct serve {
@@ -66,6 +73,8 @@ typedef struct serve {
   int nprocs, ndone;
   char error[512]; /* first failure */
   double last_rec; /* sg_now() of the last record */
+  int armed;       /* a step record has come: the watchdog's bound is tight */
+  int hung;        /* the watchdog failed the run: nothing will end by itself */
   double final_acc;
   unsigned char *buf;
   size_t cap;
@@ -115,6 +124,7 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len) {
   rank_info_t *ri = &s->ranks[h.rank];
   sg_recorder_t *db = s->env->db;
   s->last_rec = sg_now();
+  ri->last_t = s->last_rec;
   switch (h.type) {
   case SG_REC_HELLO: {
     sg_rec_hello_t x;
@@ -134,6 +144,8 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len) {
     if (h.len < sizeof x) break;
     memcpy(&x, p, sizeof x);
     SG_CHECK(sg_recorder_step(db, s->run_id, h.rank, ri->hello ? ri->role : "worker", &x));
+    ri->last_step = x.step;
+    s->armed = 1;
     sg_progress_step(s->env->progress, x.step, x.epoch);
     break;
   }
@@ -461,6 +473,84 @@ static void kill_leftovers(serve_t *s) {
   }
 }
 
+/* Whether a process on this host is stopped (SIGSTOP, state T). */
+static int proc_stopped(int pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *rp = strrchr(buf, ')');
+  return rp && rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
+}
+
+/* A failed run: SIGKILL its stopped rank processes on this host first (a
+ * stopped process holds SIGTERM until continued, so mpirun, which
+ * terminates its job with SIGTERM, would otherwise wait on it). */
+static void kill_stopped(serve_t *s) {
+  char host[64] = "";
+  gethostname(host, sizeof host - 1);
+  for (int r = 0; r < s->nprocs; r++) {
+    const rank_info_t *ri = &s->ranks[r];
+    if (ri->hello && ri->pid > 0 && !strcmp(ri->host, host) && proc_stopped(ri->pid))
+      kill(ri->pid, SIGKILL);
+  }
+}
+
+/* The silence watchdog, the only guard against a rank that hangs inside a
+ * call without a deadline (MPI_Allreduce of `allreduce native`): every
+ * rank of a training run sends a step record every step, so silence from
+ * ALL ranks for WATCHDOG_FACTOR x deadline means the run hangs.  Armed
+ * (that tight) from the first step record on; before it, start-up gets
+ * deadline + SILENCE_MARGIN_S.  Why 1.5: the engines' own receives give up
+ * after 1..1.35 deadlines on a dead peer and report it (the better
+ * message), and a step, or the evaluation between two steps, takes far
+ * less than a deadline.  The error lists every rank's last step record
+ * and which rank has been silent longest, and names a stopped process
+ * (state T in /proc) of this host:
+ *   "no rank reported for 45.0 s (1.5 x deadline 30 s); last records:
+ *    rank 0 step 120, rank 1 step 120, rank 2 step 97 (silent longest)" */
+static void watchdog(serve_t *s, double deadline) {
+  double now = sg_now(), quiet = now - s->last_rec;
+  double limit = s->armed ? WATCHDOG_FACTOR * deadline : deadline + SILENCE_MARGIN_S;
+  if (s->error[0] || quiet <= limit) return;
+  char list[300] = "", host[64] = "";
+  size_t len = 0;
+  int oldest = -1, stopped = -1;
+  gethostname(host, sizeof host - 1);
+  for (int r = 0; r < s->nprocs; r++) {
+    const rank_info_t *ri = &s->ranks[r];
+    if (oldest < 0 || ri->last_t < s->ranks[oldest].last_t) oldest = r;
+    if (stopped < 0 && ri->hello && !ri->done && ri->pid > 0 && !strcmp(ri->host, host) &&
+        proc_stopped(ri->pid))
+      stopped = r;
+  }
+  for (int r = 0; r < s->nprocs && len < sizeof list; r++) {
+    const rank_info_t *ri = &s->ranks[r];
+    const char *sep = r ? ", " : "";
+    if (ri->last_step >= 0)
+      len += (size_t)snprintf(list + len, sizeof list - len, "%srank %d step %lld", sep, r,
+                              (long long)ri->last_step);
+    else
+      len += (size_t)snprintf(list + len, sizeof list - len, "%srank %d %s", sep, r,
+                              ri->last_t > 0 ? "no step" : "nothing");
+    if (r == oldest && len < sizeof list)
+      len += (size_t)snprintf(list + len, sizeof list - len, " (silent longest)");
+  }
+  char bound[64], who[200] = "";
+  if (s->armed) snprintf(bound, sizeof bound, "%.1f x deadline %g s", WATCHDOG_FACTOR, deadline);
+  else snprintf(bound, sizeof bound, "deadline %g s + %g s at start-up", deadline, SILENCE_MARGIN_S);
+  if (stopped >= 0) {
+    char name[160];
+    rank_name(s, stopped, name, sizeof name);
+    snprintf(who, sizeof who, "%s is stopped (SIGSTOP?); ", name);
+  }
+  s->hung = !s->error[0];
+  fail_run(s, "%sno rank reported for %.1f s (%s); last records: %s", who, quiet, bound, list);
+}
+
 /* What the progress line calls the run: the engine and its variant (the
  * value of its one enum option, "ps async", "allreduce rhd"; with several
  * enum options those not at their default, "mapreduce aggregate=tree"),
@@ -519,6 +609,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
     rc = SG_ENOMEM;
     goto fail;
   }
+  for (int r = 0; r < run->nprocs; r++) s.ranks[r].last_step = -1;
   const char *transport = sg_opts_get(run->opts, "transport");
   const char *launcher = sg_opts_get(run->opts, "launcher");
   const char *hosts = sg_opts_str_or(run->opts, "hosts", "");
@@ -638,12 +729,12 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
       if (s.suspect >= 0 && sg_now() - s.suspect_t > NOTICE_WAIT_S) fail_from_suspect(&s);
     }
     SG_TRY(sg_recorder_tick(env->db));
-    if (sg_now() - s.last_rec > deadline + SILENCE_MARGIN_S)
-      fail_run(&s, "no record from any rank for %.0f s (deadline %.0f s + %.0f s)",
-               sg_now() - s.last_rec, deadline, SILENCE_MARGIN_S);
+    watchdog(&s, deadline);
+    if (s.error[0]) kill_stopped(&s); /* the run is over: do not let mpirun wait on it */
   }
   if (s.error[0]) {
-    if (!local && !interrupted) { /* mpirun aborts the job itself, everywhere */
+    kill_stopped(&s);
+    if (!local && !interrupted && !s.hung) { /* mpirun aborts the job itself, everywhere */
       double until = sg_now() + MPIRUN_ABORT_S;
       sg_exit_t ex;
       while (sg_launch_alive(launch) && sg_now() < until) {
