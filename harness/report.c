@@ -633,11 +633,17 @@ static int fig_bench(report_t *rp) {
   add_fig(rp, "allreduce_time",
           "Allreduce time per call vs message size (log-log): median over "
           "timed iterations, bars from min to max, per implementation, "
-          "transport and process count.");
+          "transport and worker count N (ps-S* adds S server processes, "
+          "mapreduce-* a driver).");
   add_fig(rp, "allreduce_busbw",
           "Allreduce bus bandwidth vs message size: busbw = bytes / time * "
           "2(N-1)/N, comparable to the link bandwidth (nccl-tests' "
-          "definition).");
+          "definition).  ps-S* (push + pull through S servers) and "
+          "mapreduce-* (driver broadcast + reduce) use the same formula, so "
+          "their busbw is allreduce-equivalent bandwidth, not the bytes on "
+          "their busiest link (a server's or the driver's link carries "
+          "about 2*N*bytes/S or 2*N*bytes); N = workers, their extra "
+          "processes not counted.");
 fail:
   for (int k = 0; k < 2; k++)
     if (gp[k]) fclose(gp[k]);

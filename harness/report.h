@@ -51,6 +51,9 @@ typedef struct sg_rrun {
   /* from steps */
   int64_t step_rows;
   double bytes_per_step; /* busiest rank; NaN: no steps */
+  int bytes_in_mpi; /* allreduce native: MPI_Allreduce moves the bytes, the
+                       transport counters see none (bytes_per_step is not
+                       the traffic) */
   double compute_s, comm_s, wait_s; /* per step, worker ranks; NaN: none */
   int has_staleness;
 } sg_rrun_t;

@@ -338,6 +338,7 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
     base_label(r, sg_rdb_text(st, 14), sg_rdb_text(st, 15),
                sg_rdb_text(st, 16), sg_rdb_text(st, 17));
     copy_str(r->variant, sizeof r->variant, r->base);
+    r->bytes_in_mpi = !strcmp(r->engine, "allreduce") && !strcmp(sg_rdb_text(st, 17), "native");
     r->final_acc = r->t_target = r->samples_per_s = NAN;
     r->bytes_per_step = r->compute_s = r->comm_s = r->wait_s = NAN;
   }

@@ -86,7 +86,8 @@ static int run_table(FILE *f, const sg_rset_t *s) {
     for (size_t j = i; j < s->n; j++)
       if (GROUP(j) && is_ok(&s->runs[j]) && !isnan(s->runs[j].bytes_per_step))
         v[k++] = s->runs[j].bytes_per_step;
-    fprintf(f, " | %s |\n", sg_rfmt_bytes(buf, sizeof buf, sg_rmedian(v, k)));
+    if (ri->bytes_in_mpi) fputs(" | n/a (inside MPI) |\n", f); /* never a fake 0 B */
+    else fprintf(f, " | %s |\n", sg_rfmt_bytes(buf, sizeof buf, sg_rmedian(v, k)));
 #undef MEDIAN
 #undef GROUP
   }
@@ -220,7 +221,8 @@ int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
             " samples / wall time up to it.\n"
             "- **bytes/step, busiest rank**: for each rank the mean of"
             " bytes_sent + bytes_recv over its steps; the maximum over"
-            " ranks.\n",
+            " ranks; n/a for allreduce native, whose bytes move inside"
+            " MPI_Allreduce where the transport counters cannot see them.\n",
             s->target, s->target);
     failed_runs(f, s);
   } else {
