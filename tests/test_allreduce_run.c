@@ -19,60 +19,23 @@
  */
 #include "test.h"
 
-#include <sqlite3.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "run_util.h"
+
 #define RTOL 1e-4
-
-static char g_dir[64];
-
-static const char *sgdlab_bin(void) {
-  static char path[512];
-  const char *bin = getenv("SGDLAB_BIN_DIR");
-  snprintf(path, sizeof path, "%s/harness/sgdlab", bin ? bin : ".");
-  return path;
-}
-
-static const char *tmpdir(void) {
-  if (!g_dir[0]) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/sgdlab-arrun-XXXXXX");
-    if (!mkdtemp(g_dir)) return NULL;
-  }
-  return g_dir;
-}
-
-static int sh(const char *cmd) {
-  fprintf(stderr, "$ %s\n", cmd);
-  int st = system(cmd);
-  return st == -1 ? -1 : WEXITSTATUS(st);
-}
-
-/* One integer from a query (-1 on error). */
-static long long query_int(const char *db, const char *sql) {
-  sqlite3 *h = NULL;
-  sqlite3_stmt *st = NULL;
-  long long v = -1;
-  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-      sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-    v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return v;
-}
 
 static int bench(const char *db, const char *transport, const char *impl, const char *sizes) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd,
            "'%s' bench allreduce --np 3 --transport %s --impl %s --sizes %s --iters 1 "
            "--warmup 0 --db '%s' >&2",
-           sgdlab_bin(), transport, impl, sizes, db);
-  return sh(cmd);
+           ru_sgdlab(), transport, impl, sizes, db);
+  return ru_sh(cmd);
 }
 
 TEST(exact_as_processes) {
-  const char *dir = tmpdir();
+  const char *dir = ru_scratch("arrun");
   CHECK(dir);
   char db[128];
   snprintf(db, sizeof db, "%s/exact.db", dir);
@@ -84,15 +47,15 @@ TEST(exact_as_processes) {
   CHECK_EQ_INT(bench(db, "mpi", "ring,rhd,native", "4194316:4194316"), 0);
   CHECK_EQ_INT(bench(db, "zmq", "ring,rhd", "4194316:4194316"), 0);
   /* 19 sizes (2^2 .. 2^20 bytes) + 2 odd ones, x 5 (impl, transport) pairs */
-  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench"), 21 * 5);
-  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench WHERE np = 3"), 21 * 5);
-  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench WHERE bytes = 4 * 1048579"), 5);
-  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench WHERE wrong != 0"), 0);
-  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench WHERE NOT (busbw > 0)"), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench"), 21 * 5);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE np = 3"), 21 * 5);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE bytes = 4 * 1048579"), 5);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE wrong != 0"), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE NOT (busbw > 0)"), 0);
 }
 
 TEST(planted_bug_caught_as_processes) {
-  const char *dir = tmpdir();
+  const char *dir = ru_scratch("arrun");
   CHECK(dir);
   char db[128];
   snprintf(db, sizeof db, "%s/plant.db", dir);
@@ -102,34 +65,12 @@ TEST(planted_bug_caught_as_processes) {
   unsetenv("SG_ALLREDUCE_PLANT_BUG");
   CHECK_EQ_INT(mpi, 0); /* the runs complete; the check reports */
   CHECK_EQ_INT(zmq, 0);
-  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench WHERE transport = 'mpi'"), 11);
-  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench WHERE wrong = 0"), 0);
-}
-
-/* Relative L2 distance of two float dumps; -1 when they cannot be compared. */
-static double rel_distance(const char *a_path, const char *b_path, long *nout) {
-  FILE *fa = fopen(a_path, "rb"), *fb = fopen(b_path, "rb");
-  double num = 0, den = 0, r = -1;
-  long n = 0;
-  float x, y;
-  if (!fa || !fb) goto out;
-  while (fread(&x, sizeof x, 1, fa) == 1) {
-    if (fread(&y, sizeof y, 1, fb) != 1) goto out;
-    num += ((double)x - y) * ((double)x - y);
-    den += (double)y * y;
-    n++;
-  }
-  if (fread(&y, sizeof y, 1, fb) == 1 || n == 0 || den == 0) goto out;
-  r = sqrt(num / den);
-out:
-  if (fa) fclose(fa);
-  if (fb) fclose(fb);
-  *nout = n;
-  return r;
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE transport = 'mpi'"), 11);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE wrong = 0"), 0);
 }
 
 TEST(training_matches_local) {
-  const char *dir = tmpdir();
+  const char *dir = ru_scratch("arrun");
   CHECK(dir);
   static const struct {
     const char *name, *entry;
@@ -156,14 +97,14 @@ TEST(training_matches_local) {
   for (int i = 0; i < nruns; i++)
     fprintf(f, "  - {%s, dump_params: '%s/%s.f32'}\n", runs[i].entry, dir, runs[i].name);
   fclose(f);
-  snprintf(cmd, sizeof cmd, "'%s' run '%s' --db '%s' -q >&2", sgdlab_bin(), cfg, db);
-  CHECK_EQ_INT(sh(cmd), 0);
-  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), nruns);
+  snprintf(cmd, sizeof cmd, "'%s' run '%s' --db '%s' -q >&2", ru_sgdlab(), cfg, db);
+  CHECK_EQ_INT(ru_sh(cmd), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), nruns);
   /* Every allreduce rank reported 100 steps with bytes moved. */
-  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM steps s JOIN runs r ON r.id = s.run_id "
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps s JOIN runs r ON r.id = s.run_id "
                              "WHERE r.engine = 'allreduce'"),
                (nruns - 1) * 4 * 100);
-  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM steps s JOIN runs r ON r.id = s.run_id "
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps s JOIN runs r ON r.id = s.run_id "
                              "WHERE r.engine = 'allreduce' AND r.transport = 'zmq' "
                              "AND s.bytes_sent = 0"),
                0);
@@ -172,7 +113,7 @@ TEST(training_matches_local) {
   for (int i = 1; i < nruns; i++) {
     snprintf(a, sizeof a, "%s/%s.f32", dir, runs[i].name);
     long n;
-    double d = rel_distance(a, b, &n);
+    double d = ru_rel_distance(a, b, &n);
     fprintf(stderr, "%s vs local: relative L2 distance %.3g over %ld parameters\n",
             runs[i].name, d, n);
     CHECK_MSG(d >= 0 && d <= RTOL, "%s: distance %g (tolerance %g)", runs[i].name, d, RTOL);

@@ -4,17 +4,8 @@
 
 #include "config.h"
 #include "err.h"
+#include "run_util.h"
 #include "test.h"
-
-/* "local, ps, ..." from the registry (engines are added over time). */
-static const char *known_engines(void) {
-  static char buf[512];
-  size_t len = 0;
-  buf[0] = '\0';
-  for (const sg_engine_t *const *e = sg_engines; *e; e++)
-    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? ", " : "", (*e)->name);
-  return buf;
-}
 
 static sg_experiment_t *parse(const char *text, char *const *sets, int nsets, int *rc) {
   sg_experiment_t *x = NULL;
@@ -62,7 +53,7 @@ TEST(wrong_section_duplicate_unknown_engine) {
             "t.yaml:2:1: workers: duplicate key (first set at line 1)");
   char want[640];
   snprintf(want, sizeof want, "t.yaml:3:14: engine: unknown engine 'nosuch' (known: %s)",
-           known_engines());
+           ru_known_engines());
   CHECK_ERR("engines:\n  - local\n  - {engine: nosuch}\n", want);
   CHECK_ERR("name: t\n", "t.yaml:1:1: engines: missing; list the engines to run, e.g. engines: [local]");
   CHECK_ERR("engines: [local\n", "t.yaml:2:1: YAML: did not find expected ',' or ']' while parsing a flow sequence");

@@ -25,47 +25,15 @@
 #include "err.h"
 #include "mapreduce.h"
 #include "settings.h"
+#include "run_util.h"
 #include "transport.h"
 
 #define STEPS 100
 #define RTOL 1e-4
 
-static const char *data_dir(void) {
-  return access("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", R_OK) == 0
-             ? "/usr/share/datasets/fashion-mnist"
-             : NULL;
-}
-
-/* Settings of the run: defaults, engine defaults, then key=value pairs. */
+/* The equivalence settings (run_util.h) for this engine. */
 static sg_opts_t *make_opts(int workers, const char *dump, const char *const *kv) {
-  sg_opts_t *o = sg_opts_new();
-  const sg_engine_t *mr = sg_engine_find("mapreduce");
-  if (!o || !mr) return NULL;
-  sg_settings_defaults(sg_settings, o);
-  sg_settings_defaults(mr->options, o);
-  sg_opts_setf(o, "workers", "%d", workers);
-  sg_opts_set(o, "batch", "16");
-  sg_opts_set(o, "hidden", "32");
-  sg_opts_set(o, "lr", "0.1");
-  sg_opts_set(o, "momentum", "0.9");
-  sg_opts_setf(o, "max_steps", "%d", STEPS);
-  sg_opts_set(o, "eval_every", "1000000");
-  sg_opts_set(o, "deadline", "60");
-  sg_opts_set(o, "dump_params", dump);
-  for (; kv && kv[0]; kv += 2) sg_opts_set(o, kv[0], kv[1]);
-  return o;
-}
-
-static int run_local(const sg_opts_t *o, int workers) {
-  sg_records_t *rec = NULL;
-  int rc;
-  SG_TRY(sg_records_open(&rec, NULL, 0, "worker", sg_wall()));
-  sg_rank_ctx_t ctx = {.rank = 0, .size = 1, .workers = workers, .opts = o, .rec = rec,
-                       .t0 = sg_wall()};
-  rc = sg_engine_find("local")->run(&ctx);
-fail:
-  sg_records_close(&rec);
-  return rc;
+  return ru_train_opts("mapreduce", workers, dump, STEPS, kv);
 }
 
 typedef struct rank_arg {
@@ -128,30 +96,6 @@ static int run_mapreduce(const sg_opts_t *o, int workers, int plant) {
   return rc;
 }
 
-/* Relative L2 distance of two dumps; -1 when they cannot be compared. */
-static double rel_distance(const char *a_path, const char *b_path) {
-  FILE *fa = fopen(a_path, "rb"), *fb = fopen(b_path, "rb");
-  double num = 0, den = 0;
-  long na = 0, nb = 0;
-  float x, y;
-  if (!fa || !fb) goto fail;
-  while (fread(&x, sizeof x, 1, fa) == 1) {
-    if (fread(&y, sizeof y, 1, fb) != 1) goto fail;
-    num += ((double)x - y) * ((double)x - y);
-    den += (double)y * y;
-    na++;
-  }
-  while (fread(&y, sizeof y, 1, fb) == 1) nb++;
-  if (nb || na == 0 || den == 0) goto fail;
-  fclose(fa);
-  fclose(fb);
-  return sqrt(num / den);
-fail:
-  if (fa) fclose(fa);
-  if (fb) fclose(fb);
-  return -1;
-}
-
 /* One configuration against local; *dist gets the distance. */
 static int compare_case(int workers, const char *const *kv, int plant, double *dist) {
   char dir[] = "/tmp/sgdlab-mrtrain-XXXXXX", local[64], mr[64];
@@ -160,9 +104,9 @@ static int compare_case(int workers, const char *const *kv, int plant, double *d
   snprintf(mr, sizeof mr, "%s/mr.bin", dir);
   sg_opts_t *ol = make_opts(workers, local, kv), *om = make_opts(workers, mr, kv);
   int rc = (ol && om) ? 0 : SG_ENOMEM;
-  if (!rc) rc = run_local(ol, workers);
+  if (!rc) rc = ru_run_local(ol, workers);
   if (!rc) rc = run_mapreduce(om, workers, plant);
-  *dist = rc ? -1 : rel_distance(mr, local);
+  *dist = rc ? -1 : ru_rel_distance(mr, local, NULL);
   fprintf(stderr, "  workers=%d plant=%d distance %.3g\n", workers, plant, *dist);
   unlink(local);
   unlink(mr);
@@ -173,14 +117,14 @@ static int compare_case(int workers, const char *const *kv, int plant, double *d
 }
 
 TEST(flat_matches_local) {
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   double d;
   CHECK_OK(compare_case(3, NULL, 0, &d));
   CHECK_MSG(d >= 0 && d <= RTOL, "distance %.3g > %g", d, RTOL);
 }
 
 TEST(tree_matches_local) {
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   const char *kv[] = {"broadcast", "tree", "aggregate", "tree", "depth", "2", NULL};
   double d;
   CHECK_OK(compare_case(4, kv, 0, &d));
@@ -188,7 +132,7 @@ TEST(tree_matches_local) {
 }
 
 TEST(more_partitions_than_executors_match_local) {
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   /* 8 tasks of 6 samples on 3 executors: dynamic scheduling and stealing */
   const char *kv[] = {"partitions", "8", "aggregate", "tree", "depth", "2", NULL};
   double d;
@@ -197,7 +141,7 @@ TEST(more_partitions_than_executors_match_local) {
 }
 
 TEST(partitions_not_dividing_the_global_batch_match_local) {
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   /* N = 3, b = 64: B = 192 in 5 tasks of 39, 39, 38, 38, 38 samples */
   const char *kv[] = {"batch", "64", "partitions", "5", NULL};
   double d;
@@ -206,7 +150,7 @@ TEST(partitions_not_dividing_the_global_batch_match_local) {
 }
 
 TEST(one_sample_per_task_and_one_task_match_local) {
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   /* the extremes: P = B = 2*16 tasks of one sample; P = 1 (one executor
    * runs the whole batch, the other sends zeros) */
   const char *kv_max[] = {"partitions", "32", "broadcast", "tree", NULL};
@@ -219,7 +163,7 @@ TEST(one_sample_per_task_and_one_task_match_local) {
 }
 
 TEST(planted_double_count_fails_the_check) {
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   double d;
   CHECK_OK(compare_case(3, NULL, 2, &d));
   CHECK_MSG(d > RTOL, "the planted bug went unnoticed: distance %.3g <= %g", d, RTOL);

@@ -27,46 +27,16 @@
 #include "ps.h"
 #include "ps_proto.h"
 #include "settings.h"
+#include "run_util.h"
 #include "transport.h"
 
 #define STEPS 100
 #define RTOL 1e-4
 #define MAXR 16
 
-static const char *data_dir(void) {
-  return access("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", R_OK) == 0
-             ? "/usr/share/datasets/fashion-mnist"
-             : NULL;
-}
-
+/* The equivalence settings (run_util.h) for this engine. */
 static sg_opts_t *make_opts(int workers, const char *dump, const char *const *kv) {
-  sg_opts_t *o = sg_opts_new();
-  if (!o) return NULL;
-  sg_settings_defaults(sg_settings, o);
-  sg_settings_defaults(sg_engine_ps.options, o);
-  sg_opts_setf(o, "workers", "%d", workers);
-  sg_opts_set(o, "batch", "16");
-  sg_opts_set(o, "hidden", "32");
-  sg_opts_set(o, "lr", "0.1");
-  sg_opts_set(o, "momentum", "0.9");
-  sg_opts_setf(o, "max_steps", "%d", STEPS);
-  sg_opts_set(o, "eval_every", "1000000");
-  sg_opts_set(o, "deadline", "60");
-  sg_opts_set(o, "dump_params", dump);
-  for (; kv && kv[0]; kv += 2) sg_opts_set(o, kv[0], kv[1]);
-  return o;
-}
-
-static int run_local(const sg_opts_t *o, int workers) {
-  sg_records_t *rec = NULL;
-  int rc;
-  SG_TRY(sg_records_open(&rec, NULL, 0, "worker", sg_wall()));
-  sg_rank_ctx_t ctx = {.rank = 0, .size = 1, .workers = workers, .opts = o, .rec = rec,
-                       .t0 = sg_wall()};
-  rc = sg_engine_find("local")->run(&ctx);
-fail:
-  sg_records_close(&rec);
-  return rc;
+  return ru_train_opts("ps", workers, dump, STEPS, kv);
 }
 
 /* How a thread behaves besides being a plain server or worker. */
@@ -188,29 +158,6 @@ static int run_ps(const sg_opts_t *o, ps_cfg_t *cfg, const int *behaviour, doubl
   return rc;
 }
 
-static double rel_distance(const char *a_path, const char *b_path) {
-  FILE *fa = fopen(a_path, "rb"), *fb = fopen(b_path, "rb");
-  double num = 0, den = 0;
-  long na = 0, nb = 0;
-  float x, y;
-  if (!fa || !fb) goto fail;
-  while (fread(&x, sizeof x, 1, fa) == 1) {
-    if (fread(&y, sizeof y, 1, fb) != 1) goto fail;
-    num += ((double)x - y) * ((double)x - y);
-    den += (double)y * y;
-    na++;
-  }
-  while (fread(&y, sizeof y, 1, fb) == 1) nb++;
-  if (nb || na == 0 || den == 0) goto fail;
-  fclose(fa);
-  fclose(fb);
-  return sqrt(num / den);
-fail:
-  if (fa) fclose(fa);
-  if (fb) fclose(fb);
-  return -1;
-}
-
 /* One configuration against local with the same settings. */
 static int compare_case(int S, int N, const char *const *kv, int plant, const int *behaviour,
                         ps_server_stats_t *stats, double *dist) {
@@ -226,9 +173,9 @@ static int compare_case(int S, int N, const char *const *kv, int plant, const in
   if (!rc) rc = ps_cfg_from_opts(&cfg, op, N);
   cfg.plant_double_count = plant;
   cfg.stats = stats;
-  if (!rc) rc = run_local(ol, N);
+  if (!rc) rc = ru_run_local(ol, N);
   if (!rc) rc = run_ps(op, &cfg, behaviour, 60, args);
-  *dist = rc ? -1 : rel_distance(ps, local);
+  *dist = rc ? -1 : ru_rel_distance(ps, local, NULL);
   fprintf(stderr, "  S=%d N=%d mode=%s plant=%d distance %.3g\n", S, N, ps_mode_name(cfg.mode),
           plant, *dist);
   unlink(local);
@@ -240,7 +187,7 @@ static int compare_case(int S, int N, const char *const *kv, int plant, const in
 }
 
 TEST(sync_one_server_matches_local) {
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   ps_server_stats_t st[1];
   double d;
   CHECK_OK(compare_case(1, 4, NULL, 0, NULL, st, &d));
@@ -250,7 +197,7 @@ TEST(sync_one_server_matches_local) {
 }
 
 TEST(sync_two_servers_match_local) {
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   ps_server_stats_t st[2];
   double d;
   CHECK_OK(compare_case(2, 4, NULL, 0, NULL, st, &d));
@@ -261,7 +208,7 @@ TEST(sync_two_servers_match_local) {
 
 TEST(more_servers_than_a_shard_needs) {
   /* softmax 784x10: 7850 params over 5 servers, 1 worker */
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   const char *kv[] = {"model", "softmax", "max_steps", "20", NULL};
   ps_server_stats_t st[5];
   double d;
@@ -272,7 +219,7 @@ TEST(more_servers_than_a_shard_needs) {
 TEST(sparse_push_matches_local) {
   /* Fashion-MNIST's blank border pixels and dead ReLUs give the MLP's
    * gradient exact zeros: the sparse push leaves them out. */
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   const char *kv[] = {"sparse", "true", NULL};
   ps_server_stats_t st[2];
   double d;
@@ -326,7 +273,7 @@ TEST(sparse_async_applies_every_push) {
 }
 
 TEST(planted_double_count_fails_the_check) {
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   double d;
   CHECK_OK(compare_case(2, 4, NULL, 1, NULL, NULL, &d));
   CHECK_MSG(d > RTOL, "the planted bug went unnoticed: distance %.3g <= %g", d, RTOL);
@@ -349,7 +296,7 @@ static int bound_case(const char *mode, const char *staleness, ps_server_stats_t
 }
 
 TEST(ssp_bound_holds_and_is_reached) {
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   ps_server_stats_t st[1];
   CHECK_OK(bound_case("ssp", "0", st));
   CHECK_EQ_INT(st[0].max_ahead, 0);
@@ -363,7 +310,7 @@ TEST(ssp_bound_holds_and_is_reached) {
 }
 
 TEST(async_applies_every_push) {
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   const char *kv[] = {"mode", "async", NULL};
   ps_server_stats_t st[2];
   double d;
@@ -374,7 +321,7 @@ TEST(async_applies_every_push) {
 }
 
 TEST(malformed_messages_are_rejected_and_training_stays_exact) {
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   int beh[MAXR] = {0};
   beh[2] = FUZZ_FIRST; /* worker 1 (rank 2) sends NFUZZ bad messages first */
   ps_server_stats_t st[1];
@@ -402,7 +349,7 @@ static int dying_worker_case(const char *mode, ps_server_stats_t *st, rank_arg_t
 }
 
 TEST(sync_names_a_dead_worker) {
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   ps_server_stats_t st[1] = {{0}};
   rank_arg_t args[MAXR];
   double el;
@@ -414,7 +361,7 @@ TEST(sync_names_a_dead_worker) {
 }
 
 TEST(async_goes_on_without_a_dead_worker) {
-  CHECK_MSG(data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   ps_server_stats_t st[1] = {{0}};
   rank_arg_t args[MAXR];
   double el;

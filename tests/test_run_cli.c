@@ -13,124 +13,19 @@
  *    stopped one), within two deadlines, and the stopped process is killed;
  *  - async ps rides out a worker killed mid-run (run ok, run_info
  *    dead_rank.R), where sync ps fails: the engine's tolerates_exit. */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "engine.h"
 #include "launch.h"
+#include "run_util.h"
 #include "test.h"
-
-/* "local, ps, ..." from the registry (engines are added over time). */
-static const char *known_engines(void) {
-  static char buf[512];
-  size_t len = 0;
-  buf[0] = '\0';
-  for (const sg_engine_t *const *e = sg_engines; *e; e++)
-    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? ", " : "", (*e)->name);
-  return buf;
-}
-
-static const char *sgdlab(void) {
-  static char path[1024];
-  const char *b = getenv("SGDLAB_BIN_DIR");
-  snprintf(path, sizeof path, "%s/harness/sgdlab", b ? b : ".");
-  return path;
-}
-
-static void mkdir_tmp(char *dir, size_t cap) {
-  snprintf(dir, cap, "/tmp/sgdlab-cli-XXXXXX");
-  if (!mkdtemp(dir)) dir[0] = '\0';
-}
-
-static void rm_rf(const char *dir) {
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "cleanup of %s failed\n", dir);
-}
-
-static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) return;
-  fputs(text, f);
-  fclose(f);
-}
-
-/* Start sgdlab with argv (argv[0] ignored); stderr to errpath, stdout to
- * /dev/null. */
-static pid_t start(char **argv, const char *errpath) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int n = open("/dev/null", O_WRONLY);
-    dup2(e, 2);
-    dup2(n, 1);
-    argv[0] = (char *)sgdlab();
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  return pid;
-}
-
-static int exit_code(int st) { return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st); }
-
-/* Run to completion; *err gets stderr. */
-static int run(char **argv, char *err, size_t cap) {
-  char errpath[] = "/tmp/sgdlab-cli-err-XXXXXX";
-  int fd = mkstemp(errpath);
-  if (fd >= 0) close(fd);
-  pid_t pid = start(argv, errpath);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  FILE *f = fopen(errpath, "r");
-  size_t n = f ? fread(err, 1, cap - 1, f) : 0;
-  err[n] = '\0';
-  if (f) fclose(f);
-  unlink(errpath);
-  return exit_code(st);
-}
-
-static long long query(const char *db, const char *sql) {
-  sqlite3 *h;
-  sqlite3_stmt *s;
-  long long v = -1;
-  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) return -2;
-  sqlite3_busy_timeout(h, 5000);
-  if (sqlite3_prepare_v2(h, sql, -1, &s, NULL) == SQLITE_OK) {
-    if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-  }
-  sqlite3_close(h);
-  return v;
-}
-
-static void query_text(const char *db, const char *sql, char *out, size_t cap) {
-  sqlite3 *h;
-  sqlite3_stmt *s;
-  out[0] = '\0';
-  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) return;
-  sqlite3_busy_timeout(h, 5000);
-  if (sqlite3_prepare_v2(h, sql, -1, &s, NULL) == SQLITE_OK) {
-    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
-      snprintf(out, cap, "%s", (const char *)sqlite3_column_text(s, 0));
-    sqlite3_finalize(s);
-  }
-  sqlite3_close(h);
-}
-
-static void nap_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
 
 /* ---- configuration errors ---------------------------------------------- */
 
@@ -154,76 +49,76 @@ static const struct {
 
 TEST(config_errors_exit_2_with_one_line_and_launch_nothing) {
   char dir[64], cfg[128], db[128], err[4096], want[1024];
-  mkdir_tmp(dir, sizeof dir);
+  ru_mkdtemp(dir, sizeof dir, "cli");
   CHECK(dir[0]);
   snprintf(cfg, sizeof cfg, "%s/bad.yaml", dir);
   snprintf(db, sizeof db, "%s/r.db", dir);
   for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-    write_file(cfg, BAD[i].text);
+    ru_write_file(cfg, BAD[i].text);
     char *argv[] = {NULL, "run", cfg, "--db", db, BAD[i].set ? "--set" : NULL,
                     (char *)BAD[i].set, NULL};
-    int code = run(argv, err, sizeof err);
+    int code = ru_run(argv, 0, NULL, err, sizeof err);
     CHECK_MSG(code == 2, "case %zu: exit %d, stderr %s", i, code, err);
     if (BAD[i].want) {
       snprintf(want, sizeof want, "%s", cfg);
       size_t l = strlen(want);
-      snprintf(want + l, sizeof want - l, BAD[i].want, known_engines());
+      snprintf(want + l, sizeof want - l, BAD[i].want, ru_known_engines());
     }
     else snprintf(want, sizeof want, "--set %s: batch: must be >= 1\n", BAD[i].set);
     CHECK_MSG(!strcmp(err, want), "case %zu: got '%s' want '%s'", i, err, want);
     struct stat sb;
     CHECK_MSG(stat(db, &sb) < 0, "case %zu: the database was created", i);
   }
-  rm_rf(dir);
+  ru_rm_rf(dir);
 }
 
 TEST(unwritable_db_is_one_line_before_launch) {
   char dir[64], cfg[128], err[4096];
-  mkdir_tmp(dir, sizeof dir);
+  ru_mkdtemp(dir, sizeof dir, "cli");
   snprintf(cfg, sizeof cfg, "%s/ok.yaml", dir);
-  write_file(cfg, "name: t\nworkload: {max_steps: 5}\nengines: [local]\n");
+  ru_write_file(cfg, "name: t\nworkload: {max_steps: 5}\nengines: [local]\n");
   char *argv[] = {NULL, "run", cfg, "--db", "/etc/passwd/x.db", NULL};
-  int code = run(argv, err, sizeof err);
+  int code = ru_run(argv, 0, NULL, err, sizeof err);
   CHECK_EQ_INT(code, 2);
   CHECK_STR_CONTAINS(err, "/etc/passwd/x.db");
   char *nl = strchr(err, '\n');
   CHECK_MSG(nl && nl[1] == '\0', "more than one line: %s", err);
-  rm_rf(dir);
+  ru_rm_rf(dir);
 }
 
 /* ---- real runs ----------------------------------------------------------- */
 
 TEST(local_run_is_recorded_and_repeats_are_bitwise_identical) {
   char dir[64], cfg[128], db[128], err[8192], txt[512];
-  mkdir_tmp(dir, sizeof dir);
+  ru_mkdtemp(dir, sizeof dir, "cli");
   snprintf(cfg, sizeof cfg, "%s/tiny.yaml", dir);
   snprintf(db, sizeof db, "%s/r.db", dir);
-  write_file(cfg, "name: tiny\nrepeat: 2\n"
+  ru_write_file(cfg, "name: tiny\nrepeat: 2\n"
                   "workload: {dataset: fashion-mnist, model: mlp, hidden: [32], batch: 32,\n"
                   "           lr: 0.1, momentum: 0.9, max_steps: 40, eval_every: 20, seed: 3}\n"
                   "engines: [local]\n");
   char *argv[] = {NULL, "run", cfg, "--db", db, NULL};
-  int code = run(argv, err, sizeof err);
+  int code = ru_run(argv, 0, NULL, err, sizeof err);
   CHECK_MSG(code == 0, "exit %d: %s", code, err);
-  CHECK_EQ_INT(query(db, "SELECT count(*) FROM runs WHERE status='ok' AND error IS NULL "
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status='ok' AND error IS NULL "
                          "AND wall_s > 0 AND finished_at IS NOT NULL"), 2);
-  CHECK_EQ_INT(query(db, "SELECT count(*) FROM steps WHERE run_id=1"), 40);
-  CHECK_EQ_INT(query(db, "SELECT count(*) FROM steps WHERE run_id=2"), 40);
-  CHECK_EQ_INT(query(db, "SELECT count(*) FROM steps WHERE loss IS NULL OR loss <= 0"), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps WHERE run_id=1"), 40);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps WHERE run_id=2"), 40);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps WHERE loss IS NULL OR loss <= 0"), 0);
   /* evaluations at steps 0, 20, 40 */
-  CHECK_EQ_INT(query(db, "SELECT count(*) FROM evals WHERE run_id=1"), 3);
-  CHECK_EQ_INT(query(db, "SELECT count(*) FROM evals WHERE run_id=1 AND test_acc > 0.5 AND step=40"), 1);
-  CHECK_EQ_INT(query(db, "SELECT count(*) FROM ranks WHERE run_id=1 AND rank=0 AND role='worker' AND pid > 0"), 1);
-  query_text(db, "SELECT value FROM run_info WHERE run_id=1 AND key='blas'", txt, sizeof txt);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM evals WHERE run_id=1"), 3);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM evals WHERE run_id=1 AND test_acc > 0.5 AND step=40"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM ranks WHERE run_id=1 AND rank=0 AND role='worker' AND pid > 0"), 1);
+  ru_db_text_into(db, "SELECT value FROM run_info WHERE run_id=1 AND key='blas'", txt, sizeof txt);
   CHECK_STR_CONTAINS(txt, "OpenBLAS");
-  query_text(db, "SELECT name || '|' || config_text FROM experiments", txt, sizeof txt);
+  ru_db_text_into(db, "SELECT name || '|' || config_text FROM experiments", txt, sizeof txt);
   CHECK_STR_CONTAINS(txt, "tiny|name: tiny");
-  CHECK_EQ_INT(query(db, "SELECT count(*) FROM runs WHERE repeat=1 AND seed=3 AND engine='local' "
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE repeat=1 AND seed=3 AND engine='local' "
                          "AND options_json LIKE '%\"max_steps\":40%'"), 1);
   /* same seed: the same loss sequence, bit for bit */
-  CHECK_EQ_INT(query(db, "SELECT count(*) FROM steps a JOIN steps b ON a.step=b.step "
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps a JOIN steps b ON a.step=b.step "
                          "WHERE a.run_id=1 AND b.run_id=2 AND a.loss = b.loss"), 40);
-  rm_rf(dir);
+  ru_rm_rf(dir);
 }
 
 /* Start a long local run and wait until the database shows some steps;
@@ -233,88 +128,73 @@ static int start_long_run(const char *dir, char *db, size_t dbcap, pid_t *harnes
   snprintf(cfg, sizeof cfg, "%s/long.yaml", dir);
   snprintf(db, dbcap, "%s/r.db", dir);
   snprintf(errpath, sizeof errpath, "%s/stderr", dir);
-  write_file(cfg, "name: long\n"
+  ru_write_file(cfg, "name: long\n"
                   "workload: {model: mlp, hidden: [64], batch: 16, epochs: 100, eval_every: 100000}\n"
                   "engines: [local]\n");
   char *argv[] = {NULL, "run", cfg, "--db", (char *)db, NULL};
-  *harness = start(argv, errpath);
-  double until = sg_now() + 60;
+  *harness = ru_start(argv, errpath, 0, NULL);
   *rank_pid = 0;
-  while (sg_now() < until) {
-    if (query(db, "SELECT count(*) FROM steps") >= 5) {
-      *rank_pid = (int)query(db, "SELECT pid FROM ranks WHERE run_id=1 AND rank=0");
-      if (*rank_pid > 0) return 0;
-    }
-    nap_ms(20);
-  }
-  return -1;
-}
-
-/* Wait for pid to exit, at most `secs`; returns its exit code or -1. */
-static int wait_exit(pid_t pid, double secs) {
-  double until = sg_now() + secs;
-  int st;
-  while (sg_now() < until) {
-    pid_t p = waitpid(pid, &st, WNOHANG);
-    if (p == pid) return exit_code(st);
-    nap_ms(20);
-  }
-  return -1;
+  if (ru_db_wait(db, "SELECT (SELECT count(*) FROM steps) >= 5 AND "
+                     "(SELECT pid FROM ranks WHERE run_id=1 AND rank=0) > 0",
+                 1, 60, *harness, NULL) < 0)
+    return -1;
+  *rank_pid = (int)ru_db_int(db, "SELECT pid FROM ranks WHERE run_id=1 AND rank=0");
+  return *rank_pid > 0 ? 0 : -1;
 }
 
 TEST(rank_killed_with_sigkill_fails_the_run_quickly) {
   char dir[64], db[128], err[512], want[128];
-  mkdir_tmp(dir, sizeof dir);
+  ru_mkdtemp(dir, sizeof dir, "cli");
   pid_t h;
   int rp;
   CHECK_MSG(start_long_run(dir, db, sizeof db, &h, &rp) == 0, "no steps recorded within 60 s");
-  long long before = query(db, "SELECT count(*) FROM steps");
+  long long before = ru_db_int(db, "SELECT count(*) FROM steps");
   CHECK(kill(rp, SIGKILL) == 0);
-  int code = wait_exit(h, 10.0);
+  int code = ru_wait_exit_code(h, 10.0);
   if (code < 0) kill(h, SIGKILL), waitpid(h, NULL, 0);
   CHECK_MSG(code == 1, "harness exit %d (-1: still running 10 s after the kill)", code);
-  query_text(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
+  ru_db_text_into(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
   snprintf(want, sizeof want, "failed: rank 0 (worker, ");
   CHECK_STR_CONTAINS(err, want);
   snprintf(want, sizeof want, "pid %d): killed by signal 9", rp);
   CHECK_STR_CONTAINS(err, want);
-  CHECK(query(db, "SELECT count(*) FROM steps") >= before);
+  CHECK(ru_db_int(db, "SELECT count(*) FROM steps") >= before);
   CHECK(kill(rp, 0) < 0 && errno == ESRCH);
-  rm_rf(dir);
+  ru_rm_rf(dir);
 }
 
 TEST(sigint_interrupts_the_run) {
   char dir[64], db[128], err[512];
-  mkdir_tmp(dir, sizeof dir);
+  ru_mkdtemp(dir, sizeof dir, "cli");
   pid_t h;
   int rp;
   CHECK_MSG(start_long_run(dir, db, sizeof db, &h, &rp) == 0, "no steps recorded within 60 s");
   CHECK(kill(h, SIGINT) == 0);
-  int code = wait_exit(h, 10.0);
+  int code = ru_wait_exit_code(h, 10.0);
   if (code < 0) kill(h, SIGKILL), waitpid(h, NULL, 0);
   CHECK_EQ_INT(code, 130);
-  query_text(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
+  ru_db_text_into(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
   CHECK_MSG(!strcmp(err, "failed: interrupted"), "%s", err);
   CHECK(kill(rp, 0) < 0 && errno == ESRCH);
-  rm_rf(dir);
+  ru_rm_rf(dir);
 }
 
 TEST(mpirun_launcher_runs_ranks) {
   char dir[64], cfg[128], db[128], err[8192];
-  mkdir_tmp(dir, sizeof dir);
+  ru_mkdtemp(dir, sizeof dir, "cli");
   snprintf(cfg, sizeof cfg, "%s/mpi.yaml", dir);
   snprintf(db, sizeof db, "%s/r.db", dir);
-  write_file(cfg, "name: mpi\nworkers: 2\ntransport: mpi\n"
+  ru_write_file(cfg, "name: mpi\nworkers: 2\ntransport: mpi\n"
                   "workload: {hidden: [16], batch: 16, max_steps: 10, eval_every: 10}\n"
                   "engines: [local, {engine: allreduce, algorithm: ring}]\n");
   char *argv[] = {NULL, "run", cfg, "--db", db, NULL};
-  int code = run(argv, err, sizeof err);
+  int code = ru_run(argv, 0, NULL, err, sizeof err);
   CHECK_MSG(code == 0, "exit %d: %s", code, err);
-  CHECK_EQ_INT(query(db, "SELECT count(*) FROM runs WHERE status='ok' AND launcher='mpirun' "
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status='ok' AND launcher='mpirun' "
                          "AND transport='mpi'"), 2);
-  CHECK_EQ_INT(query(db, "SELECT count(*) FROM ranks WHERE run_id=2"), 2);
-  CHECK_EQ_INT(query(db, "SELECT count(*) FROM steps WHERE run_id=2"), 20);
-  rm_rf(dir);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM ranks WHERE run_id=2"), 2);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps WHERE run_id=2"), 20);
+  ru_rm_rf(dir);
 }
 
 /* ---- faults and process handling ---------------------------------------- */
@@ -352,114 +232,60 @@ TEST(mpirun_notices_name_the_rank) {
   CHECK(n.improper);
 }
 
-/* State of a process from /proc: 0 gone or a zombie (dead, not yet reaped
- * by its new parent), 'T' stopped, else its state letter. */
-static int proc_state(int pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *rp = strrchr(buf, ')');
-  if (!rp || rp[1] != ' ') return 0;
-  return rp[2] == 'Z' || rp[2] == 'X' ? 0 : rp[2];
-}
-
-/* Wait up to secs for pid to be gone; 1 when it is. */
-static int wait_gone(int pid, double secs) {
-  double until = sg_now() + secs;
-  while (proc_state(pid)) {
-    if (sg_now() > until) return 0;
-    nap_ms(20);
-  }
-  return 1;
-}
-
-/* The pid of parent's child whose command name is comm, or 0. */
-static int child_named(pid_t parent, const char *comm) {
-  DIR *d = opendir("/proc");
-  int found = 0;
-  struct dirent *e;
-  while (d && !found && (e = readdir(d))) {
-    int pid = atoi(e->d_name);
-    if (pid <= 0) continue;
-    char path[64], buf[512], name[64];
-    int ppid;
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *lp = strchr(buf, '('), *rp = strrchr(buf, ')');
-    if (!lp || !rp || rp - lp - 1 >= (long)sizeof name) continue;
-    snprintf(name, sizeof name, "%.*s", (int)(rp - lp - 1), lp + 1);
-    if (sscanf(rp + 2, "%*c %d", &ppid) == 1 && ppid == parent && !strcmp(name, comm)) found = pid;
-  }
-  if (d) closedir(d);
-  return found;
-}
-
 /* Start `sgdlab run` on the config text and wait until every one of the
  * run's nprocs ranks has said hello and rank `rank` has recorded steps;
  * the ranks' pids go to pids[]. */
 static int start_run_until_steps(const char *dir, const char *text, int nprocs, int rank, char *db,
                                  size_t dbcap, pid_t *harness, int *pids) {
-  char cfg[128], errpath[128], sql[160];
+  char cfg[128], errpath[128], sql[256];
   snprintf(cfg, sizeof cfg, "%s/run.yaml", dir);
   snprintf(db, dbcap, "%s/r.db", dir);
   snprintf(errpath, sizeof errpath, "%s/stderr", dir);
-  write_file(cfg, text);
+  ru_write_file(cfg, text);
   char *argv[] = {NULL, "run", cfg, "--db", (char *)db, NULL};
-  *harness = start(argv, errpath);
-  snprintf(sql, sizeof sql, "SELECT count(*) FROM steps WHERE rank=%d", rank);
-  double until = sg_now() + 60;
-  while (sg_now() < until) {
-    if (query(db, "SELECT count(*) FROM ranks WHERE pid > 0") == nprocs && query(db, sql) >= 5) {
-      for (int r = 0; r < nprocs; r++) {
-        char q[96];
-        snprintf(q, sizeof q, "SELECT pid FROM ranks WHERE run_id=1 AND rank=%d", r);
-        pids[r] = (int)query(db, q);
-      }
-      return 0;
-    }
-    if (waitpid(*harness, NULL, WNOHANG) == *harness) return -1;
-    nap_ms(20);
+  *harness = ru_start(argv, errpath, 0, NULL);
+  snprintf(sql, sizeof sql,
+           "SELECT (SELECT count(*) FROM ranks WHERE pid > 0) = %d AND "
+           "(SELECT count(*) FROM steps WHERE rank=%d) >= 5",
+           nprocs, rank);
+  if (ru_db_wait(db, sql, 1, 60, *harness, NULL) < 0) return -1;
+  for (int r = 0; r < nprocs; r++) {
+    char q[96];
+    snprintf(q, sizeof q, "SELECT pid FROM ranks WHERE run_id=1 AND rank=%d", r);
+    pids[r] = (int)ru_db_int(db, q);
   }
-  return -1;
+  return 0;
 }
 
 TEST(mpirun_rank_killed_is_named_and_nothing_is_left) {
   char dir[64], db[128], err[1024], want[160];
   int pids[3];
   pid_t h;
-  mkdir_tmp(dir, sizeof dir);
+  ru_mkdtemp(dir, sizeof dir, "cli");
   CHECK_MSG(start_run_until_steps(dir,
                                   "name: mpikill\nworkers: 3\ntransport: mpi\ndeadline: 5\n"
                                   "workload: {hidden: [16], batch: 16, epochs: 100, eval_every: 100000}\n"
                                   "engines: [{engine: allreduce, algorithm: ring}]\n",
                                   3, 2, db, sizeof db, &h, pids) == 0,
             "the mpirun run did not get going within 60 s");
-  int mpirun = child_named(h, "mpirun");
+  int mpirun = ru_child_named(h, "mpirun");
   CHECK_MSG(mpirun > 0, "no mpirun child of sgdlab (pid %d)", (int)h);
   CHECK(kill(pids[2], SIGKILL) == 0);
-  int code = wait_exit(h, 10.0);
+  int code = ru_wait_exit_code(h, 10.0);
   if (code < 0) kill(h, SIGKILL), waitpid(h, NULL, 0);
   CHECK_MSG(code == 1, "harness exit %d (-1: still running 10 s after the kill)", code);
-  query_text(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
+  ru_db_text_into(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
   char host[64] = "";
   gethostname(host, sizeof host - 1);
   snprintf(want, sizeof want, "failed: rank 2 (worker, %s, pid %d): killed by signal 9", host, pids[2]);
   CHECK_STR_CONTAINS(err, want);
   /* Open MPI's own words are kept with the failed run */
-  query_text(db, "SELECT value FROM run_info WHERE run_id=1 AND key='mpirun_stderr'", err, sizeof err);
+  ru_db_text_into(db, "SELECT value FROM run_info WHERE run_id=1 AND key='mpirun_stderr'", err, sizeof err);
   CHECK_STR_CONTAINS(err, "rank 2");
   for (int r = 0; r < 3; r++)
-    CHECK_MSG(wait_gone(pids[r], 5.0), "rank %d (pid %d) still there", r, pids[r]);
-  CHECK_MSG(wait_gone(mpirun, 5.0), "mpirun (pid %d) still there", mpirun);
-  rm_rf(dir);
+    CHECK_MSG(ru_wait_gone(pids[r], 5.0, 0), "rank %d (pid %d) still there", r, pids[r]);
+  CHECK_MSG(ru_wait_gone(mpirun, 5.0, 0), "mpirun (pid %d) still there", mpirun);
+  ru_rm_rf(dir);
 }
 
 TEST(silent_rank_fails_the_run_with_the_noticing_rank_message) {
@@ -467,7 +293,7 @@ TEST(silent_rank_fails_the_run_with_the_noticing_rank_message) {
   int pids[3];
   pid_t h;
   const double deadline = 2.0;
-  mkdir_tmp(dir, sizeof dir);
+  ru_mkdtemp(dir, sizeof dir, "cli");
   CHECK_MSG(start_run_until_steps(dir,
                                   "name: stop\nworkers: 3\ntransport: zmq\ndeadline: 2\n"
                                   "workload: {hidden: [16], batch: 16, epochs: 100, eval_every: 100000}\n"
@@ -476,21 +302,21 @@ TEST(silent_rank_fails_the_run_with_the_noticing_rank_message) {
             "the run did not get going within 60 s");
   CHECK(kill(pids[1], SIGSTOP) == 0);
   double t = sg_now();
-  int code = wait_exit(h, 2 * deadline + 1.0);
+  int code = ru_wait_exit_code(h, 2 * deadline + 1.0);
   double took = sg_now() - t;
   if (code < 0) kill(h, SIGKILL), waitpid(h, NULL, 0), kill(pids[1], SIGKILL);
   CHECK_MSG(code == 1, "harness exit %d (-1: still running %.0f s after the SIGSTOP)", code,
             2 * deadline + 1.0);
   CHECK_MSG(took <= 2 * deadline, "took %.2f s after the SIGSTOP (deadline %.0f s)", took,
             deadline);
-  query_text(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
+  ru_db_text_into(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
   /* the first meaningful error: another rank's, naming the silent rank 1,
    * never a signal the harness itself sent while stopping the run */
   CHECK_MSG(!strncmp(err, "failed: rank ", 13) && strncmp(err, "failed: rank 1 (", 16), "%s", err);
   CHECK_STR_CONTAINS(err, ": rank 1 (");
   CHECK_MSG(!strstr(err, "killed by signal"), "%s", err);
-  CHECK_MSG(wait_gone(pids[1], 2.0), "the stopped rank (pid %d) is still there", pids[1]);
-  for (int r = 0; r < 3; r++) CHECK_MSG(wait_gone(pids[r], 2.0), "rank %d still there", r);
+  CHECK_MSG(ru_wait_gone(pids[1], 2.0, 0), "the stopped rank (pid %d) is still there", pids[1]);
+  for (int r = 0; r < 3; r++) CHECK_MSG(ru_wait_gone(pids[r], 2.0, 0), "rank %d still there", r);
   /* one summary line on stdout is the harness's; stderr has the rank's line */
   snprintf(errpath, sizeof errpath, "%s/stderr", dir);
   FILE *f = fopen(errpath, "r");
@@ -498,7 +324,7 @@ TEST(silent_rank_fails_the_run_with_the_noticing_rank_message) {
   out[n] = '\0';
   if (f) fclose(f);
   CHECK_STR_CONTAINS(out, "rank 1 (");
-  rm_rf(dir);
+  ru_rm_rf(dir);
 }
 
 /* A ps run with one server and three workers on zmq; worker rank 2 is
@@ -510,7 +336,7 @@ static void ps_kill_worker(const char *mode, int *code, char *err, size_t errcap
   pid_t h;
   *code = -2;
   err[0] = dead[0] = '\0';
-  mkdir_tmp(dir, sizeof dir);
+  ru_mkdtemp(dir, sizeof dir, "cli");
   snprintf(text, sizeof text,
            "name: ps-%s\nworkers: 3\ntransport: zmq\ndeadline: 3\n"
            "workload: {hidden: [16], batch: 16, max_steps: 300, eval_every: 100}\n"
@@ -518,29 +344,26 @@ static void ps_kill_worker(const char *mode, int *code, char *err, size_t errcap
            mode, mode);
   if (start_run_until_steps(dir, text, 4, 2, db, sizeof db, &h, pids) < 0) {
     kill(h, SIGKILL), waitpid(h, NULL, 0);
-    rm_rf(dir);
+    ru_rm_rf(dir);
     return;
   }
   *killed_pid = pids[2];
   kill(pids[2], SIGKILL);
-  *code = wait_exit(h, 60.0);
+  *code = ru_wait_exit_code(h, 60.0);
   if (*code < 0) kill(h, SIGKILL), waitpid(h, NULL, 0);
-  query_text(db, "SELECT status || ': ' || coalesce(error, '') FROM runs WHERE id=1", err, errcap);
-  query_text(db, "SELECT value FROM run_info WHERE run_id=1 AND key='dead_rank.2'", dead, deadcap);
+  ru_db_text_into(db, "SELECT status || ': ' || coalesce(error, '') FROM runs WHERE id=1", err, errcap);
+  ru_db_text_into(db, "SELECT value FROM run_info WHERE run_id=1 AND key='dead_rank.2'", dead, deadcap);
   /* the other workers (ranks 1 and 3; rank 0 is the server) did all 300 steps */
-  *done_ok = query(db, "SELECT count(DISTINCT rank) FROM steps WHERE run_id=1 AND rank IN (1, 3) "
+  *done_ok = ru_db_int(db, "SELECT count(DISTINCT rank) FROM steps WHERE run_id=1 AND rank IN (1, 3) "
                        "AND step = 299");
-  for (int r = 0; r < 4; r++) wait_gone(pids[r], 5.0);
-  rm_rf(dir);
+  for (int r = 0; r < 4; r++) ru_wait_gone(pids[r], 5.0, 0);
+  ru_rm_rf(dir);
 }
 
 TEST(async_ps_survives_a_dead_worker_and_sync_does_not) {
   const sg_engine_t *ps = sg_engine_find("ps");
-  if (!ps || !ps->tolerates_exit) {
-    fprintf(stderr, "SKIPPED async_ps_survives_a_dead_worker: the ps engine %s\n",
+  CHECK_MSG(ps && ps->tolerates_exit, "the ps engine %s",
             ps ? "declares no tolerates_exit" : "is not registered");
-    return;
-  }
   char err[1024], dead[512], want[160], host[64] = "";
   int code, pid = 0;
   long long finished = 0;

@@ -9,26 +9,13 @@
 #include "err.h"
 #include "opts.h"
 #include "settings.h"
+#include "run_util.h"
 #include "test.h"
 #include "workload.h"
 
-static sg_opts_t *mk(const char *kv) {
-  /* "k=v k=v ..." on top of the settings defaults */
-  sg_opts_t *o = sg_opts_new();
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s", kv);
-  for (char *t = strtok(buf, " "); t; t = strtok(NULL, " ")) {
-    char *eq = strchr(t, '=');
-    *eq = '\0';
-    sg_opts_set(o, t, eq + 1);
-  }
-  sg_settings_defaults(sg_settings, o);
-  return o;
-}
-
 /* Train `steps` steps; losses[] gets each step's loss. */
 static int train(const char *kv, int steps, double *losses, sg_eval_t *ev) {
-  sg_opts_t *o = mk(kv);
+  sg_opts_t *o = ru_opts_kv(kv);
   sg_workload_t *w = NULL;
   sg_optim_t *opt = NULL;
   float *p = NULL, *g = NULL;
@@ -71,8 +58,8 @@ TEST(same_seed_same_losses_bitwise) {
  * for the same parameters, up to summation order; across an epoch boundary. */
 TEST(workers_union_equals_local) {
   enum { N = 3, b = 8 };
-  sg_opts_t *ow = mk("dataset=fashion-mnist train_samples=600 model=mlp hidden=16 batch=8 seed=2");
-  sg_opts_t *ol = mk("dataset=fashion-mnist train_samples=600 model=mlp hidden=16 batch=24 seed=2");
+  sg_opts_t *ow = ru_opts_kv("dataset=fashion-mnist train_samples=600 model=mlp hidden=16 batch=8 seed=2");
+  sg_opts_t *ol = ru_opts_kv("dataset=fashion-mnist train_samples=600 model=mlp hidden=16 batch=24 seed=2");
   sg_workload_t *w[N] = {0}, *l = NULL;
   for (int i = 0; i < N; i++) CHECK_OK(sg_workload_new(&w[i], ow, i, N, SG_WL_TRAIN));
   CHECK_OK(sg_workload_new(&l, ol, 0, 1, SG_WL_TRAIN));
@@ -112,7 +99,7 @@ TEST(workers_union_equals_local) {
 }
 
 TEST(fashion_mnist_softmax_learns_and_describes) {
-  sg_opts_t *o = mk("dataset=fashion-mnist model=mlp");
+  sg_opts_t *o = ru_opts_kv("dataset=fashion-mnist model=mlp");
   sg_workload_t *w = NULL;
   CHECK_OK(sg_workload_new(&w, o, 0, 1, SG_WL_TEST));
   CHECK_STR_CONTAINS(sg_workload_describe(w),
@@ -133,7 +120,7 @@ TEST(fashion_mnist_softmax_learns_and_describes) {
 }
 
 TEST(server_needs_no_data) {
-  sg_opts_t *o = mk("dataset=fashion-mnist model=mlp hidden=64 batch=32 epochs=2.5 workers=4");
+  sg_opts_t *o = ru_opts_kv("dataset=fashion-mnist model=mlp hidden=64 batch=32 epochs=2.5 workers=4");
   sg_workload_t *w = NULL;
   CHECK_OK(sg_workload_new(&w, o, 1, 4, 0));
   CHECK_EQ_INT(sg_workload_nparams(w), 784 * 64 + 64 + 64 * 10 + 10);
@@ -189,7 +176,7 @@ TEST(libsvm_separable_evaluates_high) {
   /* classes=2: label 2 on some line is out of range, named file:line */
   snprintf(kv, sizeof kv, "dataset=libsvm train_file=%s test_file=%s classes=2 model=softmax", tr,
            te);
-  sg_opts_t *o = mk(kv);
+  sg_opts_t *o = ru_opts_kv(kv);
   sg_workload_t *w = NULL;
   CHECK_EQ_INT(sg_workload_new(&w, o, 0, 1, SG_WL_ALL), SG_EFORMAT);
   CHECK_STR_CONTAINS(sg_err_msg(), tr);
@@ -209,20 +196,20 @@ TEST(synthetic_dense_and_sparse_learn) {
 }
 
 TEST(config_errors_name_the_key) {
-  sg_opts_t *o = mk("dataset=fashion-mnist batch=40000");
+  sg_opts_t *o = ru_opts_kv("dataset=fashion-mnist batch=40000");
   sg_workload_t *w = NULL;
   CHECK_EQ_INT(sg_workload_new(&w, o, 0, 2, 0), SG_ECONFIG);
   CHECK_STR_CONTAINS(sg_err_msg(), "batch");
   sg_opts_destroy(&o);
-  o = mk("dataset=fashion-mnist data_dir=/nonexistent/fm");
+  o = ru_opts_kv("dataset=fashion-mnist data_dir=/nonexistent/fm");
   CHECK_EQ_INT(sg_workload_new(&w, o, 0, 1, SG_WL_ALL), SG_ENOTFOUND);
   CHECK_STR_CONTAINS(sg_err_msg(), "/nonexistent/fm");
   sg_opts_destroy(&o);
-  o = mk("dataset=libsvm");
+  o = ru_opts_kv("dataset=libsvm");
   CHECK_EQ_INT(sg_workload_new(&w, o, 0, 1, SG_WL_ALL), SG_ECONFIG);
   CHECK_STR_CONTAINS(sg_err_msg(), "train_file");
   sg_opts_destroy(&o);
-  o = mk("dataset=synthetic");
+  o = ru_opts_kv("dataset=synthetic");
   CHECK_EQ_INT(sg_workload_new(&w, o, 2, 2, 0), SG_EINVAL);
   sg_opts_destroy(&o);
   CHECK(w == NULL);

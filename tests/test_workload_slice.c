@@ -15,25 +15,12 @@
 #include "err.h"
 #include "opts.h"
 #include "settings.h"
+#include "run_util.h"
 #include "test.h"
 #include "workload.h"
 
 #define RTOL 1e-5
 #define B 48
-
-static sg_opts_t *mk(const char *kv) {
-  /* "k=v k=v ..." on top of the settings defaults */
-  sg_opts_t *o = sg_opts_new();
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s", kv);
-  for (char *t = strtok(buf, " "); t; t = strtok(NULL, " ")) {
-    char *eq = strchr(t, '=');
-    *eq = '\0';
-    sg_opts_set(o, t, eq + 1);
-  }
-  sg_settings_defaults(sg_settings, o);
-  return o;
-}
 
 enum { W_COUNT, W_EQUAL, W_DROP_LAST }; /* correct, and two planted bugs */
 
@@ -80,7 +67,7 @@ static const int whole[] = {B}, one_rest[] = {1, 47}, five[] = {10, 10, 10, 9, 9
 static int singles[B];
 
 static void check_partitions(const char *kv) {
-  sg_opts_t *o = mk(kv);
+  sg_opts_t *o = ru_opts_kv(kv);
   sg_workload_t *w = NULL;
   float *p = NULL;
   CHECK_OK(sg_workload_new(&w, o, 0, 1, SG_WL_TRAIN));
@@ -132,7 +119,7 @@ TEST(sparse_softmax_slices_sum_to_the_batch) {
 
 /* The whole slice is sg_workload_grad, bit for bit. */
 TEST(whole_slice_is_grad_bitwise) {
-  sg_opts_t *o = mk("dataset=fashion-mnist train_samples=1000 model=mlp hidden=16 batch=48 seed=3");
+  sg_opts_t *o = ru_opts_kv("dataset=fashion-mnist train_samples=1000 model=mlp hidden=16 batch=48 seed=3");
   sg_workload_t *w = NULL;
   CHECK_OK(sg_workload_new(&w, o, 0, 1, SG_WL_TRAIN));
   size_t n = sg_workload_nparams(w);
@@ -155,7 +142,7 @@ TEST(whole_slice_is_grad_bitwise) {
 }
 
 TEST(slices_outside_the_batch_are_errors) {
-  sg_opts_t *o = mk("dataset=fashion-mnist train_samples=1000 model=softmax batch=48 seed=3");
+  sg_opts_t *o = ru_opts_kv("dataset=fashion-mnist train_samples=1000 model=softmax batch=48 seed=3");
   sg_workload_t *w = NULL;
   CHECK_OK(sg_workload_new(&w, o, 0, 1, SG_WL_TRAIN));
   size_t n = sg_workload_nparams(w);
