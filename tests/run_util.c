@@ -435,6 +435,30 @@ fail:
   return rc;
 }
 
+/* ---- equivalence with `local` as processes --------------------------------- */
+
+void ru_equivalence_case(const char *tag, const char *config_name, int workers,
+                         const char *const (*variants)[2], size_t nvariants, double rtol) {
+  const char *d = ru_scratch(tag);
+  CHECK(d);
+  char cfg[128], db[128], ref[128], dump[128];
+  snprintf(cfg, sizeof cfg, "%s/eq.yaml", d);
+  snprintf(db, sizeof db, "%s/eq.db", d);
+  snprintf(ref, sizeof ref, "%s/local.bin", d);
+  CHECK_OK(ru_write_train_config(cfg, config_name, "local", NULL, ref, workers, 100));
+  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  for (size_t v = 0; v < nvariants; v++) {
+    snprintf(dump, sizeof dump, "%s/v%zu.bin", d, v);
+    CHECK_OK(ru_write_train_config(cfg, config_name, variants[v][0], NULL, dump, workers, 100));
+    CHECK_MSG(ru_sgdlab_run(cfg, db) == 0, "%s: sgdlab run failed", variants[v][1]);
+    double dist = ru_rel_distance(dump, ref, NULL);
+    fprintf(stderr, "  %s: relative distance to local %.3g\n", variants[v][1], dist);
+    CHECK_MSG(dist >= 0 && dist <= rtol, "%s: distance %.3g > %g", variants[v][1], dist, rtol);
+    unlink(dump);
+  }
+  unlink(ref);
+}
+
 /* ---- the fault case ------------------------------------------------------ */
 
 void ru_fault_case(const ru_fault_t *f) {

@@ -155,6 +155,15 @@ struct sg_opts *ru_train_opts(const char *engine, int workers, const char *dump,
  * where the final parameters go); 0 or a negative SG_E* code. */
 int ru_run_local(const struct sg_opts *o, int workers);
 
+/* ---- equivalence with `local` as processes --------------------------------- */
+
+/* `local` once with the fixture config (100 steps, `workers`), then each
+ * variant (engine entry, label) the same way; each variant's dump_params
+ * must be within relative L2 distance rtol of local's.  CHECKs (the
+ * calling test fails on the first). */
+void ru_equivalence_case(const char *tag, const char *config_name, int workers,
+                         const char *const (*variants)[2], size_t nvariants, double rtol);
+
 /* ---- the fault case of the engine run tests ------------------------------ */
 
 /* An engine run as real processes through `sgdlab run` (fixture config,

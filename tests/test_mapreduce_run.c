@@ -24,30 +24,13 @@
 
 /* local once, then each mapreduce variant against it. */
 TEST(processes_match_local_on_both_transports) {
-  const char *d = ru_scratch("mrrun");
-  CHECK(d);
-  char cfg[128], db[128], ref[128], dump[128];
-  snprintf(cfg, sizeof cfg, "%s/eq.yaml", d);
-  snprintf(db, sizeof db, "%s/eq.db", d);
-  snprintf(ref, sizeof ref, "%s/local.bin", d);
-  CHECK_OK(ru_write_train_config(cfg, "mr-test", "local", NULL, ref, 3, 100));
-  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
   static const char *const variants[][2] = {
       {"{engine: mapreduce, transport: zmq}", "zmq flat"},
       {"{engine: mapreduce, transport: zmq, broadcast: tree, aggregate: tree}", "zmq tree"},
       {"{engine: mapreduce, transport: mpi}", "mpi flat"},
       {"{engine: mapreduce, transport: mpi, broadcast: tree, aggregate: tree, partitions: 5}", "mpi tree P=5 (48 = 10+10+10+9+9)"},
   };
-  for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
-    snprintf(dump, sizeof dump, "%s/mr%zu.bin", d, v);
-    CHECK_OK(ru_write_train_config(cfg, "mr-test", variants[v][0], NULL, dump, 3, 100));
-    CHECK_MSG(ru_sgdlab_run(cfg, db) == 0, "%s: sgdlab run failed", variants[v][1]);
-    double dist = ru_rel_distance(dump, ref, NULL);
-    fprintf(stderr, "  %s: relative distance to local %.3g\n", variants[v][1], dist);
-    CHECK_MSG(dist >= 0 && dist <= RTOL, "%s: distance %.3g > %g", variants[v][1], dist, RTOL);
-    unlink(dump);
-  }
-  unlink(ref);
+  ru_equivalence_case("mrrun", "mr-test", 3, variants, sizeof variants / sizeof *variants, RTOL);
 }
 
 /* ---- faults ------------------------------------------------------------ */

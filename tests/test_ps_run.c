@@ -47,30 +47,13 @@ static void kill_case(const char *transport, int victim, int sig, int must_name,
 }
 
 TEST(sync_processes_match_local_on_both_transports) {
-  const char *d = ru_scratch("psrun");
-  CHECK(d);
-  char cfg[128], db[128], ref[128], dump[128];
-  snprintf(cfg, sizeof cfg, "%s/eq.yaml", d);
-  snprintf(db, sizeof db, "%s/eq.db", d);
-  snprintf(ref, sizeof ref, "%s/local.bin", d);
-  CHECK_OK(ru_write_train_config(cfg, "ps-test", "local", NULL, ref, 4, 100));
-  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
   static const char *const variants[][2] = {
       {"{engine: ps, mode: sync, servers: 1, transport: zmq}", "zmq S=1"},
       {"{engine: ps, mode: sync, servers: 2, transport: zmq}", "zmq S=2"},
       {"{engine: ps, mode: sync, servers: 1, transport: mpi}", "mpi S=1"},
       {"{engine: ps, mode: sync, servers: 2, transport: mpi}", "mpi S=2"},
   };
-  for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
-    snprintf(dump, sizeof dump, "%s/ps%zu.bin", d, v);
-    CHECK_OK(ru_write_train_config(cfg, "ps-test", variants[v][0], NULL, dump, 4, 100));
-    CHECK_MSG(ru_sgdlab_run(cfg, db) == 0, "%s: sgdlab run failed", variants[v][1]);
-    double dist = ru_rel_distance(dump, ref, NULL);
-    fprintf(stderr, "  %s: relative distance to local %.3g\n", variants[v][1], dist);
-    CHECK_MSG(dist >= 0 && dist <= RTOL, "%s: distance %.3g > %g", variants[v][1], dist, RTOL);
-    unlink(dump);
-  }
-  unlink(ref);
+  ru_equivalence_case("psrun", "ps-test", 4, variants, sizeof variants / sizeof *variants, RTOL);
 }
 
 /* Pairs (w at step t, v at step t-lag) where w started before v's push

@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "err.h"
+#include "run_util.h"
 #include "test.h"
 
 static const char SCHEMA[] =
@@ -264,21 +265,9 @@ static int exists(const char *dir, const char *name) {
 
 static char db_path[300];
 
-static int rm_entry(const char *path, const struct stat *sb, int type,
-                    struct FTW *ftw) {
-  return remove(path);
-}
-
 /* Remove the scratch directory at exit; SGDLAB_KEEP_TMP=1 keeps it to look
  * at the figures. */
-static void cleanup(void) {
-  const char *keep = getenv("SGDLAB_KEEP_TMP");
-  if (keep && *keep && strcmp(keep, "0")) {
-    fprintf(stderr, "kept %s\n", tmpdir);
-    return;
-  }
-  nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
+static void cleanup(void) { ru_rm_rf(tmpdir); }
 
 static void setup(void) {
   if (!*tmpdir) {

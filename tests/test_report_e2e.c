@@ -3,17 +3,16 @@
  * `show` read that database.  The summary's numbers are checked against
  * SQL over the same file.
  */
-#define _GNU_SOURCE /* nftw */
-#include <ftw.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run_util.h"
 #include "test.h"
 
-static char tmpdir[256], db[320], out_path[320];
+static char tmpdir[256], db[320];
 
 static const char CONFIG[] =
     "name: e2e\n"
@@ -25,57 +24,22 @@ static const char CONFIG[] =
     "  - local\n"
     "  - {engine: ps, mode: sync}\n";
 
-/* Run $SGDLAB_BIN_DIR/harness/sgdlab with args in tmpdir; output (stdout +
- * stderr) into *out (malloc'd); returns the exit code. */
+/* Run sgdlab with args in tmpdir; output (stdout + stderr) into *out
+ * (malloc'd); returns the exit code. */
 static int sgdlab(char **out, ...) {
-  const char *bin_dir = getenv("SGDLAB_BIN_DIR");
-  char bin[512], *argv[16];
-  int argc = 0, status;
+  char *argv[16];
+  int argc = 1;
   va_list ap;
-  snprintf(bin, sizeof bin, "%s/harness/sgdlab", bin_dir ? bin_dir : ".");
-  argv[argc++] = bin;
+  argv[0] = NULL; /* ru_run puts the binary there */
   va_start(ap, out);
   for (const char *a; argc < 15 && (a = va_arg(ap, const char *));) argv[argc++] = (char *)a;
   va_end(ap);
   argv[argc] = NULL;
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    FILE *f = fopen(out_path, "w");
-    if (!f || chdir(tmpdir) != 0) _exit(99);
-    dup2(fileno(f), 1);
-    dup2(fileno(f), 2);
-    execv(bin, argv);
-    _exit(127);
-  }
-  if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
-  *out = calloc(1, 1 << 16);
-  FILE *f = fopen(out_path, "r");
-  if (f && *out) (*out)[fread(*out, 1, (1 << 16) - 1, f)] = '\0';
-  if (f) fclose(f);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (!(*out = calloc(1, 1 << 16))) return -1;
+  return ru_run(argv, 1, tmpdir, *out, 1 << 16);
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  char *buf = calloc(1, 1 << 17);
-  if (f && buf) buf[fread(buf, 1, (1 << 17) - 1, f)] = '\0';
-  if (f) fclose(f);
-  return buf;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
-  return remove(path);
-}
-
-static void cleanup(void) {
-  const char *keep = getenv("SGDLAB_KEEP_TMP");
-  if (keep && *keep && strcmp(keep, "0")) {
-    fprintf(stderr, "kept %s\n", tmpdir);
-    return;
-  }
-  nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
+static void cleanup(void) { ru_rm_rf(tmpdir); }
 
 /* Final test accuracy of the first ok run with this engine and workers,
  * straight from SQL. */
@@ -98,13 +62,21 @@ static double final_acc(const char *engine, int workers) {
   return acc;
 }
 
+/* The line of md that starts with `start` into buf (NULL when none), so a
+ * value is looked for in its own row only. */
+static const char *table_row(const char *md, const char *start, char *buf, size_t cap) {
+  const char *at = md ? strstr(md, start) : NULL;
+  if (!at) return NULL;
+  size_t len = strcspn(at, "\n");
+  snprintf(buf, cap, "%.*s", (int)(len < cap ? len : cap - 1), at);
+  return buf;
+}
+
 TEST(run_then_report) {
-  char *out = NULL, path[600], row[128];
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/sgreport-e2e-XXXXXX");
-  CHECK(mkdtemp(tmpdir));
+  char *out = NULL, path[600], row[128], line[1024];
+  CHECK(ru_mkdtemp(tmpdir, sizeof tmpdir, "report-e2e") == 0);
   atexit(cleanup);
   snprintf(db, sizeof db, "%s/e2e.db", tmpdir);
-  snprintf(out_path, sizeof out_path, "%s/cmd.out", tmpdir);
   snprintf(path, sizeof path, "%s/e2e.yaml", tmpdir);
   FILE *f = fopen(path, "w");
   CHECK(f);
@@ -128,7 +100,7 @@ TEST(run_then_report) {
     CHECK_MSG(stat(path, &sb) == 0 && sb.st_size > 1000, "%s", path);
   }
   snprintf(path, sizeof path, "%s/results/e2e/summary.md", tmpdir);
-  char *md = slurp(path);
+  char *md = ru_slurp(path, 1 << 17);
   CHECK(md);
   CHECK_STR_CONTAINS(md, "# Experiment e2e (id 1)");
   /* final accuracy in the table = the last eval in the database */
@@ -137,13 +109,13 @@ TEST(run_then_report) {
   snprintf(row, sizeof row, "| local | 1 | 1 | ok | ");
   CHECK_STR_CONTAINS(md, row);
   snprintf(row, sizeof row, " | %.4f | ", acc);
-  CHECK_STR_CONTAINS(strstr(md, "| local | 1 |"), row);
+  CHECK_STR_CONTAINS(table_row(md, "| local | 1 |", line, sizeof line), row);
   acc = final_acc("ps", 2);
   CHECK(!isnan(acc));
   snprintf(row, sizeof row, "| ps sync | 2 | 1 | ok | ");
   CHECK_STR_CONTAINS(md, row);
   snprintf(row, sizeof row, " | %.4f | ", acc);
-  CHECK_STR_CONTAINS(strstr(md, "| ps sync | 2 |"), row);
+  CHECK_STR_CONTAINS(table_row(md, "| ps sync | 2 |", line, sizeof line), row);
   CHECK_STR_CONTAINS(md, "| blas | OpenBLAS");
   free(md);
 
