@@ -183,7 +183,10 @@ int ru_wait_exit(pid_t pid, double secs, int *status) {
 
 int ru_wait_exit_code(pid_t pid, double secs) {
   int st = 0;
-  return ru_wait_exit(pid, secs, &st) ? ru_exit_code(st) : -1;
+  if (ru_wait_exit(pid, secs, &st)) return ru_exit_code(st);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  return -1;
 }
 
 /* ---- the results database ------------------------------------------------ */

@@ -81,7 +81,8 @@ int ru_run(char **argv, int merge, const char *cwd, char *out, size_t cap);
  * when it is still running. */
 int ru_wait_exit(pid_t pid, double secs, int *status);
 
-/* As ru_wait_exit, but the exit code, or -1 when still running. */
+/* As ru_wait_exit, but the exit code; -1 when it was still running after
+ * secs (it is then killed with SIGKILL and reaped, so no test leaves it). */
 int ru_wait_exit_code(pid_t pid, double secs);
 
 /* ---- the results database ------------------------------------------------ */
