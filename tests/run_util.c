@@ -516,7 +516,7 @@ void ru_fault_case(const ru_fault_t *f) {
   free(status);
   free(error);
   CHECK_MSG(failed, "%s: run not marked failed", name);
-  CHECK_MSG(named || !f->must_name, "%s: the error does not name %s", name, want);
+  CHECK_MSG(named, "%s: the error does not name %s", name, want);
   /* Under mpirun, ranks are not the harness's children and may need a
    * moment after sgdlab exits. */
   for (int i = 0; i < np; i++) {

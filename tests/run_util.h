@@ -170,15 +170,16 @@ void ru_equivalence_case(const char *tag, const char *config_name, int workers,
 /* An engine run as real processes through `sgdlab run` (fixture config,
  * 100000 steps, one slowed rank); once watch_rank has recorded 5 steps,
  * `sig` goes to `victim`.  Checks: sgdlab exits 1 within 2 deadlines of
- * the signal, the run is `failed`, its error names "rank <victim>" (when
- * must_name), and every rank process is gone (reaped). */
+ * the signal, the run is `failed`, its error names "rank <victim>" (under
+ * mpirun too: the harness reads the rank from mpirun's notice), and every
+ * rank process is gone (reaped). */
 typedef struct ru_fault {
   const char *name;        /* for messages: "zmq executor" */
   const char *tag;         /* scratch directory tag */
   const char *config_name; /* experiment name */
   const char *engine;      /* the engine entry, "{engine: ..., transport: zmq}" */
   int workers, nranks;     /* nranks: processes the run starts */
-  int delay_rank, delay_ms, watch_rank, victim, sig, must_name;
+  int delay_rank, delay_ms, watch_rank, victim, sig;
   double deadline_s;
   /* rank processes must be gone: each within gone_each_s of the moment we
    * look (after sgdlab exited) when gone_each_s > 0, else all within

@@ -31,17 +31,16 @@
  * where the others wait for it); once rank 3 has recorded 5 steps, `sig`
  * goes to rank `victim`.  SIGKILL: the harness sees the death.  SIGSTOP: a
  * silent peer nobody can see die; only the engine's deadlines can find
- * it, and the message must name it.  must_name: the run's error must name
- * the victim (see the mpi case).  mpirun may return while its killed ranks
+ * it, and the message must name it (under mpirun too: the harness reads
+ * it from mpirun's notice).  mpirun may return while its killed ranks
  * are still being torn down: each gets a bounded 3 s. */
-static void kill_case(const char *transport, int victim, int sig, int must_name,
-                      const char *name) {
+static void kill_case(const char *transport, int victim, int sig, const char *name) {
   char engine[128];
   snprintf(engine, sizeof engine, "{engine: ps, mode: sync, servers: 2, transport: %s}",
            transport);
   ru_fault_t f = {.name = name, .tag = "psrun", .config_name = "ps-test", .engine = engine,
                   .workers = 3, .nranks = 5, .delay_rank = 3, .delay_ms = 100,
-                  .watch_rank = 3, .victim = victim, .sig = sig, .must_name = must_name,
+                  .watch_rank = 3, .victim = victim, .sig = sig,
                   .deadline_s = DEADLINE_S, .gone_each_s = 3};
   ru_fault_case(&f);
 }
@@ -113,13 +112,13 @@ TEST(ssp_bound_holds_in_the_step_records) {
   CHECK_MSG(kinds >= 2, "async staleness took %d distinct positive values", kinds);
 }
 
-TEST(worker_killed_fails_the_run_naming_it_zmq) { kill_case("zmq", 4, SIGKILL, 1, "zmq worker"); }
-TEST(server_killed_fails_the_run_naming_it_zmq) { kill_case("zmq", 1, SIGKILL, 1, "zmq server"); }
+TEST(worker_killed_fails_the_run_naming_it_zmq) { kill_case("zmq", 4, SIGKILL, "zmq worker"); }
+TEST(server_killed_fails_the_run_naming_it_zmq) { kill_case("zmq", 1, SIGKILL, "zmq server"); }
 /* A stopped process is silent but alive: only the engine's deadlines find
  * it, and the server (which knows who did not push) must name it. */
-TEST(stopped_worker_is_named_by_the_server_zmq) { kill_case("zmq", 4, SIGSTOP, 1, "zmq stopped worker"); }
-TEST(stopped_server_is_named_by_the_workers_zmq) { kill_case("zmq", 1, SIGSTOP, 1, "zmq stopped server"); }
-TEST(worker_killed_fails_the_run_mpi) { kill_case("mpi", 4, SIGKILL, 0, "mpi worker"); }
+TEST(stopped_worker_is_named_by_the_server_zmq) { kill_case("zmq", 4, SIGSTOP, "zmq stopped worker"); }
+TEST(stopped_server_is_named_by_the_workers_zmq) { kill_case("zmq", 1, SIGSTOP, "zmq stopped server"); }
+TEST(worker_killed_fails_the_run_naming_it_mpi) { kill_case("mpi", 4, SIGKILL, "mpi worker"); }
 
 /* async, as processes: a worker killed (SIGKILL) mid-run.  The engine
  * declares that worker rank tolerable to lose (tolerates_exit), the
