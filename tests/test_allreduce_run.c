@@ -66,6 +66,7 @@ TEST(planted_bug_caught_as_processes) {
   CHECK_EQ_INT(mpi, 0); /* the runs complete; the check reports */
   CHECK_EQ_INT(zmq, 0);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE transport = 'mpi'"), 11);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE transport = 'zmq'"), 11);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE wrong = 0"), 0);
 }
 
