@@ -75,15 +75,16 @@ int main(int argc, char **argv) {
                       comm->size, rank, size);
       goto fail;
     }
-  } else if (size > 1) {
+  } else {
+    /* Every engine gets a comm, even of size 1 (an allreduce of one rank is
+     * a no-op, not a NULL dereference).  One process needs no rendezvous. */
+    const char *rdv = sg_opts_str_or(o, "_rendezvous", "");
     sg_zmq_cfg_t zc = {.rank = rank, .size = size, .deadline_s = deadline,
                        .scheme = sg_opts_str_or(o, "zmq_scheme", "ipc"),
                        .ipc_dir = sg_opts_str_or(o, "_rundir", NULL),
-                       .rendezvous = sg_opts_str_or(o, "_rendezvous", "")};
+                       .rendezvous = rdv[0] ? rdv : NULL};
     SG_TRY(sg_comm_zmq_new(&comm, &zc));
   }
-  /* size 1 over zmq: no peers, so no comm (engines of one process, such
-   * as `local`, never touch it) */
 
   sg_rank_ctx_t ctx = {.rank = rank, .size = size, .workers = (int)workers, .comm = comm,
                        .opts = o, .rec = rec, .t0 = t0};
