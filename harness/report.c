@@ -429,7 +429,7 @@ static int fig_scaling(report_t *rp) {
   if (!neff) {
     add_fig(rp, "throughput",
             "Training throughput (samples/s, median over repeats) vs workers; "
-            "samples/s is measured between the first and the last evaluation.");
+            "samples/s: every worker's samples from the first evaluation period on over the wall-clock span of those steps.");
     goto fail;
   }
   SG_TRY(sg_plot_begin(&gp, rp->dir, "efficiency",
@@ -450,7 +450,7 @@ static int fig_scaling(report_t *rp) {
   SG_TRY(sg_plot_end(&gp, rp->dir, "efficiency"));
   add_fig(rp, "throughput",
           "Training throughput (samples/s, median over repeats) vs workers; "
-          "samples/s is measured between the first and the last evaluation.");
+          "samples/s: every worker's samples from the first evaluation period on over the wall-clock span of those steps.");
   if (base_is_one)
     add_fig(rp, "efficiency",
             "Scaling efficiency per variant: throughput(N) / (N * "

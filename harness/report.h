@@ -12,10 +12,15 @@
  * Definitions (also written into summary.md):
  *   time to target   wall_s of the first eval whose test_acc >= target
  *   final accuracy   test_acc of the last eval (largest step)
- *   samples/s        (samples_last - samples_first) / (wall_s_last -
- *                    wall_s_first) over the evals, i.e. after the first
- *                    eval period (warm-up) and without evaluation time;
- *                    samples_last / wall_s_last when there is one eval
+ *   samples/s        worker step rows from the first eval period on
+ *                    (steps >= the step of the first eval after training;
+ *                    every step when that is the last one) times the
+ *                    per-worker batch (local: workers*batch), over the
+ *                    wall-clock span of those rows: latest step end
+ *                    (t_start + compute + comm + wait) minus earliest
+ *                    t_start over the worker ranks (ranks with a loss,
+ *                    not the mapreduce driver).  Evaluation pauses inside
+ *                    the span are included, for every engine alike.
  *   bytes/step       busiest rank: max over ranks of the mean of
  *                    bytes_sent + bytes_recv over that rank's step rows
  *   compute/comm/wait  mean seconds per step over the worker ranks (roles
@@ -47,7 +52,9 @@ typedef struct sg_rrun {
   int64_t last_step;
   double final_acc;     /* NaN: no evals */
   double t_target;      /* NaN: target never reached */
-  double samples_per_s; /* NaN: no evals */
+  int64_t warm_step;    /* step of the first eval after training, 0 none */
+  double samples_per_s; /* NaN: no worker step rows */
+  int64_t rank_batch;   /* samples per worker step row (local: N*b) */
   /* from steps */
   int64_t step_rows;
   double bytes_per_step; /* busiest rank; NaN: no steps */

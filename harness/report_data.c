@@ -180,31 +180,57 @@ static int add_swept(sg_rset_t *s, const kv_t *kv, size_t nkv) {
 static int load_evals(sqlite3 *db, sg_rrun_t *r, double target) {
   sqlite3_stmt *st = NULL;
   int rc = SG_OK;
-  double w0 = NAN, s0 = NAN, w1 = NAN, s1 = NAN;
   SG_TRY(sg_rdb_prepare(db,
-                        "SELECT step, wall_s, samples, test_acc FROM evals"
+                        "SELECT step, wall_s, test_acc FROM evals"
                         " WHERE run_id = ?1 ORDER BY step, wall_s",
                         &st));
   sqlite3_bind_int64(st, 1, r->id);
   while (sqlite3_step(st) == SQLITE_ROW) {
-    double w = sg_rdb_double(st, 1), smp = sg_rdb_double(st, 2),
-           acc = sg_rdb_double(st, 3);
+    double w = sg_rdb_double(st, 1), acc = sg_rdb_double(st, 2);
+    int64_t step = sqlite3_column_int64(st, 0);
     r->nevals++;
-    r->last_step = sqlite3_column_int64(st, 0);
+    r->last_step = step;
     if (!isnan(acc)) r->final_acc = acc;
     if (isnan(r->t_target) && !isnan(acc) && acc >= target)
       r->t_target = w;
-    /* The baseline is the first eval after some training: an eval of the
-     * initial parameters (samples 0) would count the first period. */
-    if (!isnan(w) && !isnan(smp) && smp > 0) {
-      if (isnan(w0)) { w0 = w; s0 = smp; }
-      w1 = w;
-      s1 = smp;
-    }
+    /* The first eval after some training ends the warm-up period. */
+    if (step > 0 && r->warm_step <= 0) r->warm_step = step;
   }
-  if (!isnan(w1)) {
-    if (w1 > w0 && s1 > s0) r->samples_per_s = (s1 - s0) / (w1 - w0);
-    else if (w1 > 0) r->samples_per_s = s1 / w1;
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* samples/s (report.h): every worker rank's step rows from the first eval
+ * period on, over the wall-clock span they cover.  Worker ranks are the
+ * ranks with a loss (they compute gradients), never the mapreduce driver
+ * (whose loss is the aggregate of its executors'); each of their rows is
+ * one per-rank batch, including rows of an executor that ran no task that
+ * step (loss NULL: its share went to another executor).  The span runs
+ * from the earliest t_start to the latest step end (t_start + compute +
+ * comm + wait) in the window; evaluation pauses inside it count for every
+ * engine alike.  The window falls back to every step when the first eval
+ * period is the whole run. */
+static int load_throughput(sqlite3 *db, sg_rrun_t *r) {
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK;
+  SG_TRY(sg_rdb_prepare(
+      db,
+      "WITH w AS (SELECT DISTINCT rank FROM steps WHERE run_id = ?1"
+      "   AND loss IS NOT NULL AND coalesce(role, '') NOT IN ('driver', 'server')),"
+      " s AS (SELECT t_start, t_start + coalesce(compute_s, 0)"
+      "   + coalesce(comm_s, 0) + coalesce(wait_s, 0) AS t_end, step FROM steps"
+      "   WHERE run_id = ?1 AND rank IN (SELECT rank FROM w))"
+      " SELECT count(*), min(t_start), max(t_end) FROM s WHERE step >="
+      "   CASE WHEN ?2 < (SELECT max(step) FROM s) THEN ?2 ELSE 0 END",
+      &st));
+  sqlite3_bind_int64(st, 1, r->id);
+  sqlite3_bind_int64(st, 2, r->warm_step > 0 ? r->warm_step : 0);
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    int64_t rows = sqlite3_column_int64(st, 0);
+    double t0 = sg_rdb_double(st, 1), t1 = sg_rdb_double(st, 2);
+    if (rows > 0 && r->rank_batch > 0 && t1 > t0)
+      r->samples_per_s = (double)rows * (double)r->rank_batch / (t1 - t0);
   }
 fail:
   sqlite3_finalize(st);
@@ -305,7 +331,8 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
       " coalesce(json_extract(options_json, '$.mode'), ''),"
       " coalesce(json_extract(options_json, '$.staleness'), ''),"
       " coalesce(json_extract(options_json, '$.aggregate'), ''),"
-      " coalesce(json_extract(options_json, '$.algorithm'), '')"
+      " coalesce(json_extract(options_json, '$.algorithm'), ''),"
+      " json_extract(options_json, '$.batch')"
       " FROM runs WHERE (?1 >= 0 AND id = ?1) OR (?1 < 0 AND experiment_id = ?2)"
       " ORDER BY id",
       &st));
@@ -339,6 +366,9 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
                sg_rdb_text(st, 16), sg_rdb_text(st, 17));
     copy_str(r->variant, sizeof r->variant, r->base);
     r->bytes_in_mpi = !strcmp(r->engine, "allreduce") && !strcmp(sg_rdb_text(st, 17), "native");
+    /* samples per step row: a worker's batch; `local` runs N*b in one */
+    r->rank_batch = sqlite3_column_int64(st, 18);
+    if (!strcmp(r->engine, "local")) r->rank_batch *= r->workers > 0 ? r->workers : 1;
     r->final_acc = r->t_target = r->samples_per_s = NAN;
     r->bytes_per_step = r->compute_s = r->comm_s = r->wait_s = NAN;
   }
@@ -353,6 +383,7 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
   for (size_t i = 0; i < s->n; i++) {
     SG_TRY(load_evals(db, &s->runs[i], target));
     SG_TRY(load_steps(db, &s->runs[i]));
+    SG_TRY(load_throughput(db, &s->runs[i]));
   }
 
   /* Every (run, setting) pair, to find the settings swept in this set. */

@@ -72,42 +72,55 @@ static int add_eval(sqlite3 *db, int run, int step, double wall, int samples,
                run, step, wall, samples, 2.0 - acc, 2.1 - acc, acc);
 }
 
-/* 30 steps of one rank: bytes alternate between sent_even and sent_odd
- * (recv constant); staleness = step % 3 when stale, else NULL. */
+/* 30 steps of one rank, step s starting at t0 + s * dt and lasting
+ * 0.004 + 0.002 + 0.001 = 0.007 s (workers): bytes alternate between
+ * sent_even and sent_odd (recv constant); staleness = step % 3 when stale,
+ * else NULL. */
 static int add_steps(sqlite3 *db, int run, int rank, const char *role, int sent_even,
-                     int sent_odd, int recv, int stale) {
+                     int sent_odd, int recv, int stale, double t0, double dt) {
   int server = !strcmp(role, "server");
   for (int s = 0; s < 30; s++) {
     char loss[32], st[16];
     snprintf(loss, sizeof loss, server ? "NULL" : "%.6f", 2.0 / (1 + 0.1 * s) + 0.01 * rank);
     snprintf(st, sizeof st, stale ? "%d" : "NULL", s % 3);
     if (execf(db,
-              "INSERT INTO steps VALUES(%d, %d, '%s', %d, 0, %g, 0.004, 0.002, %s,"
+              "INSERT INTO steps VALUES(%d, %d, '%s', %d, 0, %.17g, 0.004, 0.002, %s,"
               " %d, %d, %s, %s)",
-              run, rank, role, s, 0.01 * s, server ? "0.003" : "0.001",
+              run, rank, role, s, t0 + dt * s, server ? "0.003" : "0.001",
               s % 2 ? sent_odd : sent_even, recv, loss, st))
       return -1;
   }
   return 0;
 }
 
-/* Experiment 1 "fixture": every figure's data.  Hand-computed rows:
+/* Experiment 1 "fixture": every figure's data.  Hand-computed rows
+ * (samples/s: worker step rows from the first eval after training on,
+ * times batch 64 (local: workers * 64), over earliest start to latest end
+ * (t_start + 0.007) of those rows; server rows do not count):
  *   local, N=1, run 1: target 0.85 reached at the 3rd eval (acc == target):
- *     1.00 s; final 0.8500; samples/s from the first eval after training
- *     started (the step-0 eval has samples 0): (1280-640)/(1.0-0.6) = 1600
- *     (1280 if the step-0 eval were the baseline); 0 B.
+ *     1.00 s; final 0.8500; window from step 10 (the step-0 eval is not
+ *     after training): 20 rows * 64 / (0.297 - 0.10) = 6497.5 -> "6497"
+ *     (all 30 steps would be 6465); 0 B.
  *   ps sync, N=2, runs 2 and 3: t_target 2.0 and 4.5 -> median 3.25;
- *     final 0.88, 0.90 -> 0.8900; samples/s 2560/2 = 1280 and 2560/3 =
- *     853.3 -> 1066.7 -> "1067"; busiest rank = server: 4000 and 5000 B
- *     per step -> 4500 B = "4.39 KiB".
- *   ps ssp(2), N=2, run 4: one eval: 1.00 s, 0.9000, 1280/1 = 1280.
+ *     final 0.88, 0.90 -> 0.8900; samples/s: run 2 (dt 0.01) 40 * 64 /
+ *     0.197 = 12994.9, run 3 (dt 0.015) 2560 / (0.442 - 0.15) = 8767.1 ->
+ *     median 10881.0 -> "10881" (with the server's rows: 16322); busiest
+ *     rank = server: 4000 and 5000 B per step -> 4500 B = "4.39 KiB".
+ *   ps ssp(2), N=2, run 4: one eval: 1.00 s, 0.9000; worker 1 steps every
+ *     0.01 s from 0, worker 2 every 0.02 s from 0.005: 40 rows * 64 over
+ *     0.10 .. 0.592 = 2560 / 0.492 = 5203.3 -> "5203" (worker 1 alone over
+ *     its own span: 6497).
  *   allreduce ring/zmq, N=2, run 5: never reaches 0.85 -> "—"; 0.7000;
- *     (2560-1280)/(4-2) = 640; rank 0 alternates 1000/3000 sent + 500
- *     recv (mean 2500), rank 1 2400 + 500 = 2900 -> max of means 2900 B =
- *     "2.83 KiB" (the max of maxima would be 3500 B = 3.42 KiB).
- *   allreduce ring/zmq, N=4, run 6: 1.00 s; 0.8700; 2560; 3000 B = 2.93 KiB.
+ *     dt 0.02: 2560 / (0.587 - 0.2) = 6615.0 -> "6615"; rank 0 alternates
+ *     1000/3000 sent + 500 recv (mean 2500), rank 1 2400 + 500 = 2900 ->
+ *     max of means 2900 B = "2.83 KiB" (the max of maxima would be 3500 B
+ *     = 3.42 KiB).
+ *   allreduce ring/zmq, N=4, run 6: 1.00 s; 0.8700; 80 * 64 / 0.197 =
+ *     25989.8 -> "25990", efficiency 25989.8 * 2 / (4 * 6615.0) = 1.9645;
+ *     3000 B = 2.93 KiB.
  *   mapreduce tree, N=2, run 7: failed, no evals.
- * Experiment 2 "never": one local run that never reaches 0.85. */
+ * Experiment 2 "never": one local run, N=2 (batch 128 per step row), that
+ * never reaches 0.85: 20 * 128 / 0.197 = 12994.9 -> "12995". */
 static int make_fixture(const char *path) {
   sqlite3 *db = NULL;
   int rc = -1;
@@ -122,40 +135,40 @@ static int make_fixture(const char *path) {
   if (add_run(db, 1, 1, "local", "\"model\": \"mlp\"", "zmq", 1, 0, 0, "ok", NULL) ||
       add_eval(db, 1, 0, 0.0, 0, 0.1) || add_eval(db, 1, 10, 0.6, 640, 0.6) ||
       add_eval(db, 1, 20, 1.0, 1280, 0.85) ||
-      add_steps(db, 1, 0, "worker", 0, 0, 0, 0))
+      add_steps(db, 1, 0, "worker", 0, 0, 0, 0, 0, 0.01))
     goto done;
   /* runs 2, 3: ps sync, two repeats */
   for (int r = 2; r <= 3; r++) {
-    double k = r == 2 ? 1.0 : 1.5;
+    double k = r == 2 ? 1.0 : 1.5, dt = 0.01 * k;
     if (add_run(db, r, 1, "ps", "\"mode\": \"sync\", \"staleness\": 2, \"servers\": 1",
                 "zmq", 2, 1, r - 2, "ok", NULL) ||
         add_eval(db, r, 10, 1.0 * k, 1280, r == 2 ? 0.70 : 0.80) ||
         add_eval(db, r, 20, 2.0 * k, 2560, r == 2 ? 0.86 : 0.84) ||
         add_eval(db, r, 30, 3.0 * k, 3840, r == 2 ? 0.88 : 0.90) ||
-        add_steps(db, r, 0, "server", 2000, 2000, r == 2 ? 2000 : 3000, 0) ||
-        add_steps(db, r, 1, "worker", 1000, 1000, 1000, 0) ||
-        add_steps(db, r, 2, "worker", 1000, 1000, 1000, 0))
+        add_steps(db, r, 0, "server", 2000, 2000, r == 2 ? 2000 : 3000, 0, 0, dt) ||
+        add_steps(db, r, 1, "worker", 1000, 1000, 1000, 0, 0, dt) ||
+        add_steps(db, r, 2, "worker", 1000, 1000, 1000, 0, 0, dt))
       goto done;
   }
   /* run 4: ps ssp(2) */
   if (add_run(db, 4, 1, "ps", "\"mode\": \"ssp\", \"staleness\": 2, \"servers\": 1",
               "zmq", 2, 1, 0, "ok", NULL) ||
       add_eval(db, 4, 10, 1.0, 1280, 0.9) ||
-      add_steps(db, 4, 0, "server", 2000, 2000, 2000, 0) ||
-      add_steps(db, 4, 1, "worker", 1000, 1000, 1000, 1) ||
-      add_steps(db, 4, 2, "worker", 1000, 1000, 1000, 1))
+      add_steps(db, 4, 0, "server", 2000, 2000, 2000, 0, 0, 0.01) ||
+      add_steps(db, 4, 1, "worker", 1000, 1000, 1000, 1, 0, 0.01) ||
+      add_steps(db, 4, 2, "worker", 1000, 1000, 1000, 1, 0.005, 0.02))
     goto done;
   /* runs 5, 6: allreduce ring with 2 and 4 workers */
   if (add_run(db, 5, 1, "allreduce", "\"algorithm\": \"ring\"", "zmq", 2, 0, 0, "ok", NULL) ||
       add_eval(db, 5, 10, 2.0, 1280, 0.5) || add_eval(db, 5, 20, 4.0, 2560, 0.7) ||
-      add_steps(db, 5, 0, "worker", 1000, 3000, 500, 0) ||
-      add_steps(db, 5, 1, "worker", 2400, 2400, 500, 0))
+      add_steps(db, 5, 0, "worker", 1000, 3000, 500, 0, 0, 0.02) ||
+      add_steps(db, 5, 1, "worker", 2400, 2400, 500, 0, 0, 0.02))
     goto done;
   if (add_run(db, 6, 1, "allreduce", "\"algorithm\": \"ring\"", "zmq", 4, 0, 0, "ok", NULL) ||
       add_eval(db, 6, 10, 1.0, 2560, 0.86) || add_eval(db, 6, 20, 2.0, 5120, 0.87))
     goto done;
   for (int rank = 0; rank < 4; rank++)
-    if (add_steps(db, 6, rank, "worker", 1500, 1500, 1500, 0)) goto done;
+    if (add_steps(db, 6, rank, "worker", 1500, 1500, 1500, 0, 0, 0.01)) goto done;
   /* run 7: mapreduce, failed */
   if (add_run(db, 7, 1, "mapreduce", "\"aggregate\": \"tree\"", "zmq", 2, 0, 0,
               "failed", "rank 2 (executor) on node1: deadline exceeded"))
@@ -178,9 +191,9 @@ static int make_fixture(const char *path) {
       goto done;
   }
   /* experiment 2: never reaches the target */
-  if (add_run(db, 8, 2, "local", "\"model\": \"mlp\"", "zmq", 1, 0, 0, "ok", NULL) ||
-      add_eval(db, 8, 10, 1.0, 640, 0.5) || add_eval(db, 8, 20, 2.0, 1280, 0.6) ||
-      add_steps(db, 8, 0, "worker", 0, 0, 0, 0))
+  if (add_run(db, 8, 2, "local", "\"model\": \"mlp\"", "zmq", 2, 0, 0, "ok", NULL) ||
+      add_eval(db, 8, 10, 1.0, 1280, 0.5) || add_eval(db, 8, 20, 2.0, 2560, 0.6) ||
+      add_steps(db, 8, 0, "worker", 0, 0, 0, 0, 0, 0.01))
     goto done;
   if (execf(db, "COMMIT")) goto done;
   rc = 0;
@@ -320,11 +333,11 @@ TEST(report_experiment) {
   char *md = read_file(p);
   CHECK(md);
   CHECK_STR_CONTAINS(md, "# Experiment fixture (id 1)");
-  CHECK_STR_CONTAINS(md, "| local | 1 | 1 | ok | 1.00 | 0.8500 | 1600 | 0 B |");
-  CHECK_STR_CONTAINS(md, "| ps sync | 2 | 2 | ok | 3.25 | 0.8900 | 1067 | 4.39 KiB |");
-  CHECK_STR_CONTAINS(md, "| ps ssp(2) | 2 | 1 | ok | 1.00 | 0.9000 | 1280 | 3.91 KiB |");
-  CHECK_STR_CONTAINS(md, "| allreduce ring/zmq | 2 | 1 | ok | — | 0.7000 | 640 | 2.83 KiB |");
-  CHECK_STR_CONTAINS(md, "| allreduce ring/zmq | 4 | 1 | ok | 1.00 | 0.8700 | 2560 | 2.93 KiB |");
+  CHECK_STR_CONTAINS(md, "| local | 1 | 1 | ok | 1.00 | 0.8500 | 6497 | 0 B |");
+  CHECK_STR_CONTAINS(md, "| ps sync | 2 | 2 | ok | 3.25 | 0.8900 | 10881 | 4.39 KiB |");
+  CHECK_STR_CONTAINS(md, "| ps ssp(2) | 2 | 1 | ok | 1.00 | 0.9000 | 5203 | 3.91 KiB |");
+  CHECK_STR_CONTAINS(md, "| allreduce ring/zmq | 2 | 1 | ok | — | 0.7000 | 6615 | 2.83 KiB |");
+  CHECK_STR_CONTAINS(md, "| allreduce ring/zmq | 4 | 1 | ok | 1.00 | 0.8700 | 25990 | 2.93 KiB |");
   CHECK_STR_CONTAINS(md, "| mapreduce tree | 2 | 1 | failed | — | — | — | — |");
   CHECK_STR_CONTAINS(md, "| 7 | mapreduce tree | 2 | 0 | failed | rank 2 (executor) on node1: deadline exceeded |");
   CHECK_STR_CONTAINS(md, "| allreduce | 4.00 KiB | native | mpi | 4 | 20 | 7.2 | 6.0..9.6 |");
@@ -335,12 +348,13 @@ TEST(report_experiment) {
   CHECK_STR_CONTAINS(md, "**samples/s**");
   free(md);
 
-  /* efficiency relative to the smallest N (2 for allreduce): 2560*2/(4*640) */
+  /* efficiency relative to the smallest N (2 for allreduce):
+   * 25989.8 * 2 / (4 * 6614.99) */
   snprintf(p, sizeof p, "%s/scaling.tsv", dir);
   char *sc = read_file(p);
   CHECK(sc);
   CHECK_STR_CONTAINS(sc, "# allreduce ring/zmq\n# workers\tsamples_per_s\tefficiency\n"
-                         "2\t640\t1\n4\t2560\t2\n");
+                         "2\t6614.99\t1\n4\t25989.8\t1.96447\n");
   free(sc);
   /* local is one process: throughput yes, scaling efficiency no */
   snprintf(p, sizeof p, "%s/efficiency.gp", dir);
@@ -368,7 +382,7 @@ TEST(report_target_never_reached) {
   char *md = read_file(p);
   CHECK(md);
   CHECK_STR_CONTAINS(md, "# Experiment never (id 2)");
-  CHECK_STR_CONTAINS(md, "| local | 1 | 1 | ok | — | 0.6000 | 640 | 0 B |");
+  CHECK_STR_CONTAINS(md, "| local | 2 | 1 | ok | — | 0.6000 | 12995 | 0 B |");
   CHECK(!strstr(md, "Collective benchmark"));
   free(md);
   /* only figures with data */
@@ -413,7 +427,7 @@ TEST(report_one_run_default_dir) {
   char *md = read_file(p);
   CHECK_MSG(md, "%s", p);
   CHECK_STR_CONTAINS(md, "# Run 4 of experiment fixture (id 1)");
-  CHECK_STR_CONTAINS(md, "| ps ssp(2) | 2 | 1 | ok | 1.00 | 0.9000 | 1280 | 3.91 KiB |");
+  CHECK_STR_CONTAINS(md, "| ps ssp(2) | 2 | 1 | ok | 1.00 | 0.9000 | 5203 | 3.91 KiB |");
   CHECK(!strstr(md, "| ps sync"));
   free(md);
   snprintf(p, sizeof p, "%s/staleness.png", dir);
