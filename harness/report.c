@@ -35,6 +35,8 @@ typedef struct report {
   /* color per run: runs with the same label share a color */
   int *color;
   int ncolors;
+  /* style per run for figures over variants (scaling): one per variant */
+  int *vcolor;
 } report_t;
 
 static const char usage[] =
@@ -121,17 +123,29 @@ static int assign_colors(report_t *rp) {
       if (!strcmp(a, label(rp, j, b, sizeof b))) rp->color[i] = rp->color[j];
     if (rp->color[i] < 0) rp->color[i] = rp->ncolors++;
   }
+  /* the same per variant, for figures with one series per variant */
+  int nv = 0;
+  rp->vcolor = calloc(s->n ? s->n : 1, sizeof *rp->vcolor);
+  if (!rp->vcolor) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  for (size_t i = 0; i < s->n; i++) {
+    rp->vcolor[i] = -1;
+    for (size_t j = 0; j < i && rp->vcolor[i] < 0; j++)
+      if (!strcmp(s->runs[i].variant, s->runs[j].variant)) rp->vcolor[i] = rp->vcolor[j];
+    if (rp->vcolor[i] < 0) rp->vcolor[i] = nv++;
+  }
   return SG_OK;
 }
 
-/* gnuplot's default palette repeats after 8; this one has 10 distinct. */
-static const char *const palette[] = {
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+/* gnuplot's default palette repeats after 8.  Series c gets color
+ * c % 12 and dash type 1 + (c / 12) % 5 (solid, dashed, dotted,
+ * dash-dot, dash-dot-dot): 60 distinguishable series. */
+enum { NPALETTE = 12, NDASH = 5 };
+static const char *const palette[NPALETTE] = {
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#9edae5"};
 
 static void plot_color(FILE *gp, int c) {
-  fprintf(gp, "lc rgb \"%s\"", palette[c % 10]);
-  if (c >= 10) fprintf(gp, " dt %d", 2 + (c / 10) % 4);
+  fprintf(gp, "lc rgb \"%s\" dt %d", palette[c % NPALETTE], 1 + (c / NPALETTE) % NDASH);
 }
 
 /* Title the first run of each label; its repeats share color, no title. */
@@ -406,7 +420,7 @@ static int fig_scaling(report_t *rp) {
     if (!wrote) continue;
     fprintf(gp, "  'scaling.tsv' index %d using 1:2 with linespoints pt 7 lw 1.5 ",
             nblocks);
-    plot_color(gp, rp->color[first[j]]);
+    plot_color(gp, rp->vcolor[first[j]]);
     fputs(" title ", gp);
     sg_plot_quote(gp, var);
     fprintf(gp, ", \\\n");
@@ -441,7 +455,7 @@ static int fig_scaling(report_t *rp) {
   for (int b = 0; b < nblocks; b++) {
     if (!strcmp(s->runs[blk[b]].engine, "local")) continue;
     fprintf(gp, "  'scaling.tsv' index %d using 1:3 with linespoints pt 7 lw 1.5 ", b);
-    plot_color(gp, rp->color[blk[b]]);
+    plot_color(gp, rp->vcolor[blk[b]]);
     fputs(" title ", gp);
     sg_plot_quote(gp, s->runs[blk[b]].variant);
     fprintf(gp, ", \\\n");
@@ -870,6 +884,7 @@ fail:
     fprintf(stderr, "sgdlab report: %s\n",
             *sg_err_msg() ? sg_err_msg() : sg_strerror(rc));
   free(rp.color);
+  free(rp.vcolor);
   sg_rset_destroy(&rp.set);
   sqlite3_close(rp.db);
   return rc < 0 ? 1 : 0;
