@@ -3,6 +3,8 @@
  * Schedule (all N ranks are workers; rank 0 also evaluates):
  *
  *   rank 0: params = init(seed);  broadcast params (binomial tree)
+ *   barrier, then the training clock starts (time to accuracy and
+ *   samples/s leave out loading the data and the broadcast)
  *   every step t, on every rank r:
  *     g_r  = grad(params, batch_t of worker r)        compute_s
  *     g    = allreduce_sum(g_r)  (ring | rhd | native) comm_s
@@ -82,6 +84,10 @@ static int ar_run(sg_rank_ctx_t *ctx) {
     SG_TRY(sg_records_info(ctx->rec, "blas", sg_blas_info()));
   }
   SG_TRY(sg_trainlog_new(&log, ctx, wl, root));
+  /* The training clock starts when every rank holds the parameters: the
+   * broadcast's root may return before the last rank has even loaded its
+   * data (buffered sends), so a barrier first. */
+  SG_TRY(sg_barrier(c));
   SG_TRY(sg_trainlog_begin(log, root ? params : NULL));
 
   const float scale = 1.0f / (float)ctx->size;

@@ -1,5 +1,9 @@
 /* mr_driver.c - rank 0: holds the model, schedules tasks, applies updates.
  *
+ * Start: send every executor the JOB, then a barrier with all executors
+ * (each joins it after loading its training set), then the training clock
+ * starts, so time to accuracy leaves out the executors' start-up.
+ *
  * Per step t (the schedule and bytes are drawn in mapreduce.h):
  *
  *   broadcast(params)                       comm_s
@@ -160,6 +164,9 @@ int mr_driver_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
   for (int e = 1; e <= s.N; e++) SG_TRY(sg_send(c, e, MR_TAG_JOB, &job, sizeof job));
 
   SG_TRY(sg_trainlog_new(&log, ctx, wl, 1));
+  /* Executors join this barrier once they have loaded the training set and
+   * checked the job: the training clock starts with every rank ready. */
+  SG_TRY(sg_barrier(c));
   SG_TRY(sg_trainlog_begin(log, params));
   for (int64_t step = 0; step < total; step++) {
     sg_step_rec_t r = {.step = step, .epoch = (int32_t)(step / spe),

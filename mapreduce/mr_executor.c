@@ -1,6 +1,9 @@
 /* mr_executor.c - ranks 1..N: compute the gradients of the tasks the
  * driver hands out.
  *
+ * Start: load the training set, receive and check the JOB, join the
+ * driver's ready barrier (its training clock starts after it).
+ *
  * Per step t (the schedule and bytes are drawn in mapreduce.h):
  *
  *   wait for the parameters                 wait_s  (the step barrier)
@@ -140,6 +143,8 @@ int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
     goto fail;
   }
   SG_TRY(sg_trainlog_new(&log, ctx, NULL, 0));
+  /* Ready: the driver starts the training clock after this barrier. */
+  SG_TRY(sg_barrier(c));
   SG_TRY(sg_trainlog_begin(log, NULL));
 
   for (int64_t step = 0; step < job.total_steps; step++) {

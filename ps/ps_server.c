@@ -9,6 +9,7 @@
  *       PUSH: sync: keep; when all N are in: sum, scale 1/N, apply, release
  *             ssp/async: scale 1/N, apply now, release what the bound allows
  *       PULL: hold it; release if the barrier / bound already allows
+ *             (the initial PULLs: once every worker has sent its own)
  *       DONE: that worker no longer counts for barriers and bounds
  *
  * The shard's parameters live right after a 64-byte header slot
@@ -61,6 +62,7 @@ typedef struct server {
   int ndone;
   int64_t version;        /* updates applied */
   int npushed;            /* sync: pushes of the current step so far */
+  int started;            /* every worker's initial PULL arrived (start barrier) */
   int quiet;              /* deadlines in a row in which every worker was silent */
   /* accounting for the step records */
   int64_t rejected, max_ahead;
@@ -291,6 +293,15 @@ static int on_pull(server_t *s, int w, const unsigned char *msg, char *why, size
   p->sparse = (h.flags & PS_F_SPARSE) != 0;
   p->nnz = p->sparse ? h.count : 0;
   if (p->sparse) memcpy(p->idx, msg + sizeof h, 4 * h.count);
+  if (!s->started) {
+    /* Start barrier: the initial PULLs are answered together once every
+     * live worker has loaded its data and asked, so worker 0 starts the
+     * training clock (ps_worker.c) with every worker ready to train. */
+    for (int v = 0; v < s->N; v++)
+      if (!s->done[v] && !s->dead[v] && !s->pend[v].active) return SG_OK;
+    s->started = 1;
+    return release_all(s);
+  }
   return may_release(s, w) ? reply(s, w) : SG_OK;
 }
 
@@ -333,7 +344,7 @@ static int on_silence(server_t *s) {
         s->dead[w] = 1;
         s->ndone++;
       }
-    return SG_OK;
+    return release_all(s); /* pulls held by the start barrier */
   }
   int live = 0;
   for (int w = 0; w < s->N; w++) live += !s->done[w] && !s->dead[w];

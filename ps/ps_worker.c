@@ -14,6 +14,9 @@
  *
  * Worker 0 holds the full fresh parameters after every pull and evaluates
  * them through sg_trainlog; it also dumps the final ones (dump_params).
+ * The servers answer the initial pull only when every worker has asked
+ * for it (ps_server.c, start barrier), so the training clock, started
+ * right after it, leaves out every worker's start-up.
  */
 #include <math.h>
 #include <stdio.h>
