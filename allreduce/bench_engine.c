@@ -3,7 +3,9 @@
  * training, so the numbers are real processes over the real transports.
  *
  * Method (nccl-tests / OSU; DESIGN.md 8), for every implementation in
- * `impl` and every size bytes = min_bytes, 2 min_bytes, .. <= max_bytes:
+ * `impl` and every size bytes = min_bytes, 2 min_bytes, .. <= max_bytes
+ * (or, when `counts` is given, every listed element count, in its order:
+ * 0, 1, N-1, N+1, odd counts -- the uneven chunks correctness tests need):
  *
  *   1. correctness, outside any timing: buf[i] = (rank+1) * (i%7 + 1), one
  *      allreduce, compare exactly with (i%7 + 1) * N(N+1)/2 -- small
@@ -35,6 +37,7 @@
 
 #define BENCH_MAX_ITERS 1000
 #define BENCH_TARGET_S 0.2
+#define BENCH_MAX_COUNTS 64
 
 /* clang-format off */
 static const sg_setting_t bench_options[] = {
@@ -43,6 +46,7 @@ static const sg_setting_t bench_options[] = {
   {"max_bytes", SG_T_INT, "256M", "largest message in bytes; sizes double from min_bytes", NULL, 4, 4e9, SG_S_ENGINE},
   {"iters", SG_T_INT, "0", "timed iterations per size (0 = about 0.2 s worth, 5..1000)", NULL, 0, BENCH_MAX_ITERS, SG_S_ENGINE},
   {"warmup", SG_T_INT, "3", "untimed iterations before timing", NULL, 0, 1000, SG_S_ENGINE},
+  {"counts", SG_T_INTLIST, "", "element counts (floats) to check and time instead of the sizes, e.g. [0, 1, 1001]", NULL, 0, 1e9, SG_S_ENGINE},
   {"segment", SG_T_INT, "1M", "ring: pipeline segment in bytes", NULL, 4, 1 << 30, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };
@@ -133,7 +137,7 @@ static int bench_size(bench_t *b, sg_ar_t *ar, const char *impl, size_t bytes) {
                         .wrong = (int64_t)wrong};
   rec.t_median = iters % 2 ? b->times[iters / 2]
                            : (b->times[iters / 2 - 1] + b->times[iters / 2]) / 2;
-  rec.algbw = (double)rec.bytes / rec.t_median / 1e9;
+  rec.algbw = rec.t_median > 0 ? (double)rec.bytes / rec.t_median / 1e9 : 0;
   rec.busbw = rec.algbw * 2.0 * (n - 1) / n;
   snprintf(rec.collective, sizeof rec.collective, "allreduce");
   snprintf(rec.impl, sizeof rec.impl, "%s", impl);
@@ -144,10 +148,13 @@ static int bench_size(bench_t *b, sg_ar_t *ar, const char *impl, size_t bytes) {
 static int bench_run(sg_rank_ctx_t *ctx) {
   bench_t b = {.ctx = ctx};
   sg_ar_t *ar = NULL;
-  int64_t lo, hi, segment;
+  int64_t lo, hi, segment, counts[BENCH_MAX_COUNTS];
+  size_t ncounts = 0;
   int rc;
   SG_TRY(sg_opts_int(ctx->opts, "min_bytes", &lo));
   SG_TRY(sg_opts_int(ctx->opts, "max_bytes", &hi));
+  if (sg_opts_str_or(ctx->opts, "counts", "")[0])
+    SG_TRY(sg_opts_intlist(ctx->opts, "counts", counts, BENCH_MAX_COUNTS, &ncounts));
   SG_TRY(sg_opts_int_or(ctx->opts, "iters", 0, &b.iters_opt));
   SG_TRY(sg_opts_int_or(ctx->opts, "warmup", 3, &b.warmup));
   SG_TRY(sg_opts_int_or(ctx->opts, "segment", SG_AR_SEGMENT_DEFAULT, &segment));
@@ -158,18 +165,32 @@ static int bench_run(sg_rank_ctx_t *ctx) {
     goto fail;
   }
   size_t max_count = (size_t)hi / sizeof(float);
+  if (ncounts) {
+    max_count = 1; /* count 0 still gets a buffer */
+    for (size_t k = 0; k < ncounts; k++) {
+      if (counts[k] < 0) {
+        rc = sg_err_set(SG_ECONFIG, "counts: %lld is negative", (long long)counts[k]);
+        goto fail;
+      }
+      if ((size_t)counts[k] > max_count) max_count = (size_t)counts[k];
+    }
+  }
   b.buf = sg_ar_alloc(max_count * sizeof(float)); /* touched, huge pages */
   b.times = calloc(BENCH_MAX_ITERS, sizeof(double));
   b.tmp = calloc(BENCH_MAX_ITERS, sizeof(double));
   if (!b.buf || !b.times || !b.tmp) {
-    rc = sg_err_set(SG_ENOMEM, "bench: no memory for %lld bytes", (long long)hi);
+    rc = sg_err_set(SG_ENOMEM, "bench: no memory for %zu floats", max_count);
     goto fail;
   }
   char name[32];
   for (const char *p = sg_opts_str_or(ctx->opts, "impl", "ring"); (p = next_impl(p, name));) {
     SG_TRY(sg_ar_new(&ar, ctx->comm, name, (size_t)segment, max_count));
-    for (int64_t bytes = lo; bytes <= hi; bytes *= 2)
-      SG_TRY(bench_size(&b, ar, name, (size_t)bytes));
+    if (ncounts)
+      for (size_t k = 0; k < ncounts; k++)
+        SG_TRY(bench_size(&b, ar, name, (size_t)counts[k] * sizeof(float)));
+    else
+      for (int64_t bytes = lo; bytes <= hi; bytes *= 2)
+        SG_TRY(bench_size(&b, ar, name, (size_t)bytes));
     sg_ar_destroy(&ar);
   }
   rc = SG_OK;
