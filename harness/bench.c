@@ -30,7 +30,7 @@
 
 static void ar_usage(FILE *f) {
   fprintf(f,
-          "usage: sgdlab bench allreduce [--np N] [--sizes MIN:MAX]\n"
+          "usage: sgdlab bench allreduce [--np N] [--sizes MIN:MAX | --counts C[,C..]]\n"
           "                              [--impl ring,rhd,native,ps,mapreduce] [--servers S[,S..]]\n"
           "                              [--transport mpi|zmq] [--launcher auto|local|mpirun]\n"
           "                              [--iters I] [--warmup W] [--segment BYTES]\n"
@@ -48,6 +48,9 @@ static void ar_usage(FILE *f) {
           "                  ps adds S server processes, mapreduce adds 1 driver process.\n"
           "  --sizes MIN:MAX message sizes in bytes, powers of two from MIN to MAX (K/M/G\n"
           "                  suffixes are powers of two; default 4K:256M; ps needs >= 64)\n"
+          "  --counts LIST   ring, rhd, native: exact element counts (floats) instead of\n"
+          "                  --sizes, comma-separated, 0 allowed (e.g. 0,1,3,5,1001:\n"
+          "                  the uneven chunks a correctness check wants)\n"
           "  --impl LIST     comma-separated (default ring,rhd,native for mpi, ring,rhd for zmq):\n"
           "                    ring       ring reduce-scatter + allgather, pipelined\n"
           "                    rhd        recursive halving/doubling (Rabenseifner)\n"
@@ -130,6 +133,18 @@ static int parse_size(const char *s, int64_t *out) {
   return 0;
 }
 
+/* "0,1,1001": non-negative integers, at most 64 (bench_engine.c). */
+static int counts_ok(const char *s) {
+  int n = 0;
+  for (const char *p = s;; p++) {
+    size_t len = strspn(p, "0123456789");
+    if (len == 0 || len > 10 || ++n > 64) return 0;
+    p += len;
+    if (!*p) return 1;
+    if (*p != ',') return 0;
+  }
+}
+
 /* One implementation's run: its engine entry and the impl name its rows
  * carry. */
 typedef struct ar_impl {
@@ -204,7 +219,7 @@ bad:
 
 static int bench_allreduce(int argc, char **argv) {
   const char *db_path = SG_DEFAULT_DB, *transport = "mpi", *impl = NULL, *launcher = "auto";
-  const char *sizes = "4K:256M", *servers = "1";
+  const char *sizes = "4K:256M", *servers = "1", *counts = NULL;
   int np = 2, quiet = 0, verbose = 0, code = 0;
   long long iters = 0, warmup = 3, segment = 1 << 20;
   sg_experiment_t *x = NULL;
@@ -223,6 +238,13 @@ static int bench_allreduce(int argc, char **argv) {
       np = atoi(v);
     } else if (OPT("--sizes")) {
       sizes = v;
+    } else if (OPT("--counts")) {
+      if (!counts_ok(v)) {
+        fprintf(stderr, "sgdlab bench allreduce: --counts: expected element counts >= 0, "
+                        "comma-separated (at most 64), got '%s'\n", v);
+        return 2;
+      }
+      counts = v;
     } else if (OPT("--impl")) {
       impl = v;
     } else if (OPT("--servers")) {
@@ -275,7 +297,7 @@ static int bench_allreduce(int argc, char **argv) {
 
   /* The run(s), as an experiment file: one engine entry per impl, so one
    * failing implementation leaves the others' rows. */
-  size_t cap = 1024 + nimpl * 512;
+  size_t cap = 1024 + nimpl * (512 + (counts ? strlen(counts) : 0));
   if (!(yaml = malloc(cap))) {
     code = 1;
     goto out;
@@ -290,6 +312,13 @@ static int bench_allreduce(int argc, char **argv) {
                             "  - {%s, min_bytes: %lld, max_bytes: %lld, iters: %lld, warmup: %lld",
                             runs[k].entry, (long long)lo, (long long)hi,
                             ps && iters == 0 ? 20 : iters, warmup);
+    if (counts && !ar) {
+      fprintf(stderr, "sgdlab bench allreduce: --counts: only for ring, rhd and native, not %s\n",
+              runs[k].recorded);
+      code = 2;
+      goto out;
+    }
+    if (counts) len += (size_t)snprintf(yaml + len, cap - len, ", counts: [%s]", counts);
     len += (size_t)(ar ? snprintf(yaml + len, cap - len, ", segment: %lld}\n", segment)
                        : snprintf(yaml + len, cap - len, "}\n"));
   }
