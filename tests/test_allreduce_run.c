@@ -1,12 +1,20 @@
 /* test_allreduce_run.c - the allreduce engine as real processes.
  *
- *  - exactness as processes: `sgdlab bench allreduce` (mpirun + MPI for
- *    ring, rhd and native; forked ranks + ZeroMQ ipc for ring and rhd),
- *    N = 3, sizes 4 B .. 1 MiB: counts 1 (< N), 2 (N-1), 4 (N+1), ..
- *    2^18, and the odd counts 7 and 1M+3; every row of the `bench` table must say 0 wrong elements (the
- *    check itself is the integer-valued one of bench_engine.c);
- *  - the same with SG_ALLREDUCE_PLANT_BUG=1 in the ranks' environment: the
- *    ring rows MUST report wrong elements (the check can fail);
+ *  - exactness as processes, the whole matrix: one `sgdlab run` of the
+ *    internal engine bench-allreduce (the check itself is the
+ *    integer-valued one of bench_engine.c: small integers in floats, so
+ *    every summation order gives the same bits) over workers N = 1, 2, 3,
+ *    4, 5, 8, each N launched once per transport -- mpirun + MPI running
+ *    ring, rhd and native, forked ranks + ZeroMQ ipc running ring and rhd
+ *    -- with the element counts 0 .. 9 (so 0, 1, N-1, N and N+1 for every
+ *    N: empty, fewer elements than ranks, uneven chunks), the odd 1001 and
+ *    1M+3.  12 launches, 360 rows; every expected row must exist and say
+ *    0 wrong elements (a run that writes nothing cannot pass);
+ *  - the planted bug: `sgdlab bench allreduce --counts` with
+ *    SG_ALLREDUCE_PLANT_BUG=1 in the ranks' environment, ring, N = 4 over
+ *    mpi and N = 5 over zmq: every row of count >= 2 MUST report wrong
+ *    elements (the check can fail; counts 0 and 1 have no chunk the bug
+ *    can misplace);
  *  - equivalence: `sgdlab run` trains allreduce ring/rhd (zmq), ring/rhd/
  *    native (mpi) with N = 4 workers of batch b = 16 for 100 steps, and
  *    `local` with batch 4b; the final parameters (dump_params) must agree
@@ -25,33 +33,74 @@
 
 #define RTOL 1e-4
 
-static int bench(const char *db, const char *transport, const char *impl, const char *sizes) {
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd,
-           "'%s' bench allreduce --np 3 --transport %s --impl %s --sizes %s --iters 1 "
-           "--warmup 0 --db '%s' >&2",
-           ru_sgdlab(), transport, impl, sizes, db);
-  return ru_sh(cmd);
-}
+/* The matrix: workers, implementations per transport, element counts. */
+static const int NS[] = {1, 2, 3, 4, 5, 8};
+#define NN ((int)(sizeof NS / sizeof *NS))
+#define COUNTS "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1001, 1048579"
+#define NCOUNTS 12
+static const struct {
+  const char *transport, *impls[3];
+  int nimpl;
+} TRANSPORTS[] = {
+    {"mpi", {"ring", "rhd", "native"}, 3},
+    {"zmq", {"ring", "rhd", NULL}, 2},
+};
 
 TEST(exact_as_processes) {
   const char *dir = ru_scratch("arrun");
   CHECK(dir);
-  char db[128];
+  char cfg[128], db[128], sql[512];
+  snprintf(cfg, sizeof cfg, "%s/exact.yaml", dir);
   snprintf(db, sizeof db, "%s/exact.db", dir);
-  CHECK_EQ_INT(bench(db, "mpi", "ring,rhd,native", "4:1M"), 0);
-  CHECK_EQ_INT(bench(db, "zmq", "ring,rhd", "4:1M"), 0);
-  /* odd counts: 7 and 1M+3 floats */
-  CHECK_EQ_INT(bench(db, "mpi", "ring,rhd,native", "28:28"), 0);
-  CHECK_EQ_INT(bench(db, "zmq", "ring,rhd", "28:28"), 0);
-  CHECK_EQ_INT(bench(db, "mpi", "ring,rhd,native", "4194316:4194316"), 0);
-  CHECK_EQ_INT(bench(db, "zmq", "ring,rhd", "4194316:4194316"), 0);
-  /* 19 sizes (2^2 .. 2^20 bytes) + 2 odd ones, x 5 (impl, transport) pairs */
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench"), 21 * 5);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE np = 3"), 21 * 5);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE bytes = 4 * 1048579"), 5);
+  FILE *f = fopen(cfg, "w");
+  CHECK(f);
+  /* iters 1, warmup 0: only the check matters here, not the timing. */
+  fprintf(f, "name: allreduce-exact\nworkers: [");
+  for (int i = 0; i < NN; i++) fprintf(f, "%s%d", i ? ", " : "", NS[i]);
+  fprintf(f, "]\nengines:\n");
+  for (int t = 0; t < 2; t++) {
+    fprintf(f, "  - {engine: bench-allreduce, transport: %s, impl: '", TRANSPORTS[t].transport);
+    for (int k = 0; k < TRANSPORTS[t].nimpl; k++)
+      fprintf(f, "%s%s", k ? "," : "", TRANSPORTS[t].impls[k]);
+    fprintf(f, "', counts: [" COUNTS "], iters: 1, warmup: 0}\n");
+  }
+  fclose(f);
+  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 2 * NN);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE launcher = 'mpirun'"), NN);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE launcher = 'local'"), NN);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench"), NN * (3 + 2) * NCOUNTS);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE wrong != 0"), 0);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE NOT (busbw > 0)"), 0);
+  /* Every (N, transport, impl) has each required count exactly once,
+   * checked with 0 wrong: 0, 1, N-1, N+1, 1001, 1M+3. */
+  for (int i = 0; i < NN; i++) {
+    int n = NS[i];
+    long long want[] = {0, 1, n - 1, n + 1, 1001, 1048579};
+    for (int t = 0; t < 2; t++)
+      for (int k = 0; k < TRANSPORTS[t].nimpl; k++)
+        for (int c = 0; c < 6; c++) {
+          snprintf(sql, sizeof sql,
+                   "SELECT count(*) FROM bench WHERE np = %d AND transport = '%s' AND impl = '%s' "
+                   "AND bytes = 4 * %lld AND wrong = 0 AND iters = 1",
+                   n, TRANSPORTS[t].transport, TRANSPORTS[t].impls[k], want[c]);
+          CHECK_MSG(ru_db_int(db, sql) == 1, "N = %d, %s over %s, count %lld: no exact row", n,
+                    TRANSPORTS[t].impls[k], TRANSPORTS[t].transport, want[c]);
+        }
+  }
+  /* Timed rows with data between ranks have a bandwidth. */
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE bytes > 0 AND np > 1 "
+                             "AND NOT (busbw > 0)"),
+               0);
+}
+
+/* `sgdlab bench allreduce --counts` of ring with the planted bug. */
+static int bench_planted(const char *db, const char *transport, int n, const char *counts) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "SG_ALLREDUCE_PLANT_BUG=1 '%s' bench allreduce --np %d --transport %s --impl ring "
+           "--counts %s --iters 1 --warmup 0 --db '%s' >&2",
+           ru_sgdlab(), n, transport, counts, db);
+  return ru_sh(cmd);
 }
 
 TEST(planted_bug_caught_as_processes) {
@@ -59,15 +108,12 @@ TEST(planted_bug_caught_as_processes) {
   CHECK(dir);
   char db[128];
   snprintf(db, sizeof db, "%s/plant.db", dir);
-  setenv("SG_ALLREDUCE_PLANT_BUG", "1", 1);
-  int mpi = bench(db, "mpi", "ring", "64:64K");
-  int zmq = bench(db, "zmq", "ring", "64:64K");
-  unsetenv("SG_ALLREDUCE_PLANT_BUG");
-  CHECK_EQ_INT(mpi, 0); /* the runs complete; the check reports */
-  CHECK_EQ_INT(zmq, 0);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE transport = 'mpi'"), 11);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE transport = 'zmq'"), 11);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE wrong = 0"), 0);
+  /* 0, 1, N-1, N+1, 1001, 1M+3 for N = 4 (mpi) and N = 5 (zmq) */
+  CHECK_EQ_INT(bench_planted(db, "mpi", 4, "0,1,3,5,1001,1048579"), 0); /* runs complete */
+  CHECK_EQ_INT(bench_planted(db, "zmq", 5, "0,1,4,6,1001,1048579"), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE transport = 'mpi' AND np = 4"), 6);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE transport = 'zmq' AND np = 5"), 6);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE bytes >= 8 AND wrong > 0"), 8);
 }
 
 TEST(training_matches_local) {
