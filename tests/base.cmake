@@ -1,2 +1,8 @@
 sg_add_test(test_opts SOURCES test_opts.c TIMEOUT 30)
 sg_add_test(test_one_worker SOURCES test_one_worker.c TIMEOUT 240)
+
+# docs/config.md is `sgdlab help config --markdown`: fail when the settings
+# tables change and the committed reference was not regenerated.
+add_test(NAME docs_config_current
+  COMMAND sh -c "$<TARGET_FILE:sgdlab> help config --markdown | diff -u ${CMAKE_SOURCE_DIR}/docs/config.md - || { echo 'docs/config.md is stale: regenerate it with: sgdlab help config --markdown > docs/config.md'; exit 1; }")
+set_tests_properties(docs_config_current PROPERTIES TIMEOUT 30)
