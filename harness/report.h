@@ -96,6 +96,10 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
                  sg_rset_t **out);
 void sg_rset_destroy(sg_rset_t **s);
 
+/* The experiment id of run `run_id` into *exp_id; SG_ENOTFOUND ("no run
+ * with id N in the database") when there is no such run. */
+int sg_rdb_run_experiment(sqlite3 *db, int64_t run_id, int64_t *exp_id);
+
 /* "ps sync" or "ps sync, N=4" (workers appended when they vary). Returns
  * buf. */
 const char *sg_rrun_label(const sg_rset_t *s, const sg_rrun_t *r, char *buf,

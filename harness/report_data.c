@@ -285,6 +285,22 @@ fail:
 
 /* ---- the set ----------------------------------------------------------- */
 
+int sg_rdb_run_experiment(sqlite3 *db, int64_t run_id, int64_t *exp_id) {
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK;
+  SG_TRY(sg_rdb_prepare(db, "SELECT experiment_id FROM runs WHERE id = ?1", &st));
+  sqlite3_bind_int64(st, 1, run_id);
+  if (sqlite3_step(st) != SQLITE_ROW) {
+    rc = sg_err_set(SG_ENOTFOUND, "no run with id %lld in the database",
+                    (long long)run_id);
+    goto fail;
+  }
+  *exp_id = sqlite3_column_int64(st, 0);
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
 int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
                  sg_rset_t **out) {
   sqlite3_stmt *st = NULL;
@@ -296,18 +312,7 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
   s = calloc(1, sizeof *s);
   if (!s) return sg_err_set(SG_ENOMEM, "report: out of memory");
   s->target = target;
-  if (run_id >= 0) {
-    SG_TRY(sg_rdb_prepare(db, "SELECT experiment_id FROM runs WHERE id = ?1", &st));
-    sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_step(st) != SQLITE_ROW) {
-      rc = sg_err_set(SG_ENOTFOUND, "no run with id %lld in the database",
-                      (long long)run_id);
-      goto fail;
-    }
-    exp_id = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    st = NULL;
-  }
+  if (run_id >= 0) SG_TRY(sg_rdb_run_experiment(db, run_id, &exp_id));
   s->experiment_id = exp_id;
   SG_TRY(sg_rdb_prepare(db,
                         "SELECT name, started_at, host FROM experiments"

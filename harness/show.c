@@ -175,16 +175,7 @@ static int show_run(sqlite3 *db, int64_t run_id) {
   int rc = SG_OK;
   char buf[64];
   /* Load the whole experiment so the variant label has its context. */
-  SG_TRY(sg_rdb_prepare(db, "SELECT experiment_id FROM runs WHERE id = ?1", &st));
-  sqlite3_bind_int64(st, 1, run_id);
-  if (sqlite3_step(st) != SQLITE_ROW) {
-    rc = sg_err_set(SG_ENOTFOUND, "no run with id %lld in the database",
-                    (long long)run_id);
-    goto fail;
-  }
-  exp_id = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  st = NULL;
+  SG_TRY(sg_rdb_run_experiment(db, run_id, &exp_id));
   SG_TRY(sg_rset_load(db, exp_id, -1, 0.85, &s));
   for (size_t i = 0; i < s->n; i++)
     if (s->runs[i].id == run_id) r = &s->runs[i];
