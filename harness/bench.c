@@ -333,17 +333,14 @@ static int bench_allreduce(int argc, char **argv) {
     goto out;
   }
   char rank_bin[4096];
-  int64_t exp_id;
+  sg_run_env_t env;
   if (sg_launch_find_rank_bin(rank_bin, sizeof rank_bin) < 0 || sg_recorder_open(&db, db_path) < 0 ||
-      sg_recorder_experiment(db, x->name, x->config_text, &exp_id) < 0 ||
-      sg_progress_new(&prog, 1, x->nruns) < 0) {
+      sg_run_begin(db, x, 1, verbose, rank_bin, &prog, &env) < 0) {
     fprintf(stderr, "sgdlab bench allreduce: %s\n", sg_err_msg());
     code = 1;
     goto out;
   }
-  sg_run_install_signals();
-  sg_run_env_t env = {.db = db, .exp_id = exp_id, .progress = prog, .verbose = verbose,
-                      .rank_bin = rank_bin};
+  const int64_t exp_id = env.exp_id;
   size_t failed = 0;
   int64_t last = 0;
   for (size_t i = 0; i < x->nruns; i++) {

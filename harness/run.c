@@ -56,6 +56,17 @@ void sg_run_install_signals(void) {
   signal(SIGPIPE, SIG_IGN);
 }
 
+int sg_run_begin(sg_recorder_t *db, const sg_experiment_t *x, int quiet, int verbose,
+                 const char *rank_bin, sg_progress_t **prog, sg_run_env_t *env) {
+  int64_t exp_id;
+  SG_CHECK(sg_recorder_experiment(db, x->name, x->config_text, &exp_id));
+  SG_CHECK(sg_progress_new(prog, quiet, x->nruns));
+  sg_run_install_signals();
+  *env = (sg_run_env_t){.db = db, .exp_id = exp_id, .progress = *prog, .verbose = verbose,
+                        .rank_bin = rank_bin};
+  return SG_OK;
+}
+
 typedef struct rank_info {
   int hello, done, status, exited;
   int dead; /* died, and the engine tolerates it (run_info dead_rank.R) */
@@ -905,16 +916,12 @@ int sg_cmd_run(int argc, char **argv) {
     code = 2;
     goto out;
   }
-  int64_t exp_id;
-  if (sg_recorder_experiment(db, x->name, x->config_text, &exp_id) < 0 ||
-      sg_progress_new(&prog, quiet, x->nruns) < 0) {
+  sg_run_env_t env;
+  if (sg_run_begin(db, x, quiet, verbose, rank_bin, &prog, &env) < 0) {
     fprintf(stderr, "sgdlab run: %s\n", sg_err_msg());
     code = 1;
     goto out;
   }
-  sg_run_install_signals();
-  sg_run_env_t env = {.db = db, .exp_id = exp_id, .progress = prog, .verbose = verbose,
-                      .rank_bin = rank_bin};
   size_t failed = 0;
   for (size_t i = 0; i < x->nruns; i++) {
     sg_run_result_t res;
@@ -936,7 +943,7 @@ int sg_cmd_run(int argc, char **argv) {
   }
   if (!quiet)
     printf("experiment '%s' (id %lld): %zu run%s, %zu failed; results in %s\n", x->name,
-           (long long)exp_id, x->nruns, x->nruns == 1 ? "" : "s", failed, db_path);
+           (long long)env.exp_id, x->nruns, x->nruns == 1 ? "" : "s", failed, db_path);
   code = failed ? 1 : 0;
 out:
   sg_progress_destroy(&prog);

@@ -81,4 +81,12 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
 /* Install the SIGINT/SIGTERM handlers sg_run_execute() watches. */
 void sg_run_install_signals(void);
 
+/* What `sgdlab run` and `sgdlab bench` do before their runs: record
+ * experiment `x` in `db`, create the progress display (sg_progress_new's
+ * `quiet`), install the signal handlers and fill *env (db, experiment id,
+ * progress, verbose, rank_bin).  Caller owns *prog (sg_progress_destroy);
+ * env points into db, *prog and rank_bin. */
+int sg_run_begin(sg_recorder_t *db, const sg_experiment_t *x, int quiet, int verbose,
+                 const char *rank_bin, sg_progress_t **prog, sg_run_env_t *env);
+
 #endif
