@@ -484,8 +484,7 @@ static void kill_leftovers(serve_t *s) {
   }
 }
 
-/* Whether a process on this host is stopped (SIGSTOP, state T). */
-static int proc_stopped(int pid) {
+int sg_run_proc_state(int pid) {
   char path[64], buf[512];
   snprintf(path, sizeof path, "/proc/%d/stat", pid);
   FILE *f = fopen(path, "r");
@@ -494,7 +493,13 @@ static int proc_stopped(int pid) {
   fclose(f);
   buf[n] = '\0';
   const char *rp = strrchr(buf, ')');
-  return rp && rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
+  return rp && rp[1] == ' ' ? rp[2] : 0;
+}
+
+/* Whether a process on this host is stopped (SIGSTOP, state T). */
+static int proc_stopped(int pid) {
+  int c = sg_run_proc_state(pid);
+  return c == 'T' || c == 't';
 }
 
 /* A failed run: SIGKILL its stopped rank processes on this host first (a

@@ -81,6 +81,10 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
 /* Install the SIGINT/SIGTERM handlers sg_run_execute() watches. */
 void sg_run_install_signals(void);
 
+/* State letter of process `pid` on this host from /proc/PID/stat ('R',
+ * 'S', 'T', 'Z', ...), 0 when it cannot be read (gone). */
+int sg_run_proc_state(int pid);
+
 /* What `sgdlab run` and `sgdlab bench` do before their runs: record
  * experiment `x` in `db`, create the progress display (sg_progress_new's
  * `quiet`), install the signal handlers and fill *env (db, experiment id,

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "run.h"
 
 #define DEADLINE_S 3.0
 
@@ -80,16 +81,8 @@ static void query_text(const char *db, const char *sql, char *out, size_t cap) {
 
 /* Process state letter from /proc, 0 when gone or a zombie. */
 static int proc_state(int pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *rp = strrchr(buf, ')');
-  if (!rp || rp[1] != ' ') return 0;
-  return rp[2] == 'Z' || rp[2] == 'X' ? 0 : rp[2];
+  int c = sg_run_proc_state(pid);
+  return c == 'Z' || c == 'X' ? 0 : c;
 }
 
 static int wait_gone(int pid, double secs) {
