@@ -761,7 +761,8 @@ int sg_config_parse(sg_experiment_t **out, const char *fname, const char *text, 
   memcpy(x->config_text, text, len);
   size_t at = len;
   if (nsets && at && text[at - 1] != '\n') x->config_text[at++] = '\n';
-  for (int i = 0; i < nsets; i++) at += (size_t)sprintf(x->config_text + at, "# --set %s\n", sets[i]);
+  for (int i = 0; i < nsets; i++)
+    at += (size_t)snprintf(x->config_text + at, tl - at, "# --set %s\n", sets[i]);
   x->config_text[at] = '\0';
 
   size_t total = 0;
