@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "err.h"
 
@@ -59,7 +60,7 @@ static int send_rec(sg_records_t *r, uint32_t type, const void *a, size_t alen,
 }
 
 int sg_records_open(sg_records_t **out, const char *endpoint, int rank,
-                    const char *role, double t0) {
+                    const char *role, double t0, const sg_keys_t *keys) {
   int rc;
   sg_records_t *r = calloc(1, sizeof *r);
   if (!r) return SG_ENOMEM;
@@ -78,6 +79,8 @@ int sg_records_open(sg_records_t **out, const char *endpoint, int rank,
     zmq_setsockopt(r->push, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(r->push, ZMQ_SNDTIMEO, &tmo, sizeof tmo);
     zmq_setsockopt(r->push, ZMQ_LINGER, &linger, sizeof linger);
+    if (keys && !strncmp(endpoint, "tcp://", 6))
+      SG_TRY(sg_curve_client(r->push, keys, rank, SG_AUTH_HARNESS));
     if (zmq_connect(r->push, endpoint) < 0) {
       rc = sg_err_set(SG_EIO, "records: connect to the harness at %s: %s", endpoint,
                       zmq_strerror(errno));
@@ -107,15 +110,69 @@ int sg_records_bench(sg_records_t *r, const sg_bench_rec_t *b) {
   return send_rec(r, SG_REC_BENCH, b, sizeof *b, NULL, 0);
 }
 
+/* Room for the text of a record after `used` bytes of it. */
+enum { REC_TEXT_MAX = SG_REC_MAX - sizeof(sg_rec_header_t) - 256 };
+
+/* A copy of s cut to at most max bytes (caller frees), or NULL. */
+static char *cut(const char *s, size_t max) {
+  size_t n = strnlen(s, max);
+  char *c = malloc(n + 1);
+  if (c) {
+    memcpy(c, s, n);
+    c[n] = '\0';
+  }
+  return c;
+}
+
 int sg_records_info(sg_records_t *r, const char *key, const char *value) {
   if (!value) value = "";
-  return send_rec(r, SG_REC_INFO, key, strlen(key) + 1, value, strlen(value) + 1);
+  char *k = cut(key, 200), *v = cut(value, REC_TEXT_MAX);
+  int rc = k && v ? send_rec(r, SG_REC_INFO, k, strlen(k) + 1, v, strlen(v) + 1) : SG_ENOMEM;
+  free(k);
+  free(v);
+  return rc;
 }
 
 int sg_records_done(sg_records_t *r, int status, const char *message) {
   int32_t st = status;
-  if (!message) message = "";
-  return send_rec(r, SG_REC_DONE, &st, sizeof st, message, strlen(message) + 1);
+  char *m = cut(message ? message : "", REC_TEXT_MAX);
+  int rc = m ? send_rec(r, SG_REC_DONE, &st, sizeof st, m, strlen(m) + 1) : SG_ENOMEM;
+  free(m);
+  return rc;
+}
+
+/* ---- the harness side ------------------------------------------------ */
+
+/* n bytes holding exactly `strings` NUL-terminated strings. */
+static int nul_strings(const unsigned char *p, size_t n, int strings) {
+  for (int i = 0; i < strings; i++) {
+    const unsigned char *z = n ? memchr(p, '\0', n) : NULL;
+    if (!z) return 0;
+    n -= (size_t)(z - p) + 1;
+    p = z + 1;
+  }
+  return n == 0;
+}
+
+int sg_rec_decode(const void *msg, size_t len, int nprocs, sg_rec_header_t *h,
+                  const unsigned char **payload) {
+  if (len < sizeof *h || len > SG_REC_MAX) return SG_EFORMAT;
+  memcpy(h, msg, sizeof *h);
+  const unsigned char *p = (const unsigned char *)msg + sizeof *h;
+  size_t n = len - sizeof *h;
+  *payload = p;
+  if (h->magic != SG_REC_MAGIC || h->rank < 0 || h->rank >= nprocs || h->len != n)
+    return SG_EFORMAT;
+  switch (h->type) {
+  case SG_REC_HELLO: return n == sizeof(sg_rec_hello_t) ? 0 : SG_EFORMAT;
+  case SG_REC_STEP: return n == sizeof(sg_step_rec_t) ? 0 : SG_EFORMAT;
+  case SG_REC_EVAL: return n == sizeof(sg_eval_rec_t) ? 0 : SG_EFORMAT;
+  case SG_REC_BENCH: return n == sizeof(sg_bench_rec_t) ? 0 : SG_EFORMAT;
+  case SG_REC_INFO: return nul_strings(p, n, 2) ? 0 : SG_EFORMAT;
+  case SG_REC_DONE:
+    return n >= sizeof(int32_t) && nul_strings(p + 4, n - 4, 1) ? 0 : SG_EFORMAT;
+  default: return SG_EFORMAT;
+  }
 }
 
 double sg_records_elapsed(const sg_records_t *r) { return sg_wall() - r->t0; }

@@ -12,7 +12,10 @@
 #ifndef SG_RECORDS_H
 #define SG_RECORDS_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+struct sg_keys;
 
 enum {
   SG_REC_MAGIC = 0x53474442, /* "SGDB" */
@@ -63,10 +66,11 @@ typedef struct sg_records sg_records_t;
 
 /* Connect rank `rank` (role e.g. "worker", "server", "driver") to the
  * harness at `endpoint`; NULL endpoint gives a records object that drops
- * everything (unit tests).  t0 = the run's start (sg_wall()).  Sends HELLO.
+ * everything (unit tests).  keys: a tcp endpoint is reached over CURVE as
+ * this rank (auth.h); NULL for ipc.  t0 = the run's start (sg_wall()).  Sends HELLO.
  * Caller owns the result. */
 int sg_records_open(sg_records_t **out, const char *endpoint, int rank,
-                    const char *role, double t0);
+                    const char *role, double t0, const struct sg_keys *keys);
 int sg_records_step(sg_records_t *r, const sg_step_rec_t *s);
 int sg_records_eval(sg_records_t *r, const sg_eval_rec_t *e);
 int sg_records_bench(sg_records_t *r, const sg_bench_rec_t *b);
@@ -93,5 +97,17 @@ typedef struct sg_rec_hello {
 } sg_rec_hello_t;
 /* DONE payload: int32 status, then a NUL-terminated message.
  * INFO payload: "key\0value\0". */
+
+/* The largest record (header included); the harness's socket refuses
+ * longer messages (ZMQ_MAXMSGSIZE) and the sender shortens INFO values
+ * and DONE messages to fit. */
+#define SG_REC_MAX (64 * 1024)
+
+/* Check one record as it arrived, trusting nothing: magic, a known type,
+ * a rank in 0..nprocs-1, the declared length equal to what came, and the
+ * payload's size and termination right for its type.  Fills *h and
+ * *payload; returns 0, or SG_EFORMAT for a record to drop. */
+int sg_rec_decode(const void *msg, size_t len, int nprocs, sg_rec_header_t *h,
+                  const unsigned char **payload);
 
 #endif

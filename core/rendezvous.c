@@ -8,7 +8,16 @@
  *                                          ... waits until all `size` ranks
  *                                          have registered, then to each:
  *   <- "OK <size>\n<rank> <host> <endpoint>\n" x size
- *   <- "ERR <reason>"   (bad rank, size mismatch, rank registered twice)
+ *   <- "ERR <reason>"   (bad rank, size mismatch, rank registered twice,
+ *                        not the rank's own key)
+ *
+ * Over tcp the socket is a CURVE server (auth.h): only the run's ranks can
+ * connect, and a registration is taken only for the rank whose key the
+ * connection was authenticated with, so no one can register in a rank's
+ * place and receive its traffic.  A refusal names only what the sender
+ * claimed (never the rank count or another rank's host).  Messages are
+ * capped at RDV_MSG_MAX bytes (ZMQ_MAXMSGSIZE): a larger one drops the
+ * connection before it is buffered.
  *
  * Host names and endpoints contain no spaces.  The server never blocks: it
  * reads what is there and answers with ZMQ_DONTWAIT.
@@ -19,11 +28,13 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "err.h"
 #include "transport_impl.h"
 
 #define RDV_ID_MAX 256
+#define RDV_MSG_MAX 1024 /* a registration is < 400 bytes */
 
 typedef struct rdv_rank {
   int registered;
@@ -35,13 +46,15 @@ typedef struct rdv_rank {
 
 struct sg_rdv {
   void *sock;
+  const sg_keys_t *keys; /* tcp: registrations must come from the rank's key */
+  unsigned long refused;
   int size, count, complete;
   char endpoint[SG_ENDPOINT_MAX];
   rdv_rank_t *ranks;
 };
 
 int sg_rdv_new(sg_rdv_t **out, void *zctx, const char *endpoint_base,
-               int size) {
+               int size, const sg_keys_t *keys) {
   int rc;
   *out = NULL;
   if (size < 1)
@@ -49,6 +62,7 @@ int sg_rdv_new(sg_rdv_t **out, void *zctx, const char *endpoint_base,
   sg_rdv_t *r = calloc(1, sizeof *r);
   if (!r) return sg_err_set(SG_ENOMEM, "rendezvous: no memory");
   r->size = size;
+  r->keys = keys;
   r->ranks = calloc((size_t)size, sizeof *r->ranks);
   r->sock = zmq_socket(zctx, ZMQ_ROUTER);
   if (!r->ranks || !r->sock) {
@@ -56,7 +70,10 @@ int sg_rdv_new(sg_rdv_t **out, void *zctx, const char *endpoint_base,
     goto fail;
   }
   int zero = 0;
+  int64_t maxmsg = RDV_MSG_MAX;
   zmq_setsockopt(r->sock, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_setsockopt(r->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+  if (keys) SG_TRY(sg_curve_server(r->sock, keys, SG_AUTH_HARNESS));
   if (zmq_bind(r->sock, endpoint_base) != 0) {
     rc = sg_err_set(SG_EIO, "rendezvous: cannot bind %s: %s", endpoint_base,
                     zmq_strerror(zmq_errno()));
@@ -78,6 +95,7 @@ fail:
 const char *sg_rdv_endpoint(const sg_rdv_t *r) { return r->endpoint; }
 void *sg_rdv_socket(sg_rdv_t *r) { return r->sock; }
 int sg_rdv_complete(const sg_rdv_t *r) { return r->complete; }
+unsigned long sg_rdv_refused(const sg_rdv_t *r) { return r ? r->refused : 0; }
 
 void sg_rdv_destroy(sg_rdv_t **rp) {
   if (!rp || !*rp) return;
@@ -110,46 +128,89 @@ static int rdv_send_table(sg_rdv_t *r) {
   return 0;
 }
 
+int sg_rdv_parse_registration(const void *body, size_t len, int *rank,
+                              int *size, char host[64], char endpoint[256]) {
+  char b[RDV_MSG_MAX], tail;
+  if (len >= sizeof b || memchr(body, '\0', len))
+    return sg_err_set(SG_EFORMAT, "registration of %zu bytes", len);
+  memcpy(b, body, len);
+  b[len] = '\0';
+  if (sscanf(b, "SGRDV1 %d %d %63s %255s %c", rank, size, host, endpoint,
+             &tail) != 4)
+    return sg_err_set(SG_EFORMAT, "malformed registration");
+  return 0;
+}
+
+/* Read one message from the ROUTER: the routing id and ONE body frame
+ * (further frames are dropped).  1 = got one, 0 = nothing waiting. */
+static int rdv_read(sg_rdv_t *r, unsigned char *id, int *id_len,
+                    zmq_msg_t *body) {
+  for (;;) {
+    *id_len = zmq_recv(r->sock, id, RDV_ID_MAX, ZMQ_DONTWAIT);
+    if (*id_len >= 0) break;
+    if (zmq_errno() == EAGAIN) return 0;
+    if (zmq_errno() != EINTR)
+      return sg_err_set(SG_EIO, "rendezvous %s: receive: %s", r->endpoint,
+                        zmq_strerror(zmq_errno()));
+  }
+  int more = 0;
+  size_t ml = sizeof more;
+  zmq_getsockopt(r->sock, ZMQ_RCVMORE, &more, &ml);
+  zmq_msg_init(body);
+  if (more && zmq_msg_recv(body, r->sock, 0) >= 0) more = zmq_msg_more(body);
+  else more = 0, *id_len = -1; /* no body: ignore */
+  while (more) { /* drop any further frames */
+    zmq_msg_t junk;
+    zmq_msg_init(&junk);
+    if (zmq_msg_recv(&junk, r->sock, 0) < 0) more = 0;
+    else more = zmq_msg_more(&junk);
+    zmq_msg_close(&junk);
+  }
+  return 1;
+}
+
+/* Why a registration is refused ("" = accepted).  The reasons name only
+ * what the sender itself claimed: no rank count, no other rank's host. */
+static void rdv_check(const sg_rdv_t *r, int sender, int rank, int size,
+                      char *err, size_t cap) {
+  err[0] = '\0';
+  if (r->keys && sender != rank)
+    snprintf(err, cap, "ERR refused: a rank registers only as itself");
+  else if (size != r->size)
+    snprintf(err, cap, "ERR rank %d: the run size it was given does not "
+             "match this run's", rank);
+  else if (rank < 0 || rank >= r->size)
+    snprintf(err, cap, "ERR rank %d is not a rank of this run", rank);
+  else if (r->ranks[rank].registered)
+    snprintf(err, cap, "ERR rank %d registered twice", rank);
+}
+
 int sg_rdv_handle(sg_rdv_t *r) {
   for (;;) {
     unsigned char id[RDV_ID_MAX];
-    char body[512], host[64], ep[SG_ENDPOINT_MAX], err[400];
-    int id_len = zmq_recv(r->sock, id, sizeof id, ZMQ_DONTWAIT);
-    if (id_len < 0) {
-      if (zmq_errno() == EAGAIN) return 0;
-      if (zmq_errno() == EINTR) continue;
-      return sg_err_set(SG_EIO, "rendezvous %s: receive: %s", r->endpoint,
-                        zmq_strerror(zmq_errno()));
+    char host[64], ep[SG_ENDPOINT_MAX], err[200];
+    int id_len, rank, size;
+    zmq_msg_t body;
+    int got = rdv_read(r, id, &id_len, &body);
+    if (got <= 0) return got;
+    if (id_len < 0) { /* no body */
+      zmq_msg_close(&body);
+      r->refused++;
+      continue;
     }
-    int more = 0;
-    size_t ml = sizeof more;
-    zmq_getsockopt(r->sock, ZMQ_RCVMORE, &more, &ml);
-    if (!more) continue; /* no body: ignore */
-    int n = zmq_recv(r->sock, body, sizeof body - 1, 0);
-    if (n < 0) continue;
-    if (n > (int)sizeof body - 1) n = (int)sizeof body - 1;
-    body[n] = '\0';
-    while (more) { /* drop any further frames */
-      char junk[64];
-      zmq_getsockopt(r->sock, ZMQ_RCVMORE, &more, &ml);
-      if (more) zmq_recv(r->sock, junk, sizeof junk, 0);
-    }
-    int rank, size;
-    if (sscanf(body, "SGRDV1 %d %d %63s %255s", &rank, &size, host, ep) != 4) {
+    int sender = sg_auth_sender(&body);
+    int prc = sg_rdv_parse_registration(zmq_msg_data(&body),
+                                        zmq_msg_size(&body), &rank, &size,
+                                        host, ep);
+    zmq_msg_close(&body);
+    if (prc < 0) {
+      r->refused++;
       rdv_reply(r, id, (size_t)id_len, "ERR malformed registration");
       continue;
     }
-    err[0] = '\0';
-    if (size != r->size)
-      snprintf(err, sizeof err, "ERR rank %d (%s) says the run has %d ranks, "
-               "the rendezvous expects %d", rank, host, size, r->size);
-    else if (rank < 0 || rank >= r->size)
-      snprintf(err, sizeof err, "ERR rank %d (%s) is out of range 0..%d",
-               rank, host, r->size - 1);
-    else if (r->ranks[rank].registered)
-      snprintf(err, sizeof err, "ERR rank %d registered twice (%s, then %s)",
-               rank, r->ranks[rank].host, host);
+    rdv_check(r, sender, rank, size, err, sizeof err);
     if (err[0]) {
+      r->refused++;
       rdv_reply(r, id, (size_t)id_len, err);
       continue;
     }
@@ -189,6 +250,7 @@ static int rdv_parse_table(const char *t, const char *rdv, int size,
 
 int sg_rdv_exchange(void *zctx, const char *rdv, int rank, int size,
                     const char *host, const char *endpoint, double deadline_s,
+                    const sg_keys_t *keys,
                     char (*endpoints)[SG_ENDPOINT_MAX], char (*hosts)[64]) {
   int rc = 0, zero = 0;
   char *table = NULL;
@@ -196,6 +258,7 @@ int sg_rdv_exchange(void *zctx, const char *rdv, int rank, int size,
   void *s = zmq_socket(zctx, ZMQ_DEALER);
   if (!s) return sg_err_set(SG_EIO, "rendezvous: no socket");
   zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+  if (keys) SG_TRY(sg_curve_client(s, keys, rank, SG_AUTH_HARNESS));
   if (zmq_connect(s, rdv) != 0) {
     rc = sg_err_set(SG_EIO, "rank %d: cannot connect to rendezvous %s: %s",
                     rank, rdv, zmq_strerror(zmq_errno()));

@@ -3,7 +3,12 @@
  * for timeouts and truncation (one wording for MPI and ZeroMQ). */
 #include "transport_impl.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -123,4 +128,23 @@ int sg_comm_trunc(const sg_comm_t *c, int src, int tag, size_t len,
                     "rank %d: message of %zu bytes from rank %d (%s), tag %d, "
                     "does not fit a receive buffer of %zu bytes",
                     c->rank, len, src, c->hosts[src], tag, cap);
+}
+
+/* A UDP socket "connected" to the host sends nothing, but makes the kernel
+ * choose the route and so the source address that reaches it. */
+int sg_net_addr_toward(const char *host, char *out, size_t cap) {
+  struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_DGRAM}, *ai = NULL;
+  int e = getaddrinfo(host, "9", &hints, &ai);
+  if (e != 0)
+    return sg_err_set(SG_ENOTFOUND, "cannot resolve host '%s': %s", host, gai_strerror(e));
+  int rc = 0, fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in me;
+  socklen_t len = sizeof me;
+  if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+      getsockname(fd, (struct sockaddr *)&me, &len) != 0 ||
+      !inet_ntop(AF_INET, &me.sin_addr, out, (socklen_t)cap))
+    rc = sg_err_set(SG_EIO, "no route from this host to '%s': %s", host, strerror(errno));
+  if (fd >= 0) close(fd);
+  freeaddrinfo(ai);
+  return rc;
 }

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct sg_keys; /* auth.h */
+
 #define SG_ANY_SOURCE (-1)
 #define SG_ANY_TAG (-1)
 #define SG_TAG_MAX 32767 /* the smallest MPI_TAG_UB the MPI standard allows */
@@ -67,6 +69,8 @@ struct sg_comm {
   uint64_t *sent;    /* [size] payload bytes sent to each peer */
   uint64_t *recvd;   /* [size] payload bytes received from each peer */
   char (*hosts)[64]; /* [size] host name of each rank, for messages */
+  uint64_t dropped;  /* messages refused on arrival (malformed, oversized, or
+                        not from the rank they claim): never fatal */
 };
 
 static inline int sg_send(sg_comm_t *c, int dst, int tag, const void *buf, size_t len) {
@@ -100,6 +104,11 @@ void sg_comm_destroy(sg_comm_t **c);
 uint64_t sg_comm_bytes_sent(const sg_comm_t *c);
 uint64_t sg_comm_bytes_recvd(const sg_comm_t *c);
 
+/* The local IPv4 address this host uses to reach `host` (a name or an
+ * address): what a socket that peers on that network must reach binds to.
+ * Loopback for this host's own names. */
+int sg_net_addr_toward(const char *host, char *out, size_t cap);
+
 /* ---- ZeroMQ ---------------------------------------------------------- */
 
 typedef struct sg_zmq_cfg {
@@ -113,7 +122,15 @@ typedef struct sg_zmq_cfg {
   const char *ipc_dir;    /* ipc: directory for this rank's socket (the harness's
                              per-run dir, removed even when ranks are killed);
                              NULL = /tmp */
+  const struct sg_keys *keys; /* tcp: the run's keys (auth.h): CURVE on every
+                             socket, peers admitted by the ZAP allow-list and
+                             identified by their key; NULL = no CURVE */
+  size_t max_msg;         /* largest payload a peer may send; 0 = SG_ZMQ_MAX_MSG */
 } sg_zmq_cfg_t;
+
+/* Default cap on one message's payload (ZMQ_MAXMSGSIZE of the receiving
+ * socket): larger than any model or benchmark message sgdlab sends. */
+#define SG_ZMQ_MAX_MSG ((size_t)1 << 30)
 
 /* Caller owns the result.  For tcp/ipc, binds this rank's endpoint and
  * exchanges endpoints through the harness's rendezvous server. */
@@ -137,8 +154,17 @@ int sg_mpi_available(void);
 typedef struct sg_rdv sg_rdv_t;
 /* Bind a rendezvous server for `size` ranks on `endpoint_base` (e.g.
  * "tcp://127.0.0.1:*" or "ipc:///tmp/x/rdv"); zctx is the harness's zmq
- * context.  Caller owns the result. */
-int sg_rdv_new(sg_rdv_t **out, void *zctx, const char *endpoint_base, int size);
+ * context.  With keys (tcp), the socket is a CURVE server with the
+ * harness's key (the context's ZAP handler must run) and a rank may
+ * register only as itself.  Caller owns the result. */
+int sg_rdv_new(sg_rdv_t **out, void *zctx, const char *endpoint_base, int size,
+               const struct sg_keys *keys);
+/* Registrations refused (malformed, or not from the rank they name). */
+unsigned long sg_rdv_refused(const sg_rdv_t *r);
+/* Parse one registration "SGRDV1 <rank> <size> <host> <endpoint>" (len
+ * bytes, not NUL-terminated).  0, or SG_EFORMAT. */
+int sg_rdv_parse_registration(const void *body, size_t len, int *rank, int *size,
+                              char host[64], char endpoint[256]);
 const char *sg_rdv_endpoint(const sg_rdv_t *r); /* what ranks connect to */
 void *sg_rdv_socket(sg_rdv_t *r);               /* for zmq_poll */
 /* Handle whatever is readable on the socket (non-blocking). */

@@ -45,10 +45,11 @@ void sg_comm_hostname(char out[64]);
 /* The rank side of the rendezvous (rendezvous.c): register (rank, host,
  * endpoint) at the harness's `rdv_endpoint` and wait, at most deadline_s,
  * for the table of all ranks: endpoints[size][SG_ENDPOINT_MAX] and
- * hosts[size]. */
+ * hosts[size].  keys: connect as a CURVE client (tcp). */
 #define SG_ENDPOINT_MAX 256
 int sg_rdv_exchange(void *zctx, const char *rdv_endpoint, int rank, int size,
                     const char *host, const char *endpoint, double deadline_s,
+                    const struct sg_keys *keys,
                     char (*endpoints)[SG_ENDPOINT_MAX], char (*hosts)[64]);
 
 #endif

@@ -6,9 +6,17 @@
  *                                               derived, no rendezvous)
  *   ipc     ipc://<ipc_dir or /tmp>/sgdlab-<pid>-<rank>-<n> (exchanged by
  *           rendezvous; the harness passes its per-run dir as ipc_dir)
- *   tcp     tcp://127.0.0.1:<port>, or tcp://<hostname>:<port> when the
- *           rendezvous is not on loopback (exchanged by rendezvous)
+ *   tcp     tcp://127.0.0.1:<port>, or tcp://<addr>:<port> with the address
+ *           this host uses to reach a rendezvous that is not on loopback
+ *           (exchanged by rendezvous); never the wildcard address.  With
+ *           the run's keys every tcp socket speaks CURVE (auth.h).
  * A message is two frames: a header {src, tag, len, flags} and the payload.
+ *
+ * Arrivals are checked before anything else looks at them: a header of the
+ * wrong size or framing, a source out of range, an unknown tag or flag, a
+ * payload longer than max_msg or not the length announced, or (CURVE) a
+ * source other than the rank the connection was authenticated as, is
+ * dropped and counted in comm->dropped; it never ends the run.
  * PUSH/PULL keeps the frames of one message together and keeps the order of
  * messages between one pair of ranks, which is all the matching needs.
  *
@@ -69,6 +77,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "err.h"
 #include "transport_impl.h"
@@ -107,6 +116,9 @@ typedef struct zcomm {
   sg_comm_t base;
   void *ctx;
   int own_ctx, linger_ms, hwm, inproc;
+  const sg_keys_t *keys; /* CURVE (tcp) or NULL */
+  sg_zap_t *zap;         /* this comm's ZAP handler (with keys) */
+  size_t max_msg;
   void *pull;
   void **push; /* [size]; NULL for self and for a peer given up on */
   zq_msg_t *uq_head, *uq_tail;
@@ -186,6 +198,31 @@ static int zq_deliver(zcomm_t *z, int src, int tag, unsigned flags,
   return 0;
 }
 
+/* Receive the rest of a message whose first frame was refused. */
+static void zq_discard_rest(zcomm_t *z, int more) {
+  while (more) {
+    zmq_msg_t junk;
+    zmq_msg_init(&junk);
+    if (zmq_msg_recv(&junk, z->pull, 0) < 0) more = zmq_errno() == EINTR;
+    else more = zmq_msg_more(&junk);
+    zmq_msg_close(&junk);
+  }
+}
+
+/* Whether a header frame is acceptable: the size and framing of ours, a
+ * source in range that is, over CURVE, the rank the connection was
+ * authenticated as, a tag we use, known flags.  Anything else is dropped
+ * and counted: bytes from the network never end a run. */
+static int zq_header_ok(zcomm_t *z, zmq_msg_t *hdr, zq_hdr_t *h) {
+  if (zmq_msg_size(hdr) != sizeof *h || !zmq_msg_more(hdr)) return 0;
+  memcpy(h, zmq_msg_data(hdr), sizeof *h);
+  if (h->src < 0 || h->src >= z->base.size || h->src == z->base.rank) return 0;
+  if (h->tag < 0 || h->tag > SG_TAG_INTERNAL_END || h->len > z->max_msg) return 0;
+  if (h->flags & ~ZQ_ZEROCOPY || ((h->flags & ZQ_ZEROCOPY) && !z->inproc)) return 0;
+  if (z->keys && sg_auth_sender(hdr) != h->src) return 0;
+  return 1;
+}
+
 /* Receive everything already waiting on the PULL socket (never blocks). */
 static int zq_drain(zcomm_t *z) {
   for (;;) {
@@ -200,12 +237,13 @@ static int zq_drain(zcomm_t *z) {
                         zmq_strerror(e));
     }
     zq_hdr_t h;
-    int ok = zmq_msg_size(&hdr) == sizeof h && zmq_msg_more(&hdr);
-    if (ok) memcpy(&h, zmq_msg_data(&hdr), sizeof h);
+    int ok = zq_header_ok(z, &hdr, &h), more = zmq_msg_more(&hdr);
     zmq_msg_close(&hdr);
-    if (!ok)
-      return sg_err_set(SG_EPROTO, "rank %d: malformed message header",
-                        z->base.rank);
+    if (!ok) {
+      z->base.dropped++;
+      zq_discard_rest(z, more);
+      continue;
+    }
     zmq_msg_init(&data);
     /* The payload frame is already here: multipart messages are atomic. */
     while (zmq_msg_recv(&data, z->pull, 0) < 0) {
@@ -215,10 +253,11 @@ static int zq_drain(zcomm_t *z) {
                           z->base.rank, h.src, zmq_strerror(zmq_errno()));
       }
     }
-    if (h.src < 0 || h.src >= z->base.size || zmq_msg_size(&data) != h.len) {
+    if (zmq_msg_size(&data) != h.len || zmq_msg_more(&data)) {
+      z->base.dropped++;
+      zq_discard_rest(z, zmq_msg_more(&data));
       zmq_msg_close(&data);
-      return sg_err_set(SG_EPROTO, "rank %d: message with bad source %d or "
-                        "length", z->base.rank, h.src);
+      continue;
     }
     SG_CHECK(zq_deliver(z, h.src, h.tag, h.flags, &data));
   }
@@ -397,7 +436,14 @@ static int zq_wait_req(zcomm_t *z, sg_req_t *r, sg_status_t *st) {
       zq_unpost(z, r);
       return sg_comm_recv_timeout(&z->base, r->peer, r->tag, sg_now() - t0);
     }
-    SG_CHECK(zq_progress(z, left));
+    /* On any error the request leaves the posted list: it may live on the
+     * caller's stack (recv, sendrecv), and destroy frees what is posted. */
+    int rc = zq_progress(z, left);
+    if (rc < 0) {
+      zq_unpost(z, r);
+      sg_err_trace_push(__FILE__, __LINE__);
+      return rc;
+    }
   }
   if (st) *st = r->st;
   if (r->trunc)
@@ -557,6 +603,7 @@ static void zmq_destroy_(sg_comm_t *c) {
     z->posted_head = r->next;
     free(r);
   }
+  sg_zap_stop(&z->zap); /* after every socket of the context is closed */
   if (z->own_ctx && z->ctx) zmq_ctx_term(z->ctx);
   if (z->endpoint[0] && strncmp(z->endpoint, "ipc://", 6) == 0)
     unlink(z->endpoint + 6);
@@ -585,6 +632,10 @@ static void *zq_socket(zcomm_t *z, int type) {
   zmq_setsockopt(s, ZMQ_LINGER, &z->linger_ms, sizeof z->linger_ms);
   zmq_setsockopt(s, type == ZMQ_PULL ? ZMQ_RCVHWM : ZMQ_SNDHWM, &z->hwm,
                  sizeof z->hwm);
+  if (type == ZMQ_PULL) { /* a larger message drops its connection unread */
+    int64_t max = (int64_t)z->max_msg;
+    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof max);
+  }
   return s;
 }
 
@@ -602,10 +653,22 @@ static void zq_malloc_keep(void) {
   mallopt(M_TRIM_THRESHOLD, 128 << 20);
 }
 
+/* The host part of "tcp://HOST:PORT" (IPv4 or a name). */
+static int zq_endpoint_host(const char *ep, char *out, size_t cap) {
+  const char *h = ep + 6, *colon = strrchr(ep, ':');
+  if (strncmp(ep, "tcp://", 6) || !colon || colon <= h || (size_t)(colon - h) >= cap)
+    return sg_err_set(SG_EINVAL, "not a tcp endpoint: %s", ep);
+  memcpy(out, h, (size_t)(colon - h));
+  out[colon - h] = '\0';
+  return 0;
+}
+
+/* tcp binds to one address, never all of them: loopback when the
+ * rendezvous is on this host, else the address this host uses to reach
+ * the rendezvous (the interface on the run's network). */
 static int zq_bind(zcomm_t *z, const sg_zmq_cfg_t *cfg) {
   static atomic_int ipc_seq; /* several comms in one process */
   char ep[SG_ENDPOINT_MAX];
-  int wildcard_host = 0;
   if (z->inproc)
     snprintf(ep, sizeof ep, "inproc://sgdlab-%s-%d", cfg->group, cfg->rank);
   else if (strcmp(cfg->scheme, "ipc") == 0)
@@ -615,8 +678,10 @@ static int zq_bind(zcomm_t *z, const sg_zmq_cfg_t *cfg) {
   else if (!cfg->rendezvous || zq_rdv_is_local(cfg->rendezvous))
     snprintf(ep, sizeof ep, "tcp://127.0.0.1:*");
   else {
-    snprintf(ep, sizeof ep, "tcp://*:*");
-    wildcard_host = 1;
+    char host[SG_ENDPOINT_MAX], addr[64];
+    SG_CHECK(zq_endpoint_host(cfg->rendezvous, host, sizeof host));
+    SG_CHECK(sg_net_addr_toward(host, addr, sizeof addr));
+    snprintf(ep, sizeof ep, "tcp://%s:*", addr);
   }
   if (zmq_bind(z->pull, ep) != 0)
     return sg_err_set(SG_EIO, "rank %d: cannot bind %s: %s", cfg->rank, ep,
@@ -625,14 +690,19 @@ static int zq_bind(zcomm_t *z, const sg_zmq_cfg_t *cfg) {
   if (zmq_getsockopt(z->pull, ZMQ_LAST_ENDPOINT, z->endpoint, &n) != 0)
     return sg_err_set(SG_EIO, "rank %d: ZMQ_LAST_ENDPOINT: %s", cfg->rank,
                       zmq_strerror(zmq_errno()));
-  if (wildcard_host) { /* tcp://0.0.0.0:port -> tcp://<hostname>:port */
-    const char *port = strrchr(z->endpoint, ':');
-    char tmp[SG_ENDPOINT_MAX];
-    snprintf(tmp, sizeof tmp, "tcp://%s%s", z->base.hosts[cfg->rank],
-             port ? port : ":0");
-    memcpy(z->endpoint, tmp, sizeof tmp);
-  }
   return 0;
+}
+
+/* CURVE between ranks over tcp: this rank's ZAP handler, its PULL socket
+ * a CURVE server (before it binds). */
+static int zq_secure(zcomm_t *z, const sg_zmq_cfg_t *cfg) {
+  if (!cfg->keys || strcmp(cfg->scheme, "tcp")) return 0;
+  if (sg_keys_nranks(cfg->keys) != cfg->size)
+    return sg_err_set(SG_EINVAL, "rank %d: keys for %d ranks, the run has %d",
+                      cfg->rank, sg_keys_nranks(cfg->keys), cfg->size);
+  z->keys = cfg->keys;
+  SG_CHECK(sg_zap_start(&z->zap, z->ctx, z->keys));
+  return sg_curve_server(z->pull, z->keys, cfg->rank);
 }
 
 int sg_comm_zmq_new(sg_comm_t **out, const sg_zmq_cfg_t *cfg) {
@@ -658,6 +728,7 @@ int sg_comm_zmq_new(sg_comm_t **out, const sg_zmq_cfg_t *cfg) {
   z->inproc = inproc;
   zq_malloc_keep();
   z->hwm = cfg->sndhwm > 0 ? cfg->sndhwm : SG_ZMQ_DEFAULT_HWM;
+  z->max_msg = cfg->max_msg ? cfg->max_msg : SG_ZMQ_MAX_MSG;
   z->linger_ms = cfg->deadline_s < 2.0 ? (int)(cfg->deadline_s * 1e3) : 2000;
   sg_comm_hostname(z->base.hosts[cfg->rank]);
   z->ctx = cfg->zctx;
@@ -677,6 +748,7 @@ int sg_comm_zmq_new(sg_comm_t **out, const sg_zmq_cfg_t *cfg) {
                     "sockets", cfg->rank);
     goto fail;
   }
+  SG_TRY(zq_secure(z, cfg));
   SG_TRY(zq_bind(z, cfg));
   if (inproc || !cfg->rendezvous) { /* inproc, or tcp/ipc alone */
     for (int r = 0; r < cfg->size; r++) {
@@ -687,11 +759,15 @@ int sg_comm_zmq_new(sg_comm_t **out, const sg_zmq_cfg_t *cfg) {
   } else {
     SG_TRY(sg_rdv_exchange(z->ctx, cfg->rendezvous, cfg->rank, cfg->size,
                            z->base.hosts[cfg->rank], z->endpoint,
-                           cfg->deadline_s, eps, z->base.hosts));
+                           cfg->deadline_s,
+                           strncmp(cfg->rendezvous, "tcp://", 6) ? NULL : cfg->keys,
+                           eps, z->base.hosts));
   }
   for (int r = 0; r < cfg->size; r++) {
     if (r == cfg->rank) continue;
     z->push[r] = zq_socket(z, ZMQ_PUSH);
+    if (z->push[r] && z->keys)
+      SG_TRY(sg_curve_client(z->push[r], z->keys, cfg->rank, r));
     if (!z->push[r] || zmq_connect(z->push[r], eps[r]) != 0) {
       rc = sg_err_set(SG_EIO, "rank %d: cannot connect to rank %d (%s) at "
                       "%s: %s", cfg->rank, r, z->base.hosts[r], eps[r],

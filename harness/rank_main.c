@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "engine.h"
 #include "err.h"
 
@@ -28,6 +29,7 @@ int main(int argc, char **argv) {
   sg_opts_t *o = NULL;
   sg_records_t *rec = NULL;
   sg_comm_t *comm = NULL;
+  sg_keys_t *keys = NULL;
   int rc, rank = -1, mpi = 0;
   if (argc != 2 || argv[1][0] == '-') {
     fprintf(stderr,
@@ -62,7 +64,9 @@ int main(int argc, char **argv) {
     goto fail;
   }
   const char *role = sg_engine_role(eng, o, (int)workers, rank);
-  SG_TRY(sg_records_open(&rec, sg_opts_str_or(o, "_records", ""), rank, role, t0));
+  const char *keys_path = sg_opts_str_or(o, "_keys", "");
+  if (keys_path[0]) SG_TRY(sg_keys_load(&keys, keys_path, size));
+  SG_TRY(sg_records_open(&rec, sg_opts_str_or(o, "_records", ""), rank, role, t0, keys));
   sg_blas_set_threads((int)threads);
   if (rank == 0) SG_TRY(sg_records_info(rec, "blas", sg_blas_info()));
 
@@ -82,6 +86,7 @@ int main(int argc, char **argv) {
     sg_zmq_cfg_t zc = {.rank = rank, .size = size, .deadline_s = deadline,
                        .scheme = sg_opts_str_or(o, "zmq_scheme", "ipc"),
                        .ipc_dir = sg_opts_str_or(o, "_rundir", NULL),
+                       .keys = keys,
                        .rendezvous = rdv[0] ? rdv : NULL};
     SG_TRY(sg_comm_zmq_new(&comm, &zc));
   }
@@ -89,6 +94,12 @@ int main(int argc, char **argv) {
   sg_rank_ctx_t ctx = {.rank = rank, .size = size, .workers = (int)workers, .comm = comm,
                        .opts = o, .rec = rec, .t0 = t0};
   SG_TRY(eng->run(&ctx));
+  if (comm->dropped) { /* refused arrivals: counted, never fatal */
+    char key[48], val[32];
+    snprintf(key, sizeof key, "transport.dropped.rank%d", rank);
+    snprintf(val, sizeof val, "%llu", (unsigned long long)comm->dropped);
+    SG_TRY(sg_records_info(rec, key, val));
+  }
   SG_TRY(sg_records_done(rec, 0, NULL));
   rc = SG_OK;
 fail:
@@ -103,6 +114,7 @@ fail:
   }
   sg_comm_destroy(&comm);
   sg_records_close(&rec);
+  sg_keys_destroy(&keys);
   sg_opts_destroy(&o);
   if (mpi) sg_mpi_finalize();
   return rc < 0 ? 1 : 0;

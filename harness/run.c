@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "commands.h"
 #include "err.h"
@@ -89,6 +90,8 @@ typedef struct serve {
   double final_acc;
   unsigned char *buf;
   size_t cap;
+  int keyed;                 /* records arrive over CURVE: sender checked */
+  unsigned long rec_dropped; /* records refused (malformed, forged) */
   /* mpirun launcher: its stderr, parsed and kept (see mpirun_read) */
   int err_fd;
   sg_mpirun_notice_t notice;
@@ -122,16 +125,15 @@ static void fail_run(serve_t *s, const char *fmt, ...) {
     if (*c == '\n') *c = ' ';
 }
 
-static int handle_record(serve_t *s, const unsigned char *m, size_t len) {
+static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sender) {
   sg_rec_header_t h;
-  if (len < sizeof h) return SG_OK;
-  memcpy(&h, m, sizeof h);
-  if (h.magic != SG_REC_MAGIC || h.rank < 0 || h.rank >= s->nprocs || h.len != len - sizeof h) {
-    fprintf(stderr, "sgdlab: run %lld: ignoring a malformed record (%zu bytes)\n",
-            (long long)s->run_id, len);
+  const unsigned char *p;
+  /* A record that is malformed, or (CURVE) not from the rank it names, is
+   * dropped and counted (run_info records.dropped), never acted on. */
+  if (sg_rec_decode(m, len, s->nprocs, &h, &p) < 0 || (s->keyed && sender != h.rank)) {
+    s->rec_dropped++;
     return SG_OK;
   }
-  const unsigned char *p = m + sizeof h;
   rank_info_t *ri = &s->ranks[h.rank];
   sg_recorder_t *db = s->env->db;
   s->last_rec = sg_now();
@@ -139,7 +141,7 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len) {
   switch (h.type) {
   case SG_REC_HELLO: {
     sg_rec_hello_t x;
-    if (h.len < sizeof x) break;
+    if (ri->hello) break; /* one per rank */
     memcpy(&x, p, sizeof x);
     x.role[sizeof x.role - 1] = '\0';
     x.host[sizeof x.host - 1] = '\0';
@@ -171,8 +173,9 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len) {
   }
   case SG_REC_BENCH: {
     sg_bench_rec_t x;
-    if (h.len < sizeof x) break;
     memcpy(&x, p, sizeof x);
+    x.collective[sizeof x.collective - 1] = x.impl[sizeof x.impl - 1] = '\0';
+    x.transport[sizeof x.transport - 1] = '\0';
     SG_CHECK(sg_recorder_bench(db, s->env->exp_id, &x));
     break;
   }
@@ -258,7 +261,7 @@ static int drain(serve_t *s, void *pull) {
       if (errno == EAGAIN || errno == EINTR) return SG_OK;
       return sg_err_set(SG_EIO, "records socket: %s", zmq_strerror(errno));
     }
-    int rc = handle_record(s, zmq_msg_data(&msg), zmq_msg_size(&msg));
+    int rc = handle_record(s, zmq_msg_data(&msg), zmq_msg_size(&msg), sg_auth_sender(&msg));
     zmq_msg_close(&msg);
     SG_CHECK(rc);
   }
@@ -602,13 +605,128 @@ static void variant_label(const sg_run_spec_t *run, char *out, size_t cap) {
   }
 }
 
+/* ---- the control plane ------------------------------------------------- */
+
+/* What the harness listens on for one run: the records PULL socket and,
+ * for ZeroMQ ranks, the rendezvous.  Nothing binds the wildcard address:
+ * on one host everything is ipc in the run's 0700 directory (or loopback
+ * tcp with zmq_scheme tcp); with hosts, tcp on the address this host uses
+ * to reach them.  Any tcp socket speaks CURVE with the run's fresh keys
+ * (auth.h) unless zmq_auth is none. */
+typedef struct control {
+  void *zctx, *pull;
+  sg_rdv_t *rdv;
+  sg_keys_t *keys;
+  sg_zap_t *zap;
+  int tcp;           /* some socket of the run is tcp */
+  int keyed_records;
+  char rec_ep[256], keys_path[160];
+} control_t;
+
+enum { REC_RCVHWM = 100000 }; /* records queued before ranks' sends block */
+
+/* The address to bind with hosts: the one that reaches the first of them
+ * that is not this host (all loopback: every host is this one). */
+static int control_addr(const char *hosts, char *out, size_t cap) {
+  snprintf(out, cap, "127.0.0.1");
+  char list[1024];
+  snprintf(list, sizeof list, "%s", hosts);
+  for (char *save = NULL, *h = strtok_r(list, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
+    char *colon = strchr(h, ':');
+    if (colon) *colon = '\0';
+    char addr[64];
+    SG_CHECK(sg_net_addr_toward(h, addr, sizeof addr));
+    if (strncmp(addr, "127.", 4)) {
+      snprintf(out, cap, "%s", addr);
+      break;
+    }
+  }
+  return SG_OK;
+}
+
+static int control_bind_records(control_t *c, const char *dir, const char *addr) {
+  int hwm = REC_RCVHWM;
+  int64_t maxmsg = SG_REC_MAX;
+  if (!(c->pull = zmq_socket(c->zctx, ZMQ_PULL)))
+    return sg_err_set(SG_EIO, "records socket: %s", zmq_strerror(errno));
+  zmq_setsockopt(c->pull, ZMQ_RCVHWM, &hwm, sizeof hwm);
+  zmq_setsockopt(c->pull, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+  char ep[256];
+  if (addr) snprintf(ep, sizeof ep, "tcp://%s:*", addr);
+  else snprintf(ep, sizeof ep, "ipc://%s/rec", dir);
+  if (addr && c->keys) {
+    SG_CHECK(sg_curve_server(c->pull, c->keys, SG_AUTH_HARNESS));
+    c->keyed_records = 1;
+  }
+  if (zmq_bind(c->pull, ep) < 0)
+    return sg_err_set(SG_EIO, "records socket: bind %s: %s", ep, zmq_strerror(errno));
+  size_t n = sizeof c->rec_ep;
+  if (zmq_getsockopt(c->pull, ZMQ_LAST_ENDPOINT, c->rec_ep, &n) != 0)
+    return sg_err_set(SG_EIO, "records socket: %s", zmq_strerror(errno));
+  return SG_OK;
+}
+
+static int control_open(control_t *c, const sg_run_spec_t *run, const char *dir,
+                        const char *hosts) {
+  const char *scheme = sg_opts_str_or(run->opts, "zmq_scheme", "ipc");
+  int zmq_ranks = !strcmp(sg_opts_get(run->opts, "transport"), "zmq") && run->nprocs > 1;
+  int remote = hosts[0] != '\0', tcp = remote || (zmq_ranks && !strcmp(scheme, "tcp"));
+  char addr[64] = "127.0.0.1";
+  c->tcp = tcp;
+  if (remote) SG_CHECK(control_addr(hosts, addr, sizeof addr));
+  if (!(c->zctx = zmq_ctx_new())) return sg_err_set(SG_EIO, "zmq: %s", zmq_strerror(errno));
+  if (tcp && strcmp(sg_opts_str_or(run->opts, "zmq_auth", "curve"), "none")) {
+    snprintf(c->keys_path, sizeof c->keys_path, "%s/keys", dir);
+    SG_CHECK(sg_keys_new(&c->keys, run->nprocs));
+    SG_CHECK(sg_keys_save(c->keys, c->keys_path));
+    SG_CHECK(sg_zap_start(&c->zap, c->zctx, c->keys));
+  }
+  SG_CHECK(control_bind_records(c, dir, remote ? addr : NULL));
+  if (zmq_ranks) {
+    char base[256];
+    if (tcp) snprintf(base, sizeof base, "tcp://%s:*", addr);
+    else snprintf(base, sizeof base, "ipc://%s/rdv", dir);
+    SG_CHECK(sg_rdv_new(&c->rdv, c->zctx, base, run->nprocs, tcp ? c->keys : NULL));
+  }
+  return SG_OK;
+}
+
+/* What was refused during the run, in run_info (only when something was). */
+static int control_record(const control_t *c, const serve_t *s) {
+  const struct { const char *key; unsigned long n; } counts[] = {
+      {"records.dropped", s->rec_dropped},
+      {"rendezvous.refused", sg_rdv_refused(c->rdv)},
+      {"auth.refused", sg_zap_refused(c->zap)},
+  };
+  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+    char v[32];
+    snprintf(v, sizeof v, "%lu", counts[i].n);
+    if (counts[i].n) SG_CHECK(sg_recorder_info(s->env->db, s->run_id, counts[i].key, v));
+  }
+  return SG_OK;
+}
+
+static void control_close(control_t *c) {
+  sg_rdv_destroy(&c->rdv);
+  if (c->pull) {
+    int zero = 0;
+    zmq_setsockopt(c->pull, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_close(c->pull);
+  }
+  sg_zap_stop(&c->zap); /* shuts the context down once its sockets are closed */
+  if (c->zctx) zmq_ctx_term(c->zctx);
+  sg_keys_destroy(&c->keys);
+  memset(c, 0, sizeof *c);
+}
+
 int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t index, size_t nruns,
                    sg_run_result_t *res) {
   int rc = SG_OK;
   char dir[] = "/tmp/sgdlab-XXXXXX";
   int have_dir = 0, interrupted = 0;
-  char spec_path[128], rec_ep[256], rank_bin[4096];
-  void *zctx = NULL, *pull = NULL;
+  char spec_path[128], rank_bin[4096];
+  control_t ctl = {0};
+  void *pull = NULL;
   sg_rdv_t *rdv = NULL;
   sg_launch_t *launch = NULL;
   sg_opts_t *spec = NULL;
@@ -629,7 +747,6 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   const char *transport = sg_opts_get(run->opts, "transport");
   const char *launcher = sg_opts_get(run->opts, "launcher");
   const char *hosts = sg_opts_str_or(run->opts, "hosts", "");
-  const char *scheme = sg_opts_str_or(run->opts, "zmq_scheme", "ipc");
   int remote = hosts[0] != '\0';
   double deadline = 30;
   SG_TRY(sg_opts_double_or(run->opts, "deadline", 30, &deadline));
@@ -654,32 +771,13 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
     goto fail;
   }
   have_dir = 1;
-  if (!(zctx = zmq_ctx_new()) || !(pull = zmq_socket(zctx, ZMQ_PULL))) {
-    rc = sg_err_set(SG_EIO, "zmq: %s", zmq_strerror(errno));
-    goto fail;
-  }
-  int hwm = 0; /* never drop records */
-  zmq_setsockopt(pull, ZMQ_RCVHWM, &hwm, sizeof hwm);
-  if (remote) snprintf(rec_ep, sizeof rec_ep, "tcp://*:*");
-  else snprintf(rec_ep, sizeof rec_ep, "ipc://%s/rec", dir);
-  if (zmq_bind(pull, rec_ep) < 0) {
-    rc = sg_err_set(SG_EIO, "records socket: bind %s: %s", rec_ep, zmq_strerror(errno));
-    goto fail;
-  }
-  if (remote) { /* ranks elsewhere connect to this host by name */
-    char last[256], host[128] = "localhost";
-    size_t ll = sizeof last;
-    zmq_getsockopt(pull, ZMQ_LAST_ENDPOINT, last, &ll);
-    gethostname(host, sizeof host - 1);
-    const char *colon = strrchr(last, ':');
-    snprintf(rec_ep, sizeof rec_ep, "tcp://%s%s", host, colon ? colon : ":0");
-  }
-  if (!strcmp(transport, "zmq") && run->nprocs > 1) {
-    char base[256];
-    if (remote || !strcmp(scheme, "tcp")) snprintf(base, sizeof base, "tcp://%s:*", remote ? "*" : "127.0.0.1");
-    else snprintf(base, sizeof base, "ipc://%s/rdv", dir);
-    SG_TRY(sg_rdv_new(&rdv, zctx, base, run->nprocs));
-  }
+  SG_TRY(control_open(&ctl, run, dir, hosts));
+  s.keyed = ctl.keyed_records;
+  pull = ctl.pull;
+  rdv = ctl.rdv;
+  if (!ctl.keys && ctl.tcp && env->verbose)
+    fprintf(stderr, "%ssgdlab: run %lld: zmq_auth none: the run's tcp sockets admit anyone "
+            "who can reach them\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", (long long)s.run_id);
 
   /* the spec every rank reads */
   double t0 = sg_wall();
@@ -688,8 +786,9 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
     goto fail;
   }
   SG_TRY(sg_opts_setf(spec, "_run_id", "%lld", (long long)s.run_id));
-  SG_TRY(sg_opts_set(spec, "_records", rec_ep));
-  SG_TRY(sg_opts_set(spec, "_rendezvous", rdv ? sg_rdv_endpoint(rdv) : ""));
+  SG_TRY(sg_opts_set(spec, "_records", ctl.rec_ep));
+  SG_TRY(sg_opts_set(spec, "_rendezvous", ctl.rdv ? sg_rdv_endpoint(ctl.rdv) : ""));
+  SG_TRY(sg_opts_set(spec, "_keys", ctl.keys_path));
   SG_TRY(sg_opts_setf(spec, "_t0", "%.6f", t0));
   SG_TRY(sg_opts_setf(spec, "_nprocs", "%d", run->nprocs));
   SG_TRY(sg_opts_set(spec, "_rundir", remote ? "" : dir));
@@ -782,6 +881,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   res->ok = !s.error[0];
   res->final_acc = s.final_acc;
   snprintf(res->error, sizeof res->error, "%s", s.error);
+  SG_TRY(control_record(&ctl, &s));
   SG_TRY(sg_recorder_run_end(env->db, s.run_id, res->ok ? "ok" : "failed",
                              res->ok ? NULL : s.error, res->wall_s));
   sg_progress_run_end(env->progress, shown, res->ok ? "ok" : "failed", res->final_acc,
@@ -796,13 +896,7 @@ fail:
     sg_recorder_run_end(env->db, s.run_id, "failed", why, 0);
   }
   sg_launch_destroy(&launch);
-  sg_rdv_destroy(&rdv);
-  if (pull) {
-    int zero = 0;
-    zmq_setsockopt(pull, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_close(pull);
-  }
-  if (zctx) zmq_ctx_term(zctx);
+  control_close(&ctl);
   if (have_dir) remove_dir(dir);
   sg_opts_destroy(&spec);
   free(json);

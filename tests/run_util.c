@@ -429,7 +429,7 @@ sg_opts_t *ru_train_opts(const char *engine, int workers, const char *dump, int 
 int ru_run_local(const sg_opts_t *o, int workers) {
   sg_records_t *rec = NULL;
   int rc;
-  SG_TRY(sg_records_open(&rec, NULL, 0, "worker", sg_wall()));
+  SG_TRY(sg_records_open(&rec, NULL, 0, "worker", sg_wall(), NULL));
   sg_rank_ctx_t ctx = {.rank = 0, .size = 1, .workers = workers, .opts = o, .rec = rec,
                        .t0 = sg_wall()};
   rc = sg_engine_find("local")->run(&ctx);

@@ -54,7 +54,7 @@ static void *rank_main(void *p) {
   sg_zmq_cfg_t zc = {.rank = a->rank, .size = a->size, .deadline_s = 60,
                      .scheme = "inproc", .group = a->group, .zctx = a->zctx};
   SG_TRY(sg_comm_zmq_new(&c, &zc));
-  SG_TRY(sg_records_open(&rec, NULL, a->rank, a->rank ? "executor" : "driver", sg_wall()));
+  SG_TRY(sg_records_open(&rec, NULL, a->rank, a->rank ? "executor" : "driver", sg_wall(), NULL));
   sg_rank_ctx_t ctx = {.rank = a->rank, .size = a->size, .workers = a->workers, .comm = c,
                        .opts = a->opts, .rec = rec, .t0 = sg_wall()};
   rc = mr_run(&ctx, a->cfg);

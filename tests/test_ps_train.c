@@ -107,7 +107,7 @@ static void *rank_main(void *p) {
   sg_zmq_cfg_t zc = {.rank = a->rank, .size = a->size, .deadline_s = a->deadline,
                      .scheme = "inproc", .group = a->group, .zctx = a->zctx};
   SG_TRY(sg_comm_zmq_new(&c, &zc));
-  SG_TRY(sg_records_open(&rec, NULL, a->rank, server ? "server" : "worker", sg_wall()));
+  SG_TRY(sg_records_open(&rec, NULL, a->rank, server ? "server" : "worker", sg_wall(), NULL));
   sg_rank_ctx_t ctx = {.rank = a->rank, .size = a->size, .workers = a->cfg->workers, .comm = c,
                        .opts = a->opts, .rec = rec, .t0 = sg_wall()};
   if (server) {

@@ -158,7 +158,7 @@ static int run_zmq(const char *mode, const char *scheme, int n, int victim,
              (long)getpid(), n);
   else
     snprintf(ep, sizeof ep, "tcp://127.0.0.1:*");
-  if (sg_rdv_new(&rdv, zctx, ep, n) < 0) {
+  if (sg_rdv_new(&rdv, zctx, ep, n, NULL) < 0) {
     snprintf(err, errlen, "sg_rdv_new: %s", sg_err_msg());
     goto out;
   }

@@ -1,0 +1,343 @@
+/* test_attack.c - a run's sockets against an outsider, as real processes
+ * on loopback.
+ *
+ * A real `sgdlab run` (ps sync, 1 server + 2 workers, zmq over tcp, and
+ * `hosts:` so that the records stream and the rendezvous are tcp too) is
+ * attacked while it trains, by this test process acting as another local
+ * user or a host on the network.  It finds every port the run's processes
+ * listen on (/proc/net/tcp, matched to their socket inodes) and, bounded
+ * in count:
+ *   1. forges records without keys: a HELLO carrying the pid of an
+ *      unrelated process (the victim), an evaluation at step 99999 with
+ *      accuracy 0.9999, and a failing DONE, to every port;
+ *   2. registers at every port as "rank k-1 of k" for k = 2..8 (the
+ *      rendezvous hijack);
+ *   3. sends raw garbage and a frame announcing 1.5 GB;
+ *   4. completes a CURVE handshake with a key of its own, knowing the
+ *      servers' public keys (as if they had leaked);
+ *   5. with a stolen key of rank 1 (the insider case: authenticated, but
+ *      lying about who it is): a record that claims to be rank 0 and a
+ *      data message whose header claims source 2.
+ * With CURVE (the default) the run must end ok with nothing forged in the
+ * database, the victim alive, no socket on the wildcard address, the
+ * harness's memory bounded, and the refusals counted in run_info.  The
+ * same attack with `zmq_auth: none` must plant its forged evaluation: the
+ * proof that the attack is real and that this test could fail.
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "auth.h"
+#include "records.h"
+#include "run_util.h"
+#include "test.h"
+
+enum { NPROCS = 3, MAXPORTS = 64 };
+
+typedef struct port {
+  int port;
+  int owner; /* rank, SG_AUTH_HARNESS, or SG_AUTH_UNKNOWN */
+  int wildcard;
+} port_t;
+
+/* Socket inodes held by pid ("socket:[N]" links in /proc/PID/fd). */
+static int socket_inodes(pid_t pid, unsigned long *ino, int max) {
+  char path[64], link[64];
+  snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+  DIR *d = opendir(path);
+  int n = 0;
+  struct dirent *e;
+  while (d && n < max && (e = readdir(d))) {
+    char fd[320];
+    snprintf(fd, sizeof fd, "%s/%s", path, e->d_name);
+    ssize_t l = readlink(fd, link, sizeof link - 1);
+    if (l <= 0) continue;
+    link[l] = '\0';
+    if (sscanf(link, "socket:[%lu]", &ino[n]) == 1) n++;
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+/* Listening tcp ports of pid, appended to ports[] as owned by `owner`. */
+static int listening_ports(pid_t pid, int owner, port_t *ports, int n) {
+  unsigned long ino[512];
+  int ni = socket_inodes(pid, ino, 512);
+  FILE *f = fopen("/proc/net/tcp", "r");
+  char line[512];
+  while (f && fgets(line, sizeof line, f)) {
+    unsigned addr, port, st;
+    unsigned long inode;
+    if (sscanf(line, " %*d: %x:%x %*x:%*x %x %*s %*s %*s %*s %*s %lu", &addr, &port, &st,
+               &inode) != 4 || st != 0x0A)
+      continue;
+    for (int i = 0; i < ni && n < MAXPORTS; i++)
+      if (ino[i] == inode) ports[n++] = (port_t){(int)port, owner, addr == 0};
+  }
+  if (f) fclose(f);
+  return n;
+}
+
+/* ---- the attacks --------------------------------------------------------- */
+
+static void *g_zctx;
+
+static void *attacker_socket(int type, int port, const sg_keys_t *k, int as, int server) {
+  void *s = zmq_socket(g_zctx, type);
+  int zero = 0, tmo = 200;
+  zmq_setsockopt(s, ZMQ_LINGER, &tmo, sizeof tmo);
+  zmq_setsockopt(s, ZMQ_SNDTIMEO, &tmo, sizeof tmo);
+  zmq_setsockopt(s, ZMQ_RCVTIMEO, &zero, sizeof zero);
+  if (k && server != SG_AUTH_UNKNOWN) sg_curve_client(s, k, as, server);
+  char ep[64];
+  snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+  zmq_connect(s, ep);
+  return s;
+}
+
+static size_t record(unsigned char *buf, uint32_t type, int rank, const void *p, size_t n) {
+  sg_rec_header_t h = {.magic = SG_REC_MAGIC, .type = type, .rank = rank, .len = (uint32_t)n};
+  memcpy(buf, &h, sizeof h);
+  memcpy(buf + sizeof h, p, n);
+  return sizeof h + n;
+}
+
+/* 1: forged records (HELLO with the victim's pid, EVAL, failing DONE). */
+static void forge_records(void *s, pid_t victim, int rank) {
+  unsigned char buf[512];
+  sg_rec_hello_t hello = {.role = "worker", .host = "evil", .pid = (int32_t)victim};
+  sg_eval_rec_t ev = {.step = 99999, .test_acc = 0.9999, .samples = 1};
+  unsigned char done[40] = {1, 0, 0, 0};
+  memcpy(done + 4, "forged failure", 15);
+  zmq_send(s, buf, record(buf, SG_REC_HELLO, rank, &hello, sizeof hello), ZMQ_DONTWAIT);
+  zmq_send(s, buf, record(buf, SG_REC_EVAL, rank, &ev, sizeof ev), ZMQ_DONTWAIT);
+  zmq_send(s, buf, record(buf, SG_REC_DONE, rank, done, 19), ZMQ_DONTWAIT);
+}
+
+/* 3: raw bytes: garbage, then a ZMTP greeting and a 1.5 GB frame header. */
+static void raw_bytes(int port) {
+  for (int round = 0; round < 2; round++) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0) return;
+    struct timeval tv = {0, 200000};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+      unsigned char b[4096];
+      if (round == 0) {
+        for (size_t i = 0; i < sizeof b; i++) b[i] = (unsigned char)(i * 131 + 7);
+        (void)!send(fd, b, sizeof b, MSG_NOSIGNAL);
+      } else { /* greeting: signature, version 3.0, mechanism NULL */
+        unsigned char g[64] = {0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 3, 0, 'N', 'U', 'L', 'L'};
+        unsigned char big[9] = {0x02, 0, 0, 0, 0, 0x59, 0x68, 0x2f, 0x00}; /* 1.5e9 */
+        (void)!send(fd, g, sizeof g, MSG_NOSIGNAL);
+        (void)!send(fd, big, sizeof big, MSG_NOSIGNAL);
+        (void)!send(fd, b, sizeof b, MSG_NOSIGNAL);
+      }
+    }
+    close(fd);
+  }
+}
+
+/* The run's key file: the spec path is the rank's last argument. */
+static sg_keys_t *steal_keys(pid_t rank_pid) {
+  char path[64], cmd[4096];
+  snprintf(path, sizeof path, "/proc/%d/cmdline", (int)rank_pid);
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(cmd, 1, sizeof cmd - 1, f) : 0;
+  if (f) fclose(f);
+  cmd[n] = '\0';
+  const char *spec = cmd + strlen(cmd) + 1; /* argv[1] */
+  char keys[4200];
+  snprintf(keys, sizeof keys, "%.*s/keys", (int)(strrchr(spec, '/') - spec), spec);
+  sg_keys_t *k = NULL;
+  return sg_keys_load(&k, keys, NPROCS) == 0 ? k : NULL;
+}
+
+/* Malformed data messages to a rank: a lone 100-byte frame, a header
+ * naming rank 99, a payload shorter than announced, a third frame. */
+static void bad_frames(int port, int owner) {
+  void *s = attacker_socket(ZMQ_PUSH, port, NULL, 0, SG_AUTH_UNKNOWN);
+  char junk[100] = {0};
+  int32_t h99[6] = {99, 5, 4, 0, 0, 0}, hshort[6] = {(owner + 1) % NPROCS, 5, 64, 0, 0, 0};
+  int32_t hok[6] = {(owner + 1) % NPROCS, 5, 4, 0, 0, 0};
+  zmq_send(s, junk, sizeof junk, 0);
+  zmq_send(s, h99, sizeof h99, ZMQ_SNDMORE);
+  zmq_send(s, junk, 4, 0);
+  zmq_send(s, hshort, sizeof hshort, ZMQ_SNDMORE);
+  zmq_send(s, junk, 4, 0);
+  zmq_send(s, hok, sizeof hok, ZMQ_SNDMORE);
+  zmq_send(s, junk, 4, ZMQ_SNDMORE);
+  zmq_send(s, junk, 4, 0);
+  zmq_close(s);
+  raw_bytes(port);
+}
+
+static void attack(const port_t *ports, int np, pid_t victim, const sg_keys_t *stolen,
+                   int data_only) {
+  for (int i = 0; data_only && i < np; i++)
+    if (ports[i].owner >= 0) bad_frames(ports[i].port, ports[i].owner);
+  for (int i = 0; !data_only && i < np; i++) {
+    void *s = attacker_socket(ZMQ_PUSH, ports[i].port, NULL, 0, SG_AUTH_UNKNOWN);
+    forge_records(s, victim, 0);
+    zmq_close(s);
+    void *d = attacker_socket(ZMQ_DEALER, ports[i].port, NULL, 0, SG_AUTH_UNKNOWN);
+    for (int k = 2; k <= 8; k++) {
+      char reg[128];
+      snprintf(reg, sizeof reg, "SGRDV1 %d %d evil tcp://127.0.0.1:9", k - 1, k);
+      zmq_send(d, reg, strlen(reg), ZMQ_DONTWAIT);
+    }
+    zmq_close(d);
+    raw_bytes(ports[i].port);
+  }
+  if (!stolen || data_only) return;
+  sg_keys_t *mine = NULL; /* 4: a key of our own, the servers' public keys known */
+  if (sg_keys_new(&mine, NPROCS) == 0)
+    for (int i = 0; i < np; i++) {
+      sg_keys_t *k = NULL; /* our secret key, their public key in its place */
+      void *s = zmq_socket(g_zctx, ZMQ_PUSH);
+      int tmo = 200;
+      zmq_setsockopt(s, ZMQ_LINGER, &tmo, sizeof tmo);
+      zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, sg_keys_public(stolen, ports[i].owner), 40);
+      zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, sg_keys_public(mine, 0), 40);
+      zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sg_keys_secret(mine, 0), 40);
+      char ep[64];
+      snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", ports[i].port);
+      zmq_connect(s, ep);
+      forge_records(s, victim, 0);
+      zmq_close(s);
+      (void)k;
+    }
+  sg_keys_destroy(&mine);
+  for (int i = 0; i < np; i++) { /* 5: rank 1's key, claiming to be others */
+    if (ports[i].owner == 1) continue;
+    void *s = attacker_socket(ZMQ_PUSH, ports[i].port, stolen, 1, ports[i].owner);
+    if (ports[i].owner == SG_AUTH_HARNESS) {
+      forge_records(s, victim, 0);
+    } else {
+      int32_t hdr[6] = {2, 5, 4, 0, 0, 0}; /* src 2, tag 5, len 4 */
+      float nan_ = NAN;
+      zmq_send(s, hdr, sizeof hdr, ZMQ_SNDMORE);
+      zmq_send(s, &nan_, sizeof nan_, 0);
+    }
+    zmq_close(s);
+  }
+}
+
+/* ---- the case ------------------------------------------------------------ */
+
+static long vm_hwm_kb(pid_t pid) {
+  char path[64], line[256];
+  long kb = -1;
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %ld", &kb) == 1) break;
+  if (f) fclose(f);
+  return kb;
+}
+
+typedef struct outcome {
+  int exit_code, victim_alive, wildcard, nports;
+  long harness_kb;
+  long long forged_evals, ranks_rows, records_dropped, transport_dropped, zap_refused;
+} outcome_t;
+
+static void attack_case(const char *auth, int data_only, outcome_t *o) {
+  memset(o, 0, sizeof *o);
+  o->exit_code = -1;
+  const char *dir = ru_scratch("attack");
+  char cfg[512], db[512], extra[256];
+  if (!dir) return;
+  snprintf(cfg, sizeof cfg, "%s/attack.yaml", dir);
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  snprintf(extra, sizeof extra,
+           "zmq_scheme: tcp\nzmq_auth: %s\nhosts: \"localhost:%d\"\ndelay_rank: 1\n"
+           "delay_ms: 4\ndeadline: 10\n", auth, NPROCS);
+  if (ru_write_train_config(cfg, "attack", "{engine: ps, mode: sync, servers: 1}", extra, "", 2,
+                            600) < 0)
+    return;
+  pid_t victim = fork();
+  if (victim == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the test */
+    pause();
+    _exit(0);
+  }
+  pid_t h = ru_spawn_sgdlab_run(cfg, db);
+  g_zctx = zmq_ctx_new();
+  if (h > 0 && ru_db_wait(db, "SELECT count(*) FROM steps", 20, 60, h, NULL) == 0) {
+    port_t ports[MAXPORTS];
+    int np = listening_ports(h, SG_AUTH_HARNESS, ports, 0);
+    for (int r = 0; r < NPROCS; r++) np = listening_ports(ru_find_rank(h, r), r, ports, np);
+    for (int i = 0; i < np; i++) o->wildcard += ports[i].wildcard;
+    o->nports = np;
+    sg_keys_t *stolen = strcmp(auth, "none") ? steal_keys(ru_find_rank(h, 0)) : NULL;
+    attack(ports, np, victim, stolen, data_only);
+    sg_keys_destroy(&stolen);
+    o->harness_kb = vm_hwm_kb(h);
+  }
+  zmq_ctx_term(g_zctx);
+  o->exit_code = h > 0 ? ru_wait_exit_code(h, 120) : -1;
+  o->victim_alive = kill(victim, 0) == 0 && waitpid(victim, NULL, WNOHANG) == 0;
+  kill(victim, SIGKILL);
+  waitpid(victim, NULL, 0);
+  o->forged_evals = ru_db_int(db, "SELECT count(*) FROM evals WHERE step >= 99999");
+  o->ranks_rows = ru_db_int(db, "SELECT count(*) FROM ranks");
+  o->records_dropped = ru_db_int(db, "SELECT coalesce(sum(value), 0) FROM run_info "
+                                     "WHERE key = 'records.dropped'");
+  o->transport_dropped = ru_db_int(db, "SELECT coalesce(sum(value), 0) FROM run_info "
+                                       "WHERE key LIKE 'transport.dropped.%'");
+  o->zap_refused = ru_db_int(db, "SELECT coalesce(sum(value), 0) FROM run_info "
+                                 "WHERE key = 'auth.refused'");
+}
+
+TEST(curve_keeps_outsiders_and_liars_out) {
+  outcome_t o;
+  attack_case("curve", 0, &o);
+  fprintf(stderr, "curve: exit %d, %d ports (%d wildcard), victim %s, harness peak %ld kB, "
+          "forged evals %lld, ranks rows %lld, records dropped %lld, data dropped %lld, "
+          "foreign keys refused by the harness %lld\n",
+          o.exit_code, o.nports, o.wildcard, o.victim_alive ? "alive" : "KILLED", o.harness_kb,
+          o.forged_evals, o.ranks_rows, o.records_dropped, o.transport_dropped, o.zap_refused);
+  CHECK_MSG(o.nports >= NPROCS + 1, "found %d listening ports", o.nports);
+  CHECK_EQ_INT(o.wildcard, 0);
+  CHECK_EQ_INT(o.exit_code, 0);
+  CHECK(o.victim_alive);
+  CHECK_EQ_INT(o.forged_evals, 0);
+  CHECK_EQ_INT(o.ranks_rows, NPROCS);
+  CHECK_MSG(o.harness_kb > 0 && o.harness_kb < 300 * 1024, "harness peak %ld kB", o.harness_kb);
+  CHECK_MSG(o.records_dropped >= 1, "the lying rank-1 records were not counted");
+  CHECK_MSG(o.transport_dropped >= 1, "the spoofed data header was not counted");
+  CHECK_MSG(o.zap_refused >= 1, "the foreign key was not refused by the allow-list");
+}
+
+TEST(without_curve_the_same_attack_plants_records) {
+  outcome_t o;
+  attack_case("none", 0, &o);
+  fprintf(stderr, "none: exit %d, %d ports, victim %s, forged evals %lld, ranks rows %lld\n",
+          o.exit_code, o.nports, o.victim_alive ? "alive" : "KILLED", o.forged_evals,
+          o.ranks_rows);
+  CHECK_MSG(o.forged_evals >= 1, "the attack is not effective: this test could not fail");
+}
+
+/* Without CURVE anyone on the host reaches the ranks' data sockets: what
+ * they send must be dropped and counted, never end the run (it used to:
+ * "malformed message header" was fatal). */
+TEST(garbage_on_the_data_path_is_dropped_not_fatal) {
+  outcome_t o;
+  attack_case("none", 1, &o);
+  fprintf(stderr, "data path: exit %d, %d ports, data dropped %lld\n", o.exit_code, o.nports,
+          o.transport_dropped);
+  CHECK_EQ_INT(o.exit_code, 0);
+  CHECK_MSG(o.transport_dropped >= 3 * NPROCS, "dropped %lld", o.transport_dropped);
+}
