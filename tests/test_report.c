@@ -360,13 +360,13 @@ TEST(report_experiment) {
   snprintf(p, sizeof p, "%s/efficiency.gp", dir);
   char *gp = read_file(p);
   CHECK(gp);
-  CHECK_STR_CONTAINS(gp, "title \"allreduce ring/zmq\"");
-  CHECK(!strstr(gp, "title \"local\""));
+  CHECK_STR_CONTAINS(gp, "title 'allreduce ring/zmq' noenhanced");
+  CHECK(!strstr(gp, "title 'local'"));
   free(gp);
   snprintf(p, sizeof p, "%s/throughput.gp", dir);
   gp = read_file(p);
   CHECK(gp);
-  CHECK_STR_CONTAINS(gp, "title \"local\"");
+  CHECK_STR_CONTAINS(gp, "title 'local' noenhanced");
   free(gp);
 }
 
