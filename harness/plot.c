@@ -41,12 +41,20 @@ int sg_plot_available(void) {
                     prog);
 }
 
+/* U+2019 RIGHT SINGLE QUOTATION MARK, for a quote gnuplot cannot read. */
+#define QUOTE_SUBST "\xe2\x80\x99"
+
 void sg_plot_quote(FILE *gp, const char *s) {
+  int after_text = 0; /* the last character written is not a quote */
   fputc('\'', gp);
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
-    if (c == '\'') fputs("''", gp);
+    /* gnuplot reads '' as a quote only right after another character of
+     * the string: first in the string or after a quote it would end the
+     * string instead, so such a quote is written as a typographic one. */
+    if (c == '\'') fputs(after_text ? "''" : QUOTE_SUBST, gp);
     else fputc(c < 0x20 || c == 0x7f ? ' ' : c, gp);
+    after_text = c != '\'';
   }
   fputc('\'', gp);
 }

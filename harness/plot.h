@@ -45,7 +45,9 @@ int sg_plot_end(FILE **gp, const char *dir, const char *name);
  *
  * sg_plot_quote writes `s` as a gnuplot single-quoted string.  Inside single quotes
  * gnuplot expands nothing: no `command` substitution, no @macro, no
- * backslash escapes; a quote is written twice ('').  Newlines and other
+ * backslash escapes; a quote is written twice (''), except where gnuplot
+ * cannot read that (first in the string, right after another quote),
+ * where it becomes U+2019 (a typographic quote).  Newlines and other
  * control characters become spaces: a newline would end the command and
  * let the rest of the string run as the next one (`!cmd` is a shell
  * command in gnuplot). */

@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "plot.h"
 #include "run_util.h"
 #include "test.h"
 
@@ -58,14 +59,16 @@ static void cleanup(void) { ru_rm_rf(tmpdir); }
 /* The attack string of source `tag`.  The payloads name their marker
  * relatively (a backquote or system() runs in gnuplot's directory, the
  * report's output directory) and short, so they survive the label
- * lengths the report keeps.  multiline: also newlines and control
- * characters (only a database can hold those; experiment files are one
- * line per value).  pad: filler bytes after the payloads. */
+ * lengths the report keeps; the last one fits the tail that a key entry
+ * keeps of a long label (sg_plot_label).  multiline: also newlines and
+ * control characters (only a database can hold those; experiment files
+ * are one line per value).  pad: filler bytes after the payloads. */
 static void evil(char *buf, size_t cap, const char *tag, int multiline, int pad) {
   int n = snprintf(buf, cap,
                    "%s`touch pwned-%s-bq`'.system(\"touch pwned-%s-sq\").'"
-                   "\".system('touch pwned-%s-dq').\" |x| \\ <b>[l](u)* {a}^b_c @GPVAL_PWD",
-                   tag, tag, tag, tag);
+                   "\".system('touch pwned-%s-dq').\" |x| \\ <b>[l](u)* {a}^b_c @GPVAL_PWD"
+                   " `touch pwned-%s-z`",
+                   tag, tag, tag, tag, tag);
   if (multiline && n > 0 && (size_t)n < cap)
     n += snprintf(buf + n, cap - (size_t)n,
                   "\n!touch pwned-%s-nl\nset output 'pwned-%s-out'\r\t\x01;end", tag, tag);
@@ -195,7 +198,7 @@ static int forge_runs(sqlite3 *h) {
    * 102, 103: allreduce with a forged transport and a swept forged key;
    * 104: failed, forged status and error */
   snprintf(js, sizeof js, "%s", (const char *)sqlite3_column_text(st, 0));
-  if (forge_run(h, 101, "e`touch pwned-e`\n!touch pwned-f", js, "zmq", "ok", NULL) ||
+  if (forge_run(h, 101, "^a`touch pwned-e`\n!touch pwned", js, "zmq", "ok", NULL) ||
       forge_numbers(h, 101))
     goto done;
   snprintf(js, sizeof js, "%s", (const char *)sqlite3_column_text(st, 1));
@@ -485,7 +488,8 @@ TEST(report_runs_no_code_from_data) {
   snprintf(path, sizeof path, "%s/acc_vs_time.svg", dir);
   char *svg = ru_slurp(path, 1 << 22);
   CHECK(svg);
-  int literal = strstr(svg, "tf1`touch ") && strstr(svg, "{a}^b_c @GPVAL_PWD, N=1");
+  int literal = strstr(svg, "`touch pwned-tf1-z`, N=1") &&
+                strstr(svg, "^a`touch pwned-e` !touch pwn");
   free(svg);
   CHECK_MSG(literal, "%s: the label text is not drawn literally", path);
   check_summary(dir);
@@ -537,4 +541,85 @@ TEST(report_dir_stays_in_results) {
   }
   CHECK_MSG(access(esc, F_OK) != 0, "%s was created", esc);
   CHECK(access("/tmp/report-escape", F_OK) != 0);
+}
+
+/* What a quoted s must read back as (plot.h): control characters as
+ * spaces, a quote first or right after a quote as U+2019. */
+static void sanitized(char *dst, size_t cap, const char *s) {
+  size_t n = 0;
+  for (size_t i = 0; s[i] && n + 4 < cap; i++) {
+    if (s[i] == '\'' && (i == 0 || s[i - 1] == '\'')) {
+      memcpy(dst + n, "\xe2\x80\x99", 3);
+      n += 3;
+    } else {
+      dst[n++] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i];
+    }
+  }
+  dst[n] = '\0';
+}
+
+/* Line k (0-based) of text into buf; 0, or -1 when there is none. */
+static int nth_line(const char *text, int k, char *buf, size_t cap) {
+  for (; k > 0 && text; k--) text = (text = strchr(text, '\n')) ? text + 1 : NULL;
+  if (!text || !*text) return -1;
+  size_t len = strcspn(text, "\n");
+  snprintf(buf, cap, "%.*s", (int)(len < cap ? len : cap - 1), text);
+  return 0;
+}
+
+/* sg_plot_quote and sg_plot_label against gnuplot's own parser: a script
+ * prints each quoted attack string back; gnuplot must read exactly the
+ * string (control characters as spaces; a label elided in its middle but
+ * with both ends intact) and run none of it. */
+TEST(quote_round_trips_through_gnuplot) {
+  static const char *const tags[] = {"rt1", "rt2", "rt3", NULL};
+  static const char *const edge[] = {
+      "", "'", "''", "'''", "a''b", "a''''.system('touch pwned-qq').''''", "\\", "a\\",
+      "\\'", "`", "``", "@", "#x", "x\n", "a\\\n!touch pwned-cont", "\xc3\xa9\xe2\x82\xac'",
+      NULL};
+  char s[24][1200], path[PATH_MAX + 16], got[1400], want[1400], dir[PATH_MAX];
+  int n = 0;
+  if (!*tmpdir) {
+    CHECK(ru_mkdtemp(tmpdir, sizeof tmpdir, "report-inject") == 0);
+    atexit(cleanup);
+  }
+  snprintf(dir, sizeof dir, "%s/quote", tmpdir);
+  CHECK(mkdir(dir, 0700) == 0);
+  for (int i = 0; tags[i]; i++) evil(s[n++], sizeof s[0], tags[i], i > 0, i == 2 ? 500 : 0);
+  for (int i = 0; edge[i]; i++) snprintf(s[n++], sizeof s[0], "%s", edge[i]);
+  snprintf(path, sizeof path, "%s/rt.gp", dir);
+  FILE *gp = fopen(path, "w");
+  CHECK(gp);
+  fputs("set print 'rt.out'\n", gp);
+  for (int i = 0; i < n; i++) {
+    fputs("print ", gp);
+    sg_plot_quote(gp, s[i]);
+    fputs("\nprint ", gp);
+    sg_plot_label(gp, s[i]);
+    fputc('\n', gp);
+  }
+  CHECK(fclose(gp) == 0);
+  int rc = gnuplot(dir, "rt.gp");
+  CHECK_MSG(!*markers(), "code ran from a quoted string: %s", markers());
+  CHECK_EQ_INT(rc, 0);
+  snprintf(path, sizeof path, "%s/rt.out", dir);
+  char *out = ru_slurp(path, 1 << 16);
+  CHECK(out);
+  for (int i = 0; i < n; i++) {
+    size_t len;
+    sanitized(want, sizeof want, s[i]);
+    len = strlen(want);
+    if (nth_line(out, 2 * i, got, sizeof got)) free(out);
+    CHECK_MSG(!nth_line(out, 2 * i, got, sizeof got) && !strcmp(got, want),
+              "string %d read back as '%s', want '%s'", i, got, want);
+    if (nth_line(out, 2 * i + 1, got, sizeof got)) free(out);
+    CHECK_MSG(!nth_line(out, 2 * i + 1, got, sizeof got), "no label line %d", i);
+    int ok = strlen(s[i]) <= SG_PLOT_LABEL_MAX
+                 ? !strcmp(got, want)
+                 : strlen(got) < len && !strncmp(got, want, 20) &&
+                       !strcmp(got + strlen(got) - 20, want + len - 20) && strstr(got, "...");
+    if (!ok) free(out);
+    CHECK_MSG(ok, "label %d read back as '%s' (from '%s')", i, got, want);
+  }
+  free(out);
 }
