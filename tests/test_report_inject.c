@@ -65,8 +65,8 @@ static void cleanup(void) { ru_rm_rf(tmpdir); }
  * are one line per value).  pad: filler bytes after the payloads. */
 static void evil(char *buf, size_t cap, const char *tag, int multiline, int pad) {
   int n = snprintf(buf, cap,
-                   "%s`touch pwned-%s-bq`'.system(\"touch pwned-%s-sq\").'"
-                   "\".system('touch pwned-%s-dq').\" |x| \\ <b>[l](u)* {a}^b_c @GPVAL_PWD"
+                   "%s |x| \\ <b>[l](u)* {a}^b_c @GPVAL_PWD `touch pwned-%s-bq`"
+                   "'.system(\"touch pwned-%s-sq\").'\".system('touch pwned-%s-dq').\""
                    " `touch pwned-%s-z`",
                    tag, tag, tag, tag, tag);
   if (multiline && n > 0 && (size_t)n < cap)
@@ -87,12 +87,14 @@ static int find_marker(const char *path, const struct stat *sb, int type, struct
   return 0;
 }
 
-/* Names of the marker files anywhere under tmpdir, "" when none. */
-static const char *markers(void) {
+/* Names of the marker files anywhere under root, "" when none. */
+static const char *markers_under(const char *root) {
   found[0] = '\0';
-  nftw(tmpdir, find_marker, 16, FTW_PHYS);
+  nftw(root, find_marker, 16, FTW_PHYS);
   return found;
 }
+
+static const char *markers(void) { return markers_under(tmpdir); }
 
 /* s as a YAML double-quoted scalar. */
 static void yaml_str(FILE *f, const char *s) {
@@ -432,6 +434,14 @@ static void check_scripts(const char *dir, int *nscripts) {
     size_t n = strlen(e->d_name);
     int gp = n > 3 && !strcmp(e->d_name + n - 3, ".gp");
     int tsv = n > 4 && !strcmp(e->d_name + n - 4, ".tsv");
+    /* anything but figures, scripts, data and summary.md was made by a
+     * payload (a command run with a name the markers do not catch) */
+    int known = gp || tsv || !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+                !strcmp(e->d_name, "summary.md") || !strncmp(e->d_name, "run-", 4) ||
+                (n > 4 && (!strcmp(e->d_name + n - 4, ".png") ||
+                           !strcmp(e->d_name + n - 4, ".svg")));
+    if (!known) closedir(d);
+    CHECK_MSG(known, "%s: unexpected file '%s'", dir, e->d_name);
     if (!gp && !tsv) continue;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     char *text = ru_slurp(path, 1 << 20);
@@ -600,7 +610,7 @@ TEST(quote_round_trips_through_gnuplot) {
   }
   CHECK(fclose(gp) == 0);
   int rc = gnuplot(dir, "rt.gp");
-  CHECK_MSG(!*markers(), "code ran from a quoted string: %s", markers());
+  CHECK_MSG(!*markers_under(dir), "code ran from a quoted string: %s", markers_under(dir));
   CHECK_EQ_INT(rc, 0);
   snprintf(path, sizeof path, "%s/rt.out", dir);
   char *out = ru_slurp(path, 1 << 16);
