@@ -31,7 +31,10 @@
 #include "run_util.h"
 #include "test.h"
 
-static char tmpdir[256], db[320];
+/* tmpdir: the scratch directory; work: where sgdlab runs, two levels
+ * below it, so an output directory that escaped results/ would still be
+ * inside tmpdir (and found) rather than next to it. */
+static char tmpdir[256], work[300], db[320];
 
 /* The results tables (as the recorder creates them), for a database made
  * here. */
@@ -55,6 +58,18 @@ static const char SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS run_info(run_id INTEGER NOT NULL, key TEXT, value TEXT);";
 
 static void cleanup(void) { ru_rm_rf(tmpdir); }
+
+/* tmpdir, work and db, once per process; 0 or -1. */
+static int scratch(void) {
+  char mid[300];
+  if (*tmpdir) return 0;
+  if (ru_mkdtemp(tmpdir, sizeof tmpdir, "report-inject")) return -1;
+  atexit(cleanup);
+  snprintf(mid, sizeof mid, "%s/w", tmpdir);
+  snprintf(work, sizeof work, "%s/w/w", tmpdir);
+  snprintf(db, sizeof db, "%s/inject.db", tmpdir);
+  return mkdir(mid, 0700) || mkdir(work, 0700) ? -1 : 0;
+}
 
 /* The attack string of source `tag`.  The payloads name their marker
  * relatively (a backquote or system() runs in gnuplot's directory, the
@@ -259,7 +274,7 @@ done:
 
 /* ---- running things --------------------------------------------------- */
 
-/* sgdlab with args (NULL-terminated) in tmpdir, at most 120 s; output in
+/* sgdlab with args (NULL-terminated) in work, at most 120 s; output in
  * out.  The exit code, -1 when it could not run or timed out. */
 static int sgdlab(char *out, size_t cap, ...) {
   char *argv[16], path[400];
@@ -270,7 +285,7 @@ static int sgdlab(char *out, size_t cap, ...) {
   va_end(ap);
   argv[argc] = NULL;
   snprintf(path, sizeof path, "%s/sgdlab.out", tmpdir);
-  pid_t pid = ru_start(argv, path, 1, tmpdir);
+  pid_t pid = ru_start(argv, path, 1, work);
   int rc = pid < 0 ? -1 : ru_wait_exit_code(pid, 120);
   char *text = ru_slurp(path, cap);
   snprintf(out, cap, "%s", text ? text : "");
@@ -400,16 +415,16 @@ static int report_dir(const char *out, char *dir, size_t cap) {
   const char *at = strstr(out, "report: "), *end = at ? strstr(at, "/summary.md") : NULL;
   if (!end) return -1;
   at += 8;
-  snprintf(rel, sizeof rel, "%s/%.*s", tmpdir, (int)(end - at), at);
+  snprintf(rel, sizeof rel, "%s/%.*s", work, (int)(end - at), at);
   if (!realpath(rel, abs)) return -1;
   snprintf(dir, cap, "%s", abs);
   return 0;
 }
 
-/* dir is results/<one name>[/run-N] under tmpdir: 1 when it is. */
+/* dir is results/<one name>[/run-N] under work: 1 when it is. */
 static int inside_results(const char *dir, int run_dir) {
   char base[PATH_MAX], want[PATH_MAX + 16];
-  if (!realpath(tmpdir, base)) return 0;
+  if (!realpath(work, base)) return 0;
   snprintf(want, sizeof want, "%s/results/", base);
   if (strncmp(dir, want, strlen(want))) return 0;
   const char *rest = dir + strlen(want), *slash = strchr(rest, '/');
@@ -471,17 +486,15 @@ static void check_summary(const char *dir) {
 TEST(report_runs_no_code_from_data) {
   char out[1 << 14], path[PATH_MAX + 64], dir[PATH_MAX];
   int n = 0;
-  CHECK(ru_mkdtemp(tmpdir, sizeof tmpdir, "report-inject") == 0);
-  atexit(cleanup);
-  snprintf(db, sizeof db, "%s/inject.db", tmpdir);
+  CHECK(scratch() == 0);
   snprintf(path, sizeof path, "%s/inject.yaml", tmpdir);
   CHECK(write_config(path) == 0);
-  int rc = sgdlab(out, sizeof out, "run", "inject.yaml", "--db", "inject.db", NULL);
+  int rc = sgdlab(out, sizeof out, "run", path, "--db", db, NULL);
   CHECK_MSG(rc == 0, "sgdlab run: exit %d: %s", rc, out);
   CHECK_MSG(!*markers(), "sgdlab run ran code from its config: %s", markers());
   CHECK(forge() == 0);
 
-  rc = sgdlab(out, sizeof out, "report", "1", "--db", "inject.db", NULL);
+  rc = sgdlab(out, sizeof out, "report", "1", "--db", db, NULL);
   CHECK_MSG(!*markers(), "sgdlab report ran code from the data: %s", markers());
   CHECK_MSG(rc == 0, "sgdlab report: exit %d: %s", rc, out);
   CHECK_MSG(report_dir(out, dir, sizeof dir) == 0 && inside_results(dir, 0),
@@ -509,7 +522,7 @@ TEST(report_runs_no_code_from_data) {
   CHECK_EQ_INT(n, 10);
 
   /* one forged run on its own: results/<name>/run-101 */
-  rc = sgdlab(out, sizeof out, "report", "--run", "101", "--db", "inject.db", NULL);
+  rc = sgdlab(out, sizeof out, "report", "--run", "101", "--db", db, NULL);
   CHECK_MSG(rc == 0 && !*markers(), "report --run 101: exit %d: %s %s", rc, markers(), out);
   CHECK_MSG(report_dir(out, dir, sizeof dir) == 0 && inside_results(dir, 1),
             "output outside results/<name>/run-101: %s", out);
@@ -521,19 +534,16 @@ TEST(report_runs_no_code_from_data) {
 }
 
 /* Experiment names that try to leave results/: the directory is still one
- * level below results/ and nothing appears next to the scratch directory. */
+ * level below results/ (a name goes at most two levels up, so a broken
+ * report would still write inside the scratch directory). */
 TEST(report_dir_stays_in_results) {
   static const char *const names[] = {"..", ".", "../..", "../../report-escape",
                                       "/tmp/report-escape", "a/../../b", "", "...",
                                       "./../x\n/..", NULL};
   char out[1 << 14], dir[PATH_MAX], esc[PATH_MAX];
   sqlite3 *h = NULL;
-  if (!*tmpdir) {
-    CHECK(ru_mkdtemp(tmpdir, sizeof tmpdir, "report-inject") == 0);
-    atexit(cleanup);
-    snprintf(db, sizeof db, "%s/inject.db", tmpdir);
-  }
-  snprintf(esc, sizeof esc, "%s/../report-escape", tmpdir);
+  CHECK(scratch() == 0);
+  snprintf(esc, sizeof esc, "%s/w/report-escape", tmpdir);
   CHECK(sqlite3_open(db, &h) == SQLITE_OK);
   int bad = sqlite3_exec(h, SCHEMA, NULL, NULL, NULL) != SQLITE_OK;
   for (const char *const *nm = names; *nm && !bad; nm++)
@@ -544,7 +554,7 @@ TEST(report_dir_stays_in_results) {
   for (int i = 0; names[i]; i++) {
     char sel[16];
     snprintf(sel, sizeof sel, "%d", 1000 + i);
-    int rc = sgdlab(out, sizeof out, "report", sel, "--db", "inject.db", NULL);
+    int rc = sgdlab(out, sizeof out, "report", sel, "--db", db, NULL);
     CHECK_MSG(rc == 0, "report of '%s': exit %d: %s", names[i], rc, out);
     CHECK_MSG(report_dir(out, dir, sizeof dir) == 0 && inside_results(dir, 0),
               "name '%s' leaves results/: %s", names[i], out);
@@ -589,10 +599,7 @@ TEST(quote_round_trips_through_gnuplot) {
       NULL};
   char s[24][1200], path[PATH_MAX + 16], got[1400], want[1400], dir[PATH_MAX];
   int n = 0;
-  if (!*tmpdir) {
-    CHECK(ru_mkdtemp(tmpdir, sizeof tmpdir, "report-inject") == 0);
-    atexit(cleanup);
-  }
+  CHECK(scratch() == 0);
   snprintf(dir, sizeof dir, "%s/quote", tmpdir);
   CHECK(mkdir(dir, 0700) == 0);
   for (int i = 0; tags[i]; i++) evil(s[n++], sizeof s[0], tags[i], i > 0, i == 2 ? 500 : 0);
