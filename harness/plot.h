@@ -43,14 +43,14 @@ int sg_plot_end(FILE **gp, const char *dir, const char *name);
  * sg_plot_quote (directly or through the helpers below), whether it comes
  * from the database, the experiment file or this program.
  *
- * sg_plot_quote writes `s` as a gnuplot single-quoted string.  Inside single quotes
- * gnuplot expands nothing: no `command` substitution, no @macro, no
- * backslash escapes; a quote is written twice (''), except where gnuplot
- * cannot read that (first in the string, right after another quote),
- * where it becomes U+2019 (a typographic quote).  Newlines and other
- * control characters become spaces: a newline would end the command and
- * let the rest of the string run as the next one (`!cmd` is a shell
- * command in gnuplot). */
+ * sg_plot_quote writes `s` as a gnuplot single-quoted string.  Inside
+ * single quotes gnuplot expands nothing: no `command` substitution, no
+ * @macro, no backslash escapes.  A quote is written twice (''), except
+ * where gnuplot cannot read that (first in the string, right after
+ * another quote): there it becomes U+2019, a typographic quote.  Newlines
+ * and other control characters become spaces: a newline would end the
+ * command and let the rest of the string run as the next one (`!cmd` is
+ * a shell command in gnuplot). */
 void sg_plot_quote(FILE *gp, const char *s);
 
 /* A key entry or tick label: sg_plot_quote of `s`, with the middle of a

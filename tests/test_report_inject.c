@@ -155,7 +155,8 @@ static int sql(sqlite3 *h, const char *q, ...) {
     return -1;
   }
   va_start(ap, q);
-  for (const char *s; (s = va_arg(ap, const char *));) sqlite3_bind_text(st, i++, s, -1, SQLITE_TRANSIENT);
+  for (const char *s; (s = va_arg(ap, const char *));)
+    sqlite3_bind_text(st, i++, s, -1, SQLITE_TRANSIENT);
   va_end(ap);
   rc = sqlite3_step(st);
   sqlite3_finalize(st);
