@@ -41,13 +41,69 @@ int sg_plot_available(void) {
                     prog);
 }
 
+/* U+2019 RIGHT SINGLE QUOTATION MARK, for a quote gnuplot cannot read. */
+#define QUOTE_SUBST "\xe2\x80\x99"
+
 void sg_plot_quote(FILE *gp, const char *s) {
-  fputc('"', gp);
+  int after_text = 0; /* the last character written is not a quote */
+  fputc('\'', gp);
   for (; *s; s++) {
-    if (*s == '"' || *s == '\\') fputc('\\', gp);
-    if (*s != '\n') fputc(*s, gp);
+    unsigned char c = (unsigned char)*s;
+    /* gnuplot reads '' as a quote only right after another character of
+     * the string: first in the string or after a quote it would end the
+     * string instead, so such a quote is written as a typographic one. */
+    if (c == '\'') fputs(after_text ? "''" : QUOTE_SUBST, gp);
+    else fputc(c < 0x20 || c == 0x7f ? ' ' : c, gp);
+    after_text = c != '\'';
   }
-  fputc('"', gp);
+  fputc('\'', gp);
+}
+
+/* A UTF-8 continuation byte: not a place to cut. */
+static int utf8_cont(const char *p) { return ((unsigned char)*p & 0xC0) == 0x80; }
+
+void sg_plot_label(FILE *gp, const char *s) {
+  char buf[SG_PLOT_LABEL_MAX + 8];
+  size_t len = strlen(s), head = SG_PLOT_LABEL_MAX / 2, tail;
+  if (len <= SG_PLOT_LABEL_MAX) {
+    sg_plot_quote(gp, s);
+    return;
+  }
+  /* head ... tail: the ends tell variants apart (engine first, swept
+   * settings and N last) */
+  while (head > 0 && utf8_cont(s + head)) head--;
+  tail = len - (SG_PLOT_LABEL_MAX - 3 - SG_PLOT_LABEL_MAX / 2);
+  while (tail < len && utf8_cont(s + tail)) tail++;
+  snprintf(buf, sizeof buf, "%.*s...%s", (int)head, s, s + tail);
+  sg_plot_quote(gp, buf);
+}
+
+void sg_plot_set_text(FILE *gp, const char *what, const char *text) {
+  fprintf(gp, "set %s ", what);
+  sg_plot_quote(gp, text);
+  fputs(" noenhanced\n", gp);
+}
+
+void sg_plot_title(FILE *gp, const char *text) {
+  fputs(" title ", gp);
+  sg_plot_label(gp, text);
+  fputs(" noenhanced", gp);
+}
+
+void sg_plot_data_text(FILE *f, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    fputc(c < 0x20 || c == 0x7f ? ' ' : c, f);
+  }
+}
+
+/* `set output 'NAME.EXT'` */
+static void set_output(FILE *f, const char *name, const char *ext) {
+  char file[PATH_MAX];
+  snprintf(file, sizeof file, "%s.%s", name, ext);
+  fputs("set output ", f);
+  sg_plot_quote(f, file);
+  fputc('\n', f);
 }
 
 int sg_plot_begin(FILE **gp, const char *dir, const char *name,
@@ -59,24 +115,24 @@ int sg_plot_begin(FILE **gp, const char *dir, const char *name,
   f = fopen(path, "w");
   if (!f)
     return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
+  /* Constant strings below are single-quoted like all text (plot.h). */
   fprintf(f,
           "# %s.gp - written by `sgdlab report` from the results database.\n"
           "# Redraw with: gnuplot %s.gp (in this directory).\n"
-          "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
-          "  set terminal pngcairo size %d,%d font \"sans,11\" noenhanced\n"
+          "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+          "  set terminal pngcairo size %d,%d font 'sans,11' noenhanced\n"
           "} else {\n"
           "  set terminal png size %d,%d noenhanced\n"
-          "}\n"
-          "set output \"%s.png\"\n"
-          "set datafile separator \"\\t\"\n"
-          "set datafile missing \"nan\"\n"
-          "set grid lc rgb \"#d0d0d0\"\n"
-          "set key outside right top vertical Left reverse noenhanced\n"
-          "set border 3\nset tics nomirror\n",
-          name, name, PLOT_W, PLOT_H, PLOT_W, PLOT_H, name);
-  fprintf(f, "set title ");
-  sg_plot_quote(f, title);
-  fputc('\n', f);
+          "}\n",
+          name, name, PLOT_W, PLOT_H, PLOT_W, PLOT_H);
+  set_output(f, name, "png");
+  fputs("set datafile separator tab\n"
+        "set datafile missing 'nan'\n"
+        "set grid lc rgb '#d0d0d0'\n"
+        "set key outside right top vertical Left reverse noenhanced\n"
+        "set border 3\nset tics nomirror\n",
+        f);
+  sg_plot_set_text(f, "title", title);
   *gp = f;
   return SG_OK;
 }
@@ -146,12 +202,10 @@ int sg_plot_end(FILE **gp, const char *dir, const char *name) {
   int bad;
   *gp = NULL;
   if (!f) return sg_err_set(SG_EINVAL, "sg_plot_end: no script open");
-  fprintf(f,
-          "set terminal svg size %d,%d dynamic font \"sans,11\" noenhanced\n"
-          "set output \"%s.svg\"\n"
-          "replot\n"
-          "unset output\n",
-          PLOT_W, PLOT_H, name);
+  fprintf(f, "set terminal svg size %d,%d dynamic font 'sans,11' noenhanced\n",
+          PLOT_W, PLOT_H);
+  set_output(f, name, "svg");
+  fputs("replot\nunset output\n", f);
   bad = ferror(f);
   if (fclose(f) != 0 || bad)
     return sg_err_set(SG_EIO, "cannot write %s/%s.gp", dir, name);

@@ -3,12 +3,15 @@
  * Each figure NAME is a script NAME.gp in the output directory that reads
  * data files in the same directory and writes NAME.png (pngcairo when
  * gnuplot has it, else png) and NAME.svg, so a user can edit and redraw
- * it with `cd DIR && gnuplot NAME.gp` (STYLE.md 11).  The harness runs
- * gnuplot as a child process in DIR and checks its exit status.
+ * it with `cd DIR && gnuplot NAME.gp`.  The harness runs gnuplot as a
+ * child process in DIR and checks its exit status.  Text enters a script
+ * only as a single-quoted string (sg_plot_quote), and every terminal and
+ * text element is noenhanced, so no label is ever read as a command,
+ * macro or markup.
  *
  *   FILE *gp;
  *   SG_CHECK(sg_plot_begin(&gp, dir, "acc_vs_time", "Test accuracy vs time"));
- *   fprintf(gp, "set xlabel ...\nplot ...\n");
+ *   sg_plot_set_text(gp, "xlabel", "...");  fputs("plot ...\n", gp);
  *   SG_CHECK(sg_plot_end(&gp, dir, "acc_vs_time"));
  *
  * The gnuplot program is $SGDLAB_GNUPLOT when set, else `gnuplot` on PATH.
@@ -36,8 +39,37 @@ int sg_plot_begin(FILE **gp, const char *dir, const char *name,
  * error line.  *gp is NULL afterwards, also on error. */
 int sg_plot_end(FILE **gp, const char *dir, const char *name);
 
-/* Write `s` as a gnuplot double-quoted string (quotes and backslashes
- * escaped). */
+/* Text in a script: every string that reaches a .gp file goes through
+ * sg_plot_quote (directly or through the helpers below), whether it comes
+ * from the database, the experiment file or this program.
+ *
+ * sg_plot_quote writes `s` as a gnuplot single-quoted string.  Inside
+ * single quotes gnuplot expands nothing: no `command` substitution, no
+ * @macro, no backslash escapes.  A quote is written twice (''), except
+ * where gnuplot cannot read that (first in the string, right after
+ * another quote): there it becomes U+2019, a typographic quote.  Newlines
+ * and other control characters become spaces: a newline would end the
+ * command and let the rest of the string run as the next one (`!cmd` is
+ * a shell command in gnuplot). */
 void sg_plot_quote(FILE *gp, const char *s);
+
+/* A key entry or tick label: sg_plot_quote of `s`, with the middle of a
+ * label longer than SG_PLOT_LABEL_MAX bytes replaced by "..." so the key
+ * and the ticks keep room for the plot. */
+#define SG_PLOT_LABEL_MAX 56
+void sg_plot_label(FILE *gp, const char *s);
+
+/* `set WHAT 'text' noenhanced` and a newline (WHAT: title, xlabel, ...). */
+void sg_plot_set_text(FILE *gp, const char *what, const char *text);
+
+/* ` title 'label' noenhanced` for one element of a plot command
+ * (sg_plot_label). */
+void sg_plot_title(FILE *gp, const char *text);
+
+/* `s` into a data file the scripts read (.tsv comment lines, label
+ * columns): tabs, newlines and other control characters become spaces, so
+ * a label stays one field of one line.  gnuplot never runs data-file text;
+ * labels drawn in a figure come from the script, never from a .tsv. */
+void sg_plot_data_text(FILE *f, const char *s);
 
 #endif

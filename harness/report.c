@@ -1,11 +1,16 @@
 /* report.c - `sgdlab report`: figures (gnuplot) and summary.md from the
- * results database alone (DESIGN.md 7, STYLE.md 11).
+ * results database alone.
  *
  * For each figure this writes a tab-separated data file and a gnuplot
  * script into the output directory, then runs gnuplot there, so every
  * figure can be edited and redrawn without sgdlab.  A figure is drawn only
  * when its data exists (no bench rows: no allreduce figures; one worker
  * count: no scaling figures; no staleness: no histogram).
+ *
+ * Labels are data (experiment names, swept settings, bench records), so
+ * they reach a script only through sg_plot_quote() and a .tsv only
+ * through sg_plot_data_text() (plot.h); tick labels and key entries are
+ * written in the script, never read from a data file.
  */
 #include <errno.h>
 #include <limits.h>
@@ -145,7 +150,31 @@ static const char *const palette[NPALETTE] = {
     "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#9edae5"};
 
 static void plot_color(FILE *gp, int c) {
-  fprintf(gp, "lc rgb \"%s\" dt %d", palette[c % NPALETTE], 1 + (c / NPALETTE) % NDASH);
+  fputs("lc rgb ", gp);
+  sg_plot_quote(gp, palette[c % NPALETTE]);
+  fprintf(gp, " dt %d", 1 + (c / NPALETTE) % NDASH);
+}
+
+/* Axis labels of a figure (x may be NULL). */
+static void axis_labels(FILE *gp, const char *x, const char *y) {
+  if (x) sg_plot_set_text(gp, "xlabel", x);
+  sg_plot_set_text(gp, "ylabel", y);
+}
+
+/* The comment line opening data block `blk` of a .tsv (blocks are
+ * separated by two blank lines: gnuplot's `index`); text is data. */
+static void tsv_block(FILE *f, int blk, const char *text) {
+  fputs(blk ? "\n\n# " : "# ", f);
+  sg_plot_data_text(f, text);
+  fputc('\n', f);
+}
+
+/* tsv_block for run i: "run ID: LABEL (repeat R)". */
+static void tsv_run_block(report_t *rp, FILE *f, int blk, size_t i) {
+  char lab[256], text[320];
+  snprintf(text, sizeof text, "run %lld: %s (repeat %d)", (long long)rp->set->runs[i].id,
+           label(rp, i, lab, sizeof lab), rp->set->runs[i].repeat);
+  tsv_block(f, blk, text);
 }
 
 /* Title the first run of each label; its repeats share color, no title. */
@@ -156,8 +185,7 @@ static void plot_title(report_t *rp, FILE *gp, size_t i, int *titled) {
     return;
   }
   titled[rp->color[i]] = 1;
-  fputs(" title ", gp);
-  sg_plot_quote(gp, label(rp, i, buf, sizeof buf));
+  sg_plot_title(gp, label(rp, i, buf, sizeof buf));
 }
 
 /* ---- evals: accuracy and test loss vs time and vs step ----------------- */
@@ -193,13 +221,10 @@ static int fig_evals(report_t *rp) {
                         " ORDER BY step, wall_s",
                         &st));
   for (size_t i = 0; i < s->n; i++) {
-    char buf[256];
     block[i] = -1;
     if (s->runs[i].nevals == 0) continue;
     block[i] = nblocks++;
-    fprintf(f, "%s# run %lld: %s (repeat %d)\n", block[i] ? "\n\n" : "",
-            (long long)s->runs[i].id, label(rp, i, buf, sizeof buf),
-            s->runs[i].repeat);
+    tsv_run_block(rp, f, block[i], i);
     fprintf(f, "# step\twall_s\tsamples\ttest_acc\ttest_loss\ttrain_loss\tepoch\n");
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, s->runs[i].id);
@@ -216,8 +241,7 @@ static int fig_evals(report_t *rp) {
   for (size_t k = 0; k < sizeof figs / sizeof figs[0]; k++) {
     memset(titled, 0, ((size_t)rp->ncolors + 1) * sizeof *titled);
     SG_TRY(sg_plot_begin(&gp, rp->dir, figs[k].name, figs[k].title));
-    fprintf(gp, "set xlabel \"%s\"\nset ylabel \"%s\"\n", figs[k].xlabel,
-            figs[k].ylabel);
+    axis_labels(gp, figs[k].xlabel, figs[k].ylabel);
     if (figs[k].ycol == 4) fprintf(gp, "set yrange [*:1]\n");
     fprintf(gp, "plot \\\n");
     for (size_t i = 0; i < s->n; i++) {
@@ -229,7 +253,7 @@ static int fig_evals(report_t *rp) {
       fprintf(gp, ", \\\n");
     }
     if (figs[k].ycol == 4)
-      fprintf(gp, "  %g with lines dt 2 lw 1 lc rgb \"#606060\" title \"target %g\"\n",
+      fprintf(gp, "  %g with lines dt 2 lw 1 lc rgb '#606060' title 'target %g'\n",
               s->target, s->target);
     else
       fprintf(gp, "  NaN notitle\n");
@@ -295,7 +319,6 @@ static int fig_loss(report_t *rp) {
                         " GROUP BY step ORDER BY step",
                         &st));
   for (size_t i = 0; i < s->n; i++) {
-    char buf[256];
     int have = 0, k = 0;
     double sum = 0;
     sqlite3_reset(st);
@@ -305,9 +328,7 @@ static int fig_loss(report_t *rp) {
       double loss = sqlite3_column_double(st, 1);
       if (!have) {
         block[i] = nblocks++;
-        fprintf(f, "%s# run %lld: %s (repeat %d)\n", block[i] ? "\n\n" : "",
-                (long long)s->runs[i].id, label(rp, i, buf, sizeof buf),
-                s->runs[i].repeat);
+        tsv_run_block(rp, f, block[i], i);
         fprintf(f, "# step\tmean_loss\tsmoothed\tranks\n");
         have = 1;
       }
@@ -326,9 +347,8 @@ static int fig_loss(report_t *rp) {
   SG_TRY(sg_plot_begin(&gp, rp->dir, "loss_vs_step",
                        w > 1 ? "Training loss vs step (smoothed)"
                              : "Training loss vs step"));
-  fprintf(gp, "set xlabel \"step\"\n"
-              "set ylabel \"training loss (minibatch cross-entropy)\"\n"
-              "plot \\\n");
+  axis_labels(gp, "step", "training loss (minibatch cross-entropy)");
+  fputs("plot \\\n", gp);
   for (size_t i = 0; i < s->n; i++) {
     if (block[i] < 0) continue;
     fprintf(gp, "  'loss.tsv' index %d using 1:3 with lines lw 1.5 ", block[i]);
@@ -384,8 +404,8 @@ static int fig_scaling(report_t *rp) {
              " thr(N) * N0 / (N * thr(N0)), N0 = smallest N measured (1 when"
              " present)\n");
   SG_TRY(sg_plot_begin(&gp, rp->dir, "throughput", "Training throughput vs workers"));
-  fprintf(gp, "set xlabel \"workers N\"\nset ylabel \"samples/s\"\n"
-              "set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n");
+  axis_labels(gp, "workers N", "samples/s");
+  fputs("set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n", gp);
   for (size_t j = 0; j < nvar; j++) {
     const char *var = s->runs[first[j]].variant;
     int lastn = 0, n0 = 0, wrote = 0;
@@ -411,8 +431,8 @@ static int fig_scaling(report_t *rp) {
         if (n0 != 1 && strcmp(s->runs[first[j]].engine, "local")) base_is_one = 0;
       }
       if (!wrote) {
-        fprintf(f, "%s# %s\n# workers\tsamples_per_s\tefficiency\n",
-                nblocks ? "\n\n" : "", var);
+        tsv_block(f, nblocks, var);
+        fputs("# workers\tsamples_per_s\tefficiency\n", f);
         wrote = 1;
       }
       fprintf(f, "%d\t%.6g\t%.6g\n", next, thr, thr * n0 / (next * thr0));
@@ -421,8 +441,7 @@ static int fig_scaling(report_t *rp) {
     fprintf(gp, "  'scaling.tsv' index %d using 1:2 with linespoints pt 7 lw 1.5 ",
             nblocks);
     plot_color(gp, rp->vcolor[first[j]]);
-    fputs(" title ", gp);
-    sg_plot_quote(gp, var);
+    sg_plot_title(gp, var);
     fprintf(gp, ", \\\n");
     blk[nblocks++] = first[j];
   }
@@ -449,18 +468,16 @@ static int fig_scaling(report_t *rp) {
   SG_TRY(sg_plot_begin(&gp, rp->dir, "efficiency",
                        base_is_one ? "Scaling efficiency: thr(N) / (N * thr(1))"
                                    : "Scaling efficiency: thr(N) * N0 / (N * thr(N0))"));
-  fprintf(gp, "set xlabel \"workers N\"\n"
-              "set ylabel \"scaling efficiency (1 = linear)\"\n"
-              "set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n");
+  axis_labels(gp, "workers N", "scaling efficiency (1 = linear)");
+  fputs("set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n", gp);
   for (int b = 0; b < nblocks; b++) {
     if (!strcmp(s->runs[blk[b]].engine, "local")) continue;
     fprintf(gp, "  'scaling.tsv' index %d using 1:3 with linespoints pt 7 lw 1.5 ", b);
     plot_color(gp, rp->vcolor[blk[b]]);
-    fputs(" title ", gp);
-    sg_plot_quote(gp, s->runs[blk[b]].variant);
+    sg_plot_title(gp, s->runs[blk[b]].variant);
     fprintf(gp, ", \\\n");
   }
-  fprintf(gp, "  1 with lines dt 2 lc rgb \"#606060\" title \"linear\"\n");
+  fputs("  1 with lines dt 2 lc rgb '#606060' title 'linear'\n", gp);
   SG_TRY(sg_plot_end(&gp, rp->dir, "efficiency"));
   add_fig(rp, "throughput",
           "Training throughput (samples/s, median over repeats) vs workers; "
@@ -485,50 +502,68 @@ fail:
 
 /* ---- stacked compute / communication / waiting per step ---------------- */
 
-static int fig_breakdown(report_t *rp) {
+/* Run i starts a bar when it is the first run of its label and some run
+ * of the label has step times: their means over repeats into t[3]
+ * (compute, communication, waiting); the label into lab. */
+static int breakdown_bar(report_t *rp, size_t i, double t[3], char *lab, size_t len) {
   const sg_rset_t *s = rp->set;
+  char b[256];
+  int k = 0;
+  label(rp, i, lab, len);
+  for (size_t j = 0; j < i; j++)
+    if (!strcmp(lab, label(rp, j, b, sizeof b))) return 0;
+  t[0] = t[1] = t[2] = 0;
+  for (size_t j = i; j < s->n; j++) {
+    const sg_rrun_t *r = &s->runs[j];
+    if (strcmp(lab, label(rp, j, b, sizeof b)) || isnan(r->compute_s)) continue;
+    t[0] += r->compute_s;
+    t[1] += isnan(r->comm_s) ? 0 : r->comm_s;
+    t[2] += isnan(r->wait_s) ? 0 : r->wait_s;
+    k++;
+  }
+  for (int c = 0; c < 3; c++) t[c] /= k ? k : 1;
+  return k > 0;
+}
+
+static int fig_breakdown(report_t *rp) {
   FILE *f = NULL, *gp = NULL;
   int rc = SG_OK, nbars = 0;
-  char a[256], b[256];
+  double t[3];
+  char a[256];
   SG_TRY(open_data(rp, "breakdown.tsv", &f));
   fprintf(f, "# mean seconds per step over worker ranks, mean over repeats\n"
-             "# variant\tcompute_s\tcomm_s\twait_s\n");
-  for (size_t i = 0; i < s->n; i++) {
-    double c = 0, m = 0, w = 0;
-    int k = 0, seen = 0;
-    label(rp, i, a, sizeof a);
-    for (size_t j = 0; j < i && !seen; j++)
-      seen = !strcmp(a, label(rp, j, b, sizeof b));
-    if (seen) continue;
-    for (size_t j = i; j < s->n; j++) {
-      const sg_rrun_t *r = &s->runs[j];
-      if (strcmp(a, label(rp, j, b, sizeof b)) || isnan(r->compute_s)) continue;
-      c += r->compute_s;
-      m += isnan(r->comm_s) ? 0 : r->comm_s;
-      w += isnan(r->wait_s) ? 0 : r->wait_s;
-      k++;
-    }
-    if (!k) continue;
-    fprintf(f, "%s\t%.6g\t%.6g\t%.6g\n", a, c / k, m / k, w / k);
-    nbars++;
+             "# bar\tcompute_s\tcomm_s\twait_s\tvariant\n");
+  for (size_t i = 0; i < rp->set->n; i++) {
+    if (!breakdown_bar(rp, i, t, a, sizeof a)) continue;
+    fprintf(f, "%d\t%.6g\t%.6g\t%.6g\t", nbars++, t[0], t[1], t[2]);
+    sg_plot_data_text(f, a);
+    fputc('\n', f);
   }
   SG_TRY(close_data(rp, "breakdown.tsv", &f));
   if (!nbars) goto fail;
   SG_TRY(sg_plot_begin(&gp, rp->dir, "time_breakdown",
                        "Where a step's time goes (worker ranks)"));
+  axis_labels(gp, NULL, "seconds per step (mean over worker ranks)");
+  /* bar b stands at x = b; its label is a tick written here, quoted */
+  fputs("set xtics (", gp);
+  for (size_t i = 0, b = 0; i < rp->set->n; i++) {
+    if (!breakdown_bar(rp, i, t, a, sizeof a)) continue;
+    fputs(b ? ", " : "", gp);
+    sg_plot_label(gp, a);
+    fprintf(gp, " %zu", b++);
+  }
   fprintf(gp,
-          "set ylabel \"seconds per step (mean over worker ranks)\"\n"
+          ") rotate by 20 right noenhanced\n"
           "set style data histograms\n"
           "set style histogram rowstacked\n"
           "set style fill solid 0.85 border -1\n"
           "set boxwidth 0.6\n"
-          "set xtics rotate by 20 right\n"
           "set xrange [-0.6:%g]\n"
           "set yrange [0:*]\n"
           "set grid noxtics ytics\n"
-          "plot 'breakdown.tsv' using 2:xtic(1) lc rgb \"#1f77b4\" title \"compute\", \\\n"
-          "     '' using 3 lc rgb \"#ff7f0e\" title \"communication\", \\\n"
-          "     '' using 4 lc rgb \"#7f7f7f\" title \"waiting\"\n",
+          "plot 'breakdown.tsv' using 2 lc rgb '#1f77b4' title 'compute', \\\n"
+          "     '' using 3 lc rgb '#ff7f0e' title 'communication', \\\n"
+          "     '' using 4 lc rgb '#7f7f7f' title 'waiting'\n",
           nbars - 0.4);
   SG_TRY(sg_plot_end(&gp, rp->dir, "time_breakdown"));
   add_fig(rp, "time_breakdown",
@@ -555,37 +590,44 @@ static void size_label(char *buf, size_t len, long long b) {
   snprintf(buf, len, "%g %s", v, units[u]);
 }
 
-/* gnuplot xtics list of the measured sizes: ("4 KiB" 4096, ...), every
- * k-th when there are many so labels do not collide. */
-static int size_tics(report_t *rp, char *tics, size_t len) {
+/* The distinct allreduce message sizes of the experiment's bench rows,
+ * ascending, at most cap of them. */
+static int bench_sizes(report_t *rp, long long *sizes, int cap, int *n) {
   sqlite3_stmt *st = NULL;
-  long long sizes[256];
-  int n = 0, rc = SG_OK;
-  size_t used = 0;
-  tics[0] = '\0';
+  int rc = SG_OK;
+  *n = 0;
   SG_TRY(sg_rdb_prepare(rp->db,
                         "SELECT DISTINCT bytes FROM bench WHERE experiment_id = ?1"
                         " AND collective = 'allreduce' AND bytes > 0 ORDER BY bytes",
                         &st));
   sqlite3_bind_int64(st, 1, rp->set->experiment_id);
-  while (n < 256 && sqlite3_step(st) == SQLITE_ROW)
-    sizes[n++] = sqlite3_column_int64(st, 0);
-  for (int i = 0, every = n / 12 + 1; i < n && used + 40 < len; i += every) {
-    char lab[32];
-    size_label(lab, sizeof lab, sizes[i]);
-    used += (size_t)snprintf(tics + used, len - used, "%s\"%s\" %lld",
-                             used ? ", " : "", lab, sizes[i]);
-  }
+  while (*n < cap && sqlite3_step(st) == SQLITE_ROW)
+    sizes[(*n)++] = sqlite3_column_int64(st, 0);
 fail:
   sqlite3_finalize(st);
   return rc;
 }
 
+/* `set xtics ('4 KiB' 4096, ...)`: ticks at the measured sizes, every
+ * k-th when there are many so labels do not collide. */
+static void size_tics(FILE *gp, const long long *sizes, int n) {
+  char lab[32];
+  fputs("set xtics (", gp);
+  for (int i = 0, every = n / 12 + 1; i < n; i += every) {
+    size_label(lab, sizeof lab, sizes[i]);
+    fputs(i ? ", " : "", gp);
+    sg_plot_quote(gp, lab);
+    fprintf(gp, " %lld", sizes[i]);
+  }
+  fputs(")\n", gp);
+}
+
 static int fig_bench(report_t *rp) {
   sqlite3_stmt *st = NULL;
   FILE *f = NULL, *gp[2] = {NULL, NULL};
-  int rc = SG_OK, nblocks = 0;
-  char prev[128] = "", tics[1024];
+  int rc = SG_OK, nblocks = 0, nsizes = 0;
+  long long sizes[256];
+  char prev[512] = "";
   static const char *const names[2] = {"allreduce_time", "allreduce_busbw"};
   if (rp->single_run) return SG_OK;
   SG_TRY(sg_rdb_prepare(rp->db,
@@ -595,12 +637,12 @@ static int fig_bench(report_t *rp) {
                         " ORDER BY impl, transport, np, bytes",
                         &st));
   sqlite3_bind_int64(st, 1, rp->set->experiment_id);
-  SG_TRY(size_tics(rp, tics, sizeof tics));
+  SG_TRY(bench_sizes(rp, sizes, 256, &nsizes));
   SG_TRY(open_data(rp, "bench.tsv", &f));
   fprintf(f, "# allreduce benchmark, one block per impl/transport/np;"
              " times in seconds, bandwidths in GB/s\n");
   while (sqlite3_step(st) == SQLITE_ROW) {
-    char key[128];
+    char key[512];
     snprintf(key, sizeof key, "%s/%s np=%d", sg_rdb_text(st, 0),
              sg_rdb_text(st, 1), sqlite3_column_int(st, 2));
     if (strcmp(key, prev)) {
@@ -610,24 +652,24 @@ static int fig_bench(report_t *rp) {
         SG_TRY(sg_plot_begin(&gp[1], rp->dir, names[1],
                              "Allreduce bus bandwidth vs message size"));
         /* sizes span decades: log-log, ticks at the measured sizes */
-        for (int k = 0; k < 2; k++)
-          fprintf(gp[k], "set xlabel \"message size\"\n"
-                         "set logscale x 2\nset logscale y 10\n"
-                         "set xtics (%s)\n", tics);
-        fprintf(gp[0], "set ylabel \"time per allreduce (s)\"\n"
-                       "set format y \"%%.0s %%cs\"\nplot \\\n");
-        fprintf(gp[1], "set ylabel \"bus bandwidth (GB/s)\"\nplot \\\n");
+        for (int k = 0; k < 2; k++) {
+          fputs("set logscale x 2\nset logscale y 10\n", gp[k]);
+          size_tics(gp[k], sizes, nsizes);
+        }
+        axis_labels(gp[0], "message size", "time per allreduce (s)");
+        fputs("set format y '%.0s %cs'\nplot \\\n", gp[0]);
+        axis_labels(gp[1], "message size", "bus bandwidth (GB/s)");
+        fputs("plot \\\n", gp[1]);
       }
-      fprintf(f, "%s# %s\n# bytes\tt_median\tt_min\tt_max\talgbw\tbusbw\twrong\n",
-              nblocks ? "\n\n" : "", key);
+      tsv_block(f, nblocks, key);
+      fputs("# bytes\tt_median\tt_min\tt_max\talgbw\tbusbw\twrong\n", f);
       fprintf(gp[0], "  'bench.tsv' index %d using 1:2:3:4 with yerrorlines pt 7 lw 1.5 ",
               nblocks);
       fprintf(gp[1], "  'bench.tsv' index %d using 1:6 with linespoints pt 7 lw 1.5 ",
               nblocks);
       for (int k = 0; k < 2; k++) {
         plot_color(gp[k], nblocks);
-        fputs(" title ", gp[k]);
-        sg_plot_quote(gp[k], key);
+        sg_plot_title(gp[k], key);
         fputs(", \\\n", gp[k]);
       }
       snprintf(prev, sizeof prev, "%s", key);
@@ -735,9 +777,9 @@ static int fig_staleness(report_t *rp) {
           STALENESS_BINS - 1);
   SG_TRY(sg_plot_begin(&gp, rp->dir, "staleness",
                        "Staleness of the parameters each gradient was computed on"));
-  fprintf(gp, "set xlabel \"staleness (updates applied since the worker's pull)\"\n"
-              "set ylabel \"fraction of worker steps\"\n"
-              "set yrange [0:*]\nset xrange [-0.6:%g]\n"
+  axis_labels(gp, "staleness (updates applied since the worker's pull)",
+              "fraction of worker steps");
+  fprintf(gp, "set yrange [0:*]\nset xrange [-0.6:%g]\n"
               "set style fill solid 0.7 border -1\n"
               "set boxwidth %g absolute\n",
           maxbin + 0.6, bw);
@@ -747,14 +789,14 @@ static int fig_staleness(report_t *rp) {
   for (size_t j = 0; j < nlab; j++) {
     if (!keep[j]) continue;
     label(rp, first[j], a, sizeof a);
-    fprintf(f, "%s# %s\n# staleness\tfraction\n", nblocks ? "\n\n" : "", a);
+    tsv_block(f, nblocks, a);
+    fputs("# staleness\tfraction\n", f);
     for (int k = 0; k <= top[j]; k++)
       fprintf(f, "%d\t%.6g\n", k, hist[j * STALENESS_BINS + k]);
     fprintf(gp, "  'staleness.tsv' index %d using ($1 - 0.4 + %g):2 with boxes ",
             nblocks, bw * (nblocks + 0.5));
     plot_color(gp, rp->color[first[j]]);
-    fputs(" title ", gp);
-    sg_plot_quote(gp, a);
+    sg_plot_title(gp, a);
     fputs(", \\\n", gp);
     nblocks++;
   }

@@ -2,12 +2,12 @@
  * numbers every report shows.  Used by `sgdlab report` (report.c,
  * report_summary.c) and `sgdlab list` / `sgdlab show` (show.c).
  *
- * Everything here is SQL over the schema of DESIGN.md 4; nothing is
- * re-run (STYLE.md 11).  A run's "variant" is its engine plus the options
- * that distinguish it ("ps ssp(2)", "allreduce ring/mpi", "mapreduce
- * tree"), plus any other setting that was swept within the experiment
- * ("ps sync lr=0.1").  Workers are kept apart (column `workers`); labels
- * that need them say "ps sync, N=4".
+ * Everything here is SQL over the results database's tables (the
+ * recorder creates them); nothing is re-run.  A run's "variant" is its
+ * engine plus the options that distinguish it ("ps ssp(2)", "allreduce
+ * ring/mpi", "mapreduce tree"), plus any other setting that was swept
+ * within the experiment ("ps sync lr=0.1").  Workers are kept apart
+ * (column `workers`); labels that need them say "ps sync, N=4".
  *
  * Definitions (also written into summary.md):
  *   time to target   wall_s of the first eval whose test_acc >= target

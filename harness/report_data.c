@@ -1,8 +1,8 @@
 /* report_data.c - load runs and their summary numbers from the database.
  *
  * Definitions of every number are in report.h.  All queries are plain SQL
- * over DESIGN.md 4's columns; options come from runs.options_json through
- * SQLite's JSON functions.
+ * over the results tables' columns; options come from runs.options_json
+ * through SQLite's JSON functions.
  */
 #include <errno.h>
 #include <math.h>

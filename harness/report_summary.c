@@ -14,12 +14,20 @@
 #include "err.h"
 #include "report.h"
 
-/* Markdown table cell: '|' would end the cell, newlines the row. */
-static void cell(FILE *f, const char *s) {
+/* Text from the database in Markdown, a table cell or prose: what
+ * Markdown reads as syntax is backslash-escaped (| ends a cell, ` opens
+ * code, < > raw HTML, [ ] links and images, * _ emphasis, & entities, \
+ * itself) and newlines and other control characters become spaces, so a
+ * row stays one line. */
+static void md_text(FILE *f, const char *s) {
   for (; *s; s++) {
-    if (*s == '|') fputs("\\|", f);
-    else if (*s == '\n' || *s == '\r') fputc(' ', f);
-    else fputc(*s, f);
+    unsigned char c = (unsigned char)*s;
+    if (c < 0x20 || c == 0x7f) {
+      fputc(' ', f);
+      continue;
+    }
+    if (strchr("\\`|<>[]*_&", c)) fputc('\\', f);
+    fputc(c, f);
   }
 }
 
@@ -53,7 +61,7 @@ static int run_table(FILE *f, const sg_rset_t *s) {
       else other++;
     }
     fputs("| ", f);
-    cell(f, ri->variant);
+    md_text(f, ri->variant);
     fprintf(f, " | %d | %d | ", ri->workers, runs);
     if (ok == runs) fputs("ok", f);
     else if (failed == runs) fputs("failed", f);
@@ -61,7 +69,10 @@ static int run_table(FILE *f, const sg_rset_t *s) {
       const char *sep = "";
       if (ok) { fprintf(f, "%d ok", ok); sep = ", "; }
       if (failed) { fprintf(f, "%s%d failed", sep, failed); sep = ", "; }
-      if (other) fprintf(f, "%s%d %s", sep, other, other == runs ? ri->status : "other");
+      if (other) {
+        fprintf(f, "%s%d ", sep, other);
+        md_text(f, other == runs ? ri->status : "other");
+      }
     }
     /* time to target: median over the ok repeats that reached it */
     k = 0;
@@ -107,9 +118,11 @@ static void failed_runs(FILE *f, const sg_rset_t *s) {
       any = 1;
     }
     fprintf(f, "| %lld | ", (long long)r->id);
-    cell(f, r->variant);
-    fprintf(f, " | %d | %d | %s | ", r->workers, r->repeat, r->status);
-    cell(f, *r->error ? r->error : "(no error recorded)");
+    md_text(f, r->variant);
+    fprintf(f, " | %d | %d | ", r->workers, r->repeat);
+    md_text(f, r->status);
+    fputs(" | ", f);
+    md_text(f, *r->error ? r->error : "(no error recorded)");
     fputs(" |\n", f);
   }
 }
@@ -138,10 +151,13 @@ static int bench_table(FILE *f, sqlite3 *db, int64_t exp_id) {
                  "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
       any = 1;
     }
-    fprintf(f, "| %s | %s", sg_rdb_text(st, 0),
-            sg_rfmt_bytes(buf, sizeof buf, sg_rdb_double(st, 4)));
-    fprintf(f, " | %s | %s | %d | %d", sg_rdb_text(st, 1), sg_rdb_text(st, 2),
-            sqlite3_column_int(st, 3), sqlite3_column_int(st, 5));
+    fputs("| ", f);
+    md_text(f, sg_rdb_text(st, 0));
+    fprintf(f, " | %s | ", sg_rfmt_bytes(buf, sizeof buf, sg_rdb_double(st, 4)));
+    md_text(f, sg_rdb_text(st, 1));
+    fputs(" | ", f);
+    md_text(f, sg_rdb_text(st, 2));
+    fprintf(f, " | %d | %d", sqlite3_column_int(st, 3), sqlite3_column_int(st, 5));
     fprintf(f, " | %s", sg_rfmt(buf, sizeof buf, "%.1f", sg_rdb_double(st, 6) * 1e6));
     fprintf(f, " | %s", sg_rfmt(buf, sizeof buf, "%.1f", sg_rdb_double(st, 7) * 1e6));
     fprintf(f, "..%s", sg_rfmt(buf, sizeof buf, "%.1f", sg_rdb_double(st, 8) * 1e6));
@@ -175,9 +191,9 @@ static int info_table(FILE *f, sqlite3 *db, const sg_rset_t *s, int single_run) 
       any = 1;
     }
     fputs("| ", f);
-    cell(f, sg_rdb_text(st, 0));
+    md_text(f, sg_rdb_text(st, 0));
     fputs(" | ", f);
-    cell(f, sg_rdb_text(st, 1));
+    md_text(f, sg_rdb_text(st, 1));
     fprintf(f, " | %d |\n", sqlite3_column_int(st, 2));
   }
 fail:
@@ -195,15 +211,17 @@ int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
   f = fopen(path, "w");
   if (!f) return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
   if (single_run && s->n)
-    fprintf(f, "# Run %lld of experiment %s (id %lld)\n\n",
-            (long long)s->runs[0].id, s->name, (long long)s->experiment_id);
+    fprintf(f, "# Run %lld of experiment ", (long long)s->runs[0].id);
   else
-    fprintf(f, "# Experiment %s (id %lld)\n\n", s->name,
-            (long long)s->experiment_id);
-  fprintf(f, "Started %s on %s. Database: `%s`. Drawn by `sgdlab report` from"
-             " the database alone.\n",
-          *s->started_at ? s->started_at : "(unknown)",
-          *s->host ? s->host : "(unknown host)", db_path);
+    fputs("# Experiment ", f);
+  md_text(f, s->name);
+  fprintf(f, " (id %lld)\n\nStarted ", (long long)s->experiment_id);
+  md_text(f, *s->started_at ? s->started_at : "(unknown)");
+  fputs(" on ", f);
+  md_text(f, *s->host ? s->host : "(unknown host)");
+  fputs(". Database: ", f);
+  md_text(f, db_path);
+  fputs(". Drawn by `sgdlab report` from the database alone.\n", f);
 
   if (s->n) {
     fprintf(f, "\n## Runs\n\n");

@@ -14,3 +14,13 @@ target_include_directories(test_report PRIVATE ${CMAKE_SOURCE_DIR}/harness)
 sg_add_test(test_report_e2e SOURCES test_report_e2e.c TIMEOUT 180
   LIBS PkgConfig::SQLITE LABELS integration)
 add_dependencies(test_report_e2e sgdlab sgdlab-rank)
+
+# Attack strings in every label source (a real `sgdlab run` plus forged
+# database rows): report and every redraw of its gnuplot scripts run no
+# code from the data, and output stays under results/; the quoting
+# functions (plot.c, compiled in) round-trip through gnuplot's parser.
+sg_add_test(test_report_inject SOURCES test_report_inject.c
+  ${CMAKE_SOURCE_DIR}/harness/plot.c TIMEOUT 240 LIBS PkgConfig::SQLITE
+  LABELS integration)
+target_include_directories(test_report_inject PRIVATE ${CMAKE_SOURCE_DIR}/harness)
+add_dependencies(test_report_inject sgdlab sgdlab-rank)
