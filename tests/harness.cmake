@@ -4,3 +4,6 @@ sg_add_test(test_recorder SOURCES test_recorder.c TIMEOUT 30 LIBS sgharness)
 # Runs the real sgdlab / sgdlab-rank on real Fashion-MNIST.
 sg_add_test(test_run_cli SOURCES test_run_cli.c TIMEOUT 300 LIBS sgharness PkgConfig::SQLITE)
 add_dependencies(test_run_cli sgdlab sgdlab-rank)
+# Admission before launch, through `sgdlab run -n` (no rank is started).
+sg_add_test(test_admit SOURCES test_admit.c TIMEOUT 60)
+add_dependencies(test_admit sgdlab)
