@@ -105,7 +105,9 @@ static int probe_libsvm(const sg_opts_t *o, dsinfo_t *di) {
   di->ntrain = tr->n;
   di->ntest = te ? te->n : 0;
   int64_t nnz = tr->rowptr[tr->n];
-  int dense = nnz * 4 > tr->n * di->d && (double)tr->n * (double)di->d * 4 <= (double)(1 << 30);
+  /* workload.c's rule (in doubles: n x d may pass 2^63 here) */
+  double cells = (double)tr->n * (double)di->d;
+  int dense = (double)nnz * 4 > cells && cells * 4 <= (double)(1 << 30);
   di->sparse = !dense;
   di->max_row_nnz = dense ? di->d : tr->max_row_nnz;
   di->train_b = libsvm_bytes(tr, di->d, dense);
@@ -466,22 +468,6 @@ int sg_admit_experiment(const sg_experiment_t *x, int force, FILE *summary) {
             "available (%s total)%s\n", ibig + 1, x->runs[ibig].label, need, avail, tot,
             big > a->mem_avail && a->mem_avail > 0 ? "; more than available, admitted by --force" : "");
   }
-fail:
-  free(a);
-  return rc;
-}
-
-int sg_admit_estimate(const sg_run_spec_t *run, double *bytes, char *biggest, size_t cap) {
-  admit_t *a = calloc(1, sizeof *a);
-  const dsinfo_t *di = NULL;
-  static const dsinfo_t none = {.d = 1};
-  need_t n;
-  int rc, here, big;
-  if (!a) return SG_ENOMEM;
-  if (trains(run->engine)) SG_TRY(dataset_info(a, run->opts, &di));
-  SG_TRY(run_need(run, di ? di : &none, &n, &here));
-  *bytes = need_total(&n, &big);
-  snprintf(biggest, cap, "%s", term_name[big]);
 fail:
   free(a);
   return rc;

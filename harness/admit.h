@@ -40,8 +40,4 @@
  * largest estimate (`run -n` prints it). */
 int sg_admit_experiment(const sg_experiment_t *x, int force, FILE *summary);
 
-/* Bytes a run needs on this host (as sg_admit_experiment estimates them);
- * *biggest names the largest term.  For tests. */
-int sg_admit_estimate(const sg_run_spec_t *run, double *bytes, char *biggest, size_t cap);
-
 #endif
