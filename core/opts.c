@@ -2,6 +2,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,10 +105,17 @@ static int parse_int(const char *key, const char *s, int64_t *out) {
   errno = 0;
   long long v = strtoll(s, &end, 10);
   if (errno || end == s) goto bad;
-  /* allow K/M/G suffixes (powers of two) for sizes */
-  if (*end == 'K' || *end == 'k') { v <<= 10; end++; }
-  else if (*end == 'M' || *end == 'm') { v <<= 20; end++; }
-  else if (*end == 'G' || *end == 'g') { v <<= 30; end++; }
+  /* allow K/M/G suffixes (powers of two) for sizes; a shift that would
+   * overflow is an error, not a wrapped value */
+  int shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10;
+  else if (*end == 'M' || *end == 'm') shift = 20;
+  else if (*end == 'G' || *end == 'g') shift = 30;
+  if (shift) {
+    if (v > (LLONG_MAX >> shift) || v < (LLONG_MIN >> shift)) goto bad;
+    v *= 1LL << shift;
+    end++;
+  }
   while (isspace((unsigned char)*end)) end++;
   if (*end) goto bad;
   *out = v;
@@ -127,13 +136,14 @@ int sg_opts_double(const sg_opts_t *o, const char *key, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || end == s) goto bad;
+  /* nan and inf pass every range check by comparison; no setting means them */
+  if ((errno && fabs(v) > 1) || end == s || !isfinite(v)) goto bad;
   while (isspace((unsigned char)*end)) end++;
   if (*end) goto bad;
   *out = v;
   return SG_OK;
 bad:
-  return sg_err_set(SG_ECONFIG, "%s: expected a number, got '%s'", key, s);
+  return sg_err_set(SG_ECONFIG, "%s: expected a finite number, got '%s'", key, s);
 }
 
 int sg_opts_bool(const sg_opts_t *o, const char *key, int *out) {

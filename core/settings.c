@@ -2,9 +2,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "err.h"
 
@@ -78,47 +81,84 @@ const char *sg_type_name(sg_type_t t) {
   return "?";
 }
 
+/* YAML's spellings of the non-finite floats (.nan, .inf, -.Inf, ...). */
+static int yaml_nonfinite(const char *v) {
+  if (*v == '+' || *v == '-') v++;
+  return !strcasecmp(v, ".nan") || !strcasecmp(v, ".inf");
+}
+
+/* x * 2^shift without overflow; -1 when it would not fit. */
+static int shift_checked(long long x, int shift, long long *out) {
+  if (x > (LLONG_MAX >> shift) || x < (LLONG_MIN >> shift)) return -1;
+  *out = x * (1LL << shift);
+  return 0;
+}
+
+/* parse_num's results: *out is set on NUM_OK only; NUM_RANGE is an integer
+ * (with its K/M/G suffix) beyond 64 bits or a double overflow. */
+enum { NUM_OK = 0, NUM_SYNTAX = -1, NUM_RANGE = -2, NUM_NONFINITE = -3 };
+
 static int parse_num(const char *v, int integer, double *out) {
   char *end;
   errno = 0;
   double d;
   if (integer) {
     long long x = strtoll(v, &end, 10);
-    if (end != v && (*end == 'K' || *end == 'k')) { x <<= 10; end++; }
-    else if (end != v && (*end == 'M' || *end == 'm')) { x <<= 20; end++; }
-    else if (end != v && (*end == 'G' || *end == 'g')) { x <<= 30; end++; }
+    if (end == v) return NUM_SYNTAX;
+    if (errno == ERANGE) return NUM_RANGE;
+    int shift = 0;
+    if (*end == 'K' || *end == 'k') shift = 10;
+    else if (*end == 'M' || *end == 'm') shift = 20;
+    else if (*end == 'G' || *end == 'g') shift = 30;
+    if (shift) {
+      end++;
+      if (!*end && shift_checked(x, shift, &x) < 0) return NUM_RANGE;
+    }
     d = (double)x;
   } else {
+    if (yaml_nonfinite(v)) return NUM_NONFINITE;
     d = strtod(v, &end);
+    if (end == v) return NUM_SYNTAX;
+    if (!*end && !isfinite(d)) return NUM_NONFINITE;
+    if (errno == ERANGE && fabs(d) > 1) return NUM_RANGE; /* underflow to ~0 is fine */
   }
-  if (errno || end == v || *end) return -1;
+  if (*end) return NUM_SYNTAX;
   *out = d;
-  return 0;
+  return NUM_OK;
 }
 
 static int check_bounds(const sg_setting_t *s, double d, char *why, size_t n) {
   if (s->min > s->max) return SG_OK;
-  if (d < s->min) {
+  if (!(d >= s->min)) {
     snprintf(why, n, "must be >= %g", s->min);
     return SG_ECONFIG;
   }
-  if (d > s->max) {
+  if (!(d <= s->max)) {
     snprintf(why, n, "must be <= %g", s->max);
     return SG_ECONFIG;
   }
   return SG_OK;
 }
 
+/* The reason a number did not parse, into why. */
+static int num_error(const sg_setting_t *s, int how, const char *v, char *why, size_t n) {
+  int integer = s->type != SG_T_FLOAT;
+  if (how == NUM_NONFINITE) snprintf(why, n, "must be a finite number, got '%s'", v);
+  else if (how == NUM_RANGE)
+    snprintf(why, n, "'%s' is out of range for %s", v, integer ? "a 64-bit integer" : "a double");
+  else snprintf(why, n, "expected %s, got '%s'", integer ? "an integer" : "a number", v);
+  return SG_ECONFIG;
+}
+
 int sg_setting_check(const sg_setting_t *s, const char *v, char *why, size_t n) {
   double d;
   switch (s->type) {
   case SG_T_INT:
-  case SG_T_FLOAT:
-    if (parse_num(v, s->type == SG_T_INT, &d) < 0) {
-      snprintf(why, n, "expected %s, got '%s'", s->type == SG_T_INT ? "an integer" : "a number", v);
-      return SG_ECONFIG;
-    }
+  case SG_T_FLOAT: {
+    int how = parse_num(v, s->type == SG_T_INT, &d);
+    if (how < 0) return num_error(s, how, v, why, n);
     return check_bounds(s, d, why, n);
+  }
   case SG_T_BOOL:
     if (!strcmp(v, "true") || !strcmp(v, "false")) return SG_OK;
     snprintf(why, n, "expected true or false, got '%s'", v);
@@ -156,10 +196,12 @@ int sg_setting_check(const sg_setting_t *s, const char *v, char *why, size_t n) 
       }
       memcpy(buf, p, len);
       buf[len] = '\0';
-      if (parse_num(buf, 1, &d) < 0) {
+      int how = parse_num(buf, 1, &d);
+      if (how == NUM_SYNTAX) {
         snprintf(why, n, "expected integers, got '%s'", buf);
         return SG_ECONFIG;
       }
+      if (how < 0) return num_error(s, how, buf, why, n);
       SG_CHECK(check_bounds(s, d, why, n));
       p += len + (comma ? 1 : 0);
     }

@@ -208,8 +208,7 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
                     nworkers, w->batch, (long long)w->ntrain);
     goto fail;
   }
-  w->total = (int64_t)ceil(epochs * (double)w->spe);
-  if (max_steps > 0 && max_steps < w->total) w->total = max_steps;
+  SG_TRY(sg_workload_plan_steps(epochs, w->spe, max_steps, &w->total));
 
   if (w->train) {
     w->perm = malloc((size_t)w->ntrain * sizeof *w->perm);
@@ -229,6 +228,25 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
 fail:
   sg_workload_destroy(&w);
   return rc;
+}
+
+int sg_workload_plan_steps(double epochs, int64_t spe, int64_t max_steps, int64_t *total) {
+  /* the float -> integer cast below is defined only for a finite value in
+   * range, so both are checked first (nan passes every comparison) */
+  if (!isfinite(epochs) || !(epochs >= 0))
+    return sg_err_set(SG_ECONFIG, "epochs: must be a finite number >= 0, got %g", epochs);
+  if (spe < 0) return sg_err_set(SG_EINVAL, "steps per epoch %lld", (long long)spe);
+  double t = ceil(epochs * (double)spe);
+  if (max_steps > 0 && (double)max_steps < t) t = (double)max_steps;
+  if (!(t <= (double)SG_MAX_TOTAL_STEPS))
+    return sg_err_set(SG_ECONFIG, "epochs: %g x %lld steps per epoch = %.3g steps, more than "
+                      "the %lld one run may take (set max_steps, or fewer epochs)",
+                      epochs, (long long)spe, t, (long long)SG_MAX_TOTAL_STEPS);
+  if (t < 1)
+    return sg_err_set(SG_ECONFIG, "epochs: %g x %lld steps per epoch gives 0 steps; a run takes "
+                      "at least one step", epochs, (long long)spe);
+  *total = (int64_t)t;
+  return SG_OK;
 }
 
 void sg_workload_destroy(sg_workload_t **pw) {

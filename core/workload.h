@@ -46,6 +46,17 @@ int64_t sg_workload_steps_per_epoch(const sg_workload_t *w);
 /* ceil(epochs * steps_per_epoch), capped by max_steps when it is > 0. */
 int64_t sg_workload_total_steps(const sg_workload_t *w);
 int sg_workload_batch(const sg_workload_t *w); /* per-worker batch b */
+
+/* The most steps one run may take: a step sends a record the harness
+ * commits, so more is never a real experiment (and max_steps allows no
+ * more). */
+#define SG_MAX_TOTAL_STEPS 1000000000000LL
+
+/* *total = ceil(epochs * spe), capped by max_steps when it is > 0, computed
+ * without overflow.  SG_ECONFIG (message names epochs / max_steps) when
+ * epochs is not a finite number >= 0, when the count exceeds
+ * SG_MAX_TOTAL_STEPS, or when it is 0: a run takes at least one step. */
+int sg_workload_plan_steps(double epochs, int64_t spe, int64_t max_steps, int64_t *total);
 /* A one-line description ("mlp 784-128-10 (101770 params), fashion-mnist
  * 60000/10000, batch 64"). */
 const char *sg_workload_describe(const sg_workload_t *w);

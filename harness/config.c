@@ -28,7 +28,7 @@
 
 #include "err.h"
 
-enum { MAX_RUNS = 100000 };
+enum { MAX_RUNS = 100000, MAX_DEPTH = 64 };
 
 typedef struct pos {
   const char *where; /* file name, or "--set k=v" */
@@ -445,7 +445,52 @@ static int yaml_fail(const char *fname, yaml_parser_t *yp) {
                     yp->context ? " " : "", yp->context ? yp->context : "");
 }
 
+/* One pass over the event stream before the document is loaded, bounding
+ * the work: libyaml's loader takes time quadratic in the nesting depth (a
+ * 100k-deep file took 35 s), and it silently keeps only the first document
+ * of a stream.  Stops at the first level deeper than MAX_DEPTH and at the
+ * start of a second document. */
+static int yaml_prescan(const char *fname, const char *text, size_t len, int with_pos) {
+  yaml_parser_t yp;
+  yaml_event_t ev;
+  int depth = 0, docs = 0, rc = SG_OK;
+  yaml_parser_initialize(&yp);
+  yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
+  for (;;) {
+    if (!yaml_parser_parse(&yp, &ev)) {
+      rc = yaml_fail(fname, &yp);
+      break;
+    }
+    yaml_event_type_t t = ev.type;
+    pos_t at = {fname, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1};
+    if (!with_pos) at.line = at.col = 0;
+    yaml_event_delete(&ev);
+    if (t == YAML_STREAM_END_EVENT) break;
+    if (t == YAML_DOCUMENT_START_EVENT && ++docs > 1) {
+      rc = perr(at, "YAML", "a second document; an experiment file holds one (split it into two files)");
+      break;
+    }
+    if ((t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT) && ++depth > MAX_DEPTH) {
+      rc = perr(at, "YAML", "nested deeper than %d levels", MAX_DEPTH);
+      break;
+    }
+    if (t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT) depth--;
+  }
+  yaml_parser_delete(&yp);
+  return rc;
+}
+
 /* ---- --set ------------------------------------------------------------- */
+
+/* `--set engines=...` / `--set workload=...`: whole sections are the file's;
+ * say how to override inside them instead. */
+static int set_section(pos_t at, const char *key) {
+  if (!strcmp(key, "engines"))
+    return perr(at, key, "the engine list cannot be replaced with --set; edit the file, or set a key "
+                "of entry I with --set engines.I.key=value (e.g. engines.0.workers=4)");
+  return perr(at, key, "the workload section cannot be replaced with --set; set one key with "
+              "--set workload.key=value (or --set key=value), e.g. workload.lr=0.1");
+}
 
 static int apply_set(parser_t *p, const char *arg) {
   pos_t at = {arg, 0, 0};
@@ -464,8 +509,10 @@ static int apply_set(parser_t *p, const char *arg) {
   yaml_parser_t yp;
   yaml_document_t doc;
   int rc = SG_OK;
-  yaml_parser_initialize(&yp);
   const char *val = eq + 1;
+  if (!strcmp(key, "engines") || !strcmp(key, "workload")) return set_section(at, key);
+  SG_CHECK(yaml_prescan(where, val, strlen(val), 0));
+  yaml_parser_initialize(&yp);
   yaml_parser_set_input_string(&yp, (const unsigned char *)val, strlen(val));
   if (!yaml_parser_load(&yp, &doc)) {
     rc = perr(at, key, "value is not valid YAML: %s", yp.problem ? yp.problem : "?");
@@ -726,6 +773,7 @@ int sg_config_parse(sg_experiment_t **out, const char *fname, const char *text, 
   sg_experiment_t *x = calloc(1, sizeof *x);
   if (!x) return SG_ENOMEM;
   yaml_parser_initialize(&yp);
+  SG_TRY(yaml_prescan(fname, text, len, 1));
   yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
   if (!yaml_parser_load(&yp, &doc)) {
     rc = yaml_fail(fname, &yp);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "admit.h"
 #include "auth.h"
 #include "clock.h"
 #include "commands.h"
@@ -921,6 +922,8 @@ static void run_usage(FILE *f) {
           "  --db PATH        results database (default %s)\n"
           "  -H HOSTS         mpirun host list host:slots,... (same as --set hosts=...)\n"
           "  -n, --dry-run    validate and list the resolved runs; launch nothing\n"
+          "  --force          run even when a run's memory estimate exceeds what this\n"
+          "                   host has available (hard process limits still refuse)\n"
           "  -q, --quiet      print nothing but errors (one line per failed run)\n"
           "  -v, --verbose    also print each launch command line, mpirun's own\n"
           "                   output, and the deaths an engine tolerates\n"
@@ -940,7 +943,7 @@ static void run_usage(FILE *f) {
 
 int sg_cmd_run(int argc, char **argv) {
   const char *config = NULL, *db_path = SG_DEFAULT_DB;
-  int quiet = 0, verbose = 0, dry = 0, nsets = 0, code = 0;
+  int quiet = 0, verbose = 0, dry = 0, force = 0, nsets = 0, code = 0;
   char **sets = calloc((size_t)argc + 1, sizeof *sets);
   char *hosts_set = NULL;
   sg_experiment_t *x = NULL;
@@ -973,6 +976,8 @@ int sg_cmd_run(int argc, char **argv) {
       verbose = 1;
     } else if (!strcmp(a, "-n") || !strcmp(a, "--dry-run")) {
       dry = 1;
+    } else if (!strcmp(a, "--force")) {
+      force = 1;
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "sgdlab run: unknown or incomplete option '%s' (sgdlab run --help)\n", a);
       code = 2;
@@ -991,7 +996,8 @@ int sg_cmd_run(int argc, char **argv) {
     goto out;
   }
   if (hosts_set) sets[nsets++] = hosts_set;
-  if (sg_config_load(&x, config, sets, nsets) < 0) {
+  if (sg_config_load(&x, config, sets, nsets) < 0 ||
+      sg_admit_experiment(x, force, dry ? stdout : NULL) < 0) {
     fprintf(stderr, "%s\n", sg_err_msg());
     code = 2;
     goto out;

@@ -8,3 +8,6 @@ add_dependencies(test_run_cli sgdlab sgdlab-rank)
 # raw bytes, foreign and stolen keys (CURVE on, and off as the control).
 sg_add_test(test_attack SOURCES test_attack.c TIMEOUT 240 LIBS sgharness PkgConfig::SQLITE)
 add_dependencies(test_attack sgdlab sgdlab-rank)
+# Admission before launch, through `sgdlab run -n` (no rank is started).
+sg_add_test(test_admit SOURCES test_admit.c TIMEOUT 60)
+add_dependencies(test_admit sgdlab)

@@ -1,11 +1,15 @@
 /* test_config.c - experiment files: validation messages, sweeps, --set.
  * (The same errors through the real `sgdlab` binary: test_run_cli.c.) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
 #include "err.h"
 #include "run_util.h"
 #include "test.h"
+#include "workload.h"
 
 static sg_experiment_t *parse(const char *text, char *const *sets, int nsets, int *rc) {
   sg_experiment_t *x = NULL;
@@ -168,4 +172,181 @@ TEST(bad_set_names_the_set) {
   x = parse("engines: [local]\n", d, 1, &rc);
   CHECK(rc == SG_ECONFIG && !x);
   CHECK(!strcmp(sg_err_msg(), "--set mode=sync: mode: no engine entry runs ps, the engine with this option"));
+}
+
+/* ---- values must be numbers a run can use ------------------------------ */
+
+static const char *const nonfinite[] = {"nan", "NaN", "-nan", "inf", "-inf", "Infinity",
+                                        ".nan", ".NaN", ".inf", "-.Inf", "+.inf", "1e999"};
+
+/* One float key set to v in the file, at the place its section wants. */
+static void float_in_file(const sg_setting_t *s, const char *engine, const char *v) {
+  char text[512], want[512];
+  size_t kl = strlen(s->name);
+  if (engine) {
+    snprintf(text, sizeof text, "engines:\n  - {engine: %s, %s: %s}\n", engine, s->name, v);
+    snprintf(want, sizeof want, "t.yaml:2:%zu: %s: must be a finite number, got '%s'",
+             13 + strlen(engine) + 2 + kl + 3, s->name, v);
+  } else if (s->section == SG_S_WORKLOAD) {
+    snprintf(text, sizeof text, "workload:\n  %s: %s\nengines: [local]\n", s->name, v);
+    snprintf(want, sizeof want, "t.yaml:2:%zu: %s: must be a finite number, got '%s'", kl + 5,
+             s->name, v);
+  } else {
+    snprintf(text, sizeof text, "%s: %s\nengines: [local]\n", s->name, v);
+    snprintf(want, sizeof want, "t.yaml:1:%zu: %s: must be a finite number, got '%s'", kl + 3,
+             s->name, v);
+  }
+  CHECK_ERR(text, want);
+}
+
+static void float_in_set(const sg_setting_t *s, const char *engine, const char *v) {
+  char arg[128], want[512], text[128];
+  int rc;
+  snprintf(arg, sizeof arg, "%s=%s", s->name, v);
+  snprintf(text, sizeof text, "engines: [%s]\n", engine ? engine : "local");
+  char *sets[] = {arg};
+  sg_experiment_t *x = parse(text, sets, 1, &rc);
+  CHECK_MSG(rc == SG_ECONFIG && !x, "%s: rc %d", arg, rc);
+  snprintf(want, sizeof want, "--set %s: %s: must be a finite number, got '%s'", arg, s->name, v);
+  CHECK_MSG(!strcmp(sg_err_msg(), want), "got '%s', want '%s'", sg_err_msg(), want);
+  sg_experiment_destroy(&x);
+}
+
+TEST(nan_and_inf_are_refused_for_every_float_key) {
+  int nfloat = 0;
+  for (size_t i = 0; i < sizeof nonfinite / sizeof *nonfinite; i++) {
+    for (const sg_setting_t *s = sg_settings; s->name; s++)
+      if (s->type == SG_T_FLOAT) {
+        float_in_file(s, NULL, nonfinite[i]);
+        float_in_set(s, NULL, nonfinite[i]);
+        nfloat += i == 0;
+      }
+    for (const sg_engine_t *const *e = sg_engines; *e; e++)
+      for (const sg_setting_t *s = (*e)->options; s && s->name; s++)
+        if (s->type == SG_T_FLOAT) {
+          float_in_file(s, (*e)->name, nonfinite[i]);
+          float_in_set(s, (*e)->name, nonfinite[i]);
+        }
+  }
+  CHECK_MSG(nfloat >= 8, "only %d float keys in the table", nfloat); /* the loop ran */
+  /* a sweep with one non-finite value is refused at that value */
+  CHECK_ERR("workload: {lr: [0.1, .nan]}\nengines: [local]\n",
+            "t.yaml:1:22: lr: must be a finite number, got '.nan'");
+  /* finite extremes still pass their range checks */
+  CHECK_ERR("workload: {lr: 1e308}\nengines: [local]\n", "t.yaml:1:16: lr: must be <= 1e+06");
+}
+
+TEST(integers_that_overflow_are_refused) {
+  CHECK_ERR("workload: {batch: 9999999999999G}\nengines: [local]\n",
+            "t.yaml:1:19: batch: '9999999999999G' is out of range for a 64-bit integer");
+  CHECK_ERR("workload: {seed: 99999999999999999999}\nengines: [local]\n",
+            "t.yaml:1:18: seed: '99999999999999999999' is out of range for a 64-bit integer");
+  CHECK_ERR("workload: {hidden: [8, 9223372036854775807K]}\nengines: [local]\n",
+            "t.yaml:1:24: hidden: '9223372036854775807K' is out of range for a 64-bit integer");
+  CHECK_ERR("workload: {epochs: nan}\nengines: [local]\n",
+            "t.yaml:1:20: epochs: must be a finite number, got 'nan'");
+  /* what a rank reads back from its spec file is checked the same way */
+  sg_opts_t *o = sg_opts_new();
+  double d;
+  int64_t v;
+  CHECK_OK(sg_opts_set(o, "lr", "nan"));
+  CHECK(sg_opts_double(o, "lr", &d) == SG_ECONFIG);
+  CHECK_OK(sg_opts_set(o, "lr", "-inf"));
+  CHECK(sg_opts_double(o, "lr", &d) == SG_ECONFIG);
+  CHECK_OK(sg_opts_set(o, "batch", "9000000000000G"));
+  CHECK(sg_opts_int(o, "batch", &v) == SG_ECONFIG);
+  CHECK_OK(sg_opts_set(o, "batch", "4K"));
+  CHECK_OK(sg_opts_int(o, "batch", &v));
+  CHECK_EQ_INT(v, 4096);
+  sg_opts_destroy(&o);
+}
+
+TEST(total_steps_are_checked) {
+  int64_t t = -1;
+  CHECK_OK(sg_workload_plan_steps(1.5, 10, 0, &t));
+  CHECK_EQ_INT(t, 15);
+  CHECK_OK(sg_workload_plan_steps(1e6, 937, 5, &t));
+  CHECK_EQ_INT(t, 5);
+  /* nan would reach an undefined float -> int64 cast (it gave INT64_MIN) */
+  t = -1;
+  CHECK(sg_workload_plan_steps(NAN, 937, 0, &t) == SG_ECONFIG);
+  CHECK(sg_workload_plan_steps(INFINITY, 937, 0, &t) == SG_ECONFIG);
+  CHECK(sg_workload_plan_steps(-1, 937, 0, &t) == SG_ECONFIG);
+  CHECK_EQ_INT(t, -1);
+  CHECK(sg_workload_plan_steps(0, 937, 0, &t) == SG_ECONFIG);
+  CHECK_STR_CONTAINS(sg_err_msg(), "gives 0 steps");
+  CHECK(sg_workload_plan_steps(1e6, 1000000000, 0, &t) == SG_ECONFIG);
+  CHECK_STR_CONTAINS(sg_err_msg(), "more than the 1000000000000 one run may take");
+  CHECK(sg_workload_plan_steps(1e6, 1000000000, 1000, &t) == SG_OK); /* capped by max_steps */
+  CHECK_EQ_INT(t, 1000);
+}
+
+/* ---- YAML the loader must not take at face value ----------------------- */
+
+static char *nested(size_t depth, const char *open, const char *inner, const char *close) {
+  size_t lo = strlen(open), lc = strlen(close), li = strlen(inner);
+  char *s = malloc(16 + depth * (lo + lc) + li + 32);
+  if (!s) return NULL;
+  char *p = s + sprintf(s, "workers: ");
+  for (size_t i = 0; i < depth; i++) p += sprintf(p, "%s", open);
+  p += sprintf(p, "%s", inner);
+  for (size_t i = 0; i < depth; i++) p += sprintf(p, "%s", close);
+  sprintf(p, "\nengines: [local]\n");
+  return s;
+}
+
+TEST(deep_nesting_is_refused_at_the_limit) {
+  /* 100k levels took libyaml's loader 35 s; the refusal comes at level 65
+   * (the top-level mapping is level 1, so at the 64th '[') */
+  char *t = nested(100000, "[", "1", "]");
+  CHECK(t != NULL);
+  CHECK_ERR(t, "t.yaml:1:73: YAML: nested deeper than 64 levels");
+  free(t);
+  t = nested(100000, "{a: ", "1", "}");
+  CHECK_ERR(t, "t.yaml:1:262: YAML: nested deeper than 64 levels");
+  free(t);
+  /* block style: one level per line */
+  char block[16384];
+  size_t len = (size_t)sprintf(block, "x:\n");
+  for (int i = 1; i < 100; i++) len += (size_t)sprintf(block + len, "%*sk:\n", i, "");
+  CHECK_ERR(block, "t.yaml:65:65: YAML: nested deeper than 64 levels");
+  /* 64 levels is the limit, not an error of its own */
+  t = nested(63, "[", "1", "]");
+  CHECK_ERR(t, "t.yaml:1:11: workers: expected a value, got a nested list");
+  free(t);
+  int rc;
+  char *sets[] = {NULL};
+  t = nested(70, "[", "", "]");
+  sets[0] = t + 9 - 8; /* "workers=[[[...": the same depth through --set */
+  memcpy(sets[0], "workers=", 8);
+  sg_experiment_t *x = parse("engines: [local]\n", sets, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK_STR_CONTAINS(sg_err_msg(), "YAML: nested deeper than 64 levels");
+  free(t);
+}
+
+TEST(a_second_document_is_refused) {
+  CHECK_ERR("engines: [local]\n---\nworkers: 4\n",
+            "t.yaml:2:1: YAML: a second document; an experiment file holds one (split it into two files)");
+  CHECK_ERR("---\nengines: [local]\n...\n---\nengines: [ps]\n",
+            "t.yaml:4:1: YAML: a second document; an experiment file holds one (split it into two files)");
+  int rc; /* one explicit document is fine */
+  sg_experiment_t *x = parse("---\nengines: [local]\n...\n", NULL, 0, &rc);
+  CHECK_OK(rc);
+  sg_experiment_destroy(&x);
+}
+
+TEST(set_of_a_whole_section_says_how_to_override_inside_it) {
+  int rc;
+  char *a[] = {"engines=[local]"};
+  sg_experiment_t *x = parse("engines: [local, ps]\n", a, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK(!strcmp(sg_err_msg(), "--set engines=[local]: engines: the engine list cannot be replaced with "
+                              "--set; edit the file, or set a key of entry I with --set "
+                              "engines.I.key=value (e.g. engines.0.workers=4)"));
+  char *b[] = {"workload={lr: 0.1}"};
+  x = parse("engines: [local]\n", b, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK_STR_CONTAINS(sg_err_msg(), "--set workload={lr: 0.1}: workload: the workload section cannot be "
+                                   "replaced with --set; set one key with --set workload.key=value");
 }

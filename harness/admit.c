@@ -1,0 +1,474 @@
+/* admit.c - admission of runs before launch (see admit.h). */
+#include "admit.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "dataset.h"
+#include "err.h"
+#include "model.h"
+#include "shard.h"
+#include "workload.h"
+
+enum {
+  EVAL_ROWS = 1000,  /* rows per evaluation pass (the model's buffers hold at least this) */
+  ZMQ_EXTRA = 2,     /* sockets of a rank besides its PUSH per peer: PULL, records */
+  FD_PER_PEER = 3,   /* a PUSH socket's mailbox + its connection + the peer's into our PULL */
+  FD_BASE = 32,      /* context, io thread, rendezvous, records, stdio, BLAS */
+  CORES_FACTOR = 4,  /* processes per core beyond which a run is mostly waiting */
+  MAX_DATASETS = 64, /* distinct datasets remembered per experiment */
+};
+
+/* ---- the data, as the ranks decode it ---------------------------------- */
+
+typedef struct dsinfo {
+  char key[2048]; /* the settings that determine it */
+  int64_t ntrain, ntest, d, max_row_nnz;
+  double train_b, test_b; /* bytes a rank holds: rows (float32 or CSR) + labels */
+  int sparse;
+} dsinfo_t;
+
+typedef struct admit {
+  dsinfo_t ds[MAX_DATASETS];
+  size_t nds;
+  double mem_total, mem_avail; /* bytes; 0 = unknown */
+  long cores;
+  int zmq_sockets;   /* libzmq's per-context socket limit */
+  double nofile;     /* RLIMIT_NOFILE (soft); INFINITY when unlimited */
+} admit_t;
+
+static double dense_bytes(int64_t n, int64_t d) { return 4.0 * (double)n * (double)d + 4.0 * (double)n; }
+static double csr_bytes(int64_t n, double nnz) { return 8.0 * ((double)n + 1) + 8.0 * nnz + 4.0 * (double)n; }
+
+/* <dir>/<base>.gz, else <dir>/<base> (as the ranks look for them). */
+static int idx_file(char *out, size_t cap, const char *dir, const char *base) {
+  snprintf(out, cap, "%s/%s.gz", dir, base);
+  if (access(out, R_OK) == 0) return SG_OK;
+  snprintf(out, cap, "%s/%s", dir, base);
+  if (access(out, R_OK) == 0) return SG_OK;
+  return sg_err_set(SG_ENOTFOUND, "%s: no %s[.gz] (set data_dir, or install the dataset)", dir, base);
+}
+
+static int64_t limited(int64_t n, int64_t lim) { return lim > 0 && lim < n ? lim : n; }
+
+static int probe_idx(const sg_opts_t *o, dsinfo_t *di) {
+  char dflt[256], ti[1024], ei[1024], lab[1024];
+  int64_t ltrain = 0, ltest = 0, dt = 0;
+  const char *dir = sg_opts_str_or(o, "data_dir", "");
+  if (!*dir) {
+    snprintf(dflt, sizeof dflt, "/usr/share/datasets/%s", sg_opts_str_or(o, "dataset", ""));
+    dir = dflt;
+  }
+  SG_CHECK(sg_opts_int(o, "train_samples", &ltrain));
+  SG_CHECK(sg_opts_int(o, "test_samples", &ltest));
+  SG_CHECK(idx_file(ti, sizeof ti, dir, "train-images-idx3-ubyte"));
+  SG_CHECK(idx_file(lab, sizeof lab, dir, "train-labels-idx1-ubyte"));
+  SG_CHECK(idx_file(ei, sizeof ei, dir, "t10k-images-idx3-ubyte"));
+  SG_CHECK(idx_file(lab, sizeof lab, dir, "t10k-labels-idx1-ubyte"));
+  SG_CHECK(sg_dataset_probe_idx(ti, &di->ntrain, &di->d));
+  SG_CHECK(sg_dataset_probe_idx(ei, &di->ntest, &dt));
+  if (dt != di->d)
+    return sg_err_set(SG_EFORMAT, "%s: %lld features per image, training set has %lld", ei,
+                      (long long)dt, (long long)di->d);
+  di->ntrain = limited(di->ntrain, ltrain);
+  di->ntest = limited(di->ntest, ltest);
+  di->train_b = dense_bytes(di->ntrain, di->d);
+  di->test_b = dense_bytes(di->ntest, di->d);
+  return SG_OK;
+}
+
+/* Bytes of a loaded LIBSVM split once the workload has settled dense vs
+ * CSR (it densifies small, mostly-full files: see workload.c). */
+static double libsvm_bytes(const sg_dataset_t *ds, int64_t d, int dense) {
+  if (!ds) return 0;
+  return dense ? dense_bytes(ds->n, d) : csr_bytes(ds->n, (double)ds->rowptr[ds->n]);
+}
+
+static int probe_libsvm(const sg_opts_t *o, dsinfo_t *di) {
+  int64_t features, classes, ltrain, ltest;
+  sg_dataset_t *tr = NULL, *te = NULL;
+  int rc;
+  const char *tf = sg_opts_str_or(o, "train_file", ""), *ef = sg_opts_str_or(o, "test_file", "");
+  SG_CHECK(sg_opts_int(o, "features", &features));
+  SG_CHECK(sg_opts_int(o, "classes", &classes));
+  SG_CHECK(sg_opts_int(o, "train_samples", &ltrain));
+  SG_CHECK(sg_opts_int(o, "test_samples", &ltest));
+  if (!*tf) return sg_err_set(SG_ECONFIG, "train_file: required for dataset libsvm");
+  SG_TRY(sg_dataset_load_libsvm(&tr, tf, features, (int)classes, ltrain));
+  if (*ef) SG_TRY(sg_dataset_load_libsvm(&te, ef, features, (int)classes, ltest));
+  di->d = te && te->d > tr->d ? te->d : tr->d;
+  di->ntrain = tr->n;
+  di->ntest = te ? te->n : 0;
+  int64_t nnz = tr->rowptr[tr->n];
+  /* workload.c's rule (in doubles: n x d may pass 2^63 here) */
+  double cells = (double)tr->n * (double)di->d;
+  int dense = (double)nnz * 4 > cells && cells * 4 <= (double)(1 << 30);
+  di->sparse = !dense;
+  di->max_row_nnz = dense ? di->d : tr->max_row_nnz;
+  di->train_b = libsvm_bytes(tr, di->d, dense);
+  di->test_b = libsvm_bytes(te, di->d, dense);
+fail:
+  sg_dataset_destroy(&tr);
+  sg_dataset_destroy(&te);
+  return rc;
+}
+
+static int probe_synth(const sg_opts_t *o, int sparse, dsinfo_t *di) {
+  int64_t features, ltrain, ltest, nnz;
+  SG_CHECK(sg_opts_int(o, "features", &features));
+  SG_CHECK(sg_opts_int(o, "train_samples", &ltrain));
+  SG_CHECK(sg_opts_int(o, "test_samples", &ltest));
+  SG_CHECK(sg_opts_int(o, "nnz", &nnz));
+  di->d = features > 0 ? features : sparse ? (1 << 20) : 784;
+  di->ntrain = ltrain > 0 ? ltrain : 60000;
+  di->ntest = ltest > 0 ? ltest : 10000;
+  di->sparse = sparse;
+  if (nnz > di->d) nnz = di->d;
+  di->max_row_nnz = sparse ? nnz : di->d;
+  di->train_b = sparse ? csr_bytes(di->ntrain, (double)di->ntrain * (double)nnz)
+                       : dense_bytes(di->ntrain, di->d);
+  di->test_b = sparse ? csr_bytes(di->ntest, (double)di->ntest * (double)nnz)
+                      : dense_bytes(di->ntest, di->d);
+  return SG_OK;
+}
+
+/* The run's dataset, probed once per distinct set of data settings. */
+static int dataset_info(admit_t *a, const sg_opts_t *o, const dsinfo_t **out) {
+  static const char *const keys[] = {"dataset", "data_dir", "train_file", "test_file", "features",
+                                     "classes", "train_samples", "test_samples", "nnz"};
+  char key[sizeof a->ds[0].key];
+  size_t len = 0;
+  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+    len += (size_t)snprintf(key + len, len < sizeof key ? sizeof key - len : 0, "%s\n",
+                            sg_opts_str_or(o, keys[i], ""));
+  if (len >= sizeof key) return sg_err_set(SG_ECONFIG, "data_dir: paths too long");
+  for (size_t i = 0; i < a->nds; i++)
+    if (!strcmp(a->ds[i].key, key)) {
+      *out = &a->ds[i];
+      return SG_OK;
+    }
+  dsinfo_t *di = &a->ds[a->nds < MAX_DATASETS ? a->nds : MAX_DATASETS - 1];
+  memset(di, 0, sizeof *di);
+  const char *name = sg_opts_str_or(o, "dataset", "");
+  if (!strcmp(name, "libsvm")) SG_CHECK(probe_libsvm(o, di));
+  else if (!strncmp(name, "synthetic", 9)) SG_CHECK(probe_synth(o, name[9] == '-', di));
+  else SG_CHECK(probe_idx(o, di));
+  snprintf(di->key, sizeof di->key, "%s", key);
+  if (a->nds < MAX_DATASETS) a->nds++;
+  *out = di;
+  return SG_OK;
+}
+
+/* ---- the model and what each rank holds -------------------------------- */
+
+enum { T_TRAIN, T_TEST, T_PARAMS, T_GRAD, T_OPTIM, T_ACT, T_ENGINE, T_N };
+static const char *const term_name[T_N] = {
+    "training set", "test set", "parameters", "gradient", "optimizer state", "activations",
+    "engine buffers"};
+
+typedef struct need {
+  double sum[T_N];  /* bytes over the ranks on this host */
+  double rank[T_N]; /* the largest one rank holds */
+  int nranks[T_N];  /* ranks holding some of it */
+} need_t;
+
+typedef struct shape {
+  double params, width; /* parameters; floats per row of activations (all layers) */
+  double act_row_in;    /* bytes of one gathered input row */
+} shape_t;
+
+static int model_shape(const sg_opts_t *o, const dsinfo_t *di, shape_t *m) {
+  int64_t hidden[SG_MODEL_MAX_LAYERS], classes;
+  size_t nh = 0;
+  SG_CHECK(sg_opts_int(o, "classes", &classes));
+  if (!strcmp(sg_opts_str_or(o, "dataset", ""), "fashion-mnist") ||
+      !strcmp(sg_opts_str_or(o, "dataset", ""), "mnist"))
+    classes = 10;
+  if (!strcmp(sg_opts_str_or(o, "model", "mlp"), "mlp"))
+    SG_CHECK(sg_opts_intlist(o, "hidden", hidden, SG_MODEL_MAX_LAYERS - 1, &nh));
+  double in = (double)di->d;
+  m->params = m->width = 0;
+  for (size_t l = 0; l <= nh; l++) {
+    double out = l < nh ? (double)hidden[l] : (double)classes;
+    m->params += (in + 1) * out;
+    m->width += 2 * out; /* activations and their gradients */
+    in = out;
+  }
+  m->act_row_in = di->sparse ? 8.0 * (double)di->max_row_nnz : 4.0 * (double)di->d;
+  return SG_OK;
+}
+
+static void add(need_t *n, int term, double bytes) {
+  if (bytes <= 0) return;
+  n->sum[term] += bytes;
+  n->nranks[term]++;
+  if (bytes > n->rank[term]) n->rank[term] = bytes;
+}
+
+static double act_bytes(const shape_t *m, double batch) {
+  double rows = batch > EVAL_ROWS ? batch : EVAL_ROWS;
+  return rows * (4.0 * m->width + m->act_row_in);
+}
+
+/* What rank `r` of a training engine holds. */
+static void rank_need(const sg_run_spec_t *run, int r, const dsinfo_t *di, const shape_t *m,
+                      double batch, int momentum, need_t *n) {
+  const char *eng = run->engine->name, *role = sg_engine_role(run->engine, run->opts, run->workers, r);
+  const double P = 4.0 * m->params, S = run->servers > 0 ? run->servers : 1, N = run->workers;
+  if (!strcmp(role, "server")) { /* ps: its shard, per-worker slots, the full vector at init */
+    double shard = P / S;
+    int sync = !strcmp(sg_opts_str_or(run->opts, "mode", "sync"), "sync");
+    int sparse = !strcmp(sg_opts_str_or(run->opts, "sparse", "false"), "true");
+    add(n, T_PARAMS, P);
+    add(n, T_ENGINE, shard * (3 + (sync ? N : 0) + (sparse ? N + 1 : 0)));
+    add(n, T_OPTIM, momentum ? shard : 0);
+    if (!strcmp(sg_opts_str_or(run->opts, "dataset", ""), "libsvm")) add(n, T_TRAIN, di->train_b);
+    return;
+  }
+  int driver = !strcmp(role, "driver");
+  int evaluates = driver || (!strcmp(eng, "ps") ? r == run->servers : r == 0);
+  if (!driver) add(n, T_TRAIN, di->train_b);
+  if (evaluates) add(n, T_TEST, di->test_b);
+  add(n, T_PARAMS, P);
+  add(n, T_GRAD, P);
+  if (!strcmp(eng, "local") || !strcmp(eng, "allreduce")) add(n, T_OPTIM, momentum ? P : 0);
+  if (!strcmp(eng, "allreduce")) add(n, T_ENGINE, P);  /* ring/rhd scratch */
+  if (!strcmp(eng, "ps")) add(n, T_ENGINE, 3 * P);     /* push, pull, reply buffers */
+  if (!strcmp(eng, "mapreduce")) add(n, T_ENGINE, driver ? P : 2 * P);
+  if (!strcmp(eng, "mapreduce") && !driver) batch *= N; /* an executor's task buffers */
+  add(n, T_ACT, act_bytes(m, driver ? 0 : batch));
+}
+
+/* The benchmark engines: message buffers of max_bytes. */
+static void bench_need(const sg_run_spec_t *run, int r, need_t *n) {
+  int64_t hi = 0;
+  sg_opts_int_or(run->opts, "max_bytes", 0, &hi);
+  double k = 3;
+  if (!strcmp(run->engine->name, "bench-ps") &&
+      !strcmp(sg_engine_role(run->engine, run->opts, run->workers, r), "worker"))
+    k = 3 + 2.0 * run->servers;
+  add(n, T_ENGINE, k * (double)hi);
+}
+
+static int trains(const sg_engine_t *e) { return strncmp(e->name, "bench-", 6) != 0; }
+
+/* ---- where the ranks go ------------------------------------------------ */
+
+static int is_this_host(const char *h, size_t len) {
+  char me[256] = "";
+  gethostname(me, sizeof me - 1);
+  size_t short_len = strcspn(me, ".");
+  return (len == 9 && !strncmp(h, "localhost", 9)) || (len == 9 && !strncmp(h, "127.0.0.1", 9)) ||
+         (len == strlen(me) && !strncmp(h, me, len)) || (len == short_len && !strncmp(h, me, len));
+}
+
+/* Whether rank r runs on this host: mpirun -H fills each host's slots in
+ * list order ("a:2,b:2": ranks 0-1 on a, 2-3 on b), wrapping around when
+ * oversubscribed; no host list = every rank here. */
+static int rank_here(const char *hosts, int r) {
+  if (!hosts || !*hosts) return 1;
+  int total = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    int at = 0;
+    for (const char *h = hosts; *h;) {
+      size_t len = strcspn(h, ",");
+      const char *colon = memchr(h, ':', len);
+      long slots = colon ? strtol(colon + 1, NULL, 10) : 1;
+      if (slots < 1) slots = 1;
+      if (pass == 1 && r % total >= at && r % total < at + slots)
+        return is_this_host(h, colon ? (size_t)(colon - h) : len);
+      at += (int)slots;
+      h += len + (h[len] == ',');
+    }
+    total = at;
+    if (total < 1) return 1;
+  }
+  return 0;
+}
+
+/* ---- the checks -------------------------------------------------------- */
+
+static void fmt_bytes(char *out, size_t cap, double b) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (b >= 1024 && u < 5) {
+    b /= 1024;
+    u++;
+  }
+  snprintf(out, cap, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+}
+
+/* what may be sg_err_msg() itself: copied before the message is rebuilt */
+static int run_err(const sg_experiment_t *x, size_t i, const char *what) {
+  char w[1024];
+  snprintf(w, sizeof w, "%s", what);
+  return sg_err_set(SG_ECONFIG, "%s: run %zu (%s): %s", x->path, i + 1, x->runs[i].label, w);
+}
+
+static int check_steps(const sg_run_spec_t *run, const dsinfo_t *di, char *why, size_t cap) {
+  int64_t batch, max_steps, total;
+  double epochs;
+  SG_CHECK(sg_opts_int(run->opts, "batch", &batch));
+  SG_CHECK(sg_opts_int(run->opts, "max_steps", &max_steps));
+  SG_CHECK(sg_opts_double(run->opts, "epochs", &epochs));
+  if (batch < 1 || batch > INT_MAX) return sg_err_set(SG_ECONFIG, "batch: %lld out of range", (long long)batch);
+  int64_t spe = sg_shard_steps_per_epoch(di->ntrain, run->workers, (int)batch);
+  if (spe < 1)
+    return sg_err_set(SG_ECONFIG, "batch: workers x batch = %d x %lld exceeds the %lld training samples",
+                      run->workers, (long long)batch, (long long)di->ntrain);
+  int rc = sg_workload_plan_steps(epochs, spe, max_steps, &total);
+  if (rc < 0) snprintf(why, cap, "%s", sg_err_msg());
+  return rc;
+}
+
+/* Hard limits a run's process count must fit, whatever --force says: each
+ * zmq rank holds a socket and ~FD_PER_PEER descriptors per peer. */
+static int check_procs(const admit_t *a, const sg_run_spec_t *run, char *why, size_t cap) {
+  if (strcmp(sg_opts_str_or(run->opts, "transport", "zmq"), "zmq") != 0) return SG_OK;
+  if (run->nprocs + ZMQ_EXTRA > a->zmq_sockets) {
+    snprintf(why, cap, "%d processes over transport zmq: each rank opens a socket per peer "
+             "(%d sockets), more than libzmq's %d per process; use transport: mpi or fewer processes",
+             run->nprocs, run->nprocs + ZMQ_EXTRA, a->zmq_sockets);
+    return SG_ECONFIG;
+  }
+  double fds = (double)FD_PER_PEER * (run->nprocs - 1) + FD_BASE;
+  if (fds > a->nofile) {
+    snprintf(why, cap, "%d processes over transport zmq need ~%.0f open files per rank, more "
+             "than the limit of %.0f (ulimit -n); raise it, or use transport: mpi",
+             run->nprocs, fds, a->nofile);
+    return SG_ECONFIG;
+  }
+  return SG_OK;
+}
+
+/* Memory of one run on this host, term by term; *here = its ranks here. */
+static int run_need(const sg_run_spec_t *run, const dsinfo_t *di, need_t *n, int *here) {
+  shape_t m = {0};
+  int64_t batch = 0;
+  double mu = 0;
+  memset(n, 0, sizeof *n);
+  if (trains(run->engine)) {
+    SG_CHECK(model_shape(run->opts, di, &m));
+    SG_CHECK(sg_opts_int(run->opts, "batch", &batch));
+    SG_CHECK(sg_opts_double(run->opts, "momentum", &mu));
+  }
+  const char *hosts = sg_opts_str_or(run->opts, "hosts", "");
+  *here = 0;
+  for (int r = 0; r < run->nprocs; r++) {
+    if (!rank_here(hosts, r)) continue;
+    ++*here;
+    if (trains(run->engine)) rank_need(run, r, di, &m, (double)batch, mu > 0, n);
+    else bench_need(run, r, n);
+  }
+  return SG_OK;
+}
+
+static double need_total(const need_t *n, int *biggest) {
+  double t = 0;
+  *biggest = 0;
+  for (int k = 0; k < T_N; k++) {
+    t += n->sum[k];
+    if (n->sum[k] > n->sum[*biggest]) *biggest = k;
+  }
+  return t;
+}
+
+static void describe_need(const admit_t *a, const need_t *n, int here, char *out, size_t cap) {
+  int big;
+  char need[32], avail[32], total[32], per[32], sum[32];
+  fmt_bytes(need, sizeof need, need_total(n, &big));
+  fmt_bytes(avail, sizeof avail, a->mem_avail);
+  fmt_bytes(total, sizeof total, a->mem_total);
+  fmt_bytes(per, sizeof per, n->rank[big]);
+  fmt_bytes(sum, sizeof sum, n->sum[big]);
+  snprintf(out, cap, "needs ~%s of memory for its %d process%s on this host, this machine has %s "
+           "available (%s total); biggest: %s %s x %d rank%s = %s",
+           need, here, here == 1 ? "" : "es", avail, total, term_name[big], per, n->nranks[big],
+           n->nranks[big] == 1 ? "" : "s", sum);
+}
+
+/* ---- the machine ------------------------------------------------------- */
+
+static void machine(admit_t *a) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  char line[256];
+  unsigned long long kb;
+  while (f && fgets(line, sizeof line, f)) {
+    if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) a->mem_total = 1024.0 * (double)kb;
+    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) a->mem_avail = 1024.0 * (double)kb;
+  }
+  if (f) fclose(f);
+  a->cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (a->cores < 1) a->cores = 1;
+  void *z = zmq_ctx_new(); /* starts no thread before its first socket */
+  a->zmq_sockets = z ? zmq_ctx_get(z, ZMQ_MAX_SOCKETS) : ZMQ_MAX_SOCKETS_DFLT;
+  if (z) zmq_ctx_term(z);
+  if (a->zmq_sockets < 1) a->zmq_sockets = ZMQ_MAX_SOCKETS_DFLT;
+  struct rlimit rl;
+  a->nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                  ? (double)rl.rlim_cur : INFINITY;
+}
+
+/* ---- one run, every run ------------------------------------------------- */
+
+/* Steps, limits, memory of run i; *total and *here get its estimate. */
+static int admit_run(admit_t *a, const sg_experiment_t *x, size_t i, int force, double *total,
+                     int *here) {
+  const sg_run_spec_t *run = &x->runs[i];
+  const dsinfo_t *di = NULL;
+  static const dsinfo_t none = {.d = 1};
+  char why[768];
+  int big;
+  need_t n;
+  if (check_procs(a, run, why, sizeof why) < 0) return run_err(x, i, why);
+  if (trains(run->engine) && dataset_info(a, run->opts, &di) < 0) return run_err(x, i, sg_err_msg());
+  if (!di) di = &none;
+  if (trains(run->engine) && check_steps(run, di, why, sizeof why) < 0)
+    return run_err(x, i, sg_err_msg());
+  if (run_need(run, di, &n, here) < 0) return run_err(x, i, sg_err_msg());
+  *total = need_total(&n, &big);
+  if (a->mem_avail > 0 && *total > a->mem_avail && !force) {
+    describe_need(a, &n, *here, why, sizeof why);
+    size_t len = strlen(why);
+    snprintf(why + len, sizeof why - len, " (--force runs it anyway)");
+    return run_err(x, i, why);
+  }
+  return SG_OK;
+}
+
+int sg_admit_experiment(const sg_experiment_t *x, int force, FILE *summary) {
+  admit_t *a = calloc(1, sizeof *a);
+  if (!a) return SG_ENOMEM;
+  machine(a);
+  int rc = SG_OK, most = 0;
+  size_t imost = 0, ibig = 0;
+  double big = -1;
+  for (size_t i = 0; i < x->nruns; i++) {
+    double total = 0;
+    int here = 0;
+    SG_TRY(admit_run(a, x, i, force, &total, &here));
+    if (here > most) most = here, imost = i;
+    if (total > big) big = total, ibig = i;
+  }
+  if (x->nruns && most > CORES_FACTOR * a->cores)
+    fprintf(stderr, "sgdlab run: warning: run %zu (%s) starts %d processes on this host's %ld cores; "
+            "timings will mostly measure waiting\n", imost + 1, x->runs[imost].label, most, a->cores);
+  FILE *out = summary ? summary : stderr;
+  if (x->nruns && (summary || (force && big > a->mem_avail && a->mem_avail > 0))) {
+    char need[32], avail[32], tot[32];
+    fmt_bytes(need, sizeof need, big);
+    fmt_bytes(avail, sizeof avail, a->mem_avail);
+    fmt_bytes(tot, sizeof tot, a->mem_total);
+    fprintf(out, "memory: run %zu (%s) needs the most, ~%s on this host; this machine has %s "
+            "available (%s total)%s\n", ibig + 1, x->runs[ibig].label, need, avail, tot,
+            big > a->mem_avail && a->mem_avail > 0 ? "; more than available, admitted by --force" : "");
+  }
+fail:
+  free(a);
+  return rc;
+}

@@ -1,0 +1,130 @@
+/* test_admit.c - admission through the real `sgdlab run -n`: runs the
+ * machine cannot hold are refused with one line and exit 2 before
+ * anything launches; --force admits a run over the memory estimate (only
+ * ever dry here: such a run would exhaust the host).
+ *
+ * Only the CLI is used, so the same checks can be pointed at any build
+ * (SGDLAB_BIN_DIR). */
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "run_util.h"
+#include "test.h"
+
+static char out[8192];
+
+/* `sgdlab run -n [--force] FILE` on `text`; stdout and stderr in out. */
+static int dry(const char *text, int force) {
+  const char *dir = ru_scratch("admit");
+  char path[512];
+  if (!dir) return -1;
+  snprintf(path, sizeof path, "%s/x.yaml", dir);
+  if (ru_write_file(path, text) < 0) return -1;
+  char *argv[] = {"sgdlab", "run", "-n", path, force ? "--force" : NULL, NULL};
+  return ru_run(argv, 1, dir, out, sizeof out);
+}
+
+/* Exactly one line of output. */
+static int one_line(void) {
+  char *nl = strchr(out, '\n');
+  return nl && nl[1] == '\0';
+}
+
+TEST(thousand_workers_over_zmq_are_refused) {
+  /* a full mesh of 1024 ranks: 1026 sockets per rank, libzmq allows 1023 */
+  CHECK_EQ_INT(dry("workers: 1024\nengines: [allreduce]\n", 0), 2);
+  CHECK_MSG(one_line(), "%s", out);
+  CHECK_STR_CONTAINS(out, "x.yaml: run 1 (allreduce workers=1024): 1024 processes over transport zmq");
+  CHECK_STR_CONTAINS(out, "more than libzmq's 1023 per process");
+  CHECK_EQ_INT(dry("workers: 1024\nengines: [{engine: ps, servers: 1024}]\n", 0), 2);
+  CHECK_STR_CONTAINS(out, "2048 processes over transport zmq");
+  /* --force is about memory; a limit the run would hit is never forced */
+  CHECK_EQ_INT(dry("workers: 1024\nengines: [allreduce]\n", 1), 2);
+  CHECK_STR_CONTAINS(out, "more than libzmq's 1023 per process");
+}
+
+TEST(open_file_limit_is_checked) {
+  /* 100 zmq ranks need ~3 descriptors per peer: more than 256 */
+  struct rlimit old, low;
+  CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0);
+  low = old;
+  low.rlim_cur = 256;
+  if (old.rlim_cur < 256) low.rlim_cur = old.rlim_cur;
+  CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+  int rc = dry("workers: 100\nworkload: {dataset: synthetic, features: 4, train_samples: 10000}\n"
+               "engines: [allreduce]\n", 0);
+  CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
+  CHECK_EQ_INT(rc, 2);
+  CHECK_MSG(one_line(), "%s", out);
+  CHECK_STR_CONTAINS(out, "open files per rank, more than the limit of 256 (ulimit -n)");
+  /* the same run over MPI has no full zmq mesh */
+  CHECK_EQ_INT(dry("workers: 100\ntransport: mpi\nworkload: {dataset: synthetic, features: 4, "
+                   "train_samples: 10000}\nengines: [allreduce]\n", 0), 0);
+}
+
+TEST(tiny_libsvm_file_with_a_huge_index_is_refused_for_memory) {
+  /* 14 bytes declare 1e8 features: an MLP of 4096 hidden units on them is
+   * 4e11 parameters, 1.6 TB per copy */
+  char dir[256], svm[512], text[1024];
+  CHECK(ru_mkdtemp(dir, sizeof dir, "admit-svm") == 0); /* dry() takes ru_scratch */
+  snprintf(svm, sizeof svm, "%s/tiny.svm", dir);
+  CHECK(ru_write_file(svm, "0 100000000:1\n") == 0);
+  snprintf(text, sizeof text, "workload: {dataset: libsvm, train_file: %s, classes: 2, batch: 1, "
+           "hidden: [4096]}\nengines: [local]\n", svm);
+  CHECK_EQ_INT(dry(text, 0), 2);
+  CHECK_MSG(one_line(), "%s", out);
+  CHECK_STR_CONTAINS(out, "x.yaml: run 1 (local workers=1): needs ~");
+  CHECK_STR_CONTAINS(out, " TiB of memory for its 1 process on this host, this machine has ");
+  CHECK_STR_CONTAINS(out, "biggest: parameters 1.5 TiB x 1 rank = 1.5 TiB (--force runs it anyway)");
+  /* --force admits it (dry: nothing is started) and says what it admitted */
+  CHECK_EQ_INT(dry(text, 1), 0);
+  CHECK_STR_CONTAINS(out, "more than available, admitted by --force");
+  CHECK_STR_CONTAINS(out, "[1/1] local workers=1  processes=1 repeat=0");
+  ru_rm_rf(dir);
+}
+
+TEST(every_worker_holding_the_training_set_is_counted) {
+  /* Fashion-MNIST decoded as float32 is 180 MiB: 64 workers hold 64 copies */
+  CHECK_EQ_INT(dry("workers: 64\ntransport: mpi\nengines: [allreduce]\n", 1), 0);
+  const char *at = strstr(out, "memory: run 1 (allreduce workers=64) needs the most, ~");
+  double gib = 0;
+  char unit[8] = "";
+  CHECK_MSG(at && sscanf(strchr(at, '~') + 1, "%lf %7s", &gib, unit) == 2, "%s", out);
+  CHECK_MSG(!strcmp(unit, "GiB") && gib >= 64 * 179.7 / 1024 && gib < 14, "%s", out);
+  CHECK_EQ_INT(dry("workers: 4\ntransport: mpi\nengines: [allreduce]\n", 0), 0);
+  CHECK_STR_CONTAINS(out, "needs the most, ~");
+  CHECK_STR_CONTAINS(out, " MiB on this host");
+}
+
+TEST(steps_are_counted_from_the_real_data) {
+  CHECK_EQ_INT(dry("workload: {epochs: 0}\nengines: [local]\n", 0), 2);
+  CHECK_MSG(one_line(), "%s", out);
+  CHECK_STR_CONTAINS(out, "run 1 (local workers=1): epochs: 0 x 937 steps per epoch gives 0 steps");
+  CHECK_EQ_INT(dry("workload: {epochs: 1000000, batch: 1, dataset: synthetic-sparse, nnz: 1, "
+                   "train_samples: 1000000000}\nengines: [local]\n", 0), 2);
+  CHECK_STR_CONTAINS(out, "1e+15 steps, more than the 1000000000000 one run may take");
+  CHECK_EQ_INT(dry("workers: 1000\nworkload: {batch: 64}\ntransport: mpi\nengines: [allreduce]\n", 0), 2);
+  CHECK_STR_CONTAINS(out, "batch: workers x batch = 1000 x 64 exceeds the 60000 training samples");
+}
+
+TEST(data_that_cannot_be_opened_is_an_error_before_launch) {
+  CHECK_EQ_INT(dry("workload: {data_dir: /nonexistent-sgdlab}\nengines: [local]\n", 0), 2);
+  CHECK_MSG(one_line(), "%s", out);
+  CHECK_STR_CONTAINS(out, "run 1 (local workers=1): /nonexistent-sgdlab: no train-images-idx3-ubyte");
+  CHECK_EQ_INT(dry("workload: {dataset: libsvm, train_file: /nonexistent-sgdlab.svm}\n"
+                   "engines: [local]\n", 0), 2);
+  CHECK_STR_CONTAINS(out, "/nonexistent-sgdlab.svm");
+}
+
+TEST(more_processes_than_cores_warn_once) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  char text[512];
+  snprintf(text, sizeof text, "workers: [2, %ld]\ntransport: mpi\nworkload: {dataset: synthetic, "
+           "features: 4, train_samples: 100000, batch: 1}\nengines: [allreduce]\n", 4 * cores + 1);
+  CHECK_EQ_INT(dry(text, 0), 0);
+  CHECK_STR_CONTAINS(out, "sgdlab run: warning: run 2 (allreduce workers=");
+  CHECK_STR_CONTAINS(out, "timings will mostly measure waiting");
+  CHECK(strstr(strstr(out, "warning:") + 1, "warning:") == NULL); /* one line, not one per run */
+}
