@@ -42,8 +42,9 @@ int sg_cluster_parse_rate(const char *s, const char *what, uint64_t *bps) {
     *bps = (uint64_t)llround(r);
     return SG_OK;
   }
-  return sg_err_set(SG_EINVAL, "%s '%s': unknown unit '%s' (bit, kbit, mbit, gbit, tbit; e.g. 200mbit)",
-                    what, s, end);
+  return sg_err_set(SG_EINVAL,
+                    "%s '%s': unknown unit '%s' (bit, kbit, mbit, gbit, tbit; e.g. 200mbit)", what,
+                    s, end);
 }
 
 void sg_cluster_format_rate(uint64_t bps, char *out, size_t cap) {
@@ -177,11 +178,14 @@ static int find_prog(const char *prog, char *out, size_t cap) {
   return sg_err_set(SG_ENOTFOUND, "%s: not found on PATH nor in /usr/sbin, /sbin", prog);
 }
 
+/* The command line for a message, cut at 120 characters (nft's scripts
+ * are long). */
 static void describe_cmd(char *const *argv, char *out, size_t cap) {
   size_t n = 0;
   out[0] = '\0';
   for (int i = 0; argv[i] && n + 1 < cap; i++)
     n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? " " : "", argv[i]);
+  if (n > 120 && cap > 124) snprintf(out + 117, cap - 117, "...");
 }
 
 static void child_exec(const char *prog, char *const *argv, int ns_fd, int out_fd) {
@@ -243,12 +247,14 @@ int sgc_run(char *const *argv, int ns_fd, char *out, size_t cap) {
   close(p[0]);
   if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) return SG_OK;
   describe_cmd(argv, cmd, sizeof cmd);
-  size_t line = strcspn(o, "\n");
   if (st < 0) return sg_err_set(SG_ETIMEOUT, "`%s` did not finish within 15 s", cmd);
   if (WIFEXITED(st) && WEXITSTATUS(st) == 126)
     return sg_err_set(SG_EIO, "`%s`: cannot enter the namespace", cmd);
-  return sg_err_set(SG_EIO, "`%s` failed: %.*s", cmd, (int)line,
-                    line ? o : (WIFSIGNALED(st) ? "killed by a signal" : "(no output)"));
+  int line = (int)strcspn(o, "\n");
+  if (line) return sg_err_set(SG_EIO, "`%s` failed: %.*s", cmd, line, o);
+  if (WIFSIGNALED(st))
+    return sg_err_set(SG_EIO, "`%s` was killed by signal %d", cmd, WTERMSIG(st));
+  return sg_err_set(SG_EIO, "`%s` exited %d without a message", cmd, WEXITSTATUS(st));
 }
 
 int sgc_ns_delete(const char *ns) {
@@ -281,7 +287,8 @@ static int add_ns(sg_cluster_t *cl, const char *ns, int host) {
   /* no IPv6 on the links made next (the loopback keeps ::1): no router
    * solicitations, DAD or MLD of the emulation's own, so the links carry
    * only what the hosts send */
-  RUN("ip", "netns", "exec", (char *)ns, "sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1");
+  RUN("ip", "netns", "exec", (char *)ns, "sysctl", "-q", "-w",
+      "net.ipv6.conf.default.disable_ipv6=1");
   return SG_OK;
 }
 
@@ -295,18 +302,23 @@ static int add_tbf(const char *ns, const char *dev, uint64_t bps) {
   return SG_OK;
 }
 
-/* nftables in the host's namespace: drop `loss` of the packets leaving and
- * of those arriving on the host's link (the loopback is not touched). */
+/* nftables in the host's namespace, at its link device: drop `loss` of
+ * the packets leaving (egress) and of those arriving (ingress).  At the
+ * device, as on a lossy wire: the sender's socket sees no error (a drop in
+ * the inet output hook would fail UDP sends with EPERM). */
 static int add_loss(const sg_cluster_t *cl, int h) {
   char script[1024];
   long k = lround(cl->d.loss[h] * 1e6);
+  const char *dev = cl->ifname[h];
   snprintf(script, sizeof script,
-           "add table inet sgdlab; "
-           "add chain inet sgdlab out { type filter hook output priority 0; policy accept; }; "
-           "add chain inet sgdlab in { type filter hook input priority 0; policy accept; }; "
-           "add rule inet sgdlab out oifname \"%s\" numgen random mod 1000000 < %ld counter drop; "
-           "add rule inet sgdlab in iifname \"%s\" numgen random mod 1000000 < %ld counter drop",
-           cl->ifname[h], k, cl->ifname[h], k);
+           "add table netdev sgdlab; "
+           "add chain netdev sgdlab egress "
+           "{ type filter hook egress device \"%s\" priority 0; policy accept; }; "
+           "add chain netdev sgdlab ingress "
+           "{ type filter hook ingress device \"%s\" priority 0; policy accept; }; "
+           "add rule netdev sgdlab egress numgen random mod 1000000 < %ld counter drop; "
+           "add rule netdev sgdlab ingress numgen random mod 1000000 < %ld counter drop",
+           dev, dev, k, k);
   char *argv[] = {"nft", script, NULL};
   return sgc_run(argv, cl->ns_fd[h], NULL, 0);
 }
@@ -342,7 +354,8 @@ static int check_tools(const sg_cluster_desc_t *d) {
   SG_CHECK(find_prog("tc", path, sizeof path));
   for (int h = 0; h < d->nhosts; h++)
     if (d->loss[h] > 0 && find_prog("nft", path, sizeof path) < 0)
-      return sg_err_set(SG_ENOTFOUND, "--loss needs nft (Debian package nftables): not found on PATH");
+      return sg_err_set(SG_ENOTFOUND,
+                        "--loss needs nft (Debian package nftables): not found on PATH");
   return SG_OK;
 }
 
@@ -394,7 +407,12 @@ int sg_cluster_up(sg_cluster_t **out, const sg_cluster_desc_t *d) {
   SG_TRY(up_bridge(cl));
   for (int h = 0; h < cl->d.nhosts; h++) {
     SG_TRY(stopped(cl));
-    SG_TRY(up_host(cl, h));
+    if ((rc = up_host(cl, h)) < 0) {
+      char msg[768];
+      snprintf(msg, sizeof msg, "%s", sg_err_msg());
+      sg_err_set(rc, "cluster %s host %d: %s", cl->d.name, h, msg);
+      goto fail;
+    }
   }
   SG_TRY(stopped(cl));
   *out = cl;

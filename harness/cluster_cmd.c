@@ -161,14 +161,16 @@ static int cmd_up(int argc, char **argv) {
   if (rc < 0) {
     if (cl) sg_cluster_down(&cl);
     if (rc == SG_EINTERRUPTED)
-      fprintf(stderr, "sgdlab cluster up: interrupted by signal %d; everything it created was removed\n",
+      fprintf(stderr,
+              "sgdlab cluster up: interrupted by signal %d; everything it created was removed\n",
               (int)g_stop);
     else fail("up", 1);
     return 1;
   }
   print_hosts(cl);
+  const char *nm = sg_cluster_name(cl);
   printf("up in %.2f s; sgdlab cluster exec %s/h0 -- CMD runs CMD on h0; "
-         "sgdlab cluster down %s removes it\n", sg_now() - t0, sg_cluster_name(cl), sg_cluster_name(cl));
+         "sgdlab cluster down %s removes it\n", sg_now() - t0, nm, nm);
   sg_cluster_close(&cl);
   return 0;
 }
@@ -180,7 +182,8 @@ static void status_one(const sg_cluster_t *cl) {
   char owner[64];
   sg_cluster_owner(cl, owner, sizeof owner);
   printf("cluster %s: %d host%s on %s, owner %s, bridge in namespace %s\n", sg_cluster_name(cl),
-         d->nhosts, d->nhosts == 1 ? "" : "s", sg_cluster_subnet(cl), owner, sg_cluster_bridge_ns(cl));
+         d->nhosts, d->nhosts == 1 ? "" : "s", sg_cluster_subnet(cl), owner,
+         sg_cluster_bridge_ns(cl));
   printf("  %-5s %-15s %-16s %-9s %-9s %-6s %-24s %s\n", "host", "address", "namespace", "link",
          "tc", "loss", "host->bridge B (drops)", "bridge->host B (drops)");
   for (int h = 0; h < d->nhosts; h++) {
@@ -354,6 +357,7 @@ int sg_cmd_cluster(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
-  fprintf(stderr, "sgdlab cluster: unknown command '%s' (sgdlab cluster --help lists them)\n", argv[1]);
+  fprintf(stderr, "sgdlab cluster: unknown command '%s' (sgdlab cluster --help lists them)\n",
+          argv[1]);
   return 2;
 }

@@ -136,7 +136,8 @@ static int state_line(sg_cluster_t *cl, const char *line, int *nhost_lines) {
     cl->owner_start = start;
     return 0;
   }
-  if (sscanf(line, "subnet %d", &cl->subnet) == 1) return cl->subnet >= 0 && cl->subnet < NSUBNETS ? 0 : -1;
+  if (sscanf(line, "subnet %d", &cl->subnet) == 1)
+    return cl->subnet >= 0 && cl->subnet < NSUBNETS ? 0 : -1;
   if (sscanf(line, "hosts %d", &cl->d.nhosts) == 1)
     return cl->d.nhosts >= 1 && cl->d.nhosts <= SG_CLUSTER_MAX_HOSTS ? 0 : -1;
   if (sscanf(line, "host %d %llu %lf", &h, &rate, &loss) == 3 && h >= 0 && h < cl->d.nhosts) {
@@ -174,7 +175,8 @@ int sgc_state_read(const char *name, sg_cluster_t **out) {
     bad = 1, lineno = 0;
   if (bad) {
     free(cl);
-    return sg_err_set(SG_EFORMAT, "%s:%d: not a cluster state this version understands", path, lineno);
+    return sg_err_set(SG_EFORMAT, "%s:%d: not a cluster state this version understands", path,
+                      lineno);
   }
   sgc_fill_names(cl);
   *out = cl;
@@ -305,7 +307,8 @@ int sg_cluster_sweep(int *removed) {
 
 int sg_cluster_find_addr(const char *addr, char *name, size_t cap, int *host) {
   struct in_addr a;
-  if (inet_pton(AF_INET, addr, &a) != 1) return sg_err_set(SG_ENOTFOUND, "%s: not an IPv4 address", addr);
+  if (inet_pton(AF_INET, addr, &a) != 1)
+    return sg_err_set(SG_ENOTFOUND, "%s: not an IPv4 address", addr);
   uint32_t v = ntohl(a.s_addr);
   int subnet = (int)((v >> 8) & 0x1ff), h = (int)(v & 0xff) - 1;
   if ((v >> 17) != (198u << 7 | 18u >> 1))
