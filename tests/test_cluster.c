@@ -62,7 +62,7 @@ TEST(up_down_leaves_nothing) {
   CHECK_OK(sg_cluster_desc_parse(&d, 3, "200mbit", NULL));
   sg_cluster_t *cl = NULL;
   double t0 = sg_now();
-  CHECK_OK(sg_cluster_up(&cl, &d));
+  CHECK_OK(tc_up(&cl, &d));
   double t_up = sg_now() - t0;
   char name[16], ifname[32], peer[32], brif[32];
   snprintf(name, sizeof name, "%s", sg_cluster_name(cl));
@@ -87,7 +87,7 @@ TEST(up_down_leaves_nothing) {
   CHECK_EQ_INT(tc_has_link(-1, brif), 0); /* the root namespace is untouched */
   close(brfd);
   t0 = sg_now();
-  CHECK_OK(sg_cluster_down(&cl));
+  CHECK_OK(tc_down(&cl));
   double t_down = sg_now() - t0;
   fprintf(stderr, "cluster %s of 3 hosts: up %.3f s, down %.3f s\n", name, t_up, t_down);
   CHECK(cl == NULL);
@@ -152,7 +152,7 @@ TEST(kill9_owner_then_sweep) {
   static sg_cluster_desc_t d;
   sg_cluster_t *mine = NULL; /* a live owner's cluster: the sweep must keep it */
   CHECK_OK(sg_cluster_desc_parse(&d, 2, "1gbit", NULL));
-  CHECK_OK(sg_cluster_up(&mine, &d));
+  CHECK_OK(tc_up(&mine, &d));
   int p[2];
   CHECK(pipe(p) == 0);
   pid_t pid = fork();
@@ -180,7 +180,7 @@ TEST(kill9_owner_then_sweep) {
   CHECK(removed >= 4);
   CHECK_EQ_INT(cluster_ns_count(sg_cluster_name(mine)), 3);
   CHECK(state_exists(sg_cluster_name(mine)));
-  CHECK_OK(sg_cluster_down(&mine));
+  CHECK_OK(tc_down(&mine));
 }
 
 /* `sgdlab cluster up` of 40 hosts gets `sig` once its third host's

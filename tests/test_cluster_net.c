@@ -201,11 +201,11 @@ TEST(shaping_holds_the_rate_and_counts_bytes) {
   CHECK_OK(sg_cluster_desc_parse(&d, 3, rate ? rate : "200mbit", NULL));
   CHECK(bytes > 0);
   sg_cluster_t *cl = NULL;
-  CHECK_OK(sg_cluster_up(&cl, &d));
+  CHECK_OK(tc_up(&cl, &d));
   fprintf(stderr, "cluster %s: tbf burst %llu B, latency %d ms\n", sg_cluster_name(cl),
           (unsigned long long)sg_cluster_tbf_burst(d.rate_bps[0]), SG_CLUSTER_TBF_LATENCY_MS);
   shaping_checks(cl, d.rate_bps[0], bytes);
-  CHECK_OK(sg_cluster_down(&cl));
+  CHECK_OK(tc_down(&cl));
 }
 
 /* ---- round trips ----------------------------------------------------------------- */
@@ -252,14 +252,14 @@ TEST(rtt_between_hosts) {
   static sg_cluster_desc_t d;
   CHECK_OK(sg_cluster_desc_parse(&d, 2, "1gbit", NULL));
   sg_cluster_t *cl = NULL;
-  CHECK_OK(sg_cluster_up(&cl, &d));
+  CHECK_OK(tc_up(&cl, &d));
   peer_t p = {.count = 2000};
   double res[3] = {0, 0, 0};
   int rc = pair(cl, 0, 1, &p, echo_main, ping_main, res, sizeof res, 1);
   peer_t q = {.count = 2000};
   double lo[3] = {0, 0, 0};
   int rc2 = rc == 0 ? pair(cl, 0, 0, &q, echo_main, ping_main, lo, sizeof lo, 1) : -1;
-  CHECK_OK(sg_cluster_down(&cl));
+  CHECK_OK(tc_down(&cl));
   CHECK_EQ_INT(rc, 0);
   CHECK_EQ_INT(rc2, 0);
   fprintf(stderr, "TCP 1-byte round trip h0 <-> h1 over 1gbit links: min %.1f us, median %.1f us, "
@@ -314,11 +314,11 @@ TEST(loss_drops_that_fraction) {
   static sg_cluster_desc_t d;
   CHECK_OK(sg_cluster_desc_parse(&d, 3, "1gbit", "0.2,0,0"));
   sg_cluster_t *cl = NULL;
-  CHECK_OK(sg_cluster_up(&cl, &d));
+  CHECK_OK(tc_up(&cl, &d));
   double out = delivered(cl, 0, 1, 4000);
   double in = out >= 0 ? delivered(cl, 1, 0, 4000) : -1;
   double clean = in >= 0 ? delivered(cl, 1, 2, 4000) : -1;
-  CHECK_OK(sg_cluster_down(&cl));
+  CHECK_OK(tc_down(&cl));
   CHECK_MSG(out > 0.75 && out < 0.85, "h0 sending: %.3f delivered", out);
   CHECK_MSG(in > 0.75 && in < 0.85, "h0 receiving: %.3f delivered", in);
   CHECK_MSG(clean >= 0.99, "no loss configured: %.3f delivered", clean);

@@ -20,6 +20,34 @@
 #include "err.h"
 #include "run_util.h"
 
+static sg_cluster_t *g_up[16];
+
+static void down_all(void) {
+  for (int i = 0; i < 16; i++)
+    if (g_up[i]) {
+      fprintf(stderr, "removing cluster %s left by a failed test\n", sg_cluster_name(g_up[i]));
+      sg_cluster_down(&g_up[i]);
+    }
+}
+
+int tc_up(sg_cluster_t **cl, const sg_cluster_desc_t *d) {
+  static int registered;
+  if (!registered) registered = atexit(down_all) == 0;
+  int rc = sg_cluster_up(cl, d);
+  for (int i = 0; rc == 0 && i < 16; i++)
+    if (!g_up[i]) {
+      g_up[i] = *cl;
+      break;
+    }
+  return rc;
+}
+
+int tc_down(sg_cluster_t **cl) {
+  for (int i = 0; i < 16; i++)
+    if (g_up[i] && g_up[i] == *cl) g_up[i] = NULL;
+  return sg_cluster_down(cl);
+}
+
 int tc_root_or_skip(const char *test) {
   if (geteuid() == 0) return 1;
   fprintf(stderr, "SKIP %s: needs root (network namespaces); running as uid %d\n", test,

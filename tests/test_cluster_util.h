@@ -11,6 +11,12 @@
 
 #include "cluster.h"
 
+/* sg_cluster_up / sg_cluster_down that also remember the cluster, so a
+ * test that stops at a failed CHECK leaves nothing behind: whatever is
+ * still up when the test binary exits is removed then. */
+int tc_up(sg_cluster_t **cl, const sg_cluster_desc_t *d);
+int tc_down(sg_cluster_t **cl);
+
 /* 1 when the test can run; else prints why it is skipped (not root). */
 int tc_root_or_skip(const char *test);
 
