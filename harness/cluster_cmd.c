@@ -261,7 +261,8 @@ static int resolve_host(const char *spec, char *name, size_t cap, int *host) {
   if (n == 1) snprintf(name, cap, "%s", names[0]);
   for (int i = 0; i < n; i++) free(names[i]);
   free(names);
-  if (n != 1)
+  if (n == 0) return sg_err_set(SG_ENOTFOUND, "host '%s': no cluster exists", spec);
+  if (n > 1)
     return sg_err_set(SG_EINVAL, "host '%s': %d clusters exist; say which (NAME/%s)", spec, n, spec);
   return SG_OK;
 }
