@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "commands.h"
 #include "engine.h"
 #include "settings.h"
@@ -27,6 +28,8 @@ static void usage(FILE *f) {
           "  list             experiments and runs in the database\n"
           "  show RUN         one run: options, status, ranks, evaluations\n"
           "  engines          the engines and their options\n"
+          "  cluster          an emulated cluster in this machine: network namespaces\n"
+          "                   joined by rate-limited links (up, status, exec, down)\n"
           "  help config      every experiment-file key (--markdown for docs)\n"
           "\n"
           "  --version        print the version\n"
@@ -230,7 +233,7 @@ int main(int argc, char **argv) {
   } cmds[] = {
       {"run", sg_cmd_run},       {"bench", sg_cmd_bench},     {"report", sg_cmd_report},
       {"list", sg_cmd_list},     {"show", sg_cmd_show},       {"engines", sg_cmd_engines},
-      {"help", sg_cmd_help},
+      {"help", sg_cmd_help},     {"cluster", sg_cmd_cluster},
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);

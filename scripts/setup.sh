@@ -18,7 +18,8 @@ pkgs=(build-essential cmake pkg-config
       zlib1g-dev
       libyaml-dev
       dataset-fashion-mnist
-      procps)
+      procps
+      iproute2 nftables)  # sgdlab cluster: ip, tc (namespaces, tbf) and nft (--loss)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,10 @@
+# The emulated cluster (harness/cluster.c): network namespaces and
+# rate-limited links.  Needs root; the tests skip with the reason
+# otherwise.  RESOURCE_LOCK: the shaping and timing checks do not run next
+# to each other (the machine may have 2 cores).
+add_library(sgtestcluster STATIC test_cluster_util.c)
+target_link_libraries(sgtestcluster PUBLIC sgtest sgharness)
+sg_add_test(test_cluster SOURCES test_cluster.c TIMEOUT 120 LIBS sgtestcluster sgharness)
+add_dependencies(test_cluster sgdlab)
+sg_add_test(test_cluster_net SOURCES test_cluster_net.c TIMEOUT 120 LIBS sgtestcluster sgharness)
+set_tests_properties(test_cluster test_cluster_net PROPERTIES RESOURCE_LOCK sgdlab_cluster)
