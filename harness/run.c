@@ -53,6 +53,7 @@ void sg_run_install_signals(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL); /* terminal closed: stop the run as for SIGTERM */
   signal(SIGPIPE, SIG_IGN);
 }
 
@@ -101,6 +102,7 @@ typedef struct serve {
   int suspect;          /* a rank found dead without DONE (-1: none) */
   double suspect_t;     /* when */
   int suspect_status;   /* its wait status from /proc (zombie), or -1 */
+  sg_launch_t *launch;  /* what may be signalled (sg_launch_signal) */
 } serve_t;
 
 static void rank_name(const serve_t *s, int r, char *out, size_t cap) {
@@ -473,14 +475,16 @@ static int tolerated_death(serve_t *s, const sg_exit_t *ex, int local) {
   return 1;
 }
 
-/* Kill rank processes on this host that are not our children (mpirun's). */
+/* Kill rank processes on this host that are not our children (mpirun's).
+ * The pid is what the rank said in HELLO: sg_launch_signal() signals it
+ * only when it is a process this run started (mpirun's descendant). */
 static void kill_leftovers(serve_t *s) {
   char host[64] = "";
   gethostname(host, sizeof host - 1);
   for (int r = 0; r < s->nprocs; r++) {
     rank_info_t *ri = &s->ranks[r];
-    if (ri->hello && ri->pid > 0 && !strcmp(ri->host, host) && !ri->done && kill(ri->pid, 0) == 0)
-      kill(ri->pid, SIGKILL);
+    if (ri->hello && ri->pid > 0 && !strcmp(ri->host, host) && !ri->done)
+      sg_launch_signal(s->launch, ri->pid, SIGKILL);
   }
 }
 
@@ -511,7 +515,7 @@ static void kill_stopped(serve_t *s) {
   for (int r = 0; r < s->nprocs; r++) {
     const rank_info_t *ri = &s->ranks[r];
     if (ri->hello && ri->pid > 0 && !strcmp(ri->host, host) && proc_stopped(ri->pid))
-      kill(ri->pid, SIGKILL);
+      sg_launch_signal(s->launch, ri->pid, SIGKILL); /* only a process of this run */
   }
 }
 
@@ -701,6 +705,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   double start = sg_now();
   s.last_rec = start;
   SG_TRY(sg_launch_start(&launch, &lc));
+  s.launch = launch;
   int local = strcmp(launcher, "mpirun") != 0;
   s.err_fd = sg_launch_stderr_fd(launch);
 
