@@ -658,6 +658,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
     goto fail;
   }
   have_dir = 1;
+  SG_TRY(sg_recorder_run_dir(env->db, s.run_id, dir)); /* removed by reconcile.h if we die */
   if (!(zctx = zmq_ctx_new()) || !(pull = zmq_socket(zctx, ZMQ_PULL))) {
     rc = sg_err_set(SG_EIO, "zmq: %s", zmq_strerror(errno));
     goto fail;
