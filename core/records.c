@@ -4,7 +4,9 @@
  * endpoint.  Every record is one message: sg_rec_header_t + payload.
  * Sends block at most SEND_TIMEOUT_MS (a harness that stopped reading is
  * then an error, never a hang); close lingers LINGER_MS so that DONE, the
- * last record, reaches the harness before the process exits.
+ * last record, reaches the harness before the process exits.  The
+ * connection is also the rank's lifeline (lifeline.h): when the harness's
+ * end closes, the rank exits.
  */
 #include "records.h"
 
@@ -16,6 +18,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "lifeline.h"
 
 enum {
   SEND_TIMEOUT_MS = 30000,
@@ -26,6 +29,7 @@ enum {
 struct sg_records {
   void *zctx;
   void *push; /* NULL: records are dropped */
+  sg_lifeline_t *life;
   int rank;
   double t0;
   unsigned char *buf; /* one message, reused */
@@ -78,6 +82,7 @@ int sg_records_open(sg_records_t **out, const char *endpoint, int rank,
     zmq_setsockopt(r->push, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(r->push, ZMQ_SNDTIMEO, &tmo, sizeof tmo);
     zmq_setsockopt(r->push, ZMQ_LINGER, &linger, sizeof linger);
+    SG_TRY(sg_lifeline_start(&r->life, r->zctx, r->push, endpoint, rank));
     if (zmq_connect(r->push, endpoint) < 0) {
       rc = sg_err_set(SG_EIO, "records: connect to the harness at %s: %s", endpoint,
                       zmq_strerror(errno));
@@ -123,6 +128,7 @@ double sg_records_elapsed(const sg_records_t *r) { return sg_wall() - r->t0; }
 void sg_records_close(sg_records_t **pr) {
   if (!pr || !*pr) return;
   sg_records_t *r = *pr;
+  sg_lifeline_stop(&r->life); /* our own close is no death */
   if (r->push) zmq_close(r->push);
   if (r->zctx) zmq_ctx_term(r->zctx); /* lingers until queued records left */
   free(r->buf);
