@@ -5,7 +5,7 @@ sg_add_test(test_recorder SOURCES test_recorder.c TIMEOUT 30 LIBS sgharness)
 sg_add_test(test_run_cli SOURCES test_run_cli.c TIMEOUT 300 LIBS sgharness PkgConfig::SQLITE)
 add_dependencies(test_run_cli sgdlab sgdlab-rank)
 # The harness's death and the processes it may signal (real sgdlab runs,
-# mpirun among them; ~40 s here).
+# mpirun among them; ~5 s here).
 sg_add_test(test_harness_death SOURCES test_harness_death.c TIMEOUT 240
   LIBS sgharness PkgConfig::SQLITE)
 add_dependencies(test_harness_death sgdlab sgdlab-rank)
