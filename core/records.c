@@ -4,7 +4,9 @@
  * endpoint.  Every record is one message: sg_rec_header_t + payload.
  * Sends block at most SEND_TIMEOUT_MS (a harness that stopped reading is
  * then an error, never a hang); close lingers LINGER_MS so that DONE, the
- * last record, reaches the harness before the process exits.
+ * last record, reaches the harness before the process exits.  The
+ * connection is also the rank's lifeline (lifeline.h): when the harness's
+ * end closes, the rank exits.
  */
 #include "records.h"
 
@@ -17,6 +19,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "err.h"
+#include "lifeline.h"
 
 enum {
   SEND_TIMEOUT_MS = 30000,
@@ -27,6 +30,7 @@ enum {
 struct sg_records {
   void *zctx;
   void *push; /* NULL: records are dropped */
+  sg_lifeline_t *life;
   int rank;
   double t0;
   unsigned char *buf; /* one message, reused */
@@ -81,6 +85,7 @@ int sg_records_open(sg_records_t **out, const char *endpoint, int rank,
     zmq_setsockopt(r->push, ZMQ_LINGER, &linger, sizeof linger);
     if (keys && !strncmp(endpoint, "tcp://", 6))
       SG_TRY(sg_curve_client(r->push, keys, rank, SG_AUTH_HARNESS));
+    SG_TRY(sg_lifeline_start(&r->life, r->zctx, r->push, endpoint, rank));
     if (zmq_connect(r->push, endpoint) < 0) {
       rc = sg_err_set(SG_EIO, "records: connect to the harness at %s: %s", endpoint,
                       zmq_strerror(errno));
@@ -180,6 +185,7 @@ double sg_records_elapsed(const sg_records_t *r) { return sg_wall() - r->t0; }
 void sg_records_close(sg_records_t **pr) {
   if (!pr || !*pr) return;
   sg_records_t *r = *pr;
+  sg_lifeline_stop(&r->life); /* our own close is no death */
   if (r->push) zmq_close(r->push);
   if (r->zctx) zmq_ctx_term(r->zctx); /* lingers until queued records left */
   free(r->buf);

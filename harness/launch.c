@@ -1,17 +1,24 @@
 /* launch.c - local fork/exec and mpirun launchers (see launch.h). */
+#define _GNU_SOURCE /* syscall */
 #include "launch.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "err.h"
+
+enum { KIN_MAX = 256,    /* mpirun descendants remembered */
+       ANCESTRY_HOPS = 16 /* how far up /proc ppid links are followed */ };
 
 struct sg_launch {
   int n;          /* processes started */
@@ -19,6 +26,12 @@ struct sg_launch {
   int mpirun;     /* one process: mpirun */
   pid_t pgid;
   int err_fd;     /* read end of mpirun's stderr pipe, or -1 */
+  /* mpirun's descendants (its ranks), each with a pidfd opened while it
+   * was verified to descend from mpirun: it can be signalled safely after
+   * mpirun is gone and the rank was reparented (sg_launch_signal) */
+  int nkin;
+  pid_t kin_pid[KIN_MAX];
+  int kin_fd[KIN_MAX];
 };
 
 /* Environment variables passed through mpirun -x when set here. */
@@ -70,12 +83,18 @@ static void print_cmd(char *const *argv) {
 }
 
 /* fork; the child joins process group pgid (0 = lead a new one), takes
- * err_fd (>= 0) as its stderr, and execs. */
+ * err_fd (>= 0) as its stderr, and execs.  The child dies with the
+ * harness (PR_SET_PDEATHSIG survives exec): a harness killed with
+ * SIGKILL, or whose terminal closed, leaves no rank (nor mpirun) behind.
+ * The harness may already have died between fork and prctl: then the
+ * child was reparented, getppid() is no longer `parent`, and it exits. */
 static int spawn(char *const *argv, const char *rank, const char *size, pid_t pgid, int err_fd,
                  pid_t *out) {
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return sg_err_set(SG_EIO, "fork: %s", strerror(errno));
   if (pid == 0) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent) _exit(127);
     setpgid(0, pgid);
     if (err_fd >= 0) {
       dup2(err_fd, STDERR_FILENO);
@@ -208,21 +227,105 @@ pid_t sg_launch_pid(const sg_launch_t *l, int rank) {
 
 int sg_launch_stderr_fd(const sg_launch_t *l) { return l ? l->err_fd : -1; }
 
-/* Whether pid is stopped (state T or t in /proc/PID/stat). */
-static int proc_stopped(pid_t pid) {
-  char path[64], buf[512];
+/* /proc/PID/stat into buf; the text after the command's ")" ("S 1234
+ * ...": state, ppid, ...), or NULL when the process is gone. */
+static const char *proc_stat(pid_t pid, char *buf, size_t cap) {
+  char path[64];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
   FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  if (!f) return NULL;
+  size_t n = fread(buf, 1, cap - 1, f);
   fclose(f);
   buf[n] = '\0';
-  const char *rp = strrchr(buf, ')'); /* "pid (comm) S ..." */
-  return rp && rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
+  const char *rp = strrchr(buf, ')'); /* comm may contain spaces and ')' */
+  return rp && rp[1] == ' ' ? rp + 2 : NULL;
 }
 
+/* Whether pid is stopped (state T or t in /proc/PID/stat). */
+static int proc_stopped(pid_t pid) {
+  char buf[512];
+  const char *s = proc_stat(pid, buf, sizeof buf);
+  return s && (s[0] == 'T' || s[0] == 't');
+}
+
+/* Whether pid descends from ancestor, following at most ANCESTRY_HOPS
+ * ppid links in /proc (a rank under mpirun is its child or grandchild). */
+static int descends_from(pid_t pid, pid_t ancestor) {
+  char buf[512];
+  for (int hop = 0; hop < ANCESTRY_HOPS && pid > 1; hop++) {
+    const char *s = proc_stat(pid, buf, sizeof buf);
+    int ppid;
+    if (!s || sscanf(s, "%*c %d", &ppid) != 1) return 0;
+    if (ppid == ancestor) return 1;
+    pid = ppid;
+  }
+  return 0;
+}
+
+static int own_child(const sg_launch_t *l, pid_t pid) {
+  for (int i = 0; i < l->n; i++)
+    if (l->pid[i] == pid) return 1; /* unreaped: its pid cannot have been reused */
+  return 0;
+}
+
+static int kin_index(const sg_launch_t *l, pid_t pid) {
+  for (int i = 0; i < l->nkin; i++)
+    if (l->kin_pid[i] == pid) return i;
+  return -1;
+}
+
+/* Remember pid when it descends from our (unreaped) mpirun; its index, or
+ * -1.  The pidfd is opened first and the ancestry checked after: when the
+ * check passes, the pidfd's process was alive then and is this one. */
+static int kin_add(sg_launch_t *l, pid_t pid) {
+  int i = kin_index(l, pid);
+  if (i >= 0) return i;
+  if (!l->mpirun || !l->pid[0] || l->nkin == KIN_MAX || pid <= 1) return -1;
+  int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+  if (fd < 0 && errno != ENOSYS) return -1; /* gone */
+  if (!descends_from(pid, l->pid[0])) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  l->kin_pid[l->nkin] = pid;
+  l->kin_fd[l->nkin] = fd; /* -1: no pidfd_open (kernel < 5.3) */
+  return l->nkin++;
+}
+
+static int kin_signal(sg_launch_t *l, int i, int sig) {
+  if (l->kin_fd[i] >= 0) return syscall(SYS_pidfd_send_signal, l->kin_fd[i], sig, NULL, 0) == 0;
+  /* without pidfds: only while mpirun is unreaped and still an ancestor */
+  return l->pid[0] && descends_from(l->kin_pid[i], l->pid[0]) && kill(l->kin_pid[i], sig) == 0;
+}
+
+/* Every process under our mpirun now (its ranks), before it is stopped. */
+static void kin_snapshot(sg_launch_t *l) {
+  if (!l->mpirun || !l->pid[0]) return;
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    pid_t pid = (pid_t)atoi(e->d_name);
+    if (pid > 1 && pid != l->pid[0]) kin_add(l, pid);
+  }
+  if (d) closedir(d);
+}
+
+int sg_launch_owns(sg_launch_t *l, pid_t pid) {
+  return l && pid > 0 && (own_child(l, pid) || kin_add(l, pid) >= 0);
+}
+
+int sg_launch_signal(sg_launch_t *l, pid_t pid, int sig) {
+  if (!l || pid <= 0) return 0;
+  if (own_child(l, pid)) return kill(pid, sig) == 0;
+  int i = kin_add(l, pid);
+  return i >= 0 && kin_signal(l, i, sig);
+}
+
+/* The process group holds our children (local: every rank; mpirun:
+ * mpirun), so its id cannot be reused while one of them is unreaped. */
 static void signal_all(sg_launch_t *l, int sig) {
-  if (l->pgid > 0) kill(-l->pgid, sig);
+  if (l->pgid > 0 && sg_launch_alive(l)) kill(-l->pgid, sig);
   for (int i = 0; i < l->n; i++)
     if (l->pid[i]) kill(l->pid[i], sig); /* in case one left the group */
 }
@@ -241,23 +344,28 @@ static void reap_until(sg_launch_t *l, double until) {
 
 void sg_launch_stop(sg_launch_t *l, double grace_s) {
   if (!l) return;
+  kin_snapshot(l); /* mpirun's ranks: they may outlive it */
   if (sg_launch_alive(l)) {
     for (int i = 0; i < l->n; i++)
       if (l->pid[i] && proc_stopped(l->pid[i])) kill(l->pid[i], SIGKILL);
+    for (int i = 0; i < l->nkin; i++)
+      if (proc_stopped(l->kin_pid[i])) kin_signal(l, i, SIGKILL);
     signal_all(l, SIGTERM);
     reap_until(l, sg_now() + grace_s);
   }
-  if (l->pgid > 0) kill(-l->pgid, SIGKILL); /* stragglers that were not our children */
   if (sg_launch_alive(l)) {
     signal_all(l, SIGKILL);
     reap_until(l, sg_now() + 5.0);
   }
+  for (int i = 0; i < l->nkin; i++) kin_signal(l, i, SIGKILL); /* left by mpirun */
 }
 
 void sg_launch_destroy(sg_launch_t **pl) {
   if (!pl || !*pl) return;
   sg_launch_stop(*pl, 2.0);
   if ((*pl)->err_fd >= 0) close((*pl)->err_fd);
+  for (int i = 0; i < (*pl)->nkin; i++)
+    if ((*pl)->kin_fd[i] >= 0) close((*pl)->kin_fd[i]);
   free((*pl)->pid);
   free(*pl);
   *pl = NULL;

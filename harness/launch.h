@@ -14,6 +14,19 @@
  *
  * Processes are reaped with sg_launch_poll() (never blocking), so the
  * harness keeps serving records and rendezvous while ranks run.
+ *
+ * Every process started here (each local rank, mpirun) gets
+ * PR_SET_PDEATHSIG SIGKILL before exec: it dies with the harness, however
+ * the harness ends (SIGKILL, closed terminal).  Ranks under mpirun are not
+ * our children; they end themselves when their records connection to the
+ * harness closes (core/lifeline.c).
+ *
+ * The harness signals only processes it started: its own children (local
+ * ranks, mpirun) and mpirun's descendants (ppid links in /proc, checked
+ * at the time, remembered with a pidfd so that they can still be reached
+ * once mpirun has exited and they were reparented).  A pid a rank
+ * reported about itself (HELLO) is only ever signalled through
+ * sg_launch_signal(), which refuses any other process.
  */
 #ifndef SG_LAUNCH_H
 #define SG_LAUNCH_H
@@ -51,6 +64,13 @@ int sg_launch_alive(const sg_launch_t *l);
  * pending SIGTERM would never act on it. */
 void sg_launch_stop(sg_launch_t *l, double grace_s);
 void sg_launch_destroy(sg_launch_t **l);
+
+/* Whether pid is a process this launch started: an unreaped child, or a
+ * descendant of its mpirun (checked now, or remembered from when it was). */
+int sg_launch_owns(sg_launch_t *l, pid_t pid);
+/* Send sig to pid when sg_launch_owns(l, pid); 1 when sent, 0 when
+ * refused (not ours) or the process is gone. */
+int sg_launch_signal(sg_launch_t *l, pid_t pid, int sig);
 
 /* The pid of rank `rank`'s process (local launcher), or of mpirun. */
 pid_t sg_launch_pid(const sg_launch_t *l, int rank);

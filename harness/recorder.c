@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "reconcile.h"
 
 #define NOW_SQL "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
 
@@ -37,6 +38,16 @@ static const char SCHEMA_V1[] =
     "CREATE INDEX evals_run ON evals(run_id, step);"
     "CREATE INDEX runs_exp ON runs(experiment_id);"
     "CREATE UNIQUE INDEX run_info_key ON run_info(run_id, key);";
+
+/* Version 2: who runs a run (its harness's pid, host and process
+ * identity) and the run's temp dir, so that a run whose harness died can
+ * be told from a live one (reconcile.h). */
+static const char MIGRATE_V2[] =
+    "ALTER TABLE runs ADD COLUMN harness_pid INTEGER;"
+    "ALTER TABLE runs ADD COLUMN harness_host TEXT;"
+    "ALTER TABLE runs ADD COLUMN harness_start TEXT;"
+    "ALTER TABLE runs ADD COLUMN tmp_dir TEXT;"
+    "CREATE INDEX runs_status ON runs(status);";
 
 enum { ST_STEP, ST_EVAL, ST_BENCH, ST_RANK, ST_INFO, ST_N };
 static const char *const STMT_SQL[ST_N] = {
@@ -105,11 +116,12 @@ static int make_parent(const char *path) {
   return rc;
 }
 
-/* Bring the schema from version `from` to SG_DB_VERSION.  Each future
- * version adds one step here (ALTER TABLE ...); nothing is ever dropped. */
+/* Bring the schema from version `from` to SG_DB_VERSION.  Each version
+ * adds one step here (ALTER TABLE ...); nothing is ever dropped.  A new
+ * file takes every step, so it ends up exactly as a migrated one. */
 static int migrate(sg_recorder_t *r, int from) {
   if (from == 0) SG_CHECK(exec(r, SCHEMA_V1));
-  /* if (from < 2) SG_CHECK(exec(r, "ALTER TABLE ...")); */
+  if (from < 2) SG_CHECK(exec(r, MIGRATE_V2));
   char sql[64];
   snprintf(sql, sizeof sql, "PRAGMA user_version=%d", SG_DB_VERSION);
   SG_CHECK(exec(r, sql));
@@ -165,6 +177,8 @@ int sg_recorder_open(sg_recorder_t **out, const char *path) {
       rc = db_err(r, "preparing statements");
       goto fail;
     }
+  rc = sg_reconcile(r); /* runs whose harness died */
+  if (rc < 0) goto fail;
   *out = r;
   return SG_OK;
 fail:
@@ -252,12 +266,16 @@ int sg_recorder_experiment(sg_recorder_t *r, const char *name, const char *confi
 
 int sg_recorder_run_begin(sg_recorder_t *r, int64_t exp_id, const sg_run_row_t *w,
                           int64_t *run_id) {
+  char host[256] = "?", self[128] = "";
+  gethostname(host, sizeof host - 1);
+  sg_proc_identity((int)getpid(), self, sizeof self);
   SG_CHECK(sg_recorder_flush(r));
   sqlite3_stmt *s = NULL;
   if (sqlite3_prepare_v2(r->db,
                          "INSERT INTO runs(experiment_id,engine,options_json,transport,launcher,"
-                         "workers,servers,processes,repeat,seed,status,started_at)"
-                         " VALUES(?,?,?,?,?,?,?,?,?,?,'running'," NOW_SQL ")",
+                         "workers,servers,processes,repeat,seed,status,started_at,"
+                         "harness_pid,harness_host,harness_start)"
+                         " VALUES(?,?,?,?,?,?,?,?,?,?,'running'," NOW_SQL ",?,?,?)",
                          -1, &s, NULL) != SQLITE_OK)
     return db_err(r, "inserting a run");
   sqlite3_bind_int64(s, 1, exp_id);
@@ -270,6 +288,9 @@ int sg_recorder_run_begin(sg_recorder_t *r, int64_t exp_id, const sg_run_row_t *
   sqlite3_bind_int(s, 8, w->processes);
   sqlite3_bind_int(s, 9, w->repeat);
   sqlite3_bind_int64(s, 10, w->seed);
+  sqlite3_bind_int(s, 11, (int)getpid());
+  bind_text(s, 12, host);
+  bind_text(s, 13, self[0] ? self : NULL);
   int rc = sqlite3_step(s) == SQLITE_DONE ? SG_OK : db_err(r, "inserting a run");
   sqlite3_finalize(s);
   *run_id = sqlite3_last_insert_rowid(r->db);
@@ -290,6 +311,18 @@ int sg_recorder_run_end(sg_recorder_t *r, int64_t run_id, const char *status, co
   sqlite3_bind_double(s, 3, wall_s);
   sqlite3_bind_int64(s, 4, run_id);
   int rc = sqlite3_step(s) == SQLITE_DONE ? SG_OK : db_err(r, "finishing a run");
+  sqlite3_finalize(s);
+  return rc;
+}
+
+int sg_recorder_run_dir(sg_recorder_t *r, int64_t run_id, const char *dir) {
+  SG_CHECK(sg_recorder_flush(r));
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(r->db, "UPDATE runs SET tmp_dir=? WHERE id=?", -1, &s, NULL) != SQLITE_OK)
+    return db_err(r, "recording a run's temp dir");
+  bind_text(s, 1, dir);
+  sqlite3_bind_int64(s, 2, run_id);
+  int rc = sqlite3_step(s) == SQLITE_DONE ? SG_OK : db_err(r, "recording a run's temp dir");
   sqlite3_finalize(s);
   return rc;
 }

@@ -7,13 +7,18 @@
  *   ranks(run_id, rank, role, host, pid)      who ran what, where
  *   run_info(run_id, key, value)              BLAS library, workload, ...
  *                                             (one value per key: the first sent)
- *                                             (one value per key: the first sent)
+ *
+ * and in runs (version 2) harness_pid, harness_host, harness_start (the
+ * harness's process identity, sg_proc_identity) and tmp_dir (the run's
+ * temp dir): a run left 'running' by a harness that died is marked
+ * 'failed' ("harness died") by the next open (reconcile.h).
  *
  * Times: started_at / finished_at are UTC text "YYYY-MM-DDTHH:MM:SS.SSSZ";
  * wall_s is the run's duration in seconds measured by the harness.
  *
  * Versioned with PRAGMA user_version (SG_DB_VERSION); an older file is
- * migrated in place by migrate(), a newer one is refused with a message.
+ * migrated in place by migrate() (version 1 -> 2 adds the runs columns
+ * above; its rows keep NULL there), a newer one is refused with a message.
  * WAL mode, so readers (sgdlab report, sqlite3) see committed rows while a
  * run goes on.  Record rows are inserted inside a transaction that
  * sg_recorder_tick() commits every SG_DB_BATCH_ROWS rows or
@@ -26,14 +31,15 @@
 
 #include "records.h"
 
-#define SG_DB_VERSION 1
+#define SG_DB_VERSION 2
 #define SG_DB_BATCH_ROWS 200
 #define SG_DB_BATCH_SECONDS 0.5
 
 typedef struct sg_recorder sg_recorder_t;
 
-/* Open (creating the file, its directory and the schema if needed).
- * Errors name the path.  Caller owns the result. */
+/* Open (creating the file, its directory and the schema if needed,
+ * migrating an older schema), then reconcile the runs of dead harnesses
+ * (reconcile.h).  Errors name the path.  Caller owns the result. */
 int sg_recorder_open(sg_recorder_t **out, const char *path);
 /* Commits what is pending.  NULL-safe; nulls the pointer. */
 void sg_recorder_close(sg_recorder_t **db);
@@ -50,9 +56,12 @@ typedef struct sg_run_row {
   int64_t seed;
 } sg_run_row_t;
 
-/* Insert a run with status 'running' and started_at = now. */
+/* Insert a run with status 'running', started_at = now and this process
+ * as its harness (pid, host, identity). */
 int sg_recorder_run_begin(sg_recorder_t *db, int64_t exp_id,
                           const sg_run_row_t *row, int64_t *run_id);
+/* The run's temp dir (removed by reconciliation if the harness dies). */
+int sg_recorder_run_dir(sg_recorder_t *db, int64_t run_id, const char *dir);
 /* status "ok" or "failed"; error the one-line reason (NULL when ok). */
 int sg_recorder_run_end(sg_recorder_t *db, int64_t run_id, const char *status,
                         const char *error, double wall_s);

@@ -38,6 +38,7 @@ enum { POLL_MS = 100 };
                                  itself (it also reaches other hosts) before signals */
 #define EOF_WAIT_S 1.0        /* mpirun exited: read its stderr to the end */
 #define SETTLE_S 0.5          /* after a rank's failure, collect the others' (root_cause) */
+#define SCAN_S 0.25           /* how often the ranks' process states are read */
 enum { TAIL_CAP = 8192 };     /* the end of mpirun's stderr kept for run_info */
 
 /* Set by the signal handler; the only global state of the harness. */
@@ -55,6 +56,7 @@ void sg_run_install_signals(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL); /* terminal closed: stop the run as for SIGTERM */
   signal(SIGPIPE, SIG_IGN);
 }
 
@@ -76,6 +78,9 @@ typedef struct rank_info {
   int pid;
   int64_t last_step; /* step of its last step record, -1: none yet */
   double last_t;     /* sg_now() of its last record of any kind, 0: none */
+  int state;         /* its process state when last read (scan_states), 0: gone,
+                        -1: not known (another host, no pid yet) */
+  double stopped_since; /* sg_now() when first seen stopped (state T/t), 0: not */
 } rank_info_t;
 
 typedef struct serve {
@@ -105,6 +110,10 @@ typedef struct serve {
   int suspect;          /* a rank found dead without DONE (-1: none) */
   double suspect_t;     /* when */
   int suspect_status;   /* its wait status from /proc (zombie), or -1 */
+  sg_launch_t *launch;  /* what may be signalled (sg_launch_signal) */
+  double scanned;       /* sg_now() of the last scan_states */
+  int culprit;          /* a stopped or dead rank when the run failed (blame), or -1 */
+  int noted;            /* note_culprit has looked */
 } serve_t;
 
 static void rank_name(const serve_t *s, int r, char *out, size_t cap) {
@@ -477,14 +486,16 @@ static int tolerated_death(serve_t *s, const sg_exit_t *ex, int local) {
   return 1;
 }
 
-/* Kill rank processes on this host that are not our children (mpirun's). */
+/* Kill rank processes on this host that are not our children (mpirun's).
+ * The pid is what the rank said in HELLO: sg_launch_signal() signals it
+ * only when it is a process this run started (mpirun's descendant). */
 static void kill_leftovers(serve_t *s) {
   char host[64] = "";
   gethostname(host, sizeof host - 1);
   for (int r = 0; r < s->nprocs; r++) {
     rank_info_t *ri = &s->ranks[r];
-    if (ri->hello && ri->pid > 0 && !strcmp(ri->host, host) && !ri->done && kill(ri->pid, 0) == 0)
-      kill(ri->pid, SIGKILL);
+    if (ri->hello && ri->pid > 0 && !strcmp(ri->host, host) && !ri->done)
+      sg_launch_signal(s->launch, ri->pid, SIGKILL);
   }
 }
 
@@ -515,7 +526,7 @@ static void kill_stopped(serve_t *s) {
   for (int r = 0; r < s->nprocs; r++) {
     const rank_info_t *ri = &s->ranks[r];
     if (ri->hello && ri->pid > 0 && !strcmp(ri->host, host) && proc_stopped(ri->pid))
-      kill(ri->pid, SIGKILL);
+      sg_launch_signal(s->launch, ri->pid, SIGKILL); /* only a process of this run */
   }
 }
 
@@ -528,25 +539,19 @@ static void kill_stopped(serve_t *s) {
  * after 1..1.35 deadlines on a dead peer and report it (the better
  * message), and a step, or the evaluation between two steps, takes far
  * less than a deadline.  The error lists every rank's last step record
- * and which rank has been silent longest, and names a stopped process
- * (state T in /proc) of this host:
+ * and which rank has been silent longest (a stopped or dead process of
+ * this host is named before it, see blame()):
  *   "no rank reported for 45.0 s (1.5 x deadline 30 s); last records:
  *    rank 0 step 120, rank 1 step 120, rank 2 step 97 (silent longest)" */
 static void watchdog(serve_t *s, double deadline) {
   double now = sg_now(), quiet = now - s->last_rec;
   double limit = s->armed ? WATCHDOG_FACTOR * deadline : deadline + SILENCE_MARGIN_S;
   if (s->error[0] || quiet <= limit) return;
-  char list[300] = "", host[64] = "";
+  char list[300] = "";
   size_t len = 0;
-  int oldest = -1, stopped = -1;
-  gethostname(host, sizeof host - 1);
-  for (int r = 0; r < s->nprocs; r++) {
-    const rank_info_t *ri = &s->ranks[r];
-    if (oldest < 0 || ri->last_t < s->ranks[oldest].last_t) oldest = r;
-    if (stopped < 0 && ri->hello && !ri->done && ri->pid > 0 && !strcmp(ri->host, host) &&
-        proc_stopped(ri->pid))
-      stopped = r;
-  }
+  int oldest = -1;
+  for (int r = 0; r < s->nprocs; r++)
+    if (oldest < 0 || s->ranks[r].last_t < s->ranks[oldest].last_t) oldest = r;
   for (int r = 0; r < s->nprocs && len < sizeof list; r++) {
     const rank_info_t *ri = &s->ranks[r];
     const char *sep = r ? ", " : "";
@@ -559,16 +564,101 @@ static void watchdog(serve_t *s, double deadline) {
     if (r == oldest && len < sizeof list)
       len += (size_t)snprintf(list + len, sizeof list - len, " (silent longest)");
   }
-  char bound[64], who[200] = "";
+  char bound[64];
   if (s->armed) snprintf(bound, sizeof bound, "%.1f x deadline %g s", WATCHDOG_FACTOR, deadline);
   else snprintf(bound, sizeof bound, "deadline %g s + %g s at start-up", deadline, SILENCE_MARGIN_S);
-  if (stopped >= 0) {
-    char name[160];
-    rank_name(s, stopped, name, sizeof name);
-    snprintf(who, sizeof who, "%s is stopped (SIGSTOP?); ", name);
+  s->hung = 1;
+  fail_run(s, "no rank reported for %.1f s (%s); last records: %s", quiet, bound, list);
+}
+
+/* The pid of rank r's process on this host that this run started: the
+ * local launcher's child, or (mpirun) the pid the rank sent in HELLO when
+ * it descends from our mpirun; 0 when there is none to look at. */
+static int rank_pid(serve_t *s, int r) {
+  rank_info_t *ri = &s->ranks[r];
+  if (strcmp(sg_opts_str_or(s->run->opts, "launcher", "local"), "mpirun"))
+    return (int)sg_launch_pid(s->launch, r);
+  char host[64] = "";
+  gethostname(host, sizeof host - 1);
+  if (!ri->hello || ri->pid <= 0 || strcmp(ri->host, host)) return 0;
+  return sg_launch_owns(s->launch, ri->pid) ? ri->pid : 0;
+}
+
+/* Read the process state of every rank still expected to report
+ * (rank_info_t.state, .stopped_since); at most every SCAN_S unless
+ * `now_too`. */
+static void scan_states(serve_t *s, int now_too) {
+  double now = sg_now();
+  if (!now_too && now - s->scanned < SCAN_S) return;
+  s->scanned = now;
+  for (int r = 0; r < s->nprocs; r++) {
+    rank_info_t *ri = &s->ranks[r];
+    int pid = ri->done || ri->exited || ri->dead ? 0 : rank_pid(s, r);
+    ri->state = pid > 0 ? sg_run_proc_state(pid) : -1;
+    int stopped = ri->state == 'T' || ri->state == 't';
+    if (!stopped) ri->stopped_since = 0;
+    else if (!ri->stopped_since) ri->stopped_since = now;
   }
-  s->hung = !s->error[0];
-  fail_run(s, "%sno rank reported for %.1f s (%s); last records: %s", who, quiet, bound, list);
+}
+
+/* A stopped process never ends by itself and may be one that nobody
+ * waits on (a worker async ps has declared dead and goes on without): a
+ * rank of this host stopped for WATCHDOG_FACTOR x deadline fails the run.
+ * Peers that wait on it report first (after 1..1.35 deadlines). */
+static void stopped_check(serve_t *s, double deadline) {
+  if (s->error[0]) return;
+  scan_states(s, 0);
+  double now = sg_now();
+  for (int r = 0; r < s->nprocs; r++) {
+    const rank_info_t *ri = &s->ranks[r];
+    if (!ri->stopped_since || now - ri->stopped_since <= WATCHDOG_FACTOR * deadline) continue;
+    char who[160];
+    rank_name(s, r, who, sizeof who);
+    fail_run(s, "%s is stopped (state %c) for %.1f s (%.1f x deadline %g s)", who, ri->state,
+             now - ri->stopped_since, WATCHDOG_FACTOR, deadline);
+    return;
+  }
+}
+
+/* The run just failed: note, before anything is stopped, a rank of this
+ * host whose process is stopped (the one stopped longest) or dead without
+ * having reported, for blame().  Once. */
+static void note_culprit(serve_t *s) {
+  if (s->noted) return;
+  s->noted = 1;
+  scan_states(s, 1);
+  for (int r = 0; r < s->nprocs; r++) {
+    const rank_info_t *ri = &s->ranks[r];
+    if (ri->stopped_since &&
+        (s->culprit < 0 || !s->ranks[s->culprit].stopped_since ||
+         ri->stopped_since < s->ranks[s->culprit].stopped_since))
+      s->culprit = r;
+    else if (s->culprit < 0 && (ri->state == 0 || ri->state == 'Z' || ri->state == 'X'))
+      s->culprit = r;
+  }
+}
+
+/* A run that failed because a rank timed out waiting on a peer, or that
+ * the watchdog failed, names first the process that caused it, when one
+ * of this host was stopped or dead at the time:
+ *   "rank 2 (worker, vm, pid 4242) is stopped (state T); rank 0 (server,
+ *    vm, pid 4240): ps server 0 (rank 0): no PUSH for step 12 from ..."
+ * (a healthy peer's message alone would lead with the healthy peer). */
+static void blame(serve_t *s) {
+  if (s->culprit < 0 || !s->error[0] || (s->first_fail < 0 && !s->hung)) return;
+  const rank_info_t *ri = &s->ranks[s->culprit];
+  char who[160], what[64], pre[240];
+  rank_name(s, s->culprit, who, sizeof who);
+  if (!strncmp(s->error, who, strlen(who))) return; /* it is named first already */
+  if (ri->stopped_since) snprintf(what, sizeof what, "is stopped (state %c)", ri->state);
+  else if (ri->state) snprintf(what, sizeof what, "is dead (state %c)", ri->state);
+  else snprintf(what, sizeof what, "is gone (no such process)");
+  snprintf(pre, sizeof pre, "%s %s; ", who, what);
+  size_t pl = strlen(pre), el = strlen(s->error);
+  if (pl + el >= sizeof s->error) el = sizeof s->error - pl - 1;
+  memmove(s->error + pl, s->error, el);
+  memcpy(s->error, pre, pl);
+  s->error[pl + el] = '\0';
 }
 
 /* What the progress line calls the run: the engine and its variant (the
@@ -733,7 +823,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   sg_opts_t *spec = NULL;
   char *json = NULL;
   serve_t s = {.env = env, .run = run, .nprocs = run->nprocs, .final_acc = NAN, .err_fd = -1,
-               .first_fail = -1, .suspect = -1, .suspect_status = -1};
+               .first_fail = -1, .suspect = -1, .suspect_status = -1, .culprit = -1};
   sg_mpirun_notice_init(&s.notice);
   memset(res, 0, sizeof *res);
   res->final_acc = NAN;
@@ -772,6 +862,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
     goto fail;
   }
   have_dir = 1;
+  SG_TRY(sg_recorder_run_dir(env->db, s.run_id, dir)); /* removed by reconcile.h if we die */
   SG_TRY(control_open(&ctl, run, dir, hosts));
   s.keyed = ctl.keyed_records;
   pull = ctl.pull;
@@ -801,6 +892,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   double start = sg_now();
   s.last_rec = start;
   SG_TRY(sg_launch_start(&launch, &lc));
+  s.launch = launch;
   int local = strcmp(launcher, "mpirun") != 0;
   s.err_fd = sg_launch_stderr_fd(launch);
 
@@ -846,7 +938,11 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
     }
     SG_TRY(sg_recorder_tick(env->db));
     watchdog(&s, deadline);
-    if (s.error[0]) kill_stopped(&s); /* the run is over: do not let mpirun wait on it */
+    stopped_check(&s, deadline);
+    if (s.error[0]) {
+      note_culprit(&s); /* before anything is stopped */
+      kill_stopped(&s); /* the run is over: do not let mpirun wait on it */
+    }
   }
   if (s.error[0]) {
     kill_stopped(&s);
@@ -866,6 +962,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   }
   SG_TRY(drain_for(&s, pull, s.error[0] ? 0 : DRAIN_S, -1));
   root_cause(&s);
+  blame(&s);
   if (!s.error[0])
     for (int r = 0; r < s.nprocs; r++)
       if (!s.ranks[r].done && !s.ranks[r].dead) {

@@ -42,8 +42,25 @@
  * run fails.  A failed run under mpirun first gets 3 s for mpirun to abort
  * the job itself (it reaches ranks on other hosts), then the signals above.
  *
- * SIGINT/SIGTERM on the harness stop the run the same way, mark it failed
- * "interrupted" and make sg_run_execute() return SG_EINTERRUPTED.
+ * A stopped process (SIGSTOP, state T in /proc) never ends by itself:
+ * the harness reads the process state of the ranks of this host it
+ * started (local: its children; mpirun: a HELLO pid that descends from
+ * its mpirun) every 0.25 s, and a rank stopped for 1.5 x deadline fails
+ * the run ("rank 2 (worker, vm, pid 4242) is stopped (state T) for 7.6 s
+ * (1.5 x deadline 5 s)"): the case of a worker that async ps declared
+ * dead and trains on without.  When a run fails because a rank timed out
+ * waiting on a peer, or the watchdog fired, the process that caused it is
+ * named first if one of this host was stopped or dead at that moment:
+ *   "rank 2 (worker, vm, pid 4242) is stopped (state T); rank 0 (server,
+ *    vm, pid 4240): ps server 0 (rank 0): no PUSH for step 12 from ..."
+ *
+ * SIGINT/SIGTERM/SIGHUP on the harness stop the run the same way, mark it
+ * failed "interrupted" and make sg_run_execute() return SG_EINTERRUPTED.
+ * A harness that dies without that (SIGKILL) takes its ranks with it
+ * (launch.h: PR_SET_PDEATHSIG; core/lifeline.h: ranks under mpirun), and
+ * the next sgdlab command that opens the database marks its run failed
+ * "harness died" (reconcile.h).  The harness signals only processes it
+ * started (launch.h, sg_launch_signal), never a pid only a record names.
  */
 #ifndef SG_RUN_H
 #define SG_RUN_H
@@ -78,7 +95,7 @@ typedef struct sg_run_result {
 int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t index,
                    size_t nruns, sg_run_result_t *res);
 
-/* Install the SIGINT/SIGTERM handlers sg_run_execute() watches. */
+/* Install the SIGINT/SIGTERM/SIGHUP handlers sg_run_execute() watches. */
 void sg_run_install_signals(void);
 
 /* State letter of process `pid` on this host from /proc/PID/stat ('R',

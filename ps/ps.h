@@ -45,7 +45,13 @@
  *          which is ssp/async here with lr*N, and is unstable with stale
  *          gradients at the lrs that work for sync.
  *          A worker silent for `deadline` seconds is declared dead (an
- *          info record names it); the others go on.
+ *          info record names it); the others go on.  The server's probe
+ *          waits only until the next live worker's deadline, so that
+ *          happens one deadline after the worker's last message even when
+ *          no other message comes (the others finished, or wait at the
+ *          start barrier).  A worker that is stopped rather than dead
+ *          never exits: the harness fails the run once it has been
+ *          stopped 1.5 deadlines (harness/run.h).
  *
  * Staleness (steps.staleness) = updates the shard applied between the
  * read of the params a gradient was computed on and the gradient's own

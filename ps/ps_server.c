@@ -28,6 +28,7 @@
 #include "ps_proto.h"
 
 enum { REJECT_LOG_MAX = 5 };
+#define PROBE_MIN_S 0.01 /* shortest probe wait: no spin on a deadline just reached */
 
 typedef struct pending {
   int active;
@@ -313,38 +314,60 @@ static int on_done(server_t *s, int w) {
   return release_all(s);
 }
 
-/* Nothing arrived for a whole deadline. */
+/* async: a worker silent for a deadline is dead (the others go on). */
+static int check_dead(server_t *s, double now) {
+  double d = s->ctx->comm->deadline_s;
+  for (int w = 0; w < s->N; w++) {
+    if (s->done[w] || s->dead[w] || now - s->heard[w] <= d) continue;
+    char v[160];
+    snprintf(v, sizeof v, "worker rank %d (%s) silent for %.1f s after %lld pushes",
+             worker_rank(s, w), host_of(s, worker_rank(s, w)), now - s->heard[w],
+             (long long)s->clock[w]);
+    fprintf(stderr, "ps server %d: %s; training goes on without it\n", s->k, v);
+    SG_CHECK(sg_records_info(s->ctx->rec, "ps.dead_worker", v));
+    s->dead[w] = 1;
+    s->ndone++;
+  }
+  return SG_OK;
+}
+
+/* How long the next probe may wait.  async: until the deadline of the
+ * live worker heard from longest ago, so that a silent worker is declared
+ * dead one deadline after its last message even when nothing else
+ * arrives (the other workers finished, or all wait on it at the start
+ * barrier), not one more full deadline after the last message of anyone.
+ * Other modes: the deadline. */
+static double probe_wait(const server_t *s, double d) {
+  if (s->cfg->mode != PS_ASYNC) return d;
+  double now = sg_now(), wait = d;
+  for (int w = 0; w < s->N; w++)
+    if (!s->done[w] && !s->dead[w] && s->heard[w] + d - now < wait) wait = s->heard[w] + d - now;
+  return wait < PROBE_MIN_S ? PROBE_MIN_S : wait;
+}
+
+/* The probe timed out: nothing arrived for a whole deadline (async: until
+ * the first live worker's deadline, probe_wait). */
 static int on_silence(server_t *s) {
   sg_comm_t *c = s->ctx->comm;
+  if (s->cfg->mode == PS_ASYNC) {
+    /* whoever has been silent that long is dead; this server is done with
+     * them, and the pulls the start barrier held for them go out */
+    SG_CHECK(check_dead(s, sg_now()));
+    return release_all(s);
+  }
   char names[256] = "";
   size_t len = 0;
   int missing = 0;
   for (int w = 0; w < s->N; w++) {
     if (s->done[w] || s->dead[w]) continue;
-    /* sync: those who did not push the current step; ssp/async: everyone
-     * still training (they all went quiet). */
+    /* sync: those who did not push the current step; ssp: everyone still
+     * training (they all went quiet). */
     if (s->cfg->mode == PS_SYNC && s->have[w]) continue;
     missing++;
     if (len < sizeof names - 40)
       len += (size_t)snprintf(names + len, sizeof names - len, "%sworker rank %d (%s)",
                               missing > 1 ? ", " : "", worker_rank(s, w),
                               host_of(s, worker_rank(s, w)));
-  }
-  if (s->cfg->mode == PS_ASYNC) {
-    /* The others are finished: the silent ones are dead; this server is
-     * done with them. */
-    for (int w = 0; w < s->N; w++)
-      if (!s->done[w] && !s->dead[w]) {
-        char v[160];
-        snprintf(v, sizeof v, "worker rank %d (%s) silent for %.1f s after %lld pushes",
-                 worker_rank(s, w), host_of(s, worker_rank(s, w)), sg_now() - s->heard[w],
-                 (long long)s->clock[w]);
-        fprintf(stderr, "ps server %d: %s; training goes on without it\n", s->k, v);
-        SG_CHECK(sg_records_info(s->ctx->rec, "ps.dead_worker", v));
-        s->dead[w] = 1;
-        s->ndone++;
-      }
-    return release_all(s); /* pulls held by the start barrier */
   }
   int live = 0;
   for (int w = 0; w < s->N; w++) live += !s->done[w] && !s->dead[w];
@@ -365,28 +388,13 @@ static int on_silence(server_t *s) {
                     s->k, s->ctx->rank, names, c->deadline_s, s->cfg->staleness);
 }
 
-/* async: a worker silent for a deadline while others still talk is dead. */
-static int check_dead(server_t *s, double now) {
-  double d = s->ctx->comm->deadline_s;
-  for (int w = 0; w < s->N; w++) {
-    if (s->done[w] || s->dead[w] || now - s->heard[w] <= d) continue;
-    char v[160];
-    snprintf(v, sizeof v, "worker rank %d (%s) silent for %.1f s after %lld pushes",
-             worker_rank(s, w), host_of(s, worker_rank(s, w)), now - s->heard[w],
-             (long long)s->clock[w]);
-    fprintf(stderr, "ps server %d: %s; training goes on without it\n", s->k, v);
-    SG_CHECK(sg_records_info(s->ctx->rec, "ps.dead_worker", v));
-    s->dead[w] = 1;
-    s->ndone++;
-  }
-  return SG_OK;
-}
-
 static int serve_one(server_t *s) {
   sg_comm_t *c = s->ctx->comm;
   sg_status_t st;
-  double t = sg_now();
+  double t = sg_now(), d = c->deadline_s;
+  c->deadline_s = probe_wait(s, d);
   int rc = sg_probe(c, SG_ANY_SOURCE, SG_ANY_TAG, &st);
+  c->deadline_s = d;
   s->wait_s += sg_now() - t;
   if (rc == SG_ETIMEOUT) {
     sg_err_clear();

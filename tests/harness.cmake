@@ -11,3 +11,8 @@ add_dependencies(test_attack sgdlab sgdlab-rank)
 # Admission before launch, through `sgdlab run -n` (no rank is started).
 sg_add_test(test_admit SOURCES test_admit.c TIMEOUT 60)
 add_dependencies(test_admit sgdlab)
+# The harness's death and the processes it may signal (real sgdlab runs,
+# mpirun among them; ~5 s here).
+sg_add_test(test_harness_death SOURCES test_harness_death.c TIMEOUT 240
+  LIBS sgharness PkgConfig::SQLITE)
+add_dependencies(test_harness_death sgdlab sgdlab-rank)

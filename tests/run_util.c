@@ -509,14 +509,18 @@ void ru_fault_case(const ru_fault_t *f) {
   char *status = ru_db_text(db, "SELECT status FROM runs ORDER BY id DESC LIMIT 1");
   char *error = ru_db_text(db, "SELECT error FROM runs ORDER BY id DESC LIMIT 1");
   char want[32];
-  snprintf(want, sizeof want, "rank %d", f->victim);
+  snprintf(want, sizeof want, "rank %d (", f->victim);
   fprintf(stderr, "  %s: run %s: %s\n", name, status ? status : "?", error ? error : "?");
   int failed = status && !strcmp(status, "failed");
   int named = error && strstr(error, want);
+  /* a stopped rank is named first, with its process state */
+  int first = f->sig != SIGSTOP || (error && !strncmp(error, want, strlen(want)) &&
+                                    strstr(error, "is stopped (state T)"));
   free(status);
   free(error);
   CHECK_MSG(failed, "%s: run not marked failed", name);
   CHECK_MSG(named, "%s: the error does not name %s", name, want);
+  CHECK_MSG(first, "%s: the error does not begin with %s ... is stopped (state T)", name, want);
   /* Under mpirun, ranks are not the harness's children and may need a
    * moment after sgdlab exits. */
   for (int i = 0; i < np; i++) {

@@ -172,7 +172,9 @@ void ru_equivalence_case(const char *tag, const char *config_name, int workers,
  * `sig` goes to `victim`.  Checks: sgdlab exits 1 within 2 deadlines of
  * the signal, the run is `failed`, its error names "rank <victim>" (under
  * mpirun too: the harness reads the rank from mpirun's notice), and every
- * rank process is gone (reaped). */
+ * rank process is gone (reaped).  SIGSTOP: the error begins with the
+ * stopped rank, "rank <victim> (role, host, pid P) is stopped (state T)",
+ * whoever noticed it. */
 typedef struct ru_fault {
   const char *name;        /* for messages: "zmq executor" */
   const char *tag;         /* scratch directory tag */

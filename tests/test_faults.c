@@ -10,7 +10,8 @@
  * case waits until the victim has recorded 5 steps (polling the database
  * with a deadline), signals it, and checks: sgdlab exits 1 within the
  * bound below, the run is marked `failed`, its error names the victim
- * ("rank R ("), and no rank process (nor mpirun) is left.
+ * ("rank R ("; a stopped one first: "rank R (worker, host, pid P) is
+ * stopped (state T); ..."), and no rank process (nor mpirun) is left.
  *
  * Bounds, deadline d = DEADLINE_S = 3 s (the teardown under mpirun takes
  * up to ~1.7 s here, so 2 s would leave no margin):
@@ -197,6 +198,12 @@ static void fault_case(const fault_t *f) {
   CHECK_MSG(!strncmp(err, "failed: ", 8), "%s: %s", f->name, err);
   snprintf(want, sizeof want, "rank %d (", f->victim);
   CHECK_STR_CONTAINS(err, want);
+  if (f->sig == SIGSTOP) { /* named first, with its process state */
+    snprintf(want, sizeof want, "failed: rank %d (", f->victim);
+    CHECK_MSG(!strncmp(err, want, strlen(want)), "%s: the error does not begin with %s", f->name,
+              want);
+    CHECK_STR_CONTAINS(err, "is stopped (state T)");
+  }
   if (f->also) CHECK_STR_CONTAINS(err, f->also);
   for (int r = 0; r < 3; r++)
     CHECK_MSG(wait_gone(pids[r], 3.0), "%s: rank %d (pid %d) still there", f->name, r, pids[r]);

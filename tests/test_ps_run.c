@@ -12,8 +12,10 @@
  *    the compute); checked for s = 0 and 2 with one slowed worker, and
  *    shown to fail for async on the same records;
  *  - async records a staleness distribution;
- *  - faults: a worker, then a server, killed (SIGKILL) under sync: sgdlab
- *    exits 1 within two deadlines, the run is failed naming the rank.
+ *  - faults: a worker, then a server, killed (SIGKILL) or stopped
+ *    (SIGSTOP) under sync, and a worker stopped under async: sgdlab exits 1
+ *    within two deadlines, the run is failed naming the rank (a stopped one
+ *    first, "is stopped (state T)").
  */
 #include "test.h"
 
@@ -119,6 +121,24 @@ TEST(server_killed_fails_the_run_naming_it_zmq) { kill_case("zmq", 1, SIGKILL, "
 TEST(stopped_worker_is_named_by_the_server_zmq) { kill_case("zmq", 4, SIGSTOP, "zmq stopped worker"); }
 TEST(stopped_server_is_named_by_the_workers_zmq) { kill_case("zmq", 1, SIGSTOP, "zmq stopped server"); }
 TEST(worker_killed_fails_the_run_naming_it_mpi) { kill_case("mpi", 4, SIGKILL, "mpi worker"); }
+
+/* async, as processes: a worker stopped (SIGSTOP) mid-run.  The server
+ * declares it dead one deadline after its last message and goes on, but
+ * a stopped process never ends: the harness fails the run once it has
+ * been stopped 1.5 deadlines, naming it first.  Bound: the harness sees
+ * state T at its next scan (<= 0.25 s + a 0.1 s poll after the signal),
+ * fails the run 1.5 d = 6 s later and tears down (SIGKILL of the stopped
+ * rank, SIGTERM of the others: well under 1 s): about 6.5 s, asserted
+ * <= 2 d = 8 s by ru_fault_case.  The slowed rank 3 (100 ms a step) keeps
+ * the run training the whole time, so only that check can end it. */
+TEST(stopped_async_worker_fails_the_run_within_two_deadlines_zmq) {
+  ru_fault_t f = {.name = "zmq stopped async worker", .tag = "psrun", .config_name = "ps-test",
+                  .engine = "{engine: ps, mode: async, servers: 1, transport: zmq}",
+                  .workers = 3, .nranks = 4, .delay_rank = 3, .delay_ms = 100,
+                  .watch_rank = 3, .victim = 2, .sig = SIGSTOP,
+                  .deadline_s = DEADLINE_S, .gone_each_s = 3};
+  ru_fault_case(&f);
+}
 
 /* async, as processes: a worker killed (SIGKILL) mid-run.  The engine
  * declares that worker rank tolerable to lose (tolerates_exit), the

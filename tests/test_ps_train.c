@@ -52,6 +52,7 @@ typedef struct rank_arg {
   double deadline;
   int rc;
   char err[512];
+  double ended; /* sg_now() when the rank's loop returned */
 } rank_arg_t;
 
 /* NFUZZ malformed messages to server 0, each wrong in another way. */
@@ -124,6 +125,7 @@ static void *rank_main(void *p) {
     }
   }
 fail:
+  a->ended = sg_now();
   if (rc < 0) snprintf(a->err, sizeof a->err, "%s [%s]", sg_err_msg(), sg_err_trace());
   a->rc = rc;
   sg_workload_destroy(&wl);
@@ -331,10 +333,12 @@ TEST(malformed_messages_are_rejected_and_training_stays_exact) {
   CHECK_MSG(d >= 0 && d <= RTOL, "distance %.3g > %g", d, RTOL);
 }
 
-/* A worker vanishes after one push; deadline 4 s. */
+/* A worker vanishes after one push; deadline 4 s.  slow_ms > 0: worker 0
+ * (rank 1) spends that much more on each of its 30 steps. */
 static int dying_worker_case(const char *mode, ps_server_stats_t *st, rank_arg_t *args,
-                             double *elapsed) {
-  const char *kv[] = {"mode", mode, "max_steps", "30", "deadline", "4", NULL};
+                             double *elapsed, const char *slow_ms) {
+  const char *kv[] = {"mode", mode, "max_steps", "30", "deadline", "4", "delay_rank", "1",
+                      "delay_ms", slow_ms, NULL};
   sg_opts_t *o = make_opts(3, "", kv);
   ps_cfg_t cfg;
   int beh[MAXR] = {0};
@@ -353,7 +357,7 @@ TEST(sync_names_a_dead_worker) {
   ps_server_stats_t st[1] = {{0}};
   rank_arg_t args[MAXR];
   double el;
-  int rc = dying_worker_case("sync", st, args, &el);
+  int rc = dying_worker_case("sync", st, args, &el, "0");
   CHECK_MSG(rc < 0, "sync training went on without worker 2");
   CHECK_STR_CONTAINS(args[0].err, "worker rank 3");
   CHECK_STR_CONTAINS(args[0].err, "step 1");
@@ -365,9 +369,30 @@ TEST(async_goes_on_without_a_dead_worker) {
   ps_server_stats_t st[1] = {{0}};
   rank_arg_t args[MAXR];
   double el;
-  CHECK_OK(dying_worker_case("async", st, args, &el));
+  CHECK_OK(dying_worker_case("async", st, args, &el, "0"));
   CHECK_EQ_INT(st[0].dead_workers, 1);
   CHECK_EQ_INT(st[0].updates, 2 * 30 + 1); /* two live workers, one push of the dead one */
   CHECK_EQ_INT(args[1].rc, 0);
   CHECK_EQ_INT(args[2].rc, 0);
+}
+
+/* async: the server declares a silent worker dead one deadline after its
+ * last message even when no other message comes to wake it.  Worker 0 is
+ * slowed to 30 x 100 ms = 3 s (0.75 deadline) after the other worker's
+ * one push, then says DONE; nothing arrives after that.  The server must
+ * end about 1 s after worker 0 (4 s after the dead worker's push), not a
+ * whole deadline after worker 0's DONE as when only a message, or a full
+ * probe deadline, made it look: asserted < 0.5 deadline, which the
+ * latter (4 s) cannot meet and the former meets with 1 s to spare (a
+ * slower worker 0 only shortens the gap). */
+TEST(async_declares_a_silent_worker_dead_one_deadline_after_it_went_quiet) {
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  ps_server_stats_t st[1] = {{0}};
+  rank_arg_t args[MAXR];
+  double el;
+  CHECK_OK(dying_worker_case("async", st, args, &el, "100"));
+  CHECK_EQ_INT(st[0].dead_workers, 1);
+  double gap = args[0].ended - args[1].ended;
+  fprintf(stderr, "  server ended %.2f s after the slowed worker 0 (deadline 4 s)\n", gap);
+  CHECK_MSG(gap < 0.5 * 4.0, "the server ended %.2f s after the last live worker", gap);
 }

@@ -1,12 +1,16 @@
 /* test_recorder.c - the SQLite schema contract and batched commits. */
 #include <math.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "err.h"
+#include "reconcile.h"
 #include "recorder.h"
 #include "test.h"
 
@@ -57,7 +61,8 @@ TEST(schema_columns_are_exactly_the_design) {
   static const char *const want[][2] = {
       {"experiments", "id,name,config_text,started_at,host,version"},
       {"runs", "id,experiment_id,engine,options_json,transport,launcher,workers,servers,"
-               "processes,repeat,seed,status,error,started_at,finished_at,wall_s"},
+               "processes,repeat,seed,status,error,started_at,finished_at,wall_s,"
+               "harness_pid,harness_host,harness_start,tmp_dir"},
       {"steps", "run_id,rank,role,step,epoch,t_start,compute_s,comm_s,wait_s,bytes_sent,"
                 "bytes_recv,loss,staleness"},
       {"evals", "run_id,step,epoch,wall_s,samples,train_loss,test_loss,test_acc"},
@@ -159,4 +164,182 @@ TEST(unwritable_path_is_one_clear_error) {
   CHECK(r == NULL);
   CHECK_STR_CONTAINS(sg_err_msg(), "/etc/passwd/x.db");
   CHECK(strchr(sg_err_msg(), '\n') == NULL);
+}
+
+/* ---- version 1 files, and runs whose harness died ------------------------ */
+
+/* A database as sgdlab's schema version 1 wrote it (its exact DDL), with
+ * an experiment, a finished run with a step, and a run left 'running'. */
+static int write_v1(const char *path) {
+  static const char v1[] =
+      "CREATE TABLE experiments(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+      " config_text TEXT, started_at TEXT, host TEXT, version TEXT);"
+      "CREATE TABLE runs(id INTEGER PRIMARY KEY, experiment_id INTEGER REFERENCES experiments(id),"
+      " engine TEXT NOT NULL, options_json TEXT, transport TEXT, launcher TEXT,"
+      " workers INTEGER, servers INTEGER, processes INTEGER, repeat INTEGER, seed INTEGER,"
+      " status TEXT NOT NULL, error TEXT, started_at TEXT, finished_at TEXT, wall_s REAL);"
+      "CREATE TABLE steps(run_id INTEGER NOT NULL, rank INTEGER, role TEXT, step INTEGER,"
+      " epoch INTEGER, t_start REAL, compute_s REAL, comm_s REAL, wait_s REAL,"
+      " bytes_sent INTEGER, bytes_recv INTEGER, loss REAL, staleness INTEGER);"
+      "CREATE TABLE evals(run_id INTEGER NOT NULL, step INTEGER, epoch INTEGER, wall_s REAL,"
+      " samples INTEGER, train_loss REAL, test_loss REAL, test_acc REAL);"
+      "CREATE TABLE bench(id INTEGER PRIMARY KEY, experiment_id INTEGER REFERENCES experiments(id),"
+      " collective TEXT, impl TEXT, transport TEXT, np INTEGER, bytes INTEGER, iters INTEGER,"
+      " t_min REAL, t_median REAL, t_max REAL, algbw REAL, busbw REAL, wrong INTEGER);"
+      "CREATE TABLE ranks(run_id INTEGER NOT NULL, rank INTEGER, role TEXT, host TEXT, pid INTEGER);"
+      "CREATE TABLE run_info(run_id INTEGER NOT NULL, key TEXT, value TEXT);"
+      "CREATE INDEX steps_run ON steps(run_id, step);"
+      "CREATE INDEX evals_run ON evals(run_id, step);"
+      "CREATE INDEX runs_exp ON runs(experiment_id);"
+      "CREATE UNIQUE INDEX run_info_key ON run_info(run_id, key);"
+      "PRAGMA user_version=1;"
+      "INSERT INTO experiments(name, host) VALUES('old', 'h');"
+      "INSERT INTO runs(experiment_id, engine, status, wall_s) VALUES(1, 'local', 'ok', 2.5);"
+      "INSERT INTO runs(experiment_id, engine, status) VALUES(1, 'local', 'running');"
+      "INSERT INTO steps(run_id, rank, step, loss) VALUES(1, 0, 0, 0.75);";
+  sqlite3 *db;
+  if (sqlite3_open(path, &db) != SQLITE_OK) return -1;
+  int rc = sqlite3_exec(db, v1, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+  sqlite3_close(db);
+  return rc;
+}
+
+TEST(version_1_file_opens_and_migrates) {
+  char dir[64], path[128], cols[1024];
+  snprintf(dir, sizeof dir, "/tmp/sgdlab-test-XXXXXX");
+  CHECK(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/v1.db", dir);
+  CHECK_OK(write_v1(path));
+  sg_recorder_t *r = NULL;
+  CHECK_OK(sg_recorder_open(&r, path));
+  sqlite3 *db = sg_recorder_sqlite(r);
+  CHECK_EQ_INT(count(db, "PRAGMA user_version"), SG_DB_VERSION);
+  columns(db, "runs", cols, sizeof cols);
+  CHECK_STR_CONTAINS(cols, ",wall_s,harness_pid,harness_host,harness_start,tmp_dir");
+  /* the old rows are intact; the run a version-1 harness left running
+   * has no harness pid and is left alone (nothing tells whether it lives) */
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM runs WHERE id=1 AND status='ok' AND wall_s=2.5 "
+                         "AND harness_pid IS NULL"), 1);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM runs WHERE id=2 AND status='running'"), 1);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM steps WHERE loss=0.75"), 1);
+  /* and new runs go on in the migrated file */
+  int64_t exp, run;
+  CHECK_OK(sg_recorder_experiment(r, "new", "", &exp));
+  sg_run_row_t row = {.engine = "local", .transport = "zmq", .launcher = "local", .workers = 1};
+  CHECK_OK(sg_recorder_run_begin(r, exp, &row, &run));
+  CHECK_EQ_INT(run, 3);
+  char sql[160];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE id=3 AND harness_pid=%d "
+                            "AND harness_start IS NOT NULL", (int)getpid());
+  CHECK_EQ_INT(count(db, sql), 1);
+  sg_recorder_close(&r);
+  /* reopening: migrated once, still version 2 */
+  CHECK_OK(sg_recorder_open(&r, path));
+  CHECK_EQ_INT(count(sg_recorder_sqlite(r), "PRAGMA user_version"), SG_DB_VERSION);
+  sg_recorder_close(&r);
+  cleanup(dir);
+}
+
+/* A pid that was ours and is no more. */
+static int dead_pid(void) {
+  pid_t p = fork();
+  if (p == 0) _exit(0);
+  waitpid(p, NULL, 0);
+  return (int)p;
+}
+
+/* A run dir as the harness makes it, with a file in it. */
+static int run_dir(char *dir, size_t cap) {
+  snprintf(dir, cap, "/tmp/sgdlab-XXXXXX");
+  if (!mkdtemp(dir)) return -1;
+  char f[128];
+  snprintf(f, sizeof f, "%s/spec", dir);
+  FILE *fp = fopen(f, "w");
+  if (fp) fclose(fp);
+  return fp ? 0 : -1;
+}
+
+static int insert_run(sqlite3 *db, int pid, const char *host, const char *start, const char *dir) {
+  sqlite3_stmt *s;
+  if (sqlite3_prepare_v2(db, "INSERT INTO runs(experiment_id, engine, status, harness_pid,"
+                             " harness_host, harness_start, tmp_dir) VALUES(1, 'local', 'running',"
+                             " ?, ?, ?, ?)", -1, &s, NULL) != SQLITE_OK)
+    return -1;
+  sqlite3_bind_int(s, 1, pid);
+  sqlite3_bind_text(s, 2, host, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 3, start, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 4, dir, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+  sqlite3_finalize(s);
+  return rc;
+}
+
+static int exists(const char *path) {
+  struct stat sb;
+  return lstat(path, &sb) == 0;
+}
+
+TEST(runs_of_dead_harnesses_are_failed_and_their_temp_dirs_removed) {
+  char dir[64], host[256] = "?", self[128], other[160];
+  const char *path = tmp_db(dir, sizeof dir);
+  CHECK(path);
+  gethostname(host, sizeof host - 1);
+  CHECK_OK(sg_proc_identity((int)getpid(), self, sizeof self));
+  snprintf(other, sizeof other, "1%s", self); /* this pid, another start time */
+  /* run dirs: 1 dead pid, 2 reused pid, 3 live harness, 4 other host,
+   * 5 dead pid but a dir that is not a run dir's name, 6 dead pid and a
+   * symlink named like a run dir, pointing at a directory with a file */
+  char d[7][128], keep[256], link_target[200];
+  for (int i = 1; i <= 4; i++) CHECK_OK(run_dir(d[i], sizeof d[i]));
+  snprintf(d[5], sizeof d[5], "%s/notarundir", dir);
+  CHECK(mkdir(d[5], 0700) == 0);
+  snprintf(link_target, sizeof link_target, "%s/target", dir);
+  CHECK(mkdir(link_target, 0700) == 0);
+  snprintf(keep, sizeof keep, "%s/precious", link_target);
+  FILE *kf = fopen(keep, "w");
+  CHECK(kf && fclose(kf) == 0);
+  snprintf(d[6], sizeof d[6], "/tmp/sgdlab-XXXXXX");
+  CHECK(mkdtemp(d[6]) && rmdir(d[6]) == 0 && symlink(link_target, d[6]) == 0);
+
+  sg_recorder_t *r = NULL;
+  CHECK_OK(sg_recorder_open(&r, path));
+  sqlite3 *db = sg_recorder_sqlite(r);
+  CHECK(sqlite3_exec(db, "INSERT INTO experiments(name) VALUES('e')", NULL, NULL, NULL) == SQLITE_OK);
+  CHECK_OK(insert_run(db, dead_pid(), host, self, d[1]));
+  CHECK_OK(insert_run(db, (int)getpid(), host, other, d[2]));
+  CHECK_OK(insert_run(db, (int)getpid(), host, self, d[3]));
+  CHECK_OK(insert_run(db, dead_pid(), "some-other-host", self, d[4]));
+  CHECK_OK(insert_run(db, dead_pid(), host, self, d[5]));
+  CHECK_OK(insert_run(db, dead_pid(), host, self, d[6]));
+  sg_recorder_close(&r);
+
+  CHECK_OK(sg_recorder_open(&r, path)); /* reconciles */
+  db = sg_recorder_sqlite(r);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM runs WHERE status='failed' AND error='harness died'"
+                         " AND finished_at IS NOT NULL AND id IN (1, 2, 5, 6)"), 4);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM runs WHERE status='running' AND id IN (3, 4)"), 2);
+  sg_recorder_close(&r);
+  CHECK_MSG(!exists(d[1]), "%s (dead harness) is still there", d[1]);
+  CHECK_MSG(!exists(d[2]), "%s (reused pid) is still there", d[2]);
+  CHECK_MSG(exists(d[3]), "%s of a live harness was removed", d[3]);
+  CHECK_MSG(exists(d[4]), "%s of another host's run was removed", d[4]);
+  CHECK_MSG(exists(d[5]), "%s (not a run dir's name) was removed", d[5]);
+  CHECK_MSG(exists(d[6]) && exists(keep), "the symlink %s or what it points at was removed", d[6]);
+  /* a second open finds nothing more to do */
+  CHECK_OK(sg_recorder_open(&r, path));
+  sg_recorder_close(&r);
+  unlink(d[6]);
+  for (int i = 3; i <= 4; i++) cleanup(d[i]);
+  cleanup(dir);
+}
+
+TEST(run_dir_pattern_is_strict) {
+  CHECK(sg_run_dir_pattern("/tmp/sgdlab-a1B2c3"));
+  CHECK(!sg_run_dir_pattern("/tmp/sgdlab-a1B2c"));
+  CHECK(!sg_run_dir_pattern("/tmp/sgdlab-a1B2c34"));
+  CHECK(!sg_run_dir_pattern("/tmp/sgdlab-../etc"));
+  CHECK(!sg_run_dir_pattern("/tmp/sgdlab-a1/2c3"));
+  CHECK(!sg_run_dir_pattern("/home/u/sgdlab-a1B2c3"));
+  CHECK(!sg_run_dir_pattern(""));
+  CHECK(!sg_run_dir_pattern(NULL));
 }

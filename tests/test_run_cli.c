@@ -9,8 +9,10 @@
  *    rank (role, host, pid) and the signal, sgdlab exits 1 within 10 s,
  *    and no rank nor mpirun is left;
  *  - a rank stopped with SIGSTOP (a silent peer) under the local launcher:
- *    the run fails with the message of the rank that noticed (naming the
- *    stopped one), within two deadlines, and the stopped process is killed;
+ *    the run fails within two deadlines, its error names the stopped rank
+ *    first ("is stopped (state T)") and then gives the message of the rank
+ *    that noticed (naming the stopped one), and the stopped process is
+ *    killed;
  *  - async ps rides out a worker killed mid-run (run ok, run_info
  *    dead_rank.R), where sync ps fails: the engine's tolerates_exit. */
 #include <errno.h>
@@ -309,10 +311,14 @@ TEST(silent_rank_fails_the_run_with_the_noticing_rank_message) {
   CHECK_MSG(took <= 2 * deadline, "took %.2f s after the SIGSTOP (deadline %.0f s)", took,
             deadline);
   ru_db_text_into(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
-  /* the first meaningful error: another rank's, naming the silent rank 1,
-   * never a signal the harness itself sent while stopping the run */
-  CHECK_MSG(!strncmp(err, "failed: rank ", 13) && strncmp(err, "failed: rank 1 (", 16), "%s", err);
-  CHECK_STR_CONTAINS(err, ": rank 1 (");
+  /* the stopped rank first, with its state, then the first meaningful
+   * error: another rank's, naming the silent rank 1, never a signal the
+   * harness itself sent while stopping the run */
+  CHECK_MSG(!strncmp(err, "failed: rank 1 (worker, ", 24), "%s", err);
+  CHECK_STR_CONTAINS(err, ") is stopped (state T); rank ");
+  const char *noticed = strstr(err, "; rank ");
+  CHECK_MSG(noticed && strncmp(noticed, "; rank 1 (", 10), "%s", err);
+  CHECK_STR_CONTAINS(noticed, ": rank 1 (");
   CHECK_MSG(!strstr(err, "killed by signal"), "%s", err);
   CHECK_MSG(ru_wait_gone(pids[1], 2.0, 0), "the stopped rank (pid %d) is still there", pids[1]);
   for (int r = 0; r < 3; r++) CHECK_MSG(ru_wait_gone(pids[r], 2.0, 0), "rank %d still there", r);
