@@ -253,7 +253,7 @@ static pid_t fake_rank(const char *ep, const char *errpath, int steps) {
     if (e < 0) _exit(4);
     dup2(e, 2);
     sg_records_t *rec = NULL;
-    if (sg_records_open(&rec, ep, 1, "worker", sg_wall()) < 0) _exit(5);
+    if (sg_records_open(&rec, ep, 1, "worker", sg_wall(), NULL) < 0) _exit(5);
     double until = sg_now() + 30;
     for (int i = 0; (steps ? i < steps : sg_now() < until); i++) {
       sg_step_rec_t s = {.step = i, .staleness = -1};
