@@ -34,6 +34,7 @@ static void ar_usage(FILE *f) {
           "                              [--impl ring,rhd,native,ps,mapreduce] [--servers S[,S..]]\n"
           "                              [--transport mpi|zmq] [--launcher auto|local|mpirun]\n"
           "                              [--iters I] [--warmup W] [--segment BYTES]\n"
+          "                              [--set KEY=VALUE]...\n"
           "                              [--db PATH] [-q] [-v]\n"
           "\n"
           "One step of gradient communication, timed per message size, for every\n"
@@ -69,6 +70,8 @@ static void ar_usage(FILE *f) {
           "                  5..1000; ps, which has no estimate, then uses 20)\n"
           "  --warmup W      untimed iterations per size (default 3)\n"
           "  --segment B     ring pipeline segment in bytes (default 1M)\n"
+          "  --set KEY=VALUE any run setting, as in `sgdlab run` (e.g. zmq_scheme=tcp,\n"
+          "                  zmq_auth=none to measure what CURVE costs); repeatable\n"
           "  --db PATH       results database (default " SG_DEFAULT_DB ")\n"
           "  -q, --quiet     no closing line naming the experiment\n"
           "  -v, --verbose   ranks' and mpirun's output on stderr\n"
@@ -228,6 +231,8 @@ static int bench_allreduce(int argc, char **argv) {
   char *yaml = NULL;
   ar_impl_t *runs = NULL;
   size_t nimpl = 0;
+  char *sets[64];
+  int nsets = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define OPT(name) (!strcmp(a, name) && v && (i++, 1))
@@ -264,6 +269,12 @@ static int bench_allreduce(int argc, char **argv) {
       segment = s;
     } else if (OPT("--launcher")) {
       launcher = v;
+    } else if (OPT("--set")) {
+      if (nsets == (int)(sizeof sets / sizeof sets[0])) {
+        fprintf(stderr, "sgdlab bench allreduce: at most 64 --set options\n");
+        return 2;
+      }
+      sets[nsets++] = (char *)v;
     } else if (OPT("--db")) {
       db_path = v;
     } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
@@ -322,7 +333,7 @@ static int bench_allreduce(int argc, char **argv) {
     len += (size_t)(ar ? snprintf(yaml + len, cap - len, ", segment: %lld}\n", segment)
                        : snprintf(yaml + len, cap - len, "}\n"));
   }
-  if (sg_config_parse(&x, "<bench allreduce>", yaml, len, NULL, 0) < 0) {
+  if (sg_config_parse(&x, "<bench allreduce>", yaml, len, sets, nsets) < 0) {
     fprintf(stderr, "sgdlab bench allreduce: %s\n", sg_err_msg());
     code = 2;
     goto out;

@@ -186,7 +186,9 @@ static int forge_run(sqlite3 *h, int id, const char *engine, const char *opts,
                      const char *transport, const char *status, const char *error) {
   char q[512];
   snprintf(q, sizeof q,
-           "INSERT INTO runs VALUES(%d, 1, ?, ?, ?, 'local', 2, 0, 2, 0, 1, ?, ?,"
+           "INSERT INTO runs(id, experiment_id, engine, options_json, transport, launcher,"
+           " workers, servers, processes, repeat, seed, status, error, started_at,"
+           " finished_at, wall_s) VALUES(%d, 1, ?, ?, ?, 'local', 2, 0, 2, 0, 1, ?, ?,"
            " '2024-01-01T00:00:00Z', '2024-01-01T00:00:01Z', 1.0)", id);
   return sql(h, q, engine, opts, transport, status, error, NULL);
 }
