@@ -65,7 +65,9 @@ static void idx_close(idx_file_t *f) {
 
 static int corrupt(idx_file_t *f, size_t off) {
   int zerr;
-  const char *m = gzerror(f->gz, &zerr);
+  const char *m = gzerror(f->gz, &zerr), *c;
+  /* zlib prefixes its name for the file, "<fd:3>: "; ours comes first */
+  if (m && !strncmp(m, "<fd:", 4) && (c = strstr(m, ": "))) m = c + 2;
   return sg_err_set(SG_EFORMAT, "%s: offset %zu: corrupt data (%s)", f->path, off,
                     m && *m ? m : "read error");
 }
@@ -193,12 +195,16 @@ fail:
   return rc;
 }
 
+/* The end of the data, and for gzip of the stream: a stream cut after its
+ * last data byte ends without the trailer whose CRC checks the data, and
+ * zlib says so only here (Z_BUF_ERROR, "unexpected end of file"). */
 static int expect_end(idx_file_t *f, size_t off) {
   unsigned char b;
-  int r = gzread(f->gz, &b, 1);
+  int zerr, r = gzread(f->gz, &b, 1);
   if (r > 0)
     return sg_err_set(SG_EFORMAT, "%s: offset %zu: unexpected data after the end", f->path, off);
-  if (r < 0) return corrupt(f, off);
+  gzerror(f->gz, &zerr);
+  if (r < 0 || zerr != Z_OK) return corrupt(f, off);
   return SG_OK;
 }
 

@@ -140,6 +140,12 @@ TEST(idx_truncated_gzip_is_format_error) {
   CHECK_EQ_INT(rc, SG_EFORMAT);
   CHECK_STR_CONTAINS(sg_err_msg(), tmp("cut.gz"));
   CHECK_STR_CONTAINS(sg_err_msg(), "offset ");
+  /* cut inside the 8-byte trailer only: every pixel arrives, but the CRC
+   * that checks them does not */
+  write_plain(tmp("notrailer.gz"), buf, n - 5);
+  CHECK_EQ_INT(sg_dataset_load_idx(&ds, tmp("notrailer.gz"), tmp("lb"), 0), SG_EFORMAT);
+  CHECK_STR_CONTAINS(sg_err_msg(), "notrailer.gz: offset 46: corrupt data (unexpected end of file)");
+  CHECK(ds == NULL);
 }
 
 TEST(idx_bad_magic_and_bad_labels) {
