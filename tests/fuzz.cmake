@@ -55,10 +55,17 @@ endforeach()
 set_tests_properties(fuzz_replay_ok PROPERTIES
   PASS_REGULAR_EXPRESSION "fuzz_replay: 1 inputs, no findings")
 set_tests_properties(fuzz_replay_crash PROPERTIES
-  PASS_REGULAR_EXPRESSION "fuzz_replay: (CRASH|sanitizer report) while running [^\n]*/crash/crash")
+  PASS_REGULAR_EXPRESSION "fuzz_replay: (SIGSEGV|SIGABRT|sanitizer report) on [^\n]*/crash/crash")
 set_tests_properties(fuzz_replay_abort PROPERTIES
-  PASS_REGULAR_EXPRESSION "invariant broken: size == 0[^$]*abort while running [^\n]*/abort/abort")
+  PASS_REGULAR_EXPRESSION "invariant broken: size == 0[^$]*SIGABRT on [^\n]*/abort/abort")
 set_tests_properties(fuzz_replay_hang PROPERTIES
   PASS_REGULAR_EXPRESSION "timed out \\(FUZZ_REPLAY_TIMEOUT\\) on [^\n]*/hang/hang")
 set_tests_properties(fuzz_replay_empty PROPERTIES
   PASS_REGULAR_EXPRESSION "fuzz_replay: no inputs")
+if(SGDLAB_SANITIZE OR SGDLAB_FUZZ)
+  # the replay's buffers are exactly the input's size: ASan sees an overread
+  file(WRITE ${st}/overread/overread "OVERREAD")
+  add_test(NAME fuzz_replay_overread COMMAND fuzz_selftest_replay ${st}/overread)
+  set_tests_properties(fuzz_replay_overread PROPERTIES TIMEOUT 30 LABELS fuzz
+    PASS_REGULAR_EXPRESSION "heap-buffer-overflow[^$]*sanitizer report on [^\n]*/overread/overread")
+endif()

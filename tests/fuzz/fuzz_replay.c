@@ -28,25 +28,30 @@ static unsigned timeout_s = 10;
 extern void __sanitizer_set_death_callback(void (*cb)(void)) __attribute__((weak));
 extern int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
 
-/* A UBSan report stops the run (UBSan goes on by default); read by the
- * runtime when one is linked, unused otherwise. */
+/* A UBSan report stops the run (UBSan goes on by default) with abort(),
+ * which on_signal turns into the input's name: GCC's UBSan runtime does
+ * not call the death callback.  Read by the runtime when one is linked. */
 const char *__ubsan_default_options(void);
-const char *__ubsan_default_options(void) { return "halt_on_error=1:print_stacktrace=1"; }
+const char *__ubsan_default_options(void) {
+  return "halt_on_error=1:abort_on_error=1:print_stacktrace=1";
+}
 
 static void say(const char *a, const char *b) {
   /* async-signal-safe */
   if (write(2, a, strlen(a)) < 0 || write(2, b, strlen(b)) < 0 || write(2, "\n", 1) < 0) return;
 }
 
-static void on_death(void) { say("fuzz_replay: sanitizer report while running ", current); }
+static void on_death(void) { say("fuzz_replay: sanitizer report on ", current); }
 
 static void on_signal(int sig) {
-  if (sig == SIGALRM) {
-    say("fuzz_replay: timed out (FUZZ_REPLAY_TIMEOUT) on ", current);
-    _exit(3);
+  switch (sig) {
+  case SIGALRM: say("fuzz_replay: timed out (FUZZ_REPLAY_TIMEOUT) on ", current); break;
+  case SIGABRT: say("fuzz_replay: SIGABRT on ", current); break;
+  case SIGSEGV: say("fuzz_replay: SIGSEGV on ", current); break;
+  case SIGBUS: say("fuzz_replay: SIGBUS on ", current); break;
+  case SIGFPE: say("fuzz_replay: SIGFPE on ", current); break;
+  default: say("fuzz_replay: SIGILL on ", current); break;
   }
-  say(sig == SIGABRT ? "fuzz_replay: abort while running " : "fuzz_replay: CRASH while running ",
-      current);
   _exit(128 + sig); /* a status, as a shell reports it, so a test can read the message */
 }
 
