@@ -3,7 +3,8 @@
  *   fuzz_<name>_replay PATH...   (a PATH that is a directory: its files)
  *
  * Every file is read into a buffer of exactly its size (so an overread is
- * an ASan report) and passed once to LLVMFuzzerTestOneInput.  Exit 0 when
+ * an ASan report) and passed once to LLVMFuzzerTestOneInput; allocations
+ * are capped near 1 GiB (limit_memory).  Exit 0 when
  * all ran; a crash, a sanitizer report or an input running longer than
  * FUZZ_REPLAY_TIMEOUT seconds (default 10) fails, naming the input.  No
  * input at all fails too: an empty corpus would otherwise pass.
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,6 +36,24 @@ extern int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
 const char *__ubsan_default_options(void);
 const char *__ubsan_default_options(void) {
   return "halt_on_error=1:abort_on_error=1:print_stacktrace=1";
+}
+
+/* An allocation sized from a header rather than from the data is a
+ * finding: ASan refuses single allocations over 1 GiB (as libFuzzer's
+ * -malloc_limit_mb does), and without ASan limit_memory() caps the address
+ * space.  No corpus input needs anywhere near that much. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "max_allocation_size_mb=1024"; }
+
+static void limit_memory(void) {
+  long pages = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (!f) return;
+  int ok = fscanf(f, "%ld", &pages) == 1;
+  fclose(f);
+  rlim_t lim = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)1 << 30);
+  struct rlimit rl = {lim, lim};
+  if (ok) setrlimit(RLIMIT_AS, &rl);
 }
 
 static void say(const char *a, const char *b) {
@@ -64,6 +84,7 @@ static void install_handlers(void) {
     __sanitizer_set_death_callback(on_death);
     return;
   }
+  limit_memory(); /* ASan reserves terabytes of address space up front */
   signal(SIGSEGV, on_signal);
   signal(SIGBUS, on_signal);
   signal(SIGFPE, on_signal);
