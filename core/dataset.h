@@ -11,7 +11,9 @@
  *   synthetic: seeded Gaussian classes (dense) or seeded sparse rows whose
  *     nonzeros are drawn partly from a per-class feature set (CSR).
  * Errors are SG_EFORMAT with the file and the byte offset (IDX) or file:line
- * (LIBSVM) in sg_err_msg().
+ * (LIBSVM) in sg_err_msg().  Sizes read from a file (IDX header dims,
+ * LIBSVM indices) are bounded by what the file can hold or by a fixed
+ * maximum before anything is allocated from them.
  */
 #ifndef SG_DATASET_H
 #define SG_DATASET_H
@@ -41,8 +43,15 @@ int sg_dataset_load_idx(sg_dataset_t **out, const char *images,
 /* Header only: rows and features of an IDX image file (no pixels read). */
 int sg_dataset_probe_idx(const char *images, int64_t *n, int64_t *d);
 
+/* The largest LIBSVM feature index (and `features`) accepted: the upper
+ * bound of the `features` setting, 30x the widest public LIBSVM sets
+ * (tens of millions of features).  Indices are sparse, so the loader's
+ * memory follows the nonzeros, never the index. */
+#define SG_LIBSVM_MAX_INDEX 1000000000LL
+
 /* LIBSVM text file.  features > 0: indices above it are an error;
- * features == 0: d is the largest index seen.  Labels must be integers
+ * features == 0: d is the largest index seen.  Indices above
+ * SG_LIBSVM_MAX_INDEX are an error either way.  Labels must be integers
  * 0..classes-1.  Caller owns the result. */
 int sg_dataset_load_libsvm(sg_dataset_t **out, const char *path,
                            int64_t features, int classes, int64_t limit);

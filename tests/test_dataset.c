@@ -1,9 +1,13 @@
 /* Datasets: IDX (plain and gzip) with every corruption the loader must name
  * by file and offset, LIBSVM with file:line errors, seeded synthetic data. */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -23,6 +27,14 @@ static const char *tmp(const char *name) {
   char *b = buf[k++ % 4];
   snprintf(b, 256, "%s/%s", tmpdir, name);
   return b;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  return remove(path);
+}
+
+__attribute__((destructor)) static void rm_tmpdir(void) {
+  if (tmpdir[0]) nftw(tmpdir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 static void be32(unsigned char *p, uint32_t v) {
@@ -128,6 +140,12 @@ TEST(idx_truncated_gzip_is_format_error) {
   CHECK_EQ_INT(rc, SG_EFORMAT);
   CHECK_STR_CONTAINS(sg_err_msg(), tmp("cut.gz"));
   CHECK_STR_CONTAINS(sg_err_msg(), "offset ");
+  /* cut inside the 8-byte trailer only: every pixel arrives, but the CRC
+   * that checks them does not */
+  write_plain(tmp("notrailer.gz"), buf, n - 5);
+  CHECK_EQ_INT(sg_dataset_load_idx(&ds, tmp("notrailer.gz"), tmp("lb"), 0), SG_EFORMAT);
+  CHECK_STR_CONTAINS(sg_err_msg(), "notrailer.gz: offset 46: corrupt data (unexpected end of file)");
+  CHECK(ds == NULL);
 }
 
 TEST(idx_bad_magic_and_bad_labels) {
@@ -163,6 +181,154 @@ TEST(idx_bad_magic_and_bad_labels) {
 
   CHECK_EQ_INT(sg_dataset_load_idx(&ds, tmp("nonexistent"), tmp("lb"), 0), SG_EIO);
   CHECK_STR_CONTAINS(sg_err_msg(), "nonexistent");
+}
+
+/* Under ASan the address space is reserved up front, so a limit on it
+ * cannot be used; the checks on the error then carry the test alone. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+/* Run fn in a child whose address space may grow by at most `extra` bytes
+ * (an allocation sized from a 1 GB header fails there) and that is killed
+ * after 10 s.  fn returns 0 when its expectations hold.  Returns the
+ * child's exit status, or 128+signal. */
+static int run_limited(int (*fn)(void), size_t extra) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(10);
+#ifndef UNDER_ASAN
+    long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%ld", &pages) != 1) _exit(100);
+    fclose(f);
+    rlim_t lim = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + extra;
+    struct rlimit rl = {lim, lim};
+    if (setrlimit(RLIMIT_AS, &rl) < 0) _exit(101);
+#endif
+    _exit(fn());
+  }
+  int st;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* In a run_limited child: 0 when `rc` and the message are as expected. */
+static int expect_err(int rc, int want, const char *needle) {
+  if (rc == want && strstr(sg_err_msg(), needle)) return 0;
+  fprintf(stderr, "got %d '%s', expected %d '...%s...'\n", rc, sg_err_msg(), want, needle);
+  return 1;
+}
+
+/* An image header: n images of rows x cols. */
+static void idx_header(unsigned char *h, uint32_t n, uint32_t rows, uint32_t cols) {
+  be32(h, 0x803);
+  be32(h + 4, n);
+  be32(h + 8, rows);
+  be32(h + 12, cols);
+}
+
+/* 60 images of 4096x4096 (1 GB of pixels) declared by a 116-byte file,
+ * plain and gzip: refused from the header, before any allocation. */
+static int huge_header_small_file(void) {
+  unsigned char b[116] = {0};
+  unsigned char lb[16];
+  idx_header(b, 60, 4096, 4096);
+  write_plain(tmp("huge"), b, sizeof b);
+  write_gz(tmp("huge.gz"), b, sizeof b);
+  write_plain(tmp("lb"), lb, idx_labels(lb, 5, 0));
+  sg_dataset_t *ds = NULL;
+  int64_t n, d;
+  if (expect_err(sg_dataset_load_idx(&ds, tmp("huge"), tmp("lb"), 0), SG_EFORMAT,
+                 "huge: offset 16: truncated: expected 1006632960 bytes of pixels, got 100") ||
+      expect_err(sg_dataset_probe_idx(tmp("huge"), &n, &d), SG_EFORMAT,
+                 "offset 16: truncated: expected 1006632960 bytes"))
+    return 1;
+  if (expect_err(sg_dataset_load_idx(&ds, tmp("huge.gz"), tmp("lb"), 0), SG_EFORMAT,
+                 "huge.gz: offset 4: the header declares 1006632960 bytes of pixels, more than a") ||
+      expect_err(sg_dataset_probe_idx(tmp("huge.gz"), &n, &d), SG_EFORMAT, "gzip file can hold"))
+    return 1;
+  return ds == NULL ? 0 : 1;
+}
+
+TEST(idx_huge_header_in_small_file_is_refused) {
+  CHECK_EQ_INT(run_limited(huge_header_small_file, (size_t)256 << 20), 0);
+}
+
+/* A gzip file big enough for its header's claim (1 MB of incompressible
+ * data could be 1 GB decompressed) but holding only 1 MB: the loader
+ * allocates as data arrives and fails at the end of it, never from the
+ * header alone. */
+static int gzip_short_body(void) {
+  size_t len = 16 + ((size_t)1 << 20);
+  unsigned char *b = malloc(len), lb[16];
+  if (!b) return 2;
+  idx_header(b, 60, 4096, 4096);
+  uint64_t s = 42;
+  for (size_t i = 16; i < len; i++) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    b[i] = (unsigned char)(s >> 56);
+  }
+  write_gz(tmp("short.gz"), b, len);
+  free(b);
+  write_plain(tmp("lb"), lb, idx_labels(lb, 5, 0));
+  sg_dataset_t *ds = NULL;
+  return expect_err(sg_dataset_load_idx(&ds, tmp("short.gz"), tmp("lb"), 0), SG_EFORMAT,
+                    "short.gz: offset 16: truncated: expected 1006632960 bytes of pixels, "
+                    "got 1048576");
+}
+
+TEST(idx_gzip_body_is_allocated_as_it_arrives) {
+  CHECK_EQ_INT(run_limited(gzip_short_body, (size_t)256 << 20), 0);
+}
+
+TEST(idx_implausible_dims_and_counts) {
+  unsigned char h[16];
+  int64_t n, d;
+  idx_header(h, 5, 0xffffffffu, 0xffffffffu); /* rows*cols overflowed int64 */
+  write_plain(tmp("dims"), h, sizeof h);
+  CHECK_EQ_INT(sg_dataset_probe_idx(tmp("dims"), &n, &d), SG_EFORMAT);
+  CHECK_STR_CONTAINS(sg_err_msg(), "offset 8: implausible image size 4294967295x4294967295");
+  idx_header(h, 0, 28, 28);
+  write_plain(tmp("zero"), h, sizeof h);
+  CHECK_EQ_INT(sg_dataset_probe_idx(tmp("zero"), &n, &d), SG_EFORMAT);
+  CHECK_STR_CONTAINS(sg_err_msg(), "offset 4: no images");
+  /* labels: a count that does not match the file */
+  unsigned char im[64], lb[16];
+  size_t ni = idx_images(im, 0x803), nl = idx_labels(lb, 5, 0);
+  write_plain(tmp("im"), im, ni);
+  write_plain(tmp("lbshort"), lb, nl - 2);
+  sg_dataset_t *ds = NULL;
+  CHECK_EQ_INT(sg_dataset_load_idx(&ds, tmp("im"), tmp("lbshort"), 0), SG_EFORMAT);
+  CHECK_STR_CONTAINS(sg_err_msg(), "lbshort: offset 8: truncated: expected 5 bytes of labels, got 3");
+}
+
+/* The trailer's ISIZE describes only the last member; the loader does not
+ * rely on it, so a file of two gzip members loads. */
+TEST(idx_multi_member_gzip_loads) {
+  unsigned char im[64], lb[16];
+  size_t ni = idx_images(im, 0x803), nl = idx_labels(lb, 5, 0);
+  write_gz(tmp("m1.gz"), im, 20);
+  write_gz(tmp("m2.gz"), im + 20, ni - 20);
+  unsigned char buf[512];
+  size_t at = 0;
+  for (int k = 0; k < 2; k++) {
+    FILE *f = fopen(tmp(k ? "m2.gz" : "m1.gz"), "rb");
+    at += fread(buf + at, 1, sizeof buf - at, f);
+    fclose(f);
+  }
+  write_plain(tmp("multi.gz"), buf, at);
+  write_plain(tmp("lb"), lb, nl);
+  sg_dataset_t *ds = NULL;
+  CHECK_OK(sg_dataset_load_idx(&ds, tmp("multi.gz"), tmp("lb"), 0));
+  CHECK_EQ_INT(ds->n, 5);
+  CHECK(ds->x[29] == 45.0f / 255.0f);
+  sg_dataset_destroy(&ds);
 }
 
 static void write_text(const char *path, const char *text) {
@@ -269,4 +435,46 @@ TEST(synthetic_sparse_shape) {
   CHECK_STR_CONTAINS(sg_err_msg(), "nnz");
   sg_dataset_destroy(&a);
   sg_dataset_destroy(&b);
+}
+
+/* Indices up to SG_LIBSVM_MAX_INDEX load in memory that follows the
+ * nonzeros, not the index; one above is refused with file:line. */
+static int libsvm_large_index(void) {
+  sg_dataset_t *ds = NULL;
+  int rc = sg_dataset_load_libsvm(&ds, tmp("big.svm"), 0, 2, 0);
+  if (rc != SG_OK || ds->d != SG_LIBSVM_MAX_INDEX || ds->rowptr[2] != 3 ||
+      ds->col[2] != SG_LIBSVM_MAX_INDEX - 1) {
+    fprintf(stderr, "rc %d (%s)\n", rc, sg_err_msg());
+    return 1;
+  }
+  sg_dataset_destroy(&ds);
+  return 0;
+}
+
+TEST(libsvm_index_bounded_by_documented_maximum) {
+  char text[128];
+  snprintf(text, sizeof text, "1 1:1 7:2\n0 %lld:0.5\n", SG_LIBSVM_MAX_INDEX);
+  write_text(tmp("big.svm"), text);
+  CHECK_EQ_INT(run_limited(libsvm_large_index, (size_t)64 << 20), 0);
+  snprintf(text, sizeof text, "1 1:1\n0 %lld:0.5\n", SG_LIBSVM_MAX_INDEX + 1);
+  write_text(tmp("over.svm"), text);
+  sg_dataset_t *ds = NULL;
+  CHECK_EQ_INT(sg_dataset_load_libsvm(&ds, tmp("over.svm"), 0, 2, 0), SG_EFORMAT);
+  char want[300];
+  snprintf(want, sizeof want, "%s:2: feature index 1000000001 out of range 1..1000000000",
+           tmp("over.svm"));
+  CHECK_STR_CONTAINS(sg_err_msg(), want);
+  CHECK_EQ_INT(sg_dataset_load_libsvm(&ds, tmp("big.svm"), SG_LIBSVM_MAX_INDEX + 1, 2, 0),
+               SG_ERANGE);
+  CHECK_STR_CONTAINS(sg_err_msg(), "features 1000000001 above the maximum 1000000000");
+  /* a long malformed token is quoted short, on one line */
+  char longtok[200];
+  memset(longtok, 'z', sizeof longtok);
+  memcpy(longtok, "1 ", 2);
+  longtok[sizeof longtok - 2] = '\n';
+  longtok[sizeof longtok - 1] = '\0';
+  write_text(tmp("long.svm"), longtok);
+  CHECK_EQ_INT(sg_dataset_load_libsvm(&ds, tmp("long.svm"), 0, 2, 0), SG_EFORMAT);
+  CHECK_STR_CONTAINS(sg_err_msg(), ":1: malformed token 'zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz'");
+  CHECK(ds == NULL);
 }
