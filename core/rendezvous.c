@@ -23,6 +23,7 @@
  * reads what is there and answers with ZMQ_DONTWAIT.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,15 +129,44 @@ static int rdv_send_table(sg_rdv_t *r) {
   return 0;
 }
 
+/* The next blank-separated token of *p into out (cap bytes, NUL
+ * included); -1 when there is none or it does not fit. */
+static int rdv_token(const char **p, char *out, size_t cap) {
+  const char *t = *p;
+  while (*t == ' ') t++;
+  size_t n = strcspn(t, " ");
+  if (n == 0 || n >= cap) return -1;
+  memcpy(out, t, n);
+  out[n] = '\0';
+  *p = t + n;
+  return 0;
+}
+
+static int rdv_int(const char **p, int *out) {
+  char tok[16], *end;
+  if (rdv_token(p, tok, sizeof tok) < 0) return -1;
+  errno = 0;
+  long v = strtol(tok, &end, 10);
+  if (*end || errno || v < INT32_MIN || v > INT32_MAX) return -1;
+  *out = (int)v;
+  return 0;
+}
+
 int sg_rdv_parse_registration(const void *body, size_t len, int *rank,
                               int *size, char host[64], char endpoint[256]) {
-  char b[RDV_MSG_MAX], tail;
+  char b[RDV_MSG_MAX], magic[8];
+  const char *p = b;
   if (len >= sizeof b || memchr(body, '\0', len))
     return sg_err_set(SG_EFORMAT, "registration of %zu bytes", len);
   memcpy(b, body, len);
   b[len] = '\0';
-  if (sscanf(b, "SGRDV1 %d %d %63s %255s %c", rank, size, host, endpoint,
-             &tail) != 4)
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)b[i] < 0x20 || (unsigned char)b[i] > 0x7e)
+      return sg_err_set(SG_EFORMAT, "registration with a control byte");
+  if (rdv_token(&p, magic, sizeof magic) < 0 || strcmp(magic, "SGRDV1") ||
+      rdv_int(&p, rank) < 0 || rdv_int(&p, size) < 0 ||
+      rdv_token(&p, host, 64) < 0 || rdv_token(&p, endpoint, 256) < 0 ||
+      p[strspn(p, " ")] != '\0')
     return sg_err_set(SG_EFORMAT, "malformed registration");
   return 0;
 }

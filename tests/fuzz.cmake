@@ -38,6 +38,8 @@ sg_fuzz_target(idx LIBS sgcore)
 sg_fuzz_target(libsvm LIBS sgcore)
 sg_fuzz_target(config LIBS sgharness)
 sg_fuzz_target(ps_hdr LIBS sgengines)
+sg_fuzz_target(records LIBS sgcore)
+sg_fuzz_target(rendezvous LIBS sgcore)
 
 # The replay itself must fail on a finding: a target with planted ones.
 sg_fuzz_target(selftest NO_CORPUS)
