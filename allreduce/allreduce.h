@@ -2,7 +2,7 @@
  *
  * After sg_allreduce_*(c, buf, count, o) returns on every rank of c, each
  * rank's buf[0..count) holds the elementwise sum of all ranks' inputs.
- * Every algorithm is written once against core/transport.h (STYLE.md 2)
+ * Every algorithm is written once against core/transport.h
  * and runs unchanged over MPI and ZeroMQ, except `native`, whose whole
  * point is the MPI library's own MPI_Allreduce.
  *
@@ -51,7 +51,7 @@ typedef struct sg_ar_opts {
   int native_nonblocking; /* native: MPI_Iallreduce + Test loop (deadline) */
 } sg_ar_opts_t;
 
-/* One algorithm, as an ops table (STYLE.md 1). */
+/* One algorithm, as an ops table. */
 typedef struct sg_ar_algo {
   const char *name;    /* "ring" */
   const char *summary; /* one line */

@@ -2,7 +2,7 @@
  * `sgdlab bench allreduce` (harness/bench.c), run by the same launchers as
  * training, so the numbers are real processes over the real transports.
  *
- * Method (nccl-tests / OSU; DESIGN.md 8), for every implementation in
+ * Method (nccl-tests / OSU), for every implementation in
  * `impl` and every size bytes = min_bytes, 2 min_bytes, .. <= max_bytes
  * (or, when `counts` is given, every listed element count, in its order:
  * 0, 1, N-1, N+1, odd counts -- the uneven chunks correctness tests need):

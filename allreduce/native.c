@@ -15,7 +15,7 @@
  * N = 2), which would make an unfair baseline.
  *
  * This is the one file of the allreduce engine that calls MPI directly
- * (DESIGN.md 2); it needs the MPI transport.
+ *; it needs the MPI transport.
  */
 #include <limits.h>
 #include <mpi.h>

@@ -1,6 +1,6 @@
 /* bench_step.c - training-step throughput vs the sgemm bound (bench_step.h).
  *
- * Method (DESIGN.md 8): untimed warm-up; then BLOCKS rounds, each one
+ * Method: untimed warm-up; then BLOCKS rounds, each one
  * block of K training steps followed by one block of K passes over the
  * step's sgemm calls alone (same shapes and order, on buffers of the same
  * sizes); K is chosen so a step block lasts about BLOCK_S.  Step and bound

@@ -5,7 +5,7 @@
  * this table: it validates their options, computes how many processes a run
  * needs, and starts `sgdlab-rank`, which looks the engine up and calls its
  * run() on every rank.  Adding an engine = one folder or file + one
- * registry line + one CMake list entry (DESIGN.md 2).
+ * registry line + one CMake list entry.
  */
 #ifndef SG_ENGINE_H
 #define SG_ENGINE_H

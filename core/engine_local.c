@@ -3,7 +3,7 @@
  * The reference every other engine is checked against.  With `workers: N`
  * and `batch: b` in the experiment file, `local` trains ONE process on the
  * global batch N*b, so that its updates are exactly those a synchronous
- * engine with N workers of batch b performs (DESIGN.md 1-2): for every
+ * engine with N workers of batch b performs: for every
  * step t,
  *
  *     g_t = grad(params, batch_t)         batch_t = N*b samples

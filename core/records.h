@@ -6,7 +6,7 @@
  * transactions while the run goes on (harness/recorder.c), so a crashed run
  * keeps everything sent before the crash.
  *
- * Columns map one-to-one onto DESIGN.md 4: steps(...), evals(...), and
+ * Columns map one-to-one onto the tables steps(...), evals(...), and
  * bench(...).  NaN stands for SQL NULL in double fields, -1 in staleness.
  */
 #ifndef SG_RECORDS_H

@@ -3,7 +3,7 @@
  * One table entry per key (name, type, default, help, bounds) drives the
  * YAML parser's validation, `sgdlab help config`, and what is stored with
  * each run (runs.options_json).  Engines declare their own keys with the
- * same struct in their sg_engine_t.options table (STYLE.md 9).
+ * same struct in their sg_engine_t.options table.
  */
 #ifndef SG_SETTINGS_H
 #define SG_SETTINGS_H

@@ -1,6 +1,6 @@
 /* transport.h - one point-to-point interface, two implementations.
  *
- * Engines talk to each other only through this interface (STYLE.md 2): the
+ * Engines talk to each other only through this interface: the
  * ring allreduce is written once against send/recv to its neighbours and
  * runs unchanged over MPI (transport_mpi.c) and ZeroMQ (transport_zmq.c:
  * tcp and ipc between processes, inproc between threads for unit tests).

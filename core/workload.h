@@ -4,7 +4,7 @@
  * parameters are ONE contiguous float vector (layers are views into it), so
  * an engine can push, shard, reduce or broadcast the model as a flat buffer.
  *
- * Sharding (DESIGN.md 2): each epoch has one global permutation of the
+ * Sharding: each epoch has one global permutation of the
  * training set, a pure function of (seed, epoch).  Worker w of N takes
  * positions w, w+N, w+2N, ... of it and cuts its list into batches of b.
  * The union of the N workers' step-t batches is then exactly `local`'s

@@ -1,4 +1,4 @@
-/* config.h - experiment files (DESIGN.md 5) -> a list of resolved runs.
+/* config.h - experiment files -> a list of resolved runs.
  *
  *   name: quickstart                 # experiment keys (top level)
  *   workers: [1, 2, 4]               # a list where a scalar is expected = a sweep

@@ -1,6 +1,6 @@
 /* launch.h - starting a run's rank processes.
  *
- * Two launchers (DESIGN.md 3):
+ * Two launchers:
  *
  *  local   fork/exec `sgdlab-rank SPEC` once per rank, every rank in one
  *          process group (led by rank 0) so the whole run can be signalled

@@ -16,7 +16,7 @@
 
 #define NOW_SQL "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
 
-/* Version 1: DESIGN.md 4 plus ranks and run_info. */
+/* Version 1: experiments, runs, steps, evals, bench, ranks and run_info. */
 static const char SCHEMA_V1[] =
     "CREATE TABLE experiments(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
     " config_text TEXT, started_at TEXT, host TEXT, version TEXT);"

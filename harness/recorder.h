@@ -1,6 +1,7 @@
 /* recorder.h - the SQLite store of experiments, runs and their records.
  *
- * One database file (default results/sgdlab.db), schema of DESIGN.md 4
+ * One database file (default results/sgdlab.db): experiments, runs, steps,
+ * evals and bench
  * (column names are public: people query the file with sqlite3 and the
  * reports are SQL over it), plus
  *

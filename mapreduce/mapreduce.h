@@ -56,7 +56,7 @@
  * `local`'s with batch N*b up to floating-point summation order.
  *
  * Bytes through the busiest link (the driver's) per step, K = model bytes:
- *   flat broadcast + flat reduce      2*N*K            (DESIGN.md 1)
+ *   flat broadcast + flat reduce      2*N*K           
  *   tree broadcast                    K*ceil(log2(N+1)) sent by the driver
  *   tree reduce, depth d              K*ceil(N / f^(d-1)) received (<= f*K)
  *   task messages                     16 (task) + 32 (DONE) bytes per task

@@ -1,6 +1,6 @@
 /* mr_bench.c - `bench-mapreduce`: one step of the mapreduce engine's
  * communication (broadcast K bytes, reduce N gradients of K bytes), timed
- * like bench-allreduce (allreduce/bench_engine.c, DESIGN.md 8) so that
+ * like bench-allreduce (allreduce/bench_engine.c) so that
  * `sgdlab bench allreduce --impl mapreduce` compares it with the
  * collectives at equal message sizes.  Internal: run by harness/bench.c.
  *

@@ -1,6 +1,6 @@
 /* ps.h - `ps`: the parameter server (sync, ssp, async; sharded; sparse).
  *
- * Ranks 0..S-1 are servers, ranks S..S+N-1 are workers (DESIGN.md 3).
+ * Ranks 0..S-1 are servers, ranks S..S+N-1 are workers.
  * Server k owns elements [off_k, off_k + cnt_k) of the flat parameter
  * vector: equal element counts, so equal bytes, rounded to 16 floats
  * (ps_shard_range).  Balancing by bytes, not by layer, is what makes the

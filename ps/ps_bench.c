@@ -1,5 +1,5 @@
 /* ps_bench.c - `bench-ps`: the parameter server's push+pull as a
- * collective, measured like the allreduce benchmark (DESIGN.md 8), so the
+ * collective, measured like the allreduce benchmark, so the
  * two can be compared at equal message sizes.
  *
  * One iteration for `bytes` = K: every worker pushes its K-byte buffer,

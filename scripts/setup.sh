@@ -6,7 +6,7 @@
 # column for every node -- which is all the experiment-file parser needs to
 # print `file:line:col: key: problem`. libfyaml is richer but is younger and
 # adds nothing we use; libcyaml needs a schema per struct, which duplicates
-# the one settings table the harness already keeps (STYLE.md 9).
+# the one settings table the harness already keeps.
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config

@@ -1,5 +1,5 @@
 /* test_allreduce.c - ring and rhd are exact, as N threads over the inproc
- * ZeroMQ transport (STYLE.md 8); the broadcast too.
+ * ZeroMQ transport; the broadcast too.
  *
  * Inputs: x_r[i] = (r+1) * (i%7 + 1), so the sum (i%7 + 1) * N(N+1)/2 is
  * a small integer, the same in every summation order: compared exactly.
