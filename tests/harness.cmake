@@ -11,3 +11,6 @@ add_dependencies(test_attack sgdlab sgdlab-rank)
 # Admission before launch, through `sgdlab run -n` (no rank is started).
 sg_add_test(test_admit SOURCES test_admit.c TIMEOUT 60)
 add_dependencies(test_admit sgdlab)
+# `sgdlab list` / `show` with terminal controls in the database's text.
+sg_add_test(test_show_text SOURCES test_show_text.c TIMEOUT 60 LIBS sgharness)
+add_dependencies(test_show_text sgdlab sgdlab-rank)
