@@ -208,7 +208,13 @@ const char *sg_opts_str_or(const sg_opts_t *o, const char *key, const char *def)
   return s ? s : def;
 }
 
+/* One line per key, so a newline in a value, or '=' or a newline in a
+ * key, would let the reader see another key: refused. */
 int sg_opts_save(const sg_opts_t *o, const char *path) {
+  for (size_t i = 0; i < o->n; i++)
+    if (!o->keys[i][0] || strpbrk(o->keys[i], "=\n") || strchr(o->vals[i], '\n'))
+      return sg_err_set(SG_EINVAL, "%s: key '%.40s' or its value cannot be one line", path,
+                        o->keys[i]);
   FILE *f = fopen(path, "w");
   if (!f) return sg_err_set(SG_EIO, "%s: cannot write", path);
   for (size_t i = 0; i < o->n; i++) fprintf(f, "%s=%s\n", o->keys[i], o->vals[i]);
@@ -216,19 +222,22 @@ int sg_opts_save(const sg_opts_t *o, const char *path) {
   return SG_OK;
 }
 
+/* Lines of any length: a fixed buffer would cut a long value and read its
+ * tail as a line of its own, a key the writer never set. */
 int sg_opts_load(sg_opts_t **out, const char *path) {
   FILE *f = fopen(path, "r");
   if (!f) return sg_err_set(SG_EIO, "%s: cannot open", path);
   sg_opts_t *o = sg_opts_new();
-  char line[8192];
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t len;
   int rc = SG_OK, lineno = 0;
   if (!o) {
     rc = SG_ENOMEM;
     goto fail;
   }
-  while (fgets(line, sizeof line, f)) {
+  while ((len = getline(&line, &cap, f)) >= 0) {
     lineno++;
-    size_t len = strlen(line);
     if (len && line[len - 1] == '\n') line[--len] = '\0';
     if (!len) continue;
     char *eq = strchr(line, '=');
@@ -239,40 +248,76 @@ int sg_opts_load(sg_opts_t **out, const char *path) {
     *eq = '\0';
     SG_TRY(sg_opts_set(o, line, eq + 1));
   }
+  free(line);
   fclose(f);
   *out = o;
   return SG_OK;
 fail:
+  free(line);
   fclose(f);
   sg_opts_destroy(&o);
   return rc;
 }
 
+/* A JSON number exactly (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?);
+ * anything strtod also takes ("0x10", ".5", "1.", "+1", "inf", "007")
+ * would make the object invalid, so it is written as a string. */
+static const char *digits(const char *s) {
+  if (*s < '0' || *s > '9') return NULL;
+  while (*s >= '0' && *s <= '9') s++;
+  return s;
+}
+
 static int is_number(const char *s) {
-  if (!*s) return 0;
-  char *end;
-  strtod(s, &end);
-  return *end == '\0' && strcmp(s, "nan") && strcmp(s, "inf") && strcmp(s, "-inf");
+  if (*s == '-') s++;
+  if (*s == '0' && s[1] >= '0' && s[1] <= '9') return 0;
+  if (!(s = digits(s))) return 0;
+  if (*s == '.' && !(s = digits(s + 1))) return 0;
+  if (*s == 'e' || *s == 'E') {
+    s++;
+    if (*s == '+' || *s == '-') s++;
+    if (!(s = digits(s))) return 0;
+  }
+  return *s == '\0';
+}
+
+/* A JSON string body: quote and backslash escaped, control bytes as
+ * \u00XX (JSON forbids them raw: one tab in an experiment name made the
+ * whole database unreadable to list, show and report).  At most 6 bytes
+ * out per byte in. */
+static char *json_escape(char *p, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') {
+      *p++ = '\\';
+      *p++ = (char)c;
+    } else if (c < 0x20 || c == 0x7f) {
+      p += sprintf(p, "\\u%04x", c);
+    } else {
+      *p++ = (char)c;
+    }
+  }
+  return p;
 }
 
 char *sg_opts_json(const sg_opts_t *o) {
   size_t cap = 64;
-  for (size_t i = 0; i < o->n; i++) cap += 2 * (strlen(o->keys[i]) + strlen(o->vals[i])) + 8;
+  for (size_t i = 0; i < o->n; i++) cap += 6 * (strlen(o->keys[i]) + strlen(o->vals[i])) + 8;
   char *out = malloc(cap), *p = out;
   if (!out) return NULL;
   *p++ = '{';
   for (size_t i = 0; i < o->n; i++) {
     if (i) *p++ = ',';
-    p += sprintf(p, "\"%s\":", o->keys[i]);
+    *p++ = '"';
+    p = json_escape(p, o->keys[i]);
+    *p++ = '"';
+    *p++ = ':';
     const char *v = o->vals[i];
     if (is_number(v) || !strcmp(v, "true") || !strcmp(v, "false")) {
       p += sprintf(p, "%s", v);
     } else {
       *p++ = '"';
-      for (; *v; v++) {
-        if (*v == '"' || *v == '\\') *p++ = '\\';
-        *p++ = *v;
-      }
+      p = json_escape(p, v);
       *p++ = '"';
     }
   }

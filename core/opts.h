@@ -53,10 +53,13 @@ int sg_opts_double_or(const sg_opts_t *o, const char *key, double def,
 const char *sg_opts_str_or(const sg_opts_t *o, const char *key,
                            const char *def);
 
-/* "key=value\n" lines; values never contain newlines. */
+/* "key=value\n" lines of any length; SG_EINVAL (nothing written) for a
+ * value with a newline or a key with '=' or a newline, which would read
+ * back as another key. */
 int sg_opts_save(const sg_opts_t *o, const char *path);
 int sg_opts_load(sg_opts_t **out, const char *path);
-/* JSON object of all keys (numbers unquoted when they parse as numbers).
+/* JSON object of all keys (numbers unquoted when they are JSON numbers;
+ * control bytes escaped).
  * Caller frees the result with free(). */
 char *sg_opts_json(const sg_opts_t *o);
 

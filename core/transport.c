@@ -8,6 +8,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,4 +148,14 @@ int sg_net_addr_toward(const char *host, char *out, size_t cap) {
   if (fd >= 0) close(fd);
   freeaddrinfo(ai);
   return rc;
+}
+
+long sg_fd_limit_raise(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+  }
+  return rl.rlim_cur == RLIM_INFINITY ? -1 : (long)rl.rlim_cur;
 }

@@ -109,6 +109,14 @@ uint64_t sg_comm_bytes_recvd(const sg_comm_t *c);
  * Loopback for this host's own names. */
 int sg_net_addr_toward(const char *host, char *out, size_t cap);
 
+/* Raise this process's soft RLIMIT_NOFILE to its hard limit (children
+ * inherit it).  Anyone who can reach a tcp port holds one descriptor per
+ * connection until the handshake times out, before CURVE can refuse him:
+ * at the usual soft limit of 1024, a thousand idle connections made a
+ * rank or the harness fail.  The hard limit is what this user may have
+ * anyway.  Returns the soft limit now in force. */
+long sg_fd_limit_raise(void);
+
 /* ---- ZeroMQ ---------------------------------------------------------- */
 
 typedef struct sg_zmq_cfg {

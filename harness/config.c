@@ -209,6 +209,9 @@ static long long parse_int(const char *s) {
 /* Check one scalar for setting s and write its stored form into out. */
 static int check_scalar(const sg_setting_t *s, const char *raw, pos_t p, char *out, size_t cap) {
   char why[256], buf[1024];
+  /* a path cut short names another file: refused, never truncated */
+  if (strlen(raw) >= sizeof buf || strlen(raw) >= cap)
+    return perr(p, s->name, "longer than %zu bytes", (sizeof buf < cap ? sizeof buf : cap) - 1);
   snprintf(buf, sizeof buf, "%s", raw);
   if (s->type == SG_T_BOOL) {
     if (!strcasecmp(buf, "true") || !strcasecmp(buf, "yes") || !strcasecmp(buf, "on"))
@@ -501,8 +504,8 @@ static int apply_set(parser_t *p, const char *arg) {
   if (kl >= sizeof key) return perr(at, "--set", "key too long");
   memcpy(key, arg, kl);
   key[kl] = '\0';
-  char where[1200];
-  snprintf(where, sizeof where, "--set %s", arg);
+  char where[128]; /* messages name the argument, its start when it is long */
+  snprintf(where, sizeof where, "--set %.80s%s", arg, strlen(arg) > 80 ? "..." : "");
   at.where = where;
 
   /* the value, in YAML syntax */

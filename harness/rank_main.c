@@ -42,6 +42,7 @@ int main(int argc, char **argv) {
   static const char *const rank_env[] = {"SGDLAB_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", NULL};
   static const char *const size_env[] = {"SGDLAB_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
   rank = env_int(rank_env, 0);
+  sg_fd_limit_raise(); /* mpirun on another host does not pass the harness's on */
 
   SG_TRY(sg_opts_load(&o, argv[1]));
   const char *name = sg_opts_str_or(o, "engine", "");

@@ -891,6 +891,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
                         .nprocs = run->nprocs, .hosts = hosts, .verbose = env->verbose};
   double start = sg_now();
   s.last_rec = start;
+  sg_fd_limit_raise(); /* before the ranks inherit it; admission kept to the user's limit */
   SG_TRY(sg_launch_start(&launch, &lc));
   s.launch = launch;
   int local = strcmp(launcher, "mpirun") != 0;

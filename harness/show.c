@@ -72,6 +72,59 @@ static int fail_msg(const char *cmd, int rc) {
   return 1;
 }
 
+/* ---- database text on a terminal ---------------------------------------- */
+
+/* Length of the well-formed UTF-8 sequence at s that is not a C1 control
+ * (U+0080..U+009F), or 0. */
+static size_t utf8_printable(const unsigned char *s) {
+  size_t n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+  if (s[0] >= 0xf5) n = 0;
+  for (size_t i = 1; i < n; i++)
+    if ((s[i] & 0xc0) != 0x80) return 0;
+  if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0) return 0;
+  return n;
+}
+
+/* Database text as it may reach a terminal: the database holds text from
+ * experiment files, rank processes and mpirun, and a control byte there
+ * (ESC, a C1 CSI, a carriage return) would drive the reader's terminal
+ * (retitle it, rewrite what the screen shows).  Control bytes and
+ * malformed UTF-8 are written as \xHH; with `lines`, newlines stay
+ * (mpirun's multi-line messages).  One piece of output from *p into out[8];
+ * returns its length and advances *p. */
+static size_t tty_piece(const unsigned char **p, char *out, int lines) {
+  const unsigned char *s = *p;
+  size_t n = *s >= 0x80 ? utf8_printable(s)
+             : (*s >= 0x20 && *s != 0x7f) || (lines && *s == '\n');
+  if (n) {
+    memcpy(out, s, n);
+    *p += n;
+    return n;
+  }
+  *p += 1;
+  return (size_t)snprintf(out, 8, "\\x%02x", *s);
+}
+
+/* tty text of s into out (truncated to fit cap); returns out. */
+static const char *tty(char *out, size_t cap, const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t len = 0, n;
+  char piece[8];
+  while (*p && len + (n = tty_piece(&p, piece, 0)) < cap) {
+    memcpy(out + len, piece, n);
+    len += n;
+  }
+  out[len] = '\0';
+  return out;
+}
+
+/* tty text of s to stdout, newlines kept, whatever its length. */
+static void put_tty(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  char piece[8];
+  while (*p) fwrite(piece, 1, tty_piece(&p, piece, 1), stdout);
+}
+
 /* ---- list -------------------------------------------------------------- */
 
 static int list_experiment(sqlite3 *db, int64_t id) {
@@ -80,18 +133,19 @@ static int list_experiment(sqlite3 *db, int64_t id) {
   int rc = SG_OK;
   char num[32], acc[32];
   SG_TRY(sg_rset_load(db, id, -1, 0.85, &s));
+  char t1[512], t2[512], t3[512];
   printf("experiment %lld  %s  started %s on %s  (%zu run%s)\n", (long long)id,
-         s->name, *s->started_at ? s->started_at : "?", *s->host ? s->host : "?",
-         s->n, s->n == 1 ? "" : "s");
+         tty(t1, sizeof t1, s->name), *s->started_at ? tty(t2, sizeof t2, s->started_at) : "?",
+         *s->host ? tty(t3, sizeof t3, s->host) : "?", s->n, s->n == 1 ? "" : "s");
   if (s->n) {
     printf("  %6s  %-32s %7s  %-8s %9s  %9s\n", "run", "variant", "workers",
            "status", "wall_s", "final acc");
     for (size_t i = 0; i < s->n; i++) {
       const sg_rrun_t *r = &s->runs[i];
-      printf("  %6lld  %-32s %7d  %-8s %9s  %9s", (long long)r->id, r->variant,
-             r->workers, r->status, sg_rfmt(num, sizeof num, "%.2f", r->wall_s),
+      printf("  %6lld  %-32s %7d  %-8s %9s  %9s", (long long)r->id, tty(t1, sizeof t1, r->variant),
+             r->workers, tty(t2, sizeof t2, r->status), sg_rfmt(num, sizeof num, "%.2f", r->wall_s),
              sg_rfmt(acc, sizeof acc, "%.4f", r->final_acc));
-      if (*r->error) printf("  %.60s", r->error);
+      if (*r->error) printf("  %s", tty(t3, 61, r->error));
       putchar('\n');
     }
   }
@@ -138,6 +192,7 @@ static int print_query(sqlite3 *db, const char *title, const char *sql,
                        int64_t run_id, const char *none) {
   sqlite3_stmt *st = NULL;
   int rc = SG_OK, rows = 0, ncol;
+  char text[512];
   SG_TRY(sg_rdb_prepare(db, sql, &st));
   sqlite3_bind_int64(st, 1, run_id);
   ncol = sqlite3_column_count(st);
@@ -156,7 +211,7 @@ static int print_query(sqlite3 *db, const char *title, const char *sql,
         printf(" %12lld", (long long)sqlite3_column_int64(st, c));
         break;
       case SQLITE_FLOAT: printf(" %12.6g", sqlite3_column_double(st, c)); break;
-      default: printf(" %12s", sg_rdb_text(st, c)); break;
+      default: printf(" %12s", tty(text, sizeof text, sg_rdb_text(st, c))); break;
       }
     }
     putchar('\n');
@@ -173,7 +228,7 @@ static int show_run(sqlite3 *db, int64_t run_id) {
   const sg_rrun_t *r = NULL;
   int64_t exp_id = -1;
   int rc = SG_OK;
-  char buf[64];
+  char buf[64], t1[1024];
   /* Load the whole experiment so the variant label has its context. */
   SG_TRY(sg_rdb_run_experiment(db, run_id, &exp_id));
   SG_TRY(sg_rset_load(db, exp_id, -1, 0.85, &s));
@@ -184,8 +239,8 @@ static int show_run(sqlite3 *db, int64_t run_id) {
     goto fail;
   }
   printf("run %lld of experiment %lld (%s)\n", (long long)run_id,
-         (long long)exp_id, s->name);
-  printf("  %-16s %s\n", "variant", r->variant);
+         (long long)exp_id, tty(t1, sizeof t1, s->name));
+  printf("  %-16s %s\n", "variant", tty(t1, sizeof t1, r->variant));
   /* Every column of the row, by name, so new columns show up here too. */
   SG_TRY(sg_rdb_prepare(db, "SELECT * FROM runs WHERE id = ?1", &st));
   sqlite3_bind_int64(st, 1, run_id);
@@ -193,8 +248,9 @@ static int show_run(sqlite3 *db, int64_t run_id) {
     for (int c = 0; c < sqlite3_column_count(st); c++) {
       const char *name = sqlite3_column_name(st, c);
       if (!strcmp(name, "options_json")) continue; /* printed below */
-      printf("  %-16s %s\n", name,
-             sqlite3_column_type(st, c) == SQLITE_NULL ? "-" : sg_rdb_text(st, c));
+      printf("  %-16s ", tty(t1, sizeof t1, name));
+      put_tty(sqlite3_column_type(st, c) == SQLITE_NULL ? "-" : sg_rdb_text(st, c));
+      putchar('\n');
     }
   }
   sqlite3_finalize(st);
@@ -205,7 +261,7 @@ static int show_run(sqlite3 *db, int64_t run_id) {
   printf("  %-16s %s\n", "bytes_per_step",
          sg_rfmt_bytes(buf, sizeof buf, r->bytes_per_step));
   if (!strcmp(r->status, "failed"))
-    printf("  FAILED: %s\n", *r->error ? r->error : "(no error recorded)");
+    printf("  FAILED: %s\n", *r->error ? tty(t1, sizeof t1, r->error) : "(no error recorded)");
 
   SG_TRY(sg_rdb_prepare(db,
                         "SELECT j.key, CASE j.type WHEN 'true' THEN 'true'"
@@ -218,7 +274,9 @@ static int show_run(sqlite3 *db, int64_t run_id) {
   {
     int n = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-      printf("  %-16s %s\n", sg_rdb_text(st, 0), sg_rdb_text(st, 1));
+      printf("  %-16s ", tty(t1, sizeof t1, sg_rdb_text(st, 0)));
+      put_tty(sg_rdb_text(st, 1));
+      putchar('\n');
       n++;
     }
     if (!n) printf("  (none recorded)\n");
@@ -239,7 +297,9 @@ static int show_run(sqlite3 *db, int64_t run_id) {
   {
     int n = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-      printf("  %-16s %s\n", sg_rdb_text(st, 0), sg_rdb_text(st, 1));
+      printf("  %-16s ", tty(t1, sizeof t1, sg_rdb_text(st, 0)));
+      put_tty(sg_rdb_text(st, 1));
+      putchar('\n');
       n++;
     }
     if (!n) printf("  (no run info recorded)\n");

@@ -6,7 +6,7 @@ sg_add_test(test_run_cli SOURCES test_run_cli.c TIMEOUT 300 LIBS sgharness PkgCo
 add_dependencies(test_run_cli sgdlab sgdlab-rank)
 # A real run attacked over loopback: forged records, rendezvous hijack,
 # raw bytes, foreign and stolen keys (CURVE on, and off as the control).
-sg_add_test(test_attack SOURCES test_attack.c TIMEOUT 240 LIBS sgharness PkgConfig::SQLITE)
+sg_add_test(test_attack SOURCES test_attack.c TIMEOUT 400 LIBS sgharness PkgConfig::SQLITE)
 add_dependencies(test_attack sgdlab sgdlab-rank)
 # Admission before launch, through `sgdlab run -n` (no rank is started).
 sg_add_test(test_admit SOURCES test_admit.c TIMEOUT 60)
@@ -16,3 +16,6 @@ add_dependencies(test_admit sgdlab)
 sg_add_test(test_harness_death SOURCES test_harness_death.c TIMEOUT 240
   LIBS sgharness PkgConfig::SQLITE)
 add_dependencies(test_harness_death sgdlab sgdlab-rank)
+# `sgdlab list` / `show` with terminal controls in the database's text.
+sg_add_test(test_show_text SOURCES test_show_text.c TIMEOUT 60 LIBS sgharness)
+add_dependencies(test_show_text sgdlab sgdlab-rank)

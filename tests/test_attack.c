@@ -18,6 +18,9 @@
  *   5. with a stolen key of rank 1 (the insider case: authenticated, but
  *      lying about who it is): a record that claims to be rank 0 and a
  *      data message whose header claims source 2.
+ *   6. opens hundreds of idle connections to every port, with the run
+ *      started under a soft descriptor limit of 256 (1024 is usual):
+ *      each costs a descriptor before any handshake can refuse it.
  * With CURVE (the default) the run must end ok with nothing forged in the
  * database, the victim alive, no socket on the wildcard address, the
  * harness's memory bounded, and the refusals counted in run_info.  The
@@ -30,7 +33,9 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -340,4 +345,63 @@ TEST(garbage_on_the_data_path_is_dropped_not_fatal) {
           o.transport_dropped);
   CHECK_EQ_INT(o.exit_code, 0);
   CHECK_MSG(o.transport_dropped >= 3 * NPROCS, "dropped %lld", o.transport_dropped);
+}
+
+/* 6: `n` idle connections to port (non-blocking connects: a full accept
+ * queue must not stall the attacker); their descriptors into fds. */
+static int idle_connections(int port, int n, int *fds) {
+  int k = 0;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < n; i++) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (fd < 0) break;
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 || errno == EINPROGRESS) fds[k++] = fd;
+    else close(fd);
+  }
+  return k;
+}
+
+/* Every process of the run accepts each connection and holds a descriptor
+ * for it until the handshake times out; at the soft limit the run used to
+ * fail ("rank 0 (server) died without reporting", or no record for 1.5 x
+ * the deadline).  The run raises its soft limit to the hard one. */
+TEST(idle_connections_do_not_exhaust_descriptors) {
+  enum { PER_PORT = 400 };
+  const char *dir = ru_scratch("attack-fds");
+  char cfg[512], db[512];
+  struct rlimit old, low;
+  CHECK(dir && getrlimit(RLIMIT_NOFILE, &old) == 0);
+  snprintf(cfg, sizeof cfg, "%s/fds.yaml", dir);
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  CHECK(ru_write_train_config(cfg, "fds", "{engine: ps, mode: sync, servers: 1}",
+                              "zmq_scheme: tcp\nhosts: \"localhost:3\"\ndelay_rank: 1\n"
+                              "delay_ms: 4\ndeadline: 4\n", "", 2, 1200) == 0);
+  if (old.rlim_max != RLIM_INFINITY && old.rlim_max < 256 + 8 * PER_PORT) {
+    fprintf(stderr, "SKIP: hard descriptor limit %lu too low for the attack\n",
+            (unsigned long)old.rlim_max);
+    return;
+  }
+  low = old;
+  low.rlim_cur = 256; /* the run inherits it; the attacker keeps its own */
+  CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+  pid_t h = ru_spawn_sgdlab_run(cfg, db);
+  CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
+  CHECK(h > 0);
+  static int fds[MAXPORTS * PER_PORT];
+  int nfd = 0, np = 0;
+  if (ru_db_wait(db, "SELECT count(*) FROM steps", 20, 60, h, NULL) == 0) {
+    port_t ports[MAXPORTS];
+    np = listening_ports(h, SG_AUTH_HARNESS, ports, 0);
+    for (int r = 0; r < NPROCS; r++) np = listening_ports(ru_find_rank(h, r), r, ports, np);
+    for (int i = 0; i < np; i++) nfd += idle_connections(ports[i].port, PER_PORT, fds + nfd);
+  }
+  int code = ru_wait_exit_code(h, 120);
+  for (int i = 0; i < nfd; i++) close(fds[i]);
+  char err[512];
+  ru_db_text_into(db, "SELECT coalesce(error, status) FROM runs", err, sizeof err);
+  fprintf(stderr, "fds: %d ports, %d idle connections, exit %d: %s\n", np, nfd, code, err);
+  CHECK_MSG(np >= NPROCS + 1, "found %d listening ports", np);
+  CHECK_MSG(nfd >= (NPROCS + 1) * PER_PORT, "only %d connections", nfd);
+  CHECK_EQ_INT(code, 0);
 }

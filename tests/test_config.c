@@ -236,6 +236,31 @@ TEST(nan_and_inf_are_refused_for_every_float_key) {
   CHECK_ERR("workload: {lr: 1e308}\nengines: [local]\n", "t.yaml:1:16: lr: must be <= 1e+06");
 }
 
+/* A string value longer than what the resolved run keeps is refused: it
+ * used to be cut at 1023 bytes without a word (a long data_dir then named
+ * another directory).  The same through --set. */
+TEST(long_strings_are_refused_not_cut) {
+  static char text[4096], val[1100], set[1200];
+  memset(val, 'a', 1050);
+  val[0] = '/';
+  snprintf(text, sizeof text, "workload: {data_dir: %s}\nengines: [local]\n", val);
+  CHECK_ERR(text, "t.yaml:1:22: data_dir: longer than 1023 bytes");
+  val[1023] = '\0';
+  snprintf(text, sizeof text, "workload: {data_dir: %s}\nengines: [local]\n", val);
+  int rc;
+  sg_experiment_t *x = parse(text, NULL, 0, &rc);
+  CHECK_MSG(rc == 0 && x, "1023 bytes refused: %s", sg_err_msg());
+  if (x) CHECK_EQ_INT(strlen(sg_opts_get(x->runs[0].opts, "data_dir")), 1023);
+  sg_experiment_destroy(&x);
+  memset(val, 'b', 1050);
+  snprintf(set, sizeof set, "hosts=%s", val);
+  char *sets[] = {set};
+  x = parse("engines: [local]\n", sets, 1, &rc);
+  CHECK_MSG(rc == SG_ECONFIG && !x, "rc %d", rc);
+  CHECK_STR_CONTAINS(sg_err_msg(), "hosts: longer than 1023 bytes");
+  sg_experiment_destroy(&x);
+}
+
 TEST(integers_that_overflow_are_refused) {
   CHECK_ERR("workload: {batch: 9999999999999G}\nengines: [local]\n",
             "t.yaml:1:19: batch: '9999999999999G' is out of range for a 64-bit integer");

@@ -52,6 +52,58 @@ TEST(opts_save_load_roundtrip) {
   sg_opts_destroy(&p);
 }
 
+/* The spec file is one key=value per line: a value longer than a line
+ * buffer must not turn its tail into a key ("_keys=", "dataset="), and
+ * nothing that would need a second line is written at all. */
+TEST(opts_spec_lines_cannot_carry_another_key) {
+  sg_opts_t *o = sg_opts_new(), *p = NULL;
+  static char longv[20000];
+  memset(longv, 'x', 8181);
+  strcpy(longv + 8181, "dataset=mnist");
+  CHECK_OK(sg_opts_set(o, "dataset", "fashion-mnist"));
+  CHECK_OK(sg_opts_set(o, "test_file", longv));
+  char path[] = "/tmp/sgdlab-opts-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  CHECK_OK(sg_opts_save(o, path));
+  CHECK_OK(sg_opts_load(&p, path));
+  CHECK_EQ_INT(sg_opts_count(p), 2);
+  CHECK(strcmp(sg_opts_get(p, "dataset"), "fashion-mnist") == 0);
+  CHECK(strcmp(sg_opts_get(p, "test_file"), longv) == 0);
+  sg_opts_destroy(&p);
+  const char *bad[][2] = {{"name", "a\n_keys=/tmp/k"}, {"_keys=x", "y"}, {"a\nb", "c"}, {"", "v"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    sg_opts_t *b = sg_opts_new();
+    CHECK_OK(sg_opts_set(b, bad[i][0], bad[i][1]));
+    CHECK_MSG(sg_opts_save(b, path) == SG_EINVAL, "case %zu was written", i);
+    sg_opts_destroy(&b);
+  }
+  unlink(path);
+  sg_opts_destroy(&o);
+}
+
+/* options_json is read back with SQLite's JSON functions: a control byte
+ * or a number JSON does not have ("0x10", ".5", "007") made the object
+ * invalid and every query over the database failed. */
+TEST(opts_json_is_valid_for_any_value) {
+  sg_opts_t *o = sg_opts_new();
+  const char *vals[] = {"t\tab\x1b[2J\x7f", "0x10", ".5", "1.", "007", "+1", "inf", "-0.5e-3", "12"};
+  for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+    char k[8];
+    snprintf(k, sizeof k, "k%zu", i);
+    CHECK_OK(sg_opts_set(o, k, vals[i]));
+  }
+  char *json = sg_opts_json(o);
+  CHECK(json != NULL);
+  CHECK_MSG(!strcmp(json, "{\"k0\":\"t\\u0009ab\\u001b[2J\\u007f\",\"k1\":\"0x10\","
+                          "\"k2\":\".5\",\"k3\":\"1.\",\"k4\":\"007\",\"k5\":\"+1\","
+                          "\"k6\":\"inf\",\"k7\":-0.5e-3,\"k8\":12}"),
+            "%s", json);
+  free(json);
+  sg_opts_destroy(&o);
+}
+
 TEST(settings_check) {
   char why[128];
   const sg_setting_t *s = sg_setting_find(sg_settings, "transport");
