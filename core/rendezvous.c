@@ -287,7 +287,9 @@ int sg_rdv_exchange(void *zctx, const char *rdv, int rank, int size,
   double t0 = sg_now();
   void *s = zmq_socket(zctx, ZMQ_DEALER);
   if (!s) return sg_err_set(SG_EIO, "rendezvous: no socket");
+  int64_t table_max = 64 + (int64_t)size * (SG_ENDPOINT_MAX + 64 + 16);
   zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &table_max, sizeof table_max);
   if (keys) SG_TRY(sg_curve_client(s, keys, rank, SG_AUTH_HARNESS));
   if (zmq_connect(s, rdv) != 0) {
     rc = sg_err_set(SG_EIO, "rank %d: cannot connect to rendezvous %s: %s",

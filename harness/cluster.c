@@ -331,7 +331,7 @@ static int up_bridge(sg_cluster_t *cl) {
 }
 
 static int up_host(sg_cluster_t *cl, int h) {
-  char cidr[24], path[128];
+  char cidr[48], path[128];
   char *ns = cl->ns[h], *ifn = cl->ifname[h], *peer = cl->peer[h];
   SG_CHECK(add_ns(cl, ns, h));
   snprintf(path, sizeof path, "/run/netns/%s", ns);
