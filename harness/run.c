@@ -159,7 +159,7 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sen
     snprintf(ri->role, sizeof ri->role, "%s", x.role);
     snprintf(ri->host, sizeof ri->host, "%s", x.host);
     ri->pid = x.pid;
-    SG_CHECK(sg_recorder_rank(db, s->run_id, h.rank, ri->role, ri->host, ri->pid));
+    SG_CHECK(sg_recorder_rank(db, s->run_id, h.rank, ri->role, ri->host, ri->pid, NULL, NULL));
     break;
   }
   case SG_REC_STEP: {
