@@ -58,6 +58,12 @@ const sg_setting_t sg_settings[] = {
   {"deadline", SG_T_FLOAT, "30", "seconds any receive may wait before its peer is declared dead", NULL, 0.01, 86400, SG_S_RUN},
   {"delay_rank", SG_T_INT, "-1", "rank to slow down on purpose (-1 = none)", NULL, -1, 1e6, SG_S_RUN},
   {"delay_ms", SG_T_FLOAT, "0", "milliseconds added to every step of delay_rank", NULL, 0, 1e6, SG_S_RUN},
+
+  /* cluster: an emulated cluster for the run (harness/cluster.h) */
+  {"cluster.hosts", SG_T_INT, "0", "hosts of an emulated cluster the run's ranks are placed on (network namespaces on rate-limited links; needs root); 0 = no cluster, the ranks share this host. Hosts no rank is placed on are not created", NULL, 0, 64, SG_S_CLUSTER},
+  {"cluster.link", SG_T_STRLIST, "1gbit", "rate of each host's link in both directions: one for every host, or a list with one per host (bit, kbit, mbit, gbit, tbit; 1mbit .. 100gbit)", NULL, NOB, SG_S_CLUSTER},
+  {"cluster.loss", SG_T_STRLIST, "0", "fraction of the packets each host's link drops in each direction (0.01 or 1%), one for every host or one per host", NULL, NOB, SG_S_CLUSTER},
+  {"cluster.placement", SG_T_ENUM, "spread", "spread: ps servers and the mapreduce driver get hosts of their own first, then workers round-robin over the other hosts; pack: fill hosts in order, ceil(processes / hosts) ranks per host", "spread|pack", NOB, SG_S_CLUSTER},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };
 /* clang-format on */
@@ -77,6 +83,7 @@ const char *sg_type_name(sg_type_t t) {
   case SG_T_STR: return "string";
   case SG_T_ENUM: return "enum";
   case SG_T_INTLIST: return "int list";
+  case SG_T_STRLIST: return "list";
   }
   return "?";
 }
@@ -150,6 +157,16 @@ static int num_error(const sg_setting_t *s, int how, const char *v, char *why, s
   return SG_ECONFIG;
 }
 
+/* "a,b,c": one line, no empty item. */
+static int strlist_check(const char *v, char *why, size_t n) {
+  size_t len = strlen(v);
+  if (!len || strchr(v, '\n') || v[0] == ',' || v[len - 1] == ',' || strstr(v, ",,")) {
+    snprintf(why, n, "expected a value or a list of values, got '%s'", v);
+    return SG_ECONFIG;
+  }
+  return SG_OK;
+}
+
 int sg_setting_check(const sg_setting_t *s, const char *v, char *why, size_t n) {
   double d;
   switch (s->type) {
@@ -207,6 +224,8 @@ int sg_setting_check(const sg_setting_t *s, const char *v, char *why, size_t n) 
     }
     return SG_OK;
   }
+  case SG_T_STRLIST:
+    return strlist_check(v, why, n);
   }
   return SG_ECONFIG;
 }

@@ -19,6 +19,7 @@ typedef enum {
   SG_T_STR,     /* free text */
   SG_T_ENUM,    /* one of `choices` ("a|b|c") */
   SG_T_INTLIST, /* list of integers, stored "1,2,3" */
+  SG_T_STRLIST, /* list of words (no commas, one line), stored "a,b,c" */
 } sg_type_t;
 
 typedef enum {
@@ -26,6 +27,8 @@ typedef enum {
   SG_S_WORKLOAD,   /* under `workload:` (dataset, model, optimizer) */
   SG_S_RUN,        /* top level or per engine entry: transport, launcher */
   SG_S_ENGINE,     /* per engine entry, declared by the engine */
+  SG_S_CLUSTER,    /* under `cluster:` (top level or per engine entry);
+                      names are "cluster.KEY" */
 } sg_section_t;
 
 typedef struct sg_setting {

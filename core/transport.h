@@ -134,6 +134,9 @@ typedef struct sg_zmq_cfg {
                              socket, peers admitted by the ZAP allow-list and
                              identified by their key; NULL = no CURVE */
   size_t max_msg;         /* largest payload a peer may send; 0 = SG_ZMQ_MAX_MSG */
+  const char *bind_addr;  /* tcp: the address to bind (a cluster host's, given by
+                             the harness); NULL or "" = derived from the
+                             rendezvous (loopback, or the address toward it) */
 } sg_zmq_cfg_t;
 
 /* Default cap on one message's payload (ZMQ_MAXMSGSIZE of the receiving

@@ -7,8 +7,10 @@
  *   ipc     ipc://<ipc_dir or /tmp>/sgdlab-<pid>-<rank>-<n> (exchanged by
  *           rendezvous; the harness passes its per-run dir as ipc_dir)
  *   tcp     tcp://127.0.0.1:<port>, or tcp://<addr>:<port> with the address
- *           this host uses to reach a rendezvous that is not on loopback
- *           (exchanged by rendezvous); never the wildcard address.  With
+ *           this host uses to reach a rendezvous that is not on loopback,
+ *           or the address the harness gave (cfg->bind_addr: a rank on an
+ *           emulated cluster host, whose rendezvous is ipc) (exchanged by
+ *           rendezvous); never the wildcard address.  With
  *           the run's keys every tcp socket speaks CURVE (auth.h).
  * A message is two frames: a header {src, tag, len, flags} and the payload.
  *
@@ -675,6 +677,8 @@ static int zq_bind(zcomm_t *z, const sg_zmq_cfg_t *cfg) {
     snprintf(ep, sizeof ep, "ipc://%s/sgdlab-%ld-%d-%d",
              cfg->ipc_dir && cfg->ipc_dir[0] ? cfg->ipc_dir : "/tmp",
              (long)getpid(), cfg->rank, atomic_fetch_add(&ipc_seq, 1));
+  else if (cfg->bind_addr && cfg->bind_addr[0])
+    snprintf(ep, sizeof ep, "tcp://%s:*", cfg->bind_addr);
   else if (!cfg->rendezvous || zq_rdv_is_local(cfg->rendezvous))
     snprintf(ep, sizeof ep, "tcp://127.0.0.1:*");
   else {

@@ -55,14 +55,14 @@ void sg_cluster_format_rate(uint64_t bps, char *out, size_t cap) {
   snprintf(out, cap, "%.4g%s", v, names[u]);
 }
 
-static int parse_loss(const char *s, double *f) {
+int sg_cluster_parse_loss(const char *s, const char *what, double *f) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
   if (end != s && *end == '%' && end[1] == '\0') v /= 100.0, end++;
   if (end == s || *end || errno || !isfinite(v) || isspace((unsigned char)*s))
-    return sg_err_set(SG_EINVAL, "--loss '%s': not a fraction (e.g. 0.01 or 1%%)", s);
-  if (v < 0 || v >= 1) return sg_err_set(SG_ERANGE, "--loss '%s': must be in [0, 1)", s);
+    return sg_err_set(SG_EINVAL, "%s '%s': not a fraction (e.g. 0.01 or 1%%)", what, s);
+  if (v < 0 || v >= 1) return sg_err_set(SG_ERANGE, "%s '%s': must be in [0, 1)", what, s);
   *f = v;
   return SG_OK;
 }
@@ -99,7 +99,7 @@ static int parse_per_host(const char *list, const char *what, int nhosts, int is
   for (int h = 0; h < nhosts; h++) {
     const char *item = items[n == 1 ? 0 : h];
     if (is_rate) SG_TRY(sg_cluster_parse_rate(item, what, &d->rate_bps[h]));
-    else SG_TRY(parse_loss(item, &d->loss[h]));
+    else SG_TRY(sg_cluster_parse_loss(item, what, &d->loss[h]));
   }
 fail:
   free(items);

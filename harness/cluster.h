@@ -80,6 +80,8 @@ typedef struct sg_cluster_link {
  * tbit; factors of 1000) into bits/s within the accepted range.  Errors
  * name `what` ("--link") and the text. */
 int sg_cluster_parse_rate(const char *s, const char *what, uint64_t *bps);
+/* "0.01" or "1%" into a fraction in [0, 1); errors name `what`. */
+int sg_cluster_parse_loss(const char *s, const char *what, double *f);
 /* A rate as tc would print it: "200Mbit", "1Gbit", "1.5Gbit". */
 void sg_cluster_format_rate(uint64_t bps, char *out, size_t cap);
 /* nhosts, then "RATE" for every host or "RATE,RATE,..." one per host,

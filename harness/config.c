@@ -26,6 +26,7 @@
 #include <strings.h>
 #include <yaml.h>
 
+#include "cluster.h"
 #include "err.h"
 
 enum { MAX_RUNS = 100000, MAX_DEPTH = 64 };
@@ -124,8 +125,8 @@ static const char *suggest(const char *key) {
   for (const sg_engine_t *const *e = sg_engines; *e; e++)
     for (const sg_setting_t *s = (*e)->options; s && s->name; s++)
       consider(key, s->name, &best, &bestd);
-  static const char *const extra[] = {"workload", "engines", "engine"};
-  for (size_t i = 0; i < 3; i++) consider(key, extra[i], &best, &bestd);
+  static const char *const extra[] = {"workload", "engines", "engine", "cluster"};
+  for (size_t i = 0; i < 4; i++) consider(key, extra[i], &best, &bestd);
   size_t len = strlen(key), limit = len <= 3 ? 1 : len <= 6 ? 2 : 3;
   return bestd <= limit ? best : NULL;
 }
@@ -206,6 +207,30 @@ static long long parse_int(const char *s) {
   return x;
 }
 
+/* What an item of a cluster list means: a link rate, a loss fraction. */
+static int cluster_item(const sg_setting_t *s, const char *item, pos_t p) {
+  uint64_t bps;
+  double f;
+  int rc = SG_OK;
+  if (!strcmp(s->name, "cluster.link")) rc = sg_cluster_parse_rate(item, "rate", &bps);
+  else if (!strcmp(s->name, "cluster.loss")) rc = sg_cluster_parse_loss(item, "loss", &f);
+  if (rc < 0) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", sg_err_msg());
+    return perr(p, s->name, "%s", why);
+  }
+  return SG_OK;
+}
+
+/* Every item of a stored list value "a,b,c" (cluster_item). */
+static int strlist_items(const sg_setting_t *s, const char *v, pos_t p) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", v);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+    SG_CHECK(cluster_item(s, t, p));
+  return SG_OK;
+}
+
 /* Check one scalar for setting s and write its stored form into out. */
 static int check_scalar(const sg_setting_t *s, const char *raw, pos_t p, char *out, size_t cap) {
   char why[256], buf[1024];
@@ -220,6 +245,7 @@ static int check_scalar(const sg_setting_t *s, const char *raw, pos_t p, char *o
       strcpy(buf, "false");
   }
   if (sg_setting_check(s, buf, why, sizeof why) < 0) return perr(p, s->name, "%s", why);
+  if (s->type == SG_T_STRLIST) SG_CHECK(strlist_items(s, buf, p));
   if (s->type == SG_T_INT) snprintf(out, cap, "%lld", parse_int(buf));
   else snprintf(out, cap, "%s", buf);
   return SG_OK;
@@ -240,9 +266,13 @@ static int list_value(parser_t *p, const sg_setting_t *s, yaml_node_t *seq, pos_
     yaml_node_t *c = yaml_document_get_node(p->doc, *it);
     const char *v = scalar(c);
     pos_t cp = p->fname == at.where && at.line ? node_pos(p, c) : at;
-    if (!v) return perr(cp, s->name, "expected a list of integers, got a nested value");
-    char one[64];
-    const sg_setting_t item = {.name = s->name, .type = SG_T_INT, .min = s->min, .max = s->max};
+    int ints = s->type == SG_T_INTLIST;
+    if (!v)
+      return perr(cp, s->name, "expected a list of %s, got a nested value", ints ? "integers" : "values");
+    char one[256];
+    if (!ints && (!*v || strchr(v, ','))) return perr(cp, s->name, "expected one value per item, got '%s'", v);
+    const sg_setting_t item = {.name = s->name, .type = ints ? SG_T_INT : SG_T_STRLIST,
+                               .min = s->min, .max = s->max};
     SG_CHECK(check_scalar(&item, v, cp, one, sizeof one));
     len += (size_t)snprintf(out + len, cap > len ? cap - len : 0, "%s%s", len ? "," : "", one);
   }
@@ -266,7 +296,8 @@ static int node_values(parser_t *p, const sg_setting_t *s, yaml_node_t *n, pos_t
   /* a sequence: a list value, or a sweep */
   yaml_node_item_t *b = n->data.sequence.items.start, *e = n->data.sequence.items.top;
   int nested = b < e && yaml_document_get_node(p->doc, *b)->type == YAML_SEQUENCE_NODE;
-  if (s->type == SG_T_INTLIST && !nested) {
+  int listy = s->type == SG_T_INTLIST || s->type == SG_T_STRLIST;
+  if (listy && !nested) {
     SG_CHECK(list_value(p, s, n, at, buf, sizeof buf));
     return vset_add(out, buf);
   }
@@ -275,9 +306,10 @@ static int node_values(parser_t *p, const sg_setting_t *s, yaml_node_t *n, pos_t
   for (yaml_node_item_t *it = b; it < e; it++) {
     yaml_node_t *c = yaml_document_get_node(p->doc, *it);
     pos_t cp = at.line ? node_pos(p, c) : at;
-    if (s->type == SG_T_INTLIST) {
+    if (listy) {
       if (c->type != YAML_SEQUENCE_NODE) {
-        rc = perr(cp, s->name, "a sweep of lists needs every item to be a list, e.g. [[128], [256, 128]]");
+        rc = perr(cp, s->name, "a sweep of lists needs every item to be a list, e.g. %s",
+                  s->type == SG_T_INTLIST ? "[[128], [256, 128]]" : "[[1gbit], [100mbit]]");
         goto fail;
       }
       SG_TRY(list_value(p, s, c, cp, buf, sizeof buf));
@@ -312,6 +344,8 @@ static int lookup(const char *key, scope_t scope, const sg_engine_t *eng, pos_t 
     }
   }
   const sg_setting_t *s = sg_setting_find(sg_settings, key);
+  if (s && s->section == SG_S_CLUSTER)
+    return perr(kp, key, "belongs under cluster: (cluster: {%s: ...})", key + strlen("cluster."));
   if (s) {
     int ok = scope == IN_TOP ? s->section != SG_S_WORKLOAD
              : scope == IN_WORKLOAD ? s->section == SG_S_WORKLOAD
@@ -348,6 +382,30 @@ static int check_dups(parser_t *p, yaml_node_t *map) {
 
 static int parse_pairs(parser_t *p, yaml_node_t *map, scope_t scope, const sg_engine_t *eng,
                        layer_t *into);
+
+/* `cluster: {hosts: 4, link: 1gbit}` (top level or in an engine entry):
+ * its keys are the table's cluster.KEY. */
+static int parse_cluster(parser_t *p, yaml_node_t *v, pos_t kp, layer_t *into) {
+  if (v->type != YAML_MAPPING_NODE)
+    return perr(kp, "cluster", "expected a mapping of cluster keys, e.g. {hosts: 4, link: 1gbit}");
+  SG_CHECK(check_dups(p, v));
+  for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
+    yaml_node_t *k = yaml_document_get_node(p->doc, q->key);
+    yaml_node_t *val = yaml_document_get_node(p->doc, q->value);
+    char full[96];
+    snprintf(full, sizeof full, "cluster.%s", scalar(k));
+    const sg_setting_t *s = sg_setting_find(sg_settings, full);
+    if (!s || s->section != SG_S_CLUSTER)
+      return perr(node_pos(p, k), full, "unknown cluster key (hosts, link, loss, placement)");
+    vset_t vs;
+    SG_CHECK(node_values(p, s, val, node_pos(p, val), 1, &vs));
+    vs.pos = node_pos(p, k);
+    int rc = layer_put(into, &vs);
+    vset_free(&vs);
+    SG_CHECK(rc);
+  }
+  return SG_OK;
+}
 
 static int parse_workload(parser_t *p, yaml_node_t *v, pos_t kp) {
   if (v->type != YAML_MAPPING_NODE)
@@ -419,6 +477,12 @@ static int parse_pairs(parser_t *p, yaml_node_t *map, scope_t scope, const sg_en
       continue;
     }
     if (scope == IN_ENTRY && !strcmp(key, "engine")) continue; /* read by parse_entry */
+    if (scope == IN_WORKLOAD && !strcmp(key, "cluster"))
+      return perr(kp, key, "belongs at the top level or in an engine entry, not under workload:");
+    if (scope != IN_WORKLOAD && !strcmp(key, "cluster")) {
+      SG_CHECK(parse_cluster(p, v, kp, into));
+      continue;
+    }
     if (scope != IN_TOP && (!strcmp(key, "workload") || !strcmp(key, "engines")))
       return perr(kp, key, "belongs at the top level");
     if (scope != IN_ENTRY && !strcmp(key, "engine"))
@@ -488,6 +552,9 @@ static int yaml_prescan(const char *fname, const char *text, size_t len, int wit
 /* `--set engines=...` / `--set workload=...`: whole sections are the file's;
  * say how to override inside them instead. */
 static int set_section(pos_t at, const char *key) {
+  if (!strcmp(key, "cluster"))
+    return perr(at, key, "the cluster section cannot be replaced with --set; set one key with "
+                "--set cluster.key=value, e.g. cluster.hosts=4");
   if (!strcmp(key, "engines"))
     return perr(at, key, "the engine list cannot be replaced with --set; edit the file, or set a key "
                 "of entry I with --set engines.I.key=value (e.g. engines.0.workers=4)");
@@ -513,7 +580,8 @@ static int apply_set(parser_t *p, const char *arg) {
   yaml_document_t doc;
   int rc = SG_OK;
   const char *val = eq + 1;
-  if (!strcmp(key, "engines") || !strcmp(key, "workload")) return set_section(at, key);
+  if (!strcmp(key, "engines") || !strcmp(key, "workload") || !strcmp(key, "cluster"))
+    return set_section(at, key);
   SG_CHECK(yaml_prescan(where, val, strlen(val), 0));
   yaml_parser_initialize(&yp);
   yaml_parser_set_input_string(&yp, (const unsigned char *)val, strlen(val));
@@ -619,8 +687,47 @@ static const char *pick_value(const pick_t *k, size_t i) {
   return k->vs ? k->vs->v[i] : k->s->def;
 }
 
-static int add_run(sg_experiment_t *x, sg_opts_t **o, const entry_t *e, const char *label,
-                   int repeat) {
+/* How many items a stored list value "a,b,c" has. */
+static int64_t list_len(const char *v) {
+  int64_t n = 1;
+  for (; *v; v++) n += *v == ',';
+  return n;
+}
+
+/* A run on an emulated cluster (cluster.hosts > 0): ZeroMQ ranks that the
+ * harness starts itself (mpirun's daemons and out-of-band channel live in
+ * this host's namespace, which the cluster's hosts cannot reach), tcp
+ * between ranks, and per-host lists that fit the hosts. */
+static int check_cluster(const parser_t *p, const entry_t *e, sg_opts_t *o) {
+  int64_t hosts;
+  SG_CHECK(sg_opts_int(o, "cluster.hosts", &hosts));
+  if (hosts == 0) return SG_OK;
+  const vset_t *hv = choose(p, e, "cluster.hosts");
+  pos_t at = hv ? hv->pos : e->pos;
+  if (!strcmp(sg_opts_get(o, "transport"), "mpi"))
+    return perr(at, "cluster.hosts", "transport mpi is not supported on a cluster yet: mpirun's "
+                "out-of-band channel cannot reach the cluster's hosts from this host's namespace "
+                "(use transport: zmq)");
+  const char *mh = sg_opts_get(o, "hosts");
+  if (mh && *mh)
+    return perr(at, "cluster.hosts", "hosts '%s' (an mpirun host list) and a cluster exclude each "
+                "other: the cluster places the ranks", mh);
+  if (!strcmp(sg_opts_get(o, "launcher"), "mpirun"))
+    return perr(at, "cluster.hosts", "launcher mpirun is not supported on a cluster yet: the "
+                "harness places the ranks on the hosts itself (use launcher: local or auto)");
+  static const char *const lists[] = {"cluster.link", "cluster.loss"};
+  for (size_t i = 0; i < 2; i++) {
+    int64_t n = list_len(sg_opts_get(o, lists[i]));
+    const vset_t *lv = choose(p, e, lists[i]);
+    if (n != 1 && n != hosts)
+      return perr(lv ? lv->pos : at, lists[i], "%lld values for %lld hosts (give one for every "
+                  "host, or one per host)", (long long)n, (long long)hosts);
+  }
+  return sg_opts_set(o, "zmq_scheme", "tcp"); /* ranks talk over the links */
+}
+
+static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const entry_t *e,
+                   const char *label, int repeat) {
   int rc = SG_OK;
   sg_run_spec_t *r = &x->runs[x->nruns];
   memset(r, 0, sizeof *r);
@@ -638,6 +745,7 @@ static int add_run(sg_experiment_t *x, sg_opts_t **o, const entry_t *e, const ch
   else if (!strcmp(launcher, "local") && hosts && *hosts)
     return perr(e->pos, "hosts", "needs launcher mpirun (or auto); launcher local starts ranks on this host only");
   SG_TRY(sg_opts_set(*o, "launcher", launcher));
+  SG_TRY(check_cluster(p, e, *o));
   int nprocs = 0;
   rc = sg_engine_nprocs(e->engine, *o, (int)workers, &nprocs);
   if (rc < 0) return perr(e->pos, "engine", "%s: %s", e->engine->name, sg_err_msg());
@@ -704,7 +812,7 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
         rc = SG_ENOMEM;
         goto fail;
       }
-      rc = add_run(x, &one, e, label, (int)r);
+      rc = add_run(p, x, &one, e, label, (int)r);
       sg_opts_destroy(&one);
       SG_TRY(rc);
     }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cluster.h"
 #include "err.h"
 
 enum { KIN_MAX = 256,    /* mpirun descendants remembered */
@@ -87,9 +88,16 @@ static void print_cmd(char *const *argv) {
  * harness (PR_SET_PDEATHSIG survives exec): a harness killed with
  * SIGKILL, or whose terminal closed, leaves no rank (nor mpirun) behind.
  * The harness may already have died between fork and prctl: then the
- * child was reparented, getppid() is no longer `parent`, and it exits. */
+ * child was reparented, getppid() is no longer `parent`, and it exits.
+ * With a cluster, the child enters host `host`'s network namespace first
+ * (its namespace fds are close-on-exec: the rank inherits none). */
+typedef struct spawn_at {
+  const sg_cluster_t *cluster; /* NULL: stay in this namespace */
+  int host;
+} spawn_at_t;
+
 static int spawn(char *const *argv, const char *rank, const char *size, pid_t pgid, int err_fd,
-                 pid_t *out) {
+                 spawn_at_t at, pid_t *out) {
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return sg_err_set(SG_EIO, "fork: %s", strerror(errno));
@@ -104,6 +112,10 @@ static int spawn(char *const *argv, const char *rank, const char *size, pid_t pg
     signal(SIGPIPE, SIG_DFL);
     if (rank) setenv("SGDLAB_RANK", rank, 1);
     if (size) setenv("SGDLAB_SIZE", size, 1);
+    if (at.cluster && sg_cluster_enter(at.cluster, at.host) < 0) {
+      fprintf(stderr, "sgdlab: rank %s: %s\n", rank ? rank : "?", sg_err_msg());
+      _exit(127);
+    }
     execvp(argv[0], argv);
     fprintf(stderr, "sgdlab: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);
@@ -122,6 +134,10 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
   snprintf(sizes, sizeof sizes, "%d", cfg->nprocs);
 
   if (!strcmp(cfg->launcher, "mpirun")) {
+    if (cfg->cluster) { /* the config refuses it first (config.c) */
+      rc = sg_err_set(SG_EUNSUPPORTED, "launcher mpirun cannot place ranks on an emulated cluster");
+      goto fail;
+    }
     if (!on_path("mpirun")) {
       rc = sg_err_set(SG_ENOTFOUND, "launcher mpirun: mpirun is not on PATH (install openmpi-bin)");
       goto fail;
@@ -170,7 +186,7 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
     l->err_fd = p[0];
     fcntl(p[0], F_SETFD, FD_CLOEXEC); /* the harness is single-threaded: no race */
     fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
-    rc = spawn(argv, NULL, NULL, 0, p[1], &l->pid[0]);
+    rc = spawn(argv, NULL, NULL, 0, p[1], (spawn_at_t){NULL, 0}, &l->pid[0]);
     close(p[1]);
     SG_TRY(rc);
     l->n = 1;
@@ -186,7 +202,8 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
     for (int r = 0; r < cfg->nprocs; r++) {
       char rank[16];
       snprintf(rank, sizeof rank, "%d", r);
-      SG_TRY(spawn(argv, rank, sizes, l->pgid, -1, &l->pid[r]));
+      spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[r] : 0};
+      SG_TRY(spawn(argv, rank, sizes, l->pgid, -1, at, &l->pid[r]));
       l->n = r + 1;
       if (r == 0) l->pgid = l->pid[0];
     }

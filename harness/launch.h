@@ -12,6 +12,10 @@
  *          OMPI_COMM_WORLD_RANK.  --oversubscribe is added when N exceeds
  *          this host's cores (and no -H list says where ranks go).
  *
+ * On an emulated cluster (cfg.cluster, local launcher only) each rank's
+ * child moves into its host's network namespace (sg_cluster_enter: setns,
+ * no shell) between fork and exec.
+ *
  * Processes are reaped with sg_launch_poll() (never blocking), so the
  * harness keeps serving records and rendezvous while ranks run.
  *
@@ -34,6 +38,7 @@
 #include <sys/types.h>
 
 typedef struct sg_launch sg_launch_t;
+struct sg_cluster;
 
 typedef struct sg_launch_cfg {
   const char *launcher; /* "local" or "mpirun" */
@@ -42,6 +47,10 @@ typedef struct sg_launch_cfg {
   int nprocs;
   const char *hosts;    /* mpirun -H list; NULL or "" = this host */
   int verbose;          /* print the command lines to stderr */
+  /* local launcher on an emulated cluster (cluster.h): rank r's child
+   * enters host host_of[r]'s network namespace before exec; NULL = none */
+  const struct sg_cluster *cluster;
+  const int *host_of;
 } sg_launch_cfg_t;
 
 typedef struct sg_exit {

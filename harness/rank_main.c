@@ -3,7 +3,8 @@
  * Started by the harness (local launcher: SGDLAB_RANK / SGDLAB_SIZE in the
  * environment) or by mpirun (OMPI_COMM_WORLD_RANK / _SIZE).  Reads the
  * spec the harness wrote (every setting plus _records, _rendezvous, _t0,
- * _nprocs), opens the records stream, connects the transport, and runs the
+ * _nprocs, and on an emulated cluster _rank_addrs, the address each rank
+ * binds), opens the records stream, connects the transport, and runs the
  * engine's training loop.  Ends with a DONE record (ok, or the error
  * message) and exit status 0 / 1; on failure also one line on stderr:
  * "sgdlab-rank: rank R: <message>".
@@ -16,6 +17,23 @@
 #include "auth.h"
 #include "engine.h"
 #include "err.h"
+
+/* Item `rank` of the spec's _rank_addrs ("a0,a1,..."; a run on an
+ * emulated cluster: the address of the host each rank is placed on) into
+ * out; "" when the run has none. */
+static int rank_addr(const sg_opts_t *o, int rank, char *out, size_t cap) {
+  const char *p = sg_opts_str_or(o, "_rank_addrs", "");
+  out[0] = '\0';
+  if (!*p) return SG_OK;
+  for (int i = 0; i < rank && p; i++)
+    if ((p = strchr(p, ','))) p++;
+  size_t len = p ? strcspn(p, ",") : 0;
+  if (!p || !len || len >= cap)
+    return sg_err_set(SG_ECONFIG, "_rank_addrs: no address for rank %d", rank);
+  memcpy(out, p, len);
+  out[len] = '\0';
+  return SG_OK;
+}
 
 static int env_int(const char *const *names, int def) {
   for (int i = 0; names[i]; i++) {
@@ -84,10 +102,13 @@ int main(int argc, char **argv) {
     /* Every engine gets a comm, even of size 1 (an allreduce of one rank is
      * a no-op, not a NULL dereference).  One process needs no rendezvous. */
     const char *rdv = sg_opts_str_or(o, "_rendezvous", "");
+    char addr[64];
+    SG_TRY(rank_addr(o, rank, addr, sizeof addr));
     sg_zmq_cfg_t zc = {.rank = rank, .size = size, .deadline_s = deadline,
                        .scheme = sg_opts_str_or(o, "zmq_scheme", "ipc"),
                        .ipc_dir = sg_opts_str_or(o, "_rundir", NULL),
                        .keys = keys,
+                       .bind_addr = addr,
                        .rendezvous = rdv[0] ? rdv : NULL};
     SG_TRY(sg_comm_zmq_new(&comm, &zc));
   }

@@ -49,6 +49,12 @@ static const char MIGRATE_V2[] =
     "ALTER TABLE runs ADD COLUMN tmp_dir TEXT;"
     "CREATE INDEX runs_status ON runs(status);";
 
+/* Version 3: where a rank ran on an emulated cluster (cluster.h): its
+ * host there ("h1") and that host's address; NULL without a cluster. */
+static const char MIGRATE_V3[] =
+    "ALTER TABLE ranks ADD COLUMN cluster_host TEXT;"
+    "ALTER TABLE ranks ADD COLUMN address TEXT;";
+
 enum { ST_STEP, ST_EVAL, ST_BENCH, ST_RANK, ST_INFO, ST_N };
 static const char *const STMT_SQL[ST_N] = {
     [ST_STEP] = "INSERT INTO steps(run_id,rank,role,step,epoch,t_start,compute_s,comm_s,wait_s,"
@@ -57,7 +63,8 @@ static const char *const STMT_SQL[ST_N] = {
                 " VALUES(?,?,?,?,?,?,?,?)",
     [ST_BENCH] = "INSERT INTO bench(experiment_id,collective,impl,transport,np,bytes,iters,t_min,"
                  "t_median,t_max,algbw,busbw,wrong) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_RANK] = "INSERT INTO ranks(run_id,rank,role,host,pid) VALUES(?,?,?,?,?)",
+    [ST_RANK] = "INSERT INTO ranks(run_id,rank,role,host,pid,cluster_host,address)"
+                " VALUES(?,?,?,?,?,?,?)",
     [ST_INFO] = "INSERT OR IGNORE INTO run_info(run_id,key,value) VALUES(?,?,?)",
 };
 
@@ -122,6 +129,7 @@ static int make_parent(const char *path) {
 static int migrate(sg_recorder_t *r, int from) {
   if (from == 0) SG_CHECK(exec(r, SCHEMA_V1));
   if (from < 2) SG_CHECK(exec(r, MIGRATE_V2));
+  if (from < 3) SG_CHECK(exec(r, MIGRATE_V3));
   char sql[64];
   snprintf(sql, sizeof sql, "PRAGMA user_version=%d", SG_DB_VERSION);
   SG_CHECK(exec(r, sql));
@@ -328,7 +336,7 @@ int sg_recorder_run_dir(sg_recorder_t *r, int64_t run_id, const char *dir) {
 }
 
 int sg_recorder_rank(sg_recorder_t *r, int64_t run_id, int rank, const char *role,
-                     const char *host, int pid) {
+                     const char *host, int pid, const char *cluster_host, const char *address) {
   sqlite3_stmt *s = r->st[ST_RANK];
   SG_CHECK(batch_row(r));
   sqlite3_bind_int64(s, 1, run_id);
@@ -336,6 +344,8 @@ int sg_recorder_rank(sg_recorder_t *r, int64_t run_id, int rank, const char *rol
   bind_text(s, 3, role);
   bind_text(s, 4, host);
   sqlite3_bind_int(s, 5, pid);
+  bind_text(s, 6, cluster_host);
+  bind_text(s, 7, address);
   return run_stmt(r, s, "inserting a rank");
 }
 

@@ -5,7 +5,10 @@
  * (column names are public: people query the file with sqlite3 and the
  * reports are SQL over it), plus
  *
- *   ranks(run_id, rank, role, host, pid)      who ran what, where
+ *   ranks(run_id, rank, role, host, pid,      who ran what, where
+ *         cluster_host, address)              (version 3: on an emulated
+ *                                             cluster, the rank's host
+ *                                             "h1" and its address)
  *   run_info(run_id, key, value)              BLAS library, workload, ...
  *                                             (one value per key: the first sent)
  *
@@ -19,7 +22,7 @@
  *
  * Versioned with PRAGMA user_version (SG_DB_VERSION); an older file is
  * migrated in place by migrate() (version 1 -> 2 adds the runs columns
- * above; its rows keep NULL there), a newer one is refused with a message.
+ * above, 2 -> 3 the ranks columns; old rows keep NULL there), a newer one is refused with a message.
  * WAL mode, so readers (sgdlab report, sqlite3) see committed rows while a
  * run goes on.  Record rows are inserted inside a transaction that
  * sg_recorder_tick() commits every SG_DB_BATCH_ROWS rows or
@@ -32,7 +35,7 @@
 
 #include "records.h"
 
-#define SG_DB_VERSION 2
+#define SG_DB_VERSION 3
 #define SG_DB_BATCH_ROWS 200
 #define SG_DB_BATCH_SECONDS 0.5
 
@@ -68,8 +71,10 @@ int sg_recorder_run_end(sg_recorder_t *db, int64_t run_id, const char *status,
                         const char *error, double wall_s);
 
 /* Row inserts (batched; call sg_recorder_tick() regularly). */
+/* cluster_host and address: NULL without a cluster. */
 int sg_recorder_rank(sg_recorder_t *db, int64_t run_id, int rank,
-                     const char *role, const char *host, int pid);
+                     const char *role, const char *host, int pid,
+                     const char *cluster_host, const char *address);
 int sg_recorder_info(sg_recorder_t *db, int64_t run_id, const char *key,
                      const char *value);
 int sg_recorder_step(sg_recorder_t *db, int64_t run_id, int rank,

@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "err.h"
 #include "launch.h"
+#include "run_cluster.h"
 #include "transport.h"
 
 enum { POLL_MS = 100 };
@@ -114,6 +115,7 @@ typedef struct serve {
   double scanned;       /* sg_now() of the last scan_states */
   int culprit;          /* a stopped or dead rank when the run failed (blame), or -1 */
   int noted;            /* note_culprit has looked */
+  const sg_run_cluster_t *cluster; /* the run's emulated cluster, or NULL */
 } serve_t;
 
 static void rank_name(const serve_t *s, int r, char *out, size_t cap) {
@@ -159,7 +161,9 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sen
     snprintf(ri->role, sizeof ri->role, "%s", x.role);
     snprintf(ri->host, sizeof ri->host, "%s", x.host);
     ri->pid = x.pid;
-    SG_CHECK(sg_recorder_rank(db, s->run_id, h.rank, ri->role, ri->host, ri->pid));
+    SG_CHECK(sg_recorder_rank(db, s->run_id, h.rank, ri->role, ri->host, ri->pid,
+                              sg_run_cluster_host(s->cluster, h.rank),
+                              sg_run_cluster_addr(s->cluster, h.rank)));
     break;
   }
   case SG_REC_STEP: {
@@ -702,7 +706,10 @@ static void variant_label(const sg_run_spec_t *run, char *out, size_t cap) {
  * for ZeroMQ ranks, the rendezvous.  Nothing binds the wildcard address:
  * on one host everything is ipc in the run's 0700 directory (or loopback
  * tcp with zmq_scheme tcp); with hosts, tcp on the address this host uses
- * to reach them.  Any tcp socket speaks CURVE with the run's fresh keys
+ * to reach them.  On an emulated cluster the ranks talk tcp between the
+ * hosts' addresses, but records and rendezvous stay ipc: ipc sockets are
+ * files, which every network namespace reaches, while this namespace's
+ * loopback is not the hosts'.  Any tcp socket speaks CURVE with the run's fresh keys
  * (auth.h) unless zmq_auth is none. */
 typedef struct control {
   void *zctx, *pull;
@@ -758,10 +765,11 @@ static int control_bind_records(control_t *c, const char *dir, const char *addr)
 }
 
 static int control_open(control_t *c, const sg_run_spec_t *run, const char *dir,
-                        const char *hosts) {
+                        const char *hosts, int cluster) {
   const char *scheme = sg_opts_str_or(run->opts, "zmq_scheme", "ipc");
   int zmq_ranks = !strcmp(sg_opts_get(run->opts, "transport"), "zmq") && run->nprocs > 1;
   int remote = hosts[0] != '\0', tcp = remote || (zmq_ranks && !strcmp(scheme, "tcp"));
+  int rdv_tcp = tcp && !cluster;
   char addr[64] = "127.0.0.1";
   c->tcp = tcp;
   if (remote) SG_CHECK(control_addr(hosts, addr, sizeof addr));
@@ -775,9 +783,9 @@ static int control_open(control_t *c, const sg_run_spec_t *run, const char *dir,
   SG_CHECK(control_bind_records(c, dir, remote ? addr : NULL));
   if (zmq_ranks) {
     char base[256];
-    if (tcp) snprintf(base, sizeof base, "tcp://%s:*", addr);
+    if (rdv_tcp) snprintf(base, sizeof base, "tcp://%s:*", addr);
     else snprintf(base, sizeof base, "ipc://%s/rdv", dir);
-    SG_CHECK(sg_rdv_new(&c->rdv, c->zctx, base, run->nprocs, tcp ? c->keys : NULL));
+    SG_CHECK(sg_rdv_new(&c->rdv, c->zctx, base, run->nprocs, rdv_tcp ? c->keys : NULL));
   }
   return SG_OK;
 }
@@ -810,12 +818,35 @@ static void control_close(control_t *c) {
   memset(c, 0, sizeof *c);
 }
 
+/* The run's emulated cluster (cluster.hosts > 0), made before anything
+ * listens or launches: its name, subnet, hosts and setup time go to
+ * run_info.  *out stays NULL for a run without one. */
+static int cluster_open(sg_run_cluster_t **out, const sg_run_env_t *env, const sg_run_spec_t *run,
+                        int64_t run_id) {
+  double t0 = sg_now();
+  SG_CHECK(sg_run_cluster_up(out, run, &g_interrupted));
+  if (!*out) return SG_OK;
+  char v[32];
+  snprintf(v, sizeof v, "%.3f", sg_now() - t0);
+  SG_CHECK(sg_recorder_info(env->db, run_id, "cluster.setup_s", v));
+  return sg_run_cluster_record_start(*out, env->db, run_id);
+}
+
+/* Remove the run's cluster once its ranks are reaped; a failure to remove
+ * it is said (the next sgdlab run sweeps what is left). */
+static void cluster_close(sg_run_cluster_t **c, int64_t run_id) {
+  if (*c && sg_run_cluster_down(c) < 0)
+    fprintf(stderr, "%ssgdlab: run %lld: removing its cluster: %s\n",
+            isatty(STDERR_FILENO) ? "\r\033[K" : "", (long long)run_id, sg_err_msg());
+}
+
 int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t index, size_t nruns,
                    sg_run_result_t *res) {
   int rc = SG_OK;
   char dir[] = "/tmp/sgdlab-XXXXXX";
-  int have_dir = 0, interrupted = 0;
+  int have_dir = 0, interrupted = 0, ended = 0;
   char spec_path[128], rank_bin[4096];
+  sg_run_cluster_t *rcl = NULL;
   control_t ctl = {0};
   void *pull = NULL;
   sg_rdv_t *rdv = NULL;
@@ -863,7 +894,9 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   }
   have_dir = 1;
   SG_TRY(sg_recorder_run_dir(env->db, s.run_id, dir)); /* removed by reconcile.h if we die */
-  SG_TRY(control_open(&ctl, run, dir, hosts));
+  SG_TRY(cluster_open(&rcl, env, run, s.run_id));
+  s.cluster = rcl;
+  SG_TRY(control_open(&ctl, run, dir, hosts, rcl != NULL));
   s.keyed = ctl.keyed_records;
   pull = ctl.pull;
   rdv = ctl.rdv;
@@ -884,11 +917,14 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   SG_TRY(sg_opts_setf(spec, "_t0", "%.6f", t0));
   SG_TRY(sg_opts_setf(spec, "_nprocs", "%d", run->nprocs));
   SG_TRY(sg_opts_set(spec, "_rundir", remote ? "" : dir));
+  if (rcl) SG_TRY(sg_run_cluster_spec(rcl, spec));
   snprintf(spec_path, sizeof spec_path, "%s/spec", dir);
   SG_TRY(sg_opts_save(spec, spec_path));
 
   sg_launch_cfg_t lc = {.launcher = launcher, .rank_bin = rank_bin, .spec = spec_path,
-                        .nprocs = run->nprocs, .hosts = hosts, .verbose = env->verbose};
+                        .nprocs = run->nprocs, .hosts = hosts, .verbose = env->verbose,
+                        .cluster = sg_run_cluster_handle(rcl),
+                        .host_of = sg_run_cluster_host_of(rcl)};
   double start = sg_now();
   s.last_rec = start;
   sg_fd_limit_raise(); /* before the ranks inherit it; admission kept to the user's limit */
@@ -981,20 +1017,25 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   res->final_acc = s.final_acc;
   snprintf(res->error, sizeof res->error, "%s", s.error);
   SG_TRY(control_record(&ctl, &s));
+  if (rcl) SG_TRY(sg_run_cluster_record_links(rcl, env->db, s.run_id));
   SG_TRY(sg_recorder_run_end(env->db, s.run_id, res->ok ? "ok" : "failed",
                              res->ok ? NULL : s.error, res->wall_s));
+  ended = 1;
   sg_progress_run_end(env->progress, shown, res->ok ? "ok" : "failed", res->final_acc,
                       res->wall_s, res->ok ? NULL : s.error);
   rc = interrupted ? SG_EINTERRUPTED : SG_OK;
 fail:
-  if (rc < 0 && rc != SG_EINTERRUPTED && s.run_id) {
-    /* the harness itself failed: keep the run's row honest */
+  if (rc < 0 && !ended && s.run_id) {
+    /* the harness itself failed, or a signal stopped the cluster's setup:
+     * keep the run's row honest */
     char why[512];
-    snprintf(why, sizeof why, "harness: %s", sg_err_msg());
+    if (rc == SG_EINTERRUPTED) snprintf(why, sizeof why, "interrupted");
+    else snprintf(why, sizeof why, "harness: %s", sg_err_msg());
     sg_launch_stop(launch, STOP_GRACE_S);
     sg_recorder_run_end(env->db, s.run_id, "failed", why, 0);
   }
-  sg_launch_destroy(&launch);
+  sg_launch_destroy(&launch); /* every rank reaped: their namespaces can go */
+  cluster_close(&rcl, s.run_id);
   control_close(&ctl);
   if (have_dir) remove_dir(dir);
   sg_opts_destroy(&spec);
@@ -1095,7 +1136,8 @@ int sg_cmd_run(int argc, char **argv) {
   }
   if (hosts_set) sets[nsets++] = hosts_set;
   if (sg_config_load(&x, config, sets, nsets) < 0 ||
-      sg_admit_experiment(x, force, dry ? stdout : NULL) < 0) {
+      sg_admit_experiment(x, force, dry ? stdout : NULL) < 0 ||
+      sg_run_cluster_admit(x, config) < 0) {
     fprintf(stderr, "%s\n", sg_err_msg());
     code = 2;
     goto out;
@@ -1119,6 +1161,7 @@ int sg_cmd_run(int argc, char **argv) {
     code = 2;
     goto out;
   }
+  sg_run_cluster_sweep_leftovers(quiet); /* clusters of a harness that was killed */
   sg_run_env_t env;
   if (sg_run_begin(db, x, quiet, verbose, rank_bin, &prog, &env) < 0) {
     fprintf(stderr, "sgdlab run: %s\n", sg_err_msg());

@@ -375,3 +375,83 @@ TEST(set_of_a_whole_section_says_how_to_override_inside_it) {
   CHECK_STR_CONTAINS(sg_err_msg(), "--set workload={lr: 0.1}: workload: the workload section cannot be "
                                    "replaced with --set; set one key with --set workload.key=value");
 }
+
+/* ---- cluster: an emulated cluster for the run ---------------------------- */
+
+TEST(cluster_section_resolves_per_entry_and_sweeps_lists_of_lists) {
+  int rc;
+  char *sets[] = {"engines.1.cluster.placement=pack"};
+  sg_experiment_t *x = parse("workers: 4\n"
+                             "cluster: {hosts: 3, link: [1gbit, 100mbit, 1gbit], loss: 1%}\n"
+                             "engines: [allreduce, {engine: ps, cluster: {hosts: 5, link: [[1gbit], [200mbit]]}}]\n",
+                             sets, 1, &rc);
+  CHECK_OK(rc);
+  CHECK_EQ_INT(x->nruns, 3);
+  const sg_opts_t *a = x->runs[0].opts, *p = x->runs[2].opts;
+  CHECK(!strcmp(sg_opts_get(a, "cluster.hosts"), "3"));
+  CHECK(!strcmp(sg_opts_get(a, "cluster.link"), "1gbit,100mbit,1gbit"));
+  CHECK(!strcmp(sg_opts_get(a, "cluster.loss"), "1%"));
+  CHECK(!strcmp(sg_opts_get(a, "cluster.placement"), "spread"));
+  CHECK(!strcmp(sg_opts_get(a, "zmq_scheme"), "tcp")); /* ranks talk over the links */
+  /* the entry's own cluster keys win over the top level's, key by key */
+  CHECK(!strcmp(sg_opts_get(p, "cluster.hosts"), "5"));
+  CHECK(!strcmp(sg_opts_get(p, "cluster.link"), "200mbit"));
+  CHECK(!strcmp(sg_opts_get(p, "cluster.loss"), "1%"));
+  CHECK(!strcmp(sg_opts_get(p, "cluster.placement"), "pack"));
+  CHECK_STR_CONTAINS(x->runs[1].label, "cluster.link=1gbit");
+  sg_experiment_destroy(&x);
+  /* no cluster: nothing changes */
+  x = parse("engines: [ps]\n", NULL, 0, &rc);
+  CHECK_OK(rc);
+  CHECK(!strcmp(sg_opts_get(x->runs[0].opts, "cluster.hosts"), "0"));
+  CHECK(!strcmp(sg_opts_get(x->runs[0].opts, "zmq_scheme"), "ipc"));
+  sg_experiment_destroy(&x);
+}
+
+TEST(cluster_errors_name_the_key_and_its_place) {
+  CHECK_ERR("cluster: {hosts: 3, link: 1gbps}\nengines: [ps]\n",
+            "t.yaml:1:27: cluster.link: rate '1gbps': unknown unit 'gbps' (bit, kbit, mbit, gbit, "
+            "tbit; e.g. 200mbit)");
+  CHECK_ERR("cluster: {hosts: 3, link: [1gbit, 2gbit]}\nengines: [ps]\n",
+            "t.yaml:1:21: cluster.link: 2 values for 3 hosts (give one for every host, or one per host)");
+  CHECK_ERR("cluster: {hosts: 2, loss: [0, 1.5]}\nengines: [ps]\n",
+            "t.yaml:1:31: cluster.loss: loss '1.5': must be in [0, 1)");
+  CHECK_ERR("cluster: {hosts: 300}\nengines: [ps]\n", "t.yaml:1:18: cluster.hosts: must be <= 64");
+  CHECK_ERR("cluster: {hosts: 3, links: 1gbit}\nengines: [ps]\n",
+            "t.yaml:1:21: cluster.links: unknown cluster key (hosts, link, loss, placement)");
+  CHECK_ERR("cluster.hosts: 3\nengines: [ps]\n",
+            "t.yaml:1:1: cluster.hosts: belongs under cluster: (cluster: {hosts: ...})");
+  CHECK_ERR("cluster: 3\nengines: [ps]\n",
+            "t.yaml:1:1: cluster: expected a mapping of cluster keys, e.g. {hosts: 4, link: 1gbit}");
+  CHECK_ERR("workload: {cluster: {hosts: 2}}\nengines: [ps]\n",
+            "t.yaml:1:12: cluster: belongs at the top level or in an engine entry, not under workload:");
+  CHECK_ERR("cluster: {hosts: 2, link: [[1gbit], 2gbit]}\nengines: [ps]\n",
+            "t.yaml:1:37: cluster.link: a sweep of lists needs every item to be a list, e.g. "
+            "[[1gbit], [100mbit]]");
+  int rc;
+  char *set[] = {"cluster.link=[1gbit,x]"};
+  sg_experiment_t *x = parse("cluster: {hosts: 2}\nengines: [ps]\n", set, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK(!strcmp(sg_err_msg(), "--set cluster.link=[1gbit,x]: cluster.link: rate 'x': not a rate "
+                              "(a number and a unit, e.g. 1gbit, 200mbit)"));
+}
+
+TEST(cluster_refuses_mpi_mpirun_and_host_lists) {
+  CHECK_ERR("cluster: {hosts: 3}\ntransport: mpi\nengines: [ps]\n",
+            "t.yaml:1:11: cluster.hosts: transport mpi is not supported on a cluster yet: mpirun's "
+            "out-of-band channel cannot reach the cluster's hosts from this host's namespace (use "
+            "transport: zmq)");
+  CHECK_ERR("cluster: {hosts: 3}\nlauncher: mpirun\nengines: [ps]\n",
+            "t.yaml:1:11: cluster.hosts: launcher mpirun is not supported on a cluster yet: the "
+            "harness places the ranks on the hosts itself (use launcher: local or auto)");
+  CHECK_ERR("cluster: {hosts: 2}\nhosts: 'a:2'\nengines: [ps]\n",
+            "t.yaml:1:11: cluster.hosts: hosts 'a:2' (an mpirun host list) and a cluster exclude "
+            "each other: the cluster places the ranks");
+  /* in one engine entry only: the other entries keep mpi */
+  int rc;
+  sg_experiment_t *x = parse("transport: mpi\nengines: [ps, {engine: allreduce, transport: zmq, "
+                             "cluster: {hosts: 2}}]\n", NULL, 0, &rc);
+  CHECK_OK(rc);
+  CHECK_EQ_INT(x->nruns, 2);
+  sg_experiment_destroy(&x);
+}

@@ -68,7 +68,7 @@ TEST(schema_columns_are_exactly_the_design) {
       {"evals", "run_id,step,epoch,wall_s,samples,train_loss,test_loss,test_acc"},
       {"bench", "id,experiment_id,collective,impl,transport,np,bytes,iters,t_min,t_median,"
                 "t_max,algbw,busbw,wrong"},
-      {"ranks", "run_id,rank,role,host,pid"},
+      {"ranks", "run_id,rank,role,host,pid,cluster_host,address"},
       {"run_info", "run_id,key,value"},
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -127,10 +127,15 @@ TEST(batches_commit_while_the_run_goes_on) {
   CHECK_OK(sg_recorder_bench(r, exp, &b));
   CHECK_OK(sg_recorder_info(r, run, "blas", "OpenBLAS"));
   CHECK_OK(sg_recorder_info(r, run, "blas", "second value ignored"));
-  CHECK_OK(sg_recorder_rank(r, run, 0, "worker", "h", 123));
+  CHECK_OK(sg_recorder_rank(r, run, 0, "worker", "h", 123, NULL, NULL));
+  CHECK_OK(sg_recorder_rank(r, run, 1, "server", "h", 124, "h1", "198.18.0.2"));
   CHECK_OK(sg_recorder_run_end(r, run, "failed", "rank 0 (worker, h, pid 123): killed by signal 9", 1.5));
   CHECK_EQ_INT(count(reader, "SELECT count(*) FROM bench WHERE impl='ring' AND np=4"), 1);
   CHECK_EQ_INT(count(reader, "SELECT count(*) FROM run_info WHERE value='OpenBLAS'"), 1);
+  CHECK_EQ_INT(count(reader, "SELECT count(*) FROM ranks WHERE rank=0 AND cluster_host IS NULL "
+                             "AND address IS NULL"), 1);
+  CHECK_EQ_INT(count(reader, "SELECT count(*) FROM ranks WHERE rank=1 AND cluster_host='h1' "
+                             "AND address='198.18.0.2' AND pid=124"), 1);
   CHECK_EQ_INT(count(reader, "SELECT count(*) FROM run_info"), 1);
   CHECK_EQ_INT(count(reader, "SELECT count(*) FROM runs WHERE status='failed' AND error LIKE "
                              "'%signal 9' AND finished_at IS NOT NULL AND wall_s=1.5"), 1);
@@ -233,9 +238,52 @@ TEST(version_1_file_opens_and_migrates) {
                             "AND harness_start IS NOT NULL", (int)getpid());
   CHECK_EQ_INT(count(db, sql), 1);
   sg_recorder_close(&r);
-  /* reopening: migrated once, still version 2 */
+  /* reopening: migrated once, still the current version */
   CHECK_OK(sg_recorder_open(&r, path));
   CHECK_EQ_INT(count(sg_recorder_sqlite(r), "PRAGMA user_version"), SG_DB_VERSION);
+  sg_recorder_close(&r);
+  cleanup(dir);
+}
+
+/* A database as schema version 2 left it: version 1's DDL plus the runs
+ * columns of version 2, with a rank row. */
+static int write_v2(const char *path) {
+  static const char v2[] =
+      "ALTER TABLE runs ADD COLUMN harness_pid INTEGER;"
+      "ALTER TABLE runs ADD COLUMN harness_host TEXT;"
+      "ALTER TABLE runs ADD COLUMN harness_start TEXT;"
+      "ALTER TABLE runs ADD COLUMN tmp_dir TEXT;"
+      "CREATE INDEX runs_status ON runs(status);"
+      "UPDATE runs SET status='failed' WHERE status='running';"
+      "INSERT INTO ranks(run_id, rank, role, host, pid) VALUES(1, 0, 'worker', 'vm', 42);"
+      "PRAGMA user_version=2;";
+  if (write_v1(path) < 0) return -1;
+  sqlite3 *db;
+  if (sqlite3_open(path, &db) != SQLITE_OK) return -1;
+  int rc = sqlite3_exec(db, v2, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+  sqlite3_close(db);
+  return rc;
+}
+
+TEST(version_2_file_gets_the_ranks_cluster_columns) {
+  char dir[64], path[128], cols[1024];
+  snprintf(dir, sizeof dir, "/tmp/sgdlab-test-XXXXXX");
+  CHECK(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/v2.db", dir);
+  CHECK_OK(write_v2(path));
+  sg_recorder_t *r = NULL;
+  CHECK_OK(sg_recorder_open(&r, path));
+  sqlite3 *db = sg_recorder_sqlite(r);
+  CHECK_EQ_INT(count(db, "PRAGMA user_version"), 3);
+  columns(db, "ranks", cols, sizeof cols);
+  CHECK_MSG(!strcmp(cols, "run_id,rank,role,host,pid,cluster_host,address"), "%s", cols);
+  /* the old row is intact, with NULL where version 2 knew nothing */
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM ranks WHERE pid=42 AND host='vm' AND "
+                         "cluster_host IS NULL AND address IS NULL"), 1);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM steps WHERE loss=0.75"), 1);
+  CHECK_OK(sg_recorder_rank(r, 1, 1, "worker", "vm", 43, "h0", "198.18.0.1"));
+  CHECK_OK(sg_recorder_flush(r));
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM ranks WHERE address='198.18.0.1'"), 1);
   sg_recorder_close(&r);
   cleanup(dir);
 }

@@ -266,7 +266,7 @@ static int forge(void) {
   if (sql(h, "BEGIN", NULL) ||
       sql(h, "UPDATE experiments SET host = ?, started_at = ? WHERE id = 1", host, start, NULL) ||
       forge_runs(h) || forge_bench(h) ||
-      sql(h, "INSERT INTO ranks VALUES(101, 0, 'worker', ?, 1)", rhost, NULL) ||
+      sql(h, "INSERT INTO ranks(run_id, rank, role, host, pid) VALUES(101, 0, 'worker', ?, 1)", rhost, NULL) ||
       sql(h, "INSERT INTO run_info VALUES(101, ?, ?)", ik, iv, NULL) || sql(h, "COMMIT", NULL))
     goto done;
   rc = 0;

@@ -1,0 +1,264 @@
+/* test_cluster_run.c - `sgdlab run` on an emulated cluster (run_cluster.h).
+ *
+ *  - placement: spread gives ps servers and the mapreduce driver hosts of
+ *    their own, then workers round-robin; pack fills hosts in order; only
+ *    the hosts that get a rank are made (no root needed).
+ *  - equivalence: ps sync, allreduce ring and rhd, and mapreduce with 4
+ *    workers, each rank on a host of its own (1gbit links), end within the
+ *    engine tests' relative L2 distance (1e-4) of `local` run without a
+ *    cluster; the ranks table names every rank's host and address, and
+ *    the links really carried the data: each host's tbf counted at least
+ *    the bytes its rank reported sending (and the sum at most 15% + 1 MB
+ *    more: headers, CURVE, acks), which traffic over loopback would not
+ *    give.  No namespace or state of the run's cluster is left.
+ *  - a rank killed mid-run fails the run (naming it) and leaves no
+ *    namespace; a harness killed with SIGKILL leaves its cluster, and the
+ *    next `sgdlab run` sweeps it.
+ *  - without CAP_NET_ADMIN (dropped from the bounding set before exec)
+ *    `sgdlab run` refuses in one line, exit 2, before making anything.
+ *
+ * Root is needed for all but placement: the others skip with the reason.
+ * About 25 s here.
+ */
+#include "test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "config.h"
+#include "err.h"
+#include "run_cluster.h"
+#include "run_util.h"
+#include "test_cluster_util.h"
+
+#define RTOL 1e-4
+#define CLUSTER_5 "cluster: {hosts: 5, link: 1gbit}\n"
+
+/* ---- placement ------------------------------------------------------------ */
+
+/* host_of of the first run of `yaml`, as text "0,1,2"; the used count. */
+static int place(const char *yaml, int hosts, int pack, char *out, size_t cap) {
+  sg_experiment_t *x = NULL;
+  int host_of[64];
+  out[0] = '\0';
+  if (sg_config_parse(&x, "t.yaml", yaml, strlen(yaml), NULL, 0) < 0) return -1;
+  int used = sg_cluster_place(&x->runs[0], hosts, pack, host_of);
+  size_t len = 0;
+  for (int r = 0; r < x->runs[0].nprocs && len < cap; r++)
+    len += (size_t)snprintf(out + len, cap - len, "%s%d", r ? "," : "", host_of[r]);
+  sg_experiment_destroy(&x);
+  return used;
+}
+
+TEST(placement_spread_and_pack) {
+  char got[256];
+  /* ps: the server alone on h0, workers round-robin over h1, h2 */
+  CHECK_EQ_INT(place("workers: 4\nengines: [ps]\n", 3, 0, got, sizeof got), 3);
+  CHECK_MSG(!strcmp(got, "0,1,2,1,2"), "%s", got);
+  /* two servers on h0, h1; every worker on the one host left */
+  CHECK_EQ_INT(place("workers: 4\nengines: [{engine: ps, servers: 2}]\n", 3, 0, got, sizeof got), 3);
+  CHECK_MSG(!strcmp(got, "0,1,2,2,2,2"), "%s", got);
+  /* more servers than hosts: servers wrap, workers go over every host */
+  CHECK_EQ_INT(place("workers: 3\nengines: [{engine: ps, servers: 3}]\n", 2, 0, got, sizeof got), 2);
+  CHECK_MSG(!strcmp(got, "0,1,0,0,1,0"), "%s", got);
+  /* mapreduce: the driver on h0; more hosts than ranks: the rest unused */
+  CHECK_EQ_INT(place("workers: 3\nengines: [mapreduce]\n", 8, 0, got, sizeof got), 4);
+  CHECK_MSG(!strcmp(got, "0,1,2,3"), "%s", got);
+  /* allreduce: every rank a worker */
+  CHECK_EQ_INT(place("workers: 4\nengines: [allreduce]\n", 2, 0, got, sizeof got), 2);
+  CHECK_MSG(!strcmp(got, "0,1,0,1"), "%s", got);
+  /* pack: ceil(5 / 2) = 3 per host; ceil(5 / 4) = 2 per host uses 3 hosts */
+  CHECK_EQ_INT(place("workers: 4\nengines: [ps]\n", 2, 1, got, sizeof got), 2);
+  CHECK_MSG(!strcmp(got, "0,0,0,1,1"), "%s", got);
+  CHECK_EQ_INT(place("workers: 4\nengines: [ps]\n", 4, 1, got, sizeof got), 3);
+  CHECK_MSG(!strcmp(got, "0,0,1,1,2"), "%s", got);
+}
+
+/* ---- helpers of the runs ------------------------------------------------------ */
+
+/* Neither a namespace nor a state file of cluster `name` is left. */
+static int cluster_gone(const char *name, char *why, size_t cap) {
+  char ns[64], state[128];
+  snprintf(ns, sizeof ns, "sgc-%s-", name);
+  snprintf(state, sizeof state, "%s/cluster-%s", SG_CLUSTER_RUN_DIR, name);
+  int n = tc_ns_count(ns);
+  snprintf(why, cap, "%d namespaces %s*, state %s", n, ns,
+           access(state, F_OK) == 0 ? "present" : "absent");
+  return n == 0 && access(state, F_OK) != 0;
+}
+
+/* The links carried run `id`'s data: every host sent at least what the
+ * ranks on it reported sending, and all of them together at most 15% + 1
+ * MB more (frame headers, CURVE, TCP acks). */
+static void check_links(const char *db, long long id, const char *what) {
+  char sql[512];
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM ranks k WHERE k.run_id = %lld AND k.address LIKE '198.1_.%%' AND "
+           "(SELECT CAST(value AS INTEGER) FROM run_info i WHERE i.run_id = k.run_id AND "
+           "i.key = 'cluster.' || k.cluster_host || '.tx_bytes') >= "
+           "(SELECT sum(bytes_sent) FROM steps s WHERE s.run_id = k.run_id AND s.rank = k.rank)",
+           id);
+  long long ok_hosts = ru_db_int(db, sql);
+  snprintf(sql, sizeof sql, "SELECT processes FROM runs WHERE id = %lld", id);
+  long long nprocs = ru_db_int(db, sql);
+  CHECK_MSG(nprocs > 1 && ok_hosts == nprocs, "%s: %lld of %lld hosts sent their rank's bytes",
+            what, ok_hosts, nprocs);
+  snprintf(sql, sizeof sql, "SELECT sum(bytes_sent) FROM steps WHERE run_id = %lld", id);
+  long long sent = ru_db_int(db, sql);
+  snprintf(sql, sizeof sql, "SELECT CAST(value AS INTEGER) FROM run_info WHERE run_id = %lld AND "
+           "key = 'cluster.tx_bytes'", id);
+  long long link = ru_db_int(db, sql);
+  fprintf(stderr, "  %s: ranks sent %lld bytes, the links carried %lld (%.3f)\n", what, sent, link,
+          sent > 0 ? (double)link / (double)sent : 0);
+  CHECK_MSG(sent > 1000000 && link >= sent && link <= sent * 1.15 + 1e6,
+            "%s: sent %lld, links %lld", what, sent, link);
+}
+
+/* ---- every engine over the cluster ---------------------------------------- */
+
+TEST(every_engine_over_the_cluster_equals_local) {
+  if (!tc_root_or_skip("every_engine_over_the_cluster_equals_local")) return;
+  static const char *const variants[][2] = {
+      {"{engine: ps, mode: sync}", "ps sync"},
+      {"{engine: allreduce, algorithm: ring}", "allreduce ring"},
+      {"{engine: allreduce, algorithm: rhd}", "allreduce rhd"},
+      {"{engine: mapreduce}", "mapreduce"},
+  };
+  const char *d = ru_scratch("clrun");
+  CHECK(d);
+  char cfg[128], db[128], ref[128], dump[128], name[32], why[160];
+  snprintf(cfg, sizeof cfg, "%s/eq.yaml", d);
+  snprintf(db, sizeof db, "%s/eq.db", d);
+  snprintf(ref, sizeof ref, "%s/local.bin", d);
+  CHECK_OK(ru_write_train_config(cfg, "cluster-eq", "local", NULL, ref, 4, 100));
+  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
+    const char *what = variants[v][1];
+    snprintf(dump, sizeof dump, "%s/v%zu.bin", d, v);
+    CHECK_OK(ru_write_train_config(cfg, "cluster-eq", variants[v][0], CLUSTER_5, dump, 4, 100));
+    CHECK_MSG(ru_sgdlab_run(cfg, db) == 0, "%s: sgdlab run failed", what);
+    long long id = ru_db_int(db, "SELECT max(id) FROM runs");
+    double dist = ru_rel_distance(dump, ref, NULL);
+    fprintf(stderr, "  %s on the cluster: relative distance to local %.3g\n", what, dist);
+    CHECK_MSG(dist >= 0 && dist <= RTOL, "%s: distance %.3g > %g", what, dist, RTOL);
+    /* every rank on a host of its own, named with its address */
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(DISTINCT cluster_host) = count(*) AND "
+             "count(DISTINCT address) = count(*) FROM ranks WHERE run_id = %lld", id);
+    CHECK_MSG(ru_db_int(db, sql) == 1, "%s: ranks share a host or lack one", what);
+    check_links(db, id, what);
+    if (test_failed_now_) return;
+    snprintf(sql, sizeof sql, "SELECT value FROM run_info WHERE run_id = %lld AND "
+             "key = 'cluster.name'", id);
+    ru_db_text_into(db, sql, name, sizeof name);
+    CHECK_MSG(name[0] && cluster_gone(name, why, sizeof why), "%s: cluster '%s' left: %s", what,
+              name, why);
+    unlink(dump);
+  }
+  /* zmq_scheme was tcp for them, and stays ipc for local */
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE options_json LIKE "
+                             "'%\"zmq_scheme\":\"tcp\"%'"), 4);
+}
+
+/* ---- failures: a rank killed, the harness killed ---------------------------- */
+
+/* Start a long ps run on 3 hosts; once rank `watch` recorded 5 steps,
+ * *name gets the cluster's name.  The harness's pid, or -1. */
+static pid_t start_long_run(const char *cfg, const char *db, char *name, size_t cap) {
+  if (ru_write_train_config(cfg, "cluster-fault", "{engine: ps, mode: sync}",
+                            "cluster: {hosts: 3, link: 1gbit}\ndeadline: 5\n", "", 2, 1000000) < 0)
+    return -1;
+  pid_t sg = ru_spawn_sgdlab_run(cfg, db);
+  int st = 0;
+  if (sg < 0 || ru_db_wait(db, "SELECT count(*) FROM steps WHERE rank = 1", 5, 60, sg, &st) < 0 ||
+      ru_db_wait(db, "SELECT count(*) FROM run_info WHERE key = 'cluster.name'", 1, 10, sg, &st) < 0) {
+    if (sg > 0) kill(sg, SIGKILL), waitpid(sg, NULL, 0);
+    return -1;
+  }
+  ru_db_text_into(db, "SELECT value FROM run_info WHERE key = 'cluster.name'", name, cap);
+  return sg;
+}
+
+TEST(a_killed_rank_fails_the_run_and_leaves_no_namespace) {
+  if (!tc_root_or_skip("a_killed_rank_fails_the_run_and_leaves_no_namespace")) return;
+  const char *d = ru_scratch("clkill");
+  CHECK(d);
+  char cfg[128], db[128], name[32], why[160], ns[64];
+  snprintf(cfg, sizeof cfg, "%s/k.yaml", d);
+  snprintf(db, sizeof db, "%s/k.db", d);
+  pid_t sg = start_long_run(cfg, db, name, sizeof name);
+  CHECK_MSG(sg > 0 && name[0], "the run did not get going");
+  snprintf(ns, sizeof ns, "sgc-%s-h2", name);
+  CHECK(tc_ns_exists(ns)); /* while it runs, its hosts exist */
+  pid_t victim = ru_find_rank(sg, 2);
+  if (victim <= 0) kill(sg, SIGKILL), waitpid(sg, NULL, 0);
+  CHECK_MSG(victim > 0, "rank 2 not found");
+  CHECK_EQ_INT(kill(victim, SIGKILL), 0);
+  CHECK_EQ_INT(ru_wait_exit_code(sg, 40), 1);
+  char *err = ru_db_text(db, "SELECT error FROM runs WHERE status = 'failed'");
+  CHECK_MSG(err && strstr(err, "rank 2"), "error: %s", err ? err : "(none)");
+  free(err);
+  CHECK_MSG(cluster_gone(name, why, sizeof why), "cluster '%s' left: %s", name, why);
+  /* the counters were read before it went */
+  CHECK(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'cluster.tx_bytes' AND "
+                      "CAST(value AS INTEGER) > 0") == 1);
+}
+
+TEST(a_killed_harness_leaves_its_cluster_to_the_next_run) {
+  if (!tc_root_or_skip("a_killed_harness_leaves_its_cluster_to_the_next_run")) return;
+  const char *d = ru_scratch("clharn");
+  CHECK(d);
+  char cfg[128], db[128], small[128], name[32], why[160], ns[64];
+  snprintf(cfg, sizeof cfg, "%s/h.yaml", d);
+  snprintf(db, sizeof db, "%s/h.db", d);
+  snprintf(small, sizeof small, "%s/small.yaml", d);
+  pid_t sg = start_long_run(cfg, db, name, sizeof name);
+  CHECK_MSG(sg > 0 && name[0], "the run did not get going");
+  CHECK_EQ_INT(kill(sg, SIGKILL), 0);
+  CHECK_EQ_INT(ru_wait_exit_code(sg, 10), 128 + SIGKILL);
+  /* nothing removed it: the harness had no chance */
+  snprintf(ns, sizeof ns, "sgc-%s-h0", name);
+  CHECK_MSG(tc_ns_exists(ns), "%s is gone before any sweep", ns);
+  /* any next run (here one process, no cluster) sweeps it first */
+  CHECK_OK(ru_write_train_config(small, "after", "local", NULL, "", 1, 1));
+  CHECK_EQ_INT(ru_sgdlab_run(small, db), 0);
+  CHECK_MSG(cluster_gone(name, why, sizeof why), "cluster '%s' left: %s", name, why);
+}
+
+/* ---- refused without the capability ------------------------------------------- */
+
+TEST(without_cap_net_admin_the_run_is_refused_before_anything) {
+  if (!tc_root_or_skip("without_cap_net_admin_the_run_is_refused_before_anything")) return;
+  const char *d = ru_scratch("clcap");
+  CHECK(d);
+  char cfg[128], db[128], out[128], text[1024];
+  snprintf(cfg, sizeof cfg, "%s/c.yaml", d);
+  snprintf(db, sizeof db, "%s/c.db", d);
+  snprintf(out, sizeof out, "%s/out", d);
+  CHECK_OK(ru_write_train_config(cfg, "cap", "allreduce", CLUSTER_5, "", 2, 10));
+  pid_t p = fork();
+  CHECK(p >= 0);
+  if (p == 0) { /* root, but CAP_NET_ADMIN gone from the bounding set: exec drops it */
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || prctl(PR_CAPBSET_DROP, 12 /* CAP_NET_ADMIN */, 0, 0, 0) < 0) _exit(120);
+    dup2(fd, 1), dup2(fd, 2);
+    execl(ru_sgdlab(), "sgdlab", "run", cfg, "--db", db, (char *)NULL);
+    _exit(121);
+  }
+  CHECK_EQ_INT(ru_wait_exit_code(p, 30), 2);
+  char *got = ru_slurp(out, sizeof text);
+  CHECK(got);
+  snprintf(text, sizeof text, "%s", got);
+  free(got);
+  fprintf(stderr, "  refused: %s", text);
+  CHECK_STR_CONTAINS(text, "the emulated cluster needs root");
+  CHECK_STR_CONTAINS(text, "lacks CAP_NET_ADMIN");
+  CHECK_MSG(strchr(text, '\n') == text + strlen(text) - 1, "not one line: %s", text);
+  CHECK_MSG(access(db, F_OK) != 0, "the results db was created"); /* refused before it */
+}
