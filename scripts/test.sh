@@ -1,7 +1,28 @@
 #!/usr/bin/env bash
 # Set up, build and run every test (README command 2; .ci/run runs this).
+#
+# Two passes:
+#  1. the whole suite on the normal build (build/);
+#  2. ASan + UBSan (build-asan/) over the tests that feed untrusted or
+#     malformed input to sgdlab's own code (the fuzz corpus replay of every
+#     parser, configs, datasets, records, the attacks on a real run, the
+#     report and terminal output), the transport and collectives as thread
+#     ranks (their error paths), and the harness-death cases.  The training
+#     and fault tests with deadlines run in pass 1 only: under ASan on 2
+#     cores their deadlines measure the sanitizer's slowdown, not sgdlab.
+#     LeakSanitizer is on; Open MPI's own allocations are suppressed
+#     (tests/lsan.supp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j2 "$@"
+
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSGDLAB_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$(nproc)"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export OMPI_MCA_mca_base_component_disable_dlclose=1 # symbolizable leak stacks
+ctest --test-dir build-asan --output-on-failure -j2 \
+  -R '^(fuzz_|test_opts|test_config|test_admit|test_dataset|test_recorder|test_report|test_transport_inproc|test_attack|test_show_text|test_ps_proto|test_ps_sparse|test_allreduce$|test_mapreduce$|test_model|test_shard|test_optim|test_workload|test_harness_death|docs_config)'
