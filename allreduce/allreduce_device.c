@@ -92,7 +92,7 @@ static int dc_run(dev_comm_t *dc, sg_comm_t *c, float *dgrad, size_t n, uint64_t
     return sg_cuda_nccl_run(dc->nccl, dgrad, n);
   }
   if (dc->ring) {
-    *dev_bytes = 4 * (uint64_t)sg_dring_floats_sent(c->size, n, dc->seg);
+    *dev_bytes = 4 * (uint64_t)sg_dring_floats_sent(c->size, c->rank, n, dc->seg);
     return sg_cuda_ring_run(dc->ring, dgrad, n);
   }
   return sg_cuda_stage_run(dc->stage, dgrad, n, host_reduce, dc->ar);

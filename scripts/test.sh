@@ -4,4 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
-ctest --test-dir build --output-on-failure -j2 "$@"
+rc=0
+ctest --test-dir build --output-on-failure -j2 "$@" || rc=$?
+# Skipped tests (CTest: "***Skipped") say why on a line starting with
+# SKIP; CTest keeps that output in its log only, so show it here.
+grep -h '^SKIP' build/Testing/Temporary/LastTest*.log 2>/dev/null | sort -u || true
+exit "$rc"

@@ -46,13 +46,12 @@ const char *sg_prim_name(int op) {
   return op >= 0 && op <= SG_PRIM_RECV ? names[op] : "?";
 }
 
-size_t sg_dring_floats_sent(int n, size_t count, size_t seg) {
+size_t sg_dring_floats_sent(int n, int r, size_t count, size_t seg) {
   if (n < 2 || count == 0 || seg == 0) return 0;
   size_t block = (size_t)n * seg, sent = 0;
   for (size_t b = 0; b < count; b += block) {
     size_t bl = count - b < block ? count - b : block;
-    /* rank 0's 2N-2 sending primitives (the others' differ by rotation) */
-    for (int k = 0; k < 2 * n - 2; k++) sent += chunk_len(bl, n, sg_ring_prim(n, 0, k, 0).chunk);
+    for (int k = 0; k < 2 * n - 2; k++) sent += chunk_len(bl, n, sg_ring_prim(n, r, k, 0).chunk);
   }
   return sent;
 }

@@ -77,8 +77,8 @@ typedef struct sg_dring_plan {
   int plant_bug;
 } sg_dring_plan_t;
 
-/* Floats of device traffic one rank sends in a call (for byte counters). */
-size_t sg_dring_floats_sent(int n, size_t count, size_t seg);
+/* Floats rank r sends to its neighbour's inbox in a call (byte counters). */
+size_t sg_dring_floats_sent(int n, int r, size_t count, size_t seg);
 
 /* Run the primitive schedule on comm c (ring over c's ranks). */
 int sg_dring_run(sg_comm_t *c, const sg_dring_plan_t *p, const sg_dring_ops_t *ops);
