@@ -383,3 +383,21 @@ TEST(device_pick_by_local_rank) {
   CHECK_EQ_INT(lr, 1);
   CHECK_EQ_INT(ls, 2);
 }
+
+#ifdef SG_HAVE_CUDA
+#include "cuda/cuda_dl.h"
+
+/* cuBLAS and NCCL are loaded on first use, not linked: both must load and
+ * bind here (no GPU is needed to load a library). */
+TEST(cublas_and_nccl_load_on_demand) {
+  const sg_cublas_api_t *cb = NULL;
+  CHECK_OK(sg_cublas(&cb));
+  CHECK(cb && cb->create && cb->sgemm);
+#ifdef SG_HAVE_NCCL
+  const sg_nccl_api_t *nc = NULL;
+  CHECK_OK(sg_nccl(&nc));
+  CHECK(nc && nc->all_reduce);
+  CHECK_STR_CONTAINS(nc->error_string(ncclInvalidUsage), "invalid");
+#endif
+}
+#endif

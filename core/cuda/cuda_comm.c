@@ -13,7 +13,7 @@
 #include "stage_plan.h"
 
 #ifdef SG_HAVE_NCCL
-#include <nccl.h>
+#include "cuda_dl.h"
 #endif
 
 /* ---- host-staged ----------------------------------------------------- */
@@ -215,17 +215,20 @@ int sg_cuda_ring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count) {
 
 #ifdef SG_HAVE_NCCL
 struct sg_cuda_nccl {
+  const sg_nccl_api_t *api; /* loaded on first use (cuda_dl.h) */
   ncclComm_t comm;
 };
 
-static int nccl_fail(ncclResult_t r, const char *what) {
-  return sg_err_set(SG_EIO, "%s: %s", what, ncclGetErrorString(r));
+static int nccl_fail(const sg_nccl_api_t *api, ncclResult_t r, const char *what) {
+  return sg_err_set(SG_EIO, "%s: %s", what, api->error_string(r));
 }
 
 int sg_cuda_nccl_id(void *id) {
   ncclUniqueId u;
-  ncclResult_t r = ncclGetUniqueId(&u);
-  if (r != ncclSuccess) return nccl_fail(r, "ncclGetUniqueId");
+  const sg_nccl_api_t *api;
+  SG_CHECK(sg_nccl(&api));
+  ncclResult_t r = api->get_unique_id(&u);
+  if (r != ncclSuccess) return nccl_fail(api, r, "ncclGetUniqueId");
   memcpy(id, &u, sizeof u < SG_NCCL_ID_BYTES ? sizeof u : SG_NCCL_ID_BYTES);
   return SG_OK;
 }
@@ -233,12 +236,15 @@ int sg_cuda_nccl_id(void *id) {
 int sg_cuda_nccl_new(sg_cuda_nccl_t **out, const void *id, int rank, int size) {
   ncclUniqueId u;
   memcpy(&u, id, sizeof u < SG_NCCL_ID_BYTES ? sizeof u : SG_NCCL_ID_BYTES);
+  const sg_nccl_api_t *api;
+  SG_CHECK(sg_nccl(&api));
   sg_cuda_nccl_t *nc = calloc(1, sizeof *nc);
   if (!nc) return SG_ENOMEM;
-  ncclResult_t r = ncclCommInitRank(&nc->comm, size, u, rank);
+  nc->api = api;
+  ncclResult_t r = api->comm_init_rank(&nc->comm, size, u, rank);
   if (r != ncclSuccess) {
     free(nc);
-    return nccl_fail(r, "ncclCommInitRank");
+    return nccl_fail(api, r, "ncclCommInitRank");
   }
   *out = nc;
   return SG_OK;
@@ -247,14 +253,14 @@ int sg_cuda_nccl_new(sg_cuda_nccl_t **out, const void *id, int rank, int size) {
 int sg_cuda_nccl_run(sg_cuda_nccl_t *nc, float *dbuf, size_t count) {
   cudaStream_t s = NULL;
   SG_CHECK(sg_cuda_stream(&s));
-  ncclResult_t r = ncclAllReduce(dbuf, dbuf, count, ncclFloat, ncclSum, nc->comm, s);
-  if (r != ncclSuccess) return nccl_fail(r, "ncclAllReduce");
+  ncclResult_t r = nc->api->all_reduce(dbuf, dbuf, count, ncclFloat, ncclSum, nc->comm, s);
+  if (r != ncclSuccess) return nccl_fail(nc->api, r, "ncclAllReduce");
   return sg_cuda_sync();
 }
 
 void sg_cuda_nccl_destroy(sg_cuda_nccl_t **pnc) {
   if (!pnc || !*pnc) return;
-  ncclCommDestroy((*pnc)->comm);
+  (*pnc)->api->comm_destroy((*pnc)->comm);
   free(*pnc);
   *pnc = NULL;
 }

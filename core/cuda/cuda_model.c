@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cuda_dl.h"
 #include "cuda_impl.h"
 #include "cuda_model.h"
 #include "err.h"
@@ -25,6 +26,7 @@ struct sg_cmodel {
   float *G[SG_MODEL_MAX_LAYERS];     /* G[l], 1 <= l < L */
   double *row_loss, *sum2;           /* per row; [loss sum, correct] */
   int *row_ok;
+  const sg_cublas_api_t *cb; /* loaded on first use (cuda_dl.h) */
   cublasHandle_t h;
   int have_h;
 };
@@ -40,12 +42,12 @@ static int cublas_fail(cublasStatus_t st, const char *what) {
   } while (0)
 
 /* Row-major C (m x n) = alpha op(A) op(B) + beta C, inner dimension k. */
-static int gemm_rm(cublasHandle_t h, char ta, char tb, int m, int n, int k, const float *A,
+static int gemm_rm(const sg_cublas_api_t *cb, cublasHandle_t h, char ta, char tb, int m, int n, int k, const float *A,
                    int lda, const float *B, int ldb, float beta, float *C, int ldc) {
   const float one = 1.0f;
   cublasOperation_t oa = ta == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t ob = tb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
-  SG_CB(cublasSgemm(h, ob, oa, n, m, k, &one, B, ldb, A, lda, &beta, C, ldc));
+  SG_CB(cb->sgemm(h, ob, oa, n, m, k, &one, B, ldb, A, lda, &beta, C, ldc));
   return SG_OK;
 }
 
@@ -91,13 +93,14 @@ int sg_cmodel_new(sg_cmodel_t **out, int L, const int64_t *dims, int max_rows) {
   m->nparams = off;
   SG_TRY(alloc_buffers(m));
   SG_TRY(sg_cuda_stream(&s));
-  cublasStatus_t st = cublasCreate(&m->h);
+  SG_TRY(sg_cublas(&m->cb));
+  cublasStatus_t st = m->cb->create(&m->h);
   if (st != CUBLAS_STATUS_SUCCESS) {
     rc = cublas_fail(st, "cublasCreate");
     goto fail;
   }
   m->have_h = 1;
-  if ((st = cublasSetStream(m->h, s)) != CUBLAS_STATUS_SUCCESS) {
+  if ((st = m->cb->set_stream(m->h, s)) != CUBLAS_STATUS_SUCCESS) {
     rc = cublas_fail(st, "cublasSetStream");
     goto fail;
   }
@@ -116,7 +119,7 @@ void sg_cmodel_destroy(sg_cmodel_t **pm) {
   cudaFree(m->row_loss);
   cudaFree(m->row_ok);
   cudaFree(m->sum2);
-  if (m->have_h) cublasDestroy(m->h);
+  if (m->have_h) m->cb->destroy(m->h);
   free(m);
   *pm = NULL;
 }
@@ -130,7 +133,7 @@ static int forward(sg_cmodel_t *m, const float *P, const float *X, int n, cudaSt
     const int in = (int)m->dims[l], out = (int)m->dims[l + 1];
     float *Z = m->A[l + 1];
     SG_CU(sg_k_fill_rows(Z, P + m->offb[l], n, out, s));
-    SG_CHECK(gemm_rm(m->h, 'N', 'T', n, out, in, l == 0 ? X : m->A[l], in, P + m->offW[l], in,
+    SG_CHECK(gemm_rm(m->cb, m->h, 'N', 'T', n, out, in, l == 0 ? X : m->A[l], in, P + m->offW[l], in,
                      1.0f, Z, out));
     if (l + 1 < m->L) SG_CU(sg_k_relu(Z, (size_t)n * (size_t)out, s));
   }
@@ -164,10 +167,10 @@ int sg_cmodel_grad(sg_cmodel_t *m, const float *P, const float *X, const int32_t
     const int in = (int)m->dims[l], out = (int)m->dims[l + 1];
     const float *Gout = l + 1 == L ? m->A[L] : m->G[l + 1];
     const float *Ain = l == 0 ? X : m->A[l];
-    SG_CHECK(gemm_rm(m->h, 'T', 'N', out, in, n, Gout, out, Ain, in, 0.0f, dgrad + m->offW[l], in));
+    SG_CHECK(gemm_rm(m->cb, m->h, 'T', 'N', out, in, n, Gout, out, Ain, in, 0.0f, dgrad + m->offW[l], in));
     SG_CU(sg_k_colsum(Gout, n, out, dgrad + m->offb[l], s));
     if (l == 0) break;
-    SG_CHECK(gemm_rm(m->h, 'N', 'N', n, in, out, Gout, out, P + m->offW[l], in, 0.0f, m->G[l], in));
+    SG_CHECK(gemm_rm(m->cb, m->h, 'N', 'N', n, in, out, Gout, out, P + m->offW[l], in, 0.0f, m->G[l], in));
     SG_CU(sg_k_relu_back(m->G[l], m->A[l], (size_t)n * (size_t)in, s));
   }
   SG_CHECK(sums(m, n, s, s2));
