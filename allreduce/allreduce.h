@@ -94,6 +94,15 @@ const char *sg_ar_name(const sg_ar_t *a);
 /* NULL-safe; nulls the pointer. */
 void sg_ar_destroy(sg_ar_t **a);
 
+/* ---- device: cuda (allreduce_device.c, docs/cuda.md) ------------------ */
+
+/* Algorithms that only a device workload can use: cuda-ring (CUDA IPC
+ * within a host) and nccl.  The engine's `algorithm` accepts them. */
+#define SG_AR_DEVICE_ALGORITHMS "cuda-ring|nccl"
+/* The engine's training loop with the workload on the device. */
+struct sg_rank_ctx;
+int sg_ar_run_device(struct sg_rank_ctx *ctx);
+
 /* ---- buffers ---------------------------------------------------------- */
 
 /* A buffer for vectors that go through the transport: 2 MiB aligned,

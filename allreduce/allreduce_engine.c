@@ -27,19 +27,34 @@
 
 #include "allreduce.h"
 #include "clock.h"
+#include "device.h"
 #include "engine.h"
 #include "err.h"
 
 /* clang-format off */
 static const sg_setting_t ar_options[] = {
-  {"algorithm", SG_T_ENUM, "ring", "allreduce algorithm: ring (pipelined reduce-scatter + allgather), rhd (Rabenseifner), native (MPI_Allreduce; transport mpi)", SG_AR_ALGORITHMS, 1, 0, SG_S_ENGINE},
-  {"segment", SG_T_INT, "1M", "ring: pipeline segment in bytes (K/M suffixes)", NULL, 4, 1 << 30, SG_S_ENGINE},
+  {"algorithm", SG_T_ENUM, "ring", "allreduce algorithm: ring (pipelined reduce-scatter + allgather), rhd (Rabenseifner), native (MPI_Allreduce; transport mpi); with device cuda also cuda-ring (GPUs of one host, CUDA IPC) and nccl (builds with NCCL)", SG_AR_ALGORITHMS "|" SG_AR_DEVICE_ALGORITHMS, 1, 0, SG_S_ENGINE},
+  {"segment", SG_T_INT, "1M", "ring: pipeline segment in bytes (K/M suffixes); cuda-ring: the chunk of a ring step", NULL, 4, 1 << 30, SG_S_ENGINE},
+  {"stage_chunk", SG_T_INT, "4M", "device cuda with ring/rhd/native: bytes per chunk copied between device and host, overlapped with the transport", NULL, 4, 1 << 30, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };
 /* clang-format on */
 
+/* cuda-ring and nccl reduce device vectors; nccl needs a build with it. */
+static int ar_check_device(const sg_opts_t *o, const char *algo) {
+  int dev = !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda");
+  int nccl = !strcmp(algo, "nccl");
+  if ((nccl || !strcmp(algo, "cuda-ring")) && !dev)
+    return sg_err_set(SG_ECONFIG, "algorithm: %s sums device buffers; it needs device: cuda", algo);
+  if (nccl && !sg_device_build_has_nccl())
+    return sg_err_set(SG_ECONFIG, "algorithm: nccl: this build has no NCCL (devices: %s)",
+                      sg_device_build());
+  return SG_OK;
+}
+
 static int ar_check_transport(const sg_opts_t *o, const char *transport) {
   const char *algo = sg_opts_str_or(o, "algorithm", "ring");
+  SG_CHECK(ar_check_device(o, algo));
   if (strcmp(algo, "native") == 0 && strcmp(transport, "mpi") != 0)
     return sg_err_set(SG_ECONFIG,
                       "algorithm: native is MPI_Allreduce and needs transport mpi, not %s",
@@ -63,6 +78,7 @@ static int ar_run(sg_rank_ctx_t *ctx) {
   const int root = ctx->rank == 0;
   sg_comm_t *c = ctx->comm;
 
+  if (!strcmp(sg_opts_str_or(ctx->opts, "device", "cpu"), "cuda")) return sg_ar_run_device(ctx);
   SG_TRY(sg_opts_int_or(ctx->opts, "segment", SG_AR_SEGMENT_DEFAULT, &segment));
   const char *algo = sg_opts_str_or(ctx->opts, "algorithm", "ring");
   SG_TRY(sg_workload_new(&wl, ctx->opts, ctx->rank, ctx->size,

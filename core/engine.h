@@ -73,6 +73,9 @@ int sg_trainlog_new(sg_trainlog_t **out, sg_rank_ctx_t *ctx,
 int sg_trainlog_begin(sg_trainlog_t *t, const float *params);
 /* Override the samples-per-step count (default: workers * batch). */
 void sg_trainlog_set_global_batch(sg_trainlog_t *t, int64_t global_batch);
+/* Whether sg_trainlog_step for `step` will evaluate (for an engine that
+ * must fetch the parameters first, e.g. from a device). */
+int sg_trainlog_due(const sg_trainlog_t *t, int64_t step);
 /* Seconds spent evaluating so far. */
 double sg_trainlog_eval_time(const sg_trainlog_t *t);
 /* Send the step record; evaluate if this step ends an eval period. */

@@ -92,10 +92,13 @@ int sg_trainlog_step(sg_trainlog_t *t, const sg_step_rec_t *s, const float *para
     t->loss_n++;
   }
   if (!t->evaluates || !params) return SG_OK;
-  int64_t done = s->step + 1;
-  if (done % t->eval_every == 0 || done == t->total_steps)
-    SG_CHECK(evaluate(t, done, params));
+  if (sg_trainlog_due(t, s->step)) SG_CHECK(evaluate(t, s->step + 1, params));
   return SG_OK;
+}
+
+int sg_trainlog_due(const sg_trainlog_t *t, int64_t step) {
+  const int64_t done = step + 1;
+  return t->evaluates && (done % t->eval_every == 0 || done == t->total_steps);
 }
 
 double sg_trainlog_eval_time(const sg_trainlog_t *t) { return t->eval_time; }

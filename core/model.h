@@ -38,6 +38,9 @@ int sg_model_new(sg_model_t **out, const char *kind, int64_t d, int classes,
 void sg_model_destroy(sg_model_t **m);
 
 size_t sg_model_nparams(const sg_model_t *m);
+/* Layer sizes into dims[0..L] (input, hidden..., classes); returns L.
+ * The device model (core/cuda) lays its parameters out from these. */
+int sg_model_dims(const sg_model_t *m, int64_t dims[SG_MODEL_MAX_LAYERS + 1]);
 /* "mlp 784-128-10 (101770 params)" */
 const char *sg_model_describe(const sg_model_t *m);
 

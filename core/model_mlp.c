@@ -101,6 +101,11 @@ void sg_model_destroy(sg_model_t **pm) {
 size_t sg_model_nparams(const sg_model_t *m) { return m->nparams; }
 const char *sg_model_describe(const sg_model_t *m) { return m->desc; }
 
+int sg_model_dims(const sg_model_t *m, int64_t dims[SG_MODEL_MAX_LAYERS + 1]) {
+  for (int l = 0; l <= m->L; l++) dims[l] = m->dims[l];
+  return m->L;
+}
+
 void sg_model_init(const sg_model_t *m, uint64_t seed, float *params) {
   memset(params, 0, m->nparams * sizeof *params);
   if (m->softmax) return;

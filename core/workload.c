@@ -10,7 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cuda/sg_cuda.h"
 #include "dataset.h"
+#include "device.h"
 #include "err.h"
 #include "model.h"
 #include "shard.h"
@@ -30,6 +32,7 @@ struct sg_workload {
   int classes;
   char desc[512];
   struct sg_wl_sparse *sp; /* sparse step buffers (sg_workload_grad_sparse) */
+  sg_cuda_wl_t *dev;       /* device: cuda -- the data and the step on the device */
 };
 
 static void wl_sparse_free(struct sg_wl_sparse **ps);
@@ -137,6 +140,14 @@ static int load_synth(sg_workload_t *w, unsigned what, int sparse, int64_t featu
   return SG_OK;
 }
 
+/* device: cuda: the same model and data on the device (core/cuda). */
+static int attach_device(sg_workload_t *w, int max_rows) {
+  int64_t dims[SG_MODEL_MAX_LAYERS + 1];
+  sg_cuda_wl_desc_t d = {.dims = dims, .max_rows = max_rows, .train = w->train, .test = w->test};
+  d.L = sg_model_dims(w->model, dims);
+  return sg_cuda_wl_new(&w->dev, &d);
+}
+
 int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
                     int nworkers, unsigned what) {
   int rc = SG_OK;
@@ -219,10 +230,13 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
     }
     SG_TRY(sg_batch_buf_new(&w->bbuf, w->train, w->batch));
   }
-  char ntest[32] = "-";
+  if (!strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda") && (w->train || w->test))
+    SG_TRY(attach_device(w, max_rows));
+  char ntest[32] = "-", on[32] = "";
   if (w->test) snprintf(ntest, sizeof ntest, "%lld", (long long)w->ntest);
-  snprintf(w->desc, sizeof w->desc, "%s, %s %lld/%s, batch %d", sg_model_describe(w->model),
-           dataset, (long long)w->ntrain, ntest, w->batch);
+  if (w->dev) snprintf(on, sizeof on, ", on cuda:%d", sg_device_current());
+  snprintf(w->desc, sizeof w->desc, "%s, %s %lld/%s, batch %d%s", sg_model_describe(w->model),
+           dataset, (long long)w->ntrain, ntest, w->batch, on);
   *out = w;
   return SG_OK;
 fail:
@@ -259,6 +273,7 @@ void sg_workload_destroy(sg_workload_t **pw) {
   free(w->perm);
   free(w->idx);
   wl_sparse_free(&w->sp);
+  sg_cuda_wl_destroy(&w->dev);
   free(w);
   *pw = NULL;
 }
@@ -279,6 +294,26 @@ int sg_workload_grad(sg_workload_t *w, const float *params, float *grad,
   return sg_workload_grad_slice(w, params, grad, step, 0, w->batch, loss);
 }
 
+/* w->idx = this worker's row indices of global step `step`. */
+static void step_indices(sg_workload_t *w, int64_t step) {
+  const int64_t epoch = step / w->spe, t = step % w->spe;
+  if (epoch != w->perm_epoch) {
+    sg_shard_permutation(w->seed, epoch, w->perm, w->ntrain);
+    w->perm_epoch = epoch;
+  }
+  sg_shard_batch(w->perm, w->worker, w->nworkers, w->batch, t, w->idx);
+}
+
+int sg_workload_on_device(const sg_workload_t *w) { return w->dev != NULL; }
+
+int sg_workload_grad_device(sg_workload_t *w, const float *dparams, float *dgrad, int64_t step,
+                            double *loss) {
+  if (!w->dev) return sg_err_set(SG_EINVAL, "grad: the workload is not on a device");
+  if (step < 0) return sg_err_set(SG_EINVAL, "grad: step %lld < 0", (long long)step);
+  step_indices(w, step);
+  return sg_cuda_wl_grad(w->dev, dparams, dgrad, w->idx, w->batch, loss);
+}
+
 int sg_workload_grad_slice(sg_workload_t *w, const float *params, float *grad,
                            int64_t step, int64_t first, int64_t count, double *loss) {
   if (!w->train)
@@ -287,12 +322,9 @@ int sg_workload_grad_slice(sg_workload_t *w, const float *params, float *grad,
   if (first < 0 || count < 1 || count > w->batch - first)
     return sg_err_set(SG_EINVAL, "grad: slice [%lld, %lld) is not inside the batch of %d",
                       (long long)first, (long long)(first + count), w->batch);
-  const int64_t epoch = step / w->spe, t = step % w->spe;
-  if (epoch != w->perm_epoch) {
-    sg_shard_permutation(w->seed, epoch, w->perm, w->ntrain);
-    w->perm_epoch = epoch;
-  }
-  sg_shard_batch(w->perm, w->worker, w->nworkers, w->batch, t, w->idx);
+  step_indices(w, step);
+  if (w->dev)
+    return sg_cuda_wl_grad_host(w->dev, params, grad, w->idx + first, (int)count, loss);
   sg_batch_t b;
   sg_batch_gather(w->bbuf, w->train, w->idx + first, (int)count, &b);
   SG_CHECK(sg_model_grad(w->model, params, &b, grad, loss));
@@ -304,7 +336,8 @@ int sg_workload_evaluate(sg_workload_t *w, const float *params, sg_eval_t *out) 
     return sg_err_set(SG_EINVAL, "evaluate: workload has no test set (libsvm: set test_file)");
   double loss = 0.0;
   int64_t correct = 0;
-  for (int64_t s = 0; s < w->ntest; s += EVAL_CHUNK) {
+  if (w->dev) SG_CHECK(sg_cuda_wl_eval_host(w->dev, params, &loss, &correct));
+  for (int64_t s = 0; !w->dev && s < w->ntest; s += EVAL_CHUNK) {
     int n = (int)(w->ntest - s < EVAL_CHUNK ? w->ntest - s : EVAL_CHUNK);
     sg_batch_t b;
     sg_batch_view(w->test, s, n, &b);

@@ -82,6 +82,17 @@ int sg_workload_grad(sg_workload_t *w, const float *params, float *grad,
 int sg_workload_grad_slice(sg_workload_t *w, const float *params, float *grad,
                            int64_t step, int64_t first, int64_t count, double *loss);
 
+/* ---- device: cuda (device.h, core/cuda) --------------------------------
+ * With `device: cuda` the workload keeps its data and runs its step on
+ * the rank's CUDA device; sg_workload_grad / _grad_slice / _evaluate then
+ * take host vectors and copy them through the device.  These two take
+ * device vectors and copy nothing but the batch's row indices. */
+int sg_workload_on_device(const sg_workload_t *w);
+/* sg_workload_grad with device pointers (the parameter layout of the host
+ * vector).  SG_EINVAL when the workload is not on a device. */
+int sg_workload_grad_device(sg_workload_t *w, const float *dparams, float *dgrad, int64_t step,
+                            double *loss);
+
 /* ---- sparse step: softmax on CSR input (synthetic-sparse, LIBSVM) -----
  * Other models/inputs return SG_EUNSUPPORTED.  Indices are uint32_t:
  * the model must have < 2^32 parameters (else SG_EUNSUPPORTED).

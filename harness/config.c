@@ -27,6 +27,7 @@
 #include <yaml.h>
 
 #include "cluster.h"
+#include "device.h"
 #include "err.h"
 
 enum { MAX_RUNS = 100000, MAX_DEPTH = 64 };
@@ -801,6 +802,11 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
       if ((k[j].vs && k[j].vs->n > 1) || !strcmp(k[j].s->name, "workers"))
         len += (size_t)snprintf(label + len, len < sizeof label ? sizeof label - len : 0, " %s=%s",
                                 k[j].s->name, v);
+    }
+    if (sg_device_admit(o) < 0) { /* device: cuda needs a device here (device.h) */
+      const vset_t *dv = choose(p, e, "device");
+      rc = perr(dv ? dv->pos : e->pos, "device", "%s", sg_err_msg());
+      goto fail;
     }
     for (int64_t r = 0; r < p->repeat; r++) {
       if (x->nruns >= MAX_RUNS) {

@@ -9,6 +9,7 @@
 
 #include "cluster.h"
 #include "commands.h"
+#include "device.h"
 #include "engine.h"
 #include "reconcile.h"
 #include "settings.h"
@@ -52,12 +53,13 @@ int sg_cmd_engines(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       printf("usage: sgdlab engines\n\nList every engine with its one-line summary and its options\n"
-             "(name, type, default, help, choices or bounds).\n");
+             "(name, type, default, help, choices or bounds), and the devices this build supports.\n");
       return 0;
     }
     fprintf(stderr, "sgdlab engines: unknown argument '%s'\n", argv[i]);
     return 2;
   }
+  printf("devices (workload key device): %s\n\n", sg_device_build());
   for (const sg_engine_t *const *e = sg_engines; *e; e++) {
     printf("%s\n  %s\n", (*e)->name, (*e)->summary);
     if (!(*e)->options || !(*e)->options->name) printf("  (no options)\n");
@@ -186,6 +188,8 @@ static void help_config(FILE *f, int markdown) {
     return;
   }
   fprintf(f, "%s\nexample:\n\n%s\n", CONFIG_INTRO, EXAMPLE);
+  /* build-dependent, so not in the --markdown reference */
+  fprintf(f, "devices in this build (workload key device): %s\n\n", sg_device_build());
   for (size_t i = 0; i < nsec; i++) {
     fprintf(f, "%s:\n", section_title(order[i]));
     if (order[i] == SG_S_CLUSTER) fprintf(f, "%s", CLUSTER_INTRO);

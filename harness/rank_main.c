@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "device.h"
 #include "engine.h"
 #include "err.h"
 
@@ -113,6 +114,7 @@ int main(int argc, char **argv) {
     SG_TRY(sg_comm_zmq_new(&comm, &zc));
   }
 
+  SG_TRY(sg_device_bind(comm, o)); /* device: cuda: this rank's GPU */
   sg_rank_ctx_t ctx = {.rank = rank, .size = size, .workers = (int)workers, .comm = comm,
                        .opts = o, .rec = rec, .t0 = t0};
   SG_TRY(eng->run(&ctx));

@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # Install everything sgdlab needs on Debian 12 (idempotent; run as root).
 #
+#   setup.sh          the CPU build's packages
+#   setup.sh --cuda   also make sure a CUDA toolkit is there for device: cuda
+#                     (docs/cuda.md): the one in /usr/local/cuda (or an nvcc
+#                     on PATH) when present, else Debian's nvidia-cuda-toolkit
+#                     (CUDA 11.8, in the non-free component, enabled here).
+#                     Debian packages no NCCL: algorithm nccl then stays off.
+#
 # YAML library: libyaml (libyaml-dev). It is the reference C implementation,
 # ships in every Debian release, and its event/node API reports line and
 # column for every node -- which is all the experiment-file parser needs to
@@ -8,6 +15,15 @@
 # adds nothing we use; libcyaml needs a schema per struct, which duplicates
 # the one settings table the harness already keeps.
 set -euo pipefail
+
+cuda=0
+for arg in "$@"; do
+  case "$arg" in
+    --cuda) cuda=1 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg' (--cuda)" >&2; exit 2 ;;
+  esac
+done
 
 pkgs=(build-essential cmake pkg-config
       libzmq3-dev
@@ -36,3 +52,33 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 echo "setup.sh: all dependencies present"
+
+# Debian 12's non-free component, for nvidia-cuda-toolkit: add it to the
+# suites that already list main (deb822 sources, or sources.list lines).
+enable_non_free() {
+  local f=/etc/apt/sources.list.d/debian.sources
+  if [ -f "$f" ]; then
+    sed -i '/^Components:/{/non-free\( \|$\)/!s/$/ non-free/}' "$f"
+  fi
+  if [ -f /etc/apt/sources.list ]; then
+    sed -i '/^deb .* main/{/ non-free\( \|$\)/!s/$/ non-free/}' /etc/apt/sources.list
+  fi
+}
+
+if [ "$cuda" = 1 ]; then
+  if [ -x /usr/local/cuda/bin/nvcc ]; then
+    echo "setup.sh: CUDA toolkit: /usr/local/cuda ($(/usr/local/cuda/bin/nvcc --version | tail -1))"
+  elif command -v nvcc >/dev/null 2>&1; then
+    echo "setup.sh: CUDA toolkit: $(command -v nvcc) ($(nvcc --version | tail -1))"
+  else
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "setup.sh: --cuda: no CUDA toolkit found; run as root to install Debian's nvidia-cuda-toolkit" >&2
+      exit 1
+    fi
+    enable_non_free
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends nvidia-cuda-toolkit
+    echo "setup.sh: CUDA toolkit: $(command -v nvcc) (Debian nvidia-cuda-toolkit; no NCCL)"
+  fi
+fi

@@ -1,0 +1,65 @@
+# The CUDA parts (docs/cuda.md), decided by SGDLAB_CUDA:
+#   AUTO (default)  on when find_package(CUDAToolkit) finds a toolkit and
+#                   its CUDA compiler works; otherwise a CPU-only build
+#   ON              the same, but a missing toolkit or compiler is an error
+#   OFF             CPU only
+# Sets SG_HAVE_CUDA and SG_HAVE_NCCL (BOOL) and, when on, enables the CUDA
+# language.  CMAKE_CUDA_ARCHITECTURES overrides the device code's targets
+# (default 75-real;80-real;90: Turing and Ampere code, Hopper code plus
+# PTX that newer devices compile at load time).
+set(SG_HAVE_CUDA OFF)
+set(SG_HAVE_NCCL OFF)
+set(SG_CUDA_WHY "SGDLAB_CUDA=OFF")
+string(TOUPPER "${SGDLAB_CUDA}" _sg_cuda)
+if(NOT _sg_cuda MATCHES "^(AUTO|ON|OFF)$")
+  message(FATAL_ERROR "SGDLAB_CUDA=${SGDLAB_CUDA}: must be AUTO, ON or OFF")
+endif()
+
+if(NOT _sg_cuda STREQUAL "OFF")
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND)
+    if(NOT CMAKE_CUDA_COMPILER AND CUDAToolkit_NVCC_EXECUTABLE)
+      set(CMAKE_CUDA_COMPILER "${CUDAToolkit_NVCC_EXECUTABLE}")
+    endif()
+    include(CheckLanguage)
+    check_language(CUDA)
+    if(CMAKE_CUDA_COMPILER)
+      set(SG_HAVE_CUDA ON)
+    else()
+      set(SG_CUDA_WHY "toolkit ${CUDAToolkit_VERSION} found but no usable CUDA compiler")
+    endif()
+  else()
+    set(SG_CUDA_WHY "no CUDA toolkit found (scripts/setup.sh --cuda installs one)")
+  endif()
+  if(_sg_cuda STREQUAL "ON" AND NOT SG_HAVE_CUDA)
+    message(FATAL_ERROR "SGDLAB_CUDA=ON: ${SG_CUDA_WHY}")
+  endif()
+endif()
+
+if(SG_HAVE_CUDA)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 75-real 80-real 90)
+  endif()
+  enable_language(CUDA)
+  set(CMAKE_CUDA_STANDARD 17)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  find_path(SG_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(SG_NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS ${CUDAToolkit_LIBRARY_DIR})
+  set(SG_NCCL_VERSION "")
+  if(SG_NCCL_INCLUDE_DIR AND SG_NCCL_LIBRARY)
+    set(SG_HAVE_NCCL ON)
+    file(STRINGS "${SG_NCCL_INCLUDE_DIR}/nccl.h" _v REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) ")
+    string(REGEX REPLACE "[^0-9;]" "" _v "${_v}")
+    string(REPLACE ";" "." SG_NCCL_VERSION "${_v}")
+  endif()
+  string(REPLACE ";" "," _archs "${CMAKE_CUDA_ARCHITECTURES}")
+  message(STATUS "CUDA: on (toolkit ${CUDAToolkit_VERSION} in ${CUDAToolkit_BIN_DIR}, "
+                 "${CMAKE_CUDA_COMPILER_ID} ${CMAKE_CUDA_COMPILER_VERSION}, archs ${_archs})")
+  if(SG_HAVE_NCCL)
+    message(STATUS "CUDA: NCCL ${SG_NCCL_VERSION} (${SG_NCCL_LIBRARY}): algorithm nccl available")
+  else()
+    message(STATUS "CUDA: no NCCL found: algorithm nccl unavailable")
+  endif()
+else()
+  message(STATUS "CUDA: off (${SG_CUDA_WHY}); device: cuda unavailable in this build")
+endif()

@@ -1,0 +1,278 @@
+/* cuda_comm.c - allreduce of device vectors: host-staged (stage_plan.h),
+ * the device ring within a host (ring_prims.h) and NCCL.  The schedules
+ * are plain C tested on CPU; this file only maps their steps onto CUDA
+ * copies, events, IPC handles and kernels. */
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_impl.h"
+#include "err.h"
+#include "ring_prims.h"
+#include "sg_cuda.h"
+#include "stage_plan.h"
+
+#ifdef SG_HAVE_NCCL
+#include "cuda_dl.h"
+#endif
+
+/* ---- host-staged ----------------------------------------------------- */
+
+#define STAGE_MAX_SLOTS 8
+
+struct sg_cuda_stage {
+  size_t chunk;
+  int slots;
+  float *pinned;                        /* slots x chunk floats */
+  cudaStream_t down, up;
+  cudaEvent_t down_done[STAGE_MAX_SLOTS], up_done[STAGE_MAX_SLOTS], start;
+  int nev;
+  float *dbuf;                          /* of the call in progress */
+  sg_host_reduce_fn reduce;
+  void *arg;
+};
+
+int sg_cuda_stage_new(sg_cuda_stage_t **out, size_t chunk, int slots) {
+  int rc = SG_OK;
+  if (slots < 2 || slots > STAGE_MAX_SLOTS || chunk == 0)
+    return sg_err_set(SG_EINVAL, "staging: %d slots of %zu floats", slots, chunk);
+  sg_cuda_stage_t *st = calloc(1, sizeof *st);
+  if (!st) return SG_ENOMEM;
+  st->chunk = chunk;
+  st->slots = slots;
+  if (cudaMallocHost((void **)&st->pinned, (size_t)slots * chunk * sizeof(float)) != cudaSuccess) {
+    st->pinned = NULL;
+    rc = sg_err_set(SG_ENOMEM, "pinned host memory for %d staging slots of %zu floats", slots,
+                    chunk);
+    goto fail;
+  }
+#define TRYCU(call)                                 \
+  do {                                              \
+    cudaError_t e_ = (call);                        \
+    if (e_ != cudaSuccess) {                        \
+      rc = sg_cuda_err(e_, #call);                  \
+      goto fail;                                    \
+    }                                               \
+  } while (0)
+  TRYCU(cudaStreamCreateWithFlags(&st->down, cudaStreamNonBlocking));
+  TRYCU(cudaStreamCreateWithFlags(&st->up, cudaStreamNonBlocking));
+  TRYCU(cudaEventCreateWithFlags(&st->start, cudaEventDisableTiming));
+  for (; st->nev < slots; st->nev++) {
+    TRYCU(cudaEventCreateWithFlags(&st->down_done[st->nev], cudaEventDisableTiming));
+    TRYCU(cudaEventCreateWithFlags(&st->up_done[st->nev], cudaEventDisableTiming));
+  }
+#undef TRYCU
+  *out = st;
+  return SG_OK;
+fail:
+  sg_cuda_stage_destroy(&st);
+  return rc;
+}
+
+void sg_cuda_stage_destroy(sg_cuda_stage_t **pst) {
+  if (!pst || !*pst) return;
+  sg_cuda_stage_t *st = *pst;
+  for (int i = 0; i < st->nev; i++) {
+    cudaEventDestroy(st->down_done[i]);
+    cudaEventDestroy(st->up_done[i]);
+  }
+  if (st->start) cudaEventDestroy(st->start);
+  if (st->down) cudaStreamDestroy(st->down);
+  if (st->up) cudaStreamDestroy(st->up);
+  if (st->pinned) cudaFreeHost(st->pinned);
+  free(st);
+  *pst = NULL;
+}
+
+static float *slot_ptr(sg_cuda_stage_t *st, int slot) { return st->pinned + (size_t)slot * st->chunk; }
+
+static int st_down(void *ctx, int slot, size_t off, size_t len, long after_up) {
+  sg_cuda_stage_t *st = ctx;
+  if (after_up >= 0) SG_CU(cudaStreamWaitEvent(st->down, st->up_done[slot], 0));
+  SG_CU(cudaMemcpyAsync(slot_ptr(st, slot), st->dbuf + off, len * sizeof(float),
+                        cudaMemcpyDeviceToHost, st->down));
+  SG_CU(cudaEventRecord(st->down_done[slot], st->down));
+  return SG_OK;
+}
+
+static int st_wait_down(void *ctx, int slot) {
+  sg_cuda_stage_t *st = ctx;
+  SG_CU(cudaEventSynchronize(st->down_done[slot]));
+  return SG_OK;
+}
+
+static int st_reduce(void *ctx, int slot, size_t len) {
+  sg_cuda_stage_t *st = ctx;
+  return st->reduce(st->arg, slot_ptr(st, slot), len);
+}
+
+static int st_up(void *ctx, int slot, size_t off, size_t len, long chunk) {
+  sg_cuda_stage_t *st = ctx;
+  SG_CU(cudaMemcpyAsync(st->dbuf + off, slot_ptr(st, slot), len * sizeof(float),
+                        cudaMemcpyHostToDevice, st->up));
+  SG_CU(cudaEventRecord(st->up_done[slot], st->up));
+  return SG_OK;
+}
+
+static int st_finish(void *ctx) {
+  sg_cuda_stage_t *st = ctx;
+  SG_CU(cudaStreamSynchronize(st->up));
+  return SG_OK;
+}
+
+int sg_cuda_stage_run(sg_cuda_stage_t *st, float *dbuf, size_t count, sg_host_reduce_fn reduce,
+                      void *arg) {
+  sg_stage_plan_t p;
+  cudaStream_t s = NULL;
+  SG_CHECK(sg_stage_plan(&p, count, st->chunk, st->slots));
+  SG_CHECK(sg_cuda_stream(&s));
+  /* the copies down start after the work already queued (the gradient) */
+  SG_CU(cudaEventRecord(st->start, s));
+  SG_CU(cudaStreamWaitEvent(st->down, st->start, 0));
+  st->dbuf = dbuf;
+  st->reduce = reduce;
+  st->arg = arg;
+  const sg_stage_ops_t ops = {st, st_down, st_wait_down, st_reduce, st_up, st_finish};
+  return sg_stage_run(&p, &ops);
+}
+
+/* ---- the device ring within a host ---------------------------------- */
+
+struct sg_cuda_ring {
+  sg_comm_t *c;
+  size_t seg;
+  float *inbox;       /* this rank's: 2 slots of seg floats, written by the left */
+  float *right_inbox; /* the right neighbour's, mapped by CUDA IPC */
+  float *x;           /* the call's vector */
+};
+
+int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg) {
+  int rc;
+  sg_cuda_ring_t *rg = calloc(1, sizeof *rg);
+  if (!rg) return SG_ENOMEM;
+  rg->c = c;
+  rg->seg = seg ? seg : 1;
+  for (int r = 0; r < c->size; r++)
+    if (strncmp(c->hosts[r], c->hosts[c->rank], sizeof c->hosts[r]) != 0) {
+      rc = sg_err_set(SG_ECONFIG, "algorithm cuda-ring: every rank must be on one host; rank %d "
+                      "is on %s, rank %d on %s", c->rank, c->hosts[c->rank], r, c->hosts[r]);
+      goto fail;
+    }
+  SG_TRY(sg_cuda_alloc(&rg->inbox, 2 * rg->seg, "the device ring's inbox"));
+  if (c->size > 1) {
+    cudaIpcMemHandle_t mine, right;
+    cudaError_t e = cudaIpcGetMemHandle(&mine, rg->inbox);
+    if (e != cudaSuccess) {
+      rc = sg_cuda_err(e, "cudaIpcGetMemHandle");
+      goto fail;
+    }
+    SG_TRY(sg_dring_exchange(c, &mine, &right, sizeof mine));
+    e = cudaIpcOpenMemHandle((void **)&rg->right_inbox, right, cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess) {
+      rg->right_inbox = NULL;
+      rc = sg_cuda_err(e, "cudaIpcOpenMemHandle (the right neighbour's inbox)");
+      goto fail;
+    }
+  }
+  SG_TRY(sg_barrier(c)); /* every mapping is open before anyone writes */
+  *out = rg;
+  return SG_OK;
+fail:
+  sg_cuda_ring_destroy(&rg);
+  return rc;
+}
+
+void sg_cuda_ring_destroy(sg_cuda_ring_t **prg) {
+  if (!prg || !*prg) return;
+  sg_cuda_ring_t *rg = *prg;
+  if (rg->right_inbox) cudaIpcCloseMemHandle(rg->right_inbox);
+  sg_cuda_free(&rg->inbox);
+  free(rg);
+  *prg = NULL;
+}
+
+static int ring_apply(void *ctx, int op, size_t off, size_t len, int in_slot, int out_slot) {
+  sg_cuda_ring_t *rg = ctx;
+  cudaStream_t s = NULL;
+  SG_CHECK(sg_cuda_stream(&s));
+  const float *in = rg->inbox + (size_t)in_slot * rg->seg;
+  float *out = rg->right_inbox ? rg->right_inbox + (size_t)out_slot * rg->seg : NULL;
+  SG_CU(sg_k_prim(op, rg->x + off, in, out, len, s));
+  /* the neighbour reads `out` once told: the writes must be complete */
+  SG_CU(cudaStreamSynchronize(s));
+  return SG_OK;
+}
+
+int sg_cuda_ring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count) {
+  SG_CHECK(sg_cuda_sync()); /* the gradient is complete before it travels */
+  rg->x = dbuf;
+  const sg_dring_plan_t p = {.count = count, .seg = rg->seg};
+  const sg_dring_ops_t ops = {rg, ring_apply};
+  return sg_dring_run(rg->c, &p, &ops);
+}
+
+/* ---- NCCL --------------------------------------------------------------- */
+
+#ifdef SG_HAVE_NCCL
+struct sg_cuda_nccl {
+  const sg_nccl_api_t *api; /* loaded on first use (cuda_dl.h) */
+  ncclComm_t comm;
+};
+
+static int nccl_fail(const sg_nccl_api_t *api, ncclResult_t r, const char *what) {
+  return sg_err_set(SG_EIO, "%s: %s", what, api->error_string(r));
+}
+
+int sg_cuda_nccl_id(void *id) {
+  ncclUniqueId u;
+  const sg_nccl_api_t *api;
+  SG_CHECK(sg_nccl(&api));
+  ncclResult_t r = api->get_unique_id(&u);
+  if (r != ncclSuccess) return nccl_fail(api, r, "ncclGetUniqueId");
+  memcpy(id, &u, sizeof u < SG_NCCL_ID_BYTES ? sizeof u : SG_NCCL_ID_BYTES);
+  return SG_OK;
+}
+
+int sg_cuda_nccl_new(sg_cuda_nccl_t **out, const void *id, int rank, int size) {
+  ncclUniqueId u;
+  memcpy(&u, id, sizeof u < SG_NCCL_ID_BYTES ? sizeof u : SG_NCCL_ID_BYTES);
+  const sg_nccl_api_t *api;
+  SG_CHECK(sg_nccl(&api));
+  sg_cuda_nccl_t *nc = calloc(1, sizeof *nc);
+  if (!nc) return SG_ENOMEM;
+  nc->api = api;
+  ncclResult_t r = api->comm_init_rank(&nc->comm, size, u, rank);
+  if (r != ncclSuccess) {
+    free(nc);
+    return nccl_fail(api, r, "ncclCommInitRank");
+  }
+  *out = nc;
+  return SG_OK;
+}
+
+int sg_cuda_nccl_run(sg_cuda_nccl_t *nc, float *dbuf, size_t count) {
+  cudaStream_t s = NULL;
+  SG_CHECK(sg_cuda_stream(&s));
+  ncclResult_t r = nc->api->all_reduce(dbuf, dbuf, count, ncclFloat, ncclSum, nc->comm, s);
+  if (r != ncclSuccess) return nccl_fail(nc->api, r, "ncclAllReduce");
+  return sg_cuda_sync();
+}
+
+void sg_cuda_nccl_destroy(sg_cuda_nccl_t **pnc) {
+  if (!pnc || !*pnc) return;
+  (*pnc)->api->comm_destroy((*pnc)->comm);
+  free(*pnc);
+  *pnc = NULL;
+}
+#else
+#define NO_NCCL() sg_err_set(SG_EUNSUPPORTED, "algorithm: nccl: this build found no NCCL")
+int sg_cuda_nccl_id(void *id) { return NO_NCCL(); }
+int sg_cuda_nccl_new(sg_cuda_nccl_t **out, const void *id, int rank, int size) {
+  *out = NULL;
+  return NO_NCCL();
+}
+int sg_cuda_nccl_run(sg_cuda_nccl_t *nc, float *dbuf, size_t count) { return NO_NCCL(); }
+void sg_cuda_nccl_destroy(sg_cuda_nccl_t **nc) {
+  if (nc) *nc = NULL;
+}
+#endif

@@ -1,0 +1,81 @@
+/* cuda_none.c - sg_cuda.h in a build without CUDA: every call says so.
+ * The harness refuses `device: cuda` before launch in such a build
+ * (device.c); these only guard direct library use. */
+#include "err.h"
+#include "sg_cuda.h"
+
+#define NO_CUDA() sg_err_set(SG_EUNSUPPORTED, "device: cuda: this build of sgdlab has no CUDA")
+
+int sg_cuda_probe(int *count) {
+  *count = 0;
+  return NO_CUDA();
+}
+int sg_cuda_use(int dev) { return NO_CUDA(); }
+const char *sg_cuda_nccl_version(void) { return "no NCCL"; }
+
+int sg_cuda_alloc(float **d, size_t n, const char *what) {
+  *d = NULL;
+  return NO_CUDA();
+}
+void sg_cuda_free(float **d) {
+  if (d) *d = NULL;
+}
+int sg_cuda_put(float *d, const float *h, size_t n) { return NO_CUDA(); }
+int sg_cuda_get(float *h, const float *d, size_t n) { return NO_CUDA(); }
+int sg_cuda_zero(float *d, size_t n) { return NO_CUDA(); }
+int sg_cuda_sgd(float *dp, float *dg, float *dv, size_t n, float gscale, float lr, float wd,
+                float mu) {
+  return NO_CUDA();
+}
+
+int sg_cuda_wl_new(sg_cuda_wl_t **out, const sg_cuda_wl_desc_t *d) {
+  *out = NULL;
+  return NO_CUDA();
+}
+void sg_cuda_wl_destroy(sg_cuda_wl_t **cw) {
+  if (cw) *cw = NULL;
+}
+size_t sg_cuda_wl_nparams(const sg_cuda_wl_t *cw) { return 0; }
+int sg_cuda_wl_grad(sg_cuda_wl_t *cw, const float *dparams, float *dgrad, const uint32_t *idx,
+                    int n, double *loss) {
+  return NO_CUDA();
+}
+int sg_cuda_wl_grad_host(sg_cuda_wl_t *cw, const float *params, float *grad,
+                         const uint32_t *idx, int n, double *loss) {
+  return NO_CUDA();
+}
+int sg_cuda_wl_eval_host(sg_cuda_wl_t *cw, const float *params, double *loss_sum,
+                         int64_t *correct) {
+  return NO_CUDA();
+}
+
+int sg_cuda_stage_new(sg_cuda_stage_t **out, size_t chunk, int slots) {
+  *out = NULL;
+  return NO_CUDA();
+}
+int sg_cuda_stage_run(sg_cuda_stage_t *st, float *dbuf, size_t count, sg_host_reduce_fn reduce,
+                      void *arg) {
+  return NO_CUDA();
+}
+void sg_cuda_stage_destroy(sg_cuda_stage_t **st) {
+  if (st) *st = NULL;
+}
+
+int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg) {
+  *out = NULL;
+  return NO_CUDA();
+}
+int sg_cuda_ring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count) { return NO_CUDA(); }
+void sg_cuda_ring_destroy(sg_cuda_ring_t **rg) {
+  if (rg) *rg = NULL;
+}
+
+int sg_cuda_nccl_id(void *id) { return NO_CUDA(); }
+int sg_cuda_nccl_new(sg_cuda_nccl_t **out, const void *id, int rank, int size) {
+  *out = NULL;
+  return NO_CUDA();
+}
+int sg_cuda_nccl_run(sg_cuda_nccl_t *nc, float *dbuf, size_t count) { return NO_CUDA(); }
+void sg_cuda_nccl_destroy(sg_cuda_nccl_t **nc) {
+  if (nc) *nc = NULL;
+}

@@ -1,0 +1,78 @@
+/* stage_plan.h - the host-staged schedule of a device vector's allreduce.
+ *
+ * A device buffer of `count` floats is reduced over the host transport in
+ * chunks of `chunk` floats, through `slots` pinned host buffers of one
+ * chunk each (slots = 2: double buffering).  Chunk c lives in slot
+ * c % slots.  Three stages per chunk: copy down (device -> host, async),
+ * reduce (the host allreduce of the chunk over the transport, blocking),
+ * copy up (host -> device, async).  Pipelined over steps s = 0 .. nchunks:
+ *
+ *   step s:  down(s)            issued first, overlaps the reduce below;
+ *                               ordered on the device after up(s - slots),
+ *                               the slot's previous occupant
+ *            wait down(s - 1),  then reduce(s - 1) on the host
+ *            up(s - 1)          issued, overlaps the next step
+ *   after the last step: wait for every up.
+ *
+ * Worked example, count 10, chunk 4, slots 2 (chunks 0:[0,4) 1:[4,8)
+ * 2:[8,10)):
+ *
+ *   step 0:  down 0 -> slot 0
+ *   step 1:  down 1 -> slot 1;   reduce 0 (slot 0);   up 0 <- slot 0
+ *   step 2:  down 2 -> slot 0, after up 0;  reduce 1 (slot 1);  up 1
+ *   step 3:                      reduce 2 (slot 0);   up 2
+ *
+ * The plan is plain C: sg_stage_run drives it through an ops table, the
+ * CUDA layer (cuda_comm.c) and the CPU tests (tests/test_cuda_sched.c,
+ * with copies that complete as late as allowed) alike. */
+#ifndef SG_STAGE_PLAN_H
+#define SG_STAGE_PLAN_H
+
+#include <stddef.h>
+
+typedef struct sg_stage_plan {
+  size_t count;   /* floats in the device buffer */
+  size_t chunk;   /* floats per chunk (the last one may be shorter) */
+  size_t nchunks; /* ceil(count / chunk); 0 when count == 0 */
+  int slots;      /* pinned host buffers of `chunk` floats, >= 2 */
+  int plant_bug;  /* tests only: one up-copy goes to the wrong chunk */
+} sg_stage_plan_t;
+
+/* What step s does, in this order: -1 = nothing. */
+typedef struct sg_stage_step {
+  long down;       /* chunk copied device -> slot(down) */
+  long down_after; /* ... ordered on the device after the up-copy of this chunk */
+  long reduce;     /* chunk reduced on the host, once its down-copy is complete */
+  long up;         /* chunk copied slot(up) -> device, after its reduce */
+  long up_to;      /* device chunk the up-copy writes (== up unless the bug is planted) */
+} sg_stage_step_t;
+
+/* SG_EINVAL for chunk 0 or slots < 2. */
+int sg_stage_plan(sg_stage_plan_t *p, size_t count, size_t chunk, int slots);
+/* nchunks + 1 steps, or 0 when there is nothing to reduce. */
+size_t sg_stage_nsteps(const sg_stage_plan_t *p);
+void sg_stage_step(const sg_stage_plan_t *p, size_t s, sg_stage_step_t *out);
+static inline size_t sg_stage_off(const sg_stage_plan_t *p, long c) { return (size_t)c * p->chunk; }
+static inline size_t sg_stage_len(const sg_stage_plan_t *p, long c) {
+  size_t off = sg_stage_off(p, c);
+  return p->count - off < p->chunk ? p->count - off : p->chunk;
+}
+static inline int sg_stage_slot(const sg_stage_plan_t *p, long c) { return (int)((size_t)c % (size_t)p->slots); }
+
+/* The stages, as the executor provides them.  Offsets and lengths are in
+ * floats of the device buffer; a slot holds one chunk. */
+typedef struct sg_stage_ops {
+  void *ctx;
+  /* async copy device[off, off+len) -> slot; after_up >= 0: start it only
+   * once the up-copy of chunk after_up (from the same slot) is done */
+  int (*down)(void *ctx, int slot, size_t off, size_t len, long after_up);
+  int (*wait_down)(void *ctx, int slot);                     /* host blocks */
+  int (*reduce)(void *ctx, int slot, size_t len);            /* host, blocking */
+  int (*up)(void *ctx, int slot, size_t off, size_t len, long chunk); /* async */
+  int (*finish)(void *ctx);                                  /* every up done */
+} sg_stage_ops_t;
+
+/* Run the plan's steps through ops. */
+int sg_stage_run(const sg_stage_plan_t *p, const sg_stage_ops_t *ops);
+
+#endif

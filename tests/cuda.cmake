@@ -1,0 +1,16 @@
+# CUDA (docs/cuda.md).  The schedules of the device communication run on
+# the CPU in every build (test_cuda_sched); `device: cuda` without a GPU
+# (or in a CPU-only build) must be one line and exit 2 (test_cuda_refuse);
+# the GPU tests skip, visibly, when no CUDA device is present.
+sg_add_test(test_cuda_sched SOURCES test_cuda_sched.c TIMEOUT 120 LABELS cuda)
+sg_add_test(test_cuda_refuse SOURCES test_cuda_refuse.c TIMEOUT 60 LABELS cuda)
+add_dependencies(test_cuda_refuse sgdlab sgdlab-rank)
+# GPU tests: exit 77 (Skipped) with "SKIP: no CUDA device: <why>" when the
+# machine has none.  Built in CUDA builds only.
+if(SG_HAVE_CUDA)
+  add_executable(cuda_ring_rank cuda_ring_rank.c)
+  target_link_libraries(cuda_ring_rank PRIVATE sgcore)
+  sg_add_test(test_cuda_gpu SOURCES test_cuda_gpu.c TIMEOUT 300 LABELS cuda gpu)
+  add_dependencies(test_cuda_gpu cuda_ring_rank sgdlab sgdlab-rank)
+  set_tests_properties(test_cuda_gpu PROPERTIES SKIP_RETURN_CODE 77)
+endif()

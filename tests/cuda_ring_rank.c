@@ -1,0 +1,59 @@
+/* cuda_ring_rank.c - one rank of test_cuda_gpu's device-ring check, under
+ * mpirun: the device ring on test_allreduce.c's inputs and counts, two
+ * inbox sizes; exit 0 when every element is exact. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda/sg_cuda.h"
+#include "device.h"
+#include "err.h"
+#include "transport.h"
+
+static long check_count(sg_comm_t *c, size_t seg, size_t count) {
+  sg_cuda_ring_t *rg = NULL;
+  float *x = malloc((count + 1) * sizeof *x), *d = NULL;
+  long wrong = -1;
+  const float tri = (float)c->size * (float)(c->size + 1) / 2;
+  if (!x) return -1;
+  for (size_t i = 0; i < count; i++) x[i] = (float)(c->rank + 1) * (float)(i % 7 + 1);
+  if (sg_cuda_ring_new(&rg, c, seg) < 0 || sg_cuda_alloc(&d, count + 1, "x") < 0 ||
+      sg_cuda_put(d, x, count) < 0)
+    goto out;
+  for (int rep = 0; rep < 2; rep++) { /* twice: no leftovers between calls */
+    if (rep && sg_cuda_put(d, x, count) < 0) goto out;
+    if (sg_cuda_ring_run(rg, d, count) < 0) goto out;
+  }
+  if (sg_cuda_get(x, d, count) < 0) goto out;
+  wrong = 0;
+  for (size_t i = 0; i < count; i++) wrong += x[i] != (float)(i % 7 + 1) * tri;
+out:
+  if (wrong < 0) fprintf(stderr, "rank %d count %zu: %s\n", c->rank, count, sg_err_msg());
+  sg_cuda_free(&d);
+  sg_cuda_ring_destroy(&rg);
+  free(x);
+  return wrong;
+}
+
+int main(void) {
+  sg_comm_t *c = NULL;
+  int count = 0, lr = 0, ls = 0;
+  if (sg_comm_mpi_new(&c, 60) < 0 || sg_cuda_probe(&count) < 0) {
+    fprintf(stderr, "cuda_ring_rank: %s\n", sg_err_msg());
+    return 1;
+  }
+  sg_device_local_rank(c, &lr, &ls);
+  if (sg_cuda_use(sg_device_pick(lr, count, 0)) < 0) return 1;
+  const int n = c->size;
+  const size_t counts[] = {0, 1, (size_t)n - 1, (size_t)n + 1, 1001, (1u << 20) + 3};
+  long bad = 0;
+  for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) {
+    long w = check_count(c, 1u << 18, counts[j]);
+    if (counts[j] <= 1001 && w == 0) w = check_count(c, 2, counts[j]);
+    if (w != 0) fprintf(stderr, "device ring N=%d rank %d count %zu: %ld wrong\n", n, c->rank,
+                        counts[j], w);
+    bad += w != 0;
+  }
+  sg_comm_destroy(&c);
+  sg_mpi_finalize();
+  return bad ? 1 : 0;
+}

@@ -1,0 +1,94 @@
+/* test_cuda_refuse.c - `device: cuda` where it cannot run is one line
+ * and exit 2, before anything launches, never a crash.
+ *
+ * Here (no GPU, no driver) a CUDA build says "no CUDA device is available
+ * (cudaGetDeviceCount: ...)"; a CPU-only build says it has no CUDA.  On a
+ * machine with a CUDA device the refusal cannot be shown: the test says
+ * so and skips.  Also: cuda-only algorithms without device cuda are
+ * refused the same way, and `sgdlab engines` / `help config` name the
+ * devices of this build.
+ */
+#include "test.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cuda/sg_cuda.h"
+#include "device.h"
+#include "err.h"
+#include "run_util.h"
+
+/* Run `sgdlab run FILE --db DB` on text; its merged output into out. */
+static int run_text(const char *text, char *out, size_t cap, char *db, size_t dbcap) {
+  const char *d = ru_scratch("cudarefuse");
+  char cfg[256];
+  if (!d) return -1;
+  snprintf(cfg, sizeof cfg, "%s/x.yaml", d);
+  snprintf(db, dbcap, "%s/x.db", d);
+  if (ru_write_file(cfg, text) < 0) return -1;
+  char *argv[] = {"sgdlab", "run", "x.yaml", "--db", db, NULL};
+  return ru_run(argv, 1, d, out, cap);
+}
+
+static int lines(const char *s) {
+  int n = 0;
+  for (; *s; s++) n += *s == '\n';
+  return n;
+}
+
+TEST(device_cuda_without_gpu_is_one_line_exit_2) {
+  int count = 0;
+  if (sg_device_build_has_cuda() && sg_cuda_probe(&count) == 0) {
+    printf("SKIP: %d CUDA device(s) present: the refusal cannot be shown here\n", count);
+    fprintf(stderr, "SKIP: %d CUDA device(s) present: the refusal cannot be shown here\n", count);
+    return;
+  }
+  char out[4096], db[256];
+  int code = run_text("name: x\nengines: [local]\nworkload:\n  dataset: synthetic\n"
+                      "  device: cuda\n", out, sizeof out, db, sizeof db);
+  fprintf(stderr, "sgdlab run (exit %d) said: %s", code, out);
+  CHECK_EQ_INT(code, 2);
+  CHECK_EQ_INT(lines(out), 1);
+  CHECK_MSG(!strncmp(out, "x.yaml:5:3: device: cuda requested but ", 39), "%s", out);
+  CHECK_STR_CONTAINS(out, sg_device_build_has_cuda()
+                              ? "no CUDA device is available (cudaGetDeviceCount: "
+                              : "this build of sgdlab has no CUDA");
+  struct stat st;
+  CHECK_MSG(stat(db, &st) != 0, "%s exists: something ran", db);
+}
+
+TEST(device_cuda_refused_in_a_sweep_and_an_engine_entry) {
+  int count = 0;
+  if (sg_device_build_has_cuda() && sg_cuda_probe(&count) == 0) return; /* said above */
+  char out[4096], db[256];
+  /* the key's own place, in an engine entry, after a cpu point of a sweep */
+  int code = run_text("name: x\nworkload: {dataset: synthetic}\nengines:\n"
+                      "  - {engine: local, device: [cpu, cuda]}\n", out, sizeof out, db, sizeof db);
+  fprintf(stderr, "sweep (exit %d): %s", code, out);
+  CHECK_EQ_INT(code, 2);
+  CHECK_EQ_INT(lines(out), 1);
+  CHECK_MSG(!strncmp(out, "x.yaml:4:21: device: cuda requested but ", 40), "%s", out);
+}
+
+TEST(cuda_algorithms_need_device_cuda) {
+  char out[4096], db[256];
+  int code = run_text("name: x\nworkload: {dataset: synthetic}\nworkers: 2\n"
+                      "engines: [{engine: allreduce, algorithm: cuda-ring}]\n",
+                      out, sizeof out, db, sizeof db);
+  fprintf(stderr, "cuda-ring on cpu (exit %d): %s", code, out);
+  CHECK_EQ_INT(code, 2);
+  CHECK_EQ_INT(lines(out), 1);
+  CHECK_STR_CONTAINS(out, "algorithm: cuda-ring sums device buffers; it needs device: cuda");
+}
+
+TEST(engines_and_help_name_the_devices) {
+  char out[65536];
+  char *eng[] = {"sgdlab", "engines", NULL};
+  CHECK_EQ_INT(ru_run(eng, 1, NULL, out, sizeof out), 0);
+  CHECK_MSG(!strncmp(out, "devices (workload key device): cpu", 34), "%.120s", out);
+  CHECK_STR_CONTAINS(out, sg_device_build());
+  char *help[] = {"sgdlab", "help", "config", NULL};
+  CHECK_EQ_INT(ru_run(help, 1, NULL, out, sizeof out), 0);
+  CHECK_STR_CONTAINS(out, "devices in this build (workload key device): ");
+  CHECK_STR_CONTAINS(out, sg_device_build_has_cuda() ? "cpu, cuda (CUDA " : "cpu (this build has no CUDA)");
+}
