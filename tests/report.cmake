@@ -27,3 +27,10 @@ sg_add_test(test_report_inject SOURCES test_report_inject.c
   LABELS integration)
 target_include_directories(test_report_inject PRIVATE ${CMAKE_SOURCE_DIR}/harness)
 add_dependencies(test_report_inject sgdlab sgdlab-rank)
+
+# index.html (escaping of planted markup, sections), stale report files,
+# several experiments, the run_summary views, export, trace, list --json
+# over a fixture database.
+sg_add_test(test_results SOURCES test_results.c json_check.c ${SG_REPORT_SRCS}
+  TIMEOUT 120 LIBS PkgConfig::SQLITE)
+target_include_directories(test_results PRIVATE ${CMAKE_SOURCE_DIR}/harness)
