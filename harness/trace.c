@@ -87,7 +87,7 @@ static int run_meta(FILE *f, sqlite3 *db, const sg_rset_t *s, const sg_rrun_t *r
           (long long)r->id);
   sg_json_str(f, title);
   fputs("}}", f);
-  snprintf(title, sizeof title, "engine %s, %d workers, %d servers, transport %s, %s",
+  snprintf(title, sizeof title, "engine %s, workers %d, servers %d, transport %s, %s",
            r->engine, r->workers, r->servers, r->transport, r->status);
   meta(f, r->id, -1, "process_labels", "labels", title, 0);
 fail:

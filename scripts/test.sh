@@ -4,4 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
+# setup.sh installed chromium: the browser test must run, not skip
+export SGDLAB_REQUIRE_CHROMIUM=1
 ctest --test-dir build --output-on-failure -j2 "$@"
