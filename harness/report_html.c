@@ -67,15 +67,18 @@ static void table_end(page_t *p) { fputs("</tbody></table></div>\n", p->f); }
 static const char STYLE[] =
     "body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;"
     "color:#1b1f24;background:#f6f7f9}\n"
-    "main{max-width:1240px;margin:0 auto;padding:8px 20px 40px}\n"
-    "header{background:#1f3a5f;color:#fff;padding:18px 24px}\n"
-    "header h1{margin:0 auto;max-width:1200px;font-size:24px;font-weight:600}\n"
-    "header p{margin:4px auto 0;max-width:1200px;color:#d6e2f0}\n"
-    "nav{max-width:1200px;margin:10px auto 0}nav a{color:#fff;margin-right:16px}\n"
+    "main,header>*{max-width:1240px;margin-left:auto;margin-right:auto;"
+    "padding-left:20px;padding-right:20px}\n"
+    "main{padding-top:8px;padding-bottom:40px}\n"
+    "header{background:#1f3a5f;color:#fff;padding:18px 0}\n"
+    "header h1{margin-top:0;margin-bottom:0;font-size:24px;font-weight:600}\n"
+    "header p{margin-top:4px;margin-bottom:0;color:#d6e2f0}\n"
+    "nav{margin-top:10px}nav a{color:#fff;margin-right:16px}\n"
     "h2{margin:28px 0 8px;font-size:19px;border-bottom:1px solid #d5dae1;padding-bottom:4px}\n"
     "h3{margin:18px 0 4px;font-size:16px}\n"
     ".scroll{overflow-x:auto}\n"
     "table{border-collapse:collapse;background:#fff;margin:6px 0;font-size:14px}\n"
+    "#tbl-runs,#tbl-options{font-size:13px}\n"
     "th,td{border:1px solid #d5dae1;padding:3px 8px;text-align:left;vertical-align:top;"
     "white-space:nowrap}\n"
     "td.wrap{white-space:normal;min-width:16em}\n"
@@ -228,10 +231,15 @@ static int summary_table(page_t *p) {
 static void runs_table(page_t *p) {
   const sg_rset_t *s = p->s;
   char b[64], lab[256];
+  int errors = 0;
+  for (size_t i = 0; i < s->n; i++) errors |= *s->runs[i].error != '\0';
   fprintf(p->f, "<section id=\"runs\"><h2>Runs</h2>\n");
-  table_head(p, "runs", "#run|variant|#N|#repeat|status|#wall (s)|"
-                        "#to target (s)|#final acc|#samples/s|"
-                        "#bytes/step|#compute (ms)|#comm (ms)|#wait (ms)|error");
+  table_head(p, "runs", errors ? "#run|variant|#N|#rep|status|#wall (s)|"
+                                 "#to target (s)|#final acc|#samples/s|"
+                                 "#bytes/step|#compute ms|#comm ms|#wait ms|error"
+                               : "#run|variant|#N|#rep|status|#wall (s)|"
+                                 "#to target (s)|#final acc|#samples/s|"
+                                 "#bytes/step|#compute ms|#comm ms|#wait ms");
   for (size_t i = 0; i < s->n; i++) {
     const sg_rrun_t *r = &s->runs[i];
     fputs("<tr>", p->f);
@@ -255,13 +263,16 @@ static void runs_table(page_t *p) {
     num_cell(p, r->compute_s, sg_rfmt(b, sizeof b, "%.3f", r->compute_s * 1e3));
     num_cell(p, r->comm_s, sg_rfmt(b, sizeof b, "%.3f", r->comm_s * 1e3));
     num_cell(p, r->wait_s, sg_rfmt(b, sizeof b, "%.3f", r->wait_s * 1e3));
-    fputs("<td class=\"wrap\">", p->f);
-    esc(p, r->error);
-    fputs("</td></tr>\n", p->f);
+    if (errors) {
+      fputs("<td class=\"wrap\">", p->f);
+      esc(p, r->error);
+      fputs("</td>", p->f);
+    }
+    fputs("</tr>\n", p->f);
   }
   table_end(p);
-  fputs("<p class=\"note\">One row per run. <b>N</b>: workers; <b>compute, comm,"
-        " wait</b>: milliseconds per step, mean over the worker ranks.</p></section>\n",
+  fputs("<p class=\"note\">One row per run. <b>N</b>: workers; <b>rep</b>: repeat;"
+        " <b>compute, comm, wait</b>: milliseconds per step, mean over the worker ranks.</p></section>\n",
         p->f);
 }
 
