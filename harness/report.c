@@ -978,7 +978,7 @@ int sg_cmd_report(int argc, char **argv) {
       snprintf(rp.dir, sizeof rp.dir, "results/%s", name);
   }
   SG_TRY(draw(&rp, &removed));
-  printf("report: %s/index.html, summary.md and %zu figure%s (PNG and SVG) for %s",
+  printf("report: %s/summary.md, index.html and %zu figure%s (PNG and SVG) for %s",
          rp.dir, rp.nfigs, rp.nfigs == 1 ? "" : "s",
          rp.single_run ? "run" : rp.set->nexp > 1 ? "experiments" : "experiment");
   if (rp.single_run) printf(" %lld", (long long)run_id);
