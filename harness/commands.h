@@ -12,6 +12,8 @@ int sg_cmd_bench(int argc, char **argv);   /* bench.c */
 int sg_cmd_report(int argc, char **argv);  /* report.c */
 int sg_cmd_list(int argc, char **argv);    /* show.c */
 int sg_cmd_show(int argc, char **argv);    /* show.c */
+int sg_cmd_trace(int argc, char **argv);   /* trace.c */
+int sg_cmd_export(int argc, char **argv);  /* export.c */
 int sg_cmd_engines(int argc, char **argv); /* main.c */
 int sg_cmd_help(int argc, char **argv);    /* main.c: help config */
 

@@ -26,9 +26,11 @@ static void usage(FILE *f) {
           "  bench allreduce  one step of communication per size: ring, rhd, native,\n"
           "                   ps, mapreduce (time, algbw, busbw)\n"
           "  bench step       single-process training-step throughput vs its sgemm bound\n"
-          "  report           gnuplot plots and a summary table from the database\n"
-          "  list             experiments and runs in the database\n"
+          "  report           figures, summary.md and index.html from the database\n"
+          "  list             experiments and runs in the database (--json)\n"
           "  show RUN         one run: options, status, ranks, evaluations\n"
+          "  trace RUN        a run's steps as a Perfetto / chrome://tracing timeline\n"
+          "  export           an experiment's rows as CSV or JSON\n"
           "  engines          the engines and their options\n"
           "  cluster          an emulated cluster in this machine: network namespaces\n"
           "                   joined by rate-limited links (up, status, exec, down)\n"
@@ -274,6 +276,7 @@ int main(int argc, char **argv) {
       {"run", sg_cmd_run},       {"bench", sg_cmd_bench},     {"report", sg_cmd_report},
       {"list", sg_cmd_list},     {"show", sg_cmd_show},       {"engines", sg_cmd_engines},
       {"help", sg_cmd_help},     {"cluster", sg_cmd_cluster},
+      {"trace", sg_cmd_trace},   {"export", sg_cmd_export},
   };
   if (!strcmp(cmd, "list") || !strcmp(cmd, "show") || !strcmp(cmd, "report"))
     reconcile_for(argc - 1, argv + 1);

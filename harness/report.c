@@ -1,5 +1,5 @@
-/* report.c - `sgdlab report`: figures (gnuplot) and summary.md from the
- * results database alone.
+/* report.c - `sgdlab report`: figures (gnuplot), summary.md and
+ * index.html from the results database alone.
  *
  * For each figure this writes a tab-separated data file and a gnuplot
  * script into the output directory, then runs gnuplot there, so every
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "err.h"
@@ -42,26 +43,31 @@ typedef struct report {
   int ncolors;
   /* style per run for figures over variants (scaling): one per variant */
   int *vcolor;
+  sg_rfiles_t written; /* what this report wrote into dir */
 } report_t;
 
 static const char usage[] =
-    "usage: sgdlab report [EXPERIMENT | --run ID] [--db PATH] [--out DIR]\n"
+    "usage: sgdlab report [EXPERIMENT... | --run ID] [--db PATH] [--out DIR]\n"
     "                     [--target ACC]\n"
     "\n"
-    "Draw figures (PNG and SVG, via gnuplot) and summary.md for an experiment\n"
-    "from the results database; nothing is re-run.\n"
+    "Draw figures (PNG and SVG, via gnuplot), summary.md and index.html (one\n"
+    "self-contained page) for an experiment from the results database;\n"
+    "nothing is re-run.\n"
     "\n"
     "  EXPERIMENT    name (the latest experiment with it) or numeric id;\n"
-    "                default: the latest experiment\n"
+    "                default: the latest experiment.  Several: one report of\n"
+    "                all their runs, labels prefixed with the experiment\n"
     "  --run ID      report on one run only\n"
     "  --db PATH     results database (default " SG_DEFAULT_DB ")\n"
     "  --out DIR     output directory (default results/<experiment-name>/,\n"
-    "                with --run: results/<experiment-name>/run-<ID>/)\n"
+    "                with --run: results/<experiment-name>/run-<ID>/; several\n"
+    "                experiments: results/<name1>_<name2>.../)\n"
     "  --target ACC  test accuracy for the time-to-target column (default 0.85)\n"
     "\n"
     "Each figure NAME comes with NAME.gp and its .tsv data in DIR: redraw it\n"
     "with `cd DIR && gnuplot NAME.gp`.  SGDLAB_GNUPLOT overrides the gnuplot\n"
-    "program.\n";
+    "program.  DIR/" SG_REPORT_MANIFEST " lists what the report wrote; the next report\n"
+    "into DIR removes those of its files that it does not write again.\n";
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -88,7 +94,7 @@ static int open_data(report_t *rp, const char *file, FILE **f) {
   *f = fopen(path, "w");
   if (!*f)
     return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
-  return SG_OK;
+  return sg_rfiles_add(&rp->written, file);
 }
 
 static int close_data(report_t *rp, const char *file, FILE **f) {
@@ -103,7 +109,15 @@ static void add_fig(report_t *rp, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void add_fig(report_t *rp, const char *name, const char *fmt, ...) {
   va_list ap;
+  static const char *const exts[] = {"png", "svg", "gp"};
+  char file[64];
   if (rp->nfigs == MAX_FIGS) return;
+  /* out of memory here leaves the file out of the manifest: it would
+   * only outlive a later report */
+  for (int k = 0; k < 3; k++) {
+    snprintf(file, sizeof file, "%s.%s", name, exts[k]);
+    if (sg_rfiles_add(&rp->written, file) < 0) sg_err_clear();
+  }
   sg_rfig_t *f = &rp->figs[rp->nfigs++];
   snprintf(f->name, sizeof f->name, "%s", name);
   va_start(ap, fmt);
@@ -448,8 +462,11 @@ static int fig_scaling(report_t *rp) {
   fprintf(gp, "  NaN notitle\n");
   SG_TRY(close_data(rp, "scaling.tsv", &f));
   if (nblocks == 0) { /* no ok run has throughput: drop the script */
+    char path[PATH_MAX + 32];
     fclose(gp);
     gp = NULL;
+    snprintf(path, sizeof path, "%s/throughput.gp", rp->dir);
+    unlink(path);
     goto fail;
   }
   SG_TRY(sg_plot_end(&gp, rp->dir, "throughput"));
@@ -595,12 +612,15 @@ static void size_label(char *buf, size_t len, long long b) {
 static int bench_sizes(report_t *rp, long long *sizes, int cap, int *n) {
   sqlite3_stmt *st = NULL;
   int rc = SG_OK;
+  char ids[SG_RSET_MAX_EXP * 24];
   *n = 0;
   SG_TRY(sg_rdb_prepare(rp->db,
-                        "SELECT DISTINCT bytes FROM bench WHERE experiment_id = ?1"
+                        "SELECT DISTINCT bytes FROM bench WHERE experiment_id IN"
+                        " (SELECT value FROM json_each(?1))"
                         " AND collective = 'allreduce' AND bytes > 0 ORDER BY bytes",
                         &st));
-  sqlite3_bind_int64(st, 1, rp->set->experiment_id);
+  sqlite3_bind_text(st, 1, sg_rset_ids_json(rp->set, ids, sizeof ids), -1,
+                    SQLITE_TRANSIENT);
   while (*n < cap && sqlite3_step(st) == SQLITE_ROW)
     sizes[(*n)++] = sqlite3_column_int64(st, 0);
 fail:
@@ -627,23 +647,27 @@ static int fig_bench(report_t *rp) {
   FILE *f = NULL, *gp[2] = {NULL, NULL};
   int rc = SG_OK, nblocks = 0, nsizes = 0;
   long long sizes[256];
-  char prev[512] = "";
+  char prev[512] = "", ids[SG_RSET_MAX_EXP * 24];
   static const char *const names[2] = {"allreduce_time", "allreduce_busbw"};
   if (rp->single_run) return SG_OK;
   SG_TRY(sg_rdb_prepare(rp->db,
                         "SELECT impl, transport, np, bytes, t_median, t_min,"
-                        " t_max, algbw, busbw, wrong FROM bench"
-                        " WHERE experiment_id = ?1 AND collective = 'allreduce'"
-                        " ORDER BY impl, transport, np, bytes",
+                        " t_max, algbw, busbw, wrong, experiment_id FROM bench"
+                        " WHERE experiment_id IN (SELECT value FROM json_each(?1))"
+                        " AND collective = 'allreduce'"
+                        " ORDER BY experiment_id, impl, transport, np, bytes",
                         &st));
-  sqlite3_bind_int64(st, 1, rp->set->experiment_id);
+  sqlite3_bind_text(st, 1, sg_rset_ids_json(rp->set, ids, sizeof ids), -1,
+                    SQLITE_TRANSIENT);
   SG_TRY(bench_sizes(rp, sizes, 256, &nsizes));
   SG_TRY(open_data(rp, "bench.tsv", &f));
   fprintf(f, "# allreduce benchmark, one block per impl/transport/np;"
              " times in seconds, bandwidths in GB/s\n");
   while (sqlite3_step(st) == SQLITE_ROW) {
-    char key[512];
-    snprintf(key, sizeof key, "%s/%s np=%d", sg_rdb_text(st, 0),
+    char key[512], exp[32] = "";
+    if (rp->set->nexp > 1) /* several experiments: whose bench this is */
+      snprintf(exp, sizeof exp, "#%lld ", (long long)sqlite3_column_int64(st, 10));
+    snprintf(key, sizeof key, "%s%s/%s np=%d", exp, sg_rdb_text(st, 0),
              sg_rdb_text(st, 1), sqlite3_column_int(st, 2));
     if (strcmp(key, prev)) {
       if (nblocks == 0) {
@@ -841,12 +865,58 @@ static int parse_double(const char *s, double *out) {
   return !errno && end != s && !*end;
 }
 
+/* Load the selected experiments (or run) into rp->set. */
+static int load_set(report_t *rp, const char *const *sels, int nsel, int64_t run_id,
+                    double target) {
+  int64_t exp_id = -1;
+  if (run_id >= 0 || nsel == 0) {
+    if (run_id < 0) SG_CHECK(sg_rdb_experiment(rp->db, NULL, &exp_id));
+    return sg_rset_load(rp->db, exp_id, run_id, target, &rp->set);
+  }
+  for (int i = 0; i < nsel; i++) {
+    sg_rset_t *one = NULL;
+    SG_CHECK(sg_rdb_experiment(rp->db, sels[i], &exp_id));
+    for (size_t k = 0; rp->set && k < rp->set->nexp; k++)
+      if (rp->set->exp_ids[k] == exp_id)
+        return sg_err_set(SG_EINVAL, "experiment %lld ('%s') is selected twice",
+                          (long long)exp_id, sels[i]);
+    SG_CHECK(sg_rset_load(rp->db, exp_id, -1, target, &one));
+    if (!rp->set) {
+      rp->set = one;
+      continue;
+    }
+    int rc = sg_rset_merge(rp->set, &one);
+    sg_rset_destroy(&one);
+    SG_CHECK(rc);
+  }
+  return SG_OK;
+}
+
+/* Draw everything into rp->dir, then drop what an earlier report left. */
+static int draw(report_t *rp, int *removed) {
+  SG_CHECK(mkdir_p(rp->dir));
+  SG_CHECK(assign_colors(rp));
+  SG_CHECK(fig_evals(rp));
+  SG_CHECK(fig_loss(rp));
+  SG_CHECK(fig_scaling(rp));
+  SG_CHECK(fig_breakdown(rp));
+  SG_CHECK(fig_staleness(rp));
+  SG_CHECK(fig_bench(rp));
+  SG_CHECK(sg_report_summary(rp->db, rp->db_path, rp->set, rp->single_run, rp->dir,
+                             rp->figs, rp->nfigs));
+  SG_CHECK(sg_rfiles_add(&rp->written, "summary.md"));
+  SG_CHECK(sg_report_html(rp->db, rp->db_path, rp->set, rp->single_run, rp->dir,
+                          rp->figs, rp->nfigs));
+  SG_CHECK(sg_rfiles_add(&rp->written, "index.html"));
+  return sg_rfiles_commit(&rp->written, rp->dir, removed);
+}
+
 int sg_cmd_report(int argc, char **argv) {
-  const char *db_path = SG_DEFAULT_DB, *out = NULL, *sel = NULL;
-  int64_t run_id = -1, exp_id = -1;
+  const char *db_path = SG_DEFAULT_DB, *out = NULL, *sels[SG_RSET_MAX_EXP];
+  int64_t run_id = -1;
   double target = 0.85;
   report_t rp = {0};
-  int rc = SG_OK;
+  int rc = SG_OK, nsel = 0, removed = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -877,14 +947,15 @@ int sg_cmd_report(int argc, char **argv) {
     } else if (a[0] == '-') {
       fprintf(stderr, "sgdlab report: unknown option '%s'\n%s", a, usage);
       return 2;
-    } else if (!sel) {
-      sel = a;
+    } else if (nsel < SG_RSET_MAX_EXP) {
+      sels[nsel++] = a;
     } else {
-      fprintf(stderr, "sgdlab report: unexpected argument '%s'\n%s", a, usage);
+      fprintf(stderr, "sgdlab report: at most %d experiments in one report\n",
+              SG_RSET_MAX_EXP);
       return 2;
     }
   }
-  if (sel && run_id >= 0) {
+  if (nsel && run_id >= 0) {
     fprintf(stderr, "sgdlab report: give an EXPERIMENT or --run ID, not both\n");
     return 2;
   }
@@ -894,8 +965,7 @@ int sg_cmd_report(int argc, char **argv) {
   rp.single_run = run_id >= 0;
   SG_TRY(sg_plot_available());
   SG_TRY(sg_rdb_open(&rp.db, db_path));
-  if (run_id < 0) SG_TRY(sg_rdb_experiment(rp.db, sel, &exp_id));
-  SG_TRY(sg_rset_load(rp.db, exp_id, run_id, target, &rp.set));
+  SG_TRY(load_set(&rp, sels, nsel, run_id, target));
   if (out) {
     snprintf(rp.dir, sizeof rp.dir, "%s", out);
   } else {
@@ -907,26 +977,23 @@ int sg_cmd_report(int argc, char **argv) {
     else
       snprintf(rp.dir, sizeof rp.dir, "results/%s", name);
   }
-  SG_TRY(mkdir_p(rp.dir));
-  SG_TRY(assign_colors(&rp));
-  SG_TRY(fig_evals(&rp));
-  SG_TRY(fig_loss(&rp));
-  SG_TRY(fig_scaling(&rp));
-  SG_TRY(fig_breakdown(&rp));
-  SG_TRY(fig_staleness(&rp));
-  SG_TRY(fig_bench(&rp));
-  SG_TRY(sg_report_summary(rp.db, db_path, rp.set, rp.single_run, rp.dir,
-                           rp.figs, rp.nfigs));
-  printf("report: %s/summary.md and %zu figure%s (PNG and SVG) for %s %lld\n",
+  SG_TRY(draw(&rp, &removed));
+  printf("report: %s/summary.md, index.html and %zu figure%s (PNG and SVG) for %s",
          rp.dir, rp.nfigs, rp.nfigs == 1 ? "" : "s",
-         rp.single_run ? "run" : "experiment",
-         rp.single_run ? (long long)run_id : (long long)rp.set->experiment_id);
+         rp.single_run ? "run" : rp.set->nexp > 1 ? "experiments" : "experiment");
+  if (rp.single_run) printf(" %lld", (long long)run_id);
+  for (size_t i = 0; !rp.single_run && i < rp.set->nexp; i++)
+    printf("%s %lld", i ? "," : "", (long long)rp.set->exp_ids[i]);
+  if (removed)
+    printf("; removed %d file%s an earlier report left", removed, removed == 1 ? "" : "s");
+  putchar('\n');
 fail:
   if (rc < 0)
     fprintf(stderr, "sgdlab report: %s\n",
             *sg_err_msg() ? sg_err_msg() : sg_strerror(rc));
   free(rp.color);
   free(rp.vcolor);
+  sg_rfiles_free(&rp.written);
   sg_rset_destroy(&rp.set);
   sqlite3_close(rp.db);
   return rc < 0 ? 1 : 0;

@@ -65,9 +65,13 @@ typedef struct sg_rrun {
   int has_staleness;
 } sg_rrun_t;
 
+#define SG_RSET_MAX_EXP 16 /* experiments in one report */
+
 typedef struct sg_rset {
-  int64_t experiment_id;
-  char name[128];
+  int64_t experiment_id; /* the first experiment's */
+  int64_t exp_ids[SG_RSET_MAX_EXP]; /* every experiment of the set */
+  size_t nexp;
+  char name[128]; /* several experiments: "A + B" */
   char started_at[40];
   char host[128];
   double target;
@@ -96,6 +100,17 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
                  sg_rset_t **out);
 void sg_rset_destroy(sg_rset_t **s);
 
+/* Append the runs of *add to `into` (which takes *add and nulls it).  From
+ * two experiments on, every variant starts with its experiment's name
+ * ("quickstart: ps sync", or "quickstart#3: ps sync" when two experiments
+ * share a name) so runs of different experiments never share a label.
+ * SG_EINVAL past SG_RSET_MAX_EXP experiments. */
+int sg_rset_merge(sg_rset_t *into, sg_rset_t **add);
+
+/* The set's experiment ids as a JSON array "[1,2]" for SQL
+ * `experiment_id IN (SELECT value FROM json_each(?))`.  Returns buf. */
+const char *sg_rset_ids_json(const sg_rset_t *s, char *buf, size_t len);
+
 /* The experiment id of run `run_id` into *exp_id; SG_ENOTFOUND ("no run
  * with id N in the database") when there is no such run. */
 int sg_rdb_run_experiment(sqlite3 *db, int64_t run_id, int64_t *exp_id);
@@ -121,6 +136,18 @@ typedef struct sg_rfig {
 
 /* ---- report_summary.c ------------------------------------------------- */
 
+/* One row of the summary table: runs with the same (variant, workers);
+ * numbers are medians over the repeats that finished ok (NaN: none). */
+typedef struct sg_rrow {
+  size_t first; /* index of the group's first run in the set */
+  int runs, ok, failed, other, reached;
+  double t_target, final_acc, samples_per_s, bytes_per_step;
+} sg_rrow_t;
+
+/* The summary rows of `s`, in order of first appearance.  Caller frees
+ * *rows. */
+int sg_rrows(const sg_rset_t *s, sg_rrow_t **rows, size_t *n);
+
 /* Write DIR/summary.md for `s`: the run table, failed runs, the bench
  * table (experiment reports only, read from db), figure links and the
  * run_info of the runs.  `single_run`: the report is of one run. */
@@ -134,5 +161,39 @@ int sg_rdb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);
 const char *sg_rdb_text(sqlite3_stmt *st, int col);
 /* Column as double, NaN for NULL. */
 double sg_rdb_double(sqlite3_stmt *st, int col);
+
+/* ---- report_html.c ---------------------------------------------------- */
+
+/* Write DIR/index.html: one self-contained page (inline SVG figures, no
+ * external resources, a Content-Security-Policy that lets only its own
+ * sorting script run) with the summary and run tables, the figures, the
+ * environment (run_info), the experiment files and the options that
+ * differ between runs.  Every database string is HTML-escaped. */
+int sg_report_html(sqlite3 *db, const char *db_path, const sg_rset_t *s,
+                   int single_run, const char *dir, const sg_rfig_t *figs,
+                   size_t nfigs);
+
+/* ---- report_files.c --------------------------------------------------- */
+
+/* The files one report wrote into its directory.  The list is kept in
+ * DIR/SG_REPORT_MANIFEST; the next report into DIR removes the files the
+ * old list names that it did not write itself, and only those with a
+ * report file name (*.png *.svg *.gp *.tsv, summary.md, index.html). */
+#define SG_REPORT_MANIFEST "report-files.txt"
+
+typedef struct sg_rfiles {
+  char **names;
+  size_t n, cap;
+} sg_rfiles_t;
+
+/* Record `name` (a plain file name in the directory) as written. */
+int sg_rfiles_add(sg_rfiles_t *w, const char *name);
+/* 1 when `name` is a name a report writes (extension or fixed name). */
+int sg_rfiles_is_report_name(const char *name);
+/* Remove from `dir` what the previous manifest lists and `w` does not
+ * (regular files with report names only), then write the new manifest.
+ * *removed (may be NULL) gets the count. */
+int sg_rfiles_commit(const sg_rfiles_t *w, const char *dir, int *removed);
+void sg_rfiles_free(sg_rfiles_t *w);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include "err.h"
 #include "report.h"
+#include "views.h"
 
 int sg_rdb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st) {
   if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK)
@@ -44,6 +45,9 @@ int sg_rdb_open(sqlite3 **out, const char *path) {
   if (stat(path, &sb) != 0)
     return sg_err_set(SG_ENOTFOUND, "cannot open database %s: %s", path,
                       strerror(errno));
+  /* Keep the file's views current for sqlite3 users (only when it is
+   * ours and writable; else this connection gets TEMP views below). */
+  sg_views_ensure(path);
   if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
     rc = sg_err_set(SG_EIO, "cannot open database %s: %s", path,
                     db ? sqlite3_errmsg(db) : "out of memory");
@@ -67,6 +71,8 @@ int sg_rdb_open(sqlite3 **out, const char *path) {
     goto fail;
   }
   sqlite3_finalize(st);
+  st = NULL;
+  SG_TRY(sg_views_ready(db));
   *out = db;
   return SG_OK;
 fail:
@@ -314,6 +320,8 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
   s->target = target;
   if (run_id >= 0) SG_TRY(sg_rdb_run_experiment(db, run_id, &exp_id));
   s->experiment_id = exp_id;
+  s->exp_ids[0] = exp_id;
+  s->nexp = 1;
   SG_TRY(sg_rdb_prepare(db,
                         "SELECT name, started_at, host FROM experiments"
                         " WHERE id = ?1",
@@ -450,6 +458,73 @@ void sg_rset_destroy(sg_rset_t **s) {
   free((*s)->runs);
   free(*s);
   *s = NULL;
+}
+
+/* "PREFIX: " + dst into dst (cap bytes), cut at cap: a label cut short
+ * still starts with its experiment. */
+static void prepend(char *dst, size_t cap, const char *prefix) {
+  char tmp[512];
+  size_t p = strlen(prefix), d = strlen(dst);
+  if (p > cap / 2) p = cap / 2;
+  if (p + 2 + d >= sizeof tmp) d = sizeof tmp - p - 3;
+  memcpy(tmp, prefix, p);
+  memcpy(tmp + p, ": ", 2);
+  memcpy(tmp + p + 2, dst, d);
+  tmp[p + 2 + d] = '\0';
+  snprintf(dst, cap, "%.*s", (int)(cap - 1), tmp);
+}
+
+/* Prefix every variant and base label of runs [from, to) with `prefix`. */
+static void prefix_runs(sg_rset_t *s, size_t from, size_t to, const char *prefix) {
+  for (size_t i = from; i < to; i++) {
+    prepend(s->runs[i].variant, sizeof s->runs[i].variant, prefix);
+    prepend(s->runs[i].base, sizeof s->runs[i].base, prefix);
+  }
+}
+
+/* "name" or "name#id" when another experiment of the set has that name. */
+static void exp_prefix(const char *name, int64_t id, int dup, char *buf, size_t len) {
+  if (dup) snprintf(buf, len, "%s#%lld", name, (long long)id);
+  else snprintf(buf, len, "%s", name);
+}
+
+int sg_rset_merge(sg_rset_t *into, sg_rset_t **addp) {
+  sg_rset_t *add = *addp;
+  char p[160];
+  if (into->nexp + add->nexp > SG_RSET_MAX_EXP)
+    return sg_err_set(SG_EINVAL, "report: at most %d experiments in one report",
+                      SG_RSET_MAX_EXP);
+  void *q = realloc(into->runs, (into->n + add->n + 1) * sizeof *into->runs);
+  if (!q) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  into->runs = q;
+  /* A name seen before (as a substring: crude, but then the label only
+   * says more) gets the experiment id too.  The first merge labels the
+   * runs already there with their experiment. */
+  int dup = strstr(into->name, add->name) != NULL;
+  if (into->nexp == 1) {
+    exp_prefix(into->name, into->experiment_id, dup, p, sizeof p);
+    prefix_runs(into, 0, into->n, p);
+  }
+  memcpy(into->runs + into->n, add->runs, add->n * sizeof *add->runs);
+  exp_prefix(add->name, add->experiment_id, dup, p, sizeof p);
+  prefix_runs(into, into->n, into->n + add->n, p);
+  into->n += add->n;
+  for (size_t i = 0; i < add->nexp; i++) into->exp_ids[into->nexp++] = add->exp_ids[i];
+  size_t len = strlen(into->name);
+  snprintf(into->name + len, sizeof into->name - len, " + %s", add->name);
+  into->workers_vary |= add->workers_vary;
+  sg_rset_destroy(addp);
+  return SG_OK;
+}
+
+const char *sg_rset_ids_json(const sg_rset_t *s, char *buf, size_t len) {
+  size_t at = 0;
+  at += (size_t)snprintf(buf, len, "[");
+  for (size_t i = 0; i < s->nexp && at < len; i++)
+    at += (size_t)snprintf(buf + at, len - at, "%s%lld", i ? "," : "",
+                           (long long)s->exp_ids[i]);
+  if (at < len) snprintf(buf + at, len - at, "]");
+  return buf;
 }
 
 const char *sg_rrun_label(const sg_rset_t *s, const sg_rrun_t *r, char *buf,

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,76 +34,95 @@ static void md_text(FILE *f, const char *s) {
 
 static int is_ok(const sg_rrun_t *r) { return !strcmp(r->status, "ok"); }
 
+static int same_group(const sg_rset_t *s, size_t a, size_t b) {
+  return !strcmp(s->runs[a].variant, s->runs[b].variant) &&
+         s->runs[a].workers == s->runs[b].workers;
+}
+
+/* Median of `field` over the ok runs of group `g` (v: scratch of s->n). */
+static double group_median(const sg_rset_t *s, size_t g, size_t off, double *v,
+                           size_t *k) {
+  *k = 0;
+  for (size_t j = g; j < s->n; j++) {
+    const sg_rrun_t *r = &s->runs[j];
+    double x = *(const double *)((const char *)r + off);
+    if (same_group(s, g, j) && is_ok(r) && !isnan(x)) v[(*k)++] = x;
+  }
+  return sg_rmedian(v, *k);
+}
+
+int sg_rrows(const sg_rset_t *s, sg_rrow_t **rows, size_t *n) {
+  double *v = calloc(s->n ? s->n : 1, sizeof *v);
+  sg_rrow_t *out = calloc(s->n ? s->n : 1, sizeof *out);
+  size_t k;
+  *rows = NULL;
+  *n = 0;
+  if (!v || !out) {
+    free(v);
+    free(out);
+    return sg_err_set(SG_ENOMEM, "report: out of memory");
+  }
+  for (size_t i = 0; i < s->n; i++) {
+    int seen = 0;
+    for (size_t j = 0; j < i && !seen; j++) seen = same_group(s, i, j);
+    if (seen) continue;
+    sg_rrow_t *w = &out[(*n)++];
+    w->first = i;
+    for (size_t j = i; j < s->n; j++) {
+      if (!same_group(s, i, j)) continue;
+      w->runs++;
+      if (is_ok(&s->runs[j])) w->ok++;
+      else if (!strcmp(s->runs[j].status, "failed")) w->failed++;
+      else w->other++;
+    }
+    /* time to target: median over the ok repeats that reached it */
+    w->t_target = group_median(s, i, offsetof(sg_rrun_t, t_target), v, &k);
+    w->reached = (int)k;
+    w->final_acc = group_median(s, i, offsetof(sg_rrun_t, final_acc), v, &k);
+    w->samples_per_s = group_median(s, i, offsetof(sg_rrun_t, samples_per_s), v, &k);
+    w->bytes_per_step = group_median(s, i, offsetof(sg_rrun_t, bytes_per_step), v, &k);
+  }
+  free(v);
+  *rows = out;
+  return SG_OK;
+}
+
 /* The run table: one row per (variant, workers). */
 static int run_table(FILE *f, const sg_rset_t *s) {
-  double *v = calloc(s->n ? s->n : 1, sizeof *v);
+  sg_rrow_t *rows = NULL;
+  size_t nrows = 0;
   char buf[64];
-  if (!v) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  SG_CHECK(sg_rrows(s, &rows, &nrows));
   fprintf(f,
           "| variant | workers | runs | status | time to %.3g acc (s) |"
           " final accuracy | samples/s | bytes/step, busiest rank |\n"
           "|---|---:|---:|---|---:|---:|---:|---:|\n",
           s->target);
-  for (size_t i = 0; i < s->n; i++) {
-    const sg_rrun_t *ri = &s->runs[i];
-    int seen = 0, runs = 0, ok = 0, failed = 0, other = 0, reached = 0;
-    size_t k;
-    for (size_t j = 0; j < i && !seen; j++)
-      seen = !strcmp(s->runs[j].variant, ri->variant) &&
-             s->runs[j].workers == ri->workers;
-    if (seen) continue;
-#define GROUP(j) (!strcmp(s->runs[j].variant, ri->variant) && \
-                  s->runs[j].workers == ri->workers)
-    for (size_t j = i; j < s->n; j++) {
-      if (!GROUP(j)) continue;
-      runs++;
-      if (is_ok(&s->runs[j])) ok++;
-      else if (!strcmp(s->runs[j].status, "failed")) failed++;
-      else other++;
-    }
+  for (size_t g = 0; g < nrows; g++) {
+    const sg_rrow_t *w = &rows[g];
+    const sg_rrun_t *ri = &s->runs[w->first];
     fputs("| ", f);
     md_text(f, ri->variant);
-    fprintf(f, " | %d | %d | ", ri->workers, runs);
-    if (ok == runs) fputs("ok", f);
-    else if (failed == runs) fputs("failed", f);
+    fprintf(f, " | %d | %d | ", ri->workers, w->runs);
+    if (w->ok == w->runs) fputs("ok", f);
+    else if (w->failed == w->runs) fputs("failed", f);
     else {
       const char *sep = "";
-      if (ok) { fprintf(f, "%d ok", ok); sep = ", "; }
-      if (failed) { fprintf(f, "%s%d failed", sep, failed); sep = ", "; }
-      if (other) {
-        fprintf(f, "%s%d ", sep, other);
-        md_text(f, other == runs ? ri->status : "other");
+      if (w->ok) { fprintf(f, "%d ok", w->ok); sep = ", "; }
+      if (w->failed) { fprintf(f, "%s%d failed", sep, w->failed); sep = ", "; }
+      if (w->other) {
+        fprintf(f, "%s%d ", sep, w->other);
+        md_text(f, w->other == w->runs ? ri->status : "other");
       }
     }
-    /* time to target: median over the ok repeats that reached it */
-    k = 0;
-    for (size_t j = i; j < s->n; j++)
-      if (GROUP(j) && is_ok(&s->runs[j]) && !isnan(s->runs[j].t_target))
-        v[k++] = s->runs[j].t_target;
-    reached = (int)k;
-    fprintf(f, " | %s", sg_rfmt(buf, sizeof buf, "%.2f", sg_rmedian(v, k)));
-    if (reached && reached < ok) fprintf(f, " (%d/%d reached)", reached, ok);
-    /* the rest: medians over ok repeats */
-#define MEDIAN(field, fmt)                                                 \
-    do {                                                                   \
-      k = 0;                                                               \
-      for (size_t j = i; j < s->n; j++)                                    \
-        if (GROUP(j) && is_ok(&s->runs[j]) && !isnan(s->runs[j].field))    \
-          v[k++] = s->runs[j].field;                                       \
-      fprintf(f, " | %s", sg_rfmt(buf, sizeof buf, fmt, sg_rmedian(v, k))); \
-    } while (0)
-    MEDIAN(final_acc, "%.4f");
-    MEDIAN(samples_per_s, "%.0f");
-    k = 0;
-    for (size_t j = i; j < s->n; j++)
-      if (GROUP(j) && is_ok(&s->runs[j]) && !isnan(s->runs[j].bytes_per_step))
-        v[k++] = s->runs[j].bytes_per_step;
+    fprintf(f, " | %s", sg_rfmt(buf, sizeof buf, "%.2f", w->t_target));
+    if (w->reached && w->reached < w->ok) fprintf(f, " (%d/%d reached)", w->reached, w->ok);
+    fprintf(f, " | %s", sg_rfmt(buf, sizeof buf, "%.4f", w->final_acc));
+    fprintf(f, " | %s", sg_rfmt(buf, sizeof buf, "%.0f", w->samples_per_s));
     if (ri->bytes_in_mpi) fputs(" | n/a (inside MPI) |\n", f); /* never a fake 0 B */
-    else fprintf(f, " | %s |\n", sg_rfmt_bytes(buf, sizeof buf, sg_rmedian(v, k)));
-#undef MEDIAN
-#undef GROUP
+    else fprintf(f, " | %s |\n", sg_rfmt_bytes(buf, sizeof buf, w->bytes_per_step));
   }
-  free(v);
+  free(rows);
   return SG_OK;
 }
 
@@ -127,17 +147,17 @@ static void failed_runs(FILE *f, const sg_rset_t *s) {
   }
 }
 
-static int bench_table(FILE *f, sqlite3 *db, int64_t exp_id) {
+static int bench_table(FILE *f, sqlite3 *db, const sg_rset_t *s) {
   sqlite3_stmt *st = NULL;
   int rc = SG_OK, any = 0;
-  char buf[64];
+  char buf[64], ids[SG_RSET_MAX_EXP * 24];
   SG_TRY(sg_rdb_prepare(db,
                         "SELECT collective, impl, transport, np, bytes, iters,"
                         " t_median, t_min, t_max, algbw, busbw, wrong FROM bench"
-                        " WHERE experiment_id = ?1"
+                        " WHERE experiment_id IN (SELECT value FROM json_each(?1))"
                         " ORDER BY collective, bytes, impl, transport, np",
                         &st));
-  sqlite3_bind_int64(st, 1, exp_id);
+  sqlite3_bind_text(st, 1, sg_rset_ids_json(s, ids, sizeof ids), -1, SQLITE_TRANSIENT);
   while (sqlite3_step(st) == SQLITE_ROW) {
     if (!any) {
       fprintf(f, "\n## Collective benchmark\n\n"
@@ -175,15 +195,17 @@ fail:
 static int info_table(FILE *f, sqlite3 *db, const sg_rset_t *s, int single_run) {
   sqlite3_stmt *st = NULL;
   int rc = SG_OK, any = 0;
+  char ids[SG_RSET_MAX_EXP * 24];
   SG_TRY(sg_rdb_prepare(
       db,
       "SELECT i.key, i.value, count(DISTINCT i.run_id) FROM run_info i"
       " JOIN runs r ON r.id = i.run_id"
-      " WHERE (?1 >= 0 AND r.id = ?1) OR (?1 < 0 AND r.experiment_id = ?2)"
+      " WHERE (?1 >= 0 AND r.id = ?1) OR (?1 < 0 AND r.experiment_id IN"
+      "   (SELECT value FROM json_each(?2)))"
       " GROUP BY i.key, i.value ORDER BY i.key, i.value LIMIT 200",
       &st));
   sqlite3_bind_int64(st, 1, single_run && s->n ? s->runs[0].id : -1);
-  sqlite3_bind_int64(st, 2, s->experiment_id);
+  sqlite3_bind_text(st, 2, sg_rset_ids_json(s, ids, sizeof ids), -1, SQLITE_TRANSIENT);
   while (sqlite3_step(st) == SQLITE_ROW) {
     if (!any) {
       fprintf(f, "\n## Environment (run_info)\n\n| key | value | runs |\n"
@@ -213,9 +235,16 @@ int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
   if (single_run && s->n)
     fprintf(f, "# Run %lld of experiment ", (long long)s->runs[0].id);
   else
-    fputs("# Experiment ", f);
+    fputs(s->nexp > 1 ? "# Experiments " : "# Experiment ", f);
   md_text(f, s->name);
-  fprintf(f, " (id %lld)\n\nStarted ", (long long)s->experiment_id);
+  if (s->nexp > 1) {
+    fputs(" (ids", f);
+    for (size_t i = 0; i < s->nexp; i++)
+      fprintf(f, "%s %lld", i ? "," : "", (long long)s->exp_ids[i]);
+    fputs(")\n\nThe first started ", f);
+  } else {
+    fprintf(f, " (id %lld)\n\nStarted ", (long long)s->experiment_id);
+  }
   md_text(f, *s->started_at ? s->started_at : "(unknown)");
   fputs(" on ", f);
   md_text(f, *s->host ? s->host : "(unknown host)");
@@ -250,7 +279,7 @@ int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
   } else {
     fprintf(f, "\nNo training runs in this experiment.\n");
   }
-  if (!single_run) SG_TRY(bench_table(f, db, s->experiment_id));
+  if (!single_run) SG_TRY(bench_table(f, db, s));
 
   if (nfigs) {
     fprintf(f, "\n## Figures\n\nEach figure has an SVG twin, its gnuplot"

@@ -1,6 +1,7 @@
 /* show.c - `sgdlab list` and `sgdlab show RUN`: the database as text.
  *
- * list: every experiment with a compact table of its runs.
+ * list: every experiment (or those whose name contains a filter) with a
+ * compact table of its runs; --json: the same as one JSON document.
  * show: everything recorded about one run: its row, options, ranks,
  * run_info, evaluations and a per-rank summary of its steps.
  */
@@ -11,14 +12,17 @@
 
 #include "commands.h"
 #include "err.h"
+#include "escape.h"
 #include "report.h"
 
 static const char list_usage[] =
-    "usage: sgdlab list [--db PATH]\n"
+    "usage: sgdlab list [NAME-FILTER] [--json] [--db PATH]\n"
     "\n"
     "List the experiments in the results database with their runs: id,\n"
     "variant, workers, status, wall time and final test accuracy.\n"
     "\n"
+    "  NAME-FILTER only experiments whose name contains this text\n"
+    "  --json      one JSON array of experiments, each with its runs\n"
     "  --db PATH   results database (default " SG_DEFAULT_DB ")\n";
 
 static const char show_usage[] =
@@ -30,10 +34,12 @@ static const char show_usage[] =
     "\n"
     "  --db PATH   results database (default " SG_DEFAULT_DB ")\n";
 
-/* Parse [POSITIONAL] [--db PATH] [--help]; 0 ok, 1 help shown, 2 usage. */
+/* Parse [POSITIONAL] [--db PATH] [--json] [--help]; want_pos: 0 none, 1
+ * required, 2 optional; json NULL: no --json.  0 ok, 1 help shown, 2
+ * usage. */
 static int parse_args(int argc, char **argv, const char *cmd,
                       const char *usage, const char **db, const char **pos,
-                      int want_pos) {
+                      int want_pos, int *json) {
   *db = SG_DEFAULT_DB;
   *pos = NULL;
   for (int i = 1; i < argc; i++) {
@@ -41,6 +47,8 @@ static int parse_args(int argc, char **argv, const char *cmd,
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(usage, stdout);
       return 1;
+    } else if (json && !strcmp(a, "--json")) {
+      *json = 1;
     } else if (!strcmp(a, "--db")) {
       if (i + 1 >= argc) {
         fprintf(stderr, "sgdlab %s: --db needs a value\n%s", cmd, usage);
@@ -59,7 +67,7 @@ static int parse_args(int argc, char **argv, const char *cmd,
       return 2;
     }
   }
-  if (want_pos && !*pos) {
+  if (want_pos == 1 && !*pos) {
     fprintf(stderr, "sgdlab %s: which run? give its id\n%s", cmd, usage);
     return 2;
   }
@@ -163,21 +171,77 @@ fail:
   return rc;
 }
 
+/* A number or null. */
+static void json_num(double v, const char *fmt) {
+  if (isnan(v) || isinf(v)) fputs("null", stdout);
+  else printf(fmt, v);
+}
+
+/* One experiment as a JSON object (list --json). */
+static int list_experiment_json(sqlite3 *db, int64_t id, int first) {
+  sg_rset_t *s = NULL;
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK;
+  SG_TRY(sg_rset_load(db, id, -1, 0.85, &s));
+  printf("%s{\"id\":%lld,\"name\":", first ? "\n" : ",\n", (long long)id);
+  sg_json_str(stdout, s->name);
+  fputs(",\"started_at\":", stdout);
+  sg_json_str(stdout, s->started_at);
+  fputs(",\"host\":", stdout);
+  sg_json_str(stdout, s->host);
+  fputs(",\"runs\":[", stdout);
+  for (size_t i = 0; i < s->n; i++) {
+    const sg_rrun_t *r = &s->runs[i];
+    printf("%s\n  {\"id\":%lld,\"engine\":", i ? "," : "", (long long)r->id);
+    sg_json_str(stdout, r->engine);
+    fputs(",\"variant\":", stdout);
+    sg_json_str(stdout, r->variant);
+    printf(",\"workers\":%d,\"repeat\":%d,\"status\":", r->workers, r->repeat);
+    sg_json_str(stdout, r->status);
+    fputs(",\"wall_s\":", stdout);
+    json_num(r->wall_s, "%.17g");
+    fputs(",\"final_acc\":", stdout);
+    json_num(r->final_acc, "%.17g");
+    fputs(",\"samples_per_s\":", stdout);
+    json_num(r->samples_per_s, "%.17g");
+    fputs(",\"error\":", stdout);
+    if (*r->error) sg_json_str(stdout, r->error);
+    else fputs("null", stdout);
+    fputs("}", stdout);
+  }
+  SG_TRY(sg_rdb_prepare(db, "SELECT count(*) FROM bench WHERE experiment_id = ?1", &st));
+  sqlite3_bind_int64(st, 1, id);
+  printf("],\"bench_rows\":%d}",
+         sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0);
+fail:
+  sqlite3_finalize(st);
+  sg_rset_destroy(&s);
+  return rc;
+}
+
 int sg_cmd_list(int argc, char **argv) {
-  const char *db_path, *pos;
+  const char *db_path, *filter;
   sqlite3 *db = NULL;
   sqlite3_stmt *st = NULL;
-  int rc = SG_OK, n = 0;
-  int a = parse_args(argc, argv, "list", list_usage, &db_path, &pos, 0);
+  int rc = SG_OK, n = 0, json = 0;
+  int a = parse_args(argc, argv, "list", list_usage, &db_path, &filter, 2, &json);
   if (a) return a == 1 ? 0 : 2;
   sg_err_clear();
   SG_TRY(sg_rdb_open(&db, db_path));
-  SG_TRY(sg_rdb_prepare(db, "SELECT id FROM experiments ORDER BY id", &st));
+  /* instr, not LIKE: the filter is plain text, % and _ included */
+  SG_TRY(sg_rdb_prepare(db, "SELECT id FROM experiments WHERE ?1 IS NULL"
+                            " OR instr(name, ?1) > 0 ORDER BY id", &st));
+  if (filter) sqlite3_bind_text(st, 1, filter, -1, SQLITE_STATIC);
+  if (json) putchar('[');
   while (sqlite3_step(st) == SQLITE_ROW) {
-    if (n++) putchar('\n');
-    SG_TRY(list_experiment(db, sqlite3_column_int64(st, 0)));
+    if (!json && n) putchar('\n');
+    if (json) SG_TRY(list_experiment_json(db, sqlite3_column_int64(st, 0), !n));
+    else SG_TRY(list_experiment(db, sqlite3_column_int64(st, 0)));
+    n++;
   }
-  if (!n) printf("%s: no experiments yet\n", db_path);
+  if (json) fputs("\n]\n", stdout);
+  else if (!n && filter) printf("%s: no experiment name contains '%s'\n", db_path, filter);
+  else if (!n) printf("%s: no experiments yet\n", db_path);
 fail:
   sqlite3_finalize(st);
   sqlite3_close(db);
@@ -330,7 +394,7 @@ int sg_cmd_show(int argc, char **argv) {
   int rc = SG_OK;
   char *end;
   long long id;
-  int a = parse_args(argc, argv, "show", show_usage, &db_path, &pos, 1);
+  int a = parse_args(argc, argv, "show", show_usage, &db_path, &pos, 1, NULL);
   if (a) return a == 1 ? 0 : 2;
   id = strtoll(pos, &end, 10);
   if (end == pos || *end || id < 0) {

@@ -35,7 +35,8 @@ pkgs=(build-essential cmake pkg-config
       libyaml-dev
       dataset-fashion-mnist
       procps
-      iproute2 nftables)  # sgdlab cluster: ip, tc (namespaces, tbf) and nft (--loss)
+      iproute2 nftables   # sgdlab cluster: ip, tc (namespaces, tbf) and nft (--loss)
+      chromium)           # test_results_e2e opens index.html headless (~80 MB download)
 
 missing=()
 for p in "${pkgs[@]}"; do
