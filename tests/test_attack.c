@@ -246,6 +246,11 @@ static void attack(const port_t *ports, int np, pid_t victim, const sg_keys_t *s
     void *s = attacker_socket(ZMQ_PUSH, ports[i].port, stolen, 1, ports[i].owner);
     if (ports[i].owner == SG_AUTH_HARNESS) {
       forge_records(s, victim, 0);
+      /* and, on the same ports, register as rank 2 (the hijack, keyed) */
+      void *d = attacker_socket(ZMQ_DEALER, ports[i].port, stolen, 1, SG_AUTH_HARNESS);
+      const char reg[] = "SGRDV1 2 3 evil tcp://127.0.0.1:9";
+      zmq_send(d, reg, sizeof reg - 1, ZMQ_DONTWAIT);
+      zmq_close(d);
     } else {
       int32_t hdr[6] = {2, 5, 4, 0, 0, 0}; /* src 2, tag 5, len 4 */
       float nan_ = NAN;
@@ -273,6 +278,7 @@ typedef struct outcome {
   int exit_code, victim_alive, wildcard, nports;
   long harness_kb;
   long long forged_evals, ranks_rows, records_dropped, transport_dropped, zap_refused;
+  long long rdv_refused;
 } outcome_t;
 
 static void attack_case(const char *auth, int data_only, outcome_t *o) {
@@ -321,6 +327,8 @@ static void attack_case(const char *auth, int data_only, outcome_t *o) {
                                      "WHERE key = 'records.dropped'");
   o->transport_dropped = ru_db_int(db, "SELECT coalesce(sum(value), 0) FROM run_info "
                                        "WHERE key LIKE 'transport.dropped.%'");
+  o->rdv_refused = ru_db_int(db, "SELECT coalesce(sum(value), 0) FROM run_info "
+                                 "WHERE key = 'rendezvous.refused'");
   o->zap_refused = ru_db_int(db, "SELECT coalesce(sum(value), 0) FROM run_info "
                                  "WHERE key = 'auth.refused'");
 }
@@ -330,9 +338,9 @@ TEST(curve_keeps_outsiders_and_liars_out) {
   attack_case("curve", 0, &o);
   fprintf(stderr, "curve: exit %d, %d ports (%d wildcard), victim %s, harness peak %ld kB, "
           "forged evals %lld, ranks rows %lld, records dropped %lld, data dropped %lld, "
-          "foreign keys refused by the harness %lld\n",
+          "foreign keys refused by the harness %lld, registrations refused %lld\n",
           o.exit_code, o.nports, o.wildcard, o.victim_alive ? "alive" : "KILLED", o.harness_kb,
-          o.forged_evals, o.ranks_rows, o.records_dropped, o.transport_dropped, o.zap_refused);
+          o.forged_evals, o.ranks_rows, o.records_dropped, o.transport_dropped, o.zap_refused, o.rdv_refused);
   CHECK_MSG(o.nports >= NPROCS + 1, "found %d listening ports", o.nports);
   CHECK_EQ_INT(o.wildcard, 0);
   CHECK_EQ_INT(o.exit_code, 0);
@@ -343,6 +351,7 @@ TEST(curve_keeps_outsiders_and_liars_out) {
   CHECK_MSG(o.records_dropped >= 1, "the lying rank-1 records were not counted");
   CHECK_MSG(o.transport_dropped >= 1, "the spoofed data header was not counted");
   CHECK_MSG(o.zap_refused >= 1, "the foreign key was not refused by the allow-list");
+  CHECK_MSG(o.rdv_refused >= 1, "rank 1's key registered as rank 2 unnoticed");
 }
 
 TEST(without_curve_the_same_attack_plants_records) {

@@ -24,3 +24,5 @@ foreach(case_timeout
     LABELS transport
     ENVIRONMENT "SGDLAB_BIN_DIR=${CMAKE_BINARY_DIR};SGDLAB_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
 endforeach()
+# The rendezvous over CURVE: a rank registers only as itself.
+sg_add_test(test_rdv_auth SOURCES test_rdv_auth.c TIMEOUT 30)
