@@ -22,9 +22,9 @@ const sg_setting_t sg_settings[] = {
 
   /* workload: data */
   {"dataset", SG_T_ENUM, "fashion-mnist", "training data", "fashion-mnist|mnist|libsvm|synthetic|synthetic-sparse", NOB, SG_S_WORKLOAD},
-  {"data_dir", SG_T_STR, "", "directory of the IDX files (default: /usr/share/datasets/<dataset>)", NULL, NOB, SG_S_WORKLOAD},
+  {"data_dir", SG_T_STR, "", "directory of the IDX files (default: /usr/share/datasets/<dataset>; relative: to the experiment file's directory)", NULL, NOB, SG_S_WORKLOAD},
   {"train_file", SG_T_STR, "", "libsvm: training file (relative: to the experiment file's directory). Labels -1/+1 become 0/1; labels from 1 with no 0 become 0..C-1; others are taken as is", NULL, NOB, SG_S_WORKLOAD},
-  {"test_file", SG_T_STR, "", "libsvm: test file", NULL, NOB, SG_S_WORKLOAD},
+  {"test_file", SG_T_STR, "", "libsvm: test file (relative: to the experiment file's directory; --set: to the current one)", NULL, NOB, SG_S_WORKLOAD},
   {"features", SG_T_INT, "0", "input dimension (synthetic; libsvm: 0 = infer from the files)", NULL, 0, 1e9, SG_S_WORKLOAD},
   {"classes", SG_T_INT, "0", "number of classes; 0 = infer (libsvm: from the training file's labels; synthetic: 10)", NULL, 0, 100000, SG_S_WORKLOAD},
   {"holdout", SG_T_FLOAT, "0", "libsvm without test_file: this fraction of the training file (a seeded choice of rows) becomes the test set", NULL, 0, 0.9, SG_S_WORKLOAD},

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "cluster.h"
@@ -57,6 +58,7 @@ typedef struct entry {
 
 typedef struct parser {
   const char *fname;
+  const char *dir; /* absolute directory of the file (sg_config_load); NULL: paths as given */
   yaml_document_t *doc;
   char *name;
   pos_t name_pos;
@@ -769,6 +771,24 @@ fail:
   return rc;
 }
 
+/* A relative train_file/test_file (libsvm) or data_dir (IDX) is relative
+ * to the experiment file's directory when it comes from the file, to the current directory
+ * when it comes from --set; either way the run stores it absolute. */
+static int set_path(const parser_t *p, sg_opts_t *o, const pick_t *k, const char *v) {
+  const char *ds = sg_opts_get(o, "dataset"); /* set before these (table order) */
+  int libsvm = ds && !strcmp(ds, "libsvm"), idx = ds && strstr(ds, "mnist");
+  int is_path = (libsvm && (!strcmp(k->s->name, "train_file") || !strcmp(k->s->name, "test_file"))) ||
+                (idx && !strcmp(k->s->name, "data_dir"));
+  if (!is_path || !p->dir || !*v || *v == '/' || !k->vs) return sg_opts_set(o, k->s->name, v);
+  char cwd[4096];
+  const char *base = p->dir;
+  if (k->vs->pos.line == 0) { /* --set */
+    if (!getcwd(cwd, sizeof cwd)) return sg_opts_set(o, k->s->name, v);
+    base = cwd;
+  }
+  return sg_opts_setf(o, k->s->name, "%s/%s", base, v);
+}
+
 static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
   int rc = SG_OK;
   size_t nk = 0;
@@ -797,7 +817,7 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
     for (size_t j = 0; j < nk; j++) {
       const char *v = pick_value(&k[j], idx[j]);
       if (!strcmp(k[j].s->name, "name")) v = x->name;
-      SG_TRY(sg_opts_set(o, k[j].s->name, v));
+      SG_TRY(set_path(p, o, &k[j], v));
       if (j == 0) SG_TRY(sg_opts_set(o, "engine", e->engine->name));
       if ((k[j].vs && k[j].vs->n > 1) || !strcmp(k[j].s->name, "workers"))
         len += (size_t)snprintf(label + len, len < sizeof label ? sizeof label - len : 0, " %s=%s",
@@ -880,13 +900,13 @@ void sg_experiment_destroy(sg_experiment_t **px) {
   *px = NULL;
 }
 
-int sg_config_parse(sg_experiment_t **out, const char *fname, const char *text, size_t len,
-                    char *const *sets, int nsets) {
+static int config_parse(sg_experiment_t **out, const char *fname, const char *dir,
+                        const char *text, size_t len, char *const *sets, int nsets) {
   int rc = SG_OK;
   yaml_parser_t yp;
   yaml_document_t doc;
   int have_doc = 0;
-  parser_t p = {.fname = fname, .doc = &doc, .repeat = 1};
+  parser_t p = {.fname = fname, .dir = dir, .doc = &doc, .repeat = 1};
   sg_experiment_t *x = calloc(1, sizeof *x);
   if (!x) return SG_ENOMEM;
   yaml_parser_initialize(&yp);
@@ -958,10 +978,27 @@ fail:
   return rc;
 }
 
+int sg_config_parse(sg_experiment_t **out, const char *fname, const char *text, size_t len,
+                    char *const *sets, int nsets) {
+  return config_parse(out, fname, NULL, text, len, sets, nsets);
+}
+
+/* The absolute directory of path (NULL when it cannot be resolved). */
+static char *dir_of(const char *path) {
+  char *copy = strdup(path), *abs = NULL;
+  if (!copy) return NULL;
+  char *slash = strrchr(copy, '/');
+  if (slash == copy) slash[1] = '\0';
+  else if (slash) *slash = '\0';
+  abs = realpath(slash ? copy : ".", NULL);
+  free(copy);
+  return abs;
+}
+
 int sg_config_load(sg_experiment_t **out, const char *path, char *const *sets, int nsets) {
   FILE *f = fopen(path, "rb");
   if (!f) return sg_err_set(SG_ECONFIG, "%s: cannot open: %s", path, strerror(errno));
-  char *text = NULL;
+  char *text = NULL, *dir = NULL;
   size_t len = 0, cap = 0;
   int rc;
   for (;;) {
@@ -983,8 +1020,10 @@ int sg_config_load(sg_experiment_t **out, const char *path, char *const *sets, i
     goto fail;
   }
   text[len] = '\0';
-  rc = sg_config_parse(out, path, text, len, sets, nsets);
+  dir = dir_of(path);
+  rc = config_parse(out, path, dir, text, len, sets, nsets);
 fail:
+  free(dir);
   free(text);
   fclose(f);
   return rc;

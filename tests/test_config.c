@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "err.h"
@@ -454,4 +456,38 @@ TEST(cluster_refuses_mpi_mpirun_and_host_lists) {
   CHECK_OK(rc);
   CHECK_EQ_INT(x->nruns, 2);
   sg_experiment_destroy(&x);
+}
+
+#define CHECK_STR_EQ(a, b) CHECK_MSG(!strcmp((a), (b)), "got '%s', want '%s'", (a), (b))
+
+/* Relative data paths in the file are relative to the file, not to the
+ * directory sgdlab runs in; absolute ones stay; --set is relative to the
+ * current directory.  The run stores the resolved, absolute path. */
+TEST(relative_data_paths_resolve_against_the_experiment_file) {
+  char dir[256], sub[300], path[400], want[700], cwd[4096], wantset[4400];
+  CHECK(ru_mkdtemp(dir, sizeof dir, "cfg-paths") == 0);
+  snprintf(sub, sizeof sub, "%s/exp", dir);
+  snprintf(path, sizeof path, "%s/x.yaml", sub);
+  CHECK(mkdir(sub, 0700) == 0);
+  CHECK(ru_write_file(path, "workload: {dataset: [libsvm, mnist], train_file: data/a.svm,\n"
+                            "  test_file: /abs/b.svm, data_dir: ../idx}\n"
+                            "engines: [local]\n") == 0);
+  sg_experiment_t *x = NULL;
+  CHECK_OK(sg_config_load(&x, path, NULL, 0));
+  char *real = realpath(sub, NULL);
+  snprintf(want, sizeof want, "%s/data/a.svm", real);
+  CHECK_STR_EQ(sg_opts_get(x->runs[0].opts, "train_file"), want);
+  CHECK_STR_EQ(sg_opts_get(x->runs[0].opts, "test_file"), "/abs/b.svm");
+  CHECK_STR_EQ(sg_opts_get(x->runs[0].opts, "data_dir"), "../idx"); /* unused by libsvm */
+  snprintf(want, sizeof want, "%s/../idx", real);
+  CHECK_STR_EQ(sg_opts_get(x->runs[1].opts, "data_dir"), want);
+  sg_experiment_destroy(&x);
+  char *sets[] = {"workload.train_file=c.svm"};
+  CHECK_OK(sg_config_load(&x, path, sets, 1));
+  CHECK(getcwd(cwd, sizeof cwd) != NULL);
+  snprintf(wantset, sizeof wantset, "%s/c.svm", cwd);
+  CHECK_STR_EQ(sg_opts_get(x->runs[0].opts, "train_file"), wantset);
+  sg_experiment_destroy(&x);
+  free(real);
+  ru_rm_rf(dir);
 }
