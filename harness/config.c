@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,7 @@
 #include "device.h"
 #include "err.h"
 
-enum { MAX_RUNS = 100000, MAX_DEPTH = 64 };
+enum { MAX_RUNS = 100000, MAX_DEPTH = 64, MAX_ERRS = 64 };
 
 typedef struct pos {
   const char *where; /* file name, or "--set k=v" */
@@ -50,6 +51,12 @@ typedef struct layer {
   size_t n, cap;
 } layer_t;
 
+/* A key's error kept while the rest of the file is checked. */
+typedef struct kerr {
+  int line, col;
+  char *msg;
+} kerr_t;
+
 typedef struct entry {
   const sg_engine_t *engine;
   pos_t pos; /* of the entry */
@@ -66,6 +73,8 @@ typedef struct parser {
   layer_t top, setg;
   entry_t *ent;
   size_t nent;
+  kerr_t errs[MAX_ERRS]; /* errors of single keys, reported together */
+  size_t nerrs;
 } parser_t;
 
 /* ---- errors ------------------------------------------------------------ */
@@ -86,6 +95,42 @@ static int perr(pos_t p, const char *key, const char *fmt, ...) {
 static pos_t node_pos(const parser_t *p, const yaml_node_t *n) {
   pos_t q = {p->fname, (int)n->start_mark.line + 1, (int)n->start_mark.column + 1};
   return q;
+}
+
+/* A key's own mistake (unknown, wrong type, out of range) in the file is
+ * kept and the walk goes on, so one run of sgdlab reports all of them;
+ * anything else (no memory, --set) stops at once. */
+static int keep_error(parser_t *p, int rc, pos_t at) {
+  if (rc != SG_ECONFIG || at.line == 0) return rc;
+  if (p->nerrs == MAX_ERRS) return rc;
+  kerr_t *e = &p->errs[p->nerrs];
+  if (!(e->msg = strdup(sg_err_msg()))) return SG_ENOMEM;
+  e->line = at.line;
+  e->col = at.col;
+  p->nerrs++;
+  return SG_OK;
+}
+
+static int kerr_cmp(const void *a, const void *b) {
+  const kerr_t *x = a, *y = b;
+  return x->line != y->line ? (x->line > y->line) - (x->line < y->line)
+                            : (x->col > y->col) - (x->col < y->col);
+}
+
+/* Every kept error, sorted by line, one a line (as many as the message
+ * holds, then how many more). */
+static int report_errors(parser_t *p) {
+  char all[1000];
+  size_t len = 0, i;
+  qsort(p->errs, p->nerrs, sizeof *p->errs, kerr_cmp);
+  for (i = 0; i < p->nerrs; i++) {
+    size_t n = strlen(p->errs[i].msg) + 1;
+    if (len + n + 40 > sizeof all && i > 0) break;
+    len += (size_t)snprintf(all + len, sizeof all - len, "%s%s", i ? "\n" : "", p->errs[i].msg);
+  }
+  if (i < p->nerrs)
+    snprintf(all + len, sizeof all - len, "\n%s: %zu more errors", p->fname, p->nerrs - i);
+  return sg_err_set(SG_ECONFIG, "%s", all);
 }
 
 /* ---- suggestions ------------------------------------------------------- */
@@ -491,10 +536,17 @@ static int parse_pairs(parser_t *p, yaml_node_t *map, scope_t scope, const sg_en
     if (scope != IN_ENTRY && !strcmp(key, "engine"))
       return perr(kp, key, "belongs in an entry of engines:, e.g. engines: [{engine: ps}]");
     const sg_setting_t *s = NULL;
-    SG_CHECK(lookup(key, scope, eng, kp, &s));
+    int rc = lookup(key, scope, eng, kp, &s);
+    if (rc < 0) {
+      SG_CHECK(keep_error(p, rc, kp));
+      continue;
+    }
     int sweepable = strcmp(key, "name") && strcmp(key, "repeat");
     vset_t vs;
-    SG_CHECK(node_values(p, s, v, vp, sweepable, &vs));
+    if ((rc = node_values(p, s, v, vp, sweepable, &vs)) < 0) {
+      SG_CHECK(keep_error(p, rc, vp));
+      continue;
+    }
     vs.pos = kp;
     if (!strcmp(key, "name")) {
       free(p->name);
@@ -502,7 +554,7 @@ static int parse_pairs(parser_t *p, yaml_node_t *map, scope_t scope, const sg_en
       p->name_pos = vp;
     }
     if (!strcmp(key, "repeat")) p->repeat = parse_int(vs.v[0]);
-    int rc = layer_put(into, &vs);
+    rc = layer_put(into, &vs);
     vset_free(&vs);
     SG_CHECK(rc);
   }
@@ -927,7 +979,14 @@ static int config_parse(sg_experiment_t **out, const char *fname, const char *di
     rc = perr(node_pos(&p, root), "(top level)", "expected a mapping of keys (name:, workload:, engines:, ...)");
     goto fail;
   }
-  SG_TRY(parse_pairs(&p, root, IN_TOP, NULL, &p.top));
+  rc = parse_pairs(&p, root, IN_TOP, NULL, &p.top);
+  if (rc == SG_ECONFIG && p.nerrs) /* the mistake that stopped the walk goes last */
+    SG_TRY(keep_error(&p, rc, (pos_t){fname, INT_MAX, 0}));
+  else SG_TRY(rc);
+  if (p.nerrs) {
+    rc = report_errors(&p);
+    goto fail;
+  }
   if (!p.nent) {
     rc = perr(top, "engines", "missing; list the engines to run, e.g. engines: [local]");
     goto fail;
@@ -973,6 +1032,7 @@ fail:
   }
   free(p.ent);
   free(p.name);
+  for (size_t i = 0; i < p.nerrs; i++) free(p.errs[i].msg);
   if (have_doc) yaml_document_delete(&doc);
   yaml_parser_delete(&yp);
   return rc;

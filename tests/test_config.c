@@ -491,3 +491,21 @@ TEST(relative_data_paths_resolve_against_the_experiment_file) {
   free(real);
   ru_rm_rf(dir);
 }
+
+/* A file with four mistakes reports all four, by line, one a line. */
+TEST(every_key_error_of_a_file_is_reported_at_once) {
+  CHECK_ERR("workers: 0\n"
+            "workload:\n"
+            "  lr: fast\n"
+            "  batchsize: 64\n"
+            "engines:\n"
+            "  - {engine: ps, mode: sometimes}\n",
+            "t.yaml:1:10: workers: must be >= 1\n"
+            "t.yaml:3:7: lr: expected a number, got 'fast'\n"
+            "t.yaml:4:3: batchsize: unknown key; did you mean 'batch'?\n"
+            "t.yaml:6:24: mode: 'sometimes' is not one of sync|ssp|async");
+  /* a structural mistake that stops the walk is still reported, after them */
+  CHECK_ERR("workers: 0\nworkload: {engines: [local]}\nengines: [local]\n",
+            "t.yaml:1:10: workers: must be >= 1\n"
+            "t.yaml:2:12: engines: belongs at the top level");
+}
