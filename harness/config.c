@@ -75,6 +75,8 @@ typedef struct parser {
   size_t nent;
   kerr_t errs[MAX_ERRS]; /* errors of single keys, reported together */
   size_t nerrs;
+  char **wheres; /* "--set k=v" names that value sets' positions point to */
+  size_t nwheres;
 } parser_t;
 
 /* ---- errors ------------------------------------------------------------ */
@@ -628,7 +630,12 @@ static int apply_set(parser_t *p, const char *arg) {
   key[kl] = '\0';
   char where[128]; /* messages name the argument, its start when it is long */
   snprintf(where, sizeof where, "--set %.80s%s", arg, strlen(arg) > 80 ? "..." : "");
-  at.where = where;
+  /* the value sets keep `at`: the name lives as long as the parser */
+  char **w = realloc(p->wheres, (p->nwheres + 1) * sizeof *w);
+  if (!w) return SG_ENOMEM;
+  p->wheres = w;
+  if (!(w[p->nwheres] = strdup(where))) return SG_ENOMEM;
+  at.where = w[p->nwheres++];
 
   /* the value, in YAML syntax */
   yaml_parser_t yp;
@@ -841,6 +848,56 @@ static int set_path(const parser_t *p, sg_opts_t *o, const pick_t *k, const char
   return sg_opts_setf(o, k->s->name, "%s/%s", base, v);
 }
 
+/* Options a variant of an engine ignores: set without any run of the entry
+ * that uses them, they are an error naming what makes them meaningful. */
+typedef struct needs {
+  const char *engine, *key, *when, *values; /* values: "|a|b|" */
+} needs_t;
+
+static const needs_t option_needs[] = {
+    {"ps", "staleness", "mode", "|ssp|"},
+    {"mapreduce", "depth", "aggregate", "|tree|"},
+    {"bench-mapreduce", "depth", "aggregate", "|tree|"},
+    {"allreduce", "segment", "algorithm", "|ring|cuda-ring|"},
+    {"allreduce", "stage_chunk", "device", "|cuda|"},
+    {NULL, "holdout", "dataset", "|libsvm|"},
+};
+enum { NNEEDS = sizeof option_needs / sizeof *option_needs };
+
+/* The value set of `key` in entry e as the user gave it, or NULL. */
+static const vset_t *given(const parser_t *p, const entry_t *e, const char *key) {
+  const vset_t *v = layer_find(&e->set, key);
+  if (!v) v = layer_find(&e->own, key);
+  if (!v && !sg_setting_find(e->engine->options, key)) v = choose(p, e, key);
+  return v;
+}
+
+/* Mark the rules one run (its options o) makes meaningful. */
+static void note_needs(const entry_t *e, const sg_opts_t *o, int *used) {
+  char v[128];
+  for (size_t i = 0; i < NNEEDS; i++) {
+    const needs_t *n = &option_needs[i];
+    if (n->engine && strcmp(n->engine, e->engine->name)) continue;
+    snprintf(v, sizeof v, "|%s|", sg_opts_str_or(o, n->when, ""));
+    if (strstr(n->values, v)) used[i] = 1;
+  }
+}
+
+static int check_needs(const parser_t *p, const entry_t *e, const int *used) {
+  for (size_t i = 0; i < NNEEDS; i++) {
+    const needs_t *n = &option_needs[i];
+    const vset_t *v;
+    if ((n->engine && strcmp(n->engine, e->engine->name)) || used[i]) continue;
+    if (!(v = given(p, e, n->key))) continue;
+    char vals[64];
+    snprintf(vals, sizeof vals, "%s", n->values + 1);
+    vals[strlen(vals) - 1] = '\0';
+    for (char *c = vals; (c = strchr(c, '|'));) *c = '/'; /* "ring/cuda-ring" */
+    return perr(v->pos, n->key, "only used with %s: %s", n->when, vals);
+  }
+  return SG_OK;
+}
+
 static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
   int rc = SG_OK;
   size_t nk = 0;
@@ -848,6 +905,7 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
   for (const sg_setting_t *s = e->engine->options; s && s->name; s++) nk++;
   pick_t *k = calloc(nk, sizeof *k);
   size_t *idx = calloc(nk, sizeof *idx);
+  int used[NNEEDS] = {0};
   sg_opts_t *o = NULL;
   if (!k || !idx) {
     rc = SG_ENOMEM;
@@ -875,6 +933,7 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
         len += (size_t)snprintf(label + len, len < sizeof label ? sizeof label - len : 0, " %s=%s",
                                 k[j].s->name, v);
     }
+    note_needs(e, o, used);
     if (sg_device_admit(o) < 0) { /* device: cuda needs a device here (device.h) */
       const vset_t *dv = choose(p, e, "device");
       rc = perr(dv ? dv->pos : e->pos, "device", "%s", sg_err_msg());
@@ -907,7 +966,7 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
     if (nk == 0) break;
   }
 done:
-  rc = SG_OK;
+  rc = check_needs(p, e, used);
 fail:
   sg_opts_destroy(&o);
   free(k);
@@ -1033,6 +1092,8 @@ fail:
   free(p.ent);
   free(p.name);
   for (size_t i = 0; i < p.nerrs; i++) free(p.errs[i].msg);
+  for (size_t i = 0; i < p.nwheres; i++) free(p.wheres[i]);
+  free(p.wheres);
   if (have_doc) yaml_document_delete(&doc);
   yaml_parser_delete(&yp);
   return rc;

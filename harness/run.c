@@ -1080,6 +1080,42 @@ static void run_usage(FILE *f) {
           SG_DEFAULT_DB);
 }
 
+typedef struct runkey {
+  char *json;
+  size_t i;
+} runkey_t;
+
+static int runkey_cmp(const void *a, const void *b) {
+  const runkey_t *x = a, *y = b;
+  int c = strcmp(x->json, y->json);
+  return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* Runs with the same settings (repeat index included: `repeat` is the way
+ * to run a point again) measure the same thing twice, which a sweep or a
+ * --set over entries that differ in one key easily does by mistake.  They
+ * still run (nothing is wrong with them), with one warning line each. */
+static void warn_duplicates(const sg_experiment_t *x) {
+  runkey_t *k = calloc(x->nruns ? x->nruns : 1, sizeof *k);
+  if (!k) return;
+  for (size_t i = 0; i < x->nruns; i++) k[i] = (runkey_t){sg_opts_json(x->runs[i].opts), i};
+  for (size_t i = 0; i < x->nruns; i++)
+    if (!k[i].json) goto out;
+  qsort(k, x->nruns, sizeof *k, runkey_cmp);
+  for (size_t i = 1, first = 0; i < x->nruns; i++) {
+    if (strcmp(k[i].json, k[first].json)) {
+      first = i;
+      continue;
+    }
+    fprintf(stderr, "sgdlab run: warning: run %zu (%s) has the same settings as run %zu (%s); "
+            "it measures the same thing again (use repeat: to rerun a point)\n", k[i].i + 1,
+            x->runs[k[i].i].label, k[first].i + 1, x->runs[k[first].i].label);
+  }
+out:
+  for (size_t i = 0; i < x->nruns; i++) free(k[i].json);
+  free(k);
+}
+
 int sg_cmd_run(int argc, char **argv) {
   const char *config = NULL, *db_path = SG_DEFAULT_DB;
   int quiet = 0, verbose = 0, dry = 0, force = 0, nsets = 0, code = 0;
@@ -1142,6 +1178,7 @@ int sg_cmd_run(int argc, char **argv) {
     code = 2;
     goto out;
   }
+  warn_duplicates(x);
   if (dry) {
     for (size_t i = 0; i < x->nruns; i++) {
       const sg_run_spec_t *r = &x->runs[i];

@@ -147,3 +147,18 @@ TEST(more_processes_than_cores_warn_once) {
   CHECK_STR_CONTAINS(out, "timings will mostly measure waiting");
   CHECK(strstr(strstr(out, "warning:") + 1, "warning:") == NULL); /* one line, not one per run */
 }
+
+/* Two runs with the same settings: each later one is named once, with the
+ * run it repeats; the experiment still runs (exit 0). */
+TEST(identical_runs_are_warned_once_each) {
+  CHECK_EQ_INT(dry("workload: {dataset: synthetic, features: 4, train_samples: 100}\n"
+                   "engines:\n  - {engine: ps, servers: 2}\n  - {engine: ps, servers: 2}\n"
+                   "  - {engine: ps, servers: 3}\n  - local\n", 0), 0);
+  CHECK_STR_CONTAINS(out, "sgdlab run: warning: run 2 (ps workers=1) has the same settings as "
+                          "run 1 (ps workers=1)");
+  CHECK(strstr(strstr(out, "warning:") + 1, "warning:") == NULL);
+  /* repeat: is not a duplicate */
+  CHECK_EQ_INT(dry("repeat: 2\nworkload: {dataset: synthetic, features: 4, train_samples: 100}\n"
+                   "engines: [local]\n", 0), 0);
+  CHECK(strstr(out, "warning:") == NULL);
+}

@@ -509,3 +509,26 @@ TEST(every_key_error_of_a_file_is_reported_at_once) {
             "t.yaml:1:10: workers: must be >= 1\n"
             "t.yaml:2:12: engines: belongs at the top level");
 }
+
+/* An option only some variant of its engine reads is an error when no run
+ * of the entry uses that variant, naming what makes it meaningful. */
+TEST(options_no_run_uses_are_errors) {
+  CHECK_ERR("engines:\n  - {engine: ps, mode: async, staleness: 3}\n",
+            "t.yaml:2:31: staleness: only used with mode: ssp");
+  CHECK_ERR("engines:\n  - {engine: mapreduce, depth: 3}\n",
+            "t.yaml:2:25: depth: only used with aggregate: tree");
+  CHECK_ERR("engines:\n  - {engine: allreduce, algorithm: rhd, segment: 64K}\n",
+            "t.yaml:2:41: segment: only used with algorithm: ring/cuda-ring");
+  CHECK_ERR("workload: {holdout: 0.1}\nengines: [local]\n",
+            "t.yaml:1:12: holdout: only used with dataset: libsvm");
+  int rc;
+  /* a sweep where some run uses it is fine */
+  sg_experiment_t *x = parse("engines:\n  - {engine: ps, mode: [sync, ssp], staleness: 3}\n",
+                             NULL, 0, &rc);
+  CHECK_MSG(rc == 0 && x && x->nruns == 2, "%s", sg_err_msg());
+  sg_experiment_destroy(&x);
+  char *a[] = {"engines.0.staleness=1"};
+  x = parse("engines:\n  - {engine: ps}\n", a, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK_STR_CONTAINS(sg_err_msg(), "--set engines.0.staleness=1: staleness: only used with mode: ssp");
+}
