@@ -137,14 +137,24 @@ static int parse_num(const char *v, int integer, double *out) {
   return NUM_OK;
 }
 
+/* A bound as people write it: an integer key's in full (4294967295, not
+ * 4.29497e+09); a real-valued key's short (1e+06). */
+static void bound_text(const sg_setting_t *s, double b, char *out, size_t n) {
+  if (s->type != SG_T_FLOAT && b == floor(b) && fabs(b) < 9e15) snprintf(out, n, "%.0f", b);
+  else snprintf(out, n, "%g", b);
+}
+
 static int check_bounds(const sg_setting_t *s, double d, char *why, size_t n) {
+  char b[64];
   if (s->min > s->max) return SG_OK;
   if (!(d >= s->min)) {
-    snprintf(why, n, "must be >= %g", s->min);
+    bound_text(s, s->min, b, sizeof b);
+    snprintf(why, n, "must be >= %s", b);
     return SG_ECONFIG;
   }
   if (!(d <= s->max)) {
-    snprintf(why, n, "must be <= %g", s->max);
+    bound_text(s, s->max, b, sizeof b);
+    snprintf(why, n, "must be <= %s", b);
     return SG_ECONFIG;
   }
   return SG_OK;

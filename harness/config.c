@@ -624,9 +624,15 @@ static int apply_set(parser_t *p, const char *arg) {
   const char *eq = strchr(arg, '=');
   if (!eq || eq == arg) return perr(at, "--set", "expected key=value");
   char key[128];
-  size_t kl = (size_t)(eq - arg);
+  /* `--set 'lr = 0.1'`: the spaces around '=' are not part of the key or
+   * the value (YAML drops them from the value anyway) */
+  const char *k0 = arg, *k1 = eq;
+  while (k0 < k1 && (*k0 == ' ' || *k0 == '\t')) k0++;
+  while (k1 > k0 && (k1[-1] == ' ' || k1[-1] == '\t')) k1--;
+  size_t kl = (size_t)(k1 - k0);
+  if (!kl) return perr(at, "--set", "expected key=value");
   if (kl >= sizeof key) return perr(at, "--set", "key too long");
-  memcpy(key, arg, kl);
+  memcpy(key, k0, kl);
   key[kl] = '\0';
   char where[128]; /* messages name the argument, its start when it is long */
   snprintf(where, sizeof where, "--set %.80s%s", arg, strlen(arg) > 80 ? "..." : "");
@@ -636,6 +642,7 @@ static int apply_set(parser_t *p, const char *arg) {
   p->wheres = w;
   if (!(w[p->nwheres] = strdup(where))) return SG_ENOMEM;
   at.where = w[p->nwheres++];
+  if (strpbrk(key, " \t")) return perr(at, key, "a key has no spaces (expected key=value)");
 
   /* the value, in YAML syntax */
   yaml_parser_t yp;
@@ -668,8 +675,13 @@ static int apply_set(parser_t *p, const char *arg) {
   } else if (!strncmp(k, "engines.", 8)) {
     char *end;
     only = strtol(k + 8, &end, 10);
-    if (end == k + 8 || *end != '.' || only < 0 || (size_t)only >= p->nent) {
+    if (end == k + 8 || *end != '.' || only < 0) {
       rc = perr(at, key, "expected engines.I.key with I in 0..%zu", p->nent ? p->nent - 1 : 0);
+      goto out;
+    }
+    if ((size_t)only >= p->nent) {
+      rc = perr(at, key, "no engine entry %ld: engines: has %zu entr%s (0..%zu)", only, p->nent,
+                p->nent == 1 ? "y" : "ies", p->nent - 1);
       goto out;
     }
     k = end + 1;

@@ -1085,8 +1085,8 @@ static void run_usage(FILE *f) {
           "messages of a failed run are kept in the database (sgdlab show RUN).\n"
           "\n"
           "exit status: 0 every run ok, 1 a run failed (or the harness could not\n"
-          "go on), 2 configuration or usage error (nothing launched), 130\n"
-          "interrupted.\n",
+          "go on), 2 configuration or usage error (nothing launched), 128 + the\n"
+          "signal when interrupted (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).\n",
           SG_DEFAULT_DB);
 }
 
@@ -1228,6 +1228,8 @@ int sg_cmd_run(int argc, char **argv) {
     }
   }
   if (!config) {
+    fprintf(stderr, "sgdlab run: missing CONFIG, the experiment file to run (e.g. sgdlab run "
+            "configs/local-softmax.yaml)\n\n");
     run_usage(stderr);
     code = 2;
     goto out;

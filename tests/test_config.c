@@ -532,3 +532,26 @@ TEST(options_no_run_uses_are_errors) {
   CHECK(rc == SG_ECONFIG && !x);
   CHECK_STR_CONTAINS(sg_err_msg(), "--set engines.0.staleness=1: staleness: only used with mode: ssp");
 }
+
+/* --set mistakes a new user makes get messages that say what to do. */
+TEST(set_messages_name_what_exists) {
+  int rc;
+  char *a[] = {"engines.3.mode=ssp"};
+  sg_experiment_t *x = parse("engines: [ps, {engine: ps, mode: async}, ps]\n", a, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK_STR_EQ(sg_err_msg(), "--set engines.3.mode=ssp: engines.3.mode: no engine entry 3: "
+                             "engines: has 3 entries (0..2)");
+  /* spaces around '=' are dropped, inside a key refused */
+  char *b[] = {" lr = 0.25 "};
+  x = parse("engines: [local]\n", b, 1, &rc);
+  CHECK_MSG(rc == 0 && x, "%s", sg_err_msg());
+  CHECK_STR_EQ(sg_opts_get(x->runs[0].opts, "lr"), "0.25");
+  sg_experiment_destroy(&x);
+  char *c[] = {"l r=0.1"};
+  x = parse("engines: [local]\n", c, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK_STR_EQ(sg_err_msg(), "--set l r=0.1: l r: a key has no spaces (expected key=value)");
+  /* integer bounds in full */
+  CHECK_ERR("workload: {seed: 99999999999}\nengines: [local]\n",
+            "t.yaml:1:18: seed: must be <= 4294967295");
+}

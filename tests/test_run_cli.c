@@ -245,6 +245,16 @@ TEST(resume_runs_only_the_runs_not_ok) {
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps WHERE run_id=3"), 4);
   free(t1);
   free(t1b);
+  /* show rounds the run's seconds: "wall_s  0.123", not 17 digits */
+  char *show[] = {NULL, "show", "2", "--db", db, NULL};
+  code = ru_run(show, 1, NULL, out, sizeof out);
+  CHECK_MSG(code == 0, "show: exit %d: %s", code, out);
+  const char *w = strstr(out, "\n  wall_s ");
+  double secs = -1;
+  int chars = 0;
+  CHECK_MSG(w && sscanf(w + 10, " %lf%n", &secs, &chars) == 1 && secs > 0, "%s", out);
+  const char *dot = w ? strchr(w + 10, '.') : NULL;
+  CHECK_MSG(dot && strspn(dot + 1, "0123456789") == 3, "wall_s not rounded to ms: %.40s", w);
   /* all ok: nothing to do */
   code = ru_run(argv, 1, NULL, out, sizeof out);
   CHECK_MSG(code == 0, "exit %d: %s", code, out);
@@ -463,4 +473,13 @@ TEST(async_ps_survives_a_dead_worker_and_sync_does_not) {
   CHECK_STR_CONTAINS(err, "failed: ");
   CHECK_STR_CONTAINS(err, "rank 2");
   CHECK_MSG(dead[0] == '\0', "sync recorded a tolerated death: %s", dead);
+}
+
+/* `sgdlab run` alone says what is missing before the usage. */
+TEST(run_without_config_says_it_is_missing) {
+  char out[8192];
+  char *argv[] = {NULL, "run", NULL};
+  CHECK_EQ_INT(ru_run(argv, 1, NULL, out, sizeof out), 2);
+  CHECK_MSG(!strncmp(out, "sgdlab run: missing CONFIG, the experiment file to run", 54), "%s", out);
+  CHECK_STR_CONTAINS(out, "usage: sgdlab run CONFIG");
 }
