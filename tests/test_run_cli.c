@@ -483,3 +483,30 @@ TEST(run_without_config_says_it_is_missing) {
   CHECK_MSG(!strncmp(out, "sgdlab run: missing CONFIG, the experiment file to run", 54), "%s", out);
   CHECK_STR_CONTAINS(out, "usage: sgdlab run CONFIG");
 }
+
+/* A LIBSVM experiment as a student writes it: -1/+1 labels, no classes,
+ * no test file but a holdout, the data next to the experiment file, and
+ * sgdlab started from another directory. */
+TEST(libsvm_pm1_with_holdout_runs_from_another_directory) {
+  char dir[64], cfg[160], svm[160], db[128], out[8192], want[256];
+  ru_mkdtemp(dir, sizeof dir, "cli");
+  snprintf(cfg, sizeof cfg, "%s/x.yaml", dir);
+  snprintf(svm, sizeof svm, "%s/pm.svm", dir);
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  FILE *f = fopen(svm, "w");
+  CHECK(f);
+  for (int i = 0; i < 400; i++) /* feature 1 or 2 says the class */
+    fprintf(f, "%s %d:1 3:%.2f\n", i % 2 ? "+1" : "-1", i % 2 ? 2 : 1, (i % 7) / 7.0);
+  fclose(f);
+  ru_write_file(cfg, "name: pm\nworkload: {dataset: libsvm, train_file: pm.svm, holdout: 0.25,\n"
+                     "  model: softmax, batch: 10, lr: 0.5, epochs: 2}\nengines: [local]\n");
+  char *argv[] = {NULL, "run", cfg, "--db", db, NULL};
+  int code = ru_run(argv, 1, "/", out, sizeof out);
+  CHECK_MSG(code == 0, "exit %d: %s", code, out);
+  snprintf(want, sizeof want, "\"train_file\":\"%s\"", svm);
+  char *opts = ru_db_text(db, "SELECT options_json FROM runs WHERE id=1");
+  CHECK_MSG(opts && strstr(opts, want), "%s", opts ? opts : "(none)");
+  free(opts);
+  CHECK(ru_db_int(db, "SELECT count(*) FROM evals WHERE run_id=1 AND test_acc >= 0.99") >= 1);
+  ru_rm_rf(dir);
+}
