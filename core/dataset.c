@@ -1,10 +1,12 @@
 /* dataset.c - what every loader shares: allocation, release, densify. */
 #include "dataset.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
+#include "rng.h"
 
 sg_dataset_t *sg_dataset_alloc_(void) { return calloc(1, sizeof(sg_dataset_t)); }
 
@@ -43,4 +45,77 @@ int sg_dataset_densify(sg_dataset_t *ds) {
   ds->max_row_nnz = 0;
   ds->x = x;
   return SG_OK;
+}
+
+/* A CSR dataset of the rows of src where pick[i] == want, in order. */
+static int csr_subset(sg_dataset_t **out, const sg_dataset_t *src, const unsigned char *pick,
+                      int want, int64_t rows) {
+  int64_t nnz = 0, r = 0;
+  for (int64_t i = 0; i < src->n; i++)
+    if (pick[i] == want) nnz += src->rowptr[i + 1] - src->rowptr[i];
+  sg_dataset_t *ds = sg_dataset_alloc_();
+  if (!ds) return SG_ENOMEM;
+  ds->n = rows;
+  ds->d = src->d;
+  ds->classes = src->classes;
+  ds->rowptr = malloc((size_t)(rows + 1) * sizeof *ds->rowptr);
+  ds->col = malloc((size_t)(nnz + 1) * sizeof *ds->col);
+  ds->val = malloc((size_t)(nnz + 1) * sizeof *ds->val);
+  ds->y = malloc((size_t)rows * sizeof *ds->y);
+  if (!ds->rowptr || !ds->col || !ds->val || !ds->y) {
+    sg_dataset_destroy(&ds);
+    return sg_err_set(SG_ENOMEM, "holdout: %lld rows", (long long)rows);
+  }
+  ds->rowptr[0] = 0;
+  for (int64_t i = 0; i < src->n; i++) {
+    if (pick[i] != want) continue;
+    int64_t a = src->rowptr[i], len = src->rowptr[i + 1] - a, at = ds->rowptr[r];
+    memcpy(ds->col + at, src->col + a, (size_t)len * sizeof *ds->col);
+    memcpy(ds->val + at, src->val + a, (size_t)len * sizeof *ds->val);
+    if (len > ds->max_row_nnz) ds->max_row_nnz = len;
+    ds->y[r] = src->y[i];
+    ds->rowptr[++r] = at + len;
+  }
+  *out = ds;
+  return SG_OK;
+}
+
+int sg_dataset_holdout(sg_dataset_t **train, sg_dataset_t **test, double frac, uint64_t seed) {
+  sg_dataset_t *src = *train, *tr = NULL, *te = NULL;
+  int rc = SG_OK;
+  if (!sg_dataset_sparse(src)) return sg_err_set(SG_EINVAL, "holdout: needs the CSR rows");
+  if (src->n < 2 || !(frac > 0 && frac < 1))
+    return sg_err_set(SG_ECONFIG, "holdout: %g of %lld rows leaves no training or no test row",
+                      frac, (long long)src->n);
+  int64_t k = (int64_t)llround(frac * (double)src->n);
+  if (k < 1) k = 1;
+  if (k > src->n - 1) k = src->n - 1;
+  uint32_t *perm = malloc((size_t)src->n * sizeof *perm);
+  unsigned char *pick = calloc((size_t)src->n, 1);
+  if (!perm || !pick) {
+    rc = sg_err_set(SG_ENOMEM, "holdout: %lld rows", (long long)src->n);
+    goto fail;
+  }
+  for (int64_t i = 0; i < src->n; i++) perm[i] = (uint32_t)i;
+  sg_rng_t r;
+  sg_rng_seed(&r, seed, SG_RNG_HOLDOUT, (uint64_t)src->n);
+  for (int64_t i = 0; i < k; i++) { /* partial Fisher-Yates: the first k are the test rows */
+    int64_t j = i + (int64_t)sg_rng_below(&r, (uint64_t)(src->n - i));
+    uint32_t t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+    pick[perm[i]] = 1;
+  }
+  SG_TRY(csr_subset(&tr, src, pick, 0, src->n - k));
+  SG_TRY(csr_subset(&te, src, pick, 1, k));
+  sg_dataset_destroy(train);
+  *train = tr;
+  *test = te;
+  tr = te = NULL;
+fail:
+  free(perm);
+  free(pick);
+  sg_dataset_destroy(&tr);
+  sg_dataset_destroy(&te);
+  return rc;
 }

@@ -49,12 +49,37 @@ int sg_dataset_probe_idx(const char *images, int64_t *n, int64_t *d);
  * memory follows the nonzeros, never the index. */
 #define SG_LIBSVM_MAX_INDEX 1000000000LL
 
+/* How LIBSVM labels become 0..classes-1.  SG_LABELS_DECIDE picks from the
+ * set of labels in the file (the training file; its test file then uses
+ * the same rule):
+ *   only -1 and +1 (with at least one -1)   -> -1 to 0, +1 to 1
+ *   smallest label 1 (so no 0)              -> subtract 1 (1..C to 0..C-1)
+ *   anything else                           -> as is (0..C-1)
+ * A label the rule cannot map into 0..classes-1 is an error at its line. */
+enum { SG_LABELS_DECIDE = 0, SG_LABELS_AS_IS = 1, SG_LABELS_PM1 = 2, SG_LABELS_ONE_BASED = 3 };
+
+typedef struct sg_libsvm_labels {
+  int rule;    /* in: SG_LABELS_*; out: the rule applied (never DECIDE) */
+  int classes; /* in: 0 = infer (largest mapped label + 1); out: classes */
+} sg_libsvm_labels_t;
+
 /* LIBSVM text file.  features > 0: indices above it are an error;
  * features == 0: d is the largest index seen.  Indices above
- * SG_LIBSVM_MAX_INDEX are an error either way.  Labels must be integers
- * 0..classes-1.  Caller owns the result. */
+ * SG_LIBSVM_MAX_INDEX are an error either way.  Labels are mapped by
+ * lab->rule and checked against lab->classes, both updated.  Caller owns
+ * the result. */
+int sg_dataset_load_libsvm_labels(sg_dataset_t **out, const char *path, int64_t features,
+                                  sg_libsvm_labels_t *lab, int64_t limit);
+/* The same with labels taken as is and checked against 0..classes-1. */
 int sg_dataset_load_libsvm(sg_dataset_t **out, const char *path,
                            int64_t features, int classes, int64_t limit);
+/* The rule in words, for messages ("-1/+1 mapped to 0/1"). */
+const char *sg_libsvm_rule_name(int rule);
+
+/* Move a seeded `frac` of *train's rows (at least one, and at least one
+ * left) into a new *test, both keeping the file's row order.  The same
+ * (seed, rows, frac) always picks the same rows. */
+int sg_dataset_holdout(sg_dataset_t **train, sg_dataset_t **test, double frac, uint64_t seed);
 
 /* Seeded synthetic classification data (dense); the class means depend on
  * the seed only, so train and test share them.  Caller owns the result. */

@@ -3,8 +3,10 @@
  *   <label> <index>:<value> <index>:<value> ...   # comment
  *
  * Indices are 1-based (stored 0-based); a row may list every feature
- * (dense) or only its nonzeros (sparse).  Labels are integers
- * 0..classes-1.  Any malformed token is SG_EFORMAT naming file:line.
+ * (dense) or only its nonzeros (sparse).  Labels are integers, mapped to
+ * 0..classes-1 by a rule (dataset.h: as is, -1/+1, or 1-based) decided
+ * from the training file.  Any malformed token is SG_EFORMAT naming
+ * file:line.
  * Indices are legitimately large in sparse data, so they are bounded by
  * SG_LIBSVM_MAX_INDEX, not by the file; every allocation here grows with
  * the rows and nonzeros read, none with an index.
@@ -54,13 +56,35 @@ typedef struct {
   const char *path;
   long lineno;
   int64_t features;
-  int classes;
+  int32_t lo, hi;        /* smallest and largest label read */
+  long lo_line, hi_line; /* where each was first seen */
+  long odd_line;         /* first label other than -1/+1 (0: none) */
+  int32_t odd;
 } where_t;
+
+/* Raw labels beyond this are a typo, not a class (classes <= 100000). */
+#define RAW_LABEL_MAX 1000000
 
 /* The first word of p, at most 40 characters, for a message. */
 static int word_len(const char *p) {
   size_t n = strcspn(p, " \t\r\n");
   return n > 40 ? 40 : (int)n;
+}
+
+/* Which labels the file holds, for the label rule. */
+static void note_label(where_t *w, int32_t label) {
+  if (!w->lo_line || label < w->lo) {
+    w->lo = label;
+    w->lo_line = w->lineno;
+  }
+  if (!w->hi_line || label > w->hi) {
+    w->hi = label;
+    w->hi_line = w->lineno;
+  }
+  if (!w->odd_line && label != -1 && label != 1) {
+    w->odd = label;
+    w->odd_line = w->lineno;
+  }
 }
 
 /* The label at the start of *pp; *pp moves past it. */
@@ -69,11 +93,11 @@ static int parse_label(const where_t *w, char **pp, int32_t *label) {
   errno = 0;
   double lv = strtod(p, &end);
   if (end == p || errno || (*end && !isspace((unsigned char)*end)) || lv != floor(lv))
-    return sg_err_set(SG_EFORMAT, "%s:%ld: bad label '%.*s' (expected an integer 0..%d)",
-                      w->path, w->lineno, word_len(p), p, w->classes - 1);
-  if (lv < 0 || lv >= w->classes)
-    return sg_err_set(SG_EFORMAT, "%s:%ld: label %.0f out of range 0..%d", w->path, w->lineno,
-                      lv, w->classes - 1);
+    return sg_err_set(SG_EFORMAT, "%s:%ld: bad label '%.*s' (expected an integer)", w->path,
+                      w->lineno, word_len(p), p);
+  if (lv < -1 || lv > RAW_LABEL_MAX)
+    return sg_err_set(SG_EFORMAT, "%s:%ld: label %.0f out of range -1..%d", w->path, w->lineno,
+                      lv, RAW_LABEL_MAX);
   *label = (int32_t)lv;
   *pp = end;
   return SG_OK;
@@ -139,6 +163,7 @@ static int parse_file(where_t *w, FILE *f, int64_t limit, csr_builder_t *b, int6
     int32_t label = 0;
     size_t row_start = b->nnz;
     SG_TRY(parse_label(w, &p, &label));
+    note_label(w, label);
     SG_TRY(parse_pairs(w, p, b, maxidx));
     if ((int64_t)(b->nnz - row_start) > *maxrow) *maxrow = (int64_t)(b->nnz - row_start);
     SG_TRY(add_row(b, label));
@@ -149,11 +174,61 @@ fail:
   return rc;
 }
 
+/* The rule the training file's labels ask for (dataset.h). */
+static int decide_rule(const where_t *w) {
+  if (!w->odd_line && w->lo == -1) return SG_LABELS_PM1;
+  if (w->lo == 1) return SG_LABELS_ONE_BASED;
+  return SG_LABELS_AS_IS;
+}
+
+/* "label L out of range R (labels: RULE)" at line `at`. */
+static int label_error(const where_t *w, const sg_libsvm_labels_t *lab, long at, int32_t label) {
+  char want[64];
+  int off = lab->rule == SG_LABELS_ONE_BASED;
+  if (lab->rule == SG_LABELS_PM1) snprintf(want, sizeof want, "-1/+1");
+  else if (lab->classes > 0) snprintf(want, sizeof want, "%d..%d", off, lab->classes - 1 + off);
+  else snprintf(want, sizeof want, "%d..", off);
+  return sg_err_set(SG_EFORMAT, "%s:%ld: label %d out of range %s (labels: %s)", w->path, at,
+                    label, want, sg_libsvm_rule_name(lab->rule));
+}
+
+/* Map ds->y by lab->rule and check it against lab->classes (0: infer). */
+static int map_labels(const where_t *w, sg_dataset_t *ds, sg_libsvm_labels_t *lab) {
+  if (lab->rule == SG_LABELS_DECIDE) lab->rule = decide_rule(w);
+  int pm1 = lab->rule == SG_LABELS_PM1, off = lab->rule == SG_LABELS_ONE_BASED;
+  if (pm1 && w->odd_line) return label_error(w, lab, w->odd_line, w->odd);
+  if (!pm1 && w->lo - off < 0) return label_error(w, lab, w->lo_line, w->lo);
+  int32_t hi = pm1 ? (w->hi + 1) / 2 : w->hi - off;
+  if (lab->classes > 0 && hi >= lab->classes) return label_error(w, lab, w->hi_line, w->hi);
+  if (lab->classes == 0 && hi < 1)
+    return sg_err_set(SG_EFORMAT, "%s: every label is %d: classes cannot be inferred (set "
+                      "classes)", w->path, w->lo);
+  if (lab->classes == 0) lab->classes = hi + 1;
+  for (int64_t i = 0; i < ds->n; i++) ds->y[i] = pm1 ? (ds->y[i] + 1) / 2 : ds->y[i] - off;
+  ds->classes = lab->classes;
+  return SG_OK;
+}
+
+const char *sg_libsvm_rule_name(int rule) {
+  switch (rule) {
+  case SG_LABELS_AS_IS: return "0..C-1 as is";
+  case SG_LABELS_PM1: return "-1/+1 mapped to 0/1";
+  case SG_LABELS_ONE_BASED: return "1..C mapped to 0..C-1";
+  }
+  return "decided from the file";
+}
+
 int sg_dataset_load_libsvm(sg_dataset_t **out, const char *path,
                            int64_t features, int classes, int64_t limit) {
+  sg_libsvm_labels_t lab = {SG_LABELS_AS_IS, classes};
+  return sg_dataset_load_libsvm_labels(out, path, features, &lab, limit);
+}
+
+int sg_dataset_load_libsvm_labels(sg_dataset_t **out, const char *path, int64_t features,
+                                  sg_libsvm_labels_t *lab, int64_t limit) {
   int rc = SG_OK;
   FILE *f;
-  where_t w = {path, 0, features, classes};
+  where_t w = {.path = path, .features = features};
   int64_t maxidx = 0, maxrow = 0;
   csr_builder_t b = {0};
   sg_dataset_t *ds = NULL;
@@ -175,7 +250,6 @@ int sg_dataset_load_libsvm(sg_dataset_t **out, const char *path,
   }
   ds->n = (int64_t)b.rows;
   ds->d = features > 0 ? features : maxidx;
-  ds->classes = classes;
   ds->rowptr = b.rowptr;
   ds->col = b.col ? b.col : malloc(sizeof *b.col);
   ds->val = b.val ? b.val : malloc(sizeof *b.val);
@@ -186,6 +260,7 @@ int sg_dataset_load_libsvm(sg_dataset_t **out, const char *path,
     rc = SG_ENOMEM;
     goto fail;
   }
+  SG_TRY(map_labels(&w, ds, lab));
   *out = ds;
   ds = NULL;
 fail:

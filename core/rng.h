@@ -18,6 +18,7 @@ enum {
   SG_RNG_SYNTH_MODEL = 3, /* class means / class feature sets */
   SG_RNG_SYNTH_TRAIN = 4, /* index = row block */
   SG_RNG_SYNTH_TEST = 5,
+  SG_RNG_HOLDOUT = 6,     /* rows held out of a training file as its test set */
 };
 
 typedef struct sg_rng {

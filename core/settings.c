@@ -22,11 +22,12 @@ const sg_setting_t sg_settings[] = {
 
   /* workload: data */
   {"dataset", SG_T_ENUM, "fashion-mnist", "training data", "fashion-mnist|mnist|libsvm|synthetic|synthetic-sparse", NOB, SG_S_WORKLOAD},
-  {"data_dir", SG_T_STR, "", "directory of the IDX files (default: /usr/share/datasets/<dataset>)", NULL, NOB, SG_S_WORKLOAD},
-  {"train_file", SG_T_STR, "", "libsvm: training file", NULL, NOB, SG_S_WORKLOAD},
-  {"test_file", SG_T_STR, "", "libsvm: test file", NULL, NOB, SG_S_WORKLOAD},
+  {"data_dir", SG_T_STR, "", "directory of the IDX files (default: /usr/share/datasets/<dataset>; relative: to the experiment file's directory)", NULL, NOB, SG_S_WORKLOAD},
+  {"train_file", SG_T_STR, "", "libsvm: training file (relative: to the experiment file's directory). Labels -1/+1 become 0/1; labels from 1 with no 0 become 0..C-1; others are taken as is", NULL, NOB, SG_S_WORKLOAD},
+  {"test_file", SG_T_STR, "", "libsvm: test file (relative: to the experiment file's directory; --set: to the current one)", NULL, NOB, SG_S_WORKLOAD},
   {"features", SG_T_INT, "0", "input dimension (synthetic; libsvm: 0 = infer from the files)", NULL, 0, 1e9, SG_S_WORKLOAD},
-  {"classes", SG_T_INT, "10", "number of classes (synthetic, libsvm)", NULL, 2, 100000, SG_S_WORKLOAD},
+  {"classes", SG_T_INT, "0", "number of classes; 0 = infer (libsvm: from the training file's labels; synthetic: 10)", NULL, 0, 100000, SG_S_WORKLOAD},
+  {"holdout", SG_T_FLOAT, "0", "libsvm without test_file: this fraction of the training file (a seeded choice of rows) becomes the test set", NULL, 0, 0.9, SG_S_WORKLOAD},
   {"train_samples", SG_T_INT, "0", "training samples to use (0 = all; synthetic: 60000)", NULL, 0, 1e9, SG_S_WORKLOAD},
   {"test_samples", SG_T_INT, "0", "test samples to use (0 = all; synthetic: 10000)", NULL, 0, 1e9, SG_S_WORKLOAD},
   {"nnz", SG_T_INT, "100", "synthetic-sparse: nonzeros per row", NULL, 1, 1e7, SG_S_WORKLOAD},
@@ -136,14 +137,24 @@ static int parse_num(const char *v, int integer, double *out) {
   return NUM_OK;
 }
 
+/* A bound as people write it: an integer key's in full (4294967295, not
+ * 4.29497e+09); a real-valued key's short (1e+06). */
+static void bound_text(const sg_setting_t *s, double b, char *out, size_t n) {
+  if (s->type != SG_T_FLOAT && b == floor(b) && fabs(b) < 9e15) snprintf(out, n, "%.0f", b);
+  else snprintf(out, n, "%g", b);
+}
+
 static int check_bounds(const sg_setting_t *s, double d, char *why, size_t n) {
+  char b[64];
   if (s->min > s->max) return SG_OK;
   if (!(d >= s->min)) {
-    snprintf(why, n, "must be >= %g", s->min);
+    bound_text(s, s->min, b, sizeof b);
+    snprintf(why, n, "must be >= %s", b);
     return SG_ECONFIG;
   }
   if (!(d <= s->max)) {
-    snprintf(why, n, "must be <= %g", s->max);
+    bound_text(s, s->max, b, sizeof b);
+    snprintf(why, n, "must be <= %s", b);
     return SG_ECONFIG;
   }
   return SG_OK;

@@ -87,16 +87,32 @@ static int maybe_densify(sg_dataset_t *ds) {
   return SG_OK;
 }
 
+/* test_file, else `holdout` of the training file (seeded by `seed`). */
+static int libsvm_test_set(sg_workload_t *w, const sg_opts_t *o, unsigned what, int64_t features,
+                           int64_t ntest_lim, sg_libsvm_labels_t *lab) {
+  const char *ef = sg_opts_str_or(o, "test_file", "");
+  double holdout = 0;
+  SG_CHECK(sg_opts_double_or(o, "holdout", 0, &holdout));
+  if (*ef && holdout > 0)
+    return sg_err_set(SG_ECONFIG, "holdout: only used without a test_file (test_file: %s)", ef);
+  if (holdout > 0) return sg_dataset_holdout(&w->train, &w->test, holdout, w->seed);
+  /* With features == 0 the dimension is inferred from BOTH files, so every
+   * rank (whatever splits it needs) agrees on the model's size. */
+  if (*ef && ((what & SG_WL_TEST) || features == 0))
+    SG_CHECK(sg_dataset_load_libsvm_labels(&w->test, ef, features, lab, ntest_lim));
+  return SG_OK;
+}
+
 static int load_libsvm(sg_workload_t *w, const sg_opts_t *o, unsigned what,
                        int64_t features, int64_t ntrain_lim, int64_t ntest_lim) {
   const char *tf = sg_opts_str_or(o, "train_file", "");
-  const char *ef = sg_opts_str_or(o, "test_file", "");
   if (!*tf) return sg_err_set(SG_ECONFIG, "train_file: required for dataset libsvm");
-  /* With features == 0 the dimension is inferred from BOTH files, so every
-   * rank (whatever splits it needs) agrees on the model's size. */
-  SG_CHECK(sg_dataset_load_libsvm(&w->train, tf, features, w->classes, ntrain_lim));
-  if (*ef && ((what & SG_WL_TEST) || features == 0))
-    SG_CHECK(sg_dataset_load_libsvm(&w->test, ef, features, w->classes, ntest_lim));
+  /* the training file decides the label rule and (classes: 0) the classes;
+   * the test file is read with both */
+  sg_libsvm_labels_t lab = {SG_LABELS_DECIDE, w->classes};
+  SG_CHECK(sg_dataset_load_libsvm_labels(&w->train, tf, features, &lab, ntrain_lim));
+  w->classes = lab.classes;
+  SG_CHECK(libsvm_test_set(w, o, what, features, ntest_lim, &lab));
   w->d = w->train->d;
   if (w->test && w->test->d > w->d) w->d = w->test->d;
   w->train->d = w->d;
@@ -167,7 +183,7 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
   SG_TRY(sg_opts_int_or(o, "batch", 64, &batch));
   SG_TRY(sg_opts_int_or(o, "seed", 1, &seed));
   SG_TRY(sg_opts_int_or(o, "threads", 1, &threads));
-  SG_TRY(sg_opts_int_or(o, "classes", 10, &classes));
+  SG_TRY(sg_opts_int_or(o, "classes", 0, &classes));
   SG_TRY(sg_opts_int_or(o, "features", 0, &features));
   SG_TRY(sg_opts_int_or(o, "train_samples", 0, &ntrain_lim));
   SG_TRY(sg_opts_int_or(o, "test_samples", 0, &ntest_lim));
@@ -186,8 +202,11 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
     rc = sg_err_set(SG_ECONFIG, "batch: %lld out of range", (long long)batch);
     goto fail;
   }
-  if (classes < 2 || classes > 100000) {
-    rc = sg_err_set(SG_ECONFIG, "classes: %lld out of range 2..100000", (long long)classes);
+  /* 0: libsvm infers it from the training file, synthetic data has 10 */
+  if (classes == 0 && strcmp(dataset, "libsvm")) classes = 10;
+  if ((classes < 2 && (classes != 0 || strcmp(dataset, "libsvm"))) || classes > 100000) {
+    rc = sg_err_set(SG_ECONFIG, "classes: %lld out of range 2..100000 (0 = infer)",
+                    (long long)classes);
     goto fail;
   }
   w->worker = worker;

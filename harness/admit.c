@@ -31,6 +31,7 @@ typedef struct dsinfo {
   int64_t ntrain, ntest, d, max_row_nnz;
   double train_b, test_b; /* bytes a rank holds: rows (float32 or CSR) + labels */
   int sparse;
+  int classes; /* libsvm: as read (inferred when classes: 0); else 0 */
 } dsinfo_t;
 
 typedef struct admit {
@@ -90,7 +91,8 @@ static double libsvm_bytes(const sg_dataset_t *ds, int64_t d, int dense) {
 }
 
 static int probe_libsvm(const sg_opts_t *o, dsinfo_t *di) {
-  int64_t features, classes, ltrain, ltest;
+  int64_t features, classes, ltrain, ltest, seed;
+  double holdout;
   sg_dataset_t *tr = NULL, *te = NULL;
   int rc;
   const char *tf = sg_opts_str_or(o, "train_file", ""), *ef = sg_opts_str_or(o, "test_file", "");
@@ -98,9 +100,21 @@ static int probe_libsvm(const sg_opts_t *o, dsinfo_t *di) {
   SG_CHECK(sg_opts_int(o, "classes", &classes));
   SG_CHECK(sg_opts_int(o, "train_samples", &ltrain));
   SG_CHECK(sg_opts_int(o, "test_samples", &ltest));
+  SG_CHECK(sg_opts_int_or(o, "seed", 1, &seed));
+  SG_CHECK(sg_opts_double_or(o, "holdout", 0, &holdout));
   if (!*tf) return sg_err_set(SG_ECONFIG, "train_file: required for dataset libsvm");
-  SG_TRY(sg_dataset_load_libsvm(&tr, tf, features, (int)classes, ltrain));
-  if (*ef) SG_TRY(sg_dataset_load_libsvm(&te, ef, features, (int)classes, ltest));
+  if (*ef && holdout > 0)
+    return sg_err_set(SG_ECONFIG, "holdout: only used without a test_file (test_file: %s)", ef);
+  sg_libsvm_labels_t lab = {SG_LABELS_DECIDE, (int)classes};
+  SG_TRY(sg_dataset_load_libsvm_labels(&tr, tf, features, &lab, ltrain));
+  if (!*ef && !(holdout > 0)) {
+    rc = sg_err_set(SG_ECONFIG, "test_file: required for dataset libsvm, or set holdout: "
+                    "FRACTION to hold out part of the training file");
+    goto fail;
+  }
+  if (*ef) SG_TRY(sg_dataset_load_libsvm_labels(&te, ef, features, &lab, ltest));
+  else SG_TRY(sg_dataset_holdout(&tr, &te, holdout, (uint64_t)seed));
+  di->classes = lab.classes;
   di->d = te && te->d > tr->d ? te->d : tr->d;
   di->ntrain = tr->n;
   di->ntest = te ? te->n : 0;
@@ -140,7 +154,8 @@ static int probe_synth(const sg_opts_t *o, int sparse, dsinfo_t *di) {
 /* The run's dataset, probed once per distinct set of data settings. */
 static int dataset_info(admit_t *a, const sg_opts_t *o, const dsinfo_t **out) {
   static const char *const keys[] = {"dataset", "data_dir", "train_file", "test_file", "features",
-                                     "classes", "train_samples", "test_samples", "nnz"};
+                                     "classes", "train_samples", "test_samples", "nnz",
+                                     "holdout", "seed"};
   char key[sizeof a->ds[0].key];
   size_t len = 0;
   for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
@@ -189,6 +204,8 @@ static int model_shape(const sg_opts_t *o, const dsinfo_t *di, shape_t *m) {
   if (!strcmp(sg_opts_str_or(o, "dataset", ""), "fashion-mnist") ||
       !strcmp(sg_opts_str_or(o, "dataset", ""), "mnist"))
     classes = 10;
+  if (di->classes > 0) classes = di->classes; /* libsvm: what the file gave */
+  if (classes == 0) classes = 10;
   if (!strcmp(sg_opts_str_or(o, "model", "mlp"), "mlp"))
     SG_CHECK(sg_opts_intlist(o, "hidden", hidden, SG_MODEL_MAX_LAYERS - 1, &nh));
   double in = (double)di->d;

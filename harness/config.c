@@ -19,18 +19,20 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "cluster.h"
 #include "device.h"
 #include "err.h"
 
-enum { MAX_RUNS = 100000, MAX_DEPTH = 64 };
+enum { MAX_RUNS = 100000, MAX_DEPTH = 64, MAX_ERRS = 64 };
 
 typedef struct pos {
   const char *where; /* file name, or "--set k=v" */
@@ -49,6 +51,12 @@ typedef struct layer {
   size_t n, cap;
 } layer_t;
 
+/* A key's error kept while the rest of the file is checked. */
+typedef struct kerr {
+  int line, col;
+  char *msg;
+} kerr_t;
+
 typedef struct entry {
   const sg_engine_t *engine;
   pos_t pos; /* of the entry */
@@ -57,6 +65,7 @@ typedef struct entry {
 
 typedef struct parser {
   const char *fname;
+  const char *dir; /* absolute directory of the file (sg_config_load); NULL: paths as given */
   yaml_document_t *doc;
   char *name;
   pos_t name_pos;
@@ -64,6 +73,10 @@ typedef struct parser {
   layer_t top, setg;
   entry_t *ent;
   size_t nent;
+  kerr_t errs[MAX_ERRS]; /* errors of single keys, reported together */
+  size_t nerrs;
+  char **wheres; /* "--set k=v" names that value sets' positions point to */
+  size_t nwheres;
 } parser_t;
 
 /* ---- errors ------------------------------------------------------------ */
@@ -84,6 +97,42 @@ static int perr(pos_t p, const char *key, const char *fmt, ...) {
 static pos_t node_pos(const parser_t *p, const yaml_node_t *n) {
   pos_t q = {p->fname, (int)n->start_mark.line + 1, (int)n->start_mark.column + 1};
   return q;
+}
+
+/* A key's own mistake (unknown, wrong type, out of range) in the file is
+ * kept and the walk goes on, so one run of sgdlab reports all of them;
+ * anything else (no memory, --set) stops at once. */
+static int keep_error(parser_t *p, int rc, pos_t at) {
+  if (rc != SG_ECONFIG || at.line == 0) return rc;
+  if (p->nerrs == MAX_ERRS) return rc;
+  kerr_t *e = &p->errs[p->nerrs];
+  if (!(e->msg = strdup(sg_err_msg()))) return SG_ENOMEM;
+  e->line = at.line;
+  e->col = at.col;
+  p->nerrs++;
+  return SG_OK;
+}
+
+static int kerr_cmp(const void *a, const void *b) {
+  const kerr_t *x = a, *y = b;
+  return x->line != y->line ? (x->line > y->line) - (x->line < y->line)
+                            : (x->col > y->col) - (x->col < y->col);
+}
+
+/* Every kept error, sorted by line, one a line (as many as the message
+ * holds, then how many more). */
+static int report_errors(parser_t *p) {
+  char all[1000];
+  size_t len = 0, i;
+  qsort(p->errs, p->nerrs, sizeof *p->errs, kerr_cmp);
+  for (i = 0; i < p->nerrs; i++) {
+    size_t n = strlen(p->errs[i].msg) + 1;
+    if (len + n + 40 > sizeof all && i > 0) break;
+    len += (size_t)snprintf(all + len, sizeof all - len, "%s%s", i ? "\n" : "", p->errs[i].msg);
+  }
+  if (i < p->nerrs)
+    snprintf(all + len, sizeof all - len, "\n%s: %zu more errors", p->fname, p->nerrs - i);
+  return sg_err_set(SG_ECONFIG, "%s", all);
 }
 
 /* ---- suggestions ------------------------------------------------------- */
@@ -489,10 +538,17 @@ static int parse_pairs(parser_t *p, yaml_node_t *map, scope_t scope, const sg_en
     if (scope != IN_ENTRY && !strcmp(key, "engine"))
       return perr(kp, key, "belongs in an entry of engines:, e.g. engines: [{engine: ps}]");
     const sg_setting_t *s = NULL;
-    SG_CHECK(lookup(key, scope, eng, kp, &s));
+    int rc = lookup(key, scope, eng, kp, &s);
+    if (rc < 0) {
+      SG_CHECK(keep_error(p, rc, kp));
+      continue;
+    }
     int sweepable = strcmp(key, "name") && strcmp(key, "repeat");
     vset_t vs;
-    SG_CHECK(node_values(p, s, v, vp, sweepable, &vs));
+    if ((rc = node_values(p, s, v, vp, sweepable, &vs)) < 0) {
+      SG_CHECK(keep_error(p, rc, vp));
+      continue;
+    }
     vs.pos = kp;
     if (!strcmp(key, "name")) {
       free(p->name);
@@ -500,7 +556,7 @@ static int parse_pairs(parser_t *p, yaml_node_t *map, scope_t scope, const sg_en
       p->name_pos = vp;
     }
     if (!strcmp(key, "repeat")) p->repeat = parse_int(vs.v[0]);
-    int rc = layer_put(into, &vs);
+    rc = layer_put(into, &vs);
     vset_free(&vs);
     SG_CHECK(rc);
   }
@@ -568,13 +624,25 @@ static int apply_set(parser_t *p, const char *arg) {
   const char *eq = strchr(arg, '=');
   if (!eq || eq == arg) return perr(at, "--set", "expected key=value");
   char key[128];
-  size_t kl = (size_t)(eq - arg);
+  /* `--set 'lr = 0.1'`: the spaces around '=' are not part of the key or
+   * the value (YAML drops them from the value anyway) */
+  const char *k0 = arg, *k1 = eq;
+  while (k0 < k1 && (*k0 == ' ' || *k0 == '\t')) k0++;
+  while (k1 > k0 && (k1[-1] == ' ' || k1[-1] == '\t')) k1--;
+  size_t kl = (size_t)(k1 - k0);
+  if (!kl) return perr(at, "--set", "expected key=value");
   if (kl >= sizeof key) return perr(at, "--set", "key too long");
-  memcpy(key, arg, kl);
+  memcpy(key, k0, kl);
   key[kl] = '\0';
   char where[128]; /* messages name the argument, its start when it is long */
   snprintf(where, sizeof where, "--set %.80s%s", arg, strlen(arg) > 80 ? "..." : "");
-  at.where = where;
+  /* the value sets keep `at`: the name lives as long as the parser */
+  char **w = realloc(p->wheres, (p->nwheres + 1) * sizeof *w);
+  if (!w) return SG_ENOMEM;
+  p->wheres = w;
+  if (!(w[p->nwheres] = strdup(where))) return SG_ENOMEM;
+  at.where = w[p->nwheres++];
+  if (strpbrk(key, " \t")) return perr(at, key, "a key has no spaces (expected key=value)");
 
   /* the value, in YAML syntax */
   yaml_parser_t yp;
@@ -607,8 +675,13 @@ static int apply_set(parser_t *p, const char *arg) {
   } else if (!strncmp(k, "engines.", 8)) {
     char *end;
     only = strtol(k + 8, &end, 10);
-    if (end == k + 8 || *end != '.' || only < 0 || (size_t)only >= p->nent) {
+    if (end == k + 8 || *end != '.' || only < 0) {
       rc = perr(at, key, "expected engines.I.key with I in 0..%zu", p->nent ? p->nent - 1 : 0);
+      goto out;
+    }
+    if ((size_t)only >= p->nent) {
+      rc = perr(at, key, "no engine entry %ld: engines: has %zu entr%s (0..%zu)", only, p->nent,
+                p->nent == 1 ? "y" : "ies", p->nent - 1);
       goto out;
     }
     k = end + 1;
@@ -769,6 +842,74 @@ fail:
   return rc;
 }
 
+/* A relative train_file/test_file (libsvm) or data_dir (IDX) is relative
+ * to the experiment file's directory when it comes from the file, to the current directory
+ * when it comes from --set; either way the run stores it absolute. */
+static int set_path(const parser_t *p, sg_opts_t *o, const pick_t *k, const char *v) {
+  const char *ds = sg_opts_get(o, "dataset"); /* set before these (table order) */
+  int libsvm = ds && !strcmp(ds, "libsvm"), idx = ds && strstr(ds, "mnist");
+  int is_path = (libsvm && (!strcmp(k->s->name, "train_file") || !strcmp(k->s->name, "test_file"))) ||
+                (idx && !strcmp(k->s->name, "data_dir"));
+  if (!is_path || !p->dir || !*v || *v == '/' || !k->vs) return sg_opts_set(o, k->s->name, v);
+  char cwd[4096];
+  const char *base = p->dir;
+  if (k->vs->pos.line == 0) { /* --set */
+    if (!getcwd(cwd, sizeof cwd)) return sg_opts_set(o, k->s->name, v);
+    base = cwd;
+  }
+  return sg_opts_setf(o, k->s->name, "%s/%s", base, v);
+}
+
+/* Options a variant of an engine ignores: set without any run of the entry
+ * that uses them, they are an error naming what makes them meaningful. */
+typedef struct needs {
+  const char *engine, *key, *when, *values; /* values: "|a|b|" */
+} needs_t;
+
+static const needs_t option_needs[] = {
+    {"ps", "staleness", "mode", "|ssp|"},
+    {"mapreduce", "depth", "aggregate", "|tree|"},
+    {"bench-mapreduce", "depth", "aggregate", "|tree|"},
+    {"allreduce", "segment", "algorithm", "|ring|cuda-ring|"},
+    {"allreduce", "stage_chunk", "device", "|cuda|"},
+    {NULL, "holdout", "dataset", "|libsvm|"},
+};
+enum { NNEEDS = sizeof option_needs / sizeof *option_needs };
+
+/* The value set of `key` in entry e as the user gave it, or NULL. */
+static const vset_t *given(const parser_t *p, const entry_t *e, const char *key) {
+  const vset_t *v = layer_find(&e->set, key);
+  if (!v) v = layer_find(&e->own, key);
+  if (!v && !sg_setting_find(e->engine->options, key)) v = choose(p, e, key);
+  return v;
+}
+
+/* Mark the rules one run (its options o) makes meaningful. */
+static void note_needs(const entry_t *e, const sg_opts_t *o, int *used) {
+  char v[128];
+  for (size_t i = 0; i < NNEEDS; i++) {
+    const needs_t *n = &option_needs[i];
+    if (n->engine && strcmp(n->engine, e->engine->name)) continue;
+    snprintf(v, sizeof v, "|%s|", sg_opts_str_or(o, n->when, ""));
+    if (strstr(n->values, v)) used[i] = 1;
+  }
+}
+
+static int check_needs(const parser_t *p, const entry_t *e, const int *used) {
+  for (size_t i = 0; i < NNEEDS; i++) {
+    const needs_t *n = &option_needs[i];
+    const vset_t *v;
+    if ((n->engine && strcmp(n->engine, e->engine->name)) || used[i]) continue;
+    if (!(v = given(p, e, n->key))) continue;
+    char vals[64];
+    snprintf(vals, sizeof vals, "%s", n->values + 1);
+    vals[strlen(vals) - 1] = '\0';
+    for (char *c = vals; (c = strchr(c, '|'));) *c = '/'; /* "ring/cuda-ring" */
+    return perr(v->pos, n->key, "only used with %s: %s", n->when, vals);
+  }
+  return SG_OK;
+}
+
 static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
   int rc = SG_OK;
   size_t nk = 0;
@@ -776,6 +917,7 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
   for (const sg_setting_t *s = e->engine->options; s && s->name; s++) nk++;
   pick_t *k = calloc(nk, sizeof *k);
   size_t *idx = calloc(nk, sizeof *idx);
+  int used[NNEEDS] = {0};
   sg_opts_t *o = NULL;
   if (!k || !idx) {
     rc = SG_ENOMEM;
@@ -797,12 +939,13 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
     for (size_t j = 0; j < nk; j++) {
       const char *v = pick_value(&k[j], idx[j]);
       if (!strcmp(k[j].s->name, "name")) v = x->name;
-      SG_TRY(sg_opts_set(o, k[j].s->name, v));
+      SG_TRY(set_path(p, o, &k[j], v));
       if (j == 0) SG_TRY(sg_opts_set(o, "engine", e->engine->name));
       if ((k[j].vs && k[j].vs->n > 1) || !strcmp(k[j].s->name, "workers"))
         len += (size_t)snprintf(label + len, len < sizeof label ? sizeof label - len : 0, " %s=%s",
                                 k[j].s->name, v);
     }
+    note_needs(e, o, used);
     if (sg_device_admit(o) < 0) { /* device: cuda needs a device here (device.h) */
       const vset_t *dv = choose(p, e, "device");
       rc = perr(dv ? dv->pos : e->pos, "device", "%s", sg_err_msg());
@@ -835,7 +978,7 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
     if (nk == 0) break;
   }
 done:
-  rc = SG_OK;
+  rc = check_needs(p, e, used);
 fail:
   sg_opts_destroy(&o);
   free(k);
@@ -880,13 +1023,13 @@ void sg_experiment_destroy(sg_experiment_t **px) {
   *px = NULL;
 }
 
-int sg_config_parse(sg_experiment_t **out, const char *fname, const char *text, size_t len,
-                    char *const *sets, int nsets) {
+static int config_parse(sg_experiment_t **out, const char *fname, const char *dir,
+                        const char *text, size_t len, char *const *sets, int nsets) {
   int rc = SG_OK;
   yaml_parser_t yp;
   yaml_document_t doc;
   int have_doc = 0;
-  parser_t p = {.fname = fname, .doc = &doc, .repeat = 1};
+  parser_t p = {.fname = fname, .dir = dir, .doc = &doc, .repeat = 1};
   sg_experiment_t *x = calloc(1, sizeof *x);
   if (!x) return SG_ENOMEM;
   yaml_parser_initialize(&yp);
@@ -907,7 +1050,14 @@ int sg_config_parse(sg_experiment_t **out, const char *fname, const char *text, 
     rc = perr(node_pos(&p, root), "(top level)", "expected a mapping of keys (name:, workload:, engines:, ...)");
     goto fail;
   }
-  SG_TRY(parse_pairs(&p, root, IN_TOP, NULL, &p.top));
+  rc = parse_pairs(&p, root, IN_TOP, NULL, &p.top);
+  if (rc == SG_ECONFIG && p.nerrs) /* the mistake that stopped the walk goes last */
+    SG_TRY(keep_error(&p, rc, (pos_t){fname, INT_MAX, 0}));
+  else SG_TRY(rc);
+  if (p.nerrs) {
+    rc = report_errors(&p);
+    goto fail;
+  }
   if (!p.nent) {
     rc = perr(top, "engines", "missing; list the engines to run, e.g. engines: [local]");
     goto fail;
@@ -953,15 +1103,35 @@ fail:
   }
   free(p.ent);
   free(p.name);
+  for (size_t i = 0; i < p.nerrs; i++) free(p.errs[i].msg);
+  for (size_t i = 0; i < p.nwheres; i++) free(p.wheres[i]);
+  free(p.wheres);
   if (have_doc) yaml_document_delete(&doc);
   yaml_parser_delete(&yp);
   return rc;
 }
 
+int sg_config_parse(sg_experiment_t **out, const char *fname, const char *text, size_t len,
+                    char *const *sets, int nsets) {
+  return config_parse(out, fname, NULL, text, len, sets, nsets);
+}
+
+/* The absolute directory of path (NULL when it cannot be resolved). */
+static char *dir_of(const char *path) {
+  char *copy = strdup(path), *abs = NULL;
+  if (!copy) return NULL;
+  char *slash = strrchr(copy, '/');
+  if (slash == copy) slash[1] = '\0';
+  else if (slash) *slash = '\0';
+  abs = realpath(slash ? copy : ".", NULL);
+  free(copy);
+  return abs;
+}
+
 int sg_config_load(sg_experiment_t **out, const char *path, char *const *sets, int nsets) {
   FILE *f = fopen(path, "rb");
   if (!f) return sg_err_set(SG_ECONFIG, "%s: cannot open: %s", path, strerror(errno));
-  char *text = NULL;
+  char *text = NULL, *dir = NULL;
   size_t len = 0, cap = 0;
   int rc;
   for (;;) {
@@ -983,8 +1153,10 @@ int sg_config_load(sg_experiment_t **out, const char *path, char *const *sets, i
     goto fail;
   }
   text[len] = '\0';
-  rc = sg_config_parse(out, path, text, len, sets, nsets);
+  dir = dir_of(path);
+  rc = config_parse(out, path, dir, text, len, sets, nsets);
 fail:
+  free(dir);
   free(text);
   fclose(f);
   return rc;

@@ -272,18 +272,16 @@ int sg_recorder_experiment(sg_recorder_t *r, const char *name, const char *confi
   return rc;
 }
 
-int sg_recorder_run_begin(sg_recorder_t *r, int64_t exp_id, const sg_run_row_t *w,
-                          int64_t *run_id) {
-  char host[256] = "?", self[128] = "";
-  gethostname(host, sizeof host - 1);
-  sg_proc_identity((int)getpid(), self, sizeof self);
+/* Insert a run row with `status` ('running': started now by this harness;
+ * 'pending': planned, no harness yet). */
+static int insert_run(sg_recorder_t *r, int64_t exp_id, const sg_run_row_t *w, const char *status,
+                      int64_t *run_id) {
   SG_CHECK(sg_recorder_flush(r));
   sqlite3_stmt *s = NULL;
   if (sqlite3_prepare_v2(r->db,
                          "INSERT INTO runs(experiment_id,engine,options_json,transport,launcher,"
-                         "workers,servers,processes,repeat,seed,status,started_at,"
-                         "harness_pid,harness_host,harness_start)"
-                         " VALUES(?,?,?,?,?,?,?,?,?,?,'running'," NOW_SQL ",?,?,?)",
+                         "workers,servers,processes,repeat,seed,status)"
+                         " VALUES(?,?,?,?,?,?,?,?,?,?,?)",
                          -1, &s, NULL) != SQLITE_OK)
     return db_err(r, "inserting a run");
   sqlite3_bind_int64(s, 1, exp_id);
@@ -296,13 +294,53 @@ int sg_recorder_run_begin(sg_recorder_t *r, int64_t exp_id, const sg_run_row_t *
   sqlite3_bind_int(s, 8, w->processes);
   sqlite3_bind_int(s, 9, w->repeat);
   sqlite3_bind_int64(s, 10, w->seed);
-  sqlite3_bind_int(s, 11, (int)getpid());
-  bind_text(s, 12, host);
-  bind_text(s, 13, self[0] ? self : NULL);
+  bind_text(s, 11, status);
   int rc = sqlite3_step(s) == SQLITE_DONE ? SG_OK : db_err(r, "inserting a run");
   sqlite3_finalize(s);
   *run_id = sqlite3_last_insert_rowid(r->db);
   return rc;
+}
+
+int sg_recorder_run_plan(sg_recorder_t *r, int64_t exp_id, const sg_run_row_t *w,
+                         int64_t *run_id) {
+  return insert_run(r, exp_id, w, "pending", run_id);
+}
+
+int sg_recorder_run_start(sg_recorder_t *r, int64_t run_id) {
+  char host[256] = "?", self[128] = "";
+  gethostname(host, sizeof host - 1);
+  sg_proc_identity((int)getpid(), self, sizeof self);
+  SG_CHECK(sg_recorder_flush(r));
+  /* a resumed run starts over: what an earlier attempt recorded goes */
+  static const char *const wipe[] = {"DELETE FROM steps WHERE run_id=?",
+                                     "DELETE FROM evals WHERE run_id=?",
+                                     "DELETE FROM ranks WHERE run_id=?",
+                                     "DELETE FROM run_info WHERE run_id=?",
+                                     "UPDATE runs SET status='running', error=NULL, wall_s=NULL,"
+                                     " finished_at=NULL, tmp_dir=NULL, started_at=" NOW_SQL ","
+                                     " harness_pid=?2, harness_host=?3, harness_start=?4"
+                                     " WHERE id=?1"};
+  for (size_t i = 0; i < sizeof wipe / sizeof *wipe; i++) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(r->db, wipe[i], -1, &s, NULL) != SQLITE_OK)
+      return db_err(r, "starting a run");
+    sqlite3_bind_int64(s, 1, run_id);
+    if (i == sizeof wipe / sizeof *wipe - 1) {
+      sqlite3_bind_int(s, 2, (int)getpid());
+      bind_text(s, 3, host);
+      bind_text(s, 4, self[0] ? self : NULL);
+    }
+    int rc = sqlite3_step(s) == SQLITE_DONE ? SG_OK : db_err(r, "starting a run");
+    sqlite3_finalize(s);
+    SG_CHECK(rc);
+  }
+  return SG_OK;
+}
+
+int sg_recorder_run_begin(sg_recorder_t *r, int64_t exp_id, const sg_run_row_t *w,
+                          int64_t *run_id) {
+  SG_CHECK(insert_run(r, exp_id, w, "pending", run_id));
+  return sg_recorder_run_start(r, *run_id);
 }
 
 int sg_recorder_run_end(sg_recorder_t *r, int64_t run_id, const char *status, const char *error,
@@ -415,4 +453,71 @@ int sg_recorder_bench(sg_recorder_t *r, int64_t exp_id, const sg_bench_rec_t *b)
   bind_real(s, 12, b->busbw);
   sqlite3_bind_int64(s, 13, b->wrong);
   return run_stmt(r, s, "inserting a bench row");
+}
+
+int sg_recorder_find_experiment(sg_recorder_t *r, const char *name, const char *config_text,
+                                int64_t *exp_id) {
+  SG_CHECK(sg_recorder_flush(r));
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(r->db,
+                         "SELECT id FROM experiments WHERE name=? AND config_text=?"
+                         " ORDER BY id DESC LIMIT 1",
+                         -1, &s, NULL) != SQLITE_OK)
+    return db_err(r, "looking for the experiment");
+  bind_text(s, 1, name);
+  bind_text(s, 2, config_text);
+  int rc = sqlite3_step(s);
+  *exp_id = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+  sqlite3_finalize(s);
+  if (rc == SQLITE_ROW) return SG_OK;
+  if (rc != SQLITE_DONE) return db_err(r, "looking for the experiment");
+  return sg_err_set(SG_ENOTFOUND, "no experiment '%s' with this experiment file's text (and "
+                    "--set options) in the results; nothing to resume", name);
+}
+
+void sg_recorder_rows_free(sg_run_state_t **rows, size_t n) {
+  for (size_t i = 0; *rows && i < n; i++) {
+    free((*rows)[i].status);
+    free((*rows)[i].options_json);
+  }
+  free(*rows);
+  *rows = NULL;
+}
+
+int sg_recorder_run_states(sg_recorder_t *r, int64_t exp_id, sg_run_state_t **out, size_t *n) {
+  sg_run_state_t *rows = NULL;
+  size_t cap = 0;
+  int rc = SG_OK;
+  *n = 0;
+  SG_CHECK(sg_recorder_flush(r));
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(r->db, "SELECT id, status, options_json FROM runs WHERE experiment_id=?"
+                         " ORDER BY id", -1, &s, NULL) != SQLITE_OK)
+    return db_err(r, "reading the experiment's runs");
+  sqlite3_bind_int64(s, 1, exp_id);
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    if (*n == cap) {
+      sg_run_state_t *g = realloc(rows, (cap = cap ? 2 * cap : 64) * sizeof *g);
+      if (!g) goto nomem;
+      rows = g;
+    }
+    const char *st = (const char *)sqlite3_column_text(s, 1);
+    const char *js = (const char *)sqlite3_column_text(s, 2);
+    sg_run_state_t *w = &rows[(*n)++];
+    w->id = sqlite3_column_int64(s, 0);
+    w->status = strdup(st ? st : "");
+    w->options_json = strdup(js ? js : "");
+    if (!w->status || !w->options_json) goto nomem;
+  }
+  sqlite3_finalize(s);
+  if (rc != SQLITE_DONE) {
+    sg_recorder_rows_free(&rows, *n);
+    return db_err(r, "reading the experiment's runs");
+  }
+  *out = rows;
+  return SG_OK;
+nomem:
+  sqlite3_finalize(s);
+  sg_recorder_rows_free(&rows, *n);
+  return SG_ENOMEM;
 }

@@ -64,9 +64,29 @@ typedef struct sg_run_row {
  * as its harness (pid, host, identity). */
 int sg_recorder_run_begin(sg_recorder_t *db, int64_t exp_id,
                           const sg_run_row_t *row, int64_t *run_id);
+/* Insert a run planned but not started: status 'pending', no harness.
+ * Pending rows are never reconciled (no harness owns them): `sgdlab run
+ * --resume` runs them later. */
+int sg_recorder_run_plan(sg_recorder_t *db, int64_t exp_id, const sg_run_row_t *row,
+                         int64_t *run_id);
+/* A pending (or resumed) run starts: status 'running', started_at now,
+ * this process its harness; rows an earlier attempt left are removed. */
+int sg_recorder_run_start(sg_recorder_t *db, int64_t run_id);
+/* The latest experiment named `name` recorded with exactly `config_text`
+ * (SG_ENOTFOUND, with a message, when there is none). */
+int sg_recorder_find_experiment(sg_recorder_t *db, const char *name, const char *config_text,
+                                int64_t *exp_id);
+typedef struct sg_run_state {
+  int64_t id;
+  char *status, *options_json;
+} sg_run_state_t;
+/* Every run row of the experiment, by id.  Free with sg_recorder_rows_free. */
+int sg_recorder_run_states(sg_recorder_t *db, int64_t exp_id, sg_run_state_t **rows, size_t *n);
+void sg_recorder_rows_free(sg_run_state_t **rows, size_t n);
 /* The run's temp dir (removed by reconciliation if the harness dies). */
 int sg_recorder_run_dir(sg_recorder_t *db, int64_t run_id, const char *dir);
-/* status "ok" or "failed"; error the one-line reason (NULL when ok). */
+/* status "ok", "failed" or "interrupted"; error the one-line reason
+ * (NULL when ok). */
 int sg_recorder_run_end(sg_recorder_t *db, int64_t run_id, const char *status,
                         const char *error, double wall_s);
 

@@ -46,9 +46,10 @@ enum { TAIL_CAP = 8192 };     /* the end of mpirun's stderr kept for run_info */
 static volatile sig_atomic_t g_interrupted;
 
 static void on_signal(int sig) {
-  (void)sig;
-  g_interrupted = 1;
+  if (!g_interrupted) g_interrupted = sig; /* the first one names the exit code */
 }
+
+int sg_run_signal(void) { return (int)g_interrupted; }
 
 void sg_run_install_signals(void) {
   struct sigaction sa;
@@ -881,7 +882,12 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   sg_run_row_t row = {.engine = run->engine->name, .options_json = json, .transport = transport,
                       .launcher = launcher, .workers = run->workers, .servers = run->servers,
                       .processes = run->nprocs, .repeat = run->repeat, .seed = run->seed};
-  SG_TRY(sg_recorder_run_begin(env->db, env->exp_id, &row, &s.run_id));
+  if (env->run_ids && env->run_ids[index]) {
+    s.run_id = env->run_ids[index];
+    SG_TRY(sg_recorder_run_start(env->db, s.run_id));
+  } else {
+    SG_TRY(sg_recorder_run_begin(env->db, env->exp_id, &row, &s.run_id));
+  }
   res->run_id = s.run_id;
   char shown[256];
   variant_label(run, shown, sizeof shown);
@@ -1018,10 +1024,10 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   snprintf(res->error, sizeof res->error, "%s", s.error);
   SG_TRY(control_record(&ctl, &s));
   if (rcl) SG_TRY(sg_run_cluster_record_links(rcl, env->db, s.run_id));
-  SG_TRY(sg_recorder_run_end(env->db, s.run_id, res->ok ? "ok" : "failed",
-                             res->ok ? NULL : s.error, res->wall_s));
+  const char *status = res->ok ? "ok" : interrupted ? "interrupted" : "failed";
+  SG_TRY(sg_recorder_run_end(env->db, s.run_id, status, res->ok ? NULL : s.error, res->wall_s));
   ended = 1;
-  sg_progress_run_end(env->progress, shown, res->ok ? "ok" : "failed", res->final_acc,
+  sg_progress_run_end(env->progress, shown, status, res->final_acc,
                       res->wall_s, res->ok ? NULL : s.error);
   rc = interrupted ? SG_EINTERRUPTED : SG_OK;
 fail:
@@ -1032,7 +1038,8 @@ fail:
     if (rc == SG_EINTERRUPTED) snprintf(why, sizeof why, "interrupted");
     else snprintf(why, sizeof why, "harness: %s", sg_err_msg());
     sg_launch_stop(launch, STOP_GRACE_S);
-    sg_recorder_run_end(env->db, s.run_id, "failed", why, 0);
+    sg_recorder_run_end(env->db, s.run_id, rc == SG_EINTERRUPTED ? "interrupted" : "failed", why,
+                        0);
   }
   sg_launch_destroy(&launch); /* every rank reaped: their namespaces can go */
   cluster_close(&rcl, s.run_id);
@@ -1061,6 +1068,9 @@ static void run_usage(FILE *f) {
           "  --db PATH        results database (default %s)\n"
           "  -H HOSTS         mpirun host list host:slots,... (same as --set hosts=...)\n"
           "  -n, --dry-run    validate and list the resolved runs; launch nothing\n"
+          "  --resume         run only the runs of the latest experiment of this name\n"
+          "                   and file text (same --set options) in --db that are not\n"
+          "                   ok: pending (never started), interrupted or failed\n"
           "  --force          run even when a run's memory estimate exceeds what this\n"
           "                   host has available (hard process limits still refuse)\n"
           "  -q, --quiet      print nothing but errors (one line per failed run)\n"
@@ -1075,14 +1085,100 @@ static void run_usage(FILE *f) {
           "messages of a failed run are kept in the database (sgdlab show RUN).\n"
           "\n"
           "exit status: 0 every run ok, 1 a run failed (or the harness could not\n"
-          "go on), 2 configuration or usage error (nothing launched), 130\n"
-          "interrupted.\n",
+          "go on), 2 configuration or usage error (nothing launched), 128 + the\n"
+          "signal when interrupted (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).\n",
           SG_DEFAULT_DB);
+}
+
+typedef struct runkey {
+  char *json;
+  size_t i;
+} runkey_t;
+
+static int runkey_cmp(const void *a, const void *b) {
+  const runkey_t *x = a, *y = b;
+  int c = strcmp(x->json, y->json);
+  return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* Runs with the same settings (repeat index included: `repeat` is the way
+ * to run a point again) measure the same thing twice, which a sweep or a
+ * --set over entries that differ in one key easily does by mistake.  They
+ * still run (nothing is wrong with them), with one warning line each. */
+static void warn_duplicates(const sg_experiment_t *x) {
+  runkey_t *k = calloc(x->nruns ? x->nruns : 1, sizeof *k);
+  if (!k) return;
+  for (size_t i = 0; i < x->nruns; i++) k[i] = (runkey_t){sg_opts_json(x->runs[i].opts), i};
+  for (size_t i = 0; i < x->nruns; i++)
+    if (!k[i].json) goto out;
+  qsort(k, x->nruns, sizeof *k, runkey_cmp);
+  for (size_t i = 1, first = 0; i < x->nruns; i++) {
+    if (strcmp(k[i].json, k[first].json)) {
+      first = i;
+      continue;
+    }
+    fprintf(stderr, "sgdlab run: warning: run %zu (%s) has the same settings as run %zu (%s); "
+            "it measures the same thing again (use repeat: to rerun a point)\n", k[i].i + 1,
+            x->runs[k[i].i].label, k[first].i + 1, x->runs[k[first].i].label);
+  }
+out:
+  for (size_t i = 0; i < x->nruns; i++) free(k[i].json);
+  free(k);
+}
+
+/* The row of a run as planned (json: its options as JSON, caller's). */
+static sg_run_row_t run_row(const sg_run_spec_t *run, const char *json) {
+  return (sg_run_row_t){.engine = run->engine->name, .options_json = json,
+                        .transport = sg_opts_get(run->opts, "transport"),
+                        .launcher = sg_opts_get(run->opts, "launcher"), .workers = run->workers,
+                        .servers = run->servers, .processes = run->nprocs,
+                        .repeat = run->repeat, .seed = run->seed};
+}
+
+/* ids[i]: run i's row; a row of `have` with its options when one is there
+ * (-1 when that row is ok: nothing to do), else a new pending row. */
+static int plan_rows(sg_recorder_t *db, int64_t exp_id, const sg_experiment_t *x,
+                     sg_run_state_t *have, size_t nhave, int64_t *ids, size_t *todo) {
+  *todo = 0;
+  for (size_t i = 0; i < x->nruns; i++) {
+    char *json = sg_opts_json(x->runs[i].opts);
+    if (!json) return SG_ENOMEM;
+    size_t j = 0;
+    while (j < nhave && (!have[j].options_json || strcmp(have[j].options_json, json))) j++;
+    int rc = SG_OK;
+    if (j < nhave) { /* each row answers for one run: identical runs take one each */
+      ids[i] = strcmp(have[j].status, "ok") ? have[j].id : -1;
+      free(have[j].options_json);
+      have[j].options_json = NULL;
+    } else {
+      sg_run_row_t row = run_row(&x->runs[i], json);
+      rc = sg_recorder_run_plan(db, exp_id, &row, &ids[i]);
+    }
+    free(json);
+    SG_CHECK(rc);
+    if (ids[i] > 0) (*todo)++;
+  }
+  return SG_OK;
+}
+
+/* --resume: the latest experiment of this name and text, its runs that
+ * are not ok (pending, interrupted, failed). */
+static int resume_rows(sg_recorder_t *db, const sg_experiment_t *x, int64_t *exp_id, int64_t *ids,
+                       size_t *todo) {
+  sg_run_state_t *have = NULL;
+  size_t nhave = 0;
+  SG_CHECK(sg_recorder_find_experiment(db, x->name, x->config_text, exp_id));
+  SG_CHECK(sg_recorder_run_states(db, *exp_id, &have, &nhave));
+  int rc = plan_rows(db, *exp_id, x, have, nhave, ids, todo);
+  sg_recorder_rows_free(&have, nhave);
+  return rc;
 }
 
 int sg_cmd_run(int argc, char **argv) {
   const char *config = NULL, *db_path = SG_DEFAULT_DB;
-  int quiet = 0, verbose = 0, dry = 0, force = 0, nsets = 0, code = 0;
+  int quiet = 0, verbose = 0, dry = 0, force = 0, resume = 0, nsets = 0, code = 0;
+  int64_t *ids = NULL;
+  size_t todo = 0;
   char **sets = calloc((size_t)argc + 1, sizeof *sets);
   char *hosts_set = NULL;
   sg_experiment_t *x = NULL;
@@ -1117,6 +1213,8 @@ int sg_cmd_run(int argc, char **argv) {
       dry = 1;
     } else if (!strcmp(a, "--force")) {
       force = 1;
+    } else if (!strcmp(a, "--resume")) {
+      resume = 1;
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "sgdlab run: unknown or incomplete option '%s' (sgdlab run --help)\n", a);
       code = 2;
@@ -1130,6 +1228,8 @@ int sg_cmd_run(int argc, char **argv) {
     }
   }
   if (!config) {
+    fprintf(stderr, "sgdlab run: missing CONFIG, the experiment file to run (e.g. sgdlab run "
+            "configs/local-softmax.yaml)\n\n");
     run_usage(stderr);
     code = 2;
     goto out;
@@ -1142,6 +1242,7 @@ int sg_cmd_run(int argc, char **argv) {
     code = 2;
     goto out;
   }
+  warn_duplicates(x);
   if (dry) {
     for (size_t i = 0; i < x->nruns; i++) {
       const sg_run_spec_t *r = &x->runs[i];
@@ -1163,18 +1264,47 @@ int sg_cmd_run(int argc, char **argv) {
   }
   sg_run_cluster_sweep_leftovers(quiet); /* clusters of a harness that was killed */
   sg_run_env_t env;
-  if (sg_run_begin(db, x, quiet, verbose, rank_bin, &prog, &env) < 0) {
+  if (!(ids = calloc(x->nruns ? x->nruns : 1, sizeof *ids))) {
+    code = 1;
+    goto out;
+  }
+  if (resume) {
+    int64_t exp_id = 0;
+    if (resume_rows(db, x, &exp_id, ids, &todo) < 0) {
+      fprintf(stderr, "sgdlab run: --resume: %s\n", sg_err_msg());
+      code = 2;
+      goto out;
+    }
+    if (sg_progress_new(&prog, quiet, x->nruns) < 0) {
+      code = 1;
+      goto out;
+    }
+    sg_run_install_signals();
+    env = (sg_run_env_t){.db = db, .exp_id = exp_id, .progress = prog, .verbose = verbose,
+                         .rank_bin = rank_bin};
+    if (!quiet)
+      printf("resuming experiment '%s' (id %lld): %zu of %zu runs to do\n", x->name,
+             (long long)exp_id, todo, x->nruns);
+  } else if (sg_run_begin(db, x, quiet, verbose, rank_bin, &prog, &env) < 0 ||
+             plan_rows(db, env.exp_id, x, NULL, 0, ids, &todo) < 0) {
+    /* every run recorded up front as pending: an interrupted sweep shows
+     * (and --resume finds) the runs it never started */
     fprintf(stderr, "sgdlab run: %s\n", sg_err_msg());
     code = 1;
     goto out;
   }
+  env.run_ids = ids;
   size_t failed = 0;
   for (size_t i = 0; i < x->nruns; i++) {
+    if (ids[i] < 0) continue; /* --resume: ok already */
     sg_run_result_t res;
     int rc = sg_run_execute(&env, &x->runs[i], i, x->nruns, &res);
     if (rc == SG_EINTERRUPTED) {
-      fprintf(stderr, "sgdlab run: interrupted; run %lld marked failed\n", (long long)res.run_id);
-      code = 130;
+      int sig = sg_run_signal();
+      fprintf(stderr, "sgdlab run: interrupted (%s); run %lld marked interrupted, the runs not "
+              "started stay pending (sgdlab run %s --resume runs them)\n",
+              sig > 0 ? strsignal(sig) : "signal", (long long)res.run_id, config);
+      code = 128 + (sig > 0 ? sig : SIGINT);
       goto out;
     }
     if (rc < 0) {
@@ -1189,12 +1319,13 @@ int sg_cmd_run(int argc, char **argv) {
   }
   if (!quiet)
     printf("experiment '%s' (id %lld): %zu run%s, %zu failed; results in %s\n", x->name,
-           (long long)env.exp_id, x->nruns, x->nruns == 1 ? "" : "s", failed, db_path);
+           (long long)env.exp_id, todo, todo == 1 ? "" : "s", failed, db_path);
   code = failed ? 1 : 0;
 out:
   sg_progress_destroy(&prog);
   sg_recorder_close(&db);
   sg_experiment_destroy(&x);
+  free(ids);
   free(hosts_set);
   free(sets);
   return code;

@@ -55,7 +55,8 @@
  *    vm, pid 4240): ps server 0 (rank 0): no PUSH for step 12 from ..."
  *
  * SIGINT/SIGTERM/SIGHUP on the harness stop the run the same way, mark it
- * failed "interrupted" and make sg_run_execute() return SG_EINTERRUPTED.
+ * "interrupted" (its steps so far kept) and make sg_run_execute() return
+ * SG_EINTERRUPTED; sg_run_signal() says which signal (exit 128 + it).
  * A harness that dies without that (SIGKILL) takes its ranks with it
  * (launch.h: PR_SET_PDEATHSIG; core/lifeline.h: ranks under mpirun), and
  * the next sgdlab command that opens the database marks its run failed
@@ -78,6 +79,7 @@ typedef struct sg_run_env {
   sg_progress_t *progress; /* NULL: nothing shown */
   int verbose;             /* print launch command lines */
   const char *rank_bin;    /* sgdlab-rank; NULL = sg_launch_find_rank_bin() */
+  const int64_t *run_ids;  /* run i's planned row (sg_recorder_run_plan), 0 or NULL: insert one */
 } sg_run_env_t;
 
 typedef struct sg_run_result {
@@ -97,6 +99,8 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
 
 /* Install the SIGINT/SIGTERM/SIGHUP handlers sg_run_execute() watches. */
 void sg_run_install_signals(void);
+/* The signal that interrupted the harness, 0 when none. */
+int sg_run_signal(void);
 
 /* State letter of process `pid` on this host from /proc/PID/stat ('R',
  * 'S', 'T', 'Z', ...), 0 when it cannot be read (gone). */

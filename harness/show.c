@@ -313,7 +313,10 @@ static int show_run(sqlite3 *db, int64_t run_id) {
       const char *name = sqlite3_column_name(st, c);
       if (!strcmp(name, "options_json")) continue; /* printed below */
       printf("  %-16s ", tty(t1, sizeof t1, name));
-      put_tty(sqlite3_column_type(st, c) == SQLITE_NULL ? "-" : sg_rdb_text(st, c));
+      int type = sqlite3_column_type(st, c);
+      if (type == SQLITE_FLOAT) /* seconds and the like: ms are enough, not 17 digits */
+        fputs(sg_rfmt(buf, sizeof buf, "%.3f", sqlite3_column_double(st, c)), stdout);
+      else put_tty(type == SQLITE_NULL ? "-" : sg_rdb_text(st, c));
       putchar('\n');
     }
   }

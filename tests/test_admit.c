@@ -67,12 +67,12 @@ TEST(open_file_limit_is_checked) {
 TEST(tiny_libsvm_file_with_a_huge_index_is_refused_for_memory) {
   /* 14 bytes declare 1e8 features: an MLP of 4096 hidden units on them is
    * 4e11 parameters, 1.6 TB per copy */
-  char dir[256], svm[512], text[1024];
+  char dir[256], svm[512], text[2048];
   CHECK(ru_mkdtemp(dir, sizeof dir, "admit-svm") == 0); /* dry() takes ru_scratch */
   snprintf(svm, sizeof svm, "%s/tiny.svm", dir);
   CHECK(ru_write_file(svm, "0 100000000:1\n") == 0);
-  snprintf(text, sizeof text, "workload: {dataset: libsvm, train_file: %s, classes: 2, batch: 1, "
-           "hidden: [4096]}\nengines: [local]\n", svm);
+  snprintf(text, sizeof text, "workload: {dataset: libsvm, train_file: %s, test_file: %s, "
+           "classes: 2, batch: 1, hidden: [4096]}\nengines: [local]\n", svm, svm);
   CHECK_EQ_INT(dry(text, 0), 2);
   CHECK_MSG(one_line(), "%s", out);
   CHECK_STR_CONTAINS(out, "x.yaml: run 1 (local workers=1): needs ~");
@@ -118,6 +118,25 @@ TEST(data_that_cannot_be_opened_is_an_error_before_launch) {
   CHECK_STR_CONTAINS(out, "/nonexistent-sgdlab.svm");
 }
 
+/* A LIBSVM training file with neither test_file nor holdout has nothing to
+ * evaluate on: refused before launch, naming both ways out. */
+TEST(libsvm_without_a_test_set_is_an_error_before_launch) {
+  char dir[256], svm[512], text[1024];
+  CHECK(ru_mkdtemp(dir, sizeof dir, "admit-hold") == 0);
+  snprintf(svm, sizeof svm, "%s/pm.svm", dir);
+  CHECK(ru_write_file(svm, "-1 1:1\n+1 2:1\n-1 1:2\n+1 2:2\n") == 0);
+  snprintf(text, sizeof text, "workload: {dataset: libsvm, train_file: %s, batch: 1, "
+           "model: softmax}\nengines: [local]\n", svm);
+  CHECK_EQ_INT(dry(text, 0), 2);
+  CHECK_MSG(one_line(), "%s", out);
+  CHECK_STR_CONTAINS(out, "test_file: required for dataset libsvm, or set holdout: FRACTION");
+  /* -1/+1 labels and a holdout: admitted */
+  snprintf(text, sizeof text, "workload: {dataset: libsvm, train_file: %s, batch: 1, "
+           "model: softmax, holdout: 0.25}\nengines: [local]\n", svm);
+  CHECK_EQ_INT(dry(text, 0), 0);
+  ru_rm_rf(dir);
+}
+
 TEST(more_processes_than_cores_warn_once) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   char text[512];
@@ -127,4 +146,19 @@ TEST(more_processes_than_cores_warn_once) {
   CHECK_STR_CONTAINS(out, "sgdlab run: warning: run 2 (allreduce workers=");
   CHECK_STR_CONTAINS(out, "timings will mostly measure waiting");
   CHECK(strstr(strstr(out, "warning:") + 1, "warning:") == NULL); /* one line, not one per run */
+}
+
+/* Two runs with the same settings: each later one is named once, with the
+ * run it repeats; the experiment still runs (exit 0). */
+TEST(identical_runs_are_warned_once_each) {
+  CHECK_EQ_INT(dry("workload: {dataset: synthetic, features: 4, train_samples: 100}\n"
+                   "engines:\n  - {engine: ps, servers: 2}\n  - {engine: ps, servers: 2}\n"
+                   "  - {engine: ps, servers: 3}\n  - local\n", 0), 0);
+  CHECK_STR_CONTAINS(out, "sgdlab run: warning: run 2 (ps workers=1) has the same settings as "
+                          "run 1 (ps workers=1)");
+  CHECK(strstr(strstr(out, "warning:") + 1, "warning:") == NULL);
+  /* repeat: is not a duplicate */
+  CHECK_EQ_INT(dry("repeat: 2\nworkload: {dataset: synthetic, features: 4, train_samples: 100}\n"
+                   "engines: [local]\n", 0), 0);
+  CHECK(strstr(out, "warning:") == NULL);
 }

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "err.h"
@@ -454,4 +456,102 @@ TEST(cluster_refuses_mpi_mpirun_and_host_lists) {
   CHECK_OK(rc);
   CHECK_EQ_INT(x->nruns, 2);
   sg_experiment_destroy(&x);
+}
+
+#define CHECK_STR_EQ(a, b) CHECK_MSG(!strcmp((a), (b)), "got '%s', want '%s'", (a), (b))
+
+/* Relative data paths in the file are relative to the file, not to the
+ * directory sgdlab runs in; absolute ones stay; --set is relative to the
+ * current directory.  The run stores the resolved, absolute path. */
+TEST(relative_data_paths_resolve_against_the_experiment_file) {
+  char dir[256], sub[300], path[400], want[700], cwd[4096], wantset[4400];
+  CHECK(ru_mkdtemp(dir, sizeof dir, "cfg-paths") == 0);
+  snprintf(sub, sizeof sub, "%s/exp", dir);
+  snprintf(path, sizeof path, "%s/x.yaml", sub);
+  CHECK(mkdir(sub, 0700) == 0);
+  CHECK(ru_write_file(path, "workload: {dataset: [libsvm, mnist], train_file: data/a.svm,\n"
+                            "  test_file: /abs/b.svm, data_dir: ../idx}\n"
+                            "engines: [local]\n") == 0);
+  sg_experiment_t *x = NULL;
+  CHECK_OK(sg_config_load(&x, path, NULL, 0));
+  char *real = realpath(sub, NULL);
+  snprintf(want, sizeof want, "%s/data/a.svm", real);
+  CHECK_STR_EQ(sg_opts_get(x->runs[0].opts, "train_file"), want);
+  CHECK_STR_EQ(sg_opts_get(x->runs[0].opts, "test_file"), "/abs/b.svm");
+  CHECK_STR_EQ(sg_opts_get(x->runs[0].opts, "data_dir"), "../idx"); /* unused by libsvm */
+  snprintf(want, sizeof want, "%s/../idx", real);
+  CHECK_STR_EQ(sg_opts_get(x->runs[1].opts, "data_dir"), want);
+  sg_experiment_destroy(&x);
+  char *sets[] = {"workload.train_file=c.svm"};
+  CHECK_OK(sg_config_load(&x, path, sets, 1));
+  CHECK(getcwd(cwd, sizeof cwd) != NULL);
+  snprintf(wantset, sizeof wantset, "%s/c.svm", cwd);
+  CHECK_STR_EQ(sg_opts_get(x->runs[0].opts, "train_file"), wantset);
+  sg_experiment_destroy(&x);
+  free(real);
+  ru_rm_rf(dir);
+}
+
+/* A file with four mistakes reports all four, by line, one a line. */
+TEST(every_key_error_of_a_file_is_reported_at_once) {
+  CHECK_ERR("workers: 0\n"
+            "workload:\n"
+            "  lr: fast\n"
+            "  batchsize: 64\n"
+            "engines:\n"
+            "  - {engine: ps, mode: sometimes}\n",
+            "t.yaml:1:10: workers: must be >= 1\n"
+            "t.yaml:3:7: lr: expected a number, got 'fast'\n"
+            "t.yaml:4:3: batchsize: unknown key; did you mean 'batch'?\n"
+            "t.yaml:6:24: mode: 'sometimes' is not one of sync|ssp|async");
+  /* a structural mistake that stops the walk is still reported, after them */
+  CHECK_ERR("workers: 0\nworkload: {engines: [local]}\nengines: [local]\n",
+            "t.yaml:1:10: workers: must be >= 1\n"
+            "t.yaml:2:12: engines: belongs at the top level");
+}
+
+/* An option only some variant of its engine reads is an error when no run
+ * of the entry uses that variant, naming what makes it meaningful. */
+TEST(options_no_run_uses_are_errors) {
+  CHECK_ERR("engines:\n  - {engine: ps, mode: async, staleness: 3}\n",
+            "t.yaml:2:31: staleness: only used with mode: ssp");
+  CHECK_ERR("engines:\n  - {engine: mapreduce, depth: 3}\n",
+            "t.yaml:2:25: depth: only used with aggregate: tree");
+  CHECK_ERR("engines:\n  - {engine: allreduce, algorithm: rhd, segment: 64K}\n",
+            "t.yaml:2:41: segment: only used with algorithm: ring/cuda-ring");
+  CHECK_ERR("workload: {holdout: 0.1}\nengines: [local]\n",
+            "t.yaml:1:12: holdout: only used with dataset: libsvm");
+  int rc;
+  /* a sweep where some run uses it is fine */
+  sg_experiment_t *x = parse("engines:\n  - {engine: ps, mode: [sync, ssp], staleness: 3}\n",
+                             NULL, 0, &rc);
+  CHECK_MSG(rc == 0 && x && x->nruns == 2, "%s", sg_err_msg());
+  sg_experiment_destroy(&x);
+  char *a[] = {"engines.0.staleness=1"};
+  x = parse("engines:\n  - {engine: ps}\n", a, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK_STR_CONTAINS(sg_err_msg(), "--set engines.0.staleness=1: staleness: only used with mode: ssp");
+}
+
+/* --set mistakes a new user makes get messages that say what to do. */
+TEST(set_messages_name_what_exists) {
+  int rc;
+  char *a[] = {"engines.3.mode=ssp"};
+  sg_experiment_t *x = parse("engines: [ps, {engine: ps, mode: async}, ps]\n", a, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK_STR_EQ(sg_err_msg(), "--set engines.3.mode=ssp: engines.3.mode: no engine entry 3: "
+                             "engines: has 3 entries (0..2)");
+  /* spaces around '=' are dropped, inside a key refused */
+  char *b[] = {" lr = 0.25 "};
+  x = parse("engines: [local]\n", b, 1, &rc);
+  CHECK_MSG(rc == 0 && x, "%s", sg_err_msg());
+  CHECK_STR_EQ(sg_opts_get(x->runs[0].opts, "lr"), "0.25");
+  sg_experiment_destroy(&x);
+  char *c[] = {"l r=0.1"};
+  x = parse("engines: [local]\n", c, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK_STR_EQ(sg_err_msg(), "--set l r=0.1: l r: a key has no spaces (expected key=value)");
+  /* integer bounds in full */
+  CHECK_ERR("workload: {seed: 99999999999}\nengines: [local]\n",
+            "t.yaml:1:18: seed: must be <= 4294967295");
 }

@@ -395,6 +395,82 @@ TEST(libsvm_errors_name_file_and_line) {
   CHECK(ds == NULL);
 }
 
+/* LIBSVM files as people write them: -1/+1 and 1-based labels, classes
+ * left to the file; the test file follows the training file's rule. */
+TEST(libsvm_labels_pm1_and_one_based_are_mapped) {
+  sg_dataset_t *ds = NULL;
+  sg_libsvm_labels_t lab = {SG_LABELS_DECIDE, 0};
+  write_text(tmp("pm.svm"), "-1 1:1\n+1 2:1\n1 1:2\n");
+  CHECK_OK(sg_dataset_load_libsvm_labels(&ds, tmp("pm.svm"), 0, &lab, 0));
+  CHECK_EQ_INT(lab.rule, SG_LABELS_PM1);
+  CHECK_EQ_INT(lab.classes, 2);
+  CHECK(ds->y[0] == 0 && ds->y[1] == 1 && ds->y[2] == 1);
+  sg_dataset_destroy(&ds);
+  /* a test file under the -1/+1 rule may not hold a 0 */
+  write_text(tmp("pm0.svm"), "1 1:1\n0 1:1\n");
+  CHECK_EQ_INT(sg_dataset_load_libsvm_labels(&ds, tmp("pm0.svm"), 0, &lab, 0), SG_EFORMAT);
+  CHECK_STR_CONTAINS(sg_err_msg(), "pm0.svm:2: label 0 out of range -1/+1 (labels: -1/+1");
+  /* 1..3 with no 0: three classes, 0-based */
+  lab = (sg_libsvm_labels_t){SG_LABELS_DECIDE, 0};
+  write_text(tmp("one.svm"), "3 1:1\n1 2:1\n2 1:1\n");
+  CHECK_OK(sg_dataset_load_libsvm_labels(&ds, tmp("one.svm"), 0, &lab, 0));
+  CHECK_EQ_INT(lab.rule, SG_LABELS_ONE_BASED);
+  CHECK_EQ_INT(lab.classes, 3);
+  CHECK(ds->y[0] == 2 && ds->y[1] == 0 && ds->y[2] == 1);
+  sg_dataset_destroy(&ds);
+  /* its test file: a 0 is out of range, and so is 4 (3 classes) */
+  write_text(tmp("one0.svm"), "1 1:1\n4 1:1\n");
+  CHECK_EQ_INT(sg_dataset_load_libsvm_labels(&ds, tmp("one0.svm"), 0, &lab, 0), SG_EFORMAT);
+  CHECK_STR_CONTAINS(sg_err_msg(), "one0.svm:2: label 4 out of range 1..3");
+  /* 0-based stays as is; classes inferred from the largest label */
+  lab = (sg_libsvm_labels_t){SG_LABELS_DECIDE, 0};
+  write_text(tmp("zero.svm"), "0 1:1\n4 1:1\n");
+  CHECK_OK(sg_dataset_load_libsvm_labels(&ds, tmp("zero.svm"), 0, &lab, 0));
+  CHECK_EQ_INT(lab.rule, SG_LABELS_AS_IS);
+  CHECK_EQ_INT(lab.classes, 5);
+  CHECK(ds->y[1] == 4);
+  sg_dataset_destroy(&ds);
+  /* one label only: nothing to infer */
+  lab = (sg_libsvm_labels_t){SG_LABELS_DECIDE, 0};
+  write_text(tmp("same.svm"), "0 1:1\n0 1:1\n");
+  CHECK_EQ_INT(sg_dataset_load_libsvm_labels(&ds, tmp("same.svm"), 0, &lab, 0), SG_EFORMAT);
+  CHECK_STR_CONTAINS(sg_err_msg(), "every label is 0: classes cannot be inferred");
+  CHECK(ds == NULL);
+}
+
+TEST(libsvm_holdout_is_seeded_and_disjoint) {
+  FILE *f = fopen(tmp("h.svm"), "w");
+  for (int i = 0; i < 100; i++) fprintf(f, "%d 1:%d\n", i % 2, i + 1); /* value = row + 1 */
+  fclose(f);
+  sg_dataset_t *a = NULL, *at = NULL, *b = NULL, *bt = NULL, *c = NULL, *ct = NULL;
+  CHECK_OK(sg_dataset_load_libsvm(&a, tmp("h.svm"), 0, 2, 0));
+  CHECK_OK(sg_dataset_load_libsvm(&b, tmp("h.svm"), 0, 2, 0));
+  CHECK_OK(sg_dataset_load_libsvm(&c, tmp("h.svm"), 0, 2, 0));
+  CHECK_OK(sg_dataset_holdout(&a, &at, 0.2, 7));
+  CHECK_OK(sg_dataset_holdout(&b, &bt, 0.2, 7));
+  CHECK_OK(sg_dataset_holdout(&c, &ct, 0.2, 8));
+  CHECK_EQ_INT(at->n, 20);
+  CHECK_EQ_INT(a->n, 80);
+  int seen[101] = {0}, same = 1, differs = 0;
+  for (int64_t i = 0; i < a->n; i++) seen[(int)a->val[i]]++;
+  for (int64_t i = 0; i < at->n; i++) {
+    seen[(int)at->val[i]]++;
+    same &= at->val[i] == bt->val[i];
+    differs |= at->val[i] != ct->val[i];
+    CHECK_EQ_INT(at->y[i], ((int)at->val[i] - 1) % 2); /* labels travel with their rows */
+    if (i) CHECK(at->val[i] > at->val[i - 1]);       /* file order kept */
+  }
+  for (int v = 1; v <= 100; v++) CHECK_MSG(seen[v] == 1, "row %d seen %d times", v, seen[v]);
+  CHECK(same);    /* same seed, same rows */
+  CHECK(differs); /* another seed, other rows */
+  sg_dataset_destroy(&a);
+  sg_dataset_destroy(&at);
+  sg_dataset_destroy(&b);
+  sg_dataset_destroy(&bt);
+  sg_dataset_destroy(&c);
+  sg_dataset_destroy(&ct);
+}
+
 TEST(synthetic_dense_is_seeded) {
   sg_dataset_t *a = NULL, *b = NULL, *c = NULL, *t = NULL;
   CHECK_OK(sg_dataset_synth_dense(&a, 7, SG_SPLIT_TRAIN, 200, 33, 4));

@@ -14,8 +14,8 @@
  *  - the lifeline alone: a rank process whose harness (a process holding
  *    the records PULL socket) is killed exits within 5 s with status
  *    SG_LIFELINE_EXIT and says why; one that finishes normally exits 0;
- *  - SIGHUP (terminal closed) ends the run as SIGTERM does: exit 130, the
- *    run failed "interrupted", no rank left.
+ *  - SIGHUP (terminal closed) ends the run as SIGTERM does: exit 129
+ *    (128 + SIGHUP), the run "interrupted", no rank left.
  */
 #include "test.h"
 
@@ -318,9 +318,9 @@ TEST(sighup_stops_the_run_like_sigterm) {
             "the run did not get going within 60 s");
   CHECK(kill(h, SIGHUP) == 0);
   int code = ru_wait_exit_code(h, 10.0);
-  CHECK_EQ_INT(code, 130);
+  CHECK_EQ_INT(code, 129);
   ru_db_text_into(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
-  CHECK_MSG(!strcmp(err, "failed: interrupted"), "%s", err);
+  CHECK_MSG(!strcmp(err, "interrupted: interrupted"), "%s", err);
   for (int r = 0; r < 2; r++)
     CHECK_MSG(ru_wait_gone(pids[r], 1.0, 1), "rank %d (pid %d) still there", r, pids[r]);
   ru_rm_rf(dir);

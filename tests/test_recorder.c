@@ -391,3 +391,31 @@ TEST(run_dir_pattern_is_strict) {
   CHECK(!sg_run_dir_pattern(""));
   CHECK(!sg_run_dir_pattern(NULL));
 }
+
+/* Runs planned but never started belong to no harness: reconciliation
+ * leaves them pending (sgdlab run --resume runs them), and starting one
+ * makes this process its harness. */
+TEST(pending_runs_stay_pending_across_reconciliation) {
+  char dir[64];
+  const char *path = tmp_db(dir, sizeof dir);
+  sg_recorder_t *r = NULL;
+  CHECK_OK(sg_recorder_open(&r, path));
+  int64_t exp, a, b;
+  CHECK_OK(sg_recorder_experiment(r, "e", "engines: [local]\n", &exp));
+  sg_run_row_t row = {.engine = "local", .options_json = "{}", .transport = "zmq",
+                      .launcher = "local", .workers = 1, .processes = 1, .seed = 7};
+  CHECK_OK(sg_recorder_run_plan(r, exp, &row, &a));
+  CHECK_OK(sg_recorder_run_plan(r, exp, &row, &b));
+  sg_recorder_close(&r);
+  CHECK_OK(sg_recorder_open(&r, path)); /* reconciles */
+  sqlite3 *db = sg_recorder_sqlite(r);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM runs WHERE status='pending' AND started_at IS NULL"
+                         " AND harness_pid IS NULL"), 2);
+  CHECK_OK(sg_recorder_run_start(r, b));
+  char q[160];
+  snprintf(q, sizeof q, "SELECT count(*) FROM runs WHERE id=%lld AND status='running' AND "
+           "harness_pid=%d AND started_at IS NOT NULL", (long long)b, (int)getpid());
+  CHECK_EQ_INT(count(db, q), 1);
+  sg_recorder_close(&r);
+  cleanup(dir);
+}

@@ -17,6 +17,7 @@
  *    dead_rank.R), where sync ps fails: the engine's tolerates_exit. */
 #include <errno.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -125,14 +126,16 @@ TEST(local_run_is_recorded_and_repeats_are_bitwise_identical) {
 
 /* Start a long local run and wait until the database shows some steps;
  * returns the harness pid and the rank's pid. */
-static int start_long_run(const char *dir, char *db, size_t dbcap, pid_t *harness, int *rank_pid) {
-  char cfg[128], errpath[128];
+static int start_long_run_seeds(const char *dir, char *db, size_t dbcap, pid_t *harness,
+                                int *rank_pid, const char *seeds) {
+  char cfg[128], errpath[128], text[512];
   snprintf(cfg, sizeof cfg, "%s/long.yaml", dir);
   snprintf(db, dbcap, "%s/r.db", dir);
   snprintf(errpath, sizeof errpath, "%s/stderr", dir);
-  ru_write_file(cfg, "name: long\n"
-                  "workload: {model: mlp, hidden: [64], batch: 16, epochs: 100, eval_every: 100000}\n"
-                  "engines: [local]\n");
+  snprintf(text, sizeof text, "name: long\n"
+           "workload: {model: mlp, hidden: [64], batch: 16, epochs: 100, eval_every: 100000,\n"
+           "  seed: %s}\nengines: [local]\n", seeds);
+  ru_write_file(cfg, text);
   char *argv[] = {NULL, "run", cfg, "--db", (char *)db, NULL};
   *harness = ru_start(argv, errpath, 0, NULL);
   *rank_pid = 0;
@@ -142,6 +145,10 @@ static int start_long_run(const char *dir, char *db, size_t dbcap, pid_t *harnes
     return -1;
   *rank_pid = (int)ru_db_int(db, "SELECT pid FROM ranks WHERE run_id=1 AND rank=0");
   return *rank_pid > 0 ? 0 : -1;
+}
+
+static int start_long_run(const char *dir, char *db, size_t dbcap, pid_t *harness, int *rank_pid) {
+  return start_long_run_seeds(dir, db, dbcap, harness, rank_pid, "1");
 }
 
 TEST(rank_killed_with_sigkill_fails_the_run_quickly) {
@@ -176,8 +183,90 @@ TEST(sigint_interrupts_the_run) {
   int code = ru_wait_exit_code(h, 10.0);
   CHECK_EQ_INT(code, 130);
   ru_db_text_into(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
-  CHECK_MSG(!strcmp(err, "failed: interrupted"), "%s", err);
+  CHECK_MSG(!strcmp(err, "interrupted: interrupted"), "%s", err);
   CHECK(kill(rp, 0) < 0 && errno == ESRCH);
+  ru_rm_rf(dir);
+}
+
+/* SIGTERM in the first run of a 3-run sweep: exit 143 (128 + 15), the run
+ * interrupted with its steps, the two never started recorded as pending. */
+TEST(sigterm_leaves_the_sweep_interrupted_and_pending) {
+  char dir[64], db[128];
+  ru_mkdtemp(dir, sizeof dir, "cli");
+  pid_t h;
+  int rp;
+  CHECK_MSG(start_long_run_seeds(dir, db, sizeof db, &h, &rp, "[1, 2, 3]") == 0,
+            "no steps recorded within 60 s");
+  long long before = ru_db_int(db, "SELECT count(*) FROM steps WHERE run_id=1");
+  CHECK(kill(h, SIGTERM) == 0);
+  CHECK_EQ_INT(ru_wait_exit_code(h, 10.0), 143);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs"), 3);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE id=1 AND status='interrupted'"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE id>1 AND status='pending' AND "
+                         "started_at IS NULL"), 2);
+  CHECK(ru_db_int(db, "SELECT count(*) FROM steps WHERE run_id=1") >= before);
+  CHECK(before >= 5);
+  ru_rm_rf(dir);
+}
+
+/* --resume runs only what is not ok, in the same experiment and rows; an
+ * edited file (another text) has nothing to resume. */
+TEST(resume_runs_only_the_runs_not_ok) {
+  char dir[64], cfg[128], db[128], out[8192];
+  ru_mkdtemp(dir, sizeof dir, "cli");
+  snprintf(cfg, sizeof cfg, "%s/r.yaml", dir);
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  const char *text = "name: res\nworkload: {dataset: synthetic, features: 8, train_samples: 256,"
+                     " test_samples: 64, model: softmax, batch: 16, max_steps: 4,"
+                     " seed: [1, 2, 3]}\nengines: [local]\n";
+  ru_write_file(cfg, text);
+  char *argv[] = {NULL, "run", cfg, "--db", db, NULL, NULL};
+  int code = ru_run(argv, 1, NULL, out, sizeof out);
+  CHECK_MSG(code == 0, "exit %d: %s", code, out);
+  char *t1 = ru_db_text(db, "SELECT started_at FROM runs WHERE id=1");
+  /* as an interrupted sweep leaves it: run 2 interrupted, run 3 pending */
+  sqlite3 *h = NULL;
+  CHECK(sqlite3_open(db, &h) == SQLITE_OK);
+  CHECK(sqlite3_exec(h, "UPDATE runs SET status='interrupted' WHERE id=2; "
+                        "UPDATE runs SET status='pending', started_at=NULL WHERE id=3; "
+                        "DELETE FROM steps WHERE run_id=3", NULL, NULL, NULL) == SQLITE_OK);
+  sqlite3_close(h);
+  argv[5] = "--resume";
+  code = ru_run(argv, 1, NULL, out, sizeof out);
+  CHECK_MSG(code == 0, "exit %d: %s", code, out);
+  CHECK_STR_CONTAINS(out, "resuming experiment 'res' (id 1): 2 of 3 runs to do");
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM experiments"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs"), 3);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status='ok'"), 3);
+  char *t1b = ru_db_text(db, "SELECT started_at FROM runs WHERE id=1");
+  CHECK_MSG(t1 && t1b && !strcmp(t1, t1b), "run 1 (ok) was run again: %s / %s", t1, t1b);
+  /* the resumed runs' steps once each, not the interrupted attempt's too */
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps WHERE run_id=2"), 4);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps WHERE run_id=3"), 4);
+  free(t1);
+  free(t1b);
+  /* show rounds the run's seconds: "wall_s  0.123", not 17 digits */
+  char *show[] = {NULL, "show", "2", "--db", db, NULL};
+  code = ru_run(show, 1, NULL, out, sizeof out);
+  CHECK_MSG(code == 0, "show: exit %d: %s", code, out);
+  const char *w = strstr(out, "\n  wall_s ");
+  double secs = -1;
+  int chars = 0;
+  CHECK_MSG(w && sscanf(w + 10, " %lf%n", &secs, &chars) == 1 && secs > 0, "%s", out);
+  const char *dot = w ? strchr(w + 10, '.') : NULL;
+  CHECK_MSG(dot && strspn(dot + 1, "0123456789") == 3, "wall_s not rounded to ms: %.40s", w);
+  /* all ok: nothing to do */
+  code = ru_run(argv, 1, NULL, out, sizeof out);
+  CHECK_MSG(code == 0, "exit %d: %s", code, out);
+  CHECK_STR_CONTAINS(out, "0 of 3 runs to do");
+  /* another text: refused, exit 2 */
+  ru_write_file(cfg, "# edited\n");
+  FILE *f = fopen(cfg, "a");
+  fputs(text, f);
+  fclose(f);
+  code = ru_run(argv, 1, NULL, out, sizeof out);
+  CHECK_EQ_INT(code, 2);
+  CHECK_STR_CONTAINS(out, "--resume: no experiment 'res' with this experiment file's text");
   ru_rm_rf(dir);
 }
 
@@ -384,4 +473,40 @@ TEST(async_ps_survives_a_dead_worker_and_sync_does_not) {
   CHECK_STR_CONTAINS(err, "failed: ");
   CHECK_STR_CONTAINS(err, "rank 2");
   CHECK_MSG(dead[0] == '\0', "sync recorded a tolerated death: %s", dead);
+}
+
+/* `sgdlab run` alone says what is missing before the usage. */
+TEST(run_without_config_says_it_is_missing) {
+  char out[8192];
+  char *argv[] = {NULL, "run", NULL};
+  CHECK_EQ_INT(ru_run(argv, 1, NULL, out, sizeof out), 2);
+  CHECK_MSG(!strncmp(out, "sgdlab run: missing CONFIG, the experiment file to run", 54), "%s", out);
+  CHECK_STR_CONTAINS(out, "usage: sgdlab run CONFIG");
+}
+
+/* A LIBSVM experiment as a student writes it: -1/+1 labels, no classes,
+ * no test file but a holdout, the data next to the experiment file, and
+ * sgdlab started from another directory. */
+TEST(libsvm_pm1_with_holdout_runs_from_another_directory) {
+  char dir[64], cfg[160], svm[160], db[128], out[8192], want[256];
+  ru_mkdtemp(dir, sizeof dir, "cli");
+  snprintf(cfg, sizeof cfg, "%s/x.yaml", dir);
+  snprintf(svm, sizeof svm, "%s/pm.svm", dir);
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  FILE *f = fopen(svm, "w");
+  CHECK(f);
+  for (int i = 0; i < 400; i++) /* feature 1 or 2 says the class */
+    fprintf(f, "%s %d:1 3:%.2f\n", i % 2 ? "+1" : "-1", i % 2 ? 2 : 1, (i % 7) / 7.0);
+  fclose(f);
+  ru_write_file(cfg, "name: pm\nworkload: {dataset: libsvm, train_file: pm.svm, holdout: 0.25,\n"
+                     "  model: softmax, batch: 10, lr: 0.5, epochs: 2}\nengines: [local]\n");
+  char *argv[] = {NULL, "run", cfg, "--db", db, NULL};
+  int code = ru_run(argv, 1, "/", out, sizeof out);
+  CHECK_MSG(code == 0, "exit %d: %s", code, out);
+  snprintf(want, sizeof want, "\"train_file\":\"%s\"", svm);
+  char *opts = ru_db_text(db, "SELECT options_json FROM runs WHERE id=1");
+  CHECK_MSG(opts && strstr(opts, want), "%s", opts ? opts : "(none)");
+  free(opts);
+  CHECK(ru_db_int(db, "SELECT count(*) FROM evals WHERE run_id=1 AND test_acc >= 0.99") >= 1);
+  ru_rm_rf(dir);
 }

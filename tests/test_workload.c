@@ -184,6 +184,27 @@ TEST(libsvm_separable_evaluates_high) {
   sg_opts_destroy(&o);
 }
 
+/* 1-based labels, no classes, no test file: 3 outputs, a held-out test set */
+TEST(libsvm_one_based_infers_classes_and_holds_out) {
+  char tr[128], kv[512];
+  snprintf(tr, sizeof tr, "%s/one.svm", dir);
+  FILE *f = fopen(tr, "w");
+  for (int i = 0; i < 300; i++) fprintf(f, "%d %d:1 4:0.5\n", i % 3 + 1, i % 3 + 1);
+  fclose(f);
+  snprintf(kv, sizeof kv, "dataset=libsvm train_file=%s holdout=0.1 model=softmax batch=10 "
+                          "lr=0.5 epochs=3", tr);
+  sg_opts_t *o = ru_opts_kv(kv);
+  sg_workload_t *w = NULL;
+  CHECK_OK(sg_workload_new(&w, o, 0, 1, SG_WL_ALL));
+  CHECK_EQ_INT(sg_workload_nparams(w), (4 + 1) * 3); /* (d + 1) x 3 classes, not 10 */
+  CHECK_STR_CONTAINS(sg_workload_describe(w), "libsvm 270/30");
+  sg_workload_destroy(&w);
+  sg_opts_destroy(&o);
+  sg_eval_t ev;
+  CHECK_OK(train(kv, -1, NULL, &ev));
+  CHECK_MSG(ev.test_acc >= 0.99, "accuracy %.4f", ev.test_acc);
+}
+
 TEST(synthetic_dense_and_sparse_learn) {
   sg_eval_t ev;
   CHECK_OK(train("dataset=synthetic features=50 classes=5 train_samples=4000 test_samples=1000 "
