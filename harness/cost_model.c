@@ -43,8 +43,8 @@ static double rhd(const sg_cost_case_t *c, const sg_cost_params_t *p, double *li
 }
 
 /* Parameter server: each of S servers takes N pushes of K/S (incast on
- * its link), sums them, then answers N pulls of K/S; push and pull do not
- * overlap (a worker pulls after it pushed, the server answers after the
+ * its link), sums them, then answers N pulls of K/S; the two do not
+ * overlap on its link (a sync server answers the pulls only after the
  * N-th push).  Sparse: K is the measured bytes per worker step. */
 static double ps(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link) {
   double s = c->S > 0 ? c->S : 1, per = c->N * c->K / s;
