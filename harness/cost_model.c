@@ -122,6 +122,8 @@ int sg_cost_comm(const sg_cost_case_t *c, const sg_cost_params_t *p, double *sec
   return SG_OK;
 }
 
+int sg_cost_known(const sg_cost_case_t *c) { return lookup(c) != NULL; }
+
 double sg_cost_link_bytes(const sg_cost_case_t *c) {
   sg_cost_params_t zero = {0, 0, 0};
   double link = 0;

@@ -14,7 +14,10 @@
 #ifndef SG_MODEL_COST_H
 #define SG_MODEL_COST_H
 
+#include <sqlite3.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 typedef struct sg_cost_params {
   double alpha, beta, gamma;
@@ -35,6 +38,9 @@ typedef struct sg_cost_case {
 /* Predicted communication seconds per step of c under p; SG_ENOTFOUND
  * (message names engine and variant) when the table has no formula. */
 int sg_cost_comm(const sg_cost_case_t *c, const sg_cost_params_t *p, double *seconds);
+
+/* 1 when the table has a formula for c's engine and variant. */
+int sg_cost_known(const sg_cost_case_t *c);
 
 /* The table's name for c ("ring", "ps-sync-S2", "mapreduce-tree/flat") into
  * out. */
@@ -59,6 +65,10 @@ int sg_cost_fit_ring(const double *bytes, const double *t, size_t n, int N, doub
 /* gamma on this host: seconds per byte of sg_sum_f32 over two buffers of
  * `bytes` (median of `reps`); SG_ENOMEM. */
 int sg_cost_measure_gamma(size_t bytes, int reps, double *gamma);
+
+/* The "Cost model" section of summary.md for the experiments' runs on a
+ * cluster that have matching bench rows; nothing when none has. */
+int sg_cost_summary_md(FILE *f, sqlite3 *db, const int64_t *exps, size_t nexp);
 
 /* `sgdlab model` */
 int sg_cmd_model(int argc, char **argv);

@@ -77,6 +77,8 @@ static int parse_args(int argc, char **argv, margs_t *a) {
   return 0;
 }
 
+static const char *safe(const char *s, char *out, size_t cap);
+
 /* One run's row of the table, as read from the database. */
 typedef struct mrun {
   long long id;
@@ -190,7 +192,9 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   r->c.K = k >= 0 ? k
                   : model_bytes(TXT(11), TXT(12), TXT(13), sqlite3_column_int(st, 14),
                                 sqlite3_column_int(st, 15));
-  sg_cost_label(&r->c, r->label, sizeof r->label);
+  char label[sizeof r->label];
+  sg_cost_label(&r->c, label, sizeof label);
+  safe(label, r->label, sizeof r->label);
 }
 
 /* The bench ring rows recorded with r's link, auth and transport: the
@@ -222,47 +226,72 @@ static int fit_for(sqlite3 *db, const mrun_t *r, long min, double gamma, sg_cost
     x[n] = (double)sqlite3_column_int64(st, 2), t[n++] = sqlite3_column_double(st, 3);
   }
   sqlite3_finalize(st);
+  char l[64], a[16], tr[16];
+  safe(r->link, l, sizeof l), safe(r->auth, a, sizeof a), safe(r->transport, tr, sizeof tr);
   if (n < 2)
     return sg_err_set(SG_ENOTFOUND,
                       "no bench ring rows >= %ld B for link '%s', zmq_auth '%s', transport '%s' "
                       "(run `sgdlab bench allreduce --impl ring --transport %s --set cluster.hosts=2 "
                       "--set cluster.link=%s` on this database, or give --alpha and --beta)",
-                      min, r->link, r->auth, r->transport, r->transport, r->link[0] ? r->link : "RATE");
+                      min, l, a, tr, tr, l[0] ? l : "RATE");
   SG_CHECK(sg_cost_fit_ring(x, t, n, np, gamma, p));
   snprintf(src, cap, "%zu ring rows of bench experiment %lld, np %d", n, exp, np);
   return SG_OK;
 }
 
+/* Database text for a terminal or a markdown table: anything but letters,
+ * digits and ".-_/" becomes '?' (no control sequences, no '|'). */
+static const char *safe(const char *s, char *out, size_t cap) {
+  size_t i = 0;
+  for (; s[i] && i + 1 < cap; i++) {
+    char c = s[i];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             strchr(".-_/", c);
+    out[i] = ok ? c : '?';
+  }
+  out[i] = 0;
+  return out;
+}
+
 static void print_params(const mrun_t *r, const sg_cost_params_t *p, const char *src) {
+  char l[64], a[16], t[16];
   printf("# link '%s', zmq_auth '%s', transport %s: alpha %.2f us, beta %.3f ns/B "
          "(%.0f Mbit/s effective), gamma %.3f ns/B  [%s]\n",
-         r->link, r->auth, r->transport, p->alpha * 1e6, p->beta * 1e9,
+         safe(r->link, l, sizeof l), safe(r->auth, a, sizeof a), safe(r->transport, t, sizeof t),
+         p->alpha * 1e6, p->beta * 1e9,
          p->beta > 0 ? 8e-6 / p->beta : 0, p->gamma * 1e9, src);
   printf("%5s %-22s %3s %9s %11s %10s %11s %12s %7s\n", "run", "engine/variant", "N", "K(MB)",
          "compute(ms)", "comm(ms)", "total(ms)", "measured(ms)", "ratio");
 }
 
-/* Parameters for r: the options, else the fit; printed when they change. */
+/* Parameters for r: the options, else the fit (src says which). */
 static int params_for(sqlite3 *db, const margs_t *a, const mrun_t *r, double gamma,
-                      sg_cost_params_t *p, char *last, size_t cap) {
-  char src[160] = "given", key[160];
+                      sg_cost_params_t *p, char *src, size_t cap) {
   sg_cost_params_t fit = {0, 0, gamma};
-  snprintf(key, sizeof key, "%s|%s|%s", r->link, r->auth, r->transport);
-  if (a->alpha < 0 || a->beta < 0) SG_CHECK(fit_for(db, r, a->fit_min, gamma, &fit, src, sizeof src));
+  snprintf(src, cap, "given");
+  if (a->alpha < 0 || a->beta < 0) SG_CHECK(fit_for(db, r, a->fit_min, gamma, &fit, src, cap));
   *p = (sg_cost_params_t){a->alpha >= 0 ? a->alpha : fit.alpha, a->beta >= 0 ? a->beta : fit.beta,
                           gamma};
-  if (strcmp(key, last)) print_params(r, p, src);
-  snprintf(last, cap, "%s", key);
   return SG_OK;
+}
+
+/* r's medians, parameters and predicted communication seconds. */
+static int predict(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma, sg_cost_params_t *p,
+                   char *src, size_t cap, double *comm) {
+  run_medians(db, r, a->warmup);
+  SG_CHECK(params_for(db, a, r, gamma, p, src, cap));
+  return sg_cost_comm(&r->c, p, comm);
 }
 
 static int print_run(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma, char *last,
                      size_t cap) {
   sg_cost_params_t p;
+  char src[160], key[400];
   double comm;
-  run_medians(db, r, a->warmup);
-  SG_CHECK(params_for(db, a, r, gamma, &p, last, cap));
-  SG_CHECK(sg_cost_comm(&r->c, &p, &comm));
+  SG_CHECK(predict(db, a, r, gamma, &p, src, sizeof src, &comm));
+  snprintf(key, sizeof key, "%s|%s|%s|%s", r->link, r->auth, r->transport, src);
+  if (strcmp(key, last)) print_params(r, &p, src); /* once per link and fit */
+  snprintf(last, cap, "%s", key);
   double total = (isnan(r->compute) ? 0 : r->compute) + comm;
   printf("%5lld %-22s %3d %9.3f %11.2f %10.2f %11.2f %12.2f %7.2f\n", r->id, r->label, r->c.N,
          r->c.K / 1e6, r->compute * 1e3, comm * 1e3, total * 1e3, r->measured * 1e3,
@@ -272,7 +301,7 @@ static int print_run(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma, cha
 
 static int model_runs(sqlite3 *db, const margs_t *a, int64_t exp, double gamma) {
   sqlite3_stmt *st = NULL;
-  char last[160] = "";
+  char last[400] = "";
   int rc = SG_OK, rows = 0;
   if (sqlite3_prepare_v2(db, RUN_SQL, -1, &st, NULL) != SQLITE_OK)
     return sg_err_set(SG_EIO, "runs: %s", sqlite3_errmsg(db));
@@ -281,6 +310,11 @@ static int model_runs(sqlite3 *db, const margs_t *a, int64_t exp, double gamma) 
     mrun_t r;
     read_run(st, &r, a->k);
     if (!strcmp(r.engine, "local") || !strncmp(r.engine, "bench-", 6)) continue;
+    if (!sg_cost_known(&r.c)) { /* e.g. allreduce nccl: said, not fatal */
+      printf("%5lld %-22s %3d   (no cost formula for this engine and variant)\n", r.id, r.label,
+             r.c.N);
+      continue;
+    }
     rc = print_run(db, a, &r, gamma, last, sizeof last);
     rows++;
   }
@@ -309,4 +343,51 @@ int sg_cmd_model(int argc, char **argv) {
   if (rc < 0) fprintf(stderr, "sgdlab model: %s\n", sg_err_msg());
   sqlite3_close(db);
   return rc < 0 ? (rc == SG_ENOTFOUND ? 2 : 1) : 0;
+}
+
+/* ---- the section of summary.md --------------------------------------- */
+
+static void md_row(FILE *f, const mrun_t *r, const sg_cost_params_t *p, double comm) {
+  double total = (isnan(r->compute) ? 0 : r->compute) + comm;
+  fprintf(f, "| %lld | %s | %d | %.3f | %.1f | %.3f | %.1f | %.1f | %.1f | %.2f |\n", r->id,
+          r->label, r->c.N, r->c.K / 1e6, p->alpha * 1e6, p->beta * 1e9, r->compute * 1e3,
+          total * 1e3, r->measured * 1e3, r->measured / total);
+}
+
+/* One experiment's cluster runs that have bench rows to fit; 0 rows is no
+ * section.  Runs without a fit are left out (the CLI says why). */
+static int md_runs(FILE *f, sqlite3 *db, int64_t exp, double *gamma, int *rows) {
+  margs_t a = {SG_DEFAULT_DB, NULL, -1, -1, -1, -1, 5, 1 << 20};
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, RUN_SQL, -1, &st, NULL) != SQLITE_OK)
+    return sg_err_set(SG_EIO, "runs: %s", sqlite3_errmsg(db));
+  sqlite3_bind_int64(st, 1, exp);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    mrun_t r;
+    sg_cost_params_t p;
+    char src[160];
+    double comm;
+    read_run(st, &r, -1);
+    if (!r.link[0] || !sg_cost_known(&r.c) || !strncmp(r.engine, "bench-", 6)) continue;
+    if (isnan(*gamma) && sg_cost_measure_gamma(16u << 20, 5, gamma) < 0) *gamma = 0;
+    if (predict(db, &a, &r, *gamma, &p, src, sizeof src, &comm) < 0 || !(r.c.K > 0)) continue;
+    if (!(*rows)++)
+      fputs("\n## Cost model\n\nPredicted step time of the runs on an emulated cluster:"
+            " compute (the run's median compute_s) + the engine's alpha-beta-gamma"
+            " communication with alpha and beta fitted from `bench allreduce` ring rows"
+            " of the same link and auth (docs/model.md; `sgdlab model` prints the"
+            " same).\n\n| run | engine/variant | N | K (MB) | alpha (us) | beta (ns/B) |"
+            " compute (ms) | predicted (ms/step) | measured (ms/step) | measured / predicted |\n"
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n", f);
+    md_row(f, &r, &p, comm);
+  }
+  sqlite3_finalize(st);
+  return SG_OK;
+}
+
+int sg_cost_summary_md(FILE *f, sqlite3 *db, const int64_t *exps, size_t nexp) {
+  double gamma = NAN; /* timed at the first run on a cluster */
+  int rows = 0;
+  for (size_t i = 0; i < nexp; i++) SG_CHECK(md_runs(f, db, exps[i], &gamma, &rows));
+  return SG_OK;
 }

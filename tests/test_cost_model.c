@@ -124,6 +124,9 @@ static const char FIXTURE[] =
     " (3, 2, 'bench-allreduce', '{\"impl\":\"ring\",\"cluster.link\":\"1gbit\",\"zmq_auth\":\"curve\"}',"
     " 'zmq', 2, 'ok'),"
     " (4, 2, 'bench-allreduce', '{\"impl\":\"ring\",\"cluster.link\":\"1gbit\",\"zmq_auth\":\"none\"}',"
+    " 'zmq', 2, 'ok'),"
+    /* no formula, and text that must not reach a terminal or a table raw */
+    " (5, 1, 'allreduce', '{\"algorithm\":\"nc|cl\\u001b[2J\",\"cluster.link\":\"1gbit\",\"zmq_auth\":\"curve\"}',"
     " 'zmq', 2, 'ok');";
 
 /* bench rows t = 2 alpha + bytes beta (np 2), alpha 100 us, beta 8 ns/B;
@@ -190,6 +193,34 @@ TEST(cli_prints_expected_rows) {
   snprintf(want, sizeof want, "%5d %-22s %3d %9.3f %11.2f %10.2f %11.2f %12.2f %7.2f", 2,
            "ps-sync-S2", 4, 0.31804, 2.0, c2 * 1e3, 2.0 + c2 * 1e3, 20.0, 20.0 / (2.0 + c2 * 1e3));
   CHECK_STR_CONTAINS(out, want);
+  /* the run without a formula is one line, its text made safe */
+  CHECK_STR_CONTAINS(out, "    5 nc?cl??2J");
+  CHECK_STR_CONTAINS(out, "(no cost formula for this engine and variant)");
+  CHECK(strchr(out, 0x1b) == NULL);
+}
+
+/* `sgdlab report`: the same prediction as a section of summary.md. */
+TEST(report_summary_has_the_cost_section) {
+  const char *dir = ru_scratch("costmodel");
+  char db[512], rep[512], out[4096], path[600];
+  CHECK(dir != NULL);
+  if (!dir) return;
+  snprintf(db, sizeof db, "%s/fx.db", dir);
+  snprintf(rep, sizeof rep, "%s/rep", dir);
+  CHECK_OK(make_fixture(db));
+  char *argv[] = {"sgdlab", "report", "fx", "--db", db, "--out", rep, NULL};
+  CHECK_EQ_INT(ru_run(argv, 1, NULL, out, sizeof out), 0);
+  snprintf(path, sizeof path, "%s/summary.md", rep);
+  char *md = ru_slurp(path, 1 << 20);
+  CHECK(md != NULL);
+  if (!md) return;
+  CHECK_STR_CONTAINS(md, "## Cost model");
+  /* ring at N = 2 is the fitted line itself, whatever gamma was timed */
+  CHECK_STR_CONTAINS(md, "| 1 | ring | 2 | 0.031 | 100.0 | ");
+  CHECK_STR_CONTAINS(md, " | 2.0 | 2.5 | 10.0 | 4.08 |");
+  CHECK_STR_CONTAINS(md, "| 2 | ps-sync-S2 | 4 | 0.318 | 100.0 | ");
+  CHECK(strstr(md, "| 5 |") == NULL); /* no formula, no row */
+  free(md);
 }
 
 TEST(cli_without_bench_rows_names_the_link) {
