@@ -1,6 +1,7 @@
 /* cost_model_cmd.c - `sgdlab model`: the cost model's prediction (cost_model.h)
  * next to each run's measured step time. */
 #include <math.h>
+#include <stddef.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,35 +42,50 @@ static void usage(FILE *f) {
 typedef struct margs {
   const char *db, *sel;
   double alpha, beta, gamma, k; /* < 0: not given */
-  long warmup, fit_min;
+  double warmup, fit_min;
 } margs_t;
 
+#define MARGS_DEFAULT {SG_DEFAULT_DB, NULL, -1, -1, -1, -1, 5, 1 << 20}
+
+/* The numeric options and where they go. */
+static const struct {
+  const char *flag;
+  size_t off;
+} NUM_OPTS[] = {
+    {"--alpha", offsetof(margs_t, alpha)}, {"--beta", offsetof(margs_t, beta)},
+    {"--gamma", offsetof(margs_t, gamma)}, {"--k", offsetof(margs_t, k)},
+    {"--warmup", offsetof(margs_t, warmup)}, {"--fit-min", offsetof(margs_t, fit_min)},
+};
+
+/* A finite number in [0, 1e15]; -1 with a one-line message otherwise. */
 static int parse_num(const char *flag, const char *v, double *out) {
   char *end;
   double d = v ? strtod(v, &end) : 0;
-  if (!v || end == v || *end || !isfinite(d) || d < 0) {
-    fprintf(stderr, "sgdlab model: %s: expected a number >= 0, got '%s'\n", flag, v ? v : "");
+  if (!v || end == v || *end || !isfinite(d) || d < 0 || d > 1e15) {
+    fprintf(stderr, "sgdlab model: %s: expected a number in [0, 1e15], got '%s'\n", flag,
+            v ? v : "");
     return -1;
   }
   *out = d;
   return 0;
 }
 
+/* 0, 1 after --help, -1 after a message. */
 static int parse_args(int argc, char **argv, margs_t *a) {
-  *a = (margs_t){SG_DEFAULT_DB, NULL, -1, -1, -1, -1, 5, 1 << 20};
+  *a = (margs_t)MARGS_DEFAULT;
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    double d;
+    size_t n = 0, nn = sizeof NUM_OPTS / sizeof NUM_OPTS[0];
     if (!strcmp(s, "-h") || !strcmp(s, "--help")) return usage(stdout), 1;
-    if (!strcmp(s, "--db") && v) a->db = argv[++i];
-    else if (!strcmp(s, "--alpha")) { if (parse_num(s, v, &a->alpha) < 0) return -1; i++; }
-    else if (!strcmp(s, "--beta")) { if (parse_num(s, v, &a->beta) < 0) return -1; i++; }
-    else if (!strcmp(s, "--gamma")) { if (parse_num(s, v, &a->gamma) < 0) return -1; i++; }
-    else if (!strcmp(s, "--k")) { if (parse_num(s, v, &a->k) < 0) return -1; i++; }
-    else if (!strcmp(s, "--warmup")) { if (parse_num(s, v, &d) < 0) return -1; a->warmup = (long)d; i++; }
-    else if (!strcmp(s, "--fit-min")) { if (parse_num(s, v, &d) < 0) return -1; a->fit_min = (long)d; i++; }
-    else if (s[0] != '-' && !a->sel) a->sel = s;
-    else {
+    while (n < nn && strcmp(s, NUM_OPTS[n].flag)) n++;
+    if (n < nn) {
+      if (parse_num(s, v, (double *)((char *)a + NUM_OPTS[n].off)) < 0) return -1;
+      i++;
+    } else if (!strcmp(s, "--db") && v) {
+      a->db = argv[++i];
+    } else if (s[0] != '-' && !a->sel) {
+      a->sel = s;
+    } else {
       fprintf(stderr, "sgdlab model: unknown or incomplete argument '%s' (see --help)\n", s);
       return -1;
     }
@@ -94,7 +110,7 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Median of the first column of sql's rows (bound to run id and warm-up);
  * NAN when there is none. */
-static double median_of(sqlite3 *db, const char *sql, long long run, long warm, int diffs) {
+static double median_of(sqlite3 *db, const char *sql, long long run, long long warm, int diffs) {
   sqlite3_stmt *st = NULL;
   double *v = NULL, prev = NAN, m = NAN;
   size_t n = 0, cap = 0;
@@ -129,7 +145,7 @@ static double median_of(sqlite3 *db, const char *sql, long long run, long warm, 
 
 #define WORKER_ROWS " FROM steps WHERE run_id = ?1 AND step >= ?2 AND role IN ('worker','executor')"
 
-static void run_medians(sqlite3 *db, mrun_t *r, long warm) {
+static void run_medians(sqlite3 *db, mrun_t *r, long long warm) {
   r->compute = median_of(db, "SELECT compute_s, rank" WORKER_ROWS, r->id, warm, 0);
   r->measured = median_of(db, "SELECT t_start, rank" WORKER_ROWS " ORDER BY rank, step", r->id, warm, 1);
   if (r->c.sparse) /* the bytes a sparse worker really moves per step, each way */
@@ -207,7 +223,7 @@ static const char BENCH_SQL[] =
     " AND coalesce(json_extract(r.options_json, '$.zmq_auth'), '') = ?3 AND b.transport = ?4"
     " ORDER BY b.experiment_id DESC, b.np, b.bytes";
 
-static int fit_for(sqlite3 *db, const mrun_t *r, long min, double gamma, sg_cost_params_t *p,
+static int fit_for(sqlite3 *db, const mrun_t *r, long long min, double gamma, sg_cost_params_t *p,
                    char *src, size_t cap) {
   sqlite3_stmt *st = NULL;
   double x[256], t[256];
@@ -230,7 +246,7 @@ static int fit_for(sqlite3 *db, const mrun_t *r, long min, double gamma, sg_cost
   safe(r->link, l, sizeof l), safe(r->auth, a, sizeof a), safe(r->transport, tr, sizeof tr);
   if (n < 2)
     return sg_err_set(SG_ENOTFOUND,
-                      "no bench ring rows >= %ld B for link '%s', zmq_auth '%s', transport '%s' "
+                      "no bench ring rows >= %lld B for link '%s', zmq_auth '%s', transport '%s' "
                       "(run `sgdlab bench allreduce --impl ring --transport %s --set cluster.hosts=2 "
                       "--set cluster.link=%s` on this database, or give --alpha and --beta)",
                       min, l, a, tr, tr, l[0] ? l : "RATE");
@@ -269,7 +285,8 @@ static int params_for(sqlite3 *db, const margs_t *a, const mrun_t *r, double gam
                       sg_cost_params_t *p, char *src, size_t cap) {
   sg_cost_params_t fit = {0, 0, gamma};
   snprintf(src, cap, "given");
-  if (a->alpha < 0 || a->beta < 0) SG_CHECK(fit_for(db, r, a->fit_min, gamma, &fit, src, cap));
+  if (a->alpha < 0 || a->beta < 0)
+    SG_CHECK(fit_for(db, r, (long long)a->fit_min, gamma, &fit, src, cap));
   *p = (sg_cost_params_t){a->alpha >= 0 ? a->alpha : fit.alpha, a->beta >= 0 ? a->beta : fit.beta,
                           gamma};
   return SG_OK;
@@ -278,7 +295,7 @@ static int params_for(sqlite3 *db, const margs_t *a, const mrun_t *r, double gam
 /* r's medians, parameters and predicted communication seconds. */
 static int predict(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma, sg_cost_params_t *p,
                    char *src, size_t cap, double *comm) {
-  run_medians(db, r, a->warmup);
+  run_medians(db, r, (long long)a->warmup);
   SG_CHECK(params_for(db, a, r, gamma, p, src, cap));
   return sg_cost_comm(&r->c, p, comm);
 }
@@ -357,7 +374,7 @@ static void md_row(FILE *f, const mrun_t *r, const sg_cost_params_t *p, double c
 /* One experiment's cluster runs that have bench rows to fit; 0 rows is no
  * section.  Runs without a fit are left out (the CLI says why). */
 static int md_runs(FILE *f, sqlite3 *db, int64_t exp, double *gamma, int *rows) {
-  margs_t a = {SG_DEFAULT_DB, NULL, -1, -1, -1, -1, 5, 1 << 20};
+  margs_t a = MARGS_DEFAULT;
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(db, RUN_SQL, -1, &st, NULL) != SQLITE_OK)
     return sg_err_set(SG_EIO, "runs: %s", sqlite3_errmsg(db));
