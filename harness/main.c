@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "device.h"
 #include "engine.h"
+#include "cost_model.h"
 #include "reconcile.h"
 #include "settings.h"
 
@@ -31,6 +32,7 @@ static void usage(FILE *f) {
           "  show RUN         one run: options, status, ranks, evaluations\n"
           "  trace RUN        a run's steps as a Perfetto / chrome://tracing timeline\n"
           "  export           an experiment's rows as CSV or JSON\n"
+          "  model            predicted (alpha-beta-gamma) vs measured step time per run\n"
           "  engines          the engines and their options\n"
           "  cluster          an emulated cluster in this machine: network namespaces\n"
           "                   joined by rate-limited links (up, status, exec, down)\n"
@@ -277,6 +279,7 @@ int main(int argc, char **argv) {
       {"list", sg_cmd_list},     {"show", sg_cmd_show},       {"engines", sg_cmd_engines},
       {"help", sg_cmd_help},     {"cluster", sg_cmd_cluster},
       {"trace", sg_cmd_trace},   {"export", sg_cmd_export},
+      {"model", sg_cmd_model},
   };
   if (!strcmp(cmd, "list") || !strcmp(cmd, "show") || !strcmp(cmd, "report"))
     reconcile_for(argc - 1, argv + 1);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost_model.h"
 #include "err.h"
 #include "report.h"
 
@@ -280,6 +281,7 @@ int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
     fprintf(f, "\nNo training runs in this experiment.\n");
   }
   if (!single_run) SG_TRY(bench_table(f, db, s));
+  if (!single_run) SG_TRY(sg_cost_summary_md(f, db, s->exp_ids, s->nexp));
 
   if (nfigs) {
     fprintf(f, "\n## Figures\n\nEach figure has an SVG twin, its gnuplot"

@@ -1,0 +1,202 @@
+/* cost_model.c - the alpha-beta-gamma formulas, one per engine and variant, and
+ * the fit of alpha and beta (docs/model.md derives every line here). */
+#include "cost_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "err.h"
+#include "reduce.h"
+
+/* ---- the formulas ---------------------------------------------------- */
+
+/* Each returns the communication seconds of one step and, through *link,
+ * the bytes its busiest link carries in one direction. */
+typedef double (*cost_fn)(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link);
+
+/* Ring: 2(N-1) steps of K/N bytes; the reduce-scatter half adds each
+ * received chunk. */
+static double ring(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link) {
+  double n = c->N, f = (n - 1) / n;
+  *link = 2 * f * c->K;
+  if (c->N < 2) return 0;
+  return 2 * (n - 1) * p->alpha + 2 * f * c->K * p->beta + f * c->K * p->gamma;
+}
+
+/* Rabenseifner over p = 2^floor(log2 N) ranks; the N - p extra ranks fold
+ * their vector in before (one message of K, reduced) and get the result
+ * back after (one message of K). */
+static double rhd(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link) {
+  int pw = 1, lg = 0;
+  while (pw * 2 <= c->N) pw *= 2, lg++;
+  double f = (double)(pw - 1) / pw;
+  double t = 2 * lg * p->alpha + 2 * f * c->K * p->beta + f * c->K * p->gamma;
+  *link = 2 * f * c->K;
+  if (pw < c->N) {
+    t += 2 * (p->alpha + c->K * p->beta) + c->K * p->gamma;
+    *link += c->K;
+  }
+  return c->N < 2 ? 0 : t;
+}
+
+/* Parameter server: each of S servers takes N pushes of K/S (incast on
+ * its link), sums them, then answers N pulls of K/S; the two do not
+ * overlap on its link (a sync server answers the pulls only after the
+ * N-th push).  Sparse: K is the measured bytes per worker step. */
+static double ps(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link) {
+  double s = c->S > 0 ? c->S : 1, per = c->N * c->K / s;
+  *link = per;
+  return 2 * (p->alpha + per * p->beta) + per * p->gamma;
+}
+
+/* Mapreduce broadcast: flat, the driver's link sends N copies; tree
+ * (binomial), ceil(log2(N+1)) rounds of one message of K each. */
+static double mr_broadcast(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link) {
+  if (!strcmp(c->variant, "tree")) {
+    int rounds = (int)ceil(log2((double)c->N + 1));
+    *link = rounds * c->K;
+    return rounds * (p->alpha + c->K * p->beta);
+  }
+  *link = c->N * c->K;
+  return p->alpha + c->N * c->K * p->beta;
+}
+
+/* Fan-in of the aggregate tree: smallest f >= 2 with f^d >= N (mapreduce.h). */
+static int fanin(int n, int d) {
+  for (int f = 2;; f++) {
+    double v = 1;
+    for (int i = 0; i < d; i++) v *= f;
+    if (v >= n) return f;
+  }
+}
+
+/* Mapreduce aggregate: flat, N gradients of K into the driver, summed
+ * there; tree of depth d, d-1 rounds where a leader takes (f-1)K from its
+ * group, then the driver takes ceil(N / f^(d-1)) K. */
+static double mr_aggregate(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link) {
+  int d = c->tree_aggregate && c->depth > 1 ? c->depth : 1, f = fanin(c->N, d);
+  double t = 0, last = c->N;
+  for (int r = 1; r < d; r++) {
+    t += p->alpha + (f - 1) * c->K * (p->beta + p->gamma);
+    last = ceil(last / f);
+  }
+  *link = last * c->K;
+  return t + p->alpha + last * c->K * (p->beta + p->gamma);
+}
+
+static double mapreduce(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link) {
+  double out, in;
+  double t = mr_broadcast(c, p, &out) + mr_aggregate(c, p, &in);
+  *link = out > in ? out : in;
+  return t;
+}
+
+static const struct {
+  const char *engine, *variant; /* variant NULL: any */
+  cost_fn fn;
+} TABLE[] = {
+    {"allreduce", "ring", ring},   {"allreduce", "native", ring}, {"allreduce", "rhd", rhd},
+    {"ps", NULL, ps},              {"mapreduce", NULL, mapreduce},
+};
+
+static cost_fn lookup(const sg_cost_case_t *c) {
+  const char *e = c->engine ? c->engine : "";
+  if (!strncmp(e, "bench-", 6)) e += 6; /* bench-allreduce, bench-ps, bench-mapreduce */
+  for (size_t i = 0; i < sizeof TABLE / sizeof TABLE[0]; i++)
+    if (!strcmp(TABLE[i].engine, e) &&
+        (!TABLE[i].variant || (c->variant && !strcmp(TABLE[i].variant, c->variant))))
+      return TABLE[i].fn;
+  return NULL;
+}
+
+int sg_cost_comm(const sg_cost_case_t *c, const sg_cost_params_t *p, double *seconds) {
+  cost_fn fn = lookup(c);
+  double link;
+  if (!fn)
+    return sg_err_set(SG_ENOTFOUND, "no cost formula for engine '%s' variant '%s'",
+                      c->engine ? c->engine : "", c->variant ? c->variant : "");
+  *seconds = fn(c, p, &link);
+  return SG_OK;
+}
+
+int sg_cost_known(const sg_cost_case_t *c) { return lookup(c) != NULL; }
+
+double sg_cost_link_bytes(const sg_cost_case_t *c) {
+  sg_cost_params_t zero = {0, 0, 0};
+  double link = 0;
+  cost_fn fn = lookup(c);
+  if (fn) fn(c, &zero, &link);
+  return link;
+}
+
+void sg_cost_label(const sg_cost_case_t *c, char *out, size_t cap) {
+  const char *e = c->engine ? c->engine : "?", *v = c->variant ? c->variant : "";
+  if (!strncmp(e, "bench-", 6)) e += 6;
+  if (!strcmp(e, "ps"))
+    snprintf(out, cap, "ps-%s-S%d%s", v, c->S, c->sparse ? "-sparse" : "");
+  else if (!strcmp(e, "mapreduce"))
+    snprintf(out, cap, "mapreduce-%s/%s", v, c->tree_aggregate ? "tree" : "flat");
+  else
+    snprintf(out, cap, "%s", v[0] ? v : e);
+}
+
+/* ---- the fit --------------------------------------------------------- */
+
+int sg_cost_fit_line(const double *x, const double *t, size_t n, double *a, double *b) {
+  double sx = 0, st = 0, sxx = 0, sxt = 0;
+  if (n < 2) return sg_err_set(SG_EINVAL, "fit: %zu points, need at least 2", n);
+  for (size_t i = 0; i < n; i++) sx += x[i], st += t[i];
+  double mx = sx / (double)n, mt = st / (double)n;
+  /* centred sums: no cancellation between bytes ~1e7 and seconds ~1e-2 */
+  for (size_t i = 0; i < n; i++) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxt += (x[i] - mx) * (t[i] - mt);
+  }
+  if (!(sxx > 0)) return sg_err_set(SG_EINVAL, "fit: all %zu points have the same size", n);
+  *b = sxt / sxx;
+  *a = mt - *b * mx;
+  return SG_OK;
+}
+
+int sg_cost_fit_ring(const double *bytes, const double *t, size_t n, int N, double gamma,
+                     sg_cost_params_t *p) {
+  double a, b;
+  if (N < 2) return sg_err_set(SG_EINVAL, "fit: ring rows of np %d, need np >= 2", N);
+  SG_CHECK(sg_cost_fit_line(bytes, t, n, &a, &b));
+  double f = (double)(N - 1) / N;
+  p->gamma = gamma;
+  p->alpha = a > 0 ? a / (2.0 * (N - 1)) : 0;
+  p->beta = (b - f * gamma) / (2 * f);
+  if (!(p->beta > 0))
+    return sg_err_set(SG_ERANGE, "fit: slope %.3g s/B gives no positive beta", b);
+  return SG_OK;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int sg_cost_measure_gamma(size_t bytes, int reps, double *gamma) {
+  size_t n = bytes / sizeof(float);
+  float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+  double t[32];
+  if (reps < 1 || reps > 32) reps = 5;
+  if (!a || !b || n == 0) {
+    free(a), free(b);
+    return sg_err_set(SG_ENOMEM, "gamma: %zu-byte buffers", bytes);
+  }
+  for (size_t i = 0; i < n; i++) a[i] = 0, b[i] = 1; /* touch every page first */
+  for (int r = 0; r < reps; r++) {
+    double t0 = sg_now();
+    sg_sum_f32(a, b, n);
+    t[r] = sg_now() - t0;
+  }
+  qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+  *gamma = t[reps / 2] / (double)(n * sizeof(float));
+  free(a), free(b);
+  return SG_OK;
+}

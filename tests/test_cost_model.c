@@ -1,0 +1,244 @@
+/* The alpha-beta-gamma cost model (harness/cost_model.h, docs/model.md):
+ * every formula against values computed by hand, the directions in which
+ * N, K and S move them, the least-squares fit recovering alpha and beta
+ * exactly from synthetic bench rows, and `sgdlab model` on a fixture
+ * database (no cluster needed). */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost_model.h"
+#include "err.h"
+#include "recorder.h"
+#include "run_util.h"
+#include "test.h"
+
+static const sg_cost_params_t P = {1e-5, 8e-9, 1e-10}; /* alpha, beta, gamma */
+static const double K = 1e6;
+
+static double comm(const char *engine, const char *variant, int N, int S, int tree_agg, int depth) {
+  sg_cost_case_t c = {engine, variant, N, S, 0, tree_agg, depth, K};
+  double t;
+  return sg_cost_comm(&c, &P, &t) == 0 ? t : NAN; /* NAN fails every comparison */
+}
+
+static double link_bytes(const char *engine, const char *variant, int N, int S, double k) {
+  sg_cost_case_t c = {engine, variant, N, S, 0, 0, 1, k};
+  return sg_cost_link_bytes(&c);
+}
+
+#define REL(a, b) CHECK_NEAR((a) / (b), 1.0, 1e-12)
+
+TEST(ring_and_rhd_match_hand_values) {
+  /* ring N=4: 6 alpha + 1.5 K beta + 0.75 K gamma */
+  REL(comm("allreduce", "ring", 4, 0, 0, 0), 6e-5 + 0.012 + 7.5e-5);
+  REL(comm("bench-allreduce", "ring", 4, 0, 0, 0), 6e-5 + 0.012 + 7.5e-5);
+  /* rhd N=4: 2 log2 4 = 4 alpha, same bytes as the ring */
+  REL(comm("allreduce", "rhd", 4, 0, 0, 0), 4e-5 + 0.012 + 7.5e-5);
+  /* rhd N=5: p = 4 plus the fold (K in, reduced) and the unfold (K out) */
+  REL(comm("allreduce", "rhd", 5, 0, 0, 0), 4e-5 + 0.012 + 7.5e-5 + 2 * (1e-5 + 0.008) + 1e-4);
+  CHECK(comm("allreduce", "ring", 1, 0, 0, 0) == 0);
+}
+
+TEST(ps_and_mapreduce_match_hand_values) {
+  /* ps N=4, S=2: each server carries N K / S = 2 MB in and out */
+  REL(comm("ps", "sync", 4, 2, 0, 0), 2 * (1e-5 + 0.016) + 2e-4);
+  /* mapreduce flat/flat N=4: broadcast alpha + 4K beta; aggregate alpha + 4K (beta + gamma) */
+  REL(comm("mapreduce", "flat", 4, 0, 0, 2), 1e-5 + 0.032 + 1e-5 + 0.032 + 4e-4);
+  /* tree/tree depth 2, N=8: f=3; broadcast ceil(log2 9) = 4 rounds of K;
+   * one combining round of (f-1) K, then the driver takes ceil(8/3) = 3 K */
+  REL(comm("mapreduce", "tree", 8, 0, 1, 2),
+      4 * (1e-5 + 0.008) + (1e-5 + 2 * (0.008 + 1e-4)) + (1e-5 + 3 * (0.008 + 1e-4)));
+  /* the driver's link, busier direction (docs/engines/mapreduce.md): tree/tree
+   * sends 4K and receives 3K; tree/flat receives 8K */
+  sg_cost_case_t c = {"mapreduce", "tree", 8, 0, 0, 1, 2, K};
+  REL(sg_cost_link_bytes(&c), 4 * K);
+  c.tree_aggregate = 0;
+  REL(sg_cost_link_bytes(&c), 8 * K);
+}
+
+TEST(link_bytes_move_the_right_way) {
+  /* ring: per-link bytes flat in N (between K and 2K), linear in K */
+  for (int n = 2; n <= 64; n *= 2) {
+    double b = link_bytes("allreduce", "ring", n, 0, K);
+    CHECK(b >= K && b < 2 * K);
+    REL(link_bytes("allreduce", "ring", n, 0, 2 * K), 2 * b);
+  }
+  /* ps server: linear in N, inversely in S */
+  REL(link_bytes("ps", "sync", 8, 1, K), 2 * link_bytes("ps", "sync", 4, 1, K));
+  REL(link_bytes("ps", "sync", 8, 4, K), link_bytes("ps", "sync", 8, 1, K) / 4);
+  CHECK(comm("ps", "sync", 8, 1, 0, 0) > comm("ps", "sync", 4, 1, 0, 0));
+  CHECK(comm("ps", "sync", 8, 2, 0, 0) < comm("ps", "sync", 8, 1, 0, 0));
+  /* at N = 8 one server's link carries N/2(N-1)*N... more than a ring link */
+  CHECK(link_bytes("ps", "sync", 8, 1, K) > link_bytes("allreduce", "ring", 8, 0, K));
+}
+
+TEST(unknown_engine_is_not_found) {
+  sg_cost_case_t c = {"gossip", "x", 4, 1, 0, 0, 1, K};
+  double t;
+  CHECK(sg_cost_comm(&c, &P, &t) == SG_ENOTFOUND);
+  CHECK_STR_CONTAINS(sg_err_msg(), "gossip");
+  c.engine = "allreduce", c.variant = "butterfly";
+  CHECK(sg_cost_comm(&c, &P, &t) == SG_ENOTFOUND);
+}
+
+TEST(fit_recovers_alpha_and_beta) {
+  for (int N = 2; N <= 8; N += 3) {
+    double x[6], t[6], f = (N - 1.0) / N;
+    for (int i = 0; i < 6; i++) {
+      x[i] = (double)(1 << 20) * (1 << i);
+      t[i] = 2 * (N - 1) * 2.5e-5 + 2 * f * x[i] * 8.5e-9 + f * x[i] * 1e-10;
+    }
+    sg_cost_params_t p;
+    CHECK_OK(sg_cost_fit_ring(x, t, 6, N, 1e-10, &p));
+    CHECK_NEAR(p.alpha / 2.5e-5, 1.0, 1e-9);
+    CHECK_NEAR(p.beta / 8.5e-9, 1.0, 1e-9);
+  }
+  double x[2] = {1, 1}, t[2] = {1, 2}, a, b;
+  CHECK(sg_cost_fit_line(x, t, 2, &a, &b) == SG_EINVAL);
+  CHECK(sg_cost_fit_line(x, t, 1, &a, &b) == SG_EINVAL);
+  x[1] = 3;
+  CHECK_OK(sg_cost_fit_line(x, t, 2, &a, &b));
+  CHECK_NEAR(b, 0.5, 1e-15);
+  CHECK_NEAR(a, 0.5, 1e-15);
+}
+
+TEST(gamma_is_measured) {
+  double g = 0;
+  CHECK_OK(sg_cost_measure_gamma(4u << 20, 5, &g));
+  CHECK(g > 0 && g < 1e-7); /* 4 MiB summed in well under 0.4 s */
+}
+
+/* ---- `sgdlab model` on a fixture database ---------------------------- */
+
+static const char FIXTURE[] =
+    "INSERT INTO experiments(id, name) VALUES(1, 'fx'), (2, 'bench-allreduce');"
+    "INSERT INTO runs(id, experiment_id, engine, options_json, transport, workers, status) VALUES"
+    " (1, 1, 'allreduce', '{\"algorithm\":\"ring\",\"model\":\"softmax\",\"dataset\":\"fashion-mnist\","
+    "\"features\":0,\"classes\":10,\"cluster.link\":\"1gbit\",\"zmq_auth\":\"curve\"}', 'zmq', 2, 'ok'),"
+    " (2, 1, 'ps', '{\"mode\":\"sync\",\"servers\":2,\"model\":\"mlp\",\"hidden\":\"100\","
+    "\"dataset\":\"fashion-mnist\",\"features\":0,\"classes\":10,\"cluster.link\":\"1gbit\","
+    "\"zmq_auth\":\"curve\"}', 'zmq', 4, 'ok'),"
+    " (3, 2, 'bench-allreduce', '{\"impl\":\"ring\",\"cluster.link\":\"1gbit\",\"zmq_auth\":\"curve\"}',"
+    " 'zmq', 2, 'ok'),"
+    " (4, 2, 'bench-allreduce', '{\"impl\":\"ring\",\"cluster.link\":\"1gbit\",\"zmq_auth\":\"none\"}',"
+    " 'zmq', 2, 'ok'),"
+    /* no formula, and text that must not reach a terminal or a table raw */
+    " (5, 1, 'allreduce', '{\"algorithm\":\"nc|cl\\u001b[2J\",\"cluster.link\":\"1gbit\",\"zmq_auth\":\"curve\"}',"
+    " 'zmq', 2, 'ok');";
+
+/* bench rows t = 2 alpha + bytes beta (np 2), alpha 100 us, beta 8 ns/B;
+ * a 64 KiB row off the line (below --fit-min) and rows of another auth
+ * that must not be used. */
+static int fill(sqlite3 *h) {
+  char sql[512];
+  if (sqlite3_exec(h, FIXTURE, NULL, NULL, NULL) != SQLITE_OK) return -1;
+  for (int i = 0; i < 4; i++) {
+    double x = (double)(1 << 20) * (1 << i);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO bench(experiment_id, collective, impl, transport, np, bytes, t_median, wrong)"
+             " VALUES(2, 'allreduce', 'ring', 'zmq', 2, %.0f, %.17g, 0)",
+             x, 2e-4 + x * 8e-9);
+    if (sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) return -1;
+  }
+  if (sqlite3_exec(h,
+                   "INSERT INTO bench(experiment_id, collective, impl, transport, np, bytes, t_median,"
+                   " wrong) VALUES(2, 'allreduce', 'ring', 'zmq', 2, 65536, 1.0, 0)",
+                   NULL, NULL, NULL) != SQLITE_OK)
+    return -1;
+  /* workers: rank 0,1 of run 1 every 10 ms, compute 2 ms; run 2 every 20 ms */
+  for (int run = 1; run <= 2; run++)
+    for (int rank = 0; rank < 2; rank++)
+      for (int s = 0; s < 20; s++) {
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO steps(run_id, rank, role, step, t_start, compute_s, comm_s, wait_s,"
+                 " bytes_sent, bytes_recv) VALUES(%d, %d, 'worker', %d, %.17g, 0.002, 0.005, 0, 1, 1)",
+                 run, rank, s, s * 0.01 * run + (s < 5 ? 0.5 * s : 2.5));
+        if (sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) return -1;
+      }
+  return 0;
+}
+
+static int make_fixture(const char *path) {
+  sg_recorder_t *db = NULL;
+  if (sg_recorder_open(&db, path) < 0) return -1;
+  int rc = fill(sg_recorder_sqlite(db));
+  sg_recorder_close(&db);
+  return rc;
+}
+
+TEST(cli_prints_expected_rows) {
+  const char *dir = ru_scratch("costmodel");
+  char db[512], out[8192], want[256];
+  CHECK(dir != NULL);
+  if (!dir) return;
+  snprintf(db, sizeof db, "%s/fx.db", dir);
+  CHECK_OK(make_fixture(db));
+  char *argv[] = {"sgdlab", "model", "fx", "--db", db, "--gamma", "0", NULL};
+  CHECK_EQ_INT(ru_run(argv, 1, NULL, out, sizeof out), 0);
+  fprintf(stderr, "%s", out);
+  /* the fit from the 1..8 MiB rows of auth curve only: alpha 100 us, beta 8 ns/B */
+  CHECK_STR_CONTAINS(out, "alpha 100.00 us, beta 8.000 ns/B (1000 Mbit/s effective)");
+  CHECK_STR_CONTAINS(out, "4 ring rows of bench experiment 2, np 2");
+  /* run 1: softmax on Fashion-MNIST, K = 4 (784*10 + 10) = 31400 B; ring N=2:
+   * comm 2 alpha + K beta = 0.4512 ms; total 2.4512; measured 10 ms */
+  snprintf(want, sizeof want, "%5d %-22s %3d %9.3f %11.2f %10.2f %11.2f %12.2f %7.2f", 1, "ring", 2,
+           0.0314, 2.0, 0.4512, 2.4512, 10.0, 10.0 / 2.4512);
+  CHECK_STR_CONTAINS(out, want);
+  /* run 2: MLP 784-100-10, K = 4 (78500 + 1010) = 318040 B; ps S=2, N=4:
+   * per server 2K = 636080 B; comm 2 (alpha + 2K beta) = 10.37728 ms */
+  double c2 = 2 * (1e-4 + 636080 * 8e-9);
+  snprintf(want, sizeof want, "%5d %-22s %3d %9.3f %11.2f %10.2f %11.2f %12.2f %7.2f", 2,
+           "ps-sync-S2", 4, 0.31804, 2.0, c2 * 1e3, 2.0 + c2 * 1e3, 20.0, 20.0 / (2.0 + c2 * 1e3));
+  CHECK_STR_CONTAINS(out, want);
+  /* the run without a formula is one line, its text made safe */
+  CHECK_STR_CONTAINS(out, "    5 nc?cl??2J");
+  CHECK_STR_CONTAINS(out, "(no cost formula for this engine and variant)");
+  CHECK(strchr(out, 0x1b) == NULL);
+}
+
+/* `sgdlab report`: the same prediction as a section of summary.md. */
+TEST(report_summary_has_the_cost_section) {
+  const char *dir = ru_scratch("costmodel");
+  char db[512], rep[512], out[4096], path[600];
+  CHECK(dir != NULL);
+  if (!dir) return;
+  snprintf(db, sizeof db, "%s/fx.db", dir);
+  snprintf(rep, sizeof rep, "%s/rep", dir);
+  CHECK_OK(make_fixture(db));
+  char *argv[] = {"sgdlab", "report", "fx", "--db", db, "--out", rep, NULL};
+  CHECK_EQ_INT(ru_run(argv, 1, NULL, out, sizeof out), 0);
+  snprintf(path, sizeof path, "%s/summary.md", rep);
+  char *md = ru_slurp(path, 1 << 20);
+  CHECK(md != NULL);
+  if (!md) return;
+  CHECK_STR_CONTAINS(md, "## Cost model");
+  /* ring at N = 2 is the fitted line itself, whatever gamma was timed */
+  CHECK_STR_CONTAINS(md, "| 1 | ring | 2 | 0.031 | 100.0 | ");
+  CHECK_STR_CONTAINS(md, " | 2.0 | 2.5 | 10.0 | 4.08 |");
+  CHECK_STR_CONTAINS(md, "| 2 | ps-sync-S2 | 4 | 0.318 | 100.0 | ");
+  CHECK(strstr(md, "| 5 |") == NULL); /* no formula, no row */
+  free(md);
+}
+
+TEST(cli_without_bench_rows_names_the_link) {
+  const char *dir = ru_scratch("costmodel");
+  char db[512], out[4096];
+  CHECK(dir != NULL);
+  if (!dir) return;
+  snprintf(db, sizeof db, "%s/fx.db", dir);
+  CHECK_OK(make_fixture(db));
+  char *sql_argv[] = {"sgdlab", "model", "fx", "--db", db, "--gamma", "0", "--fit-min", "64M", NULL};
+  CHECK_EQ_INT(ru_run(sql_argv, 1, NULL, out, sizeof out), 2); /* '64M' is not a number */
+  CHECK_STR_CONTAINS(out, "--fit-min");
+  char *argv[] = {"sgdlab", "model", "fx", "--db", db, "--gamma", "0", "--fit-min", "67108864", NULL};
+  CHECK_EQ_INT(ru_run(argv, 1, NULL, out, sizeof out), 2);
+  CHECK_STR_CONTAINS(out, "no bench ring rows >= 67108864 B for link '1gbit', zmq_auth 'curve'");
+  /* given alpha and beta need no bench rows */
+  char *given[] = {"sgdlab", "model", "fx", "--db", db, "--gamma", "0", "--fit-min", "67108864",
+                   "--alpha", "1e-4", "--beta", "8e-9", NULL};
+  CHECK_EQ_INT(ru_run(given, 1, NULL, out, sizeof out), 0);
+  CHECK_STR_CONTAINS(out, "[given]");
+}
