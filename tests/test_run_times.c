@@ -3,6 +3,7 @@
  * `cmake --install` into a scratch prefix, then a run from another
  * directory whose database $SGDLAB_DB places. */
 #define _GNU_SOURCE
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,35 @@ static double info_num(const char *db, int run, const char *key) {
   snprintf(sql, sizeof sql, "SELECT value FROM run_info WHERE run_id=%d AND key='%s'", run, key);
   ru_db_text_into(db, sql, v, sizeof v);
   return v[0] ? atof(v) : -1;
+}
+
+/* Every run's load.before and load.after set to `v`; 0 or -1. */
+static int set_load(const char *db, const char *v) {
+  sqlite3 *h;
+  char sql[160];
+  if (sqlite3_open(db, &h) != SQLITE_OK) return -1;
+  snprintf(sql, sizeof sql, "UPDATE run_info SET value = '%s' WHERE key LIKE 'load.%%'", v);
+  int rc = sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+  sqlite3_close(h);
+  return rc;
+}
+
+/* `sgdlab report` of db into dir/rep: whether summary.md contains `text`
+ * (case-insensitive) and index.html says "Loaded host" exactly when it does. */
+static int report_says(const char *db, const char *dir, const char *text) {
+  char out[640], path[700], buf[256];
+  snprintf(out, sizeof out, "%s/rep", dir);
+  char *argv[] = {NULL, "report", "--db", (char *)db, "--out", out, NULL};
+  if (ru_run(argv, 1, dir, buf, sizeof buf) != 0) return -1;
+  snprintf(path, sizeof path, "%s/summary.md", out);
+  char *md = ru_slurp(path, 1 << 20);
+  snprintf(path, sizeof path, "%s/index.html", out);
+  char *html = ru_slurp(path, 1 << 24);
+  int says = md && strcasestr(md, text) != NULL;
+  int html_says = html && strstr(html, "<strong>Loaded host:</strong>") != NULL;
+  free(md);
+  free(html);
+  return says == html_says ? says : -1;
 }
 
 TEST(run_times_add_up_and_env_recorded) {
@@ -70,6 +100,17 @@ TEST(run_times_add_up_and_env_recorded) {
     CHECK_EQ_INT((int)info_num(db, run, "cores"), (int)sysconf(_SC_NPROCESSORS_ONLN));
     CHECK(info_num(db, run, "load.before") >= 0 && info_num(db, run, "load.after") >= 0);
   }
+  /* the report flags a run whose load exceeded the cores, and only it */
+  CHECK_OK(set_load(db, "0.01"));
+  CHECK(!report_says(db, d, "loaded host"));
+  sqlite3 *h;
+  CHECK(sqlite3_open(db, &h) == SQLITE_OK);
+  CHECK(sqlite3_exec(h, "UPDATE run_info SET value = CAST(value AS INTEGER) + 1 WHERE run_id = 2"
+                        " AND key = 'cores'; UPDATE run_info SET value = (SELECT value FROM"
+                        " run_info WHERE run_id = 2 AND key = 'cores') + 0.5 WHERE run_id = 2"
+                        " AND key = 'load.after'", NULL, NULL, NULL) == SQLITE_OK);
+  sqlite3_close(h);
+  CHECK(report_says(db, d, "**Warning: loaded host.** 1 run (2) "));
   /* the revision is git's (a checkout) or "unknown", never empty */
   char rev[128];
   ru_db_text_into(db, "SELECT value FROM run_info WHERE run_id=1 AND key='revision'", rev,
