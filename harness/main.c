@@ -275,8 +275,8 @@ static void env_db(int *argcp, char ***argvp) {
   if (!env || !*env || !takes_db(argc, argv)) return;
   for (int i = 2; i < argc; i++)
     if (!strcmp(argv[i], "--db") || !strncmp(argv[i], "--db=", 5)) return;
-  char **a = calloc((size_t)argc + 3, sizeof *a);
-  if (!a) return;
+  static char **a; /* lives to exit (a static: leak checkers see it held) */
+  if (!(a = calloc((size_t)argc + 3, sizeof *a))) return;
   int at = !strcmp(argv[1], "bench") ? 3 : 2, n = 0;
   for (int i = 0; i < at; i++) a[n++] = argv[i];
   a[n++] = "--db";
