@@ -898,9 +898,11 @@ static int info_seconds(const serve_t *s, const char *key, double v) {
 /* The run's wall time (start: just before launch, as wall_s) split into
  * launch (-> every rank's HELLO), data (the slowest rank's data load),
  * train (every rank's first step start -> the last step end, the
- * evaluations in between taken out), eval (every evaluation) and teardown (last DONE -> every
- * process reaped).  What lies between them (transport set-up, the final
- * evaluation's record, ...) is in none. */
+ * evaluations in between taken out), eval (every evaluation) and
+ * teardown (last DONE -> every process reaped).  What lies between them
+ * (MPI_Init, transport set-up, ...) is in none.  Step times are the
+ * ranks' wall clocks against the harness's: across hosts, as good as
+ * their clocks agree. */
 static int record_times(const serve_t *s, double start, double reaped) {
   const run_times_t *t = &s->times;
   double in = isnan(t->eval_in_s) ? 0 : t->eval_in_s;
