@@ -21,10 +21,27 @@ struct sg_trainlog {
   int64_t steps_per_epoch;
   double train0;        /* sg_now() when training started */
   double eval_time;     /* seconds spent evaluating (excluded from wall_s) */
+  double eval_edge;     /* of which before the first step and after the last */
   double loss_sum;      /* this rank's losses since the last evaluation */
   int64_t loss_n;
   int begun;
 };
+
+static int send_seconds(sg_rank_ctx_t *ctx, const char *key, double secs) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.6f", secs);
+  return sg_records_info(ctx->rec, key, buf);
+}
+
+/* The trainlog is made once the rank's workload is built and it is about
+ * to train: the time since the engine started (rank_main's _engine_t, the
+ * rank's own monotonic clock) is its data load and setup, time.data_s
+ * (the harness keeps the longest of the ranks). */
+static int send_data_time(sg_rank_ctx_t *ctx) {
+  double e0 = NAN;
+  SG_CHECK(sg_opts_double_or(ctx->opts, "_engine_t", NAN, &e0));
+  return isnan(e0) ? SG_OK : send_seconds(ctx, "time.data_s", sg_now() - e0);
+}
 
 int sg_trainlog_new(sg_trainlog_t **out, sg_rank_ctx_t *ctx, sg_workload_t *wl,
                     int evaluates) {
@@ -41,6 +58,7 @@ int sg_trainlog_new(sg_trainlog_t **out, sg_rank_ctx_t *ctx, sg_workload_t *wl,
   t->eval_every = every > 0 ? every : t->steps_per_epoch;
   t->global_batch = wl ? (int64_t)sg_workload_batch(wl) * ctx->workers : 0;
   t->train0 = sg_now();
+  SG_TRY(send_data_time(ctx));
   if (t->evaluates) {
     char buf[32];
     snprintf(buf, sizeof buf, "%lld", (long long)t->total_steps);
@@ -74,7 +92,9 @@ static int evaluate(sg_trainlog_t *t, int64_t steps_done, const float *params) {
   };
   t->loss_sum = 0;
   t->loss_n = 0;
-  t->eval_time += sg_now() - t_eval;
+  double took = sg_now() - t_eval;
+  t->eval_time += took;
+  if (steps_done == 0 || steps_done == t->total_steps) t->eval_edge += took;
   return sg_records_eval(t->ctx->rec, &e);
 }
 
@@ -105,6 +125,15 @@ double sg_trainlog_eval_time(const sg_trainlog_t *t) { return t->eval_time; }
 
 void sg_trainlog_destroy(sg_trainlog_t **pt) {
   if (!pt || !*pt) return;
+  sg_trainlog_t *t = *pt;
+  /* The harness sums these over the ranks (time.eval_s) and takes the
+   * evaluations between the first and the last step out of the training
+   * window (time.train_s).  Sent before the rank's DONE; a failure to
+   * send changes nothing about the run. */
+  if (t->begun && t->evaluates) {
+    send_seconds(t->ctx, "time.eval_s", t->eval_time);
+    send_seconds(t->ctx, "time.eval_in_s", t->eval_time - t->eval_edge);
+  }
   free(*pt);
   *pt = NULL;
 }

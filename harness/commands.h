@@ -17,7 +17,8 @@ int sg_cmd_export(int argc, char **argv);  /* export.c */
 int sg_cmd_engines(int argc, char **argv); /* main.c */
 int sg_cmd_help(int argc, char **argv);    /* main.c: help config */
 
-/* Default database path. */
+/* Default database path, relative to the current directory; $SGDLAB_DB,
+ * when set, replaces it for every command that takes --db (main.c). */
 #define SG_DEFAULT_DB "results/sgdlab.db"
 
 #endif

@@ -257,6 +257,43 @@ static void reconcile_for(int argc, char **argv) {
   sg_reconcile_path(db);
 }
 
+/* Commands that take --db; bench's only under `bench allreduce`. */
+static int takes_db(int argc, char **argv) {
+  static const char *const cmds[] = {"run", "report", "list", "show", "trace", "export", NULL};
+  for (int i = 0; cmds[i]; i++)
+    if (!strcmp(argv[1], cmds[i])) return 1;
+  return !strcmp(argv[1], "bench") && argc > 2 && !strcmp(argv[2], "allreduce");
+}
+
+/* $SGDLAB_DB, when set and not empty, is the database of a command that
+ * takes --db and was given none: "--db VALUE" goes in right after the
+ * command's name (after `bench allreduce`), so the command reads it as if
+ * typed.  argv is replaced (*argvp) when it is; the new array lives to
+ * exit.  Otherwise results/sgdlab.db, relative to the current directory. */
+static void env_db(int *argcp, char ***argvp) {
+  int argc = *argcp;
+  char **argv = *argvp;
+  const char *env = getenv("SGDLAB_DB");
+  if (!env || !*env || !takes_db(argc, argv)) return;
+  for (int i = 2; i < argc; i++)
+    if (!strcmp(argv[i], "--db") || !strncmp(argv[i], "--db=", 5)) return;
+  static char **a; /* lives to exit (a static: leak checkers see it held) */
+  if (!(a = calloc((size_t)argc + 3, sizeof *a))) return;
+  int at = !strcmp(argv[1], "bench") ? 3 : 2, n = 0;
+  for (int i = 0; i < at; i++) a[n++] = argv[i];
+  a[n++] = "--db";
+  a[n++] = (char *)env;
+  for (int i = at; i < argc; i++) a[n++] = argv[i];
+  *argcp = n;
+  *argvp = a;
+}
+
+static int wants_help(int argc, char **argv) {
+  for (int i = 2; i < argc; i++)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
@@ -281,10 +318,19 @@ int main(int argc, char **argv) {
       {"trace", sg_cmd_trace},   {"export", sg_cmd_export},
       {"model", sg_cmd_model},
   };
+  int help = takes_db(argc, argv) && wants_help(argc, argv);
+  env_db(&argc, &argv);
   if (!strcmp(cmd, "list") || !strcmp(cmd, "show") || !strcmp(cmd, "report"))
     reconcile_for(argc - 1, argv + 1);
-  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-    if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    if (strcmp(cmd, cmds[i].name)) continue;
+    int code = cmds[i].fn(argc - 1, argv + 1);
+    if (help && code == 0) /* every command's help says where --db defaults to */
+      printf("\nenvironment:\n"
+             "  SGDLAB_DB   the database when --db is not given; unset or empty:\n"
+             "              %s, relative to the current directory\n", SG_DEFAULT_DB);
+    return code;
+  }
   fprintf(stderr, "sgdlab: unknown command '%s' (sgdlab --help lists them)\n", cmd);
   return 2;
 }

@@ -14,7 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <mpi.h>
+
 #include "auth.h"
+#include "clock.h"
 #include "device.h"
 #include "engine.h"
 #include "err.h"
@@ -42,6 +45,16 @@ static int env_int(const char *const *names, int def) {
     if (v && *v) return atoi(v);
   }
   return def;
+}
+
+/* The MPI library this rank runs with, up to its first comma ("Open MPI
+ * v4.1.4"), as run_info mpi (the harness's own is the fallback). */
+static int send_mpi_version(sg_records_t *rec) {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  if (MPI_Get_library_version(v, &len) != MPI_SUCCESS) return SG_OK;
+  v[strcspn(v, ",\n")] = '\0';
+  return sg_records_info(rec, "mpi", v);
 }
 
 int main(int argc, char **argv) {
@@ -99,6 +112,7 @@ int main(int argc, char **argv) {
                       comm->size, rank, size);
       goto fail;
     }
+    if (rank == 0) SG_TRY(send_mpi_version(rec));
   } else {
     /* Every engine gets a comm, even of size 1 (an allreduce of one rank is
      * a no-op, not a NULL dereference).  One process needs no rendezvous. */
@@ -115,6 +129,8 @@ int main(int argc, char **argv) {
   }
 
   SG_TRY(sg_device_bind(comm, o)); /* device: cuda: this rank's GPU */
+  /* the engine's start: its trainlog reports the data load from here */
+  SG_TRY(sg_opts_setf(o, "_engine_t", "%.6f", sg_now()));
   sg_rank_ctx_t ctx = {.rank = rank, .size = size, .workers = (int)workers, .comm = comm,
                        .opts = o, .rec = rec, .t0 = t0};
   SG_TRY(eng->run(&ctx));

@@ -155,6 +155,13 @@ int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
                       int single_run, const char *dir, const sg_rfig_t *figs,
                       size_t nfigs);
 
+/* The report's runs whose 1-minute load average, before or after the run,
+ * exceeded the host's cores (run_info load.*, cores): their ids, ", "
+ * between, into out (cap bytes, shortened with "..."); the count, or a
+ * negative SG_E* code. */
+int sg_report_loaded_runs(sqlite3 *db, const sg_rset_t *s, int single_run, char *out,
+                          size_t cap);
+
 /* Prepare `sql` or set an error naming the statement. */
 int sg_rdb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);
 /* Column as text, "" for NULL. */

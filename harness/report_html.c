@@ -91,6 +91,7 @@ static const char STYLE[] =
     "tr:nth-child(even) td{background:#fafbfc}\n"
     ".bad{color:#b3261e;font-weight:600}\n"
     ".note{color:#4a5563;font-size:13px;max-width:980px}\n"
+    ".warn{color:#8a1c1c;font-size:13px;max-width:980px}\n"
     "figure{background:#fff;border:1px solid #d5dae1;margin:12px 0;padding:10px}\n"
     "figure svg{width:100%;max-width:1000px;height:auto;display:block}\n"
     "figcaption{color:#4a5563;font-size:13px;margin-top:6px}\n"
@@ -395,12 +396,27 @@ fail:
   return rc;
 }
 
+/* Runs that ran on a host busier than its cores: one warning line. */
+static int loaded_warning(page_t *p) {
+  char ids[512];
+  int n = sg_report_loaded_runs(p->db, p->s, p->single_run, ids, sizeof ids);
+  if (n <= 0) return n;
+  fprintf(p->f, "<p class=\"warn\"><strong>Loaded host:</strong> %d run%s (", n,
+          n == 1 ? "" : "s");
+  esc(p, ids);
+  fputs(") started or ended with a 1-minute load average above the host's core count"
+        " (run_info load.before / load.after &gt; cores): their times are suspect.</p>\n",
+        p->f);
+  return SG_OK;
+}
+
 /* Experiments (host, version) and the run_info of the report's runs. */
 static int environment(page_t *p) {
   sqlite3_stmt *st = NULL;
   int rc = SG_OK;
   char b[32];
   fputs("<section id=\"environment\"><h2>Environment</h2>\n", p->f);
+  SG_TRY(loaded_warning(p));
   SG_TRY(sg_rdb_prepare(p->db,
                         "SELECT id, name, started_at, host, version FROM experiments"
                         " WHERE id IN (SELECT value FROM json_each(?1)) ORDER BY id",
@@ -423,6 +439,7 @@ static int environment(page_t *p) {
       " FROM run_info i JOIN runs r ON r.id = i.run_id"
       " WHERE (?1 >= 0 AND r.id = ?1) OR (?1 < 0 AND r.experiment_id IN"
       "   (SELECT value FROM json_each(?2)))"
+      " AND i.key NOT LIKE 'time.%' AND i.key NOT LIKE 'load.%'" /* per run: sgdlab show */
       " GROUP BY i.key, i.value ORDER BY i.key, i.value LIMIT 500",
       &st));
   sqlite3_bind_int64(st, 1, p->single_run && p->s->n ? p->s->runs[0].id : -1);

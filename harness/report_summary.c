@@ -191,6 +191,51 @@ fail:
   return rc;
 }
 
+int sg_report_loaded_runs(sqlite3 *db, const sg_rset_t *s, int single_run, char *out,
+                          size_t cap) {
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK, n = 0;
+  char ids[SG_RSET_MAX_EXP * 24];
+  size_t len = 0;
+  out[0] = '\0';
+  SG_TRY(sg_rdb_prepare(
+      db,
+      "SELECT r.id FROM runs r JOIN run_info c ON c.run_id = r.id AND c.key = 'cores'"
+      " WHERE ((?1 >= 0 AND r.id = ?1) OR (?1 < 0 AND r.experiment_id IN"
+      "   (SELECT value FROM json_each(?2))))"
+      " AND EXISTS (SELECT 1 FROM run_info l WHERE l.run_id = r.id"
+      "   AND l.key IN ('load.before', 'load.after')"
+      "   AND CAST(l.value AS REAL) > CAST(c.value AS REAL))"
+      " ORDER BY r.id",
+      &st));
+  sqlite3_bind_int64(st, 1, single_run && s->n ? s->runs[0].id : -1);
+  sqlite3_bind_text(st, 2, sg_rset_ids_json(s, ids, sizeof ids), -1, SQLITE_TRANSIENT);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    if (len + 32 < cap)
+      len += (size_t)snprintf(out + len, cap - len, "%s%lld", n ? ", " : "",
+                              (long long)sqlite3_column_int64(st, 0));
+    else if (len + 4 < cap && !strstr(out, "..."))
+      len += (size_t)snprintf(out + len, cap - len, "...");
+    n++;
+  }
+  rc = n;
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* A warning line when some runs ran on a host busier than its cores. */
+static int loaded_warning(FILE *f, sqlite3 *db, const sg_rset_t *s, int single_run) {
+  char ids[512];
+  int n = sg_report_loaded_runs(db, s, single_run, ids, sizeof ids);
+  if (n <= 0) return n;
+  fprintf(f, "\n**Warning: loaded host.** %d run%s (%s) started or ended with a 1-minute"
+             " load average above the host's core count (run_info load.before / load.after"
+             " > cores): other work shared the CPUs, so their times are suspect.\n",
+          n, n == 1 ? "" : "s", ids);
+  return SG_OK;
+}
+
 /* run_info of the report's runs: each distinct key=value once, with how
  * many runs reported it (the BLAS build, the workload's sizes, ...). */
 static int info_table(FILE *f, sqlite3 *db, const sg_rset_t *s, int single_run) {
@@ -203,6 +248,7 @@ static int info_table(FILE *f, sqlite3 *db, const sg_rset_t *s, int single_run) 
       " JOIN runs r ON r.id = i.run_id"
       " WHERE (?1 >= 0 AND r.id = ?1) OR (?1 < 0 AND r.experiment_id IN"
       "   (SELECT value FROM json_each(?2)))"
+      " AND i.key NOT LIKE 'time.%' AND i.key NOT LIKE 'load.%'" /* per run: sgdlab show */
       " GROUP BY i.key, i.value ORDER BY i.key, i.value LIMIT 200",
       &st));
   sqlite3_bind_int64(st, 1, single_run && s->n ? s->runs[0].id : -1);
@@ -277,6 +323,7 @@ int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
             " MPI_Allreduce where the transport counters cannot see them.\n",
             s->target, s->target);
     failed_runs(f, s);
+    SG_TRY(loaded_warning(f, db, s, single_run));
   } else {
     fprintf(f, "\nNo training runs in this experiment.\n");
   }

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <mpi.h>
 #include <zmq.h>
 
 #include "admit.h"
@@ -22,7 +23,16 @@
 #include "err.h"
 #include "launch.h"
 #include "run_cluster.h"
+#include "sg_revision.h" /* SG_REVISION, generated at build time */
 #include "transport.h"
+
+#if defined(__clang__)
+#define SG_COMPILER __VERSION__
+#elif defined(__GNUC__)
+#define SG_COMPILER "gcc " __VERSION__
+#else
+#define SG_COMPILER "unknown"
+#endif
 
 enum { POLL_MS = 100 };
 /* Silence watchdog (see watchdog()): the run fails when no rank has sent
@@ -85,6 +95,17 @@ typedef struct rank_info {
   double stopped_since; /* sg_now() when first seen stopped (state T/t), 0: not */
 } rank_info_t;
 
+/* Where a run's wall time went (run_info time.*, see record_times). */
+typedef struct run_times {
+  double t0;            /* sg_wall() the ranks' t_start counts from */
+  int nhello;
+  double last_hello;    /* sg_now() when the last HELLO came */
+  double first_step;    /* latest first-step start of a rank, seconds since t0; NAN: none */
+  double last_step_end; /* latest step record's arrival, seconds since t0 */
+  double last_done;     /* sg_now() of the last DONE, 0: none */
+  double data_s, eval_s, eval_in_s; /* the ranks' own: max, sum, sum; NAN: none */
+} run_times_t;
+
 typedef struct serve {
   const sg_run_env_t *env;
   const sg_run_spec_t *run;
@@ -117,6 +138,7 @@ typedef struct serve {
   int culprit;          /* a stopped or dead rank when the run failed (blame), or -1 */
   int noted;            /* note_culprit has looked */
   const sg_run_cluster_t *cluster; /* the run's emulated cluster, or NULL */
+  run_times_t times;
 } serve_t;
 
 static void rank_name(const serve_t *s, int r, char *out, size_t cap) {
@@ -136,6 +158,17 @@ static void fail_run(serve_t *s, const char *fmt, ...) {
   va_end(ap);
   for (char *c = s->error; *c; c++)
     if (*c == '\n') *c = ' ';
+}
+
+/* A rank's own time.* INFO: data load (the longest rank's counts), time
+ * spent evaluating, and of it the part between the first and last step. */
+static void rank_time(run_times_t *t, const char *key, const char *val) {
+  char *end;
+  double v = strtod(val, &end);
+  if (end == val || !(v >= 0) || v > 1e9) return;
+  if (!strcmp(key, "time.data_s")) t->data_s = isnan(t->data_s) || v > t->data_s ? v : t->data_s;
+  else if (!strcmp(key, "time.eval_s")) t->eval_s = (isnan(t->eval_s) ? 0 : t->eval_s) + v;
+  else if (!strcmp(key, "time.eval_in_s")) t->eval_in_s = (isnan(t->eval_in_s) ? 0 : t->eval_in_s) + v;
 }
 
 static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sender) {
@@ -162,6 +195,8 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sen
     snprintf(ri->role, sizeof ri->role, "%s", x.role);
     snprintf(ri->host, sizeof ri->host, "%s", x.host);
     ri->pid = x.pid;
+    s->times.nhello++;
+    s->times.last_hello = s->last_rec;
     SG_CHECK(sg_recorder_rank(db, s->run_id, h.rank, ri->role, ri->host, ri->pid,
                               sg_run_cluster_host(s->cluster, h.rank),
                               sg_run_cluster_addr(s->cluster, h.rank)));
@@ -172,8 +207,13 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sen
     if (h.len < sizeof x) break;
     memcpy(&x, p, sizeof x);
     SG_CHECK(sg_recorder_step(db, s->run_id, h.rank, ri->hello ? ri->role : "worker", &x));
+    /* training is under way once every rank has begun: the latest first
+     * step start (a rank that starts earlier waits on the evaluating
+     * rank's first evaluation inside its step) */
+    if (ri->last_step < 0 && !(x.t_start <= s->times.first_step)) s->times.first_step = x.t_start;
     ri->last_step = x.step;
     s->armed = 1;
+    s->times.last_step_end = sg_wall() - s->times.t0;
     sg_progress_step(s->env->progress, x.step, x.epoch);
     break;
   }
@@ -200,6 +240,10 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sen
     if (kl + 1 >= h.len) break;
     const char *val = key + kl + 1;
     if (strnlen(val, h.len - kl - 1) == h.len - kl - 1) break; /* not terminated */
+    if (!strncmp(key, "time.", 5)) { /* the harness writes time.* (record_times) */
+      rank_time(&s->times, key, val);
+      break;
+    }
     SG_CHECK(sg_recorder_info(db, s->run_id, key, val));
     if (!strcmp(key, "total_steps")) sg_progress_total(s->env->progress, atoll(val));
     break;
@@ -210,6 +254,7 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sen
     memcpy(&st, p, sizeof st);
     if (ri->done) break;
     ri->done = 1;
+    s->times.last_done = s->last_rec;
     ri->status = st;
     s->ndone++;
     if (h.len > sizeof st)
@@ -841,6 +886,70 @@ static void cluster_close(sg_run_cluster_t **c, int64_t run_id) {
             isatty(STDERR_FILENO) ? "\r\033[K" : "", (long long)run_id, sg_err_msg());
 }
 
+/* ---- where the time went, and on what machine ------------------------ */
+
+static int info_seconds(const serve_t *s, const char *key, double v) {
+  char buf[32];
+  if (isnan(v)) return SG_OK; /* not measured: no key */
+  snprintf(buf, sizeof buf, "%.3f", v < 0 ? 0 : v);
+  return sg_recorder_info(s->env->db, s->run_id, key, buf);
+}
+
+/* The run's wall time (start: just before launch, as wall_s) split into
+ * launch (-> every rank's HELLO), data (the slowest rank's data load),
+ * train (every rank's first step start -> the last step end, the
+ * evaluations in between taken out), eval (every evaluation) and
+ * teardown (last DONE -> every process reaped).  What lies between them
+ * (MPI_Init, transport set-up, ...) is in none.  Step times are the
+ * ranks' wall clocks against the harness's: across hosts, as good as
+ * their clocks agree. */
+static int record_times(const serve_t *s, double start, double reaped) {
+  const run_times_t *t = &s->times;
+  double in = isnan(t->eval_in_s) ? 0 : t->eval_in_s;
+  double train = isnan(t->first_step) ? NAN : t->last_step_end - t->first_step - in;
+  SG_CHECK(info_seconds(s, "time.launch_s", t->nhello == s->nprocs ? t->last_hello - start : NAN));
+  SG_CHECK(info_seconds(s, "time.data_s", t->data_s));
+  SG_CHECK(info_seconds(s, "time.train_s", train));
+  SG_CHECK(info_seconds(s, "time.eval_s", t->eval_s));
+  return info_seconds(s, "time.teardown_s", t->last_done > 0 ? reaped - t->last_done : NAN);
+}
+
+/* The 1-minute load average, "?" when it cannot be read. */
+static void load_text(char *out, size_t cap) {
+  double l;
+  if (getloadavg(&l, 1) == 1) snprintf(out, cap, "%.2f", l);
+  else snprintf(out, cap, "?");
+}
+
+/* The harness's MPI headers; a rank that runs MPI sends its library's own
+ * version first (INSERT OR IGNORE keeps that one). */
+static void mpi_text(char *out, size_t cap) {
+#if defined(OMPI_MAJOR_VERSION)
+  snprintf(out, cap, "Open MPI v%d.%d.%d (headers)", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
+           OMPI_RELEASE_VERSION);
+#else
+  snprintf(out, cap, "MPI %d.%d (headers)", MPI_VERSION, MPI_SUBVERSION);
+#endif
+}
+
+/* What the run ran on: load before and after, cores, libraries, the
+ * compiler and source revision of this harness (run_info, docs/results.md). */
+static int record_env(const serve_t *s, const char *load_before) {
+  char after[32], cores[16], zmqv[32], mpiv[96];
+  int maj, min, pat;
+  load_text(after, sizeof after);
+  snprintf(cores, sizeof cores, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+  zmq_version(&maj, &min, &pat);
+  snprintf(zmqv, sizeof zmqv, "%d.%d.%d", maj, min, pat);
+  mpi_text(mpiv, sizeof mpiv);
+  const char *kv[][2] = {{"load.before", load_before}, {"load.after", after}, {"cores", cores},
+                         {"zmq", zmqv}, {"mpi", mpiv}, {"compiler", SG_COMPILER},
+                         {"revision", SG_REVISION}, {"version", SGDLAB_VERSION}};
+  for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+    SG_CHECK(sg_recorder_info(s->env->db, s->run_id, kv[i][0], kv[i][1]));
+  return SG_OK;
+}
+
 int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t index, size_t nruns,
                    sg_run_result_t *res) {
   int rc = SG_OK;
@@ -855,7 +964,9 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   sg_opts_t *spec = NULL;
   char *json = NULL;
   serve_t s = {.env = env, .run = run, .nprocs = run->nprocs, .final_acc = NAN, .err_fd = -1,
-               .first_fail = -1, .suspect = -1, .suspect_status = -1, .culprit = -1};
+               .first_fail = -1, .suspect = -1, .suspect_status = -1, .culprit = -1,
+               .times = {.first_step = NAN, .data_s = NAN, .eval_s = NAN, .eval_in_s = NAN}};
+  char load_before[32];
   sg_mpirun_notice_init(&s.notice);
   memset(res, 0, sizeof *res);
   res->final_acc = NAN;
@@ -912,6 +1023,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
 
   /* the spec every rank reads */
   double t0 = sg_wall();
+  s.times.t0 = t0;
   if (!(spec = sg_opts_dup(run->opts))) {
     rc = SG_ENOMEM;
     goto fail;
@@ -931,6 +1043,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
                         .nprocs = run->nprocs, .hosts = hosts, .verbose = env->verbose,
                         .cluster = sg_run_cluster_handle(rcl),
                         .host_of = sg_run_cluster_host_of(rcl)};
+  load_text(load_before, sizeof load_before);
   double start = sg_now();
   s.last_rec = start;
   sg_fd_limit_raise(); /* before the ranks inherit it; admission kept to the user's limit */
@@ -1003,6 +1116,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
     kill_leftovers(&s);
     if (s.tail_len) SG_TRY(sg_recorder_info(env->db, s.run_id, "mpirun_stderr", s.tail));
   }
+  double reaped = sg_now();
   SG_TRY(drain_for(&s, pull, s.error[0] ? 0 : DRAIN_S, -1));
   root_cause(&s);
   blame(&s);
@@ -1023,6 +1137,8 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   res->final_acc = s.final_acc;
   snprintf(res->error, sizeof res->error, "%s", s.error);
   SG_TRY(control_record(&ctl, &s));
+  SG_TRY(record_times(&s, start, reaped));
+  SG_TRY(record_env(&s, load_before));
   if (rcl) SG_TRY(sg_run_cluster_record_links(rcl, env->db, s.run_id));
   const char *status = res->ok ? "ok" : interrupted ? "interrupted" : "failed";
   SG_TRY(sg_recorder_run_end(env->db, s.run_id, status, res->ok ? NULL : s.error, res->wall_s));

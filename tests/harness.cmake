@@ -19,3 +19,6 @@ add_dependencies(test_harness_death sgdlab sgdlab-rank)
 # `sgdlab list` / `show` with terminal controls in the database's text.
 sg_add_test(test_show_text SOURCES test_show_text.c TIMEOUT 60 LIBS sgharness)
 add_dependencies(test_show_text sgdlab sgdlab-rank)
+# time.* and environment keys of real runs; an installed copy with SGDLAB_DB
+sg_add_test(test_run_times SOURCES test_run_times.c TIMEOUT 240 LIBS PkgConfig::SQLITE)
+set_property(TEST test_run_times APPEND PROPERTY ENVIRONMENT "SGDLAB_CMAKE=${CMAKE_COMMAND}")
