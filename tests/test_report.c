@@ -317,7 +317,7 @@ TEST(report_experiment) {
   static const char *const figs[] = {
       "acc_vs_time", "acc_vs_step", "test_loss_vs_time", "loss_vs_step",
       "throughput", "efficiency", "time_breakdown", "staleness",
-      "allreduce_time", "allreduce_busbw", NULL};
+      "allreduce_time", "allreduce_busbw", "bytes_vs_workers", "server_time", NULL};
   for (const char *const *f = figs; *f; f++) {
     struct stat sb;
     snprintf(p, sizeof p, "%s/%s.png", dir, *f);
@@ -353,8 +353,12 @@ TEST(report_experiment) {
   snprintf(p, sizeof p, "%s/scaling.tsv", dir);
   char *sc = read_file(p);
   CHECK(sc);
-  CHECK_STR_CONTAINS(sc, "# allreduce ring/zmq\n# workers\tsamples_per_s\tefficiency\n"
-                         "2\t6614.99\t1\n4\t25989.8\t1.96447\n");
+  CHECK_STR_CONTAINS(sc, "# allreduce ring/zmq\n# workers\tsamples_per_s\tefficiency\t"
+                         "min\tmax\teff_min\teff_max\n"
+                         "2\t6614.99\t1\t6614.99\t6614.99\t1\t1\n"
+                         "4\t25989.8\t1.96447\t25989.8\t25989.8\t1.96447\t1.96447\n");
+  /* ps sync's two repeats: median 10881.0 between 8767.1 and 12994.9 */
+  CHECK_STR_CONTAINS(sc, "\n2\t10881\t1\t8767.12\t12994.9\t0.805726\t1.19427\n");
   free(sc);
   /* local is one process: throughput yes, scaling efficiency no */
   snprintf(p, sizeof p, "%s/efficiency.gp", dir);
@@ -367,6 +371,88 @@ TEST(report_experiment) {
   gp = read_file(p);
   CHECK(gp);
   CHECK_STR_CONTAINS(gp, "title 'local' noenhanced");
+  /* a band only where a worker count has repeats: ps sync (block 1) */
+  CHECK_STR_CONTAINS(gp, "'scaling.tsv' index 1 using 1:4:5 with filledcurves");
+  CHECK(!strstr(gp, "index 0 using 1:4:5") && !strstr(gp, "index 3 using 1:4:5"));
+  free(gp);
+}
+
+/* Bytes per step vs N: the busiest rank's mean bytes per step per run,
+ * median/min/max over repeats (ps sync: the server, 4000 and 5000 B);
+ * local (one process) and the failed mapreduce run have no block. */
+TEST(report_bytes_vs_workers) {
+  char *out = NULL, dir[512], p[600];
+  setup();
+  snprintf(dir, sizeof dir, "%s/rep-bytes", tmpdir);
+  int rc = run_cmd(sg_cmd_report, NULL, &out, "report", "fixture", "--db", db_path,
+                   "--out", dir, NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  snprintf(p, sizeof p, "%s/bytes_vs_workers.tsv", dir);
+  char *t = read_file(p);
+  CHECK(t);
+  CHECK_STR_CONTAINS(t, "# ps sync\n# workers\tbytes_median\tbytes_min\tbytes_max\n"
+                        "2\t4500\t4000\t5000\n");
+  CHECK_STR_CONTAINS(t, "# ps ssp(2)\n# workers\tbytes_median\tbytes_min\tbytes_max\n"
+                        "2\t4000\t4000\t4000\n");
+  /* max over ranks of each rank's mean (2900), not the max of maxima (3500) */
+  CHECK_STR_CONTAINS(t, "# allreduce ring/zmq\n# workers\tbytes_median\tbytes_min\t"
+                        "bytes_max\n2\t2900\t2900\t2900\n4\t3000\t3000\t3000\n");
+  CHECK(!strstr(t, "# local") && !strstr(t, "mapreduce"));
+  free(t);
+  snprintf(p, sizeof p, "%s/bytes_vs_workers.gp", dir);
+  char *gp = read_file(p);
+  CHECK(gp);
+  CHECK_STR_CONTAINS(gp, "title 'allreduce ring/zmq' noenhanced");
+  CHECK_STR_CONTAINS(gp, "with filledcurves");
+  free(gp);
+  snprintf(p, sizeof p, "%s/bytes_vs_workers.png", dir);
+  CHECK(is_png(p));
+  /* one worker count: no figure */
+  snprintf(dir, sizeof dir, "%s/rep-bytes-never", tmpdir);
+  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "never", "--db", db_path, "--out", dir,
+               NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  CHECK(!exists(dir, "bytes_vs_workers.png") && !exists(dir, "bytes_vs_workers.tsv"));
+}
+
+/* Server/driver time: only rows with role server or driver (the fixture's
+ * servers record 4/2/3 ms, its workers 4/2/1 ms: a worker row in the mean
+ * would move the waiting column), one bar per label, mean over repeats;
+ * runs without a server (local, allreduce) have no bar. */
+TEST(report_server_time) {
+  char *out = NULL, dir[512], p[600];
+  setup();
+  snprintf(dir, sizeof dir, "%s/rep-server", tmpdir);
+  int rc = run_cmd(sg_cmd_report, NULL, &out, "report", "fixture", "--db", db_path,
+                   "--out", dir, NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  snprintf(p, sizeof p, "%s/server_time.tsv", dir);
+  char *t = read_file(p);
+  CHECK(t);
+  CHECK_STR_CONTAINS(t, "# bar\tcompute_s\tcomm_s\twait_s\tvariant\n"
+                        "0\t0.004\t0.002\t0.003\tps sync, N=2\n"
+                        "1\t0.004\t0.002\t0.003\tps ssp(2), N=2\n");
+  CHECK(!strstr(t, "allreduce") && !strstr(t, "local") && !strstr(t, "\n2\t"));
+  free(t);
+  snprintf(p, sizeof p, "%s/server_time.gp", dir);
+  char *gp = read_file(p);
+  CHECK(gp);
+  CHECK_STR_CONTAINS(gp, "using ($2*1000)");
+  CHECK_STR_CONTAINS(gp, "title 'waiting for workers' noenhanced");
+  free(gp);
+  snprintf(p, sizeof p, "%s/server_time.png", dir);
+  CHECK(is_png(p));
+  /* time_breakdown: milliseconds, upright labels, a margin that holds the
+   * longest (23 characters: 3 + 0.6 * 23 lines) */
+  snprintf(p, sizeof p, "%s/time_breakdown.gp", dir);
+  gp = read_file(p);
+  CHECK(gp);
+  CHECK_STR_CONTAINS(gp, "using ($2*1000)");
+  CHECK_STR_CONTAINS(gp, ") rotate by 90 right noenhanced\nset bmargin 17\n");
+  CHECK_STR_CONTAINS(gp, "set ylabel 'milliseconds per step");
   free(gp);
 }
 
