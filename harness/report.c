@@ -646,7 +646,7 @@ static int fig_breakdown(report_t *rp) {
   if (n) {
     SG_TRY(draw_stacked(rp, "time_breakdown", "breakdown.tsv",
                         "Where a step's time goes (worker ranks)",
-                        "milliseconds per step (mean over worker ranks)",
+                        "ms per step (worker mean)",
                         "mean seconds per step over worker ranks, mean over repeats;"
                         " the figure shows milliseconds",
                         parts, bars, n));
@@ -706,7 +706,7 @@ static int fig_server(report_t *rp) {
   if (n) {
     SG_TRY(draw_stacked(rp, "server_time", "server_time.tsv",
                         "Where the servers' and the driver's time goes",
-                        "milliseconds per step record (mean over server/driver ranks)",
+                        "ms per step record (server/driver mean)",
                         "mean seconds per step record over the ps server and mapreduce"
                         " driver ranks (role server, driver), mean over repeats",
                         parts, bars, n));

@@ -452,7 +452,7 @@ TEST(report_server_time) {
   CHECK(gp);
   CHECK_STR_CONTAINS(gp, "using ($2*1000)");
   CHECK_STR_CONTAINS(gp, ") rotate by 90 right noenhanced\nset bmargin 17\n");
-  CHECK_STR_CONTAINS(gp, "set ylabel 'milliseconds per step");
+  CHECK_STR_CONTAINS(gp, "set ylabel 'ms per step (worker mean)");
   free(gp);
 }
 
