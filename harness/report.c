@@ -600,7 +600,7 @@ static int draw_stacked(report_t *rp, const char *name, const char *file,
   SG_TRY(sg_plot_begin(&gp, rp->dir, name, title));
   axis_labels(gp, NULL, ylabel);
   /* bar b stands at x = b; its label is a tick written here, quoted.
-   * Upright text needs about 0.6 line heights per character. */
+   * Upright text needs about 0.4 line heights per character. */
   fputs("set xtics (", gp);
   for (int b = 0; b < n; b++) {
     fputs(b ? ", " : "", gp);
@@ -608,7 +608,7 @@ static int draw_stacked(report_t *rp, const char *name, const char *file,
     fprintf(gp, " %d", b);
   }
   fprintf(gp, ") rotate by 90 right noenhanced\nset bmargin %d\n",
-          3 + (int)(0.6 * (double)longest_label(bars, n) + 0.5));
+          3 + (int)(0.45 * (double)longest_label(bars, n) + 0.5));
   fprintf(gp,
           "set style data histograms\n"
           "set style histogram rowstacked\n"

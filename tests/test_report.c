@@ -446,12 +446,12 @@ TEST(report_server_time) {
   snprintf(p, sizeof p, "%s/server_time.png", dir);
   CHECK(is_png(p));
   /* time_breakdown: milliseconds, upright labels, a margin that holds the
-   * longest (23 characters: 3 + 0.6 * 23 lines) */
+   * longest (23 characters: 3 + 0.45 * 23 lines) */
   snprintf(p, sizeof p, "%s/time_breakdown.gp", dir);
   gp = read_file(p);
   CHECK(gp);
   CHECK_STR_CONTAINS(gp, "using ($2*1000)");
-  CHECK_STR_CONTAINS(gp, ") rotate by 90 right noenhanced\nset bmargin 17\n");
+  CHECK_STR_CONTAINS(gp, ") rotate by 90 right noenhanced\nset bmargin 13\n");
   CHECK_STR_CONTAINS(gp, "set ylabel 'ms per step (worker mean)");
   free(gp);
 }
