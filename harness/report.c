@@ -683,9 +683,13 @@ static int fig_server(report_t *rp) {
   if (!bars) return sg_err_set(SG_ENOMEM, "report: out of memory");
   SG_TRY(sg_rdb_prepare(rp->db,
                         "SELECT avg(compute_s), avg(comm_s), avg(wait_s), count(*)"
-                        " FROM steps WHERE run_id = ?1 AND role IN ('server', 'driver')",
+                        " FROM steps WHERE run_id = ?1 AND role IN ('server', 'driver')"
+                        " AND step > 0",
                         &st));
-  /* one bar per label (the first run of it), mean over its repeats */
+  /* Step 0 is left out: a ps server's first record holds the start
+   * barrier (waiting for every worker's first pull, seconds while N
+   * processes start), which would swamp the mean of a short run.
+   * One bar per label (the first run of it), mean over its repeats. */
   for (size_t i = 0; i < s->n; i++) {
     sbar_t *bar = &bars[n];
     int k = 0, dup = 0;
@@ -708,13 +712,14 @@ static int fig_server(report_t *rp) {
                         "Where the servers' and the driver's time goes",
                         "ms per step record (server/driver mean)",
                         "mean seconds per step record over the ps server and mapreduce"
-                        " driver ranks (role server, driver), mean over repeats",
+                        " driver ranks (role server, driver) from step 1 on, mean over repeats",
                         parts, bars, n));
     add_fig(rp, "server_time",
             "PS servers and mapreduce driver, ms per step record (ps: one per "
             "sync step or per N updates): busy = applying updates and building "
             "replies; communication = in send/recv (driver: broadcast, tasks, "
-            "reduce); waiting = idle until a worker or executor message arrives.");
+            "reduce); waiting = idle until a worker or executor message arrives. "
+            "Step 0 (start barrier) left out.");
   }
 fail:
   sqlite3_finalize(st);
