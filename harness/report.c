@@ -5,7 +5,10 @@
  * script into the output directory, then runs gnuplot there, so every
  * figure can be edited and redrawn without sgdlab.  A figure is drawn only
  * when its data exists (no bench rows: no allreduce figures; one worker
- * count: no scaling figures; no staleness: no histogram).
+ * count: no scaling or bytes-vs-workers figures; no staleness: no
+ * histogram; no server or driver rank: no server_time).  Where a variant
+ * has repeats, the figures over workers draw the median with a min-max
+ * band.
  *
  * Labels are data (experiment names, swept settings, bench records), so
  * they reach a script only through sg_plot_quote() and a .tsv only
@@ -806,9 +809,9 @@ static int fig_bytes(report_t *rp) {
   SG_TRY(sg_plot_end(&gp, rp->dir, "bytes_vs_workers"));
   add_fig(rp, "bytes_vs_workers",
           "Busiest rank's bytes per step (sent + received) vs workers N, median "
-          "and min-max over repeats. Model of K bytes: ring 2K(N-1)/N per worker "
-          "(flat in N), one ps server 2NK (grows with N). allreduce native not "
-          "drawn: MPI moves its bytes.");
+          "and min-max over repeats. For K model bytes: ring 4K(N-1)/N per rank "
+          "(2K(N-1)/N each way, flat in N), one ps server 2NK (grows with N). "
+          "allreduce native not drawn: MPI moves its bytes.");
 fail:
   if (gp) fclose(gp);
   if (f) fclose(f);
