@@ -408,6 +408,55 @@ fail:
 
 /* ---- throughput and scaling efficiency vs workers ---------------------- */
 
+/* The smallest worker count above `lastn` among the runs of variant
+ * `var`; INT_MAX when there is none. */
+static int next_workers(const sg_rset_t *s, const char *var, int lastn) {
+  int next = INT_MAX;
+  for (size_t i = 0; i < s->n; i++)
+    if (!strcmp(s->runs[i].variant, var) && s->runs[i].workers > lastn &&
+        s->runs[i].workers < next)
+      next = s->runs[i].workers;
+  return next;
+}
+
+/* Block `blk` of scaling.tsv for the variant of run `first`: per worker
+ * count the median samples/s over ok repeats, its efficiency and the
+ * min-max of both.  *band: some worker count has repeats; *base_is_one
+ * cleared when the smallest N is not 1.  Returns 1 when a row was
+ * written. */
+static int scaling_block(report_t *rp, FILE *f, int blk, size_t first, double *v, int *band,
+                         int *base_is_one) {
+  const sg_rset_t *s = rp->set;
+  const char *var = s->runs[first].variant;
+  int n0 = 0, wrote = 0;
+  double thr0 = NAN;
+  for (int next = next_workers(s, var, 0); next != INT_MAX;
+       next = next_workers(s, var, next)) {
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++)
+      if (!strcmp(s->runs[i].variant, var) && s->runs[i].workers == next &&
+          !strcmp(s->runs[i].status, "ok") && !isnan(s->runs[i].samples_per_s))
+        v[k++] = s->runs[i].samples_per_s;
+    if (k == 0) continue;
+    double thr = sg_rmedian(v, k), lo = v[0], hi = v[k - 1]; /* v sorted */
+    if (k > 1) *band = 1;
+    if (isnan(thr0)) {
+      thr0 = thr;
+      n0 = next;
+      if (n0 != 1 && strcmp(s->runs[first].engine, "local")) *base_is_one = 0;
+    }
+    if (!wrote) {
+      tsv_block(f, blk, var);
+      fputs("# workers\tsamples_per_s\tefficiency\tmin\tmax\teff_min\teff_max\n", f);
+      wrote = 1;
+    }
+    double e = n0 / (next * thr0);
+    fprintf(f, "%d\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", next, thr, thr * e, lo, hi,
+            lo * e, hi * e);
+  }
+  return wrote;
+}
+
 static int fig_scaling(report_t *rp) {
   const sg_rset_t *s = rp->set;
   FILE *f = NULL, *gp = NULL;
@@ -439,39 +488,7 @@ static int fig_scaling(report_t *rp) {
   fputs("set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n", gp);
   for (size_t j = 0; j < nvar; j++) {
     const char *var = s->runs[first[j]].variant;
-    int lastn = 0, n0 = 0, wrote = 0;
-    double thr0 = NAN;
-    for (;;) { /* worker counts in increasing order */
-      int next = INT_MAX;
-      size_t k = 0;
-      for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->runs[i].variant, var) && s->runs[i].workers > lastn &&
-            s->runs[i].workers < next)
-          next = s->runs[i].workers;
-      if (next == INT_MAX) break;
-      lastn = next;
-      for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->runs[i].variant, var) && s->runs[i].workers == next &&
-            !strcmp(s->runs[i].status, "ok") && !isnan(s->runs[i].samples_per_s))
-          v[k++] = s->runs[i].samples_per_s;
-      if (k == 0) continue;
-      double thr = sg_rmedian(v, k), lo = v[0], hi = v[k - 1]; /* v sorted */
-      if (k > 1) band[nblocks] = 1;
-      if (isnan(thr0)) {
-        thr0 = thr;
-        n0 = next;
-        if (n0 != 1 && strcmp(s->runs[first[j]].engine, "local")) base_is_one = 0;
-      }
-      if (!wrote) {
-        tsv_block(f, nblocks, var);
-        fputs("# workers\tsamples_per_s\tefficiency\tmin\tmax\teff_min\teff_max\n", f);
-        wrote = 1;
-      }
-      double e = n0 / (next * thr0);
-      fprintf(f, "%d\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", next, thr, thr * e, lo, hi,
-              lo * e, hi * e);
-    }
-    if (!wrote) continue;
+    if (!scaling_block(rp, f, nblocks, first[j], v, &band[nblocks], &base_is_one)) continue;
     if (band[nblocks]) series_band(gp, "scaling.tsv", nblocks, 4, rp->vcolor[first[j]]);
     fprintf(gp, "  'scaling.tsv' index %d using 1:2 with linespoints pt 7 lw 1.5 ",
             nblocks);
@@ -738,17 +755,10 @@ fail:
 static int bytes_block(report_t *rp, FILE *f, int blk, const char *var, double *v,
                        int *wrote) {
   const sg_rset_t *s = rp->set;
-  int lastn = 0;
   *wrote = 0;
-  for (;;) { /* worker counts in increasing order */
-    int next = INT_MAX;
+  for (int next = next_workers(s, var, 0); next != INT_MAX;
+       next = next_workers(s, var, next)) {
     size_t k = 0;
-    for (size_t i = 0; i < s->n; i++)
-      if (!strcmp(s->runs[i].variant, var) && s->runs[i].workers > lastn &&
-          s->runs[i].workers < next)
-        next = s->runs[i].workers;
-    if (next == INT_MAX) break;
-    lastn = next;
     for (size_t i = 0; i < s->n; i++) {
       const sg_rrun_t *r = &s->runs[i];
       if (!strcmp(r->variant, var) && r->workers == next && !strcmp(r->status, "ok") &&
