@@ -73,12 +73,13 @@ static int add_eval(sqlite3 *db, int run, int step, double wall, int samples,
 }
 
 /* 30 steps of one rank, step s starting at t0 + s * dt and lasting
- * 0.004 + 0.002 + 0.001 = 0.007 s (workers): bytes alternate between
+ * 0.004 + 0.002 + 0.001 = 0.007 s (workers; a server or driver waits
+ * 0.003 and has no loss): bytes alternate between
  * sent_even and sent_odd (recv constant); staleness = step % 3 when stale,
  * else NULL. */
 static int add_steps(sqlite3 *db, int run, int rank, const char *role, int sent_even,
                      int sent_odd, int recv, int stale, double t0, double dt) {
-  int server = !strcmp(role, "server");
+  int server = !strcmp(role, "server") || !strcmp(role, "driver");
   for (int s = 0; s < 30; s++) {
     char loss[32], st[16];
     snprintf(loss, sizeof loss, server ? "NULL" : "%.6f", 2.0 / (1 + 0.1 * s) + 0.01 * rank);
@@ -198,6 +199,16 @@ static int make_fixture(const char *path) {
   if (add_run(db, 8, 2, "local", "\"model\": \"mlp\"", "zmq", 2, 0, 0, "ok", NULL) ||
       add_eval(db, 8, 10, 1.0, 1280, 0.5) || add_eval(db, 8, 20, 2.0, 2560, 0.6) ||
       add_steps(db, 8, 0, "worker", 0, 0, 0, 0, 0, 0.01))
+    goto done;
+  /* experiment 3: a mapreduce run, its driver (rank 0) and executors */
+  if (execf(db, "INSERT INTO experiments VALUES(3, 'mr', 'name: mr',"
+                " '2024-01-03T00:00:00Z', 'testhost', '0.1.0')") ||
+      add_run(db, 9, 3, "mapreduce", "\"broadcast\": \"flat\", \"aggregate\": \"flat\"",
+              "zmq", 2, 0, 0, "ok", NULL) ||
+      add_eval(db, 9, 10, 1.0, 1280, 0.5) ||
+      add_steps(db, 9, 0, "driver", 2000, 2000, 2000, 0, 0, 0.01) ||
+      add_steps(db, 9, 1, "executor", 1000, 1000, 1000, 0, 0, 0.01) ||
+      add_steps(db, 9, 2, "executor", 1000, 1000, 1000, 0, 0, 0.01))
     goto done;
   if (execf(db, "COMMIT")) goto done;
   rc = 0;
@@ -450,6 +461,18 @@ TEST(report_server_time) {
   free(gp);
   snprintf(p, sizeof p, "%s/server_time.png", dir);
   CHECK(is_png(p));
+  /* the mapreduce driver's rows (wait 3 ms), not its executors' (1 ms) */
+  snprintf(dir, sizeof dir, "%s/rep-driver", tmpdir);
+  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "mr", "--db", db_path, "--out", dir,
+               NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  snprintf(p, sizeof p, "%s/server_time.tsv", dir);
+  t = read_file(p);
+  CHECK(t);
+  CHECK_STR_CONTAINS(t, "variant\n0\t0.004\t0.002\t0.003\tmapreduce");
+  free(t);
+  snprintf(dir, sizeof dir, "%s/rep-server", tmpdir);
   /* time_breakdown: milliseconds, upright labels, a margin that holds the
    * longest (23 characters: 3 + 0.45 * 23 lines) */
   snprintf(p, sizeof p, "%s/time_breakdown.gp", dir);
