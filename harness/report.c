@@ -5,7 +5,10 @@
  * script into the output directory, then runs gnuplot there, so every
  * figure can be edited and redrawn without sgdlab.  A figure is drawn only
  * when its data exists (no bench rows: no allreduce figures; one worker
- * count: no scaling figures; no staleness: no histogram).
+ * count: no scaling or bytes-vs-workers figures; no staleness: no
+ * histogram; no server or driver rank: no server_time).  Where a variant
+ * has repeats, the figures over workers draw the median with a min-max
+ * band.
  *
  * Labels are data (experiment names, swept settings, bench records), so
  * they reach a script only through sg_plot_quote() and a .tsv only
@@ -202,6 +205,18 @@ static void plot_title(report_t *rp, FILE *gp, size_t i, int *titled) {
   sg_plot_title(gp, label(rp, i, buf, sizeof buf));
 }
 
+/* A min-max band behind a median line: columns lo and lo+1 of block blk
+ * of data file `file`, filled in the series' color, no key entry. */
+static void series_band(FILE *gp, const char *file, int blk, int lo, int c) {
+  fputs("  ", gp);
+  sg_plot_quote(gp, file);
+  fprintf(gp, " index %d using 1:%d:%d with filledcurves fs transparent solid 0.2 noborder ",
+          blk, lo, lo + 1);
+  fputs("lc rgb ", gp);
+  sg_plot_quote(gp, palette[c % NPALETTE]);
+  fputs(" notitle, \\\n", gp);
+}
+
 /* ---- evals: accuracy and test loss vs time and vs step ----------------- */
 
 static int fig_evals(report_t *rp) {
@@ -393,17 +408,68 @@ fail:
 
 /* ---- throughput and scaling efficiency vs workers ---------------------- */
 
+/* The smallest worker count above `lastn` among the runs of variant
+ * `var`; INT_MAX when there is none. */
+static int next_workers(const sg_rset_t *s, const char *var, int lastn) {
+  int next = INT_MAX;
+  for (size_t i = 0; i < s->n; i++)
+    if (!strcmp(s->runs[i].variant, var) && s->runs[i].workers > lastn &&
+        s->runs[i].workers < next)
+      next = s->runs[i].workers;
+  return next;
+}
+
+/* Block `blk` of scaling.tsv for the variant of run `first`: per worker
+ * count the median samples/s over ok repeats, its efficiency and the
+ * min-max of both.  *band: some worker count has repeats; *base_is_one
+ * cleared when the smallest N is not 1.  Returns 1 when a row was
+ * written. */
+static int scaling_block(report_t *rp, FILE *f, int blk, size_t first, double *v, int *band,
+                         int *base_is_one) {
+  const sg_rset_t *s = rp->set;
+  const char *var = s->runs[first].variant;
+  int n0 = 0, wrote = 0;
+  double thr0 = NAN;
+  for (int next = next_workers(s, var, 0); next != INT_MAX;
+       next = next_workers(s, var, next)) {
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++)
+      if (!strcmp(s->runs[i].variant, var) && s->runs[i].workers == next &&
+          !strcmp(s->runs[i].status, "ok") && !isnan(s->runs[i].samples_per_s))
+        v[k++] = s->runs[i].samples_per_s;
+    if (k == 0) continue;
+    double thr = sg_rmedian(v, k), lo = v[0], hi = v[k - 1]; /* v sorted */
+    if (k > 1) *band = 1;
+    if (isnan(thr0)) {
+      thr0 = thr;
+      n0 = next;
+      if (n0 != 1 && strcmp(s->runs[first].engine, "local")) *base_is_one = 0;
+    }
+    if (!wrote) {
+      tsv_block(f, blk, var);
+      fputs("# workers\tsamples_per_s\tefficiency\tmin\tmax\teff_min\teff_max\n", f);
+      wrote = 1;
+    }
+    double e = n0 / (next * thr0);
+    fprintf(f, "%d\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", next, thr, thr * e, lo, hi,
+            lo * e, hi * e);
+  }
+  return wrote;
+}
+
 static int fig_scaling(report_t *rp) {
   const sg_rset_t *s = rp->set;
   FILE *f = NULL, *gp = NULL;
   int rc = SG_OK, nblocks = 0, base_is_one = 1;
   double *v = NULL;
   size_t *first = NULL, *blk = NULL, nvar = 0; /* blk: block -> a run */
+  int *band = NULL; /* block has a worker count with more than one repeat */
   if (!s->workers_vary) return SG_OK;
   v = calloc(s->n, sizeof *v);
   first = calloc(s->n, sizeof *first);
   blk = calloc(s->n, sizeof *blk);
-  if (!v || !first || !blk) {
+  band = calloc(s->n, sizeof *band);
+  if (!v || !first || !blk || !band) {
     rc = sg_err_set(SG_ENOMEM, "report: out of memory");
     goto fail;
   }
@@ -422,36 +488,8 @@ static int fig_scaling(report_t *rp) {
   fputs("set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n", gp);
   for (size_t j = 0; j < nvar; j++) {
     const char *var = s->runs[first[j]].variant;
-    int lastn = 0, n0 = 0, wrote = 0;
-    double thr0 = NAN;
-    for (;;) { /* worker counts in increasing order */
-      int next = INT_MAX;
-      size_t k = 0;
-      for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->runs[i].variant, var) && s->runs[i].workers > lastn &&
-            s->runs[i].workers < next)
-          next = s->runs[i].workers;
-      if (next == INT_MAX) break;
-      lastn = next;
-      for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->runs[i].variant, var) && s->runs[i].workers == next &&
-            !strcmp(s->runs[i].status, "ok") && !isnan(s->runs[i].samples_per_s))
-          v[k++] = s->runs[i].samples_per_s;
-      if (k == 0) continue;
-      double thr = sg_rmedian(v, k);
-      if (isnan(thr0)) {
-        thr0 = thr;
-        n0 = next;
-        if (n0 != 1 && strcmp(s->runs[first[j]].engine, "local")) base_is_one = 0;
-      }
-      if (!wrote) {
-        tsv_block(f, nblocks, var);
-        fputs("# workers\tsamples_per_s\tefficiency\n", f);
-        wrote = 1;
-      }
-      fprintf(f, "%d\t%.6g\t%.6g\n", next, thr, thr * n0 / (next * thr0));
-    }
-    if (!wrote) continue;
+    if (!scaling_block(rp, f, nblocks, first[j], v, &band[nblocks], &base_is_one)) continue;
+    if (band[nblocks]) series_band(gp, "scaling.tsv", nblocks, 4, rp->vcolor[first[j]]);
     fprintf(gp, "  'scaling.tsv' index %d using 1:2 with linespoints pt 7 lw 1.5 ",
             nblocks);
     plot_color(gp, rp->vcolor[first[j]]);
@@ -478,8 +516,8 @@ static int fig_scaling(report_t *rp) {
     if (strcmp(s->runs[blk[b]].engine, "local")) neff++;
   if (!neff) {
     add_fig(rp, "throughput",
-            "Training throughput (samples/s, median over repeats) vs workers; "
-            "samples/s: every worker's samples from the first evaluation period on over the wall-clock span of those steps.");
+            "Training throughput (samples/s, median over repeats; the shaded band "
+            "spans min to max where a variant has repeats) vs workers; samples/s: every worker's samples from the first evaluation period on over the wall-clock span of those steps.");
     goto fail;
   }
   SG_TRY(sg_plot_begin(&gp, rp->dir, "efficiency",
@@ -489,6 +527,7 @@ static int fig_scaling(report_t *rp) {
   fputs("set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n", gp);
   for (int b = 0; b < nblocks; b++) {
     if (!strcmp(s->runs[blk[b]].engine, "local")) continue;
+    if (band[b]) series_band(gp, "scaling.tsv", b, 6, rp->vcolor[blk[b]]);
     fprintf(gp, "  'scaling.tsv' index %d using 1:3 with linespoints pt 7 lw 1.5 ", b);
     plot_color(gp, rp->vcolor[blk[b]]);
     sg_plot_title(gp, s->runs[blk[b]].variant);
@@ -497,23 +536,24 @@ static int fig_scaling(report_t *rp) {
   fputs("  1 with lines dt 2 lc rgb '#606060' title 'linear'\n", gp);
   SG_TRY(sg_plot_end(&gp, rp->dir, "efficiency"));
   add_fig(rp, "throughput",
-          "Training throughput (samples/s, median over repeats) vs workers; "
-          "samples/s: every worker's samples from the first evaluation period on over the wall-clock span of those steps.");
+          "Training throughput (samples/s, median over repeats; the shaded band "
+          "spans min to max where a variant has repeats) vs workers; samples/s: every worker's samples from the first evaluation period on over the wall-clock span of those steps.");
   if (base_is_one)
     add_fig(rp, "efficiency",
             "Scaling efficiency per variant: throughput(N) / (N * "
-            "throughput(1)); 1 is linear scaling.");
+            "throughput(1)); 1 is linear scaling; band: min to max over repeats.");
   else
     add_fig(rp, "efficiency",
             "Scaling efficiency per variant: throughput(N) * N0 / (N * "
             "throughput(N0)), N0 = the smallest worker count measured for the "
-            "variant (1 when measured); 1 is linear scaling.");
+            "variant (1 when measured); 1 is linear; band: min to max over repeats.");
 fail:
   if (gp) fclose(gp);
   if (f) fclose(f);
   free(v);
   free(first);
   free(blk);
+  free(band);
   return rc;
 }
 
@@ -542,54 +582,250 @@ static int breakdown_bar(report_t *rp, size_t i, double t[3], char *lab, size_t 
   return k > 0;
 }
 
-static int fig_breakdown(report_t *rp) {
+/* One stacked bar: seconds per step split three ways, and its label. */
+typedef struct sbar {
+  double t[3]; /* compute, communication, waiting */
+  char lab[256];
+} sbar_t;
+
+/* Longest label that will be drawn (sg_plot_label shortens past the max). */
+static size_t longest_label(const sbar_t *bars, int n) {
+  size_t m = 0;
+  for (int b = 0; b < n; b++) {
+    size_t l = strlen(bars[b].lab);
+    if (l > m) m = l;
+  }
+  return m > SG_PLOT_LABEL_MAX + 3 ? SG_PLOT_LABEL_MAX + 3 : m;
+}
+
+/* Write `file` (seconds, one row per bar) and draw figure `name` from it:
+ * bars stacked compute / communication / waiting, in milliseconds, labels
+ * rotated upright under the bars with a bottom margin that holds the
+ * longest, so no label is clipped. */
+static int draw_stacked(report_t *rp, const char *name, const char *file,
+                        const char *title, const char *ylabel, const char *head,
+                        const char *const parts[3], const sbar_t *bars, int n) {
   FILE *f = NULL, *gp = NULL;
-  int rc = SG_OK, nbars = 0;
-  double t[3];
-  char a[256];
-  SG_TRY(open_data(rp, "breakdown.tsv", &f));
-  fprintf(f, "# mean seconds per step over worker ranks, mean over repeats\n"
-             "# bar\tcompute_s\tcomm_s\twait_s\tvariant\n");
-  for (size_t i = 0; i < rp->set->n; i++) {
-    if (!breakdown_bar(rp, i, t, a, sizeof a)) continue;
-    fprintf(f, "%d\t%.6g\t%.6g\t%.6g\t", nbars++, t[0], t[1], t[2]);
-    sg_plot_data_text(f, a);
+  int rc = SG_OK;
+  SG_TRY(open_data(rp, file, &f));
+  fputs("# ", f);
+  sg_plot_data_text(f, head);
+  fputs("\n# bar\tcompute_s\tcomm_s\twait_s\tvariant\n", f);
+  for (int b = 0; b < n; b++) {
+    fprintf(f, "%d\t%.6g\t%.6g\t%.6g\t", b, bars[b].t[0], bars[b].t[1], bars[b].t[2]);
+    sg_plot_data_text(f, bars[b].lab);
     fputc('\n', f);
   }
-  SG_TRY(close_data(rp, "breakdown.tsv", &f));
-  if (!nbars) goto fail;
-  SG_TRY(sg_plot_begin(&gp, rp->dir, "time_breakdown",
-                       "Where a step's time goes (worker ranks)"));
-  axis_labels(gp, NULL, "seconds per step (mean over worker ranks)");
-  /* bar b stands at x = b; its label is a tick written here, quoted */
+  SG_TRY(close_data(rp, file, &f));
+  SG_TRY(sg_plot_begin(&gp, rp->dir, name, title));
+  axis_labels(gp, NULL, ylabel);
+  /* bar b stands at x = b; its label is a tick written here, quoted.
+   * Upright text needs about 0.4 line heights per character. */
   fputs("set xtics (", gp);
-  for (size_t i = 0, b = 0; i < rp->set->n; i++) {
-    if (!breakdown_bar(rp, i, t, a, sizeof a)) continue;
+  for (int b = 0; b < n; b++) {
     fputs(b ? ", " : "", gp);
-    sg_plot_label(gp, a);
-    fprintf(gp, " %zu", b++);
+    sg_plot_label(gp, bars[b].lab);
+    fprintf(gp, " %d", b);
   }
+  fprintf(gp, ") rotate by 90 right noenhanced\nset bmargin %d\n",
+          3 + (int)(0.45 * (double)longest_label(bars, n) + 0.5));
   fprintf(gp,
-          ") rotate by 20 right noenhanced\n"
           "set style data histograms\n"
           "set style histogram rowstacked\n"
           "set style fill solid 0.85 border -1\n"
           "set boxwidth 0.6\n"
           "set xrange [-0.6:%g]\n"
           "set yrange [0:*]\n"
+          "set format y '%%g'\n"
+          "set mytics 2\n"
           "set grid noxtics ytics\n"
-          "plot 'breakdown.tsv' using 2 lc rgb '#1f77b4' title 'compute', \\\n"
-          "     '' using 3 lc rgb '#ff7f0e' title 'communication', \\\n"
-          "     '' using 4 lc rgb '#7f7f7f' title 'waiting'\n",
-          nbars - 0.4);
-  SG_TRY(sg_plot_end(&gp, rp->dir, "time_breakdown"));
-  add_fig(rp, "time_breakdown",
-          "Mean seconds per step on worker ranks, split into compute "
-          "(gradient and optimizer), communication (time in transport calls) "
-          "and waiting (barriers, staleness bound); mean over repeats.");
+          "plot ",
+          n - 0.4);
+  sg_plot_quote(gp, file);
+  fputs(" using ($2*1000) lc rgb '#1f77b4'", gp);
+  sg_plot_title(gp, parts[0]);
+  fputs(", \\\n     '' using ($3*1000) lc rgb '#ff7f0e'", gp);
+  sg_plot_title(gp, parts[1]);
+  fputs(", \\\n     '' using ($4*1000) lc rgb '#7f7f7f'", gp);
+  sg_plot_title(gp, parts[2]);
+  fputc('\n', gp);
+  SG_TRY(sg_plot_end(&gp, rp->dir, name));
 fail:
   if (gp) fclose(gp);
   if (f) fclose(f);
+  return rc;
+}
+
+static int fig_breakdown(report_t *rp) {
+  static const char *const parts[3] = {"compute", "communication", "waiting"};
+  sbar_t *bars = calloc(rp->set->n ? rp->set->n : 1, sizeof *bars);
+  int rc = SG_OK, n = 0;
+  if (!bars) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  for (size_t i = 0; i < rp->set->n; i++)
+    n += breakdown_bar(rp, i, bars[n].t, bars[n].lab, sizeof bars[n].lab);
+  if (n) {
+    SG_TRY(draw_stacked(rp, "time_breakdown", "breakdown.tsv",
+                        "Where a step's time goes (worker ranks)",
+                        "ms per step (worker mean)",
+                        "mean seconds per step over worker ranks, mean over repeats;"
+                        " the figure shows milliseconds",
+                        parts, bars, n));
+    add_fig(rp, "time_breakdown",
+            "Mean milliseconds per step on worker ranks, split into compute "
+            "(gradient and optimizer), communication (time in transport calls) "
+            "and waiting (barriers, staleness bound); mean over repeats.");
+  }
+fail:
+  free(bars);
+  return rc;
+}
+
+/* ---- the servers and the driver: their time per step ------------------- */
+
+/* Mean compute/comm/wait per step record of the server and driver ranks
+ * of run `id` into t[3]; 0 when the run has none. */
+static int server_means(sqlite3_stmt *st, int64_t id, double t[3]) {
+  sqlite3_reset(st);
+  sqlite3_bind_int64(st, 1, id);
+  if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int64(st, 3) == 0) return 0;
+  for (int c = 0; c < 3; c++) t[c] = sg_rdb_double(st, c);
+  return 1;
+}
+
+static int fig_server(report_t *rp) {
+  static const char *const parts[3] = {"busy (apply updates)", "communication",
+                                       "waiting for workers"};
+  const sg_rset_t *s = rp->set;
+  sqlite3_stmt *st = NULL;
+  sbar_t *bars = calloc(s->n ? s->n : 1, sizeof *bars);
+  int rc = SG_OK, n = 0;
+  char b[256];
+  if (!bars) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT avg(compute_s), avg(comm_s), avg(wait_s), count(*)"
+                        " FROM steps WHERE run_id = ?1 AND role IN ('server', 'driver')"
+                        " AND step > 0",
+                        &st));
+  /* Step 0 is left out: a ps server's first record holds the start
+   * barrier (waiting for every worker's first pull, seconds while N
+   * processes start), which would swamp the mean of a short run.
+   * One bar per label (the first run of it), mean over its repeats. */
+  for (size_t i = 0; i < s->n; i++) {
+    sbar_t *bar = &bars[n];
+    int k = 0, dup = 0;
+    double t[3];
+    label(rp, i, bar->lab, sizeof bar->lab);
+    for (size_t j = 0; j < i && !dup; j++) dup = !strcmp(bar->lab, label(rp, j, b, sizeof b));
+    memset(bar->t, 0, sizeof bar->t);
+    for (size_t j = i; j < s->n && !dup; j++) {
+      if (strcmp(bar->lab, label(rp, j, b, sizeof b)) || !server_means(st, s->runs[j].id, t))
+        continue;
+      for (int c = 0; c < 3; c++) bar->t[c] += isnan(t[c]) ? 0 : t[c];
+      k++;
+    }
+    if (dup || !k) continue;
+    for (int c = 0; c < 3; c++) bar->t[c] /= k;
+    n++;
+  }
+  if (n) {
+    SG_TRY(draw_stacked(rp, "server_time", "server_time.tsv",
+                        "Where the servers' and the driver's time goes",
+                        "ms per step record (server/driver mean)",
+                        "mean seconds per step record over the ps server and mapreduce"
+                        " driver ranks (role server, driver) from step 1 on, mean over repeats",
+                        parts, bars, n));
+    add_fig(rp, "server_time",
+            "PS servers and mapreduce driver, ms per step record (ps: one per "
+            "sync step or per N updates): busy = applying updates and building "
+            "replies; communication = in send/recv (driver: broadcast, tasks, "
+            "reduce); waiting = idle until a worker or executor message arrives. "
+            "Step 0 (start barrier) left out.");
+  }
+fail:
+  sqlite3_finalize(st);
+  free(bars);
+  return rc;
+}
+
+/* ---- bytes per step vs workers ----------------------------------------- */
+
+/* Block of bytes_vs_workers.tsv for variant `var`: per worker count the
+ * median, min and max over ok repeats of the busiest rank's bytes per
+ * step.  *wrote: the block has a row. */
+static int bytes_block(report_t *rp, FILE *f, int blk, const char *var, double *v,
+                       int *wrote) {
+  const sg_rset_t *s = rp->set;
+  *wrote = 0;
+  for (int next = next_workers(s, var, 0); next != INT_MAX;
+       next = next_workers(s, var, next)) {
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++) {
+      const sg_rrun_t *r = &s->runs[i];
+      if (!strcmp(r->variant, var) && r->workers == next && !strcmp(r->status, "ok") &&
+          !isnan(r->bytes_per_step) && !r->bytes_in_mpi)
+        v[k++] = r->bytes_per_step;
+    }
+    if (!k) continue;
+    double med = sg_rmedian(v, k);
+    if (!*wrote) {
+      tsv_block(f, blk, var);
+      fputs("# workers\tbytes_median\tbytes_min\tbytes_max\n", f);
+      *wrote = 1;
+    }
+    fprintf(f, "%d\t%.6g\t%.6g\t%.6g\n", next, med, v[0], v[k - 1]);
+  }
+  return SG_OK;
+}
+
+static int fig_bytes(report_t *rp) {
+  const sg_rset_t *s = rp->set;
+  FILE *f = NULL, *gp = NULL;
+  int rc = SG_OK, nblocks = 0;
+  double *v = calloc(s->n ? s->n : 1, sizeof *v);
+  if (!v) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  if (!s->workers_vary) goto fail;
+  SG_TRY(open_data(rp, "bytes_vs_workers.tsv", &f));
+  fprintf(f, "# busiest rank's bytes per step (sent + received, mean over its"
+             " step rows), median/min/max over ok repeats per worker count\n");
+  SG_TRY(sg_plot_begin(&gp, rp->dir, "bytes_vs_workers",
+                       "Bytes per step on the busiest rank vs workers"));
+  axis_labels(gp, "workers N", "bytes per step, busiest rank (sent + received)");
+  fputs("set logscale x 2\nset xtics 2\nset yrange [0:*]\nset format y '%.0s %cB'\nplot \\\n",
+        gp);
+  for (size_t i = 0; i < s->n; i++) {
+    int wrote = 0, dup = 0;
+    for (size_t j = 0; j < i && !dup; j++) dup = !strcmp(s->runs[j].variant, s->runs[i].variant);
+    /* local is one process: nothing crosses a transport */
+    if (dup || !strcmp(s->runs[i].engine, "local")) continue;
+    SG_TRY(bytes_block(rp, f, nblocks, s->runs[i].variant, v, &wrote));
+    if (!wrote) continue;
+    series_band(gp, "bytes_vs_workers.tsv", nblocks, 3, rp->vcolor[i]);
+    fprintf(gp, "  'bytes_vs_workers.tsv' index %d using 1:2 with linespoints pt 7 lw 1.5 ",
+            nblocks++);
+    plot_color(gp, rp->vcolor[i]);
+    sg_plot_title(gp, s->runs[i].variant);
+    fputs(", \\\n", gp);
+  }
+  fputs("  NaN notitle\n", gp);
+  SG_TRY(close_data(rp, "bytes_vs_workers.tsv", &f));
+  if (!nblocks) { /* nothing to draw: drop the script */
+    char path[PATH_MAX + 32];
+    fclose(gp);
+    gp = NULL;
+    snprintf(path, sizeof path, "%s/bytes_vs_workers.gp", rp->dir);
+    unlink(path);
+    goto fail;
+  }
+  SG_TRY(sg_plot_end(&gp, rp->dir, "bytes_vs_workers"));
+  add_fig(rp, "bytes_vs_workers",
+          "Busiest rank's bytes per step (sent + received) vs workers N, median "
+          "and min-max over repeats. For K model bytes: ring 4K(N-1)/N per rank "
+          "(2K(N-1)/N each way, flat in N), one ps server 2NK (grows with N). "
+          "allreduce native not drawn: MPI moves its bytes.");
+fail:
+  if (gp) fclose(gp);
+  if (f) fclose(f);
+  free(v);
   return rc;
 }
 
@@ -899,7 +1135,9 @@ static int draw(report_t *rp, int *removed) {
   SG_CHECK(fig_evals(rp));
   SG_CHECK(fig_loss(rp));
   SG_CHECK(fig_scaling(rp));
+  SG_CHECK(fig_bytes(rp));
   SG_CHECK(fig_breakdown(rp));
+  SG_CHECK(fig_server(rp));
   SG_CHECK(fig_staleness(rp));
   SG_CHECK(fig_bench(rp));
   SG_CHECK(sg_report_summary(rp->db, rp->db_path, rp->set, rp->single_run, rp->dir,

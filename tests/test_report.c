@@ -73,12 +73,13 @@ static int add_eval(sqlite3 *db, int run, int step, double wall, int samples,
 }
 
 /* 30 steps of one rank, step s starting at t0 + s * dt and lasting
- * 0.004 + 0.002 + 0.001 = 0.007 s (workers): bytes alternate between
+ * 0.004 + 0.002 + 0.001 = 0.007 s (workers; a server or driver waits
+ * 0.003 and has no loss): bytes alternate between
  * sent_even and sent_odd (recv constant); staleness = step % 3 when stale,
  * else NULL. */
 static int add_steps(sqlite3 *db, int run, int rank, const char *role, int sent_even,
                      int sent_odd, int recv, int stale, double t0, double dt) {
-  int server = !strcmp(role, "server");
+  int server = !strcmp(role, "server") || !strcmp(role, "driver");
   for (int s = 0; s < 30; s++) {
     char loss[32], st[16];
     snprintf(loss, sizeof loss, server ? "NULL" : "%.6f", 2.0 / (1 + 0.1 * s) + 0.01 * rank);
@@ -169,6 +170,10 @@ static int make_fixture(const char *path) {
     goto done;
   for (int rank = 0; rank < 4; rank++)
     if (add_steps(db, 6, rank, "worker", 1500, 1500, 1500, 0, 0, 0.01)) goto done;
+  /* a server's step 0 holds the start barrier: 2 s of waiting that the
+   * server_time figure leaves out */
+  if (execf(db, "UPDATE steps SET wait_s = 2.0 WHERE role = 'server' AND step = 0"))
+    goto done;
   /* run 7: mapreduce, failed */
   if (add_run(db, 7, 1, "mapreduce", "\"aggregate\": \"tree\"", "zmq", 2, 0, 0,
               "failed", "rank 2 (executor) on node1: deadline exceeded"))
@@ -194,6 +199,16 @@ static int make_fixture(const char *path) {
   if (add_run(db, 8, 2, "local", "\"model\": \"mlp\"", "zmq", 2, 0, 0, "ok", NULL) ||
       add_eval(db, 8, 10, 1.0, 1280, 0.5) || add_eval(db, 8, 20, 2.0, 2560, 0.6) ||
       add_steps(db, 8, 0, "worker", 0, 0, 0, 0, 0, 0.01))
+    goto done;
+  /* experiment 3: a mapreduce run, its driver (rank 0) and executors */
+  if (execf(db, "INSERT INTO experiments VALUES(3, 'mr', 'name: mr',"
+                " '2024-01-03T00:00:00Z', 'testhost', '0.1.0')") ||
+      add_run(db, 9, 3, "mapreduce", "\"broadcast\": \"flat\", \"aggregate\": \"flat\"",
+              "zmq", 2, 0, 0, "ok", NULL) ||
+      add_eval(db, 9, 10, 1.0, 1280, 0.5) ||
+      add_steps(db, 9, 0, "driver", 2000, 2000, 2000, 0, 0, 0.01) ||
+      add_steps(db, 9, 1, "executor", 1000, 1000, 1000, 0, 0, 0.01) ||
+      add_steps(db, 9, 2, "executor", 1000, 1000, 1000, 0, 0, 0.01))
     goto done;
   if (execf(db, "COMMIT")) goto done;
   rc = 0;
@@ -317,7 +332,7 @@ TEST(report_experiment) {
   static const char *const figs[] = {
       "acc_vs_time", "acc_vs_step", "test_loss_vs_time", "loss_vs_step",
       "throughput", "efficiency", "time_breakdown", "staleness",
-      "allreduce_time", "allreduce_busbw", NULL};
+      "allreduce_time", "allreduce_busbw", "bytes_vs_workers", "server_time", NULL};
   for (const char *const *f = figs; *f; f++) {
     struct stat sb;
     snprintf(p, sizeof p, "%s/%s.png", dir, *f);
@@ -353,8 +368,12 @@ TEST(report_experiment) {
   snprintf(p, sizeof p, "%s/scaling.tsv", dir);
   char *sc = read_file(p);
   CHECK(sc);
-  CHECK_STR_CONTAINS(sc, "# allreduce ring/zmq\n# workers\tsamples_per_s\tefficiency\n"
-                         "2\t6614.99\t1\n4\t25989.8\t1.96447\n");
+  CHECK_STR_CONTAINS(sc, "# allreduce ring/zmq\n# workers\tsamples_per_s\tefficiency\t"
+                         "min\tmax\teff_min\teff_max\n"
+                         "2\t6614.99\t1\t6614.99\t6614.99\t1\t1\n"
+                         "4\t25989.8\t1.96447\t25989.8\t25989.8\t1.96447\t1.96447\n");
+  /* ps sync's two repeats: median 10881.0 between 8767.1 and 12994.9 */
+  CHECK_STR_CONTAINS(sc, "\n2\t10881\t1\t8767.12\t12994.9\t0.805726\t1.19427\n");
   free(sc);
   /* local is one process: throughput yes, scaling efficiency no */
   snprintf(p, sizeof p, "%s/efficiency.gp", dir);
@@ -367,6 +386,101 @@ TEST(report_experiment) {
   gp = read_file(p);
   CHECK(gp);
   CHECK_STR_CONTAINS(gp, "title 'local' noenhanced");
+  /* a band only where a worker count has repeats: ps sync (block 1) */
+  CHECK_STR_CONTAINS(gp, "'scaling.tsv' index 1 using 1:4:5 with filledcurves");
+  CHECK(!strstr(gp, "index 0 using 1:4:5") && !strstr(gp, "index 3 using 1:4:5"));
+  free(gp);
+}
+
+/* Bytes per step vs N: the busiest rank's mean bytes per step per run,
+ * median/min/max over repeats (ps sync: the server, 4000 and 5000 B);
+ * local (one process) and the failed mapreduce run have no block. */
+TEST(report_bytes_vs_workers) {
+  char *out = NULL, dir[512], p[600];
+  setup();
+  snprintf(dir, sizeof dir, "%s/rep-bytes", tmpdir);
+  int rc = run_cmd(sg_cmd_report, NULL, &out, "report", "fixture", "--db", db_path,
+                   "--out", dir, NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  snprintf(p, sizeof p, "%s/bytes_vs_workers.tsv", dir);
+  char *t = read_file(p);
+  CHECK(t);
+  CHECK_STR_CONTAINS(t, "# ps sync\n# workers\tbytes_median\tbytes_min\tbytes_max\n"
+                        "2\t4500\t4000\t5000\n");
+  CHECK_STR_CONTAINS(t, "# ps ssp(2)\n# workers\tbytes_median\tbytes_min\tbytes_max\n"
+                        "2\t4000\t4000\t4000\n");
+  /* max over ranks of each rank's mean (2900), not the max of maxima (3500) */
+  CHECK_STR_CONTAINS(t, "# allreduce ring/zmq\n# workers\tbytes_median\tbytes_min\t"
+                        "bytes_max\n2\t2900\t2900\t2900\n4\t3000\t3000\t3000\n");
+  CHECK(!strstr(t, "# local") && !strstr(t, "mapreduce"));
+  free(t);
+  snprintf(p, sizeof p, "%s/bytes_vs_workers.gp", dir);
+  char *gp = read_file(p);
+  CHECK(gp);
+  CHECK_STR_CONTAINS(gp, "title 'allreduce ring/zmq' noenhanced");
+  CHECK_STR_CONTAINS(gp, "with filledcurves");
+  free(gp);
+  snprintf(p, sizeof p, "%s/bytes_vs_workers.png", dir);
+  CHECK(is_png(p));
+  /* one worker count: no figure */
+  snprintf(dir, sizeof dir, "%s/rep-bytes-never", tmpdir);
+  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "never", "--db", db_path, "--out", dir,
+               NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  CHECK(!exists(dir, "bytes_vs_workers.png") && !exists(dir, "bytes_vs_workers.tsv"));
+}
+
+/* Server/driver time: only rows with role server or driver (the fixture's
+ * servers record 4/2/3 ms, its workers 4/2/1 ms: a worker row in the mean
+ * would move the waiting column) from step 1 on (step 0's 2 s start
+ * barrier would make it 69.6 ms), one bar per label, mean over repeats;
+ * runs without a server (local, allreduce) have no bar. */
+TEST(report_server_time) {
+  char *out = NULL, dir[512], p[600];
+  setup();
+  snprintf(dir, sizeof dir, "%s/rep-server", tmpdir);
+  int rc = run_cmd(sg_cmd_report, NULL, &out, "report", "fixture", "--db", db_path,
+                   "--out", dir, NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  snprintf(p, sizeof p, "%s/server_time.tsv", dir);
+  char *t = read_file(p);
+  CHECK(t);
+  CHECK_STR_CONTAINS(t, "# bar\tcompute_s\tcomm_s\twait_s\tvariant\n"
+                        "0\t0.004\t0.002\t0.003\tps sync, N=2\n"
+                        "1\t0.004\t0.002\t0.003\tps ssp(2), N=2\n");
+  CHECK(!strstr(t, "allreduce") && !strstr(t, "local") && !strstr(t, "\n2\t"));
+  free(t);
+  snprintf(p, sizeof p, "%s/server_time.gp", dir);
+  char *gp = read_file(p);
+  CHECK(gp);
+  CHECK_STR_CONTAINS(gp, "using ($2*1000)");
+  CHECK_STR_CONTAINS(gp, "title 'waiting for workers' noenhanced");
+  free(gp);
+  snprintf(p, sizeof p, "%s/server_time.png", dir);
+  CHECK(is_png(p));
+  /* the mapreduce driver's rows (wait 3 ms), not its executors' (1 ms) */
+  snprintf(dir, sizeof dir, "%s/rep-driver", tmpdir);
+  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "mr", "--db", db_path, "--out", dir,
+               NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  snprintf(p, sizeof p, "%s/server_time.tsv", dir);
+  t = read_file(p);
+  CHECK(t);
+  CHECK_STR_CONTAINS(t, "variant\n0\t0.004\t0.002\t0.003\tmapreduce");
+  free(t);
+  snprintf(dir, sizeof dir, "%s/rep-server", tmpdir);
+  /* time_breakdown: milliseconds, upright labels, a margin that holds the
+   * longest (23 characters: 3 + 0.45 * 23 lines) */
+  snprintf(p, sizeof p, "%s/time_breakdown.gp", dir);
+  gp = read_file(p);
+  CHECK(gp);
+  CHECK_STR_CONTAINS(gp, "using ($2*1000)");
+  CHECK_STR_CONTAINS(gp, ") rotate by 90 right noenhanced\nset bmargin 13\n");
+  CHECK_STR_CONTAINS(gp, "set ylabel 'ms per step (worker mean)");
   free(gp);
 }
 

@@ -439,7 +439,8 @@ static int inside_results(const char *dir, int run_dir) {
 static const char *const FIGS[] = {"acc_vs_time", "acc_vs_step", "test_loss_vs_time",
                                    "loss_vs_step", "throughput", "efficiency",
                                    "time_breakdown", "staleness", "allreduce_time",
-                                   "allreduce_busbw", NULL};
+                                   "allreduce_busbw", "bytes_vs_workers", "server_time",
+                                   NULL};
 
 /* Every .gp in dir: lint, redraw with gnuplot; every .tsv: lint.  CHECKs
  * through the macro's return, so callers check test_failed_now_. */
@@ -532,7 +533,7 @@ TEST(report_runs_no_code_from_data) {
   if (test_failed_now_) return;
   check_scripts(dir, &n);
   if (test_failed_now_) return;
-  CHECK_EQ_INT(n, 10);
+  CHECK_EQ_INT(n, 12);
 
   /* one forged run on its own: results/<name>/run-101 */
   rc = sgdlab(out, sizeof out, "report", "--run", "101", "--db", db, NULL);
