@@ -20,6 +20,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "proc.h"
 
 /* ---- description ---------------------------------------------------------- */
 
@@ -380,7 +381,7 @@ static int claim(sg_cluster_t *cl) {
   }
   SG_TRY(sgc_free_subnet(&cl->subnet));
   cl->owner = getpid();
-  cl->owner_start = sgc_proc_start(cl->owner);
+  cl->owner_start = sg_proc_start(cl->owner);
   sgc_fill_names(cl);
   SG_TRY(sgc_state_write(cl));
 fail:

@@ -47,8 +47,6 @@ int sgc_state_read(const char *name, sg_cluster_t **out);
 int sgc_state_remove(const char *name);
 /* Whether a state says its owner is alive (or it is persistent). */
 int sgc_owner_alive(const sg_cluster_t *cl);
-/* Start time of pid (field 22 of /proc/PID/stat), 0 when gone. */
-unsigned long long sgc_proc_start(pid_t pid);
 /* Lowest subnet no state uses (lock held); SG_ERANGE when all are. */
 int sgc_free_subnet(int *subnet);
 

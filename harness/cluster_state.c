@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "proc.h"
 
 #define CAP_NET_ADMIN_BIT 12
 #define CAP_SYS_ADMIN_BIT 21
@@ -69,25 +70,9 @@ void sgc_state_path(const char *name, char *out, size_t cap) {
   snprintf(out, cap, "%s/cluster-%s", SG_CLUSTER_RUN_DIR, name);
 }
 
-unsigned long long sgc_proc_start(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')'); /* "pid (comm) S f4 ... f22" */
-  unsigned long long start = 0;
-  if (!p || sscanf(p + 2, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-                          "%*s %*s %*s %llu", &start) != 1)
-    return 0;
-  return start;
-}
-
 int sgc_owner_alive(const sg_cluster_t *cl) {
   if (cl->persistent) return 1;
-  unsigned long long s = sgc_proc_start(cl->owner);
+  unsigned long long s = sg_proc_start(cl->owner);
   return s != 0 && s == cl->owner_start;
 }
 

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "cluster.h"
 #include "err.h"
+#include "proc.h"
 
 enum { KIN_MAX = 256,    /* mpirun descendants remembered */
        ANCESTRY_HOPS = 16 /* how far up /proc ppid links are followed */ };
@@ -244,33 +245,12 @@ pid_t sg_launch_pid(const sg_launch_t *l, int rank) {
 
 int sg_launch_stderr_fd(const sg_launch_t *l) { return l ? l->err_fd : -1; }
 
-/* /proc/PID/stat into buf; the text after the command's ")" ("S 1234
- * ...": state, ppid, ...), or NULL when the process is gone. */
-static const char *proc_stat(pid_t pid, char *buf, size_t cap) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return NULL;
-  size_t n = fread(buf, 1, cap - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *rp = strrchr(buf, ')'); /* comm may contain spaces and ')' */
-  return rp && rp[1] == ' ' ? rp + 2 : NULL;
-}
-
-/* Whether pid is stopped (state T or t in /proc/PID/stat). */
-static int proc_stopped(pid_t pid) {
-  char buf[512];
-  const char *s = proc_stat(pid, buf, sizeof buf);
-  return s && (s[0] == 'T' || s[0] == 't');
-}
-
 /* Whether pid descends from ancestor, following at most ANCESTRY_HOPS
  * ppid links in /proc (a rank under mpirun is its child or grandchild). */
 static int descends_from(pid_t pid, pid_t ancestor) {
   char buf[512];
   for (int hop = 0; hop < ANCESTRY_HOPS && pid > 1; hop++) {
-    const char *s = proc_stat(pid, buf, sizeof buf);
+    const char *s = sg_proc_stat(pid, buf, sizeof buf);
     int ppid;
     if (!s || sscanf(s, "%*c %d", &ppid) != 1) return 0;
     if (ppid == ancestor) return 1;
@@ -364,9 +344,9 @@ void sg_launch_stop(sg_launch_t *l, double grace_s) {
   kin_snapshot(l); /* mpirun's ranks: they may outlive it */
   if (sg_launch_alive(l)) {
     for (int i = 0; i < l->n; i++)
-      if (l->pid[i] && proc_stopped(l->pid[i])) kill(l->pid[i], SIGKILL);
+      if (l->pid[i] && sg_proc_stopped(l->pid[i])) kill(l->pid[i], SIGKILL);
     for (int i = 0; i < l->nkin; i++)
-      if (proc_stopped(l->kin_pid[i])) kin_signal(l, i, SIGKILL);
+      if (sg_proc_stopped(l->kin_pid[i])) kin_signal(l, i, SIGKILL);
     signal_all(l, SIGTERM);
     reap_until(l, sg_now() + grace_s);
   }

@@ -13,24 +13,17 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "proc.h"
 
 enum { RECONCILE_MAX = 256 }; /* runs looked at per open (the rest: next time) */
 
 int sg_proc_identity(int pid, char *out, size_t cap) {
-  char path[64], buf[1024], boot[64] = "?";
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE *f = pid > 0 ? fopen(path, "r") : NULL;
-  if (!f) return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')'); /* "pid (comm) S ppid ..." */
-  if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X') return -1;
-  p += 2; /* field 3, the state; the start time is field 22 */
-  for (int field = 3; field < 22 && p; field++)
-    if ((p = strchr(p, ' '))) p++;
-  if (!p || !isdigit((unsigned char)*p)) return -1;
-  unsigned long long ticks = strtoull(p, NULL, 10);
+  char buf[1024], boot[64] = "?";
+  const char *s = sg_proc_stat(pid, buf, sizeof buf), *start;
+  if (!s || s[0] == 'Z' || s[0] == 'X') return -1;
+  if (!(start = sg_proc_field(s, 22)) || !isdigit((unsigned char)*start)) return -1;
+  unsigned long long ticks = strtoull(start, NULL, 10);
+  FILE *f;
   if ((f = fopen("/proc/sys/kernel/random/boot_id", "r"))) {
     if (!fgets(boot, sizeof boot, f)) snprintf(boot, sizeof boot, "?");
     boot[strcspn(boot, "\n")] = '\0';

@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "err.h"
 #include "launch.h"
+#include "proc.h"
 #include "run_cluster.h"
 #include "sg_revision.h" /* SG_REVISION, generated at build time */
 #include "transport.h"
@@ -203,8 +204,7 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sen
     break;
   }
   case SG_REC_STEP: {
-    sg_step_rec_t x;
-    if (h.len < sizeof x) break;
+    sg_step_rec_t x; /* sg_rec_decode checked every size and terminator */
     memcpy(&x, p, sizeof x);
     SG_CHECK(sg_recorder_step(db, s->run_id, h.rank, ri->hello ? ri->role : "worker", &x));
     /* training is under way once every rank has begun: the latest first
@@ -219,7 +219,6 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sen
   }
   case SG_REC_EVAL: {
     sg_eval_rec_t x;
-    if (h.len < sizeof x) break;
     memcpy(&x, p, sizeof x);
     SG_CHECK(sg_recorder_eval(db, s->run_id, &x));
     s->final_acc = x.test_acc;
@@ -235,11 +234,7 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sen
     break;
   }
   case SG_REC_INFO: {
-    const char *key = (const char *)p;
-    size_t kl = strnlen(key, h.len);
-    if (kl + 1 >= h.len) break;
-    const char *val = key + kl + 1;
-    if (strnlen(val, h.len - kl - 1) == h.len - kl - 1) break; /* not terminated */
+    const char *key = (const char *)p, *val = key + strlen(key) + 1;
     if (!strncmp(key, "time.", 5)) { /* the harness writes time.* (record_times) */
       rank_time(&s->times, key, val);
       break;
@@ -250,7 +245,6 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sen
   }
   case SG_REC_DONE: {
     int32_t st;
-    if (h.len < sizeof st) break;
     memcpy(&st, p, sizeof st);
     if (ri->done) break;
     ri->done = 1;
@@ -415,23 +409,12 @@ static void remove_dir(const char *dir) {
  * are not our children, so waitpid cannot tell).  *status gets a zombie's
  * wait status (field 52 of /proc/PID/stat), else -1. */
 static int proc_dead(int pid, int *status) {
-  char path[64], buf[1024];
+  char buf[1024];
+  const char *s = sg_proc_stat(pid, buf, sizeof buf), *code;
   *status = -1;
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *rp = strrchr(buf, ')'); /* "pid (comm) S ..." */
-  if (!rp || rp[1] != ' ' || (rp[2] != 'Z' && rp[2] != 'X')) return 0;
-  /* field 3 is the state; exit_code is field 52 */
-  const char *p = rp + 2;
-  for (int field = 3; field < 52 && p; field++) {
-    p = strchr(p, ' ');
-    if (p) p++;
-  }
-  if (p && *p) *status = atoi(p);
+  if (!s) return 1;
+  if (s[0] != 'Z' && s[0] != 'X') return 0;
+  if ((code = sg_proc_field(s, 52))) *status = atoi(code);
   return 1;
 }
 
@@ -549,24 +532,6 @@ static void kill_leftovers(serve_t *s) {
   }
 }
 
-int sg_run_proc_state(int pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *rp = strrchr(buf, ')');
-  return rp && rp[1] == ' ' ? rp[2] : 0;
-}
-
-/* Whether a process on this host is stopped (SIGSTOP, state T). */
-static int proc_stopped(int pid) {
-  int c = sg_run_proc_state(pid);
-  return c == 'T' || c == 't';
-}
-
 /* A failed run: SIGKILL its stopped rank processes on this host first (a
  * stopped process holds SIGTERM until continued, so mpirun, which
  * terminates its job with SIGTERM, would otherwise wait on it). */
@@ -575,7 +540,7 @@ static void kill_stopped(serve_t *s) {
   gethostname(host, sizeof host - 1);
   for (int r = 0; r < s->nprocs; r++) {
     const rank_info_t *ri = &s->ranks[r];
-    if (ri->hello && ri->pid > 0 && !strcmp(ri->host, host) && proc_stopped(ri->pid))
+    if (ri->hello && ri->pid > 0 && !strcmp(ri->host, host) && sg_proc_stopped(ri->pid))
       sg_launch_signal(s->launch, ri->pid, SIGKILL); /* only a process of this run */
   }
 }
@@ -644,7 +609,7 @@ static void scan_states(serve_t *s, int now_too) {
   for (int r = 0; r < s->nprocs; r++) {
     rank_info_t *ri = &s->ranks[r];
     int pid = ri->done || ri->exited || ri->dead ? 0 : rank_pid(s, r);
-    ri->state = pid > 0 ? sg_run_proc_state(pid) : -1;
+    ri->state = pid > 0 ? sg_proc_state(pid) : -1;
     int stopped = ri->state == 'T' || ri->state == 't';
     if (!stopped) ri->stopped_since = 0;
     else if (!ri->stopped_since) ri->stopped_since = now;

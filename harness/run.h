@@ -102,10 +102,6 @@ void sg_run_install_signals(void);
 /* The signal that interrupted the harness, 0 when none. */
 int sg_run_signal(void);
 
-/* State letter of process `pid` on this host from /proc/PID/stat ('R',
- * 'S', 'T', 'Z', ...), 0 when it cannot be read (gone). */
-int sg_run_proc_state(int pid);
-
 /* What `sgdlab run` and `sgdlab bench` do before their runs: record
  * experiment `x` in `db`, create the progress display (sg_progress_new's
  * `quiet`), install the signal handlers and fill *env (db, experiment id,

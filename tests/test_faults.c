@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "proc.h"
 #include "run.h"
 
 #define DEADLINE_S 3.0
@@ -82,7 +83,7 @@ static void query_text(const char *db, const char *sql, char *out, size_t cap) {
 
 /* Process state letter from /proc, 0 when gone or a zombie. */
 static int proc_state(int pid) {
-  int c = sg_run_proc_state(pid);
+  int c = sg_proc_state(pid);
   return c == 'Z' || c == 'X' ? 0 : c;
 }
 

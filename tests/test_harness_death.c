@@ -34,6 +34,7 @@
 #include "lifeline.h"
 #include "records.h"
 #include "run.h"
+#include "proc.h"
 #include "run_util.h"
 
 #define DEADLINE_S 5.0
@@ -85,7 +86,7 @@ static pid_t bystander(void) {
 
 /* Whether our child p is still alive (not exited, not a zombie). */
 static int alive(pid_t p) {
-  int st = sg_run_proc_state(p);
+  int st = sg_proc_state(p);
   return waitpid(p, NULL, WNOHANG) == 0 && st && st != 'Z' && st != 'X';
 }
 
@@ -153,7 +154,7 @@ TEST(forged_hello_never_gets_an_unrelated_process_killed) {
   int ok = record_endpoint(pids[0], ep, sizeof ep) == 0 && forge(ep, running, stopped) == 0;
   int code = ru_wait_exit_code(h, 20.0);
   int running_alive = alive(running), stopped_alive = alive(stopped);
-  char st[2] = {(char)sg_run_proc_state(stopped), 0};
+  char st[2] = {(char)sg_proc_state(stopped), 0};
   kill(running, SIGKILL), kill(stopped, SIGKILL);
   waitpid(running, NULL, 0), waitpid(stopped, NULL, 0);
   CHECK_MSG(ok, "could not send the forged records to %s", ep);
