@@ -115,7 +115,7 @@ int sg_records_bench(sg_records_t *r, const sg_bench_rec_t *b) {
   return send_rec(r, SG_REC_BENCH, b, sizeof *b, NULL, 0);
 }
 
-/* Room for the text of a record after `used` bytes of it. */
+/* The longest INFO value or DONE message: a record stays under SG_REC_MAX. */
 enum { REC_TEXT_MAX = SG_REC_MAX - sizeof(sg_rec_header_t) - 256 };
 
 /* A copy of s cut to at most max bytes (caller frees), or NULL. */

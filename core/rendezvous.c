@@ -187,8 +187,12 @@ static int rdv_read(sg_rdv_t *r, unsigned char *id, int *id_len,
   size_t ml = sizeof more;
   zmq_getsockopt(r->sock, ZMQ_RCVMORE, &more, &ml);
   zmq_msg_init(body);
-  if (more && zmq_msg_recv(body, r->sock, 0) >= 0) more = zmq_msg_more(body);
-  else more = 0, *id_len = -1; /* no body: ignore */
+  if (more && zmq_msg_recv(body, r->sock, 0) >= 0) {
+    more = zmq_msg_more(body);
+  } else { /* no body: the caller ignores it */
+    more = 0;
+    *id_len = -1;
+  }
   while (more) { /* drop any further frames */
     zmq_msg_t junk;
     zmq_msg_init(&junk);

@@ -226,7 +226,6 @@ static void attack(const port_t *ports, int np, pid_t victim, const sg_keys_t *s
   sg_keys_t *mine = NULL; /* 4: a key of our own, the servers' public keys known */
   if (sg_keys_new(&mine, NPROCS) == 0)
     for (int i = 0; i < np; i++) {
-      sg_keys_t *k = NULL; /* our secret key, their public key in its place */
       void *s = zmq_socket(g_zctx, ZMQ_PUSH);
       int tmo = 200;
       zmq_setsockopt(s, ZMQ_LINGER, &tmo, sizeof tmo);
@@ -238,7 +237,6 @@ static void attack(const port_t *ports, int np, pid_t victim, const sg_keys_t *s
       zmq_connect(s, ep);
       forge_records(s, victim, 0);
       zmq_close(s);
-      (void)k;
     }
   sg_keys_destroy(&mine);
   for (int i = 0; i < np; i++) { /* 5: rank 1's key, claiming to be others */
