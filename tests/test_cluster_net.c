@@ -271,8 +271,12 @@ TEST(rtt_between_hosts) {
 
 /* ---- loss ----------------------------------------------------------------------- */
 
-/* UDP: port, then the number of datagrams received; the stream ends when
- * count have arrived or none for 1 s after the first (bounded to 20 s). */
+/* UDP: port, then the number of data datagrams ('D') received; the
+ * stream ends when count have arrived or none for 1 s after the first
+ * (bounded to 20 s).  A hello ('H') is answered ('A') and not counted: the
+ * source sends data only once a hello was answered, so the hosts' ARP
+ * entries exist and no datagram is lost waiting for them (the neighbour
+ * queue drops while ARP resolves, and ARP itself crosses the lossy link). */
 static int udp_sink_main(void *arg, int wfd) {
   peer_t *p = arg;
   int big = 8 << 20, n = 0, s = listen_on(p->addr, SOCK_DGRAM, &p->port);
@@ -284,17 +288,29 @@ static int udp_sink_main(void *arg, int wfd) {
   while (n < p->count && sg_now() < end) {
     struct pollfd pf = {s, POLLIN, 0};
     if (poll(&pf, 1, n ? 1000 : 20000) <= 0) break;
-    if (recv(s, buf, sizeof buf, 0) > 0) n++;
+    struct sockaddr_storage from;
+    socklen_t fl = sizeof from;
+    ssize_t got = recvfrom(s, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
+    if (got > 0 && buf[0] == 'H') sendto(s, "A", 1, 0, (struct sockaddr *)&from, fl);
+    else if (got > 0 && buf[0] == 'D') n++;
   }
   return write(wfd, &n, sizeof n) != sizeof n;
 }
 
+/* Hello until answered (at most 400 tries of 50 ms), then count data. */
 static int udp_source_main(void *arg, int wfd) {
   peer_t *p = arg;
-  char buf[100] = {0};
+  char buf[100] = {'D'}, ack;
+  int answered = 0;
   (void)wfd;
   int s = connect_to(p->addr, p->port, SOCK_DGRAM);
   if (s < 0) return 1;
+  for (int t = 0; t < 400 && !answered; t++) {
+    struct pollfd pf = {s, POLLIN, 0};
+    if (send(s, "H", 1, 0) != 1) return 1;
+    answered = poll(&pf, 1, 50) == 1 && recv(s, &ack, 1, 0) == 1 && ack == 'A';
+  }
+  if (!answered) return 1;
   for (int i = 0; i < p->count; i++)
     if (send(s, buf, sizeof buf, 0) != (ssize_t)sizeof buf) return 1;
   return 0;
