@@ -85,3 +85,13 @@ const char *sg_fmt_real(char *buf, size_t len, double v) {
   }
   return buf;
 }
+
+int sg_nonce_hex(char out[33]) {
+  unsigned char b[16];
+  FILE *f = fopen("/dev/urandom", "rbe");
+  size_t got = f ? fread(b, 1, sizeof b, f) : 0;
+  if (f) fclose(f);
+  if (got != sizeof b) return -1;
+  for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
+  return 0;
+}

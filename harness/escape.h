@@ -32,4 +32,8 @@ const char *sg_fmt_real(char *buf, size_t len, double v);
  * start one (s[0] != 0). */
 int sg_utf8_len(const unsigned char *s);
 
+/* 32 random hex digits (kernel random source) for a page script's
+ * Content-Security-Policy nonce; -1 when /dev/urandom cannot be read. */
+int sg_nonce_hex(char out[33]);
+
 #endif

@@ -23,14 +23,17 @@
 #include "report.h"
 
 static const char usage[] =
-    "usage: sgdlab trace RUN [--db PATH] [--out FILE]\n"
+    "usage: sgdlab trace RUN [--db PATH] [--out FILE] [--html FILE]\n"
     "\n"
     "Write run RUN's step records as a trace (Chrome trace-event JSON): one\n"
     "track per rank, a compute, comm and wait slice per step.  Open it in\n"
-    "https://ui.perfetto.dev or chrome://tracing.\n"
+    "https://ui.perfetto.dev or chrome://tracing, or write it as a page that\n"
+    "draws it (--html) and opens in any browser, offline.\n"
     "\n"
     "  --db PATH    results database (default " SG_DEFAULT_DB ")\n"
-    "  --out FILE   write the trace to FILE (default: standard output)\n";
+    "  --out FILE   write the trace JSON to FILE (default: standard output)\n"
+    "  --html FILE  write a self-contained HTML timeline of it to FILE (no JSON\n"
+    "               on standard output unless --out is given too)\n";
 
 /* "key": as JSON, and a number or null. */
 static void jkey(FILE *f, const char *k) {
@@ -182,31 +185,126 @@ fail:
   return rc;
 }
 
-int sg_cmd_trace(int argc, char **argv) {
-  const char *db_path = SG_DEFAULT_DB, *out = NULL, *pos = NULL;
-  sqlite3 *db = NULL;
-  FILE *f = NULL;
-  long long n = 0, id;
-  int rc = SG_OK;
+
+/* ---- the timeline as a page ----------------------------------------------- */
+
+/* The page draws the trace JSON above it (embedded as data, never run: the
+ * JSON writer escapes '<', so no string can close the element) with the
+ * nonce'd script below; the policy allows no other script or load. */
+static const char html_style[] =
+    "body{font:14px system-ui,sans-serif;margin:24px;color:#222}"
+    "h1{font-size:20px;margin:0 0 4px}p{margin:4px 0 12px;color:#555}"
+    "svg{border:1px solid #ddd;background:#fff}"
+    "rect.compute{fill:#4c78a8}rect.comm{fill:#f58518}rect.wait{fill:#e45756}"
+    ".lg span{display:inline-block;width:12px;height:12px;margin:0 4px 0 14px;"
+    "vertical-align:-1px}table{border-collapse:collapse;margin-top:14px}"
+    "td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:right}"
+    "td:first-child,th:first-child{text-align:left}text{font-size:12px;fill:#333}";
+
+static const char html_script[] =
+    "(function(){var T=JSON.parse(document.getElementById('trace').textContent);"
+    "var names={},title='',tr=[],seen={},t0=Infinity,t1=-Infinity,tot={},n=0,first={};"
+    "T.traceEvents.forEach(function(e){"
+    "if(e.ph==='M'&&e.name==='thread_name')names[e.tid]=e.args.name;"
+    "else if(e.ph==='M'&&e.name==='process_name')title=e.args.name;"
+    "else if(e.ph==='X'){if(!(e.tid in seen)){seen[e.tid]=1;tr.push(e.tid);}"
+    "first[e.tid]=Math.min(first[e.tid]===undefined?Infinity:first[e.tid],e.ts);"
+    "t0=Math.min(t0,e.ts);t1=Math.max(t1,e.ts+e.dur);"
+    "n++;}});"
+    "Object.keys(names).forEach(function(t){if(!(t in seen)){seen[t]=1;tr.push(+t);}});"
+    "tr.sort(function(a,b){return a-b;});"
+    "document.getElementById('title').textContent=title||'(untitled run)';"
+    "if(!n){t0=0;t1=1;}var all=t0,from=Math.max.apply(null,Object.keys(first).map("
+    "function(k){return first[k];}));if(location.hash!=='#all'&&n&&from>t0&&from<t1){t0=from;"
+    "document.getElementById('from').textContent='Drawn from '+((t0-all)/1e6).toFixed(3)+"
+    "' s, when the last rank began its first step (what came before is launch and data"
+    " loading); add #all to the URL for the whole run.';}"
+    "var NS='http://www.w3.org/2000/svg',W=1200,L=170,R=20,H=30,TOP=34;"
+    "var sx=(W-L-R)/Math.max(t1-t0,1e-9),svg=document.createElementNS(NS,'svg');"
+    "function el(k,a,p){var x=document.createElementNS(NS,k);"
+    "for(var q in a)x.setAttribute(q,a[q]);(p||svg).appendChild(x);return x;}"
+    "svg.setAttribute('width',W);svg.setAttribute('height',TOP+tr.length*H+8);"
+    "svg.setAttribute('data-slices',n);"
+    "var span=t1-t0,st=Math.pow(10,Math.floor(Math.log10(span/8)));"
+    "[1,2,5,10].some(function(m){if(span/(st*m)<=10){st*=m;return true;}});"
+    "var us=st>=1e5,unit=us?'s':'ms',div=us?1e6:1e3;"
+    "for(var v=0;v<=span+1e-9;v+=st){var x=L+v*sx;"
+    "el('line',{x1:x,x2:x,y1:TOP-6,y2:TOP+tr.length*H,stroke:'#eee'});"
+    "el('text',{x:x,y:TOP-10,'text-anchor':'middle'}).textContent="
+    "+(v/div).toPrecision(3)+' '+unit;}"
+    "tr.forEach(function(t,i){var y=TOP+i*H;"
+    "el('text',{x:6,y:y+H/2+4}).textContent=names[t]||('rank '+t);"
+    "el('line',{x1:L,x2:W-R,y1:y+H,y2:y+H,stroke:'#f3f3f3'});});"
+    "var row={};tr.forEach(function(t,i){row[t]=i;});"
+    "T.traceEvents.forEach(function(e){if(e.ph!=='X')return;"
+    "var a=Math.max(e.ts,t0),d=e.ts+e.dur-a;if(d<=0)return;"
+    "var s=tot[e.tid]=tot[e.tid]||{compute:0,comm:0,wait:0};s[e.name]+=d;"
+    "var r=el('rect',{class:e.name,x:L+(a-t0)*sx,y:TOP+row[e.tid]*H+5,"
+    "width:Math.max(d*sx,0.6),height:H-10});"
+    "el('title',{},r).textContent=e.name+' '+(e.dur/1e3).toFixed(3)+' ms, step '+"
+    "(e.args&&e.args.step);});"
+    "document.getElementById('tl').appendChild(svg);"
+    "var tb=document.getElementById('sum');tr.forEach(function(t){"
+    "var s=tot[t]||{compute:0,comm:0,wait:0},b=s.compute+s.comm,"
+    "tr2=tb.insertRow(-1);[names[t]||('rank '+t),(s.compute/1e6).toFixed(3),"
+    "(s.comm/1e6).toFixed(3),(s.wait/1e6).toFixed(3),(100*b/Math.max(span,1e-9)).toFixed(0)+' %']"
+    ".forEach(function(c){tr2.insertCell(-1).textContent=c;});});})();\n";
+
+static int write_html(FILE *f, sqlite3 *db, int64_t run_id, long long *n) {
+  char nonce[33];
+  if (sg_nonce_hex(nonce) != 0)
+    return sg_err_set(SG_EIO, "trace: cannot read /dev/urandom for the page's script nonce");
+  fprintf(f,
+          "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"
+          " style-src 'unsafe-inline'; script-src 'nonce-%s'\">\n"
+          "<meta name=\"generator\" content=\"sgdlab trace\">\n"
+          "<title>sgdlab trace of run %lld</title><style>%s</style></head><body>\n"
+          "<h1 id=\"title\"></h1><p>One track per rank; each step's compute, comm and wait"
+          " laid end to end from the step's start (a step records how long each phase took,"
+          " not where in the step it fell). Hover a slice for its step and duration; the"
+          " table sums the drawn part."
+          " <span id=\"from\"></span></p>\n"
+          "<div class=\"lg\"><span style=\"background:#4c78a8\"></span>compute"
+          "<span style=\"background:#f58518\"></span>comm (moving bytes)"
+          "<span style=\"background:#e45756\"></span>wait (blocked on a peer)</div>\n"
+          "<div id=\"tl\"></div>\n<table id=\"sum\"><tr><th>track</th><th>compute s</th>"
+          "<th>comm s</th><th>wait s</th><th>compute+comm</th></tr></table>\n"
+          "<script type=\"application/json\" id=\"trace\">\n",
+          nonce, (long long)run_id, html_style);
+  SG_CHECK(write_trace(f, db, run_id, n));
+  fprintf(f, "</script>\n<script nonce=\"%s\">\n%s</script>\n</body></html>\n", nonce,
+          html_script);
+  return SG_OK;
+}
+
+typedef struct trace_args {
+  const char *db_path, *out, *html;
+  long long id;
+} trace_args_t;
+
+/* 0: parsed; 1: --help printed; 2: usage error printed. */
+static int trace_parse(int argc, char **argv, trace_args_t *a) {
+  const char *pos = NULL;
   char *end;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    const char *s = argv[i];
+    if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
       fputs(usage, stdout);
-      return 0;
-    } else if (!strcmp(a, "--db") || !strcmp(a, "--out")) {
+      return 1;
+    } else if (!strcmp(s, "--db") || !strcmp(s, "--out") || !strcmp(s, "--html")) {
       if (i + 1 >= argc) {
-        fprintf(stderr, "sgdlab trace: %s needs a value\n%s", a, usage);
+        fprintf(stderr, "sgdlab trace: %s needs a value\n%s", s, usage);
         return 2;
       }
-      *(!strcmp(a, "--db") ? &db_path : &out) = argv[++i];
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "sgdlab trace: unknown option '%s'\n%s", a, usage);
+      *(!strcmp(s, "--db") ? &a->db_path : !strcmp(s, "--out") ? &a->out : &a->html) = argv[++i];
+    } else if (s[0] == '-' && s[1]) {
+      fprintf(stderr, "sgdlab trace: unknown option '%s'\n%s", s, usage);
       return 2;
     } else if (!pos) {
-      pos = a;
+      pos = s;
     } else {
-      fprintf(stderr, "sgdlab trace: unexpected argument '%s'\n%s", a, usage);
+      fprintf(stderr, "sgdlab trace: unexpected argument '%s'\n%s", s, usage);
       return 2;
     }
   }
@@ -214,25 +312,45 @@ int sg_cmd_trace(int argc, char **argv) {
     fprintf(stderr, "sgdlab trace: which run? give its id (see `sgdlab list`)\n%s", usage);
     return 2;
   }
-  id = strtoll(pos, &end, 10);
-  if (end == pos || *end || id < 0) {
+  a->id = strtoll(pos, &end, 10);
+  if (end == pos || *end || a->id < 0) {
     fprintf(stderr, "sgdlab trace: '%s' is not a run id (see `sgdlab list`)\n", pos);
     return 2;
   }
-  sg_err_clear();
-  SG_TRY(sg_rdb_open(&db, db_path));
-  if (out && !(f = fopen(out, "w"))) {
-    rc = sg_err_set(SG_EIO, "cannot write %s: %s", out, strerror(errno));
-    goto fail;
-  }
-  SG_TRY(write_trace(f ? f : stdout, db, id, &n));
-  if (fflush(f ? f : stdout) != 0 || ferror(f ? f : stdout)) {
-    rc = sg_err_set(SG_EIO, "cannot write %s", out ? out : "standard output");
-    goto fail;
-  }
-  if (out) fprintf(stderr, "trace: %s: %lld slices of run %lld\n", out, n, id);
+  return 0;
+}
+
+/* The trace (JSON, or the page when html) into path, or standard output. */
+static int trace_to(const char *path, int html, sqlite3 *db, int64_t id, long long *n) {
+  FILE *f = stdout;
+  int rc = SG_OK;
+  if (path && !(f = fopen(path, "w")))
+    return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
+  SG_TRY(html ? write_html(f, db, id, n) : write_trace(f, db, id, n));
+  if (fflush(f) != 0 || ferror(f))
+    rc = sg_err_set(SG_EIO, "cannot write %s", path ? path : "standard output");
 fail:
-  if (f && fclose(f) != 0 && rc == SG_OK) rc = sg_err_set(SG_EIO, "cannot write %s", out);
+  if (path && fclose(f) != 0 && rc == SG_OK) rc = sg_err_set(SG_EIO, "cannot write %s", path);
+  return rc;
+}
+
+int sg_cmd_trace(int argc, char **argv) {
+  trace_args_t a = {.db_path = SG_DEFAULT_DB};
+  sqlite3 *db = NULL;
+  long long n = 0;
+  int rc = trace_parse(argc, argv, &a);
+  if (rc) return rc == 1 ? 0 : 2;
+  sg_err_clear();
+  SG_TRY(sg_rdb_open(&db, a.db_path));
+  if (a.out || !a.html) SG_TRY(trace_to(a.out, 0, db, a.id, &n));
+  if (a.out) fprintf(stderr, "trace: %s: %lld slices of run %lld\n", a.out, n, a.id);
+  if (a.html) {
+    n = 0;
+    SG_TRY(trace_to(a.html, 1, db, a.id, &n));
+    fprintf(stderr, "trace: %s: %lld slices of run %lld (open it in a browser)\n", a.html, n,
+            a.id);
+  }
+fail:
   sqlite3_close(db);
   if (rc < 0) {
     fprintf(stderr, "sgdlab trace: %s\n", *sg_err_msg() ? sg_err_msg() : sg_strerror(rc));

@@ -253,6 +253,8 @@ static int png_not_blank(const pngstat_t *ps) { return ps->colors >= 16 && ps->d
 /* Plant markup where a page shows database strings: the experiment name
  * and a run_info value try to set an attribute on <body>. */
 static int plant(void) {
+  static int planted;
+  if (planted++) return 0;
   sqlite3 *h = NULL;
   int ok = sqlite3_open(db, &h) == SQLITE_OK &&
            sqlite3_exec(h,
@@ -327,4 +329,51 @@ TEST(index_html_in_a_browser) {
   CHECK(!strcmp(first_row_key(dom, "runs", key, sizeof key), "2"));
   CHECK_STR_CONTAINS(dom, "aria-sort=\"descending\"");
   free(dom);
+}
+
+/* `sgdlab trace --html`: the page, opened in Chromium, parses the embedded
+ * trace and draws every slice of it; planted markup stays text. */
+TEST(trace_html_in_a_browser) {
+  char *out = NULL, path[600], shot[640], url[700], id[32], sql[256], want_attr[64];
+  int have = have_chromium("trace_html_in_a_browser");
+  CHECK(have >= 0);
+  if (!have) return;
+  CHECK(setup());
+  CHECK(plant() == 0);
+  long long run = ru_db_int(db, "SELECT id FROM runs WHERE engine = 'ps'");
+  CHECK(run > 0);
+  snprintf(id, sizeof id, "%lld", run);
+  int rc = sgdlab(&out, "trace", id, "--db", "browse.db", "--html", "ps.html", NULL);
+  CHECK_MSG(rc == 0, "sgdlab trace --html: exit %d: %s", rc, out);
+  free(out);
+  snprintf(sql, sizeof sql, "SELECT sum((compute_s > 0) + (comm_s > 0) + (wait_s > 0))"
+                            " FROM steps WHERE run_id = %lld", run);
+  long long want = ru_db_int(db, sql);
+  CHECK(want >= 3 * 30);
+
+  /* the whole run (#all): the script drew one rect per slice, three tracks */
+  snprintf(url, sizeof url, "file://%s/ps.html#all", tmpdir);
+  snprintf(path, sizeof path, "%s/chromium.out", tmpdir);
+  CHECK_EQ_INT(browse("--dump-dom", url, path), 0);
+  char *dom = ru_slurp(path, 1 << 24);
+  CHECK(dom && strstr(dom, "</html>"));
+  snprintf(want_attr, sizeof want_attr, "data-slices=\"%lld\"", want);
+  CHECK_STR_CONTAINS(dom, want_attr);
+  CHECK_EQ_INT((int)jc_count(dom, "<rect class="), (int)want);
+  CHECK_STR_CONTAINS(dom, ">rank 0 server<");
+  CHECK_STR_CONTAINS(dom, ">rank 2 worker<");
+  CHECK(!strstr(dom, "data-pwned=\""));
+  CHECK_STR_CONTAINS(dom, "&lt;img src=x onerror=");
+  free(dom);
+
+  /* and it is a picture, not a blank page */
+  pngstat_t ps = {0};
+  snprintf(shot, sizeof shot, "--screenshot=%s/trace.png", tmpdir);
+  snprintf(url, sizeof url, "file://%s/ps.html", tmpdir);
+  CHECK_EQ_INT(browse(shot, url, path), 0);
+  CHECK(png_stat(shot + strlen("--screenshot="), &ps) == 0);
+  /* a short page in a 2000-pixel window: mostly white, but not blank
+   * (a blank page has one color; index_html_in_a_browser shows that) */
+  CHECK_MSG(ps.colors >= 16 && ps.dominant < 0.99, "%d colors, dominant %.3f", ps.colors,
+            ps.dominant);
 }
