@@ -14,6 +14,10 @@
  *  - a rank killed mid-run fails the run (naming it) and leaves no
  *    namespace; a harness killed with SIGKILL leaves its cluster, and the
  *    next `sgdlab run` sweeps it.
+ *  - mpirun across the hosts: ring with transport mpi, and with zmq ranks
+ *    started by mpirun, on 3 hosts equals local, and the links carried
+ *    each rank's bytes; sgdlab-nsexec (the rsh agent) enters only hosts of
+ *    the cluster SGDLAB_CLUSTER names.
  *  - without CAP_NET_ADMIN (dropped from the bounding set before exec)
  *    `sgdlab run` refuses in one line, exit 2, before making anything.
  *
@@ -164,6 +168,94 @@ TEST(every_engine_over_the_cluster_equals_local) {
   /* zmq_scheme was tcp for them, and stays ipc for local */
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE options_json LIKE "
                              "'%\"zmq_scheme\":\"tcp\"%'"), 4);
+}
+
+/* ---- mpirun across the hosts ------------------------------------------------ */
+
+/* Ring under mpirun on 3 hosts, one rank each: with transport mpi (Open
+ * MPI's TCP BTL between host addresses) and with zmq ranks that mpirun
+ * starts; both end within RTOL of local, and check_links shows each
+ * host's link carried at least its rank's gradient bytes, which traffic
+ * that bypassed the links (shared memory, a rank left on mpirun's host,
+ * loopback) would not give. */
+TEST(mpirun_across_the_cluster_equals_local) {
+  if (!tc_root_or_skip("mpirun_across_the_cluster_equals_local")) return;
+  static const char *const variants[][2] = {
+      {"transport: mpi\n", "ring mpi under mpirun"},
+      {"transport: zmq\nlauncher: mpirun\n", "ring zmq under mpirun"},
+  };
+  const char *d = ru_scratch("clmpi");
+  CHECK(d);
+  char cfg[128], db[128], ref[128], dump[128], extra[256], name[32], why[160], sql[256];
+  snprintf(cfg, sizeof cfg, "%s/m.yaml", d);
+  snprintf(db, sizeof db, "%s/m.db", d);
+  snprintf(ref, sizeof ref, "%s/local.bin", d);
+  CHECK_OK(ru_write_train_config(cfg, "cluster-mpi", "local", NULL, ref, 3, 60));
+  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
+    const char *what = variants[v][1];
+    snprintf(dump, sizeof dump, "%s/v%zu.bin", d, v);
+    snprintf(extra, sizeof extra, "cluster: {hosts: 3, link: 1gbit}\n%s", variants[v][0]);
+    CHECK_OK(ru_write_train_config(cfg, "cluster-mpi", "{engine: allreduce, algorithm: ring}",
+                                   extra, dump, 3, 60));
+    CHECK_MSG(ru_sgdlab_run(cfg, db) == 0, "%s: sgdlab run failed", what);
+    long long id = ru_db_int(db, "SELECT max(id) FROM runs");
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE id = %lld AND options_json LIKE "
+             "'%%\"launcher\":\"mpirun\"%%'", id);
+    CHECK_MSG(ru_db_int(db, sql) == 1, "%s: not launched by mpirun", what);
+    double dist = ru_rel_distance(dump, ref, NULL);
+    fprintf(stderr, "  %s on the cluster: relative distance to local %.3g\n", what, dist);
+    CHECK_MSG(dist >= 0 && dist <= RTOL, "%s: distance %.3g > %g", what, dist, RTOL);
+    snprintf(sql, sizeof sql, "SELECT count(DISTINCT cluster_host) = 3 AND count(*) = 3 FROM "
+             "ranks WHERE run_id = %lld", id);
+    CHECK_MSG(ru_db_int(db, sql) == 1, "%s: ranks share a host or lack one", what);
+    check_links(db, id, what);
+    if (test_failed_now_) return;
+    snprintf(sql, sizeof sql, "SELECT value FROM run_info WHERE run_id = %lld AND "
+             "key = 'cluster.name'", id);
+    ru_db_text_into(db, sql, name, sizeof name);
+    CHECK_MSG(name[0] && cluster_gone(name, why, sizeof why), "%s: cluster '%s' left: %s", what,
+              name, why);
+    unlink(dump);
+  }
+  unlink(ref);
+}
+
+/* sgdlab-nsexec, mpirun's rsh agent: enters a host of the cluster that
+ * SGDLAB_CLUSTER names and runs the words with sh; another cluster's host,
+ * an address of no cluster or no SGDLAB_CLUSTER is refused (exit 2). */
+TEST(nsexec_enters_only_a_host_of_the_named_cluster) {
+  if (!tc_root_or_skip("nsexec_enters_only_a_host_of_the_named_cluster")) return;
+  sg_cluster_desc_t da, db_;
+  sg_cluster_t *a = NULL, *b = NULL;
+  CHECK_OK(sg_cluster_desc_parse(&da, 2, "1gbit", NULL));
+  CHECK_OK(sg_cluster_desc_parse(&db_, 1, "1gbit", NULL));
+  tc_name('n', da.name, sizeof da.name);
+  CHECK_OK(tc_up(&a, &da));
+  CHECK_OK(tc_up(&b, &db_));
+  char agent[4096], out[4096];
+  snprintf(agent, sizeof agent, "%s", ru_sgdlab());
+  char *slash = strrchr(agent, '/');
+  CHECK(slash);
+  snprintf(slash + 1, sizeof agent - (size_t)(slash + 1 - agent), "sgdlab-nsexec");
+  const char *a1 = sg_cluster_host_addr(a, 1), *b0 = sg_cluster_host_addr(b, 0);
+  setenv("SGDLAB_CLUSTER", sg_cluster_name(a), 1);
+  /* the words are one shell command line, as ssh sends them */
+  char *ok[] = {agent, (char *)a1, "ip", "-o", "-4", "addr", "show", "|", "grep", "-c", "198.1", NULL};
+  CHECK_EQ_INT(tc_run(ok, -1, out, sizeof out), 0);
+  CHECK_MSG(atoi(out) == 1, "inside %s: %s", a1, out);
+  char *other[] = {agent, (char *)b0, "true", NULL};
+  CHECK_EQ_INT(tc_run(other, -1, out, sizeof out), 2);
+  fprintf(stderr, "  refused: %s", out);
+  CHECK_STR_CONTAINS(out, "not to this run's cluster");
+  char *none[] = {agent, "127.0.0.1", "true", NULL};
+  CHECK_EQ_INT(tc_run(none, -1, out, sizeof out), 2);
+  unsetenv("SGDLAB_CLUSTER");
+  char *unnamed[] = {agent, (char *)a1, "true", NULL};
+  CHECK_EQ_INT(tc_run(unnamed, -1, out, sizeof out), 2);
+  CHECK_STR_CONTAINS(out, "SGDLAB_CLUSTER");
+  CHECK_OK(tc_down(&a));
+  CHECK_OK(tc_down(&b));
 }
 
 /* ---- failures: a rank killed, the harness killed ---------------------------- */
