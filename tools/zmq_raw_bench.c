@@ -10,8 +10,8 @@
  *               median of the round trips.
  * raw    libzmq alone: a PUSH socket to the peer's PULL, zmq_send from the
  *        caller's buffer and zmq_recv into the caller's buffer (one copy
- *        each side, like sg_send / sg_recv), with the same malloc setting
- *        as the transport.
+ *        each side, like sg_send / sg_recv), with the transport's queue
+ *        length (HWM 16) and malloc setting.
  * sgdlab sg_comm over the zmq transport (rendezvous through this process,
  *        no CURVE): sg_send / sg_recv, or with --mode isend sg_isend +
  *        sg_wait (zero-copy from 256 KiB) on the sending side.
@@ -75,8 +75,10 @@ static int pattern(io_t *io, const bench_t *b, one_t *out, char *buf) {
   int k = 0;
   for (size_t s = b->min; s <= b->max; s *= 2, k++) {
     int n = iters_for(s), rt = n < 200 ? n : 200;
-    for (int w = 0; w < 2; w++) /* warm-up: connections, first-touch pages */
-      if (io->rank == 0 ? io->send(io, buf, s) : io->recv(io, buf, s)) return -1;
+    for (int w = 0; w < 2; w++) { /* warm-up round trips: connected, pages touched, in step */
+      if (io->rank == 0 && (io->send(io, buf, s) || io->recv(io, buf, s))) return -1;
+      if (io->rank == 1 && (io->recv(io, buf, s) || io->send(io, buf, s))) return -1;
+    }
     double t0 = sg_now();
     for (int i = 0; i < n; i++)
       if (io->rank == 0 ? io->send(io, buf, s) : io->recv(io, buf, s)) return -1;
@@ -116,6 +118,9 @@ static int raw_rank(const bench_t *b, int rank, int port, one_t *out, char *buf)
   mallopt(M_TRIM_THRESHOLD, 128 << 20);
   void *ctx = zmq_ctx_new();
   io_t io = {raw_send, raw_recv, zmq_socket(ctx, ZMQ_PUSH), zmq_socket(ctx, ZMQ_PULL), rank, b->mode};
+  int hwm = 16; /* the transport's default queue per peer (SG_ZMQ_DEFAULT_HWM) */
+  zmq_setsockopt(io.a, ZMQ_SNDHWM, &hwm, sizeof hwm);
+  zmq_setsockopt(io.b, ZMQ_RCVHWM, &hwm, sizeof hwm);
   char mine[128], peer[128];
   endpoint(b, rank, port, mine, sizeof mine);
   endpoint(b, 1 - rank, port, peer, sizeof peer);
