@@ -134,7 +134,8 @@ static int spawn(char *const *argv, const char *rank, const char *size, pid_t pg
  * (next to sgdlab-rank) instead of ssh, and every byte between ranks over
  * TCP on the cluster's subnet: no shared memory (vader) and no other PML
  * (UCX would bring its own shared-memory transports), so what two hosts
- * exchange crosses their links. */
+ * exchange crosses their links.  The daemons stay attached (no
+ * --daemonize): as mpirun's descendants, their ranks can be signalled. */
 static int cluster_args(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv, int *a) {
   const char *slash = strrchr(cfg->spec, '/');
   snprintf(l->hostfile, sizeof l->hostfile, "%.*smpirun-hosts", slash ? (int)(slash - cfg->spec) + 1 : 0,
@@ -158,6 +159,7 @@ static int cluster_args(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv,
   snprintf(l->subnet, sizeof l->subnet, "%s", sg_cluster_subnet(cfg->cluster));
   char *const args[] = {"--hostfile", l->hostfile, "--mca", "rmaps", "seq",
                         "--mca", "plm_rsh_agent", l->agent, "--mca", "plm_rsh_no_tree_spawn", "1",
+                        "--leave-session-attached",
                         "--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
                         "--mca", "btl_tcp_if_include", l->subnet,
                         "--mca", "oob_tcp_if_include", l->subnet, NULL};

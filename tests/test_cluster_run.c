@@ -17,7 +17,8 @@
  *  - mpirun across the hosts: ring with transport mpi, and with zmq ranks
  *    started by mpirun, on 3 hosts equals local, and the links carried
  *    each rank's bytes; sgdlab-nsexec (the rsh agent) enters only hosts of
- *    the cluster SGDLAB_CLUSTER names.
+ *    the cluster SGDLAB_CLUSTER names; a rank killed under mpirun fails
+ *    the run and leaves no process of the cluster behind.
  *  - without CAP_NET_ADMIN (dropped from the bounding set before exec)
  *    `sgdlab run` refuses in one line, exit 2, before making anything.
  *
@@ -26,7 +27,9 @@
  */
 #include "test.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -262,9 +265,12 @@ TEST(nsexec_enters_only_a_host_of_the_named_cluster) {
 
 /* Start a long ps run on 3 hosts; once rank `watch` recorded 5 steps,
  * *name gets the cluster's name.  The harness's pid, or -1. */
-static pid_t start_long_run(const char *cfg, const char *db, char *name, size_t cap) {
-  if (ru_write_train_config(cfg, "cluster-fault", "{engine: ps, mode: sync}",
-                            "cluster: {hosts: 3, link: 1gbit}\ndeadline: 5\n", "", 2, 1000000) < 0)
+static pid_t start_run_as(const char *cfg, const char *db, const char *extra, char *name,
+                          size_t cap) {
+  char all[256];
+  snprintf(all, sizeof all, "cluster: {hosts: 3, link: 1gbit}\ndeadline: 5\n%s", extra);
+  if (ru_write_train_config(cfg, "cluster-fault", "{engine: ps, mode: sync}", all, "", 2,
+                            1000000) < 0)
     return -1;
   pid_t sg = ru_spawn_sgdlab_run(cfg, db);
   int st = 0;
@@ -275,6 +281,32 @@ static pid_t start_long_run(const char *cfg, const char *db, char *name, size_t 
   }
   ru_db_text_into(db, "SELECT value FROM run_info WHERE key = 'cluster.name'", name, cap);
   return sg;
+}
+
+static pid_t start_long_run(const char *cfg, const char *db, char *name, size_t cap) {
+  return start_run_as(cfg, db, "", name, cap);
+}
+
+/* Processes whose environment holds SGDLAB_CLUSTER=name (mpirun's daemons
+ * and ranks on the cluster inherit it). */
+static int cluster_procs(const char *name) {
+  char want[64], path[64], env[16384];
+  snprintf(want, sizeof want, "SGDLAB_CLUSTER=%s", name);
+  int n = 0;
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    pid_t pid = (pid_t)atoi(e->d_name);
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    FILE *f = pid > 1 && pid != getpid() ? fopen(path, "r") : NULL;
+    if (!f) continue;
+    size_t len = fread(env, 1, sizeof env - 1, f);
+    fclose(f);
+    env[len] = '\0';
+    for (size_t at = 0; at < len; at += strlen(env + at) + 1) n += !strcmp(env + at, want);
+  }
+  if (d) closedir(d);
+  return n;
 }
 
 TEST(a_killed_rank_fails_the_run_and_leaves_no_namespace) {
@@ -300,6 +332,33 @@ TEST(a_killed_rank_fails_the_run_and_leaves_no_namespace) {
   /* the counters were read before it went */
   CHECK(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'cluster.tx_bytes' AND "
                       "CAST(value AS INTEGER) > 0") == 1);
+}
+
+/* Under mpirun (transport mpi) a rank killed on another host fails the
+ * run naming it; mpirun's daemons on the hosts end with it, and the
+ * cluster goes. */
+TEST(a_killed_rank_under_mpirun_fails_the_run_and_leaves_nothing) {
+  if (!tc_root_or_skip("a_killed_rank_under_mpirun_fails_the_run_and_leaves_nothing")) return;
+  const char *d = ru_scratch("clmkill");
+  CHECK(d);
+  char cfg[128], db[128], name[32], why[160];
+  snprintf(cfg, sizeof cfg, "%s/k.yaml", d);
+  snprintf(db, sizeof db, "%s/k.db", d);
+  pid_t sg = start_run_as(cfg, db, "transport: mpi\n", name, sizeof name);
+  CHECK_MSG(sg > 0 && name[0], "the run did not get going");
+  CHECK_MSG(cluster_procs(name) >= 3, "mpirun's processes do not carry the cluster's name");
+  pid_t victim = ru_find_rank(sg, 2);
+  if (victim <= 0) kill(sg, SIGKILL), waitpid(sg, NULL, 0);
+  CHECK_MSG(victim > 0, "rank 2 not found");
+  CHECK_EQ_INT(kill(victim, SIGKILL), 0);
+  CHECK_EQ_INT(ru_wait_exit_code(sg, 40), 1);
+  char *err = ru_db_text(db, "SELECT error FROM runs WHERE status = 'failed'");
+  CHECK_MSG(err && strstr(err, "rank 2"), "error: %s", err ? err : "(none)");
+  free(err);
+  CHECK_MSG(cluster_gone(name, why, sizeof why), "cluster '%s' left: %s", name, why);
+  double t0 = sg_now();
+  while (cluster_procs(name) > 0 && sg_now() - t0 < 10) sched_yield();
+  CHECK_MSG(cluster_procs(name) == 0, "%d processes of cluster %s left", cluster_procs(name), name);
 }
 
 TEST(a_killed_harness_leaves_its_cluster_to_the_next_run) {
