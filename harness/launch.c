@@ -197,6 +197,7 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
       argv[a++] = (char *)cfg->hosts;
     }
     if (cfg->cluster) SG_TRY(cluster_args(l, cfg, argv, &a));
+    else unsetenv("SGDLAB_CLUSTER"); /* an earlier run's, in this harness */
     if (geteuid() == 0) argv[a++] = "--allow-run-as-root";
     argv[a++] = "--bind-to";
     argv[a++] = "none";
