@@ -768,27 +768,20 @@ static int64_t list_len(const char *v) {
   return n;
 }
 
-/* A run on an emulated cluster (cluster.hosts > 0): ZeroMQ ranks that the
- * harness starts itself (mpirun's daemons and out-of-band channel live in
- * this host's namespace, which the cluster's hosts cannot reach), tcp
- * between ranks, and per-host lists that fit the hosts. */
+/* A run on an emulated cluster (cluster.hosts > 0): the harness places
+ * the ranks (no mpirun host list), tcp between ranks, and per-host lists
+ * that fit the hosts.  Under mpirun (launch.c) the hostfile, the rsh
+ * agent and the TCP-only BTL come from the cluster. */
 static int check_cluster(const parser_t *p, const entry_t *e, sg_opts_t *o) {
   int64_t hosts;
   SG_CHECK(sg_opts_int(o, "cluster.hosts", &hosts));
   if (hosts == 0) return SG_OK;
   const vset_t *hv = choose(p, e, "cluster.hosts");
   pos_t at = hv ? hv->pos : e->pos;
-  if (!strcmp(sg_opts_get(o, "transport"), "mpi"))
-    return perr(at, "cluster.hosts", "transport mpi is not supported on a cluster yet: mpirun's "
-                "out-of-band channel cannot reach the cluster's hosts from this host's namespace "
-                "(use transport: zmq)");
   const char *mh = sg_opts_get(o, "hosts");
   if (mh && *mh)
     return perr(at, "cluster.hosts", "hosts '%s' (an mpirun host list) and a cluster exclude each "
                 "other: the cluster places the ranks", mh);
-  if (!strcmp(sg_opts_get(o, "launcher"), "mpirun"))
-    return perr(at, "cluster.hosts", "launcher mpirun is not supported on a cluster yet: the "
-                "harness places the ranks on the hosts itself (use launcher: local or auto)");
   static const char *const lists[] = {"cluster.link", "cluster.loss"};
   for (size_t i = 0; i < 2; i++) {
     int64_t n = list_len(sg_opts_get(o, lists[i]));

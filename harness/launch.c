@@ -34,6 +34,8 @@ struct sg_launch {
   int nkin;
   pid_t kin_pid[KIN_MAX];
   int kin_fd[KIN_MAX];
+  /* mpirun on a cluster: the strings its command line points at */
+  char hostfile[4096], agent[4096], subnet[64];
 };
 
 /* Environment variables passed through mpirun -x when set here. */
@@ -126,6 +128,46 @@ static int spawn(char *const *argv, const char *rank, const char *size, pid_t pg
   return SG_OK;
 }
 
+/* mpirun across the hosts of an emulated cluster: rank r on host
+ * host_of[r] (the sequential mapper reads one host per rank from the
+ * hostfile), daemons started on the other hosts through sgdlab-nsexec
+ * (next to sgdlab-rank) instead of ssh, and every byte between ranks over
+ * TCP on the cluster's subnet: no shared memory (vader) and no other PML
+ * (UCX would bring its own shared-memory transports), so what two hosts
+ * exchange crosses their links.  The daemons stay attached (no
+ * --daemonize): as mpirun's descendants, their ranks can be signalled. */
+static int cluster_args(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv, int *a) {
+  const char *slash = strrchr(cfg->spec, '/');
+  snprintf(l->hostfile, sizeof l->hostfile, "%.*smpirun-hosts", slash ? (int)(slash - cfg->spec) + 1 : 0,
+           cfg->spec);
+  FILE *f = fopen(l->hostfile, "w");
+  if (!f) return sg_err_set(SG_EIO, "launcher mpirun: %s: %s", l->hostfile, strerror(errno));
+  /* mpirun runs on rank 0's host and calls that node by this machine's
+   * name (it sees the address as its own), so its lines must too */
+  char self[256] = "localhost";
+  gethostname(self, sizeof self - 1);
+  for (int r = 0; r < cfg->nprocs; r++)
+    fprintf(f, "%s\n", cfg->host_of[r] == cfg->host_of[0]
+                           ? self : sg_cluster_host_addr(cfg->cluster, cfg->host_of[r]));
+  if (fclose(f) != 0) return sg_err_set(SG_EIO, "launcher mpirun: %s: write failed", l->hostfile);
+  slash = strrchr(cfg->rank_bin, '/');
+  snprintf(l->agent, sizeof l->agent, "%.*ssgdlab-nsexec", slash ? (int)(slash - cfg->rank_bin) + 1 : 0,
+           cfg->rank_bin);
+  if (access(l->agent, X_OK) < 0)
+    return sg_err_set(SG_ENOTFOUND, "launcher mpirun: %s (the rsh agent that enters a cluster "
+                      "host) not found next to sgdlab-rank", l->agent);
+  snprintf(l->subnet, sizeof l->subnet, "%s", sg_cluster_subnet(cfg->cluster));
+  char *const args[] = {"--hostfile", l->hostfile, "--mca", "rmaps", "seq",
+                        "--mca", "plm_rsh_agent", l->agent, "--mca", "plm_rsh_no_tree_spawn", "1",
+                        "--leave-session-attached",
+                        "--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
+                        "--mca", "btl_tcp_if_include", l->subnet,
+                        "--mca", "oob_tcp_if_include", l->subnet, NULL};
+  for (int i = 0; args[i]; i++) argv[(*a)++] = args[i];
+  setenv("SGDLAB_CLUSTER", sg_cluster_name(cfg->cluster), 1); /* for the agent, via mpirun */
+  return SG_OK;
+}
+
 int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
   int rc = SG_OK;
   sg_launch_t *l = calloc(1, sizeof *l);
@@ -135,15 +177,11 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
   snprintf(sizes, sizeof sizes, "%d", cfg->nprocs);
 
   if (!strcmp(cfg->launcher, "mpirun")) {
-    if (cfg->cluster) { /* the config refuses it first (config.c) */
-      rc = sg_err_set(SG_EUNSUPPORTED, "launcher mpirun cannot place ranks on an emulated cluster");
-      goto fail;
-    }
     if (!on_path("mpirun")) {
       rc = sg_err_set(SG_ENOTFOUND, "launcher mpirun: mpirun is not on PATH (install openmpi-bin)");
       goto fail;
     }
-    char *argv[64];
+    char *argv[80];
     char np[16];
     int a = 0;
     snprintf(np, sizeof np, "%d", cfg->nprocs);
@@ -152,11 +190,14 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
     argv[a++] = np;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int remote = cfg->hosts && *cfg->hosts;
-    if (!remote && cores > 0 && cfg->nprocs > cores) argv[a++] = "--oversubscribe";
+    if (!remote && (cfg->cluster || (cores > 0 && cfg->nprocs > cores)))
+      argv[a++] = "--oversubscribe";
     if (remote) {
       argv[a++] = "-H";
       argv[a++] = (char *)cfg->hosts;
     }
+    if (cfg->cluster) SG_TRY(cluster_args(l, cfg, argv, &a));
+    else unsetenv("SGDLAB_CLUSTER"); /* an earlier run's, in this harness */
     if (geteuid() == 0) argv[a++] = "--allow-run-as-root";
     argv[a++] = "--bind-to";
     argv[a++] = "none";
@@ -187,7 +228,10 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
     l->err_fd = p[0];
     fcntl(p[0], F_SETFD, FD_CLOEXEC); /* the harness is single-threaded: no race */
     fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
-    rc = spawn(argv, NULL, NULL, 0, p[1], (spawn_at_t){NULL, 0}, &l->pid[0]);
+    /* on a cluster mpirun itself runs on rank 0's host: its daemons on
+     * the other hosts reach its out-of-band channel over the links */
+    spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[0] : 0};
+    rc = spawn(argv, NULL, NULL, 0, p[1], at, &l->pid[0]);
     close(p[1]);
     SG_TRY(rc);
     l->n = 1;

@@ -12,9 +12,11 @@
  *          OMPI_COMM_WORLD_RANK.  --oversubscribe is added when N exceeds
  *          this host's cores (and no -H list says where ranks go).
  *
- * On an emulated cluster (cfg.cluster, local launcher only) each rank's
- * child moves into its host's network namespace (sg_cluster_enter: setns,
- * no shell) between fork and exec.
+ * On an emulated cluster (cfg.cluster) each local rank's child moves into
+ * its host's network namespace (sg_cluster_enter: setns, no shell) between
+ * fork and exec; mpirun moves into rank 0's host and reaches the others
+ * through a hostfile (one host per rank) and the rsh agent sgdlab-nsexec,
+ * with MPI's TCP BTL on the cluster's subnet only.
  *
  * Processes are reaped with sg_launch_poll() (never blocking), so the
  * harness keeps serving records and rendezvous while ranks run.
@@ -47,8 +49,8 @@ typedef struct sg_launch_cfg {
   int nprocs;
   const char *hosts;    /* mpirun -H list; NULL or "" = this host */
   int verbose;          /* print the command lines to stderr */
-  /* local launcher on an emulated cluster (cluster.h): rank r's child
-   * enters host host_of[r]'s network namespace before exec; NULL = none */
+  /* an emulated cluster (cluster.h): rank r runs on host host_of[r]; NULL
+   * = none */
   const struct sg_cluster *cluster;
   const int *host_of;
 } sg_launch_cfg_t;

@@ -13,5 +13,5 @@ set_tests_properties(test_cluster test_cluster_net PROPERTIES RESOURCE_LOCK sgdl
 # killed harness, refusal without CAP_NET_ADMIN (~25 s here).
 sg_add_test(test_cluster_run SOURCES test_cluster_run.c TIMEOUT 300
   LIBS sgtestcluster sgharness PkgConfig::SQLITE)
-add_dependencies(test_cluster_run sgdlab sgdlab-rank)
+add_dependencies(test_cluster_run sgdlab sgdlab-rank sgdlab-nsexec)
 set_tests_properties(test_cluster_run PROPERTIES RESOURCE_LOCK sgdlab_cluster)

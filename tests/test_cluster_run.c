@@ -14,6 +14,11 @@
  *  - a rank killed mid-run fails the run (naming it) and leaves no
  *    namespace; a harness killed with SIGKILL leaves its cluster, and the
  *    next `sgdlab run` sweeps it.
+ *  - mpirun across the hosts: ring with transport mpi, and with zmq ranks
+ *    started by mpirun, on 3 hosts equals local, and the links carried
+ *    each rank's bytes; sgdlab-nsexec (the rsh agent) enters only hosts of
+ *    the cluster SGDLAB_CLUSTER names; a rank killed under mpirun fails
+ *    the run and leaves no process of the cluster behind.
  *  - without CAP_NET_ADMIN (dropped from the bounding set before exec)
  *    `sgdlab run` refuses in one line, exit 2, before making anything.
  *
@@ -22,7 +27,9 @@
  */
 #include "test.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -166,13 +173,104 @@ TEST(every_engine_over_the_cluster_equals_local) {
                              "'%\"zmq_scheme\":\"tcp\"%'"), 4);
 }
 
+/* ---- mpirun across the hosts ------------------------------------------------ */
+
+/* Ring under mpirun on 3 hosts, one rank each: with transport mpi (Open
+ * MPI's TCP BTL between host addresses) and with zmq ranks that mpirun
+ * starts; both end within RTOL of local, and check_links shows each
+ * host's link carried at least its rank's gradient bytes, which traffic
+ * that bypassed the links (shared memory, a rank left on mpirun's host,
+ * loopback) would not give. */
+TEST(mpirun_across_the_cluster_equals_local) {
+  if (!tc_root_or_skip("mpirun_across_the_cluster_equals_local")) return;
+  static const char *const variants[][2] = {
+      {"transport: mpi\n", "ring mpi under mpirun"},
+      {"transport: zmq\nlauncher: mpirun\n", "ring zmq under mpirun"},
+  };
+  const char *d = ru_scratch("clmpi");
+  CHECK(d);
+  char cfg[128], db[128], ref[128], dump[128], extra[256], name[32], why[160], sql[256];
+  snprintf(cfg, sizeof cfg, "%s/m.yaml", d);
+  snprintf(db, sizeof db, "%s/m.db", d);
+  snprintf(ref, sizeof ref, "%s/local.bin", d);
+  CHECK_OK(ru_write_train_config(cfg, "cluster-mpi", "local", NULL, ref, 3, 60));
+  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
+    const char *what = variants[v][1];
+    snprintf(dump, sizeof dump, "%s/v%zu.bin", d, v);
+    snprintf(extra, sizeof extra, "cluster: {hosts: 3, link: 1gbit}\n%s", variants[v][0]);
+    CHECK_OK(ru_write_train_config(cfg, "cluster-mpi", "{engine: allreduce, algorithm: ring}",
+                                   extra, dump, 3, 60));
+    CHECK_MSG(ru_sgdlab_run(cfg, db) == 0, "%s: sgdlab run failed", what);
+    long long id = ru_db_int(db, "SELECT max(id) FROM runs");
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE id = %lld AND options_json LIKE "
+             "'%%\"launcher\":\"mpirun\"%%'", id);
+    CHECK_MSG(ru_db_int(db, sql) == 1, "%s: not launched by mpirun", what);
+    double dist = ru_rel_distance(dump, ref, NULL);
+    fprintf(stderr, "  %s on the cluster: relative distance to local %.3g\n", what, dist);
+    CHECK_MSG(dist >= 0 && dist <= RTOL, "%s: distance %.3g > %g", what, dist, RTOL);
+    snprintf(sql, sizeof sql, "SELECT count(DISTINCT cluster_host) = 3 AND count(*) = 3 FROM "
+             "ranks WHERE run_id = %lld", id);
+    CHECK_MSG(ru_db_int(db, sql) == 1, "%s: ranks share a host or lack one", what);
+    check_links(db, id, what);
+    if (test_failed_now_) return;
+    snprintf(sql, sizeof sql, "SELECT value FROM run_info WHERE run_id = %lld AND "
+             "key = 'cluster.name'", id);
+    ru_db_text_into(db, sql, name, sizeof name);
+    CHECK_MSG(name[0] && cluster_gone(name, why, sizeof why), "%s: cluster '%s' left: %s", what,
+              name, why);
+    unlink(dump);
+  }
+  unlink(ref);
+}
+
+/* sgdlab-nsexec, mpirun's rsh agent: enters a host of the cluster that
+ * SGDLAB_CLUSTER names and runs the words with sh; another cluster's host,
+ * an address of no cluster or no SGDLAB_CLUSTER is refused (exit 2). */
+TEST(nsexec_enters_only_a_host_of_the_named_cluster) {
+  if (!tc_root_or_skip("nsexec_enters_only_a_host_of_the_named_cluster")) return;
+  sg_cluster_desc_t da, db_;
+  sg_cluster_t *a = NULL, *b = NULL;
+  CHECK_OK(sg_cluster_desc_parse(&da, 2, "1gbit", NULL));
+  CHECK_OK(sg_cluster_desc_parse(&db_, 1, "1gbit", NULL));
+  tc_name('n', da.name, sizeof da.name);
+  CHECK_OK(tc_up(&a, &da));
+  CHECK_OK(tc_up(&b, &db_));
+  char agent[4096], out[4096];
+  snprintf(agent, sizeof agent, "%s", ru_sgdlab());
+  char *slash = strrchr(agent, '/');
+  CHECK(slash);
+  snprintf(slash + 1, sizeof agent - (size_t)(slash + 1 - agent), "sgdlab-nsexec");
+  const char *a1 = sg_cluster_host_addr(a, 1), *b0 = sg_cluster_host_addr(b, 0);
+  setenv("SGDLAB_CLUSTER", sg_cluster_name(a), 1);
+  /* the words are one shell command line, as ssh sends them */
+  char *ok[] = {agent, (char *)a1, "ip", "-o", "-4", "addr", "show", "|", "grep", "-c", "198.1", NULL};
+  CHECK_EQ_INT(tc_run(ok, -1, out, sizeof out), 0);
+  CHECK_MSG(atoi(out) == 1, "inside %s: %s", a1, out);
+  char *other[] = {agent, (char *)b0, "true", NULL};
+  CHECK_EQ_INT(tc_run(other, -1, out, sizeof out), 2);
+  fprintf(stderr, "  refused: %s", out);
+  CHECK_STR_CONTAINS(out, "not to this run's cluster");
+  char *none[] = {agent, "127.0.0.1", "true", NULL};
+  CHECK_EQ_INT(tc_run(none, -1, out, sizeof out), 2);
+  unsetenv("SGDLAB_CLUSTER");
+  char *unnamed[] = {agent, (char *)a1, "true", NULL};
+  CHECK_EQ_INT(tc_run(unnamed, -1, out, sizeof out), 2);
+  CHECK_STR_CONTAINS(out, "SGDLAB_CLUSTER");
+  CHECK_OK(tc_down(&a));
+  CHECK_OK(tc_down(&b));
+}
+
 /* ---- failures: a rank killed, the harness killed ---------------------------- */
 
 /* Start a long ps run on 3 hosts; once rank `watch` recorded 5 steps,
  * *name gets the cluster's name.  The harness's pid, or -1. */
-static pid_t start_long_run(const char *cfg, const char *db, char *name, size_t cap) {
-  if (ru_write_train_config(cfg, "cluster-fault", "{engine: ps, mode: sync}",
-                            "cluster: {hosts: 3, link: 1gbit}\ndeadline: 5\n", "", 2, 1000000) < 0)
+static pid_t start_run_as(const char *cfg, const char *db, const char *extra, char *name,
+                          size_t cap) {
+  char all[256];
+  snprintf(all, sizeof all, "cluster: {hosts: 3, link: 1gbit}\ndeadline: 5\n%s", extra);
+  if (ru_write_train_config(cfg, "cluster-fault", "{engine: ps, mode: sync}", all, "", 2,
+                            1000000) < 0)
     return -1;
   pid_t sg = ru_spawn_sgdlab_run(cfg, db);
   int st = 0;
@@ -183,6 +281,32 @@ static pid_t start_long_run(const char *cfg, const char *db, char *name, size_t 
   }
   ru_db_text_into(db, "SELECT value FROM run_info WHERE key = 'cluster.name'", name, cap);
   return sg;
+}
+
+static pid_t start_long_run(const char *cfg, const char *db, char *name, size_t cap) {
+  return start_run_as(cfg, db, "", name, cap);
+}
+
+/* Processes whose environment holds SGDLAB_CLUSTER=name (mpirun's daemons
+ * and ranks on the cluster inherit it). */
+static int cluster_procs(const char *name) {
+  char want[64], path[64], env[16384];
+  snprintf(want, sizeof want, "SGDLAB_CLUSTER=%s", name);
+  int n = 0;
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    pid_t pid = (pid_t)atoi(e->d_name);
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    FILE *f = pid > 1 && pid != getpid() ? fopen(path, "r") : NULL;
+    if (!f) continue;
+    size_t len = fread(env, 1, sizeof env - 1, f);
+    fclose(f);
+    env[len] = '\0';
+    for (size_t at = 0; at < len; at += strlen(env + at) + 1) n += !strcmp(env + at, want);
+  }
+  if (d) closedir(d);
+  return n;
 }
 
 TEST(a_killed_rank_fails_the_run_and_leaves_no_namespace) {
@@ -208,6 +332,33 @@ TEST(a_killed_rank_fails_the_run_and_leaves_no_namespace) {
   /* the counters were read before it went */
   CHECK(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'cluster.tx_bytes' AND "
                       "CAST(value AS INTEGER) > 0") == 1);
+}
+
+/* Under mpirun (transport mpi) a rank killed on another host fails the
+ * run naming it; mpirun's daemons on the hosts end with it, and the
+ * cluster goes. */
+TEST(a_killed_rank_under_mpirun_fails_the_run_and_leaves_nothing) {
+  if (!tc_root_or_skip("a_killed_rank_under_mpirun_fails_the_run_and_leaves_nothing")) return;
+  const char *d = ru_scratch("clmkill");
+  CHECK(d);
+  char cfg[128], db[128], name[32], why[160];
+  snprintf(cfg, sizeof cfg, "%s/k.yaml", d);
+  snprintf(db, sizeof db, "%s/k.db", d);
+  pid_t sg = start_run_as(cfg, db, "transport: mpi\n", name, sizeof name);
+  CHECK_MSG(sg > 0 && name[0], "the run did not get going");
+  CHECK_MSG(cluster_procs(name) >= 3, "mpirun's processes do not carry the cluster's name");
+  pid_t victim = ru_find_rank(sg, 2);
+  if (victim <= 0) kill(sg, SIGKILL), waitpid(sg, NULL, 0);
+  CHECK_MSG(victim > 0, "rank 2 not found");
+  CHECK_EQ_INT(kill(victim, SIGKILL), 0);
+  CHECK_EQ_INT(ru_wait_exit_code(sg, 40), 1);
+  char *err = ru_db_text(db, "SELECT error FROM runs WHERE status = 'failed'");
+  CHECK_MSG(err && strstr(err, "rank 2"), "error: %s", err ? err : "(none)");
+  free(err);
+  CHECK_MSG(cluster_gone(name, why, sizeof why), "cluster '%s' left: %s", name, why);
+  double t0 = sg_now();
+  while (cluster_procs(name) > 0 && sg_now() - t0 < 10) sched_yield();
+  CHECK_MSG(cluster_procs(name) == 0, "%d processes of cluster %s left", cluster_procs(name), name);
 }
 
 TEST(a_killed_harness_leaves_its_cluster_to_the_next_run) {
