@@ -39,6 +39,8 @@ typedef struct sg_prim {
   sg_req_t **rreq;      /* d */
   sg_req_t **sreq;      /* q */
   size_t posted_send, sent_done; /* sends below are posted / complete */
+  int half; /* compress: fp16 -- halves on the wire, every receive lands in
+             * a slot and is widened into place; sums stay float32 */
 } sg_prim_t;
 
 /* Post receive unit u of step s into dst (NULL: its receive slot). */
@@ -53,8 +55,8 @@ int sg_prim_recv_reduce_send(sg_prim_t *p, size_t u, const float *in, size_t len
                              int s_send);
 int sg_prim_recv_reduce_copy_send(sg_prim_t *p, size_t u, float *inout, size_t len, size_t v,
                                   int s_send);
-int sg_prim_recv_copy_send(sg_prim_t *p, size_t u, const float *out, size_t len, size_t v,
+int sg_prim_recv_copy_send(sg_prim_t *p, size_t u, float *out, size_t len, size_t v,
                            int s_send);
-int sg_prim_recv(sg_prim_t *p, size_t u);
+int sg_prim_recv(sg_prim_t *p, size_t u, float *out, size_t len);
 
 #endif

@@ -150,7 +150,7 @@ static int post_recvs(ring_run_t *k, size_t limit) {
   while (k->posted_recv < limit) {
     size_t v = k->posted_recv, off, len = unit_recvd(k, v, &off);
     float *dst = NULL;
-    if (v >= k->rs_units) {
+    if (v >= k->rs_units && !k->pr.half) {
       size_t twin = v - k->rs_units; /* the unit that sent from this segment */
       if (twin >= k->pr.posted_send) break;
       SG_CHECK(sg_prim_wait_sends(&k->pr, twin + 1));
@@ -169,7 +169,7 @@ static int finish_unit(ring_run_t *k, size_t u) {
   size_t off, len = unit_recvd(k, u, &off);
   float *at = k->buf + off;
   size_t v = u + k->p.nseg;
-  if (s == last) return sg_prim_recv(&k->pr, u);
+  if (s == last) return sg_prim_recv(&k->pr, u, at, len);
   if (s < last_rs) return sg_prim_recv_reduce_send(&k->pr, u, at, len, v, (int)s + 1);
   if (s > last_rs) return sg_prim_recv_copy_send(&k->pr, u, at, len, v, (int)s + 1);
   /* Planted bug (tests only): the final reduce of one segment uses the
@@ -195,7 +195,8 @@ static int ring_setup(ring_run_t *k, sg_comm_t *c, float *buf, size_t count,
   k->posted_recv = 0;
   sg_prim_t *pr = &k->pr;
   *pr = (sg_prim_t){.c = c, .left = (r + n - 1) % n, .right = (r + 1) % n,
-                    .tag = SG_AR_TAG_RING, .d = depth_of(o)};
+                    .tag = SG_AR_TAG_RING, .d = depth_of(o),
+                    .half = o->compress == SG_AR_COMPRESS_FP16};
   pr->q = need_r - pr->d;
   pr->slot_floats = need_s / need_r;
   pr->rslot = o->scratch;
