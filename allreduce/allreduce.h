@@ -35,6 +35,7 @@ enum {
   SG_AR_TAG_RHD = 20480,  /* + step, < 64 */
   SG_AR_TAG_BCAST = 20600,
   SG_AR_TAG_GATHER = 20601,
+  SG_AR_TAG_TOPK = 20608, /* + step, 0 .. N-2 (topk.c) */
 };
 
 #define SG_AR_SEGMENT_DEFAULT (1u << 20)   /* bytes; see docs/engines/allreduce.md */
