@@ -82,6 +82,20 @@ int sg_ar_run(sg_ar_t *a, float *buf, size_t count) {
 
 const char *sg_ar_name(const sg_ar_t *a) { return a->algo->name; }
 
+int sg_ar_set_compress(sg_ar_t *a, const char *mode) {
+  if (!strcmp(mode, "none")) {
+    a->o.compress = SG_AR_COMPRESS_NONE;
+    return SG_OK;
+  }
+  if (strcmp(mode, "fp16") != 0)
+    return sg_err_set(SG_ECONFIG, "compress: '%s' is not one of none|fp16", mode);
+  if (a->algo != &sg_ar_ring)
+    return sg_err_set(SG_ECONFIG, "compress: fp16 is implemented for algorithm ring, not %s",
+                      a->algo->name);
+  a->o.compress = SG_AR_COMPRESS_FP16;
+  return SG_OK;
+}
+
 void sg_ar_destroy(sg_ar_t **pa) {
   if (!pa || !*pa) return;
   sg_ar_free((*pa)->o.scratch);

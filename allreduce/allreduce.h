@@ -35,6 +35,7 @@ enum {
   SG_AR_TAG_RHD = 20480,  /* + step, < 64 */
   SG_AR_TAG_BCAST = 20600,
   SG_AR_TAG_GATHER = 20601,
+  SG_AR_TAG_TOPK = 20608, /* + step, 0 .. N-2 (topk.c) */
 };
 
 #define SG_AR_SEGMENT_DEFAULT (1u << 20)   /* bytes; see docs/engines/allreduce.md */
@@ -49,7 +50,10 @@ typedef struct sg_ar_opts {
   size_t reqs_count;
   int plant_bug;        /* tests only: ring sends a wrong chunk once */
   int native_nonblocking; /* native: MPI_Iallreduce + Test loop (deadline) */
+  int compress;         /* SG_AR_COMPRESS_*; ring only (sg_ar_set_compress) */
 } sg_ar_opts_t;
+
+enum { SG_AR_COMPRESS_NONE, SG_AR_COMPRESS_FP16 };
 
 /* One algorithm, as an ops table. */
 typedef struct sg_ar_algo {
@@ -91,6 +95,9 @@ int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm,
 /* Sum-allreduce buf[0..count), count <= max_count. */
 int sg_ar_run(sg_ar_t *a, float *buf, size_t count);
 const char *sg_ar_name(const sg_ar_t *a);
+/* "none" | "fp16" (ring: halves on the wire, float32 sums; see prim.h).
+ * A config error for any other name or algorithm. */
+int sg_ar_set_compress(sg_ar_t *a, const char *mode);
 /* NULL-safe; nulls the pointer. */
 void sg_ar_destroy(sg_ar_t **a);
 

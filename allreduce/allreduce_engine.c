@@ -7,6 +7,7 @@
  *   samples/s leave out loading the data and the broadcast)
  *   every step t, on every rank r:
  *     g_r  = grad(params, batch_t of worker r)        compute_s
+ *     barrier                     (the slowest rank)    wait_s
  *     g    = allreduce_sum(g_r)  (ring | rhd | native) comm_s
  *     g   /= N                    -> the mean over the global batch N*b
  *     params = apply(params, g, t) -- the same on every rank, so the
@@ -26,6 +27,7 @@
 #include <string.h>
 
 #include "allreduce.h"
+#include "topk.h"
 #include "clock.h"
 #include "device.h"
 #include "engine.h"
@@ -35,6 +37,8 @@
 static const sg_setting_t ar_options[] = {
   {"algorithm", SG_T_ENUM, "ring", "allreduce algorithm: ring (pipelined reduce-scatter + allgather), rhd (Rabenseifner), native (MPI_Allreduce; transport mpi); with device cuda also cuda-ring (GPUs of one host, CUDA IPC) and nccl (builds with NCCL)", SG_AR_ALGORITHMS "|" SG_AR_DEVICE_ALGORITHMS, 1, 0, SG_S_ENGINE},
   {"segment", SG_T_INT, "1M", "ring: pipeline segment in bytes (K/M suffixes); cuda-ring: the chunk of a ring step", NULL, 4, 1 << 30, SG_S_ENGINE},
+  {"compress", SG_T_ENUM, "none", "gradient compression on the wire: none; fp16 (ring: IEEE halves on the wire, sums in float32; every replica keeps the rounded sum); topk (the topk fraction of largest entries as index/value pairs, allgathered around the ring, the rest carried over as error feedback)", "none|fp16|topk", 1, 0, SG_S_ENGINE},
+  {"topk", SG_T_FLOAT, "0.01", "compress: topk: fraction of the gradient's entries each rank sends per step", NULL, 1e-6, 1, SG_S_ENGINE},
   {"stage_chunk", SG_T_INT, "4M", "device cuda with ring/rhd/native: bytes per chunk copied between device and host, overlapped with the transport", NULL, 4, 1 << 30, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };
@@ -55,11 +59,26 @@ static int ar_check_device(const sg_opts_t *o, const char *algo) {
 static int ar_check_transport(const sg_opts_t *o, const char *transport) {
   const char *algo = sg_opts_str_or(o, "algorithm", "ring");
   SG_CHECK(ar_check_device(o, algo));
+  const char *compress = sg_opts_str_or(o, "compress", "none");
+  if (strcmp(compress, "none") != 0 &&
+      (strcmp(algo, "ring") != 0 || !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda")))
+    return sg_err_set(SG_ECONFIG, "compress: %s is implemented for algorithm ring on device cpu",
+                      compress);
   if (strcmp(algo, "native") == 0 && strcmp(transport, "mpi") != 0)
     return sg_err_set(SG_ECONFIG,
                       "algorithm: native is MPI_Allreduce and needs transport mpi, not %s",
                       transport);
   return SG_OK;
+}
+
+/* compress: topk replaces the allreduce by its own allgather (topk.h);
+ * none and fp16 are the allreduce context's. */
+static int compress_new(sg_rank_ctx_t *ctx, sg_ar_t *ar, size_t n, sg_topk_t **tk) {
+  const char *compress = sg_opts_str_or(ctx->opts, "compress", "none");
+  double ratio = 0.01;
+  if (strcmp(compress, "topk") != 0) return sg_ar_set_compress(ar, compress);
+  SG_CHECK(sg_opts_double_or(ctx->opts, "topk", 0.01, &ratio));
+  return sg_topk_new(tk, ctx->comm, n, ratio);
 }
 
 static uint64_t bytes_moved(const sg_comm_t *c, uint64_t *recvd) {
@@ -72,6 +91,7 @@ static int ar_run(sg_rank_ctx_t *ctx) {
   sg_optim_t *opt = NULL;
   sg_trainlog_t *log = NULL;
   sg_ar_t *ar = NULL;
+  sg_topk_t *tk = NULL;
   float *params = NULL, *grad = NULL;
   int64_t segment = 0;
   int rc;
@@ -92,6 +112,7 @@ static int ar_run(sg_rank_ctx_t *ctx) {
     goto fail;
   }
   SG_TRY(sg_ar_new(&ar, c, algo, (size_t)segment, n));
+  SG_TRY(compress_new(ctx, ar, n, &tk));
   if (root) SG_TRY(sg_workload_init_params(wl, params));
   SG_TRY(sg_ar_bcast(c, params, n * sizeof *params, 0));
   SG_TRY(sg_workload_optim_new(wl, ctx->opts, &opt));
@@ -115,12 +136,18 @@ static int ar_run(sg_rank_ctx_t *ctx) {
     sg_engine_delay(ctx);
     SG_TRY(sg_workload_grad(wl, params, grad, step, &s.loss));
     double t1 = sg_now();
-    SG_TRY(sg_ar_run(ar, grad, n));
+    /* Wait and comm booked apart (docs/engines/allreduce.md): the barrier
+     * returns once the slowest rank has its gradient, so the allreduce
+     * after it moves bytes between ranks that are all ready. */
+    SG_TRY(sg_barrier(c));
+    double tw = sg_now();
+    SG_TRY(tk ? sg_topk_run(tk, grad) : sg_ar_run(ar, grad, n));
     double t2 = sg_now();
     for (size_t i = 0; i < n; i++) grad[i] *= scale;
     sg_optim_apply(opt, params, grad, step);
     s.compute_s = (t1 - t) + (sg_now() - t2);
-    s.comm_s = t2 - t1;
+    s.wait_s = tw - t1;
+    s.comm_s = t2 - tw;
     s.bytes_sent = bytes_moved(c, &r1) - s0;
     s.bytes_recv = r1 - r0;
     SG_TRY(sg_trainlog_step(log, &s, root ? params : NULL));
@@ -130,6 +157,7 @@ static int ar_run(sg_rank_ctx_t *ctx) {
 fail:
   sg_trainlog_destroy(&log);
   sg_ar_destroy(&ar);
+  sg_topk_destroy(&tk);
   sg_optim_destroy(&opt);
   sg_workload_destroy(&wl);
   sg_ar_free(params);

@@ -6,7 +6,9 @@
  * (mod N).  2(N-1) steps:
  *
  *   reduce-scatter, step s = 0 .. N-2:
- *     send chunk (r - s) mod N,  receive chunk (r - s - 1) mod N, add it in
+ *     send chunk (r - s) mod N,  receive chunk (r - s - 1) mod N, add my
+ *     input to it (a partial sum, kept in a staging slot, sent on at step
+ *     s + 1; at s = N-2 the full sum, written to buf)
  *     -> afterwards rank r holds the full sum of chunk (r + 1) mod N
  *   allgather, step s = 0 .. N-2:
  *     send chunk (r + 1 - s) mod N,  receive chunk (r - s) mod N in place
@@ -16,8 +18,8 @@
  *
  *              rank 0            rank 1            rank 2
  *   RS s=0   send 0 recv 2     send 1 recv 0     send 2 recv 1
- *            a2 += c2          b0 += a0          c1 += b1
- *   RS s=1   send 2 recv 1     send 0 recv 2     send 1 recv 0
+ *            st = a2 + c2      st = b0 + a0      st = c1 + b1
+ *   RS s=1   send st recv 1    send st recv 2    send st recv 0
  *            a1 += (b1+c1)     b2 += (a2+c2)     c0 += (a0+b0)
  *            holds sum of 1    holds sum of 2    holds sum of 0
  *   AG s=0   send 1 recv 0     send 2 recv 1     send 0 recv 2
@@ -60,7 +62,7 @@
 
 #include "allreduce.h"
 #include "err.h"
-#include "reduce.h"
+#include "prim.h"
 
 typedef struct ring_plan {
   int n, r;
@@ -111,125 +113,121 @@ static void plan(ring_plan_t *p, int n, int r, size_t count, const sg_ar_opts_t 
   p->units = 2 * (size_t)(n - 1) * p->nseg;
 }
 
+/* Receive slots d, send slots q = nseg + d + 2: the loop below keeps
+ * fewer than q sends in flight (it waits for send v - d once unit v is
+ * received), so a send slot and its staging are free when reused. */
 static void ring_needs(int n, size_t count, const sg_ar_opts_t *o, size_t *scratch,
                        size_t *reqs) {
   ring_plan_t p;
   plan(&p, n, 0, count, o);
-  size_t d = depth_of(o);
+  size_t d = depth_of(o), q = p.nseg + d + 2;
   size_t seg = p.seg < sg_ar_chunk_len(count, n, 0) ? p.seg : sg_ar_chunk_len(count, n, 0);
-  *scratch = d * seg;
-  /* receive slots + send FIFO (at most nseg + depth outstanding) */
-  *reqs = d + p.nseg + d + 2;
+  *scratch = (d + q) * seg; /* receive slots, then staging slots */
+  *reqs = d + q;
 }
 
-/* The state of one call: where each unit's request lives. */
+/* The state of one call: the plan and the primitives' slots. */
 typedef struct ring_run {
   ring_plan_t p;
-  sg_comm_t *c;
+  sg_prim_t pr;
   float *buf;
   const sg_ar_opts_t *o;
-  int left, right;
-  size_t d, q;               /* receive slots, send FIFO length */
-  size_t slot_floats;
-  size_t rs_units;           /* units of the reduce-scatter phase */
-  sg_req_t **rreq, **sreq;   /* [d] by unit % d, [q] by unit % q */
-  size_t posted_recv, posted_send, sent_done; /* units below are posted/done */
+  size_t rs_units;     /* units of the reduce-scatter phase */
+  size_t posted_recv;  /* receives below are posted */
 } ring_run_t;
 
-static int wait_sends_below(ring_run_t *k, size_t limit) {
-  while (k->sent_done < limit && k->sent_done < k->posted_send) {
-    sg_req_t **rq = &k->sreq[k->sent_done % k->q];
-    if (*rq) SG_CHECK(sg_wait(k->c, rq, NULL));
-    k->sent_done++;
-  }
-  return SG_OK;
-}
-
-/* Send unit v: segment j of chunk_sent(step s), from buf. */
-static int post_send(ring_run_t *k, size_t v) {
-  const ring_plan_t *p = &k->p;
-  size_t s = v / p->nseg, j = v % p->nseg, off;
-  size_t len = segment(p, chunk_sent(p, s), j, &off);
-  if (k->o->plant_bug && s == (size_t)(p->n - 1) && j == 0 && len) {
-    /* Planted bug (tests only): the first allgather step sends, from
-     * chunk r's place, a chunk this rank never reduced. */
-    size_t woff;
-    segment(p, p->r, 0, &woff);
-    off = woff + len <= p->count ? woff : p->count - len;
-  }
-  k->sreq[v % k->q] = NULL;
-  if (len)
-    SG_CHECK(sg_isend(k->c, k->right, SG_AR_TAG_RING + (int)s, k->buf + off,
-                      len * sizeof(float), &k->sreq[v % k->q]));
-  k->posted_send = v + 1;
-  return SG_OK;
+/* Segment of unit v (step v / nseg) that rank r receives, or sends. */
+static size_t unit_recvd(const ring_run_t *k, size_t v, size_t *off) {
+  return segment(&k->p, chunk_recvd(&k->p, v / k->p.nseg), v % k->p.nseg, off);
 }
 
 /* Post the receives of units < limit that can be posted now: a
- * reduce-scatter unit lands in its scratch slot; an allgather unit lands
+ * reduce-scatter unit lands in its receive slot; an allgather unit lands
  * in place, once the reduce-scatter send that read the same segment has
  * been posted (it is then waited for). */
 static int post_recvs(ring_run_t *k, size_t limit) {
-  const ring_plan_t *p = &k->p;
-  if (limit > p->units) limit = p->units;
+  if (limit > k->p.units) limit = k->p.units;
   while (k->posted_recv < limit) {
-    size_t v = k->posted_recv, s = v / p->nseg, j = v % p->nseg, off;
-    size_t len = segment(p, chunk_recvd(p, s), j, &off);
-    float *dst;
-    if (v < k->rs_units) {
-      dst = k->o->scratch + (v % k->d) * k->slot_floats;
-    } else {
+    size_t v = k->posted_recv, off, len = unit_recvd(k, v, &off);
+    float *dst = NULL;
+    if (v >= k->rs_units && !k->pr.half) {
       size_t twin = v - k->rs_units; /* the unit that sent from this segment */
-      if (twin >= k->posted_send) break;
-      SG_CHECK(wait_sends_below(k, twin + 1));
+      if (twin >= k->pr.posted_send) break;
+      SG_CHECK(sg_prim_wait_sends(&k->pr, twin + 1));
       dst = k->buf + off;
     }
-    k->rreq[v % k->d] = NULL;
-    if (len)
-      SG_CHECK(sg_irecv(k->c, k->left, SG_AR_TAG_RING + (int)s, dst,
-                        len * sizeof(float), &k->rreq[v % k->d]));
+    SG_CHECK(sg_prim_post_recv(&k->pr, v, (int)(v / k->p.nseg), dst, len));
     k->posted_recv++;
   }
   return SG_OK;
 }
 
-int sg_allreduce_ring(sg_comm_t *c, float *buf, size_t count, const sg_ar_opts_t *o) {
+/* Unit u has been posted: finish it with the primitive its step calls
+ * for; the send it feeds (if any) is unit u + nseg of step s + 1. */
+static int finish_unit(ring_run_t *k, size_t u) {
+  const size_t s = u / k->p.nseg, last_rs = (size_t)k->p.n - 2, last = k->p.units / k->p.nseg - 1;
+  size_t off, len = unit_recvd(k, u, &off);
+  float *at = k->buf + off;
+  size_t v = u + k->p.nseg;
+  if (s == last) return sg_prim_recv(&k->pr, u, at, len);
+  if (s < last_rs) return sg_prim_recv_reduce_send(&k->pr, u, at, len, v, (int)s + 1);
+  if (s > last_rs) return sg_prim_recv_copy_send(&k->pr, u, at, len, v, (int)s + 1);
+  /* Planted bug (tests only): the final reduce of one segment uses the
+   * staging primitive, so the full sum travels on but never reaches this
+   * rank's own buffer. */
+  if (k->o->plant_bug && u % k->p.nseg == 0 && len)
+    return sg_prim_recv_reduce_send(&k->pr, u, at, len, v, (int)s + 1);
+  return sg_prim_recv_reduce_copy_send(&k->pr, u, at, len, v, (int)s + 1);
+}
+
+static int ring_setup(ring_run_t *k, sg_comm_t *c, float *buf, size_t count,
+                      const sg_ar_opts_t *o) {
   int n = c->size, r = c->rank;
-  if (n == 1 || count == 0) return SG_OK;
-  ring_run_t k = {.c = c, .buf = buf, .o = o, .left = (r + n - 1) % n, .right = (r + 1) % n};
-  plan(&k.p, n, r, count, o);
+  plan(&k->p, n, r, count, o);
   size_t need_s, need_r;
   ring_needs(n, count, o, &need_s, &need_r);
   if (!o || !o->scratch || o->scratch_count < need_s || !o->reqs || o->reqs_count < need_r)
     return sg_err_set(SG_EINVAL, "ring allreduce of %zu floats needs %zu scratch floats "
                       "and %zu request slots (context sized too small)", count, need_s, need_r);
-  k.d = depth_of(o);
-  k.q = need_r - k.d;
-  k.slot_floats = need_s / k.d;
-  k.rs_units = (size_t)(n - 1) * k.p.nseg;
-  k.rreq = (sg_req_t **)o->reqs;
-  k.sreq = (sg_req_t **)o->reqs + k.d;
-  const size_t units = k.p.units, nseg = k.p.nseg, d = k.d;
+  k->buf = buf;
+  k->o = o;
+  k->rs_units = (size_t)(n - 1) * k->p.nseg;
+  k->posted_recv = 0;
+  sg_prim_t *pr = &k->pr;
+  *pr = (sg_prim_t){.c = c, .left = (r + n - 1) % n, .right = (r + 1) % n,
+                    .tag = SG_AR_TAG_RING, .d = depth_of(o),
+                    .half = o->compress == SG_AR_COMPRESS_FP16};
+  pr->q = need_r - pr->d;
+  pr->slot_floats = need_s / need_r;
+  pr->rslot = o->scratch;
+  pr->stage = o->scratch + pr->d * pr->slot_floats;
+  pr->rreq = (sg_req_t **)o->reqs;
+  pr->sreq = (sg_req_t **)o->reqs + pr->d;
+  return SG_OK;
+}
 
+/* The ring composed of the primitives (prim.h): per segment,
+ *   reduce-scatter  send, recvReduceSend x (N-2), recvReduceCopySend
+ *   allgather       recvCopySend x (N-2), recv
+ * pipelined over segments as described at the top of this file. */
+int sg_allreduce_ring(sg_comm_t *c, float *buf, size_t count, const sg_ar_opts_t *o) {
+  if (c->size == 1 || count == 0) return SG_OK;
+  ring_run_t k;
+  SG_CHECK(ring_setup(&k, c, buf, count, o));
+  const size_t units = k.p.units, nseg = k.p.nseg, d = k.pr.d;
   /* Step 0's sends read the input alone: all ready at once. */
-  for (size_t v = 0; v < nseg; v++) SG_CHECK(post_send(&k, v));
+  for (size_t v = 0; v < nseg; v++) {
+    size_t off, len = segment(&k.p, chunk_sent(&k.p, 0), v, &off);
+    SG_CHECK(sg_prim_send(&k.pr, v, 0, buf + off, len));
+  }
   for (size_t u = 0; u < units; u++) {
     SG_CHECK(post_recvs(&k, u + d));
     if (k.posted_recv <= u)
       return sg_err_set(SG_EINTERNAL, "ring: unit %zu not posted", u);
-    sg_req_t **rq = &k.rreq[u % d];
-    if (*rq) {
-      SG_CHECK(sg_wait(c, rq, NULL));
-      if (u < k.rs_units) {
-        size_t off, len = segment(&k.p, chunk_recvd(&k.p, u / nseg), u % nseg, &off);
-        sg_sum_f32(buf + off, o->scratch + (u % d) * k.slot_floats, len);
-      }
-    }
-    /* Segment u is final for this step: its next step can go. */
-    if (u + nseg < units) SG_CHECK(post_send(&k, u + nseg));
-    if (u >= d) SG_CHECK(wait_sends_below(&k, u - d + 1));
+    SG_CHECK(finish_unit(&k, u));
+    if (u >= d) SG_CHECK(sg_prim_wait_sends(&k.pr, u - d + 1));
   }
-  SG_CHECK(wait_sends_below(&k, units));
+  SG_CHECK(sg_prim_wait_sends(&k.pr, units));
   /* On an error above, requests may be left pending: the comm is then
    * unusable and the caller destroys it (a dead peer ends the run). */
   return SG_OK;

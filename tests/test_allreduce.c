@@ -18,6 +18,7 @@
 #include <zmq.h>
 
 #include "allreduce.h"
+#include "topk.h"
 #include "err.h"
 #include "transport.h"
 
@@ -192,4 +193,68 @@ TEST(bcast_binomial) {
       CHECK_MSG(bad == 0, "N=%d root=%d: %d ranks wrong", n, root, bad);
     }
   }
+}
+
+/* compress: topk keeps what it does not send (error feedback): T steps of
+ * a fixed integer gradient per rank, then enough steps of zero gradient to
+ * flush every residual, must deliver exactly T times the sum of the
+ * gradients to every rank (small integers: exact in float).  Dropping
+ * the residual loses all but the first top-k entries and fails. */
+typedef struct topk_arg {
+  void *zctx;
+  int rank, size;
+  int64_t wrong;
+  int rc;
+} topk_arg_t;
+
+enum { TOPK_COUNT = 1000, TOPK_T = 20 };
+
+static void *topk_main(void *p) {
+  topk_arg_t *a = p;
+  sg_comm_t *c = NULL;
+  sg_topk_t *tk = NULL;
+  static _Thread_local float buf[TOPK_COUNT], total[TOPK_COUNT];
+  int rc;
+  sg_zmq_cfg_t zc = {.rank = a->rank, .size = a->size, .deadline_s = 20,
+                     .scheme = "inproc", .group = "topk", .zctx = a->zctx};
+  SG_TRY(sg_comm_zmq_new(&c, &zc));
+  SG_TRY(sg_topk_new(&tk, c, TOPK_COUNT, 0.05)); /* k = 50: 20 flush steps */
+  memset(total, 0, sizeof total);
+  for (int t = 0; t < TOPK_T + TOPK_COUNT / 50 + 1; t++) {
+    for (int i = 0; i < TOPK_COUNT; i++)
+      buf[i] = t < TOPK_T ? (float)(a->rank + 1) * (float)(i % 7 + 1) : 0.0f;
+    SG_TRY(sg_topk_run(tk, buf));
+    for (int i = 0; i < TOPK_COUNT; i++) total[i] += buf[i];
+  }
+  const float tri = (float)a->size * (float)(a->size + 1) / 2;
+  a->wrong = 0;
+  for (int i = 0; i < TOPK_COUNT; i++)
+    if (total[i] != (float)TOPK_T * tri * (float)(i % 7 + 1)) a->wrong++;
+fail:
+  a->rc = rc;
+  sg_topk_destroy(&tk);
+  sg_comm_destroy(&c);
+  return NULL;
+}
+
+TEST(topk_conserves_the_gradient) {
+  const int n = 3;
+  void *zctx = zmq_ctx_new();
+  topk_arg_t args[3];
+  pthread_t th[3];
+  CHECK(zctx);
+  for (int r = 0; r < n; r++) {
+    args[r] = (topk_arg_t){.zctx = zctx, .rank = r, .size = n};
+    pthread_create(&th[r], NULL, topk_main, &args[r]);
+  }
+  int64_t wrong = 0;
+  for (int r = 0; r < n; r++) {
+    pthread_join(th[r], NULL);
+    CHECK_MSG(args[r].rc == 0, "rank %d: error %d", r, args[r].rc);
+    wrong += args[r].wrong;
+  }
+  zmq_ctx_term(zctx);
+  fprintf(stderr, "  topk: %lld of %d elements not conserved\n", (long long)wrong,
+          n * TOPK_COUNT);
+  CHECK_EQ_INT(wrong, 0);
 }

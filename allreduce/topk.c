@@ -1,0 +1,123 @@
+/* topk.c - see topk.h. */
+#include "topk.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allreduce.h"
+#include "err.h"
+
+typedef struct pair {
+  uint32_t idx;
+  float val;
+} pair_t;
+
+struct sg_topk {
+  sg_comm_t *c;
+  size_t count, k;
+  float *resid; /* error feedback: accumulated, not yet sent */
+  float *mag;   /* scratch: |buf + resid| for the selection */
+  pair_t *all;  /* N blocks of k pairs; block r is rank r's */
+};
+
+int sg_topk_new(sg_topk_t **out, sg_comm_t *c, size_t count, double ratio) {
+  if (!(ratio > 0 && ratio <= 1) || count == 0 || count > UINT32_MAX)
+    return sg_err_set(SG_EINVAL, "topk: ratio %g over %zu floats (want 0 < ratio <= 1)", ratio,
+                      count);
+  sg_topk_t *t = calloc(1, sizeof *t);
+  if (!t) return SG_ENOMEM;
+  t->c = c;
+  t->count = count;
+  t->k = (size_t)ceil(ratio * (double)count);
+  if (t->k > count) t->k = count;
+  t->resid = calloc(count, sizeof *t->resid);
+  t->mag = malloc(count * sizeof *t->mag);
+  t->all = malloc((size_t)c->size * t->k * sizeof *t->all);
+  if (!t->resid || !t->mag || !t->all) {
+    sg_topk_destroy(&t);
+    return sg_err_set(SG_ENOMEM, "topk: no memory for %zu floats", count);
+  }
+  *out = t;
+  return SG_OK;
+}
+
+/* The k-th largest of v[0..n) (v is reordered): quickselect, O(n). */
+static float kth_largest(float *v, size_t n, size_t k) {
+  long lo = 0, hi = (long)n - 1, want = (long)k - 1;
+  while (lo < hi) {
+    float piv = v[lo + (hi - lo) / 2];
+    long i = lo, j = hi;
+    while (i <= j) { /* descending: larger to the left */
+      while (v[i] > piv) i++;
+      while (v[j] < piv) j--;
+      if (i <= j) {
+        float x = v[i];
+        v[i++] = v[j];
+        v[j--] = x;
+      }
+    }
+    if (want <= j) hi = j;
+    else if (want >= i) lo = i;
+    else return v[want]; /* between j and i: all equal to the pivot */
+  }
+  return v[want];
+}
+
+/* acc = buf + resid; my block <- its k largest |acc| (those above the
+ * threshold, then ties in index order); resid <- the rest. */
+static void select_block(sg_topk_t *t, float *buf, pair_t *mine) {
+  size_t n = t->count, got = 0;
+  for (size_t i = 0; i < n; i++) {
+    buf[i] += t->resid[i];
+    t->mag[i] = fabsf(buf[i]);
+  }
+  float thr = kth_largest(t->mag, n, t->k);
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < n && got < t->k; i++) {
+      float m = fabsf(buf[i]);
+      if (pass == 0 ? m > thr : m == thr) mine[got++] = (pair_t){(uint32_t)i, buf[i]};
+    }
+  while (got < t->k) mine[got++] = (pair_t){0, 0.0f}; /* NaNs only: pad */
+  memcpy(t->resid, buf, n * sizeof *buf);
+  for (size_t j = 0; j < t->k; j++) t->resid[mine[j].idx] -= mine[j].val;
+}
+
+/* Ring allgather of the N blocks: at step s send block r - s, receive
+ * block r - s - 1 (mod N), as the ring allreduce's allgather. */
+static int allgather(sg_topk_t *t) {
+  int n = t->c->size, r = t->c->rank, left = (r + n - 1) % n, right = (r + 1) % n;
+  size_t bytes = t->k * sizeof(pair_t);
+  for (int s = 0; s < n - 1; s++) {
+    pair_t *snd = t->all + (size_t)((r - s + n) % n) * t->k;
+    pair_t *rcv = t->all + (size_t)((r - s - 1 + 2 * n) % n) * t->k;
+    SG_CHECK(sg_sendrecv(t->c, right, SG_AR_TAG_TOPK + s, snd, bytes, left, SG_AR_TAG_TOPK + s,
+                         rcv, bytes, NULL));
+  }
+  return SG_OK;
+}
+
+int sg_topk_run(sg_topk_t *t, float *buf) {
+  int n = t->c->size;
+  select_block(t, buf, t->all + (size_t)t->c->rank * t->k);
+  SG_CHECK(allgather(t));
+  memset(buf, 0, t->count * sizeof *buf);
+  for (int r = 0; r < n; r++) /* rank order: the same bits everywhere */
+    for (size_t j = 0; j < t->k; j++) {
+      const pair_t *p = &t->all[(size_t)r * t->k + j];
+      if (p->idx >= t->count)
+        return sg_err_set(SG_EPROTO, "topk: rank %d sent index %u of %zu", r, p->idx, t->count);
+      buf[p->idx] += p->val;
+    }
+  return SG_OK;
+}
+
+void sg_topk_destroy(sg_topk_t **pt) {
+  if (!pt || !*pt) return;
+  free((*pt)->resid);
+  free((*pt)->mag);
+  free((*pt)->all);
+  free(*pt);
+  *pt = NULL;
+}
