@@ -91,9 +91,14 @@ typedef enum { PS_SYNC = 0, PS_SSP = 1, PS_ASYNC = 2 } ps_mode_t;
 
 /* What a server saw, for tests (the engine reports the same through
  * sg_records_info: ps.server<k>.rejected, ps.dead_worker). */
+enum { PS_STATS_WORKERS = 16 };
+
 typedef struct ps_server_stats {
   int64_t rejected;     /* messages rejected (malformed, out of range, ...) */
   int64_t updates;      /* optimizer updates applied to the shard */
+  int64_t dropped;      /* ssp/async: pushes that arrived after the stop */
+  int64_t pushes[PS_STATS_WORKERS]; /* pushes received from workers 0..15 */
+  double train_s;       /* start barrier to the stop (sync: the last update) */
   int dead_workers;     /* async: workers declared dead */
   int64_t max_ahead;    /* largest (clock of a released pull) - (pushes of
                            the slowest worker still training) */
@@ -105,6 +110,7 @@ typedef struct ps_cfg {
   int servers;   /* S */
   int workers;   /* N */
   int sparse;
+  double time_budget; /* ssp/async: seconds of training at most, 0 = none */
   /* Tests only: the server adds worker 0's sync push twice (a planted bug
    * the equivalence check must catch).  Never set by a setting. */
   int plant_double_count;
@@ -112,7 +118,7 @@ typedef struct ps_cfg {
   ps_server_stats_t *stats;
 } ps_cfg_t;
 
-/* Read mode, staleness, servers, sparse from the run's settings. */
+/* Read mode, staleness, servers, sparse, time_budget from the run's settings. */
 int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers);
 
 /* The loops of one rank: ctx->rank < cfg->servers is server ctx->rank. */
