@@ -53,6 +53,11 @@
  *          never exits: the harness fails the run once it has been
  *          stopped 1.5 deadlines (harness/run.h).
  *
+ * End: sync runs the quota (every worker the same steps).  ssp and async
+ * end by the servers: a shard stops at N x the sync step count of applied
+ * updates or at time_budget, answers every pull with STOP, and worker 0's
+ * FINAL pull returns the parameters after the last update (ps_server.c).
+ *
  * Staleness (steps.staleness) = updates the shard applied between the
  * read of the params a gradient was computed on and the gradient's own
  * update (sync: always 0; async with N lock-stepped workers: about N-1).

@@ -202,6 +202,8 @@ static int started(server_t *s) {
     if (!s->done[v] && !s->dead[v] && !s->pend[v].active) return 0;
   s->started = 1;
   s->t_start = sg_now();
+  /* the wait at the barrier was the server's, not their silence */
+  for (int v = 0; v < s->N; v++) s->heard[v] = s->t_start;
   return 1;
 }
 
@@ -231,29 +233,24 @@ static void add_push(server_t *s, const unsigned char *msg, float scale) {
  * what the dense apply needs anyway). */
 static void clear_acc(server_t *s) { memset(s->acc, 0, s->cnt * sizeof *s->acc); }
 
-/* Plain SGD (momentum 0, weight decay 0) moves a coordinate only when its
- * gradient is nonzero, so applying it at the pushed coordinates alone is
- * the dense update exactly, in O(pushed) instead of O(shard).  acc is all
- * zeros between updates: each coordinate is applied once (a coordinate in
- * several pushes finds acc[i] = 0 the second time) and zeroed again.
- * With momentum or weight decay every coordinate moves every step; those
- * runs take the dense path (apply). */
-static void apply_at(server_t *s, const unsigned char *msg, float lr) {
+/* The sparse path, for an optimizer with sg_optim_sparse_exact (plain
+ * SGD: a coordinate moves only when its gradient is nonzero): the core
+ * update at the pushed coordinates alone is the dense update exactly, in
+ * O(pushed) instead of O(shard).  acc is all zeros between updates: each
+ * coordinate is applied once (a coordinate in several pushes finds
+ * acc[i] = 0 the second time, an update of 0) and zeroed again.  With
+ * momentum or weight decay every coordinate moves every step; those runs
+ * take the dense path (apply). */
+static void apply_at(server_t *s, const unsigned char *msg, int64_t step) {
   ps_hdr_t h;
   memcpy(&h, msg, sizeof h);
-  float *restrict acc = s->acc, *restrict p = s->params;
   if (h.flags & PS_F_SPARSE) {
     const uint32_t *idx = (const uint32_t *)(msg + sizeof h);
-    for (uint64_t j = 0; j < h.count; j++) {
-      uint32_t i = idx[j];
-      p[i] -= lr * acc[i];
-      acc[i] = 0.0f;
-    }
+    sg_optim_apply_at(s->opt, s->params, s->acc, idx, h.count, step);
+    for (uint64_t j = 0; j < h.count; j++) s->acc[idx[j]] = 0.0f;
   } else {
-    for (size_t i = 0; i < s->cnt; i++) {
-      p[i] -= lr * acc[i];
-      acc[i] = 0.0f;
-    }
+    sg_optim_apply(s->opt, s->params, s->acc, step);
+    clear_acc(s);
   }
 }
 
@@ -276,8 +273,7 @@ static int apply_sync_step(server_t *s) {
     if (w == 0 && s->cfg->plant_double_count) add_push(s, s->slot[w], inv);
   }
   if (s->sparse_apply) {
-    float lr = (float)sg_optim_lr(s->opt, s->version);
-    for (int w = 0; w < s->N; w++) apply_at(s, s->slot[w], lr);
+    for (int w = 0; w < s->N; w++) apply_at(s, s->slot[w], s->version);
     s->version++;
     s->compute_s += sg_now() - t;
   } else {
@@ -320,7 +316,7 @@ static int on_push(server_t *s, int w, const unsigned char *msg, char *why, size
   double t = sg_now();
   if (s->sparse_apply) {
     add_push(s, msg, 1.0f / (float)s->N);
-    apply_at(s, msg, (float)sg_optim_lr(s->opt, step));
+    apply_at(s, msg, step);
     s->version++;
     s->compute_s += sg_now() - t;
   } else {
@@ -376,6 +372,8 @@ static int check_dead(server_t *s, double now) {
   double d = s->ctx->comm->deadline_s;
   for (int w = 0; w < s->N; w++) {
     if (s->done[w] || s->dead[w] || now - s->heard[w] <= d) continue;
+    /* Held at the start barrier: waiting for a slower loader, not silent. */
+    if (!s->started && s->pend[w].active) continue;
     char v[160];
     snprintf(v, sizeof v, "worker rank %d (%s) silent for %.1f s after %lld pushes",
              worker_rank(s, w), host_of(s, worker_rank(s, w)), now - s->heard[w],
@@ -398,7 +396,9 @@ static double probe_wait(const server_t *s, double d) {
   if (s->cfg->mode != PS_ASYNC) return d;
   double now = sg_now(), wait = d;
   for (int w = 0; w < s->N; w++)
-    if (!s->done[w] && !s->dead[w] && s->heard[w] + d - now < wait) wait = s->heard[w] + d - now;
+    if (!s->done[w] && !s->dead[w] && !(!s->started && s->pend[w].active) &&
+        s->heard[w] + d - now < wait)
+      wait = s->heard[w] + d - now;
   return wait < PROBE_MIN_S ? PROBE_MIN_S : wait;
 }
 
@@ -602,13 +602,8 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   s.target = sg_workload_total_steps(wl) * s.N;
   SG_TRY(sg_optim_new(&s.opt, ctx->opts, s.cnt, sg_workload_steps_per_epoch(wl),
                       sg_workload_total_steps(wl)));
-  {
-    double mu = 0, wd = 0;
-    SG_TRY(sg_opts_double_or(ctx->opts, "momentum", 0.0, &mu));
-    SG_TRY(sg_opts_double_or(ctx->opts, "weight_decay", 0.0, &wd));
-    s.sparse_apply = cfg->sparse && mu == 0.0 && wd == 0.0;
-    clear_acc(&s);
-  }
+  s.sparse_apply = cfg->sparse && sg_optim_sparse_exact(s.opt);
+  clear_acc(&s);
   if (s.k == 0) {
     char v[160];
     snprintf(v, sizeof v, "%s, %d server(s), %d worker(s), %s", ps_mode_name(cfg->mode), s.S, s.N,

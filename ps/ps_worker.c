@@ -14,6 +14,10 @@
  *
  * Worker 0 holds the full fresh parameters after every pull and evaluates
  * them through sg_trainlog; it also dumps the final ones (dump_params).
+ * sync: every worker runs the quota of steps.  ssp/async: workers step
+ * until a server answers STOP; worker 0 then sends a FINAL pull and
+ * evaluates what it returns, the servers' parameters after the last
+ * update, and places its evaluations by the servers' progress.
  * The servers answer the initial pull only when every worker has asked
  * for it (ps_server.c, start barrier), so the training clock, started
  * right after it, leaves out every worker's start-up.
