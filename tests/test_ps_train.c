@@ -444,4 +444,9 @@ TEST(async_turns_a_stragglers_idle_time_into_updates) {
             (long long)as[0].pushes[1]);
   CHECK_MSG(as[0].train_s < sy[0].train_s, "async %.3f s, sync %.3f s", as[0].train_s,
             sy[0].train_s);
+  /* ssp ends the same way: exactly the target, however the bound paced it */
+  ps_server_stats_t sp[1] = {{0}};
+  CHECK_OK(straggler_case("ssp", sp));
+  CHECK_EQ_INT(sp[0].updates, 4 * 150);
+  CHECK(sp[0].max_ahead <= 2);
 }
