@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "err.h"
 #include "rng.h"
@@ -13,6 +14,11 @@ sg_dataset_t *sg_dataset_alloc_(void) { return calloc(1, sizeof(sg_dataset_t)); 
 void sg_dataset_destroy(sg_dataset_t **pds) {
   if (!pds || !*pds) return;
   sg_dataset_t *ds = *pds;
+  if (ds->map_) {
+    munmap(ds->map_, ds->map_len_);
+    ds->x = NULL;
+    ds->y = NULL;
+  }
   free(ds->x);
   free(ds->rowptr);
   free(ds->col);

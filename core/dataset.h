@@ -31,6 +31,8 @@ typedef struct sg_dataset {
   float *val;
   int32_t *y;      /* n labels */
   int64_t max_row_nnz; /* CSR: longest row (sizes batch buffers) */
+  void *map_;          /* shared cache mapping holding x and y (read-only), or NULL */
+  size_t map_len_;
 } sg_dataset_t;
 
 /* Which split a synthetic generator draws. */
@@ -40,6 +42,12 @@ enum { SG_SPLIT_TRAIN = 0, SG_SPLIT_TEST = 1 };
  * rows.  Caller owns the result. */
 int sg_dataset_load_idx(sg_dataset_t **out, const char *images,
                         const char *labels, int64_t limit);
+/* The same through a per-host cache in `dir` (dataset_cache.c): the
+ * decoded rows are mapped read-only and shared by every process that
+ * loads the same files; x and y must not be written. */
+int sg_dataset_load_idx_shared(sg_dataset_t **out, const char *images, const char *labels,
+                               int64_t limit, const char *dir);
+uint64_t sg_dataset_checksum_(const void *p, size_t n);
 /* Header only: rows and features of an IDX image file (no pixels read). */
 int sg_dataset_probe_idx(const char *images, int64_t *n, int64_t *d);
 

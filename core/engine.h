@@ -76,6 +76,15 @@ void sg_trainlog_set_global_batch(sg_trainlog_t *t, int64_t global_batch);
 /* Whether sg_trainlog_step for `step` will evaluate (for an engine that
  * must fetch the parameters first, e.g. from a device). */
 int sg_trainlog_due(const sg_trainlog_t *t, int64_t step);
+/* Engines whose progress is not the rank's own step count (ps ssp/async:
+ * the servers' applied updates) pass params = NULL to sg_trainlog_step
+ * and evaluate by progress instead: sg_trainlog_due_at says whether
+ * `steps_done` (sync-equivalent steps) has crossed an eval period since
+ * the last evaluation, before the end; sg_trainlog_eval_at evaluates at
+ * it; sg_trainlog_end evaluates the final params once training is over. */
+int sg_trainlog_due_at(const sg_trainlog_t *t, int64_t steps_done);
+int sg_trainlog_eval_at(sg_trainlog_t *t, int64_t steps_done, const float *params);
+int sg_trainlog_end(sg_trainlog_t *t, int64_t steps_done, const float *params);
 /* Seconds spent evaluating so far. */
 double sg_trainlog_eval_time(const sg_trainlog_t *t);
 /* Send the step record; evaluate if this step ends an eval period. */

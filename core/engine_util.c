@@ -22,6 +22,7 @@ struct sg_trainlog {
   double train0;        /* sg_now() when training started */
   double eval_time;     /* seconds spent evaluating (excluded from wall_s) */
   double eval_edge;     /* of which before the first step and after the last */
+  int64_t last_eval;    /* steps_done of the last evaluation */
   double loss_sum;      /* this rank's losses since the last evaluation */
   int64_t loss_n;
   int begun;
@@ -92,6 +93,7 @@ static int evaluate(sg_trainlog_t *t, int64_t steps_done, const float *params) {
   };
   t->loss_sum = 0;
   t->loss_n = 0;
+  t->last_eval = steps_done;
   double took = sg_now() - t_eval;
   t->eval_time += took;
   if (steps_done == 0 || steps_done == t->total_steps) t->eval_edge += took;
@@ -119,6 +121,24 @@ int sg_trainlog_step(sg_trainlog_t *t, const sg_step_rec_t *s, const float *para
 int sg_trainlog_due(const sg_trainlog_t *t, int64_t step) {
   const int64_t done = step + 1;
   return t->evaluates && (done % t->eval_every == 0 || done == t->total_steps);
+}
+
+int sg_trainlog_due_at(const sg_trainlog_t *t, int64_t steps_done) {
+  return t->evaluates && steps_done < t->total_steps &&
+         steps_done / t->eval_every > t->last_eval / t->eval_every;
+}
+
+int sg_trainlog_eval_at(sg_trainlog_t *t, int64_t steps_done, const float *params) {
+  return t->evaluates ? evaluate(t, steps_done, params) : SG_OK;
+}
+
+int sg_trainlog_end(sg_trainlog_t *t, int64_t steps_done, const float *params) {
+  if (!t->evaluates) return SG_OK;
+  /* counted as an edge evaluation, like the one after a quota's last step */
+  double before = t->eval_time;
+  SG_CHECK(evaluate(t, steps_done, params));
+  if (steps_done != t->total_steps) t->eval_edge += t->eval_time - before;
+  return SG_OK;
 }
 
 double sg_trainlog_eval_time(const sg_trainlog_t *t) { return t->eval_time; }

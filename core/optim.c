@@ -117,3 +117,14 @@ void sg_optim_apply(sg_optim_t *opt, float *params, const float *grad,
     p[i] -= lr * v[i];
   }
 }
+
+int sg_optim_sparse_exact(const sg_optim_t *opt) { return !opt->v && opt->wd == 0.0; }
+
+void sg_optim_apply_at(sg_optim_t *opt, float *params, const float *grad, const uint32_t *idx,
+                       size_t m, int64_t step) {
+  const float lr = (float)sg_optim_lr(opt, step), wd = (float)opt->wd;
+  for (size_t j = 0; j < m; j++) {
+    uint32_t i = idx[j];
+    params[i] -= lr * (grad[i] + wd * params[i]);
+  }
+}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cuda/sg_cuda.h"
@@ -47,6 +48,34 @@ static int find_idx(char *out, size_t cap, const char *dir, const char *base) {
                     dir, base);
 }
 
+/* The training set through the per-host cache (dataset_cache.c) unless
+ * data_cache is 'off'; no usable cache directory (no HOME) decodes a
+ * private copy. */
+static int load_train_idx(sg_workload_t *w, const sg_opts_t *o, const char *ti, const char *tl,
+                          int64_t lim) {
+  char dir[1024];
+  const char *opt = sg_opts_str_or(o, "data_cache", ""), *xdg = getenv("XDG_CACHE_HOME"),
+             *home = getenv("HOME");
+  if (!strcmp(opt, "off")) return sg_dataset_load_idx(&w->train, ti, tl, lim);
+  if (*opt) snprintf(dir, sizeof dir, "%s", opt);
+  else if (xdg && *xdg == '/') snprintf(dir, sizeof dir, "%s/sgdlab", xdg);
+  else if (home && *home == '/') snprintf(dir, sizeof dir, "%s/.cache/sgdlab", home);
+  else return sg_dataset_load_idx(&w->train, ti, tl, lim);
+  if (!*opt) {
+    /* the default place: make ~/.cache if missing; unusable, a private copy */
+    char parent[1024];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) *slash = '\0', mkdir(parent, 0700);
+    int rc = sg_dataset_load_idx_shared(&w->train, ti, tl, lim, dir);
+    if (rc != SG_EIO) return rc;
+    fprintf(stderr, "sgdlab: no shared data cache (%s); decoding a private copy\n", sg_err_msg());
+    sg_err_clear();
+    return sg_dataset_load_idx(&w->train, ti, tl, lim);
+  }
+  return sg_dataset_load_idx_shared(&w->train, ti, tl, lim, dir);
+}
+
 static int load_idx(sg_workload_t *w, const sg_opts_t *o, const char *name,
                     unsigned what, int64_t ntrain_lim, int64_t ntest_lim) {
   char dflt[256], ti[1024], tl[1024], ei[1024], el[1024];
@@ -59,7 +88,7 @@ static int load_idx(sg_workload_t *w, const sg_opts_t *o, const char *name,
   SG_CHECK(find_idx(tl, sizeof tl, dir, "train-labels-idx1-ubyte"));
   w->classes = 10;
   if (what & SG_WL_TRAIN) {
-    SG_CHECK(sg_dataset_load_idx(&w->train, ti, tl, ntrain_lim));
+    SG_CHECK(load_train_idx(w, o, ti, tl, ntrain_lim));
     w->ntrain = w->train->n;
     w->d = w->train->d;
   } else {

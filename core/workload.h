@@ -136,6 +136,15 @@ double sg_optim_lr(const sg_optim_t *opt, int64_t step);
 void sg_optim_apply(sg_optim_t *opt, float *params, const float *grad,
                     int64_t step);
 
+/* Whether a coordinate whose gradient is zero stays put (plain SGD: no
+ * momentum, no weight decay), so that updating only the coordinates with
+ * a gradient is the whole update exactly (a PS server's sparse path). */
+int sg_optim_sparse_exact(const sg_optim_t *opt);
+/* The update at params[idx[j]] for j < m only, the same per-coordinate
+ * arithmetic as sg_optim_apply; only when sg_optim_sparse_exact. */
+void sg_optim_apply_at(sg_optim_t *opt, float *params, const float *grad,
+                       const uint32_t *idx, size_t m, int64_t step);
+
 /* Convenience: an optimizer for this workload's whole parameter vector. */
 int sg_workload_optim_new(const sg_workload_t *w, const sg_opts_t *o,
                           sg_optim_t **out);

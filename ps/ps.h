@@ -53,6 +53,11 @@
  *          never exits: the harness fails the run once it has been
  *          stopped 1.5 deadlines (harness/run.h).
  *
+ * End: sync runs the quota (every worker the same steps).  ssp and async
+ * end by the servers: a shard stops at N x the sync step count of applied
+ * updates or at time_budget, answers every pull with STOP, and worker 0's
+ * FINAL pull returns the parameters after the last update (ps_server.c).
+ *
  * Staleness (steps.staleness) = updates the shard applied between the
  * read of the params a gradient was computed on and the gradient's own
  * update (sync: always 0; async with N lock-stepped workers: about N-1).
@@ -91,9 +96,14 @@ typedef enum { PS_SYNC = 0, PS_SSP = 1, PS_ASYNC = 2 } ps_mode_t;
 
 /* What a server saw, for tests (the engine reports the same through
  * sg_records_info: ps.server<k>.rejected, ps.dead_worker). */
+enum { PS_STATS_WORKERS = 16 };
+
 typedef struct ps_server_stats {
   int64_t rejected;     /* messages rejected (malformed, out of range, ...) */
   int64_t updates;      /* optimizer updates applied to the shard */
+  int64_t dropped;      /* ssp/async: pushes that arrived after the stop */
+  int64_t pushes[PS_STATS_WORKERS]; /* pushes received from workers 0..15 */
+  double train_s;       /* start barrier to the stop (sync: the last update) */
   int dead_workers;     /* async: workers declared dead */
   int64_t max_ahead;    /* largest (clock of a released pull) - (pushes of
                            the slowest worker still training) */
@@ -105,6 +115,7 @@ typedef struct ps_cfg {
   int servers;   /* S */
   int workers;   /* N */
   int sparse;
+  double time_budget; /* ssp/async: seconds of training at most, 0 = none */
   /* Tests only: the server adds worker 0's sync push twice (a planted bug
    * the equivalence check must catch).  Never set by a setting. */
   int plant_double_count;
@@ -112,7 +123,7 @@ typedef struct ps_cfg {
   ps_server_stats_t *stats;
 } ps_cfg_t;
 
-/* Read mode, staleness, servers, sparse from the run's settings. */
+/* Read mode, staleness, servers, sparse, time_budget from the run's settings. */
 int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers);
 
 /* The loops of one rank: ctx->rank < cfg->servers is server ctx->rank. */

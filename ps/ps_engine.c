@@ -12,6 +12,7 @@ static const sg_setting_t ps_options[] = {
   {"mode", SG_T_ENUM, "sync", "ps: sync (barrier per step, = local with batch N*b), ssp (bounded staleness) or async", "sync|ssp|async", NOB, SG_S_ENGINE},
   {"staleness", SG_T_INT, "2", "ps ssp: a worker may run this many clocks ahead of the slowest (0 = bulk-synchronous)", NULL, 0, 1e6, SG_S_ENGINE},
   {"servers", SG_T_INT, "1", "ps: number of server processes S; each owns 1/S of the parameters (by bytes)", NULL, 1, 1024, SG_S_ENGINE},
+  {"time_budget", SG_T_FLOAT, "0", "ps ssp/async: stop after this many seconds of training even if the target number of updates (epochs x samples / batch) was not reached; 0 = no budget", NULL, 0, 1e9, SG_S_ENGINE},
   {"sparse", SG_T_BOOL, "false", "ps: push only nonzero gradient coordinates, pull only those the next batch reads", NULL, NOB, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };
@@ -36,6 +37,9 @@ int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers) {
   int64_t s, S;
   SG_CHECK(sg_opts_int_or(o, "staleness", 2, &s));
   SG_CHECK(sg_opts_int_or(o, "servers", 1, &S));
+  double budget = 0;
+  SG_CHECK(sg_opts_double_or(o, "time_budget", 0, &budget));
+  if (!(budget >= 0)) return sg_err_set(SG_ECONFIG, "time_budget: must be >= 0 seconds, got %g", budget);
   const char *sp = sg_opts_str_or(o, "sparse", "false");
   if (s < 0) return sg_err_set(SG_ECONFIG, "staleness: must be >= 0, got %lld", (long long)s);
   if (S < 1 || S > 1024) return sg_err_set(SG_ECONFIG, "servers: must be 1..1024, got %lld", (long long)S);
@@ -44,6 +48,7 @@ int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers) {
   cfg->servers = (int)S;
   cfg->workers = workers;
   cfg->sparse = !strcmp(sp, "true");
+  cfg->time_budget = cfg->mode == PS_SYNC ? 0 : budget;
   return SG_OK;
 }
 

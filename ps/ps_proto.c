@@ -70,7 +70,11 @@ int ps_proto_check(const void *msg, size_t bytes, int shard, size_t off, size_t 
   if (h.type < PS_PUSH || h.type > PS_DONE) REJECT("unknown message type %u", (unsigned)h.type);
   if (h.shard != shard) REJECT("%s for shard %d, this is shard %d", ps_type_name(h.type),
                                (int)h.shard, shard);
-  if (h.flags & ~(uint32_t)PS_F_SPARSE) REJECT("unknown flags 0x%x", (unsigned)h.flags);
+  if (h.flags & ~(uint32_t)(PS_F_SPARSE | PS_F_STOP | PS_F_FINAL))
+    REJECT("unknown flags 0x%x", (unsigned)h.flags);
+  if ((h.flags & PS_F_STOP) && h.type != PS_PARAMS) REJECT("STOP flag on a %s", ps_type_name(h.type));
+  if ((h.flags & PS_F_FINAL) && (h.type != PS_PULL || (h.flags & PS_F_SPARSE)))
+    REJECT("FINAL flag on a %s%s", (h.flags & PS_F_SPARSE) ? "sparse " : "", ps_type_name(h.type));
   if (h.clock < 0 || h.version < 0)
     REJECT("negative clock %lld / version %lld", (long long)h.clock, (long long)h.version);
   int sparse = (h.flags & PS_F_SPARSE) != 0;

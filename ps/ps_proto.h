@@ -13,6 +13,12 @@
  *                                                sparse: float p[count], in idx order
  *   DONE      worker  steps it pushed            none
  *
+ * Flags: SPARSE (above); STOP, on PARAMS only: the server has stopped
+ * training (ssp/async: the target of applied updates was reached or the
+ * time budget spent), push no more; FINAL, on a dense PULL only: the
+ * evaluating worker's last message, which counts as its DONE and is
+ * answered once every worker is done, with the final parameters.
+ *
  * Sparse indices are relative to the shard's first element.  `version` is
  * the number of updates the shard had applied: in PARAMS, when the reply
  * was made; in PUSH, when the params the gradient was computed on were
@@ -38,14 +44,14 @@ enum {
 
 typedef enum { PS_PUSH = 1, PS_PULL = 2, PS_PARAMS = 3, PS_DONE = 4 } ps_type_t;
 
-enum { PS_F_SPARSE = 1 };
+enum { PS_F_SPARSE = 1, PS_F_STOP = 2, PS_F_FINAL = 4 };
 
 typedef struct ps_hdr {
   uint32_t magic;    /* PS_MAGIC */
   uint16_t proto;    /* PS_PROTO_VERSION */
   uint16_t type;     /* ps_type_t */
   int32_t shard;     /* the server's shard index */
-  uint32_t flags;    /* PS_F_SPARSE */
+  uint32_t flags;    /* PS_F_SPARSE, PS_F_STOP, PS_F_FINAL */
   int64_t clock;     /* see the table above */
   int64_t version;   /* updates applied to the shard (see above) */
   uint64_t offset;   /* dense: first element, absolute index in the flat vector */

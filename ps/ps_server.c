@@ -12,6 +12,16 @@
  *             (the initial PULLs: once every worker has sent its own)
  *       DONE: that worker no longer counts for barriers and bounds
  *
+ * ssp/async end by the servers, not by a quota of steps per worker: the
+ * shard stops once it has applied `target` updates (N x the sync step
+ * count: one push is 1/N of a sync step, so the same samples) or the
+ * time budget is spent.  From then on every PARAMS carries PS_F_STOP,
+ * pushes still in flight are counted as dropped and not applied (so a
+ * shard applies exactly `target` updates), and each worker says DONE.
+ * The evaluating worker instead sends a FINAL pull, answered once every
+ * worker is done or dead, so it evaluates the parameters after the last
+ * update.  sync keeps its quota: every worker runs the same steps.
+ *
  * The shard's parameters live right after a 64-byte header slot
  * (pbuf = [hdr | params]), so a dense PARAMS reply is sent straight from
  * the parameters without copying them.
@@ -51,6 +61,7 @@ typedef struct server {
   unsigned char **slot;   /* [N] sync: worker w's push of the current step */
   unsigned char *scratch; /* every other message */
   unsigned char *sreply;  /* sparse: [hdr | values] */
+  int *final;             /* [N] the held pull is a FINAL one */
   sg_optim_t *opt;
   int sparse_apply;       /* sparse pushes, plain SGD: update the pushed coordinates only */
   /* per worker */
@@ -65,6 +76,10 @@ typedef struct server {
   int npushed;            /* sync: pushes of the current step so far */
   int started;            /* every worker's initial PULL arrived (start barrier) */
   int quiet;              /* deadlines in a row in which every worker was silent */
+  int64_t target;         /* ssp/async: updates to apply (N x sync steps) */
+  int stopped;            /* ssp/async: target reached or budget spent */
+  double t_start, t_stop; /* sg_now() at the start barrier / the stop */
+  int64_t dropped;        /* pushes that arrived after the stop */
   /* accounting for the step records */
   int64_t rejected, max_ahead;
   char first_reject[200];
@@ -113,9 +128,25 @@ static int flush_record(server_t *s) {
   return sg_records_step(s->ctx->rec, &r);
 }
 
+/* ssp/async: whether training is over (the target of updates reached or
+ * the time budget spent); latches, so the servers' answer never flips. */
+static int stopping(server_t *s) {
+  if (s->cfg->mode == PS_SYNC || !s->started) return 0;
+  if (s->stopped) return 1;
+  double now = sg_now();
+  if (s->version >= s->target ||
+      (s->cfg->time_budget > 0 && now - s->t_start >= s->cfg->time_budget)) {
+    s->stopped = 1;
+    s->t_stop = now;
+  }
+  return s->stopped;
+}
+
 /* Whether worker w's held PULL may be answered now. */
-static int may_release(const server_t *s, int w) {
+static int may_release(server_t *s, int w) {
   const pending_t *p = &s->pend[w];
+  if (s->final[w]) return s->ndone == s->N; /* after the last update */
+  if (stopping(s)) return 1;                /* a STOP is never held */
   switch (s->cfg->mode) {
   case PS_SYNC:
     return s->version >= p->clock;
@@ -136,8 +167,9 @@ static int reply(server_t *s, int w) {
   int sparse = p->sparse;
   unsigned char *buf = sparse ? s->sreply : s->pbuf;
   ps_hdr_t h;
-  ps_hdr_init(&h, PS_PARAMS, s->k, sparse ? PS_F_SPARSE : 0, p->clock, s->version, s->off,
-              sparse ? p->nnz : s->cnt);
+  int stop = stopping(s);
+  uint32_t flags = (sparse ? PS_F_SPARSE : 0) | (stop ? PS_F_STOP : 0);
+  ps_hdr_init(&h, PS_PARAMS, s->k, flags, p->clock, s->version, s->off, sparse ? p->nnz : s->cnt);
   h.held_s = sg_now() - p->since;
   h.staleness = s->stale[w];
   memcpy(buf, &h, sizeof h);
@@ -146,9 +178,11 @@ static int reply(server_t *s, int w) {
     for (uint64_t i = 0; i < p->nnz; i++) v[i] = s->params[p->idx[i]];
   }
   p->active = 0;
-  /* How far ahead of the slowest worker still training w now runs. */
+  s->final[w] = 0;
+  /* How far ahead of the slowest worker still training w now runs (a STOP
+   * is released past the bound, and nothing is computed on it). */
   int64_t slowest = INT64_MAX;
-  for (int v = 0; v < s->N; v++)
+  for (int v = 0; v < s->N && !stop; v++)
     if (!s->done[v] && !s->dead[v] && s->clock[v] < slowest) slowest = s->clock[v];
   if (slowest != INT64_MAX && p->clock - slowest > s->max_ahead) s->max_ahead = p->clock - slowest;
   double t = sg_now();
@@ -158,7 +192,23 @@ static int reply(server_t *s, int w) {
   return rc;
 }
 
+/* Start barrier: the initial PULLs are answered together once every live
+ * worker has loaded its data and asked, so worker 0 starts the training
+ * clock (ps_worker.c) with every worker ready to train; a worker declared
+ * dead meanwhile is not waited for.  Returns whether training started. */
+static int started(server_t *s) {
+  if (s->started) return 1;
+  for (int v = 0; v < s->N; v++)
+    if (!s->done[v] && !s->dead[v] && !s->pend[v].active) return 0;
+  s->started = 1;
+  s->t_start = sg_now();
+  /* the wait at the barrier was the server's, not their silence */
+  for (int v = 0; v < s->N; v++) s->heard[v] = s->t_start;
+  return 1;
+}
+
 static int release_all(server_t *s) {
+  if (!started(s)) return SG_OK;
   for (int w = 0; w < s->N; w++)
     if (s->pend[w].active && !s->dead[w] && may_release(s, w)) SG_CHECK(reply(s, w));
   return SG_OK;
@@ -183,29 +233,24 @@ static void add_push(server_t *s, const unsigned char *msg, float scale) {
  * what the dense apply needs anyway). */
 static void clear_acc(server_t *s) { memset(s->acc, 0, s->cnt * sizeof *s->acc); }
 
-/* Plain SGD (momentum 0, weight decay 0) moves a coordinate only when its
- * gradient is nonzero, so applying it at the pushed coordinates alone is
- * the dense update exactly, in O(pushed) instead of O(shard).  acc is all
- * zeros between updates: each coordinate is applied once (a coordinate in
- * several pushes finds acc[i] = 0 the second time) and zeroed again.
- * With momentum or weight decay every coordinate moves every step; those
- * runs take the dense path (apply). */
-static void apply_at(server_t *s, const unsigned char *msg, float lr) {
+/* The sparse path, for an optimizer with sg_optim_sparse_exact (plain
+ * SGD: a coordinate moves only when its gradient is nonzero): the core
+ * update at the pushed coordinates alone is the dense update exactly, in
+ * O(pushed) instead of O(shard).  acc is all zeros between updates: each
+ * coordinate is applied once (a coordinate in several pushes finds
+ * acc[i] = 0 the second time, an update of 0) and zeroed again.  With
+ * momentum or weight decay every coordinate moves every step; those runs
+ * take the dense path (apply). */
+static void apply_at(server_t *s, const unsigned char *msg, int64_t step) {
   ps_hdr_t h;
   memcpy(&h, msg, sizeof h);
-  float *restrict acc = s->acc, *restrict p = s->params;
   if (h.flags & PS_F_SPARSE) {
     const uint32_t *idx = (const uint32_t *)(msg + sizeof h);
-    for (uint64_t j = 0; j < h.count; j++) {
-      uint32_t i = idx[j];
-      p[i] -= lr * acc[i];
-      acc[i] = 0.0f;
-    }
+    sg_optim_apply_at(s->opt, s->params, s->acc, idx, h.count, step);
+    for (uint64_t j = 0; j < h.count; j++) s->acc[idx[j]] = 0.0f;
   } else {
-    for (size_t i = 0; i < s->cnt; i++) {
-      p[i] -= lr * acc[i];
-      acc[i] = 0.0f;
-    }
+    sg_optim_apply(s->opt, s->params, s->acc, step);
+    clear_acc(s);
   }
 }
 
@@ -228,8 +273,7 @@ static int apply_sync_step(server_t *s) {
     if (w == 0 && s->cfg->plant_double_count) add_push(s, s->slot[w], inv);
   }
   if (s->sparse_apply) {
-    float lr = (float)sg_optim_lr(s->opt, s->version);
-    for (int w = 0; w < s->N; w++) apply_at(s, s->slot[w], lr);
+    for (int w = 0; w < s->N; w++) apply_at(s, s->slot[w], s->version);
     s->version++;
     s->compute_s += sg_now() - t;
   } else {
@@ -261,27 +305,40 @@ static int on_push(server_t *s, int w, const unsigned char *msg, char *why, size
     if (++s->npushed == s->N) SG_CHECK(apply_sync_step(s));
     return SG_OK;
   }
+  if (stopping(s)) {
+    s->dropped++; /* in flight when the stop came: the shard applies exactly target */
+    return release_all(s);
+  }
+  /* The schedule's step is the shard's progress in sync steps (N pushes
+   * each), not the pusher's own count: a fast worker runs past the sync
+   * step count, the shard's progress never does. */
+  int64_t step = s->version / s->N;
   double t = sg_now();
   if (s->sparse_apply) {
     add_push(s, msg, 1.0f / (float)s->N);
-    apply_at(s, msg, (float)sg_optim_lr(s->opt, h.clock));
+    apply_at(s, msg, step);
     s->version++;
     s->compute_s += sg_now() - t;
   } else {
     clear_acc(s);
     add_push(s, msg, 1.0f / (float)s->N);
     s->compute_s += sg_now() - t;
-    SG_CHECK(apply(s, h.clock));
+    SG_CHECK(apply(s, step));
   }
   if (s->version % s->N == 0) SG_CHECK(flush_record(s));
   return release_all(s);
 }
+
+static int on_done(server_t *s, int w);
 
 static int on_pull(server_t *s, int w, const unsigned char *msg, char *why, size_t wl) {
   ps_hdr_t h;
   memcpy(&h, msg, sizeof h);
   pending_t *p = &s->pend[w];
   if (s->done[w]) return snprintf(why, wl, "PULL after DONE"), SG_EPROTO;
+  /* Not "after this server's stop": another shard may have stopped first. */
+  if ((h.flags & PS_F_FINAL) && s->cfg->mode == PS_SYNC)
+    return snprintf(why, wl, "FINAL pull in sync mode"), SG_EPROTO;
   if (p->active) return snprintf(why, wl, "second PULL while one is held"), SG_EPROTO;
   if (h.clock != s->clock[w])
     return snprintf(why, wl, "PULL for step %lld after %lld pushes", (long long)h.clock,
@@ -294,15 +351,11 @@ static int on_pull(server_t *s, int w, const unsigned char *msg, char *why, size
   p->sparse = (h.flags & PS_F_SPARSE) != 0;
   p->nnz = p->sparse ? h.count : 0;
   if (p->sparse) memcpy(p->idx, msg + sizeof h, 4 * h.count);
-  if (!s->started) {
-    /* Start barrier: the initial PULLs are answered together once every
-     * live worker has loaded its data and asked, so worker 0 starts the
-     * training clock (ps_worker.c) with every worker ready to train. */
-    for (int v = 0; v < s->N; v++)
-      if (!s->done[v] && !s->dead[v] && !s->pend[v].active) return SG_OK;
-    s->started = 1;
-    return release_all(s);
+  if (h.flags & PS_F_FINAL) {
+    s->final[w] = 1; /* answered by release_all once every worker is done */
+    return on_done(s, w);
   }
+  if (!s->started) return release_all(s); /* the start barrier (started) */
   return may_release(s, w) ? reply(s, w) : SG_OK;
 }
 
@@ -319,6 +372,8 @@ static int check_dead(server_t *s, double now) {
   double d = s->ctx->comm->deadline_s;
   for (int w = 0; w < s->N; w++) {
     if (s->done[w] || s->dead[w] || now - s->heard[w] <= d) continue;
+    /* Held at the start barrier: waiting for a slower loader, not silent. */
+    if (!s->started && s->pend[w].active) continue;
     char v[160];
     snprintf(v, sizeof v, "worker rank %d (%s) silent for %.1f s after %lld pushes",
              worker_rank(s, w), host_of(s, worker_rank(s, w)), now - s->heard[w],
@@ -341,7 +396,9 @@ static double probe_wait(const server_t *s, double d) {
   if (s->cfg->mode != PS_ASYNC) return d;
   double now = sg_now(), wait = d;
   for (int w = 0; w < s->N; w++)
-    if (!s->done[w] && !s->dead[w] && s->heard[w] + d - now < wait) wait = s->heard[w] + d - now;
+    if (!s->done[w] && !s->dead[w] && !(!s->started && s->pend[w].active) &&
+        s->heard[w] + d - now < wait)
+      wait = s->heard[w] + d - now;
   return wait < PROBE_MIN_S ? PROBE_MIN_S : wait;
 }
 
@@ -463,8 +520,23 @@ static int serve_one(server_t *s) {
     rc = SG_OK;
   }
   SG_CHECK(rc);
-  if (s->cfg->mode == PS_ASYNC) SG_CHECK(check_dead(s, s->heard[w]));
+  if (s->cfg->mode == PS_ASYNC) {
+    SG_CHECK(check_dead(s, s->heard[w]));
+    SG_CHECK(release_all(s)); /* a FINAL pull may wait on the one just declared dead */
+  }
   return SG_OK;
+}
+
+/* ssp/async: why and when training stopped, and who did the work. */
+static int report_stop(server_t *s, double train_s) {
+  char v[400];
+  size_t len = (size_t)snprintf(v, sizeof v, "%lld updates of target %lld in %.3f s, %s; %lld dropped; pushes per worker:",
+                                (long long)s->version, (long long)s->target, train_s,
+                                s->version >= s->target ? "target reached" : s->stopped ? "time budget spent" : "workers ended",
+                                (long long)s->dropped);
+  for (int w = 0; w < s->N && len < sizeof v - 24; w++)
+    len += (size_t)snprintf(v + len, sizeof v - len, " %lld", (long long)s->clock[w]);
+  return sg_records_info(s->ctx->rec, "ps.stop", v);
 }
 
 static void server_free(server_t *s) {
@@ -484,6 +556,7 @@ static void server_free(server_t *s) {
   free(s->clock);
   free(s->stale);
   free(s->heard);
+  free(s->final);
   sg_optim_destroy(&s->opt);
 }
 
@@ -514,6 +587,7 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   if (!(s.clock = calloc((size_t)s.N, sizeof *s.clock))) goto fail;
   if (!(s.stale = calloc((size_t)s.N, sizeof *s.stale))) goto fail;
   if (!(s.heard = calloc((size_t)s.N, sizeof *s.heard))) goto fail;
+  if (!(s.final = calloc((size_t)s.N, sizeof *s.final))) goto fail;
   for (int w = 0; w < s.N; w++) {
     if (cfg->mode == PS_SYNC && !(s.slot[w] = malloc(s.cap))) goto fail;
     if (cfg->sparse && !(s.pend[w].idx = malloc((s.cnt + 1) * 4))) goto fail;
@@ -525,15 +599,11 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   full = NULL;
   s.spe = sg_workload_steps_per_epoch(wl);
   if (s.spe < 1) s.spe = 1;
+  s.target = sg_workload_total_steps(wl) * s.N;
   SG_TRY(sg_optim_new(&s.opt, ctx->opts, s.cnt, sg_workload_steps_per_epoch(wl),
                       sg_workload_total_steps(wl)));
-  {
-    double mu = 0, wd = 0;
-    SG_TRY(sg_opts_double_or(ctx->opts, "momentum", 0.0, &mu));
-    SG_TRY(sg_opts_double_or(ctx->opts, "weight_decay", 0.0, &wd));
-    s.sparse_apply = cfg->sparse && mu == 0.0 && wd == 0.0;
-    clear_acc(&s);
-  }
+  s.sparse_apply = cfg->sparse && sg_optim_sparse_exact(s.opt);
+  clear_acc(&s);
   if (s.k == 0) {
     char v[160];
     snprintf(v, sizeof v, "%s, %d server(s), %d worker(s), %s", ps_mode_name(cfg->mode), s.S, s.N,
@@ -548,6 +618,8 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   s.sent0 = sg_comm_bytes_sent(ctx->comm);
   s.recv0 = sg_comm_bytes_recvd(ctx->comm);
   while (s.ndone < s.N) SG_TRY(serve_one(&s));
+  double train_s = (s.stopped ? s.t_stop : sg_now()) - s.t_start;
+  if (s.k == 0 && cfg->mode != PS_SYNC) SG_TRY(report_stop(&s, train_s));
 
   {
     char key[64], v[300];
@@ -561,7 +633,9 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
     int dead = 0;
     for (int w = 0; w < s.N; w++) dead += s.dead[w];
     cfg->stats[s.k] = (ps_server_stats_t){.rejected = s.rejected, .updates = s.version,
+                                          .dropped = s.dropped, .train_s = train_s,
                                           .dead_workers = dead, .max_ahead = s.max_ahead};
+    for (int w = 0; w < s.N && w < PS_STATS_WORKERS; w++) cfg->stats[s.k].pushes[w] = s.clock[w];
   }
 fail:
   free(full);

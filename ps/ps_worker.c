@@ -14,6 +14,10 @@
  *
  * Worker 0 holds the full fresh parameters after every pull and evaluates
  * them through sg_trainlog; it also dumps the final ones (dump_params).
+ * sync: every worker runs the quota of steps.  ssp/async: workers step
+ * until a server answers STOP; worker 0 then sends a FINAL pull and
+ * evaluates what it returns, the servers' parameters after the last
+ * update, and places its evaluations by the servers' progress.
  * The servers answer the initial pull only when every worker has asked
  * for it (ps_server.c, start barrier), so the training clock, started
  * right after it, leaves out every worker's start-up.
@@ -45,6 +49,8 @@ typedef struct worker {
   ps_needs_t *pushn, *pulln; /* of this exchange's push (step t) and pull (t+1) */
   float *gval;             /* sparse: gradient at pushn's coordinates */
   size_t gcap;
+  int stop;                /* ssp/async: a server answered with PS_F_STOP */
+  int final;               /* the next pull is the FINAL one */
 } worker_t;
 
 static size_t hdrsz(void) { return sizeof(ps_hdr_t); }
@@ -91,8 +97,8 @@ static size_t build_push(worker_t *wk, int k, int64_t t) {
 static size_t build_pull(worker_t *wk, int k, int64_t clock, int dense) {
   ps_hdr_t h;
   unsigned char *m = wk->pull[k];
-  if (dense || !wk->cfg->sparse || ps_needs_all(wk->pulln)) {
-    ps_hdr_init(&h, PS_PULL, k, 0, clock, 0, wk->off[k], wk->cnt[k]);
+  if (wk->final || dense || !wk->cfg->sparse || ps_needs_all(wk->pulln)) {
+    ps_hdr_init(&h, PS_PULL, k, wk->final ? PS_F_FINAL : 0, clock, 0, wk->off[k], wk->cnt[k]);
     memcpy(m, &h, sizeof h);
     return sizeof h;
   }
@@ -129,6 +135,7 @@ static int take_params(worker_t *wk, int k, size_t bytes, int64_t clock, double 
     memcpy(wk->params + wk->off[k], v, wk->cnt[k] * sizeof(float));
   }
   wk->ver[k] = h.version;
+  if (h.flags & PS_F_STOP) wk->stop = 1;
   if (h.held_s > *held) *held = h.held_s;
   if (h.staleness > *stale) *stale = h.staleness;
   return SG_OK;
@@ -185,6 +192,38 @@ static int say_done(worker_t *wk, int64_t steps) {
     if (rc < 0) return peer_fail(wk, rc, k, "sending DONE after", steps);
   }
   return SG_OK;
+}
+
+/* ssp/async: training progress in sync steps, from the servers' update
+ * counts (N pushes = one sync step); the least advanced shard counts. */
+static int64_t progress(const worker_t *wk) {
+  int64_t v = INT64_MAX;
+  for (int k = 0; k < wk->S; k++)
+    if (wk->ver[k] < v) v = wk->ver[k];
+  return v / wk->N;
+}
+
+/* ssp/async, evaluating worker: evaluate when the servers' progress
+ * crossed an eval period; a sparse worker first pulls everything. */
+static int eval_by_progress(worker_t *wk, sg_trainlog_t *log, int64_t done) {
+  if (!sg_trainlog_due_at(log, progress(wk))) return SG_OK;
+  double held;
+  int64_t stale;
+  if (wk->cfg->sparse) SG_CHECK(exchange(wk, 0, done, done, 1, &held, &stale));
+  return sg_trainlog_eval_at(log, progress(wk), wk->params);
+}
+
+/* ssp/async, evaluating worker: the FINAL pull (it counts as DONE) comes
+ * back once every worker is done, with the parameters after the last
+ * update; those are evaluated and dumped. */
+static int final_params(worker_t *wk, sg_trainlog_t *log, int64_t steps) {
+  double held;
+  int64_t stale;
+  wk->final = 1;
+  int rc = exchange(wk, 0, steps, steps, 1, &held, &stale);
+  wk->final = 0;
+  SG_CHECK(rc);
+  return sg_trainlog_end(log, progress(wk), wk->params);
 }
 
 static void worker_free(worker_t *wk) {
@@ -251,9 +290,6 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
     SG_TRY(sg_records_info(ctx->rec, "blas", sg_blas_info()));
   }
   SG_TRY(sg_trainlog_new(&log, ctx, wl, evaluates));
-  int64_t eval_every = 0;
-  SG_TRY(sg_opts_int_or(ctx->opts, "eval_every", 0, &eval_every));
-  if (eval_every <= 0) eval_every = spe;
 
   /* Initial parameters: the servers made them from the seed. */
   double held;
@@ -263,7 +299,10 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   SG_TRY(exchange(&wk, 0, 0, 0, evaluates || !cfg->sparse, &held, &stale));
   SG_TRY(sg_trainlog_begin(log, wk.params));
 
-  for (int64_t t = 0; t < total; t++) {
+  /* sync: every worker runs the quota; ssp/async: until a server says stop. */
+  int sync = cfg->mode == PS_SYNC;
+  int64_t t;
+  for (t = 0; sync ? t < total : !wk.stop; t++) {
     sg_step_rec_t s = {.step = t, .epoch = (int32_t)(t / spe),
                        .t_start = sg_records_elapsed(ctx->rec), .staleness = -1};
     uint64_t sent0 = sg_comm_bytes_sent(c), recv0 = sg_comm_bytes_recvd(c);
@@ -289,20 +328,24 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
     }
     double t1 = sg_now();
     s.compute_s = t1 - t0;
-    /* Worker 0 pulls everything when it is about to evaluate, and last. */
+    /* sync: worker 0 pulls everything when it is about to evaluate, and
+     * every worker at the end (no next batch to pull for). */
     int64_t done = t + 1;
-    int dense = !cfg->sparse || (evaluates && (done % eval_every == 0 || done == total));
-    if (cfg->sparse && done < total) SG_TRY(ps_needs_step(wk.pulln, done));
-    SG_TRY(exchange(&wk, 1, t, done, dense || done == total, &held, &stale));
+    int last = sync && done == total;
+    int dense = !cfg->sparse || last || (sync && sg_trainlog_due(log, t));
+    if (cfg->sparse && !last) SG_TRY(ps_needs_step(wk.pulln, done));
+    SG_TRY(exchange(&wk, 1, t, done, dense, &held, &stale));
     double t2 = sg_now();
     s.wait_s = held < t2 - t1 ? held : t2 - t1;
     s.comm_s = (t2 - t1) - s.wait_s;
     s.bytes_sent = sg_comm_bytes_sent(c) - sent0;
     s.bytes_recv = sg_comm_bytes_recvd(c) - recv0;
     s.staleness = stale;
-    SG_TRY(sg_trainlog_step(log, &s, wk.params));
+    SG_TRY(sg_trainlog_step(log, &s, sync ? wk.params : NULL));
+    if (!sync && evaluates) SG_TRY(eval_by_progress(&wk, log, done));
   }
-  SG_TRY(say_done(&wk, total));
+  if (!sync && evaluates) SG_TRY(final_params(&wk, log, t));
+  else SG_TRY(say_done(&wk, t));
   if (evaluates) SG_TRY(sg_engine_dump_params(ctx, wk.params, wk.n));
   rc = SG_OK;
 fail:

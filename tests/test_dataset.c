@@ -554,3 +554,96 @@ TEST(libsvm_index_bounded_by_documented_maximum) {
   CHECK_STR_CONTAINS(sg_err_msg(), ":1: malformed token 'zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz'");
   CHECK(ds == NULL);
 }
+
+/* ---- the per-host shared cache (dataset_cache.c) ------------------------ */
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+/* The one cache file in dir (the name is a hash), into path. */
+static int cache_file(const char *dir, char *path, size_t len) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int found = 0;
+  while (d && (e = readdir(d)))
+    if (!strncmp(e->d_name, "idx-", 4)) snprintf(path, len, "%s/%s", dir, e->d_name), found++;
+  if (d) closedir(d);
+  return found == 1 ? 0 : -1;
+}
+
+static int same_as_decoded(const sg_dataset_t *a, const sg_dataset_t *b) {
+  return a->n == b->n && a->d == b->d && a->classes == b->classes &&
+         !memcmp(a->x, b->x, (size_t)(a->n * a->d) * 4) && !memcmp(a->y, b->y, (size_t)a->n * 4);
+}
+
+static void corrupt_byte(const char *path, long off) {
+  int fd = open(path, O_RDWR);
+  unsigned char c;
+  if (fd < 0 || pread(fd, &c, 1, off) != 1) abort();
+  c ^= 0x5a;
+  if (pwrite(fd, &c, 1, off) != 1) abort();
+  close(fd);
+}
+
+TEST(shared_cache_maps_what_the_decoder_gives_and_rebuilds_a_tampered_file) {
+  unsigned char im[64], lb[16];
+  size_t ni = idx_images(im, 0x803), nl = idx_labels(lb, 5, 0);
+  char imp[256], lbp[256], dir[256], path[512];
+  snprintf(imp, sizeof imp, "%s", tmp("cim"));
+  snprintf(lbp, sizeof lbp, "%s", tmp("clb"));
+  snprintf(dir, sizeof dir, "%s", tmp("cache"));
+  write_plain(imp, im, ni);
+  write_plain(lbp, lb, nl);
+  sg_dataset_t *ref = NULL, *ds = NULL;
+  CHECK_OK(sg_dataset_load_idx(&ref, imp, lbp, 0));
+  /* built on the first load, mapped on the second: both equal the decoded rows */
+  for (int pass = 0; pass < 2; pass++) {
+    CHECK_OK(sg_dataset_load_idx_shared(&ds, imp, lbp, 0, dir));
+    CHECK(ds->map_ != NULL);
+    CHECK(same_as_decoded(ds, ref));
+    sg_dataset_destroy(&ds);
+  }
+  struct stat st;
+  CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700);
+  CHECK_OK(cache_file(dir, path, sizeof path));
+  CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+  /* a pixel flipped in the file: the checksum refuses it, it is rebuilt */
+  corrupt_byte(path, 64 + 4 * 7);
+  CHECK_OK(sg_dataset_load_idx_shared(&ds, imp, lbp, 0, dir));
+  CHECK(same_as_decoded(ds, ref));
+  sg_dataset_destroy(&ds);
+  /* a header that claims more rows than the file holds: refused, rebuilt */
+  corrupt_byte(path, 16);
+  CHECK_OK(sg_dataset_load_idx_shared(&ds, imp, lbp, 0, dir));
+  CHECK(same_as_decoded(ds, ref));
+  sg_dataset_destroy(&ds);
+  /* writable by others (anyone could have changed it): not trusted, rebuilt */
+  corrupt_byte(path, 64 + 4 * 3);
+  CHECK(chmod(path, 0666) == 0);
+  CHECK_OK(sg_dataset_load_idx_shared(&ds, imp, lbp, 0, dir));
+  CHECK(same_as_decoded(ds, ref));
+  sg_dataset_destroy(&ds);
+  CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+  /* owned by another user (root only can plant that): refused, replaced */
+  if (geteuid() == 0) {
+    corrupt_byte(path, 64 + 4 * 9);
+    CHECK(chown(path, 65534, 65534) == 0);
+    CHECK_OK(sg_dataset_load_idx_shared(&ds, imp, lbp, 0, dir));
+    CHECK(same_as_decoded(ds, ref));
+    sg_dataset_destroy(&ds);
+    CHECK(stat(path, &st) == 0 && st.st_uid == 0);
+  }
+  /* a cache directory others may enter is refused, naming it */
+  CHECK(chmod(dir, 0755) == 0);
+  CHECK(sg_dataset_load_idx_shared(&ds, imp, lbp, 0, dir) == SG_EIO);
+  CHECK_STR_CONTAINS(sg_err_msg(), "not a private directory");
+  CHECK(chmod(dir, 0700) == 0);
+  /* the mapping is of a read-only descriptor: it cannot even be made
+   * writable, so no rank can change the others' data */
+  CHECK_OK(sg_dataset_load_idx_shared(&ds, imp, lbp, 0, dir));
+  CHECK(mprotect(ds->map_, ds->map_len_, PROT_READ | PROT_WRITE) != 0);
+  sg_dataset_destroy(&ds);
+  sg_dataset_destroy(&ref);
+}

@@ -114,3 +114,41 @@ TEST(shard_update_equals_slice) {
   sg_optim_destroy(&hi);
   sg_opts_destroy(&o);
 }
+
+/* The PS server's sparse path: with plain SGD, the update at the nonzero
+ * coordinates alone is bit-equal to the whole update (a planted change of
+ * one coordinate's arithmetic would show in the memcmp); with momentum or
+ * weight decay the optimizer says it is not exact. */
+TEST(update_at_nonzero_coordinates_equals_whole_update) {
+  enum { n = 500 };
+  sg_opts_t *o = opts("cosine", "2");
+  sg_optim_t *whole = NULL, *at = NULL, *mom = NULL;
+  CHECK_OK(sg_optim_new(&whole, o, n, 10, 100));
+  CHECK_OK(sg_optim_new(&at, o, n, 10, 100));
+  CHECK(sg_optim_sparse_exact(at));
+  float a[n], b[n], g[n];
+  uint32_t idx[n];
+  size_t m = 0;
+  for (int i = 0; i < n; i++) {
+    a[i] = b[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+    g[i] = i % 7 ? 0.0f : (float)((i * 13) % 29) / 14.0f - 1.0f;
+    if (g[i] != 0.0f) idx[m++] = (uint32_t)i;
+  }
+  for (int step = 0; step < 5; step++) {
+    sg_optim_apply(whole, a, g, step);
+    sg_optim_apply_at(at, b, g, idx, m, step);
+  }
+  CHECK(memcmp(a, b, sizeof a) == 0);
+  sg_opts_set(o, "momentum", "0.5");
+  CHECK_OK(sg_optim_new(&mom, o, n, 10, 100));
+  CHECK(!sg_optim_sparse_exact(mom));
+  sg_optim_destroy(&mom);
+  sg_opts_set(o, "momentum", "0");
+  sg_opts_set(o, "weight_decay", "0.01");
+  CHECK_OK(sg_optim_new(&mom, o, n, 10, 100));
+  CHECK(!sg_optim_sparse_exact(mom));
+  sg_optim_destroy(&mom);
+  sg_optim_destroy(&whole);
+  sg_optim_destroy(&at);
+  sg_opts_destroy(&o);
+}

@@ -109,6 +109,18 @@ TEST(malformed_messages_are_rejected_with_a_reason) {
   len = make(b, PS_PUSH, 1, 0x80, off, cnt, cnt * 4);
   CHECK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why) == SG_EPROTO);
   CHECK_STR_CONTAINS(why, "flags");
+
+  /* STOP belongs on PARAMS only, FINAL on a dense PULL only */
+  len = make(b, PS_PUSH, 1, PS_F_STOP, off, cnt, cnt * 4);
+  CHECK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why) == SG_EPROTO);
+  CHECK_STR_CONTAINS(why, "STOP");
+  len = make(b, PS_PARAMS, 1, PS_F_STOP, off, cnt, cnt * 4);
+  CHECK_OK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why));
+  len = make(b, PS_PUSH, 1, PS_F_FINAL, off, cnt, cnt * 4);
+  CHECK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why) == SG_EPROTO);
+  CHECK_STR_CONTAINS(why, "FINAL");
+  len = make(b, PS_PULL, 1, PS_F_FINAL, off, cnt, 0);
+  CHECK_OK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why));
 }
 
 TEST(every_single_byte_flip_of_the_header_is_caught_or_harmless) {

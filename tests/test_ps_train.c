@@ -336,9 +336,10 @@ TEST(malformed_messages_are_rejected_and_training_stays_exact) {
 /* A worker vanishes after one push; deadline 4 s.  slow_ms > 0: worker 0
  * (rank 1) spends that much more on each of its 30 steps. */
 static int dying_worker_case(const char *mode, ps_server_stats_t *st, rank_arg_t *args,
-                             double *elapsed, const char *slow_ms) {
-  const char *kv[] = {"mode", mode, "max_steps", "30", "deadline", "4", "delay_rank", "1",
-                      "delay_ms", slow_ms, NULL};
+                             double *elapsed, const char *slow_ms, const char *budget) {
+  const char *kv[] = {"mode", mode, "max_steps", budget ? "100000" : "30", "deadline", "4",
+                      "delay_rank", "1", "delay_ms", slow_ms, "time_budget", budget ? budget : "0",
+                      NULL};
   sg_opts_t *o = make_opts(3, "", kv);
   ps_cfg_t cfg;
   int beh[MAXR] = {0};
@@ -357,7 +358,7 @@ TEST(sync_names_a_dead_worker) {
   ps_server_stats_t st[1] = {{0}};
   rank_arg_t args[MAXR];
   double el;
-  int rc = dying_worker_case("sync", st, args, &el, "0");
+  int rc = dying_worker_case("sync", st, args, &el, "0", NULL);
   CHECK_MSG(rc < 0, "sync training went on without worker 2");
   CHECK_STR_CONTAINS(args[0].err, "worker rank 3");
   CHECK_STR_CONTAINS(args[0].err, "step 1");
@@ -369,30 +370,83 @@ TEST(async_goes_on_without_a_dead_worker) {
   ps_server_stats_t st[1] = {{0}};
   rank_arg_t args[MAXR];
   double el;
-  CHECK_OK(dying_worker_case("async", st, args, &el, "0"));
+  CHECK_OK(dying_worker_case("async", st, args, &el, "0", NULL));
   CHECK_EQ_INT(st[0].dead_workers, 1);
-  CHECK_EQ_INT(st[0].updates, 2 * 30 + 1); /* two live workers, one push of the dead one */
+  /* the two live workers make up the dead one's share: the target is met */
+  CHECK_EQ_INT(st[0].updates, 3 * 30);
+  CHECK_EQ_INT(st[0].pushes[2], 1);
   CHECK_EQ_INT(args[1].rc, 0);
   CHECK_EQ_INT(args[2].rc, 0);
 }
 
 /* async: the server declares a silent worker dead one deadline after its
  * last message even when no other message comes to wake it.  Worker 0 is
- * slowed to 30 x 100 ms = 3 s (0.75 deadline) after the other worker's
- * one push, then says DONE; nothing arrives after that.  The server must
- * end about 1 s after worker 0 (4 s after the dead worker's push), not a
- * whole deadline after worker 0's DONE as when only a message, or a full
- * probe deadline, made it look: asserted < 0.5 deadline, which the
- * latter (4 s) cannot meet and the former meets with 1 s to spare (a
- * slower worker 0 only shortens the gap). */
+ * slowed to 100 ms a step and the time budget ends training 3 s (0.75
+ * deadline) after the other worker's one push (the target, 100000 steps,
+ * is out of reach); worker 0 then sends its FINAL pull and nothing
+ * arrives after that.  The server must end about one deadline (4 s)
+ * after the dead worker's push, not a whole deadline after worker 0's
+ * FINAL pull (about 3 + 4 = 7 s) as when only a message, or a full probe
+ * deadline, made it look: asserted < 1.25 deadlines (5 s), which the
+ * latter cannot meet and the former meets with 1 s to spare. */
 TEST(async_declares_a_silent_worker_dead_one_deadline_after_it_went_quiet) {
   CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   ps_server_stats_t st[1] = {{0}};
   rank_arg_t args[MAXR];
   double el;
-  CHECK_OK(dying_worker_case("async", st, args, &el, "100"));
+  CHECK_OK(dying_worker_case("async", st, args, &el, "100", "3"));
   CHECK_EQ_INT(st[0].dead_workers, 1);
-  double gap = args[0].ended - args[1].ended;
-  fprintf(stderr, "  server ended %.2f s after the slowed worker 0 (deadline 4 s)\n", gap);
-  CHECK_MSG(gap < 0.5 * 4.0, "the server ended %.2f s after the last live worker", gap);
+  CHECK_MSG(st[0].updates < 3 * 100000, "the time budget did not stop training");
+  double gap = args[0].ended - args[3].ended;
+  fprintf(stderr, "  server ended %.2f s after the dead worker's push (deadline 4 s)\n", gap);
+  CHECK_MSG(gap < 1.25 * 4.0, "the server ended %.2f s after the dead worker's push", gap);
+}
+
+/* Async turns speed into updates.  4 workers, worker 1 (rank 2) sleeps
+ * 10 ms more per step (many times its compute), 150 sync steps.  sync
+ * waits for it every step (>= 1.5 s); async ends when the server has
+ * applied the same samples (4 x 150 pushes), so the fast workers do the
+ * slow one's share.  Asserted on counts: both runs apply the same
+ * samples, the slow worker pushes fewer times than its sync quota and
+ * than each fast worker that does not evaluate (worker 0 spends the
+ * first moments evaluating the initial parameters), and the time from the
+ * start barrier to the stop is shorter for async. */
+static int straggler_case(const char *mode, ps_server_stats_t *st) {
+  const char *kv[] = {"mode", mode, "max_steps", "150", "delay_rank", "2", "delay_ms", "10", NULL};
+  sg_opts_t *o = make_opts(4, "", kv);
+  rank_arg_t args[MAXR];
+  ps_cfg_t cfg;
+  int rc = o ? ps_cfg_from_opts(&cfg, o, 4) : SG_ENOMEM;
+  cfg.stats = st;
+  if (!rc) rc = run_ps(o, &cfg, NULL, 60, args);
+  fprintf(stderr, "  %s: %lld updates in %.3f s, pushes per worker %lld %lld %lld %lld\n", mode,
+          (long long)st[0].updates, st[0].train_s, (long long)st[0].pushes[0],
+          (long long)st[0].pushes[1], (long long)st[0].pushes[2], (long long)st[0].pushes[3]);
+  sg_opts_destroy(&o);
+  return rc;
+}
+
+TEST(async_turns_a_stragglers_idle_time_into_updates) {
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  ps_server_stats_t sy[1] = {{0}}, as[1] = {{0}};
+  CHECK_OK(straggler_case("sync", sy));
+  CHECK_OK(straggler_case("async", as));
+  CHECK_EQ_INT(sy[0].updates, 150);     /* 150 steps of 4 pushes each */
+  CHECK_EQ_INT(as[0].updates, 4 * 150); /* the same 600 pushes' samples */
+  CHECK_EQ_INT(sy[0].pushes[1], sy[0].pushes[0]);
+  int64_t sum = 0;
+  for (int w = 0; w < 4; w++) sum += as[0].pushes[w];
+  CHECK_EQ_INT(sum, as[0].updates + as[0].dropped);
+  for (int w = 2; w < 4; w++)
+    CHECK_MSG(as[0].pushes[1] < as[0].pushes[w], "slow worker pushed %lld, worker %d %lld",
+                (long long)as[0].pushes[1], w, (long long)as[0].pushes[w]);
+  CHECK_MSG(as[0].pushes[1] < 150, "the slow worker did its full sync quota (%lld)",
+            (long long)as[0].pushes[1]);
+  CHECK_MSG(as[0].train_s < sy[0].train_s, "async %.3f s, sync %.3f s", as[0].train_s,
+            sy[0].train_s);
+  /* ssp ends the same way: exactly the target, however the bound paced it */
+  ps_server_stats_t sp[1] = {{0}};
+  CHECK_OK(straggler_case("ssp", sp));
+  CHECK_EQ_INT(sp[0].updates, 4 * 150);
+  CHECK(sp[0].max_ahead <= 2);
 }
