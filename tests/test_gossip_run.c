@@ -12,8 +12,9 @@
  *    ranks still exchange but do not average (only the final mean
  *    remains): measured 0.65 against 0.81-0.83, and the same ACC_MIN
  *    check must then fail.
- *  - A dead peer: a worker killed (zmq) or stopped (mpi) mid-run fails
- *    the run within two deadlines with an error that names it.
+ *  - A dead peer: a worker killed (zmq) or stopped (mpi, zmq) mid-run
+ *    fails the run within two deadlines with an error that names it; a
+ *    stopped one is found by its partner's receive timing out.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -112,5 +113,12 @@ TEST(killed_peer_fails_the_run_naming_it_zmq) {
 
 TEST(stopped_peer_fails_the_run_naming_it_mpi) {
   fault("mpi stopped gossip worker", "{engine: gossip, topology: complete, transport: mpi}", 1,
+        SIGSTOP);
+}
+
+/* Stopped, not killed: the harness sees no death, so the partner's own
+ * receive must give up after one deadline and name the rank. */
+TEST(stopped_peer_fails_the_run_naming_it_zmq) {
+  fault("zmq stopped gossip worker", "{engine: gossip, topology: random, transport: zmq}", 0,
         SIGSTOP);
 }
