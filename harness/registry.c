@@ -10,6 +10,7 @@ extern const sg_engine_t sg_engine_mapreduce;
 extern const sg_engine_t sg_engine_bench_mapreduce;
 extern const sg_engine_t sg_engine_allreduce;
 extern const sg_engine_t sg_engine_bench_allreduce;
+extern const sg_engine_t sg_engine_gossip;
 
 const sg_engine_t *const sg_engines[] = {
     &sg_engine_local,
@@ -19,6 +20,7 @@ const sg_engine_t *const sg_engines[] = {
     &sg_engine_bench_mapreduce,
     &sg_engine_allreduce,
     &sg_engine_bench_allreduce,
+    &sg_engine_gossip,
     NULL,
 };
 
