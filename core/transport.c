@@ -96,10 +96,11 @@ static const char *tag_text(int tag, char buf[32]) {
 int sg_comm_recv_timeout(const sg_comm_t *c, int src, int tag, double waited) {
   char tb[32];
   if (src != SG_ANY_SOURCE)
-    return sg_err_set(SG_ETIMEOUT,
-                      "rank %d (%s) sent nothing for %.1f s (deadline; rank %d "
-                      "waiting for %s)",
-                      src, c->hosts[src], waited, c->rank, tag_text(tag, tb));
+    return sg_err_blame(sg_err_set(SG_ETIMEOUT,
+                                   "rank %d (%s) sent nothing for %.1f s (deadline; rank %d "
+                                   "waiting for %s)",
+                                   src, c->hosts[src], waited, c->rank, tag_text(tag, tb)),
+                        src, SG_BLAME_PEER_TIMEOUT);
   /* Any source: name the ranks it could have come from. */
   char list[512];
   size_t n = 0;
@@ -117,18 +118,20 @@ int sg_comm_recv_timeout(const sg_comm_t *c, int src, int tag, double waited) {
 
 int sg_comm_send_timeout(const sg_comm_t *c, int dst, int tag, double waited) {
   char tb[32];
-  return sg_err_set(SG_ETIMEOUT,
-                    "rank %d (%s) accepted nothing for %.1f s (deadline; rank "
-                    "%d sending %s)",
-                    dst, c->hosts[dst], waited, c->rank, tag_text(tag, tb));
+  return sg_err_blame(sg_err_set(SG_ETIMEOUT,
+                                 "rank %d (%s) accepted nothing for %.1f s (deadline; rank "
+                                 "%d sending %s)",
+                                 dst, c->hosts[dst], waited, c->rank, tag_text(tag, tb)),
+                      dst, SG_BLAME_PEER_TIMEOUT);
 }
 
 int sg_comm_trunc(const sg_comm_t *c, int src, int tag, size_t len,
                   size_t cap) {
-  return sg_err_set(SG_ETRUNC,
-                    "rank %d: message of %zu bytes from rank %d (%s), tag %d, "
-                    "does not fit a receive buffer of %zu bytes",
-                    c->rank, len, src, c->hosts[src], tag, cap);
+  return sg_err_blame(sg_err_set(SG_ETRUNC,
+                                 "rank %d: message of %zu bytes from rank %d (%s), tag %d, "
+                                 "does not fit a receive buffer of %zu bytes",
+                                 c->rank, len, src, c->hosts[src], tag, cap),
+                      src, SG_BLAME_BAD_MESSAGE);
 }
 
 /* A UDP socket "connected" to the host sends nothing, but makes the kernel

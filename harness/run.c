@@ -86,6 +86,7 @@ int sg_run_begin(sg_recorder_t *db, const sg_experiment_t *x, int quiet, int ver
 
 typedef struct rank_info {
   int hello, done, status, exited;
+  int blamed, reason; /* from its failed DONE: the rank it blames (-1: none) and why */
   int dead; /* died, and the engine tolerates it (run_info dead_rank.R) */
   char role[16], host[64], msg[400];
   int pid;
@@ -139,6 +140,7 @@ typedef struct serve {
   int culprit;          /* a stopped or dead rank when the run failed (blame), or -1 */
   int noted;            /* note_culprit has looked */
   const sg_run_cluster_t *cluster; /* the run's emulated cluster, or NULL */
+  int cause;            /* the rank whose failed DONE is the run's reason (root_cause), or -1 */
   run_times_t times;
 } serve_t;
 
@@ -244,16 +246,17 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sen
     break;
   }
   case SG_REC_DONE: {
-    int32_t st;
-    memcpy(&st, p, sizeof st);
+    sg_rec_done_t d;
+    memcpy(&d, p, sizeof d);
     if (ri->done) break;
     ri->done = 1;
     s->times.last_done = s->last_rec;
-    ri->status = st;
+    ri->status = d.status;
+    ri->blamed = d.blamed >= 0 && d.blamed < s->nprocs ? d.blamed : -1;
+    ri->reason = ri->blamed >= 0 ? d.reason : SG_BLAME_NONE;
     s->ndone++;
-    if (h.len > sizeof st)
-      snprintf(ri->msg, sizeof ri->msg, "%.*s", (int)(h.len - sizeof st), (const char *)p + sizeof st);
-    if (st != 0) {
+    snprintf(ri->msg, sizeof ri->msg, "%s", (const char *)p + sizeof d);
+    if (d.status != 0) {
       char who[160];
       rank_name(s, h.rank, who, sizeof who);
       if (!s->error[0]) {
@@ -270,15 +273,11 @@ static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sen
   return SG_OK;
 }
 
-/* The rank a failure message blames: the first "rank N" in it other than
- * the reporting rank itself, or -1. */
-static int blamed_rank(const serve_t *s, int self, const char *msg) {
-  for (const char *p = msg; (p = strstr(p, "rank ")); p += 5) {
-    char *end;
-    long r = strtol(p + 5, &end, 10);
-    if (end != p + 5 && r >= 0 && r < s->nprocs && r != self) return (int)r;
-  }
-  return -1;
+/* The rank a failed DONE blames (its blamed field, set by the engine
+ * through sg_err_blame()), or -1 when it blames itself or nobody. */
+static int blamed_rank(const serve_t *s, int self) {
+  const rank_info_t *ri = &s->ranks[self];
+  return ri->blamed != self && ri->reason > SG_BLAME_SELF ? ri->blamed : -1;
 }
 
 /* Deadlines cascade: when rank 1 goes silent, rank 2 times out waiting on
@@ -292,11 +291,15 @@ static void root_cause(serve_t *s) {
   int r = s->first_fail;
   if (r < 0) return;
   for (int hops = 0;; hops++) {
-    int b = blamed_rank(s, r, s->ranks[r].msg);
+    int b = blamed_rank(s, r);
     if (b < 0 || !s->ranks[b].done || !s->ranks[b].status || !s->ranks[b].msg[0]) break;
-    if (hops == s->nprocs) return; /* ranks blaming each other in a circle: keep the first */
+    if (hops == s->nprocs) { /* ranks blaming each other in a circle: keep the first */
+      r = s->first_fail;
+      break;
+    }
     r = b;
   }
+  s->cause = r;
   if (r == s->first_fail) return;
   char who[160];
   rank_name(s, r, who, sizeof who);
@@ -801,6 +804,19 @@ static int control_open(control_t *c, const sg_run_spec_t *run, const char *dir,
   return SG_OK;
 }
 
+/* Whom the failed rank that is the run's reason blames, from its DONE's
+ * fields: run_info blame.rank ("rank 1 (worker, host, pid 4242)"),
+ * blame.reason ("peer_timeout", "self", ...). */
+static int record_blame(const serve_t *s) {
+  if (s->cause < 0) return SG_OK;
+  const rank_info_t *ri = &s->ranks[s->cause];
+  char who[160];
+  rank_name(s, ri->blamed >= 0 ? ri->blamed : s->cause, who, sizeof who);
+  SG_CHECK(sg_recorder_info(s->env->db, s->run_id, "blame.rank", who));
+  return sg_recorder_info(s->env->db, s->run_id, "blame.reason",
+                          sg_blame_name(ri->blamed >= 0 ? ri->reason : SG_BLAME_SELF));
+}
+
 /* What was refused during the run, in run_info (only when something was). */
 static int control_record(const control_t *c, const serve_t *s) {
   const struct { const char *key; unsigned long n; } counts[] = {
@@ -929,7 +945,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   sg_opts_t *spec = NULL;
   char *json = NULL;
   serve_t s = {.env = env, .run = run, .nprocs = run->nprocs, .final_acc = NAN, .err_fd = -1,
-               .first_fail = -1, .suspect = -1, .suspect_status = -1, .culprit = -1,
+               .first_fail = -1, .cause = -1, .suspect = -1, .suspect_status = -1, .culprit = -1,
                .times = {.first_step = NAN, .data_s = NAN, .eval_s = NAN, .eval_in_s = NAN}};
   char load_before[32];
   sg_mpirun_notice_init(&s.notice);
@@ -942,7 +958,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
     rc = SG_ENOMEM;
     goto fail;
   }
-  for (int r = 0; r < run->nprocs; r++) s.ranks[r].last_step = -1;
+  for (int r = 0; r < run->nprocs; r++) s.ranks[r].last_step = s.ranks[r].blamed = -1;
   const char *transport = sg_opts_get(run->opts, "transport");
   const char *launcher = sg_opts_get(run->opts, "launcher");
   const char *hosts = sg_opts_str_or(run->opts, "hosts", "");
@@ -1102,6 +1118,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   res->final_acc = s.final_acc;
   snprintf(res->error, sizeof res->error, "%s", s.error);
   SG_TRY(control_record(&ctl, &s));
+  if (!res->ok) SG_TRY(record_blame(&s));
   SG_TRY(record_times(&s, start, reaped));
   SG_TRY(record_env(&s, load_before));
   if (rcl) SG_TRY(sg_run_cluster_record_links(rcl, env->db, s.run_id));

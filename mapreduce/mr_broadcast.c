@@ -73,8 +73,9 @@ static int bcast_tree(sg_comm_t *c, const mr_config_t *cfg, float *buf, size_t n
       int src = rank - (int)mask;
       SG_CHECK(mr_recv_dl(c, bcast_factor(cfg, rank), src, MR_TAG_PARAMS, buf, len, &st));
       if (st.bytes != len)
-        return sg_err_set(SG_EPROTO, "mapreduce: rank %d got %zu parameter bytes from rank %d, expected %zu",
-                          rank, st.bytes, src, len);
+        return sg_err_blame(sg_err_set(SG_EPROTO, "mapreduce: rank %d got %zu parameter bytes from "
+                                       "rank %d, expected %zu", rank, st.bytes, src, len),
+                            src, SG_BLAME_BAD_MESSAGE);
       break;
     }
     mask <<= 1;

@@ -109,20 +109,23 @@ static int take_params(worker_t *wk, int k, size_t bytes, int64_t clock, double 
   char why[200];
   const unsigned char *m = wk->rep[k];
   if (ps_proto_check(m, bytes, k, wk->off[k], wk->cnt[k], why, sizeof why) < 0)
-    return sg_err_set(SG_EPROTO, "ps worker %d: bad reply from server rank %d: %s", wk->w, k, why);
+    return sg_err_blame(sg_err_set(SG_EPROTO, "ps worker %d: bad reply from server rank %d: %s",
+                                   wk->w, k, why), k, SG_BLAME_BAD_MESSAGE);
   ps_hdr_t h;
   memcpy(&h, m, sizeof h);
   if (h.type != PS_PARAMS || h.clock != clock)
-    return sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %s for step %lld, expected PARAMS for %lld",
-                      wk->w, k, ps_type_name(h.type), (long long)h.clock, (long long)clock);
+    return sg_err_blame(sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %s for step %lld, "
+                                   "expected PARAMS for %lld", wk->w, k, ps_type_name(h.type),
+                                   (long long)h.clock, (long long)clock), k, SG_BLAME_BAD_MESSAGE);
   const float *v = (const float *)(m + sizeof h);
   if (h.flags & PS_F_SPARSE) {
     const uint32_t *idx = (const uint32_t *)(wk->pull[k] + sizeof h);
     ps_hdr_t ph;
     memcpy(&ph, wk->pull[k], sizeof ph);
     if (ph.count != h.count)
-      return sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %llu values for %llu indices",
-                        wk->w, k, (unsigned long long)h.count, (unsigned long long)ph.count);
+      return sg_err_blame(sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %llu values for "
+                                     "%llu indices", wk->w, k, (unsigned long long)h.count,
+                                     (unsigned long long)ph.count), k, SG_BLAME_BAD_MESSAGE);
     float *p = wk->params + wk->off[k];
     for (uint64_t i = 0; i < h.count; i++) p[idx[i]] = v[i];
   } else {
@@ -138,8 +141,14 @@ static int take_params(worker_t *wk, int k, size_t bytes, int64_t clock, double 
 static int peer_fail(worker_t *wk, int rc, int k, const char *what, int64_t clock) {
   char msg[400];
   snprintf(msg, sizeof msg, "%s", sg_err_msg());
-  return sg_err_set(rc, "ps worker %d (rank %d): %s step %lld, server rank %d: %s", wk->w,
-                    wk->ctx->rank, what, (long long)clock, k, msg);
+  int why, blamed = sg_err_blamed(&why); /* the transport's blame, if it named one */
+  if (blamed < 0) {
+    blamed = k;
+    why = rc == SG_ETIMEOUT ? SG_BLAME_PEER_TIMEOUT : SG_BLAME_PEER_CLOSED;
+  }
+  return sg_err_blame(sg_err_set(rc, "ps worker %d (rank %d): %s step %lld, server rank %d: %s",
+                                 wk->w, wk->ctx->rank, what, (long long)clock, k, msg),
+                      blamed, why);
 }
 
 /* Push step t (when push) and pull the params for step `clock` from every
