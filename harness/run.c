@@ -14,7 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <mpi.h>
-#include <zmq.h>
 
 #include "admit.h"
 #include "auth.h"
@@ -23,6 +22,7 @@
 #include "err.h"
 #include "launch.h"
 #include "proc.h"
+#include "records_server.h"
 #include "run_cluster.h"
 #include "sg_revision.h" /* SG_REVISION, generated at build time */
 #include "transport.h"
@@ -119,10 +119,7 @@ typedef struct serve {
   int armed;       /* a step record has come: the watchdog's bound is tight */
   int hung;        /* the watchdog failed the run: nothing will end by itself */
   double final_acc;
-  unsigned char *buf;
-  size_t cap;
-  int keyed;                 /* records arrive over CURVE: sender checked */
-  unsigned long rec_dropped; /* records refused (malformed, forged) */
+  sg_rec_server_t *rec; /* the records stream (checked records only) */
   /* mpirun launcher: its stderr, parsed and kept (see mpirun_read) */
   int err_fd;
   sg_mpirun_notice_t notice;
@@ -174,15 +171,11 @@ static void rank_time(run_times_t *t, const char *key, const char *val) {
   else if (!strcmp(key, "time.eval_in_s")) t->eval_in_s = (isnan(t->eval_in_s) ? 0 : t->eval_in_s) + v;
 }
 
-static int handle_record(serve_t *s, const unsigned char *m, size_t len, int sender) {
-  sg_rec_header_t h;
-  const unsigned char *p;
-  /* A record that is malformed, or (CURVE) not from the rank it names, is
-   * dropped and counted (run_info records.dropped), never acted on. */
-  if (sg_rec_decode(m, len, s->nprocs, &h, &p) < 0 || (s->keyed && sender != h.rank)) {
-    s->rec_dropped++;
-    return SG_OK;
-  }
+/* One record, checked by the records server (malformed or forged ones
+ * never get here: run_info records.dropped counts them). */
+static int handle_record(serve_t *s, const sg_rec_in_t *in) {
+  sg_rec_header_t h = in->h;
+  const unsigned char *p = in->payload;
   rank_info_t *ri = &s->ranks[h.rank];
   sg_recorder_t *db = s->env->db;
   s->last_rec = sg_now();
@@ -308,32 +301,22 @@ static void root_cause(serve_t *s) {
 }
 
 /* Read every record waiting on the PULL socket. */
-static int drain(serve_t *s, void *pull) {
-  for (;;) {
-    zmq_msg_t msg;
-    zmq_msg_init(&msg);
-    int n = zmq_msg_recv(&msg, pull, ZMQ_DONTWAIT);
-    if (n < 0) {
-      zmq_msg_close(&msg);
-      if (errno == EAGAIN || errno == EINTR) return SG_OK;
-      return sg_err_set(SG_EIO, "records socket: %s", zmq_strerror(errno));
-    }
-    int rc = handle_record(s, zmq_msg_data(&msg), zmq_msg_size(&msg), sg_auth_sender(&msg));
-    zmq_msg_close(&msg);
-    SG_CHECK(rc);
-  }
+static int drain(serve_t *s) {
+  sg_rec_in_t in;
+  int got;
+  while ((got = sg_rec_server_recv(s->rec, &in)) > 0) SG_CHECK(handle_record(s, &in));
+  return got;
 }
 
 /* Wait up to `secs` for records (e.g. the DONE of a rank that just exited). */
-static int drain_for(serve_t *s, void *pull, double secs, int want_rank) {
+static int drain_for(serve_t *s, double secs, int want_rank) {
   double until = sg_now() + secs;
   for (;;) {
-    SG_CHECK(drain(s, pull));
+    SG_CHECK(drain(s));
     if (want_rank >= 0 ? s->ranks[want_rank].done : s->ndone >= s->nprocs) return SG_OK;
     double left = until - sg_now();
     if (left <= 0) return SG_OK;
-    zmq_pollitem_t it = {.socket = pull, .events = ZMQ_POLLIN};
-    zmq_poll(&it, 1, (long)(left * 1000) + 1);
+    sg_rec_server_wait(s->rec, -1, NULL, (int)(left * 1000) + 1);
   }
 }
 
@@ -425,7 +408,7 @@ static int proc_dead(int pid, int *status) {
  * suspect; mpirun's notice (how it ended) normally follows within
  * milliseconds, and the run fails with it (or, NOTICE_WAIT_S later, with
  * what /proc told). */
-static int check_mpirun_ranks(serve_t *s, void *pull) {
+static int check_mpirun_ranks(serve_t *s) {
   char host[64] = "";
   gethostname(host, sizeof host - 1);
   for (int r = 0; r < s->nprocs && s->suspect < 0; r++) {
@@ -433,7 +416,7 @@ static int check_mpirun_ranks(serve_t *s, void *pull) {
     int st;
     if (!ri->hello || ri->done || ri->pid <= 0 || strcmp(ri->host, host) || !proc_dead(ri->pid, &st))
       continue;
-    SG_CHECK(drain_for(s, pull, DRAIN_S, r)); /* its DONE may be on the way */
+    SG_CHECK(drain_for(s, DRAIN_S, r)); /* its DONE may be on the way */
     if (!ri->done) {
       s->suspect = r;
       s->suspect_t = sg_now();
@@ -726,16 +709,12 @@ static void variant_label(const sg_run_spec_t *run, char *out, size_t cap) {
  * loopback is not the hosts'.  Any tcp socket speaks CURVE with the run's fresh keys
  * (auth.h) unless zmq_auth is none. */
 typedef struct control {
-  void *zctx, *pull;
+  sg_rec_server_t *rec;
   sg_rdv_t *rdv;
   sg_keys_t *keys;
-  sg_zap_t *zap;
   int tcp;           /* some socket of the run is tcp */
-  int keyed_records;
-  char rec_ep[256], keys_path[160];
+  char keys_path[160];
 } control_t;
-
-enum { REC_RCVHWM = 100000 }; /* records queued before ranks' sends block */
 
 /* The address to bind with hosts: the one that reaches the first of them
  * that is not this host (all loopback: every host is this one). */
@@ -756,28 +735,6 @@ static int control_addr(const char *hosts, char *out, size_t cap) {
   return SG_OK;
 }
 
-static int control_bind_records(control_t *c, const char *dir, const char *addr) {
-  int hwm = REC_RCVHWM;
-  int64_t maxmsg = SG_REC_MAX;
-  if (!(c->pull = zmq_socket(c->zctx, ZMQ_PULL)))
-    return sg_err_set(SG_EIO, "records socket: %s", zmq_strerror(errno));
-  zmq_setsockopt(c->pull, ZMQ_RCVHWM, &hwm, sizeof hwm);
-  zmq_setsockopt(c->pull, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-  char ep[256];
-  if (addr) snprintf(ep, sizeof ep, "tcp://%s:*", addr);
-  else snprintf(ep, sizeof ep, "ipc://%s/rec", dir);
-  if (addr && c->keys) {
-    SG_CHECK(sg_curve_server(c->pull, c->keys, SG_AUTH_HARNESS));
-    c->keyed_records = 1;
-  }
-  if (zmq_bind(c->pull, ep) < 0)
-    return sg_err_set(SG_EIO, "records socket: bind %s: %s", ep, zmq_strerror(errno));
-  size_t n = sizeof c->rec_ep;
-  if (zmq_getsockopt(c->pull, ZMQ_LAST_ENDPOINT, c->rec_ep, &n) != 0)
-    return sg_err_set(SG_EIO, "records socket: %s", zmq_strerror(errno));
-  return SG_OK;
-}
-
 static int control_open(control_t *c, const sg_run_spec_t *run, const char *dir,
                         const char *hosts, int cluster) {
   const char *scheme = sg_opts_str_or(run->opts, "zmq_scheme", "ipc");
@@ -787,19 +744,21 @@ static int control_open(control_t *c, const sg_run_spec_t *run, const char *dir,
   char addr[64] = "127.0.0.1";
   c->tcp = tcp;
   if (remote) SG_CHECK(control_addr(hosts, addr, sizeof addr));
-  if (!(c->zctx = zmq_ctx_new())) return sg_err_set(SG_EIO, "zmq: %s", zmq_strerror(errno));
   if (tcp && strcmp(sg_opts_str_or(run->opts, "zmq_auth", "curve"), "none")) {
     snprintf(c->keys_path, sizeof c->keys_path, "%s/keys", dir);
     SG_CHECK(sg_keys_new(&c->keys, run->nprocs));
     SG_CHECK(sg_keys_save(c->keys, c->keys_path));
-    SG_CHECK(sg_zap_start(&c->zap, c->zctx, c->keys));
   }
-  SG_CHECK(control_bind_records(c, dir, remote ? addr : NULL));
+  char ep[256]; /* records: tcp (CURVE when keyed) toward remote hosts, else ipc */
+  if (remote) snprintf(ep, sizeof ep, "tcp://%s:*", addr);
+  else snprintf(ep, sizeof ep, "ipc://%s/rec", dir);
+  SG_CHECK(sg_rec_server_open(&c->rec, ep, run->nprocs, remote ? c->keys : NULL));
   if (zmq_ranks) {
     char base[256];
     if (rdv_tcp) snprintf(base, sizeof base, "tcp://%s:*", addr);
     else snprintf(base, sizeof base, "ipc://%s/rdv", dir);
-    SG_CHECK(sg_rdv_new(&c->rdv, c->zctx, base, run->nprocs, rdv_tcp ? c->keys : NULL));
+    SG_CHECK(sg_rdv_new(&c->rdv, sg_rec_server_zctx(c->rec), base, run->nprocs,
+                        rdv_tcp ? c->keys : NULL));
   }
   return SG_OK;
 }
@@ -820,9 +779,9 @@ static int record_blame(const serve_t *s) {
 /* What was refused during the run, in run_info (only when something was). */
 static int control_record(const control_t *c, const serve_t *s) {
   const struct { const char *key; unsigned long n; } counts[] = {
-      {"records.dropped", s->rec_dropped},
+      {"records.dropped", sg_rec_server_dropped(c->rec)},
       {"rendezvous.refused", sg_rdv_refused(c->rdv)},
-      {"auth.refused", sg_zap_refused(c->zap)},
+      {"auth.refused", sg_rec_server_auth_refused(c->rec)},
   };
   for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
     char v[32];
@@ -833,14 +792,8 @@ static int control_record(const control_t *c, const serve_t *s) {
 }
 
 static void control_close(control_t *c) {
-  sg_rdv_destroy(&c->rdv);
-  if (c->pull) {
-    int zero = 0;
-    zmq_setsockopt(c->pull, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_close(c->pull);
-  }
-  sg_zap_stop(&c->zap); /* shuts the context down once its sockets are closed */
-  if (c->zctx) zmq_ctx_term(c->zctx);
+  sg_rdv_destroy(&c->rdv); /* before the context it shares goes */
+  sg_rec_server_close(&c->rec);
   sg_keys_destroy(&c->keys);
   memset(c, 0, sizeof *c);
 }
@@ -917,11 +870,9 @@ static void mpi_text(char *out, size_t cap) {
  * compiler and source revision of this harness (run_info, docs/results.md). */
 static int record_env(const serve_t *s, const char *load_before) {
   char after[32], cores[16], zmqv[32], mpiv[96];
-  int maj, min, pat;
   load_text(after, sizeof after);
   snprintf(cores, sizeof cores, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
-  zmq_version(&maj, &min, &pat);
-  snprintf(zmqv, sizeof zmqv, "%d.%d.%d", maj, min, pat);
+  sg_rec_server_zmq_version(zmqv, sizeof zmqv);
   mpi_text(mpiv, sizeof mpiv);
   const char *kv[][2] = {{"load.before", load_before}, {"load.after", after}, {"cores", cores},
                          {"zmq", zmqv}, {"mpi", mpiv}, {"compiler", SG_COMPILER},
@@ -939,7 +890,6 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   char spec_path[128], rank_bin[4096];
   sg_run_cluster_t *rcl = NULL;
   control_t ctl = {0};
-  void *pull = NULL;
   sg_rdv_t *rdv = NULL;
   sg_launch_t *launch = NULL;
   sg_opts_t *spec = NULL;
@@ -995,8 +945,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   SG_TRY(cluster_open(&rcl, env, run, s.run_id));
   s.cluster = rcl;
   SG_TRY(control_open(&ctl, run, dir, hosts, rcl != NULL));
-  s.keyed = ctl.keyed_records;
-  pull = ctl.pull;
+  s.rec = ctl.rec;
   rdv = ctl.rdv;
   if (!ctl.keys && ctl.tcp && env->verbose)
     fprintf(stderr, "%ssgdlab: run %lld: zmq_auth none: the run's tcp sockets admit anyone "
@@ -1010,7 +959,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
     goto fail;
   }
   SG_TRY(sg_opts_setf(spec, "_run_id", "%lld", (long long)s.run_id));
-  SG_TRY(sg_opts_set(spec, "_records", ctl.rec_ep));
+  SG_TRY(sg_opts_set(spec, "_records", sg_rec_server_endpoint(ctl.rec)));
   SG_TRY(sg_opts_set(spec, "_rendezvous", ctl.rdv ? sg_rdv_endpoint(ctl.rdv) : ""));
   SG_TRY(sg_opts_set(spec, "_keys", ctl.keys_path));
   SG_TRY(sg_opts_setf(spec, "_t0", "%.6f", t0));
@@ -1034,9 +983,6 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   s.err_fd = sg_launch_stderr_fd(launch);
 
   /* serve until every process has exited, or the run fails */
-  zmq_pollitem_t items[3] = {{.socket = pull, .events = ZMQ_POLLIN},
-                             {.socket = NULL, .fd = s.err_fd, .events = ZMQ_POLLIN},
-                             {.socket = rdv ? sg_rdv_socket(rdv) : NULL, .events = ZMQ_POLLIN}};
   int err_open = s.err_fd >= 0;
   while (sg_launch_alive(launch) && (!s.error[0] || sg_now() < s.settle_until)) {
     if (g_interrupted) {
@@ -1044,24 +990,20 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
       fail_run(&s, "interrupted");
       break;
     }
-    /* items: records, [mpirun's stderr], [rendezvous] */
-    zmq_pollitem_t *it = items;
-    int nit = 1;
-    if (err_open) it[nit++] = items[1];
-    if (rdv) it[nit++] = items[2];
-    zmq_poll(it, nit, POLL_MS);
-    SG_TRY(drain(&s, pull));
+    /* records, [mpirun's stderr], [rendezvous] */
+    sg_rec_server_wait(s.rec, err_open ? s.err_fd : -1, rdv ? sg_rdv_socket(rdv) : NULL, POLL_MS);
+    SG_TRY(drain(&s));
     if (rdv) SG_TRY(sg_rdv_handle(rdv));
     if (err_open && mpirun_read(&s)) err_open = 0;
     sg_exit_t ex;
     while (sg_launch_poll(launch, &ex)) {
       int bad = !WIFEXITED(ex.status) || WEXITSTATUS(ex.status) != 0;
       /* a rank that failed usually said why in DONE just before exiting */
-      if (bad && ex.rank >= 0) SG_TRY(drain_for(&s, pull, DRAIN_S, ex.rank));
+      if (bad && ex.rank >= 0) SG_TRY(drain_for(&s, DRAIN_S, ex.rank));
       if (ex.rank < 0) { /* mpirun: its last words name the rank that ended the job */
         mpirun_read_to_eof(&s);
         err_open = 0;
-        if (bad) SG_TRY(drain_for(&s, pull, DRAIN_S, -1));
+        if (bad) SG_TRY(drain_for(&s, DRAIN_S, -1));
         fail_from_notice(&s);
         fail_from_suspect(&s);
       }
@@ -1069,7 +1011,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
       describe_exit(&s, &ex);
     }
     if (!local && !s.error[0]) {
-      SG_TRY(check_mpirun_ranks(&s, pull));
+      SG_TRY(check_mpirun_ranks(&s));
       fail_from_notice(&s);
       if (s.suspect >= 0 && sg_now() - s.suspect_t > NOTICE_WAIT_S) fail_from_suspect(&s);
     }
@@ -1089,7 +1031,8 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
       while (sg_launch_alive(launch) && sg_now() < until) {
         if (err_open && mpirun_read(&s)) err_open = 0;
         if (sg_launch_poll(launch, &ex)) break;
-        zmq_poll(err_open ? &items[1] : NULL, err_open ? 1 : 0, 20);
+        struct pollfd pf = {.fd = s.err_fd, .events = POLLIN};
+        poll(&pf, err_open ? 1 : 0, 20);
       }
       mpirun_read_to_eof(&s);
     }
@@ -1098,7 +1041,7 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
     if (s.tail_len) SG_TRY(sg_recorder_info(env->db, s.run_id, "mpirun_stderr", s.tail));
   }
   double reaped = sg_now();
-  SG_TRY(drain_for(&s, pull, s.error[0] ? 0 : DRAIN_S, -1));
+  SG_TRY(drain_for(&s, s.error[0] ? 0 : DRAIN_S, -1));
   root_cause(&s);
   blame(&s);
   if (!s.error[0])
@@ -1146,7 +1089,6 @@ fail:
   sg_opts_destroy(&spec);
   free(json);
   free(s.ranks);
-  free(s.buf);
   return rc;
 }
 
