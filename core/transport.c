@@ -93,6 +93,25 @@ static const char *tag_text(int tag, char buf[32]) {
   return buf;
 }
 
+/* The implementations read the deadline from the comm at every wait: it
+ * is set for the one call and put back. */
+int sg_recv_within(sg_comm_t *c, double deadline_s, int src, int tag, void *buf, size_t cap,
+                   sg_status_t *st) {
+  double d0 = c->deadline_s;
+  c->deadline_s = deadline_s;
+  int rc = sg_recv(c, src, tag, buf, cap, st);
+  c->deadline_s = d0;
+  return rc;
+}
+
+int sg_probe_within(sg_comm_t *c, double deadline_s, int src, int tag, sg_status_t *st) {
+  double d0 = c->deadline_s;
+  c->deadline_s = deadline_s;
+  int rc = sg_probe(c, src, tag, st);
+  c->deadline_s = d0;
+  return rc;
+}
+
 int sg_comm_recv_timeout(const sg_comm_t *c, int src, int tag, double waited) {
   char tb[32];
   if (src != SG_ANY_SOURCE)

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "deadline.h"
 #include "err.h"
 #include "ps.h"
 #include "ps_proto.h"
@@ -227,8 +228,9 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   int S = wk.S;
 
   /* The server that misses a push knows who is missing; give it the
-   * first word by waiting longer here (ps.h, Failure). */
-  c->deadline_s = 1.25 * deadline0;
+   * first word by waiting longer here: a worker waits on a server that
+   * waits on workers, level 1 of deadline.h (ps.h, Failure). */
+  c->deadline_s = sg_deadline_factor(1, 0) * deadline0;
   SG_TRY(sg_workload_new(&wl, ctx->opts, wk.w, wk.N, SG_WL_TRAIN | (evaluates ? SG_WL_TEST : 0)));
   wk.n = sg_workload_nparams(wl);
   int64_t total = sg_workload_total_steps(wl), spe = sg_workload_steps_per_epoch(wl);
