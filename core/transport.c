@@ -112,6 +112,14 @@ int sg_probe_within(sg_comm_t *c, double deadline_s, int src, int tag, sg_status
   return rc;
 }
 
+int sg_wait_within(sg_comm_t *c, double deadline_s, sg_req_t **r, sg_status_t *st) {
+  double d0 = c->deadline_s;
+  c->deadline_s = deadline_s;
+  int rc = sg_wait(c, r, st);
+  c->deadline_s = d0;
+  return rc;
+}
+
 int sg_comm_recv_timeout(const sg_comm_t *c, int src, int tag, double waited) {
   char tb[32];
   if (src != SG_ANY_SOURCE)

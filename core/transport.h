@@ -106,6 +106,8 @@ static inline int sg_barrier(sg_comm_t *c) { return c->ops->barrier(c); }
 int sg_recv_within(sg_comm_t *c, double deadline_s, int src, int tag, void *buf, size_t cap,
                    sg_status_t *st);
 int sg_probe_within(sg_comm_t *c, double deadline_s, int src, int tag, sg_status_t *st);
+/* sg_wait on a request, waiting at most `deadline_s` seconds for it. */
+int sg_wait_within(sg_comm_t *c, double deadline_s, sg_req_t **r, sg_status_t *st);
 
 /* NULL-safe; nulls the pointer. */
 void sg_comm_destroy(sg_comm_t **c);

@@ -152,6 +152,11 @@ static int peer_fail(worker_t *wk, int rc, int k, const char *what, int64_t cloc
                       blamed, why);
 }
 
+/* How long a worker waits on a server: the server that misses a push
+ * knows who is missing; it gets the first word because a worker waits on
+ * a server that waits on workers, level 1 of deadline.h (ps.h, Failure). */
+static double server_wait(const sg_comm_t *c) { return sg_deadline_factor(1, 0) * c->deadline_s; }
+
 /* Push step t (when push) and pull the params for step `clock` from every
  * shard.  held/stale get the largest hold time and staleness reported. */
 static int exchange(worker_t *wk, int push, int64_t t, int64_t clock, int dense_pull,
@@ -175,12 +180,14 @@ static int exchange(worker_t *wk, int push, int64_t t, int64_t clock, int dense_
       return peer_fail(wk, rc, k, "posting the receive of PARAMS for", clock);
   }
   for (int k = 0; k < S; k++) {
-    if (push && (rc = sg_wait(c, &rs[k], NULL)) < 0) return peer_fail(wk, rc, k, "PUSH of", t);
-    if ((rc = sg_wait(c, &rp[k], NULL)) < 0) return peer_fail(wk, rc, k, "PULL of", clock);
+    if (push && (rc = sg_wait_within(c, server_wait(c), &rs[k], NULL)) < 0)
+      return peer_fail(wk, rc, k, "PUSH of", t);
+    if ((rc = sg_wait_within(c, server_wait(c), &rp[k], NULL)) < 0)
+      return peer_fail(wk, rc, k, "PULL of", clock);
   }
   for (int k = 0; k < S; k++) {
     sg_status_t st;
-    if ((rc = sg_wait(c, &rr[k], &st)) < 0)
+    if ((rc = sg_wait_within(c, server_wait(c), &rr[k], &st)) < 0)
       return peer_fail(wk, rc, k, "waiting for PARAMS of", clock);
     SG_CHECK(take_params(wk, k, st.bytes, clock, held, stale));
   }
@@ -223,14 +230,9 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   sg_workload_t *wl = NULL;
   sg_trainlog_t *log = NULL;
   sg_comm_t *c = ctx->comm;
-  double deadline0 = c->deadline_s;
   int evaluates = wk.w == 0, rc;
   int S = wk.S;
 
-  /* The server that misses a push knows who is missing; give it the
-   * first word by waiting longer here: a worker waits on a server that
-   * waits on workers, level 1 of deadline.h (ps.h, Failure). */
-  c->deadline_s = sg_deadline_factor(1, 0) * deadline0;
   SG_TRY(sg_workload_new(&wl, ctx->opts, wk.w, wk.N, SG_WL_TRAIN | (evaluates ? SG_WL_TEST : 0)));
   wk.n = sg_workload_nparams(wl);
   int64_t total = sg_workload_total_steps(wl), spe = sg_workload_steps_per_epoch(wl);
@@ -317,7 +319,6 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   if (evaluates) SG_TRY(sg_engine_dump_params(ctx, wk.params, wk.n));
   rc = SG_OK;
 fail:
-  c->deadline_s = deadline0;
   sg_trainlog_destroy(&log);
   worker_free(&wk);
   sg_workload_destroy(&wl);
