@@ -114,7 +114,7 @@ void run_kill_stopped(serve_t *s) {
  * (that tight) from the first step record on; before it, start-up gets
  * deadline + SILENCE_MARGIN_S.  Why 1.5: the engines' own receives give up
  * after 1..1.35 deadlines on a dead peer and report it (the better
- * message), and a step, or the evaluation between two steps, takes far
+ * message; the rule is in core/deadline.h), and a step, or the evaluation between two steps, takes far
  * less than a deadline.  The error lists every rank's last step record
  * and which rank has been silent longest (a stopped or dead process of
  * this host is named before it, see run_blame()):
