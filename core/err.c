@@ -6,6 +6,7 @@
 
 static _Thread_local char err_msg[1024];
 static _Thread_local char err_trace[512];
+static _Thread_local int blame_rank = -1, blame_reason = SG_BLAME_NONE;
 
 const char *sg_errname(int code) {
   switch (code) {
@@ -33,6 +34,8 @@ int sg_err_set(int code, const char *fmt, ...) {
   vsnprintf(err_msg, sizeof err_msg, fmt, ap);
   va_end(ap);
   err_trace[0] = '\0';
+  blame_rank = -1; /* a new message: the old blame was about the old one */
+  blame_reason = SG_BLAME_NONE;
   return code;
 }
 
@@ -42,6 +45,26 @@ const char *sg_err_trace(void) { return err_trace; }
 void sg_err_clear(void) {
   err_msg[0] = '\0';
   err_trace[0] = '\0';
+  blame_rank = -1;
+  blame_reason = SG_BLAME_NONE;
+}
+
+int sg_err_blame(int code, int rank, int reason) {
+  int known = rank >= 0 && reason > SG_BLAME_NONE && reason < SG_BLAME_END_;
+  blame_rank = known ? rank : -1;
+  blame_reason = known ? reason : SG_BLAME_NONE;
+  return code;
+}
+
+int sg_err_blamed(int *reason) {
+  if (reason) *reason = blame_reason;
+  return blame_rank;
+}
+
+const char *sg_blame_name(int reason) {
+  static const char *const names[SG_BLAME_END_] = {"none", "self", "peer_timeout", "peer_closed",
+                                                   "bad_message"};
+  return reason >= 0 && reason < SG_BLAME_END_ ? names[reason] : "?";
 }
 
 void sg_err_trace_push(const char *file, int line) {

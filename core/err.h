@@ -53,6 +53,28 @@ const char *sg_err_trace(void);
 void sg_err_clear(void);
 void sg_err_trace_push(const char *file, int line);
 
+/* Blame as data: why a failure happened and which rank caused it, next to
+ * the message.  A rank's DONE record carries both (records.h), and the
+ * harness follows them to the root cause instead of reading the message.
+ * sg_err_set() and sg_err_clear() reset the blame, so a blame belongs to
+ * the message it was set with and never outlives it. */
+enum sg_blame_reason {
+  SG_BLAME_NONE = 0,         /* nobody named (no failure, or unknown) */
+  SG_BLAME_SELF = 1,         /* the reporting rank's own failure */
+  SG_BLAME_PEER_TIMEOUT = 2, /* the peer sent / accepted nothing within the deadline */
+  SG_BLAME_PEER_CLOSED = 3,  /* the peer is gone (given up on, connection lost) */
+  SG_BLAME_BAD_MESSAGE = 4,  /* the peer sent something malformed or out of protocol */
+  SG_BLAME_END_
+};
+
+/* Blame `rank` for the error just set, for `reason`; returns `code`, so a
+ * failure path reads `return sg_err_blame(sg_err_set(...), peer, why)`. */
+int sg_err_blame(int code, int rank, int reason);
+/* The blamed rank (-1: none) and, in *reason, why (SG_BLAME_NONE: none). */
+int sg_err_blamed(int *reason);
+/* "peer_timeout" for SG_BLAME_PEER_TIMEOUT, "?" for an unknown reason. */
+const char *sg_blame_name(int reason);
+
 /* Return the error of `expr` to the caller, leaving a file:line trail. */
 #define SG_CHECK(expr)                                 \
   do {                                                 \

@@ -138,10 +138,17 @@ int sg_records_info(sg_records_t *r, const char *key, const char *value) {
   return rc;
 }
 
-int sg_records_done(sg_records_t *r, int status, const char *message) {
-  int32_t st = status;
+int sg_records_done(sg_records_t *r, int status, const char *message, int blamed, int reason) {
+  sg_rec_done_t d = {.status = status, .blamed = -1, .reason = SG_BLAME_NONE};
+  if (status && (blamed < 0 || reason <= SG_BLAME_NONE || reason >= SG_BLAME_END_)) {
+    d.blamed = r ? r->rank : -1;
+    d.reason = SG_BLAME_SELF;
+  } else if (status) {
+    d.blamed = blamed;
+    d.reason = reason;
+  }
   char *m = cut(message ? message : "", REC_TEXT_MAX);
-  int rc = m ? send_rec(r, SG_REC_DONE, &st, sizeof st, m, strlen(m) + 1) : SG_ENOMEM;
+  int rc = m ? send_rec(r, SG_REC_DONE, &d, sizeof d, m, strlen(m) + 1) : SG_ENOMEM;
   free(m);
   return rc;
 }
@@ -174,8 +181,14 @@ int sg_rec_decode(const void *msg, size_t len, int nprocs, sg_rec_header_t *h,
   case SG_REC_EVAL: return n == sizeof(sg_eval_rec_t) ? 0 : SG_EFORMAT;
   case SG_REC_BENCH: return n == sizeof(sg_bench_rec_t) ? 0 : SG_EFORMAT;
   case SG_REC_INFO: return nul_strings(p, n, 2) ? 0 : SG_EFORMAT;
-  case SG_REC_DONE:
-    return n >= sizeof(int32_t) && nul_strings(p + 4, n - 4, 1) ? 0 : SG_EFORMAT;
+  case SG_REC_DONE: {
+    sg_rec_done_t d;
+    if (n < sizeof d || !nul_strings(p + sizeof d, n - sizeof d, 1)) return SG_EFORMAT;
+    memcpy(&d, p, sizeof d);
+    /* a blamed rank out of range is the harness's to ignore: the DONE
+     * (and its message) still counts */
+    return d.reason >= SG_BLAME_NONE && d.reason < SG_BLAME_END_ ? 0 : SG_EFORMAT;
+  }
   default: return SG_EFORMAT;
   }
 }

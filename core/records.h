@@ -75,8 +75,10 @@ int sg_records_step(sg_records_t *r, const sg_step_rec_t *s);
 int sg_records_eval(sg_records_t *r, const sg_eval_rec_t *e);
 int sg_records_bench(sg_records_t *r, const sg_bench_rec_t *b);
 int sg_records_info(sg_records_t *r, const char *key, const char *value);
-/* Final record: status 0 = ok, else the error message is sent. */
-int sg_records_done(sg_records_t *r, int status, const char *message);
+/* Final record: status 0 = ok, else the error message is sent with the
+ * rank it blames and why (err.h, sg_err_blamed(); blamed < 0 or
+ * SG_BLAME_NONE on a failure: the rank blames itself, SG_BLAME_SELF). */
+int sg_records_done(sg_records_t *r, int status, const char *message, int blamed, int reason);
 /* Seconds since t0. */
 double sg_records_elapsed(const sg_records_t *r);
 void sg_records_close(sg_records_t **r);
@@ -95,8 +97,14 @@ typedef struct sg_rec_hello {
   int32_t pid;
   int32_t pad_;
 } sg_rec_hello_t;
-/* DONE payload: int32 status, then a NUL-terminated message.
+/* DONE payload: sg_rec_done_t, then a NUL-terminated message.
  * INFO payload: "key\0value\0". */
+typedef struct sg_rec_done {
+  int32_t status; /* 0: finished ok */
+  int32_t blamed; /* the rank the failure is blamed on, -1: none (ok) */
+  int32_t reason; /* enum sg_blame_reason (err.h) */
+  int32_t pad_;
+} sg_rec_done_t;
 
 /* The largest record (header included); the harness's socket refuses
  * longer messages (ZMQ_MAXMSGSIZE) and the sender shortens INFO values
@@ -105,7 +113,8 @@ typedef struct sg_rec_hello {
 
 /* Check one record as it arrived, trusting nothing: magic, a known type,
  * a rank in 0..nprocs-1, the declared length equal to what came, and the
- * payload's size and termination right for its type.  Fills *h and
+ * payload's size and termination right for its type (a DONE's reason
+ * known; its blamed rank is checked by whoever acts on it).  Fills *h and
  * *payload; returns 0, or SG_EFORMAT for a record to drop. */
 int sg_rec_decode(const void *msg, size_t len, int nprocs, sg_rec_header_t *h,
                   const unsigned char **payload);

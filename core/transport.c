@@ -93,13 +93,41 @@ static const char *tag_text(int tag, char buf[32]) {
   return buf;
 }
 
+/* The implementations read the deadline from the comm at every wait: it
+ * is set for the one call and put back. */
+int sg_recv_within(sg_comm_t *c, double deadline_s, int src, int tag, void *buf, size_t cap,
+                   sg_status_t *st) {
+  double d0 = c->deadline_s;
+  c->deadline_s = deadline_s;
+  int rc = sg_recv(c, src, tag, buf, cap, st);
+  c->deadline_s = d0;
+  return rc;
+}
+
+int sg_probe_within(sg_comm_t *c, double deadline_s, int src, int tag, sg_status_t *st) {
+  double d0 = c->deadline_s;
+  c->deadline_s = deadline_s;
+  int rc = sg_probe(c, src, tag, st);
+  c->deadline_s = d0;
+  return rc;
+}
+
+int sg_wait_within(sg_comm_t *c, double deadline_s, sg_req_t **r, sg_status_t *st) {
+  double d0 = c->deadline_s;
+  c->deadline_s = deadline_s;
+  int rc = sg_wait(c, r, st);
+  c->deadline_s = d0;
+  return rc;
+}
+
 int sg_comm_recv_timeout(const sg_comm_t *c, int src, int tag, double waited) {
   char tb[32];
   if (src != SG_ANY_SOURCE)
-    return sg_err_set(SG_ETIMEOUT,
-                      "rank %d (%s) sent nothing for %.1f s (deadline; rank %d "
-                      "waiting for %s)",
-                      src, c->hosts[src], waited, c->rank, tag_text(tag, tb));
+    return sg_err_blame(sg_err_set(SG_ETIMEOUT,
+                                   "rank %d (%s) sent nothing for %.1f s (deadline; rank %d "
+                                   "waiting for %s)",
+                                   src, c->hosts[src], waited, c->rank, tag_text(tag, tb)),
+                        src, SG_BLAME_PEER_TIMEOUT);
   /* Any source: name the ranks it could have come from. */
   char list[512];
   size_t n = 0;
@@ -117,18 +145,20 @@ int sg_comm_recv_timeout(const sg_comm_t *c, int src, int tag, double waited) {
 
 int sg_comm_send_timeout(const sg_comm_t *c, int dst, int tag, double waited) {
   char tb[32];
-  return sg_err_set(SG_ETIMEOUT,
-                    "rank %d (%s) accepted nothing for %.1f s (deadline; rank "
-                    "%d sending %s)",
-                    dst, c->hosts[dst], waited, c->rank, tag_text(tag, tb));
+  return sg_err_blame(sg_err_set(SG_ETIMEOUT,
+                                 "rank %d (%s) accepted nothing for %.1f s (deadline; rank "
+                                 "%d sending %s)",
+                                 dst, c->hosts[dst], waited, c->rank, tag_text(tag, tb)),
+                      dst, SG_BLAME_PEER_TIMEOUT);
 }
 
 int sg_comm_trunc(const sg_comm_t *c, int src, int tag, size_t len,
                   size_t cap) {
-  return sg_err_set(SG_ETRUNC,
-                    "rank %d: message of %zu bytes from rank %d (%s), tag %d, "
-                    "does not fit a receive buffer of %zu bytes",
-                    c->rank, len, src, c->hosts[src], tag, cap);
+  return sg_err_blame(sg_err_set(SG_ETRUNC,
+                                 "rank %d: message of %zu bytes from rank %d (%s), tag %d, "
+                                 "does not fit a receive buffer of %zu bytes",
+                                 c->rank, len, src, c->hosts[src], tag, cap),
+                      src, SG_BLAME_BAD_MESSAGE);
 }
 
 /* A UDP socket "connected" to the host sends nothing, but makes the kernel

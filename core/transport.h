@@ -12,7 +12,11 @@
  *  - Tags are in [0, SG_TAG_MAX]; engines use a distinct tag per phase/step.
  *  - Every blocking call waits at most comm->deadline_s seconds for its
  *    peer; past that it returns SG_ETIMEOUT and the message (sg_err_msg)
- *    names the peer rank and host: "rank 3 (host) sent nothing for 30.0 s".
+ *    names the peer rank and host: "rank 3 (host) sent nothing for 30.0 s",
+ *    and the error blames that rank (err.h, sg_err_blame).  A receive or
+ *    probe that must wait longer or shorter takes its deadline as an
+ *    argument (sg_recv_within, sg_probe_within); how long each layer waits
+ *    is one rule, in deadline.h.
  *  - A message longer than the receive buffer is an error (SG_ETRUNC).
  *  - Bytes sent to and received from each peer are counted in sent[] and
  *    recvd[] (payload bytes; headers excluded), which the step records
@@ -96,6 +100,14 @@ static inline int sg_probe(sg_comm_t *c, int src, int tag, sg_status_t *st) {
   return c->ops->probe(c, src, tag, st);
 }
 static inline int sg_barrier(sg_comm_t *c) { return c->ops->barrier(c); }
+
+/* sg_recv / sg_probe waiting at most `deadline_s` seconds for this call
+ * alone (the comm's deadline is left as it was); deadline.h says how long. */
+int sg_recv_within(sg_comm_t *c, double deadline_s, int src, int tag, void *buf, size_t cap,
+                   sg_status_t *st);
+int sg_probe_within(sg_comm_t *c, double deadline_s, int src, int tag, sg_status_t *st);
+/* sg_wait on a request, waiting at most `deadline_s` seconds for it. */
+int sg_wait_within(sg_comm_t *c, double deadline_s, sg_req_t **r, sg_status_t *st);
 
 /* NULL-safe; nulls the pointer. */
 void sg_comm_destroy(sg_comm_t **c);

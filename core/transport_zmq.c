@@ -318,8 +318,9 @@ static int zq_send(zcomm_t *z, int dst, int tag, const void *buf, size_t len,
   double t0 = sg_now();
   zmq_msg_t hm, dm;
   if (dst != c->rank && !z->push[dst])
-    return sg_err_set(SG_EPEER, "rank %d: rank %d (%s) was given up on after "
-                      "an earlier timeout", c->rank, dst, c->hosts[dst]);
+    return sg_err_blame(sg_err_set(SG_EPEER, "rank %d: rank %d (%s) was given up on after "
+                                   "an earlier timeout", c->rank, dst, c->hosts[dst]),
+                        dst, SG_BLAME_PEER_CLOSED);
   c->sent[dst] += len;
   zq_hdr_t h = {.src = c->rank, .tag = tag, .len = len};
   if (zc && dst != c->rank) {

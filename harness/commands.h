@@ -7,7 +7,7 @@
 #ifndef SG_COMMANDS_H
 #define SG_COMMANDS_H
 
-int sg_cmd_run(int argc, char **argv);     /* run.c */
+int sg_cmd_run(int argc, char **argv);     /* run/command.c */
 int sg_cmd_bench(int argc, char **argv);   /* bench.c */
 int sg_cmd_report(int argc, char **argv);  /* report.c */
 int sg_cmd_list(int argc, char **argv);    /* show.c */

@@ -219,7 +219,7 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
     setenv("SGDLAB_SIZE", sizes, 1); /* for -x; the harness never reads it */
     /* mpirun's stderr: Open MPI's banners (and its ranks' stderr) go to the
      * harness, which names the failed rank from them and keeps the
-     * terminal clean (run.c) */
+     * terminal clean (run/mpirun.c) */
     int p[2];
     if (pipe(p) < 0) {
       rc = sg_err_set(SG_EIO, "launcher mpirun: pipe: %s", strerror(errno));

@@ -140,17 +140,18 @@ int main(int argc, char **argv) {
     snprintf(val, sizeof val, "%llu", (unsigned long long)comm->dropped);
     SG_TRY(sg_records_info(rec, key, val));
   }
-  SG_TRY(sg_records_done(rec, 0, NULL));
+  SG_TRY(sg_records_done(rec, 0, NULL, -1, SG_BLAME_NONE));
   rc = SG_OK;
 fail:
   if (rc < 0) {
     const char *msg = sg_err_msg()[0] ? sg_err_msg() : sg_strerror(rc);
+    int why, blamed = sg_err_blamed(&why); /* read before anything sets another error */
     char copy[1024];
     snprintf(copy, sizeof copy, "%s", msg);
     /* on a terminal, first clear the harness's status line */
     fprintf(stderr, "%ssgdlab-rank: rank %d: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", rank,
             copy);
-    if (rec) sg_records_done(rec, 1, copy);
+    if (rec) sg_records_done(rec, 1, copy, blamed, why);
   }
   sg_comm_destroy(&comm);
   sg_records_close(&rec);

@@ -1,10 +1,11 @@
-/* run.h - executing resolved runs: spec, launch, serve, record, judge.
+/* run.h - executing resolved runs: spec, launch, serve, record, judge
+ * (the code: harness/run/, one file per job, see run/run_impl.h).
  *
  * For one run the harness
  *   1. inserts the run (status 'running') and writes its spec file (every
  *      setting plus _run_id, _records, _rendezvous, _t0, _nprocs) into a
  *      private temp dir;
- *   2. binds the records PULL socket (and, for transport zmq, the
+ *   2. opens the records server (core/records_server.h; and, for transport zmq, the
  *      rendezvous server) and launches the ranks (launch.h);
  *   3. polls records + rendezvous + child exits every 100 ms, committing
  *      rows in batches (recorder.h);
@@ -18,8 +19,10 @@
  *      (SIGTERM) is never the reason.  Deadlines cascade (rank 0 waits on
  *      rank 2, which waits on the silent rank 1, and may time out first),
  *      so for 0.5 s after a rank's failure the others' are collected and
- *      the blame is followed (0 -> 2 -> 1): the reason is rank 2's message,
- *      naming rank 1.  On failure the rest of the run is
+ *      the blame is followed (0 -> 2 -> 1) by the blamed-rank field of
+ *      each failed DONE (err.h, sg_err_blame; docs/faults.md): the reason
+ *      is rank 2's message, naming rank 1, and run_info blame.rank /
+ *      blame.reason keep whom it blames and why.  On failure the rest of the run is
  *      stopped (SIGTERM, SIGKILL 2 s later; a stopped process SIGKILL at
  *      once) and reaped.
  *

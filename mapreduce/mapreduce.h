@@ -69,6 +69,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "deadline.h"
 #include "engine.h"
 
 /* Tags: one per phase; the reduce rounds get MR_TAG_AGG + round. */
@@ -161,17 +162,15 @@ int mr_recv_dl(sg_comm_t *c, double factor, int src, int tag, void *buf,
                size_t cap, sg_status_t *st);
 int mr_probe_dl(sg_comm_t *c, double factor, int src, int tag, sg_status_t *st);
 
-/* Deadline factors.  A rank blocked on a peer that is itself blocked on
- * someone else must time out later than that peer, or the first error
- * would blame a healthy rank:
- *   - the driver waiting for DONE waits on computing executors: 1x;
- *   - reduce: a tree leader waits on its children (1x), the driver on
- *     leaders (MR_DL_REDUCE);
- *   - executors waiting on the driver (tasks, broadcast) wait longest;
- *     deeper ranks of the broadcast tree a little longer still.
- * All stay at most 1.6x, so a failure surfaces within 2 deadlines even
- * with the harness's grace period for stopping the other ranks. */
-#define MR_DL_REDUCE 1.15
-#define MR_DL_EXECUTOR 1.3
+/* Deadline factors, from the rule of deadline.h.  A rank blocked on a
+ * peer that is itself blocked on someone else must time out later than
+ * that peer, or the first error would blame a healthy rank:
+ *   - the driver waiting for DONE waits on computing executors: level 0;
+ *   - reduce: a tree leader waits on its children (level 0), the driver
+ *     on leaders (level 1, MR_DL_REDUCE);
+ *   - executors waiting on the driver (tasks, broadcast): level 2;
+ *     deeper ranks of the broadcast tree one hop more per level. */
+#define MR_DL_REDUCE sg_deadline_factor(1, 0)
+#define MR_DL_EXECUTOR sg_deadline_factor(2, 0)
 
 #endif

@@ -40,8 +40,9 @@ static int recv_sum(sg_comm_t *c, double factor, int src, int tag, float *acc,
   sg_status_t st;
   SG_CHECK(mr_recv_dl(c, factor, src, tag, tmp, len, &st));
   if (st.bytes != len)
-    return sg_err_set(SG_EPROTO, "mapreduce: rank %d got %zu gradient bytes from rank %d, expected %zu",
-                      c->rank, st.bytes, src, len);
+    return sg_err_blame(sg_err_set(SG_EPROTO, "mapreduce: rank %d got %zu gradient bytes from rank "
+                                   "%d, expected %zu", c->rank, st.bytes, src, len),
+                        src, SG_BLAME_BAD_MESSAGE);
   sg_sum_f32(acc, tmp, n);
   return SG_OK;
 }

@@ -13,19 +13,11 @@
 
 int mr_recv_dl(sg_comm_t *c, double factor, int src, int tag, void *buf,
                size_t cap, sg_status_t *st) {
-  double d0 = c->deadline_s;
-  c->deadline_s = d0 * factor;
-  int rc = sg_recv(c, src, tag, buf, cap, st);
-  c->deadline_s = d0;
-  return rc;
+  return sg_recv_within(c, c->deadline_s * factor, src, tag, buf, cap, st);
 }
 
 int mr_probe_dl(sg_comm_t *c, double factor, int src, int tag, sg_status_t *st) {
-  double d0 = c->deadline_s;
-  c->deadline_s = d0 * factor;
-  int rc = sg_probe(c, src, tag, st);
-  c->deadline_s = d0;
-  return rc;
+  return sg_probe_within(c, c->deadline_s * factor, src, tag, st);
 }
 
 int mr_bcast_parent(const mr_config_t *cfg, int rank, int size) {
@@ -41,11 +33,10 @@ int mr_bcast_level(const mr_config_t *cfg, int rank) {
   return __builtin_popcount((unsigned)rank);
 }
 
-/* Executors at level L wait MR_DL_EXECUTOR + 0.05*(L-1) deadlines: a
- * child must outlast its parent, which is itself waiting on the driver. */
+/* Executors at tree level L wait at level 2 with L - 1 hops (deadline.h):
+ * a child must outlast its parent, which is itself waiting on the driver. */
 static double bcast_factor(const mr_config_t *cfg, int rank) {
-  double f = MR_DL_EXECUTOR + 0.05 * (mr_bcast_level(cfg, rank) - 1);
-  return f < 1.6 ? f : 1.6;
+  return sg_deadline_factor(2, mr_bcast_level(cfg, rank) - 1);
 }
 
 static int bcast_flat(sg_comm_t *c, const mr_config_t *cfg, float *buf, size_t n) {
@@ -73,8 +64,9 @@ static int bcast_tree(sg_comm_t *c, const mr_config_t *cfg, float *buf, size_t n
       int src = rank - (int)mask;
       SG_CHECK(mr_recv_dl(c, bcast_factor(cfg, rank), src, MR_TAG_PARAMS, buf, len, &st));
       if (st.bytes != len)
-        return sg_err_set(SG_EPROTO, "mapreduce: rank %d got %zu parameter bytes from rank %d, expected %zu",
-                          rank, st.bytes, src, len);
+        return sg_err_blame(sg_err_set(SG_EPROTO, "mapreduce: rank %d got %zu parameter bytes from "
+                                       "rank %d, expected %zu", rank, st.bytes, src, len),
+                            src, SG_BLAME_BAD_MESSAGE);
       break;
     }
     mask <<= 1;

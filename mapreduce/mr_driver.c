@@ -68,16 +68,18 @@ static int name_stragglers(sg_comm_t *c, const sched_t *s, int rc) {
   char msg[512], cause[256];
   size_t at = 0;
   snprintf(cause, sizeof cause, "%s", sg_err_msg());
-  int named = 0;
+  int named = 0, first = -1;
   for (int e = 1; e <= s->N && at < sizeof msg - 64; e++) {
     if (s->running[e] < 0) continue;
+    if (first < 0) first = e;
     at += (size_t)snprintf(msg + at, sizeof msg - at, "%sexecutor rank %d (%s) task %d",
                            named++ ? ", " : "", e, c->hosts ? c->hosts[e] : "?",
                            s->running[e]);
   }
-  return sg_err_set(rc, "mapreduce driver: step %lld: no result within %.1f s from %s (%s)",
-                    (long long)s->step, c->deadline_s, named ? msg : "no executor",
-                    cause);
+  return sg_err_blame(sg_err_set(rc, "mapreduce driver: step %lld: no result within %.1f s from %s "
+                                 "(%s)", (long long)s->step, c->deadline_s,
+                                 named ? msg : "no executor", cause),
+                      first, SG_BLAME_PEER_TIMEOUT);
 }
 
 /* Hand out all P tasks of one step and collect their DONEs; loss gets
@@ -103,17 +105,20 @@ static int map_stage(sg_comm_t *c, sched_t *s, double *loss, double *comm_s,
     *wait_s += sg_now() - t;
     int e = st.source;
     if (st.bytes != sizeof d || e < 1 || e > s->N || d.step != s->step || d.task != s->running[e])
-      return sg_err_set(SG_EPROTO, "mapreduce driver: step %lld: rank %d reported task %d of step %lld, "
-                        "expected task %d", (long long)s->step, e, d.task, (long long)d.step,
-                        e >= 1 && e <= s->N ? s->running[e] : -1);
+      return sg_err_blame(sg_err_set(SG_EPROTO, "mapreduce driver: step %lld: rank %d reported task "
+                                     "%d of step %lld, expected task %d", (long long)s->step, e,
+                                     d.task, (long long)d.step,
+                                     e >= 1 && e <= s->N ? s->running[e] : -1),
+                          e, SG_BLAME_BAD_MESSAGE);
     /* the weight must be the task's share n_p / B of the global batch */
     int64_t first, count;
     mr_task_slice(s->cfg, d.task, &first, &count);
     double want = (double)count / (double)(s->cfg->batch * s->N);
     if (d.weight != want)
-      return sg_err_set(SG_EPROTO, "mapreduce driver: step %lld: rank %d weighted task %d (%lld samples) "
-                        "by %.12g, expected %.12g", (long long)s->step, e, d.task, (long long)count,
-                        d.weight, want);
+      return sg_err_blame(sg_err_set(SG_EPROTO, "mapreduce driver: step %lld: rank %d weighted task "
+                                     "%d (%lld samples) by %.12g, expected %.12g",
+                                     (long long)s->step, e, d.task, (long long)count, d.weight,
+                                     want), e, SG_BLAME_BAD_MESSAGE);
     *loss += d.weight * d.loss;
     wsum += d.weight;
     outstanding--;

@@ -77,11 +77,12 @@
  *
  * Failure: a server's receive waits at most `deadline` seconds; in sync
  * and ssp a silent worker is then named ("no PUSH for step 12 from worker
- * rank 5") and the run fails.  Workers wait 1.25*deadline for PARAMS, so the
- * server, which knows who is missing, reports first.  When EVERY worker is
+ * rank 5") and the run fails.  Workers wait 1.15*deadline for PARAMS
+ * (level 1 of deadline.h), so the server, which knows who is missing,
+ * reports first.  When EVERY worker is
  * silent they are most likely all stuck on another server; this server
  * then waits a second deadline, and the workers name the server
- * they wait on (at 1.25).  Either way the run fails within two deadlines.
+ * they wait on (at 1.15).  Either way the run fails within two deadlines.
  */
 #ifndef PS_H
 #define PS_H

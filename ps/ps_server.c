@@ -414,13 +414,14 @@ static int on_silence(server_t *s) {
   }
   char names[256] = "";
   size_t len = 0;
-  int missing = 0;
+  int missing = 0, first = -1;
   for (int w = 0; w < s->N; w++) {
     if (s->done[w] || s->dead[w]) continue;
     /* sync: those who did not push the current step; ssp: everyone still
      * training (they all went quiet). */
     if (s->cfg->mode == PS_SYNC && s->have[w]) continue;
     missing++;
+    if (first < 0) first = worker_rank(s, w);
     if (len < sizeof names - 40)
       len += (size_t)snprintf(names + len, sizeof names - len, "%sworker rank %d (%s)",
                               missing > 1 ? ", " : "", worker_rank(s, w),
@@ -430,7 +431,7 @@ static int on_silence(server_t *s) {
   for (int w = 0; w < s->N; w++) live += !s->done[w] && !s->dead[w];
   if (missing == live && s->quiet++ == 0) {
     /* Every worker is silent: they are probably all waiting on another
-     * server that died or hangs.  They will name it after 1.25 deadlines;
+     * server that died or hangs.  They will name it after 1.15 deadlines (deadline.h);
      * fail only after a second one, naming nobody in particular. */
     return SG_OK;
   }
@@ -439,19 +440,19 @@ static int on_silence(server_t *s) {
                       "for %.1f s (at step %lld; a server they wait on may have failed)",
                       s->k, s->ctx->rank, live, 2 * c->deadline_s, (long long)s->version);
   if (s->cfg->mode == PS_SYNC)
-    return sg_err_set(SG_EPEER, "ps server %d (rank %d): no PUSH for step %lld from %s within %.1f s",
-                      s->k, s->ctx->rank, (long long)s->version, names, c->deadline_s);
-  return sg_err_set(SG_EPEER, "ps server %d (rank %d): nothing from %s within %.1f s (ssp bound %d)",
-                    s->k, s->ctx->rank, names, c->deadline_s, s->cfg->staleness);
+    return sg_err_blame(sg_err_set(SG_EPEER, "ps server %d (rank %d): no PUSH for step %lld from %s "
+                                   "within %.1f s", s->k, s->ctx->rank, (long long)s->version,
+                                   names, c->deadline_s), first, SG_BLAME_PEER_TIMEOUT);
+  return sg_err_blame(sg_err_set(SG_EPEER, "ps server %d (rank %d): nothing from %s within %.1f s "
+                                 "(ssp bound %d)", s->k, s->ctx->rank, names, c->deadline_s,
+                                 s->cfg->staleness), first, SG_BLAME_PEER_TIMEOUT);
 }
 
 static int serve_one(server_t *s) {
   sg_comm_t *c = s->ctx->comm;
   sg_status_t st;
-  double t = sg_now(), d = c->deadline_s;
-  c->deadline_s = probe_wait(s, d);
-  int rc = sg_probe(c, SG_ANY_SOURCE, SG_ANY_TAG, &st);
-  c->deadline_s = d;
+  double t = sg_now();
+  int rc = sg_probe_within(c, probe_wait(s, c->deadline_s), SG_ANY_SOURCE, SG_ANY_TAG, &st);
   s->wait_s += sg_now() - t;
   if (rc == SG_ETIMEOUT) {
     sg_err_clear();

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "deadline.h"
 #include "err.h"
 #include "ps.h"
 #include "ps_proto.h"
@@ -115,20 +116,23 @@ static int take_params(worker_t *wk, int k, size_t bytes, int64_t clock, double 
   char why[200];
   const unsigned char *m = wk->rep[k];
   if (ps_proto_check(m, bytes, k, wk->off[k], wk->cnt[k], why, sizeof why) < 0)
-    return sg_err_set(SG_EPROTO, "ps worker %d: bad reply from server rank %d: %s", wk->w, k, why);
+    return sg_err_blame(sg_err_set(SG_EPROTO, "ps worker %d: bad reply from server rank %d: %s",
+                                   wk->w, k, why), k, SG_BLAME_BAD_MESSAGE);
   ps_hdr_t h;
   memcpy(&h, m, sizeof h);
   if (h.type != PS_PARAMS || h.clock != clock)
-    return sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %s for step %lld, expected PARAMS for %lld",
-                      wk->w, k, ps_type_name(h.type), (long long)h.clock, (long long)clock);
+    return sg_err_blame(sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %s for step %lld, "
+                                   "expected PARAMS for %lld", wk->w, k, ps_type_name(h.type),
+                                   (long long)h.clock, (long long)clock), k, SG_BLAME_BAD_MESSAGE);
   const float *v = (const float *)(m + sizeof h);
   if (h.flags & PS_F_SPARSE) {
     const uint32_t *idx = (const uint32_t *)(wk->pull[k] + sizeof h);
     ps_hdr_t ph;
     memcpy(&ph, wk->pull[k], sizeof ph);
     if (ph.count != h.count)
-      return sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %llu values for %llu indices",
-                        wk->w, k, (unsigned long long)h.count, (unsigned long long)ph.count);
+      return sg_err_blame(sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %llu values for "
+                                     "%llu indices", wk->w, k, (unsigned long long)h.count,
+                                     (unsigned long long)ph.count), k, SG_BLAME_BAD_MESSAGE);
     float *p = wk->params + wk->off[k];
     for (uint64_t i = 0; i < h.count; i++) p[idx[i]] = v[i];
   } else {
@@ -145,9 +149,20 @@ static int take_params(worker_t *wk, int k, size_t bytes, int64_t clock, double 
 static int peer_fail(worker_t *wk, int rc, int k, const char *what, int64_t clock) {
   char msg[400];
   snprintf(msg, sizeof msg, "%s", sg_err_msg());
-  return sg_err_set(rc, "ps worker %d (rank %d): %s step %lld, server rank %d: %s", wk->w,
-                    wk->ctx->rank, what, (long long)clock, k, msg);
+  int why, blamed = sg_err_blamed(&why); /* the transport's blame, if it named one */
+  if (blamed < 0) {
+    blamed = k;
+    why = rc == SG_ETIMEOUT ? SG_BLAME_PEER_TIMEOUT : SG_BLAME_PEER_CLOSED;
+  }
+  return sg_err_blame(sg_err_set(rc, "ps worker %d (rank %d): %s step %lld, server rank %d: %s",
+                                 wk->w, wk->ctx->rank, what, (long long)clock, k, msg),
+                      blamed, why);
 }
+
+/* How long a worker waits on a server: the server that misses a push
+ * knows who is missing; it gets the first word because a worker waits on
+ * a server that waits on workers, level 1 of deadline.h (ps.h, Failure). */
+static double server_wait(const sg_comm_t *c) { return sg_deadline_factor(1, 0) * c->deadline_s; }
 
 /* Push step t (when push) and pull the params for step `clock` from every
  * shard.  held/stale get the largest hold time and staleness reported. */
@@ -172,12 +187,14 @@ static int exchange(worker_t *wk, int push, int64_t t, int64_t clock, int dense_
       return peer_fail(wk, rc, k, "posting the receive of PARAMS for", clock);
   }
   for (int k = 0; k < S; k++) {
-    if (push && (rc = sg_wait(c, &rs[k], NULL)) < 0) return peer_fail(wk, rc, k, "PUSH of", t);
-    if ((rc = sg_wait(c, &rp[k], NULL)) < 0) return peer_fail(wk, rc, k, "PULL of", clock);
+    if (push && (rc = sg_wait_within(c, server_wait(c), &rs[k], NULL)) < 0)
+      return peer_fail(wk, rc, k, "PUSH of", t);
+    if ((rc = sg_wait_within(c, server_wait(c), &rp[k], NULL)) < 0)
+      return peer_fail(wk, rc, k, "PULL of", clock);
   }
   for (int k = 0; k < S; k++) {
     sg_status_t st;
-    if ((rc = sg_wait(c, &rr[k], &st)) < 0)
+    if ((rc = sg_wait_within(c, server_wait(c), &rr[k], &st)) < 0)
       return peer_fail(wk, rc, k, "waiting for PARAMS of", clock);
     SG_CHECK(take_params(wk, k, st.bytes, clock, held, stale));
   }
@@ -252,13 +269,9 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   sg_workload_t *wl = NULL;
   sg_trainlog_t *log = NULL;
   sg_comm_t *c = ctx->comm;
-  double deadline0 = c->deadline_s;
   int evaluates = wk.w == 0, rc;
   int S = wk.S;
 
-  /* The server that misses a push knows who is missing; give it the
-   * first word by waiting longer here (ps.h, Failure). */
-  c->deadline_s = 1.25 * deadline0;
   SG_TRY(sg_workload_new(&wl, ctx->opts, wk.w, wk.N, SG_WL_TRAIN | (evaluates ? SG_WL_TEST : 0)));
   wk.n = sg_workload_nparams(wl);
   int64_t total = sg_workload_total_steps(wl), spe = sg_workload_steps_per_epoch(wl);
@@ -349,7 +362,6 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   if (evaluates) SG_TRY(sg_engine_dump_params(ctx, wk.params, wk.n));
   rc = SG_OK;
 fail:
-  c->deadline_s = deadline0;
   sg_trainlog_destroy(&log);
   worker_free(&wk);
   sg_workload_destroy(&wl);

@@ -22,3 +22,8 @@ add_dependencies(test_show_text sgdlab sgdlab-rank)
 # time.* and environment keys of real runs; an installed copy with SGDLAB_DB
 sg_add_test(test_run_times SOURCES test_run_times.c TIMEOUT 240 LIBS PkgConfig::SQLITE)
 set_property(TEST test_run_times APPEND PROPERTY ENVIRONMENT "SGDLAB_CMAKE=${CMAKE_COMMAND}")
+# No harness function over 80 lines (an awk script; it is shown to catch a
+# planted long function first).
+add_test(NAME harness_function_lengths
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/func_lengths.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(harness_function_lengths PROPERTIES TIMEOUT 30)

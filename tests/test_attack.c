@@ -42,6 +42,7 @@
 #include <zmq.h>
 
 #include "auth.h"
+#include "err.h"
 #include "records.h"
 #include "run_util.h"
 #include "test.h"
@@ -121,11 +122,13 @@ static void forge_records(void *s, pid_t victim, int rank) {
   unsigned char buf[512];
   sg_rec_hello_t hello = {.role = "worker", .host = "evil", .pid = (int32_t)victim};
   sg_eval_rec_t ev = {.step = 99999, .test_acc = 0.9999, .samples = 1};
-  unsigned char done[40] = {1, 0, 0, 0};
-  memcpy(done + 4, "forged failure", 15);
+  unsigned char done[40] = {0};
+  sg_rec_done_t d = {.status = 1, .blamed = -1, .reason = SG_BLAME_SELF};
+  memcpy(done, &d, sizeof d);
+  memcpy(done + sizeof d, "forged failure", 15);
   zmq_send(s, buf, record(buf, SG_REC_HELLO, rank, &hello, sizeof hello), ZMQ_DONTWAIT);
   zmq_send(s, buf, record(buf, SG_REC_EVAL, rank, &ev, sizeof ev), ZMQ_DONTWAIT);
-  zmq_send(s, buf, record(buf, SG_REC_DONE, rank, done, 19), ZMQ_DONTWAIT);
+  zmq_send(s, buf, record(buf, SG_REC_DONE, rank, done, sizeof d + 15), ZMQ_DONTWAIT);
 }
 
 /* 3: raw bytes: garbage, then a ZMTP greeting and a 1.5 GB frame header. */

@@ -12,6 +12,9 @@
  * bound below, the run is marked `failed`, its error names the victim
  * ("rank R ("; a stopped one first: "rank R (worker, host, pid P) is
  * stopped (state T); ..."), and no rank process (nor mpirun) is left.
+ * For the stopped ring rank, the blame arrives as data: the failed DONE's
+ * blamed rank and reason fields become run_info blame.rank (the victim)
+ * and blame.reason (peer_timeout), never parsed from a message.
  *
  * Bounds, deadline d = DEADLINE_S = 3 s (the teardown under mpirun takes
  * up to ~1.7 s here, so 2 s would leave no margin):
@@ -137,6 +140,8 @@ typedef struct fault {
   int victim, sig;
   double bound; /* seconds from the signal to sgdlab's exit */
   const char *also; /* more text the error must contain (may be NULL) */
+  const char *blame; /* run_info blame.reason expected, blame.rank naming the victim (NULL:
+                        not checked) */
 } fault_t;
 
 static void fault_case(const fault_t *f) {
@@ -206,6 +211,17 @@ static void fault_case(const fault_t *f) {
     CHECK_STR_CONTAINS(err, "is stopped (state T)");
   }
   if (f->also) CHECK_STR_CONTAINS(err, f->also);
+  if (f->blame) { /* the blame came as data: the DONE's blamed rank and reason fields */
+    char got[256] = "";
+    query_text(db, "SELECT value FROM run_info WHERE run_id=1 AND key='blame.rank'", got, sizeof got);
+    fprintf(stderr, "  %s: blame.rank = %s\n", f->name, got);
+    snprintf(want, sizeof want, "rank %d (", f->victim);
+    CHECK_MSG(!strncmp(got, want, strlen(want)), "%s: blame.rank '%s', expected %s...", f->name,
+              got, want);
+    query_text(db, "SELECT value FROM run_info WHERE run_id=1 AND key='blame.reason'", got,
+               sizeof got);
+    CHECK_MSG(!strcmp(got, f->blame), "%s: blame.reason '%s', expected %s", f->name, got, f->blame);
+  }
   for (int r = 0; r < 3; r++)
     CHECK_MSG(wait_gone(pids[r], 3.0), "%s: rank %d (pid %d) still there", f->name, r, pids[r]);
   if (mpirun) CHECK_MSG(wait_gone(mpirun, 3.0), "%s: mpirun (pid %d) still there", f->name, mpirun);
@@ -215,17 +231,18 @@ static void fault_case(const fault_t *f) {
 }
 
 TEST(ring_zmq_killed_rank_is_named) {
-  fault_t f = {"ring/zmq SIGKILL", "zmq", "ring", 2, SIGKILL, 2 * DEADLINE_S, NULL};
+  fault_t f = {"ring/zmq SIGKILL", "zmq", "ring", 2, SIGKILL, 2 * DEADLINE_S, NULL, NULL};
   fault_case(&f);
 }
 
 TEST(ring_mpi_stopped_rank_is_named) {
-  fault_t f = {"ring/mpi SIGSTOP", "mpi", "ring", 1, SIGSTOP, 2 * DEADLINE_S, NULL};
+  fault_t f = {"ring/mpi SIGSTOP", "mpi", "ring", 1, SIGSTOP, 2 * DEADLINE_S, NULL,
+               "peer_timeout"};
   fault_case(&f);
 }
 
 TEST(native_mpi_stopped_rank_is_caught_by_the_watchdog) {
   fault_t f = {"native/mpi SIGSTOP", "mpi", "native", 1, SIGSTOP, 2 * DEADLINE_S,
-               "no rank reported for "};
+               "no rank reported for ", NULL};
   fault_case(&f);
 }

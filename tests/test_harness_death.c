@@ -130,7 +130,7 @@ static int forge(const char *endpoint, int running, int stopped) {
   zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
   if (zmq_connect(push, endpoint) < 0) goto out;
   unsigned char done[64] = {0};
-  int32_t st = 1;
+  sg_rec_done_t st = {.status = 1, .blamed = 1, .reason = SG_BLAME_PEER_TIMEOUT};
   memcpy(done, &st, sizeof st);
   snprintf((char *)done + sizeof st, sizeof done - sizeof st, "forged failure");
   rc = send_hello(push, 1, running) || send_hello(push, 0, stopped) ||

@@ -29,8 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       break;
     }
     case SG_REC_DONE:
-      fuzz_require(h.len >= 4);
-      sink += strlen((const char *)p + 4);
+      fuzz_require(h.len >= sizeof(sg_rec_done_t));
+      sink += strlen((const char *)p + sizeof(sg_rec_done_t));
       break;
     case SG_REC_HELLO:
     case SG_REC_STEP:

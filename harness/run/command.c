@@ -1,0 +1,310 @@
+/* command.c - `sgdlab run`: its arguments, the runs' rows planned up
+ * front (or found again by --resume), and the loop over the runs. */
+#include "run_impl.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admit.h"
+#include "commands.h"
+#include "err.h"
+
+/* ---- sgdlab run -------------------------------------------------------- */
+
+static void run_usage(FILE *f) {
+  fprintf(f,
+          "usage: sgdlab run CONFIG [options]\n"
+          "\n"
+          "Expand the experiment file CONFIG into runs (sweeps x repeats), launch\n"
+          "each run's processes, and record timings and convergence into SQLite.\n"
+          "\n"
+          "options:\n"
+          "  --set KEY=VALUE  override a key for every run (value in YAML syntax, so\n"
+          "                   --set workers=[2,4] sweeps); KEY may be workload.KEY or\n"
+          "                   engines.I.KEY (entry I, 0-based); repeatable\n"
+          "  --db PATH        results database (default %s)\n"
+          "  -H HOSTS         mpirun host list host:slots,... (same as --set hosts=...)\n"
+          "  -n, --dry-run    validate and list the resolved runs; launch nothing\n"
+          "  --resume         run only the runs of the latest experiment of this name\n"
+          "                   and file text (same --set options) in --db that are not\n"
+          "                   ok: pending (never started), interrupted or failed\n"
+          "  --force          run even when a run's memory estimate exceeds what this\n"
+          "                   host has available (hard process limits still refuse)\n"
+          "  -q, --quiet      print nothing but errors (one line per failed run)\n"
+          "  -v, --verbose    also print each launch command line, mpirun's own\n"
+          "                   output, and the deaths an engine tolerates\n"
+          "  -h, --help       this help\n"
+          "\n"
+          "On a terminal a status line shows the run (i/n, engine and variant),\n"
+          "epoch, step/total, last test accuracy and elapsed time; every run ends\n"
+          "with one line: ok or failed, final accuracy, wall time, and the reason\n"
+          "it failed (the rank, its role, host and pid).  Under mpirun, Open MPI's\n"
+          "messages of a failed run are kept in the database (sgdlab show RUN).\n"
+          "\n"
+          "exit status: 0 every run ok, 1 a run failed (or the harness could not\n"
+          "go on), 2 configuration or usage error (nothing launched), 128 + the\n"
+          "signal when interrupted (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).\n",
+          SG_DEFAULT_DB);
+}
+
+typedef struct runkey {
+  char *json;
+  size_t i;
+} runkey_t;
+
+static int runkey_cmp(const void *a, const void *b) {
+  const runkey_t *x = a, *y = b;
+  int c = strcmp(x->json, y->json);
+  return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* Runs with the same settings (repeat index included: `repeat` is the way
+ * to run a point again) measure the same thing twice, which a sweep or a
+ * --set over entries that differ in one key easily does by mistake.  They
+ * still run (nothing is wrong with them), with one warning line each. */
+static void warn_duplicates(const sg_experiment_t *x) {
+  runkey_t *k = calloc(x->nruns ? x->nruns : 1, sizeof *k);
+  if (!k) return;
+  for (size_t i = 0; i < x->nruns; i++) k[i] = (runkey_t){sg_opts_json(x->runs[i].opts), i};
+  for (size_t i = 0; i < x->nruns; i++)
+    if (!k[i].json) goto out;
+  qsort(k, x->nruns, sizeof *k, runkey_cmp);
+  for (size_t i = 1, first = 0; i < x->nruns; i++) {
+    if (strcmp(k[i].json, k[first].json)) {
+      first = i;
+      continue;
+    }
+    fprintf(stderr, "sgdlab run: warning: run %zu (%s) has the same settings as run %zu (%s); "
+            "it measures the same thing again (use repeat: to rerun a point)\n", k[i].i + 1,
+            x->runs[k[i].i].label, k[first].i + 1, x->runs[k[first].i].label);
+  }
+out:
+  for (size_t i = 0; i < x->nruns; i++) free(k[i].json);
+  free(k);
+}
+
+/* The row of a run as planned (json: its options as JSON, caller's). */
+static sg_run_row_t run_row(const sg_run_spec_t *run, const char *json) {
+  return (sg_run_row_t){.engine = run->engine->name, .options_json = json,
+                        .transport = sg_opts_get(run->opts, "transport"),
+                        .launcher = sg_opts_get(run->opts, "launcher"), .workers = run->workers,
+                        .servers = run->servers, .processes = run->nprocs,
+                        .repeat = run->repeat, .seed = run->seed};
+}
+
+/* ids[i]: run i's row; a row of `have` with its options when one is there
+ * (-1 when that row is ok: nothing to do), else a new pending row. */
+static int plan_rows(sg_recorder_t *db, int64_t exp_id, const sg_experiment_t *x,
+                     sg_run_state_t *have, size_t nhave, int64_t *ids, size_t *todo) {
+  *todo = 0;
+  for (size_t i = 0; i < x->nruns; i++) {
+    char *json = sg_opts_json(x->runs[i].opts);
+    if (!json) return SG_ENOMEM;
+    size_t j = 0;
+    while (j < nhave && (!have[j].options_json || strcmp(have[j].options_json, json))) j++;
+    int rc = SG_OK;
+    if (j < nhave) { /* each row answers for one run: identical runs take one each */
+      ids[i] = strcmp(have[j].status, "ok") ? have[j].id : -1;
+      free(have[j].options_json);
+      have[j].options_json = NULL;
+    } else {
+      sg_run_row_t row = run_row(&x->runs[i], json);
+      rc = sg_recorder_run_plan(db, exp_id, &row, &ids[i]);
+    }
+    free(json);
+    SG_CHECK(rc);
+    if (ids[i] > 0) (*todo)++;
+  }
+  return SG_OK;
+}
+
+/* --resume: the latest experiment of this name and text, its runs that
+ * are not ok (pending, interrupted, failed). */
+static int resume_rows(sg_recorder_t *db, const sg_experiment_t *x, int64_t *exp_id, int64_t *ids,
+                       size_t *todo) {
+  sg_run_state_t *have = NULL;
+  size_t nhave = 0;
+  SG_CHECK(sg_recorder_find_experiment(db, x->name, x->config_text, exp_id));
+  SG_CHECK(sg_recorder_run_states(db, *exp_id, &have, &nhave));
+  int rc = plan_rows(db, *exp_id, x, have, nhave, ids, todo);
+  sg_recorder_rows_free(&have, nhave);
+  return rc;
+}
+
+/* `sgdlab run`'s arguments. */
+typedef struct run_args {
+  const char *config, *db_path;
+  int quiet, verbose, dry, force, resume, nsets;
+  char **sets;     /* --set values (the -H one included) */
+  char *hosts_set; /* "hosts=..." from -H */
+} run_args_t;
+
+/* Parse argv into *a: 0, or the exit code (-1: --help shown, exit 0). */
+static int parse_args(int argc, char **argv, run_args_t *a) {
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+      run_usage(stdout);
+      return -1;
+    } else if (!strcmp(o, "--set") && i + 1 < argc) a->sets[a->nsets++] = argv[++i];
+    else if (!strncmp(o, "--set=", 6)) a->sets[a->nsets++] = (char *)o + 6;
+    else if (!strcmp(o, "--db") && i + 1 < argc) a->db_path = argv[++i];
+    else if (!strncmp(o, "--db=", 5)) a->db_path = o + 5;
+    else if (!strcmp(o, "-H") && i + 1 < argc) {
+      free(a->hosts_set);
+      if (!(a->hosts_set = malloc(strlen(argv[i + 1]) + 8))) return 1;
+      sprintf(a->hosts_set, "hosts=%s", argv[++i]);
+    } else if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) a->quiet = 1;
+    else if (!strcmp(o, "-v") || !strcmp(o, "--verbose")) a->verbose = 1;
+    else if (!strcmp(o, "-n") || !strcmp(o, "--dry-run")) a->dry = 1;
+    else if (!strcmp(o, "--force")) a->force = 1;
+    else if (!strcmp(o, "--resume")) a->resume = 1;
+    else if (o[0] == '-' && o[1]) {
+      fprintf(stderr, "sgdlab run: unknown or incomplete option '%s' (sgdlab run --help)\n", o);
+      return 2;
+    } else if (!a->config) a->config = o;
+    else {
+      fprintf(stderr, "sgdlab run: one experiment file at a time ('%s' and '%s')\n", a->config, o);
+      return 2;
+    }
+  }
+  if (!a->config) {
+    fprintf(stderr, "sgdlab run: missing CONFIG, the experiment file to run (e.g. sgdlab run "
+            "configs/local-softmax.yaml)\n\n");
+    run_usage(stderr);
+    return 2;
+  }
+  if (a->hosts_set) a->sets[a->nsets++] = a->hosts_set;
+  return 0;
+}
+
+/* --dry-run: the resolved runs, one line each (-v: their settings). */
+static void list_runs(const sg_experiment_t *x, int verbose) {
+  for (size_t i = 0; i < x->nruns; i++) {
+    const sg_run_spec_t *r = &x->runs[i];
+    printf("[%zu/%zu] %s  processes=%d repeat=%d\n", i + 1, x->nruns, r->label, r->nprocs,
+           r->repeat);
+    if (verbose) {
+      char *j = sg_opts_json(r->opts);
+      printf("  %s\n", j ? j : "?");
+      free(j);
+    }
+  }
+}
+
+/* The experiment's rows: --resume finds them, else every run is recorded
+ * up front as pending (an interrupted sweep shows, and --resume finds,
+ * the runs it never started).  Fills *env and ids; returns the exit code
+ * to give up with, or 0. */
+static int open_rows(const run_args_t *a, sg_recorder_t *db, const sg_experiment_t *x,
+                     const char *rank_bin, sg_progress_t **prog, sg_run_env_t *env, int64_t *ids,
+                     size_t *todo) {
+  if (!a->resume) {
+    if (sg_run_begin(db, x, a->quiet, a->verbose, rank_bin, prog, env) < 0 ||
+        plan_rows(db, env->exp_id, x, NULL, 0, ids, todo) < 0) {
+      fprintf(stderr, "sgdlab run: %s\n", sg_err_msg());
+      return 1;
+    }
+    return 0;
+  }
+  int64_t exp_id = 0;
+  if (resume_rows(db, x, &exp_id, ids, todo) < 0) {
+    fprintf(stderr, "sgdlab run: --resume: %s\n", sg_err_msg());
+    return 2;
+  }
+  if (sg_progress_new(prog, a->quiet, x->nruns) < 0) return 1;
+  sg_run_install_signals();
+  *env = (sg_run_env_t){.db = db, .exp_id = exp_id, .progress = *prog, .verbose = a->verbose,
+                        .rank_bin = rank_bin};
+  if (!a->quiet)
+    printf("resuming experiment '%s' (id %lld): %zu of %zu runs to do\n", x->name,
+           (long long)exp_id, *todo, x->nruns);
+  return 0;
+}
+
+/* Execute every run still to do; returns the exit code. */
+static int run_all(const run_args_t *a, const sg_experiment_t *x, const sg_run_env_t *env,
+                   size_t todo) {
+  size_t failed = 0;
+  for (size_t i = 0; i < x->nruns; i++) {
+    if (env->run_ids[i] < 0) continue; /* --resume: ok already */
+    sg_run_result_t res;
+    int rc = sg_run_execute(env, &x->runs[i], i, x->nruns, &res);
+    if (rc == SG_EINTERRUPTED) {
+      int sig = sg_run_signal();
+      fprintf(stderr, "sgdlab run: interrupted (%s); run %lld marked interrupted, the runs not "
+              "started stay pending (sgdlab run %s --resume runs them)\n",
+              sig > 0 ? strsignal(sig) : "signal", (long long)res.run_id, a->config);
+      return 128 + (sig > 0 ? sig : SIGINT);
+    }
+    if (rc < 0) {
+      fprintf(stderr, "sgdlab run: %s\n", sg_err_msg());
+      return 1;
+    }
+    if (!res.ok) {
+      failed++;
+      if (a->quiet) fprintf(stderr, "sgdlab run: run %lld failed: %s\n", (long long)res.run_id, res.error);
+    }
+  }
+  if (!a->quiet)
+    printf("experiment '%s' (id %lld): %zu run%s, %zu failed; results in %s\n", x->name,
+           (long long)env->exp_id, todo, todo == 1 ? "" : "s", failed, a->db_path);
+  return failed ? 1 : 0;
+}
+
+/* Load, check and admit the experiment (bad input: exit 2, nothing launched). */
+static int load_experiment(const run_args_t *a, sg_experiment_t **x) {
+  if (sg_config_load(x, a->config, a->sets, a->nsets) < 0 ||
+      sg_admit_experiment(*x, a->force, a->dry ? stdout : NULL) < 0 ||
+      sg_run_cluster_admit(*x, a->config) < 0) {
+    fprintf(stderr, "%s\n", sg_err_msg());
+    return 2;
+  }
+  warn_duplicates(*x);
+  return 0;
+}
+
+int sg_cmd_run(int argc, char **argv) {
+  run_args_t a = {.db_path = SG_DEFAULT_DB, .sets = calloc((size_t)argc + 1, sizeof(char *))};
+  int64_t *ids = NULL;
+  size_t todo = 0;
+  sg_experiment_t *x = NULL;
+  sg_recorder_t *db = NULL;
+  sg_progress_t *prog = NULL;
+  sg_run_env_t env;
+  char rank_bin[4096];
+  if (!a.sets) return 1;
+  int code = parse_args(argc, argv, &a);
+  if (code) {
+    code = code < 0 ? 0 : code;
+    goto out;
+  }
+  if ((code = load_experiment(&a, &x))) goto out;
+  if (a.dry) {
+    list_runs(x, a.verbose);
+    goto out;
+  }
+  if (sg_launch_find_rank_bin(rank_bin, sizeof rank_bin) < 0 || sg_recorder_open(&db, a.db_path) < 0) {
+    fprintf(stderr, "sgdlab run: %s\n", sg_err_msg());
+    code = 2;
+    goto out;
+  }
+  sg_run_cluster_sweep_leftovers(a.quiet); /* clusters of a harness that was killed */
+  if (!(ids = calloc(x->nruns ? x->nruns : 1, sizeof *ids))) {
+    code = 1;
+    goto out;
+  }
+  if ((code = open_rows(&a, db, x, rank_bin, &prog, &env, ids, &todo))) goto out;
+  env.run_ids = ids;
+  code = run_all(&a, x, &env, todo);
+out:
+  sg_progress_destroy(&prog);
+  sg_recorder_close(&db);
+  sg_experiment_destroy(&x);
+  free(ids);
+  free(a.hosts_set);
+  free(a.sets);
+  return code;
+}

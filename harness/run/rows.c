@@ -1,0 +1,143 @@
+/* rows.c - the records the records server hands out, into rows: each
+ * record type to its table or run_info key, a rank's HELLO and DONE into
+ * the run's state (run.h). */
+#include "run_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "err.h"
+
+/* A rank's own time.* INFO: data load (the longest rank's counts), time
+ * spent evaluating, and of it the part between the first and last step. */
+static void rank_time(run_times_t *t, const char *key, const char *val) {
+  char *end;
+  double v = strtod(val, &end);
+  if (end == val || !(v >= 0) || v > 1e9) return;
+  if (!strcmp(key, "time.data_s")) t->data_s = isnan(t->data_s) || v > t->data_s ? v : t->data_s;
+  else if (!strcmp(key, "time.eval_s")) t->eval_s = (isnan(t->eval_s) ? 0 : t->eval_s) + v;
+  else if (!strcmp(key, "time.eval_in_s")) t->eval_in_s = (isnan(t->eval_in_s) ? 0 : t->eval_in_s) + v;
+}
+
+/* HELLO: the rank's role, host and pid (one per rank). */
+static int on_hello(serve_t *s, int rank, const unsigned char *p) {
+  rank_info_t *ri = &s->ranks[rank];
+  sg_rec_hello_t x;
+  if (ri->hello) return SG_OK;
+  memcpy(&x, p, sizeof x);
+  x.role[sizeof x.role - 1] = '\0';
+  x.host[sizeof x.host - 1] = '\0';
+  ri->hello = 1;
+  snprintf(ri->role, sizeof ri->role, "%s", x.role);
+  snprintf(ri->host, sizeof ri->host, "%s", x.host);
+  ri->pid = x.pid;
+  s->times.nhello++;
+  s->times.last_hello = s->last_rec;
+  return sg_recorder_rank(s->env->db, s->run_id, rank, ri->role, ri->host, ri->pid,
+                          sg_run_cluster_host(s->cluster, rank), sg_run_cluster_addr(s->cluster, rank));
+}
+
+static int on_step(serve_t *s, int rank, const unsigned char *p) {
+  rank_info_t *ri = &s->ranks[rank];
+  sg_step_rec_t x;
+  memcpy(&x, p, sizeof x);
+  SG_CHECK(sg_recorder_step(s->env->db, s->run_id, rank, ri->hello ? ri->role : "worker", &x));
+  /* training is under way once every rank has begun: the latest first
+   * step start (a rank that starts earlier waits on the evaluating
+   * rank's first evaluation inside its step) */
+  if (ri->last_step < 0 && !(x.t_start <= s->times.first_step)) s->times.first_step = x.t_start;
+  ri->last_step = x.step;
+  s->armed = 1;
+  s->times.last_step_end = sg_wall() - s->times.t0;
+  sg_progress_step(s->env->progress, x.step, x.epoch);
+  return SG_OK;
+}
+
+static int on_info(serve_t *s, const unsigned char *p) {
+  const char *key = (const char *)p, *val = key + strlen(key) + 1;
+  if (!strncmp(key, "time.", 5)) { /* the harness writes time.* (record_times) */
+    rank_time(&s->times, key, val);
+    return SG_OK;
+  }
+  SG_CHECK(sg_recorder_info(s->env->db, s->run_id, key, val));
+  if (!strcmp(key, "total_steps")) sg_progress_total(s->env->progress, atoll(val));
+  return SG_OK;
+}
+
+/* DONE: ok, or failed with a message and whom it blames (the fields, a
+ * blamed rank out of range counting as none). */
+static void on_done(serve_t *s, int rank, const unsigned char *p) {
+  rank_info_t *ri = &s->ranks[rank];
+  sg_rec_done_t d;
+  memcpy(&d, p, sizeof d);
+  if (ri->done) return;
+  ri->done = 1;
+  s->times.last_done = s->last_rec;
+  ri->status = d.status;
+  ri->blamed = d.blamed >= 0 && d.blamed < s->nprocs ? d.blamed : -1;
+  ri->reason = ri->blamed >= 0 ? d.reason : SG_BLAME_NONE;
+  s->ndone++;
+  snprintf(ri->msg, sizeof ri->msg, "%s", (const char *)p + sizeof d);
+  if (d.status == 0) return;
+  char who[160];
+  run_rank_name(s, rank, who, sizeof who);
+  if (!s->error[0]) {
+    s->first_fail = rank;
+    s->settle_until = sg_now() + SETTLE_S;
+  }
+  run_fail(s, "%s: %s", who, ri->msg[0] ? ri->msg : "failed");
+}
+
+/* One record, checked by the records server (sizes, terminators, sender;
+ * malformed or forged ones never get here: run_info records.dropped). */
+static int handle_record(serve_t *s, const sg_rec_in_t *in) {
+  const unsigned char *p = in->payload;
+  int rank = in->h.rank;
+  s->last_rec = sg_now();
+  s->ranks[rank].last_t = s->last_rec;
+  switch (in->h.type) {
+  case SG_REC_HELLO: return on_hello(s, rank, p);
+  case SG_REC_STEP: return on_step(s, rank, p);
+  case SG_REC_EVAL: {
+    sg_eval_rec_t x;
+    memcpy(&x, p, sizeof x);
+    SG_CHECK(sg_recorder_eval(s->env->db, s->run_id, &x));
+    s->final_acc = x.test_acc;
+    sg_progress_eval(s->env->progress, x.test_acc);
+    return SG_OK;
+  }
+  case SG_REC_BENCH: {
+    sg_bench_rec_t x;
+    memcpy(&x, p, sizeof x);
+    x.collective[sizeof x.collective - 1] = x.impl[sizeof x.impl - 1] = '\0';
+    x.transport[sizeof x.transport - 1] = '\0';
+    return sg_recorder_bench(s->env->db, s->env->exp_id, &x);
+  }
+  case SG_REC_INFO: return on_info(s, p);
+  case SG_REC_DONE: on_done(s, rank, p); return SG_OK;
+  default: return SG_OK;
+  }
+}
+
+/* Handle every record waiting at the records server. */
+int run_drain(serve_t *s) {
+  sg_rec_in_t in;
+  int got;
+  while ((got = sg_rec_server_recv(s->rec, &in)) > 0) SG_CHECK(handle_record(s, &in));
+  return got;
+}
+
+/* Wait up to `secs` for records (e.g. the DONE of a rank that just exited). */
+int run_drain_for(serve_t *s, double secs, int want_rank) {
+  double until = sg_now() + secs;
+  for (;;) {
+    SG_CHECK(run_drain(s));
+    if (want_rank >= 0 ? s->ranks[want_rank].done : s->ndone >= s->nprocs) return SG_OK;
+    double left = until - sg_now();
+    if (left <= 0) return SG_OK;
+    sg_rec_server_wait(s->rec, -1, NULL, (int)(left * 1000) + 1);
+  }
+}

@@ -1,0 +1,295 @@
+/* supervise.c - the poll loop of one run: records, rendezvous, mpirun's
+ * stderr and process exits; the silence watchdog and stopped processes;
+ * stopping what is left of a failed run (run.h). */
+#include "run_impl.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "err.h"
+#include "proc.h"
+
+/* "killed by signal 9 (Killed)" / "exited with status 3" */
+void run_exit_text(int status, char *out, size_t cap) {
+  if (WIFSIGNALED(status))
+    snprintf(out, cap, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  else
+    snprintf(out, cap, "exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+void run_describe_exit(serve_t *s, const sg_exit_t *ex) {
+  char who[160];
+  if (ex->rank >= 0) {
+    rank_info_t *ri = &s->ranks[ex->rank];
+    if (!ri->pid) ri->pid = (int)ex->pid;
+    ri->exited = 1;
+    run_rank_name(s, ex->rank, who, sizeof who);
+  } else {
+    snprintf(who, sizeof who, "mpirun (pid %d)", (int)ex->pid);
+  }
+  if (WIFSIGNALED(ex->status)) {
+    char how[96];
+    run_exit_text(ex->status, how, sizeof how);
+    run_fail(s, "%s: %s", who, how);
+  } else if (WIFEXITED(ex->status) && WEXITSTATUS(ex->status) != 0) {
+    if (ex->rank >= 0 && s->ranks[ex->rank].done && s->ranks[ex->rank].msg[0])
+      run_fail(s, "%s: %s", who, s->ranks[ex->rank].msg);
+    else if (ex->rank < 0) {
+      /* mpirun: name the first rank that did not finish */
+      for (int r = 0; r < s->nprocs; r++)
+        if (!s->ranks[r].done || s->ranks[r].status) {
+          char rn[160];
+          run_rank_name(s, r, rn, sizeof rn);
+          if (s->ranks[r].done && s->ranks[r].msg[0]) run_fail(s, "%s: %s", rn, s->ranks[r].msg);
+          else run_fail(s, "%s: ended without reporting (mpirun exited with status %d)", rn,
+                        WEXITSTATUS(ex->status));
+          return;
+        }
+      run_fail(s, "%s: exited with status %d", who, WEXITSTATUS(ex->status));
+    } else
+      run_fail(s, "%s: exited with status %d", who, WEXITSTATUS(ex->status));
+  }
+}
+
+/* A rank that died (no failed DONE): when the engine tolerates its death
+ * (local launcher only), record it and let the run go on; returns 1 then. */
+int run_tolerated_death(serve_t *s, const sg_exit_t *ex, int local) {
+  const sg_engine_t *e = s->run->engine;
+  rank_info_t *ri = &s->ranks[ex->rank];
+  if (!local || !e->tolerates_exit || (ri->done && ri->status) ||
+      !e->tolerates_exit(s->run->opts, s->run->workers, ex->rank))
+    return 0;
+  char who[160], how[96], key[32], text[300];
+  if (!ri->pid) ri->pid = (int)ex->pid;
+  ri->exited = 1;
+  ri->dead = 1;
+  run_rank_name(s, ex->rank, who, sizeof who);
+  run_exit_text(ex->status, how, sizeof how);
+  snprintf(key, sizeof key, "dead_rank.%d", ex->rank);
+  snprintf(text, sizeof text, "%s: %s", who, how);
+  if (sg_recorder_info(s->env->db, s->run_id, key, text) < 0) return 0;
+  if (s->env->verbose)
+    fprintf(stderr, "%ssgdlab: run %lld: %s; %s tolerates it, the run goes on\n",
+            isatty(STDERR_FILENO) ? "\r\033[K" : "", (long long)s->run_id, text, e->name);
+  return 1;
+}
+
+/* Kill rank processes on this host that are not our children (mpirun's).
+ * The pid is what the rank said in HELLO: sg_launch_signal() signals it
+ * only when it is a process this run started (mpirun's descendant). */
+void run_kill_leftovers(serve_t *s) {
+  char host[64] = "";
+  gethostname(host, sizeof host - 1);
+  for (int r = 0; r < s->nprocs; r++) {
+    rank_info_t *ri = &s->ranks[r];
+    if (ri->hello && ri->pid > 0 && !strcmp(ri->host, host) && !ri->done)
+      sg_launch_signal(s->launch, ri->pid, SIGKILL);
+  }
+}
+
+/* A failed run: SIGKILL its stopped rank processes on this host first (a
+ * stopped process holds SIGTERM until continued, so mpirun, which
+ * terminates its job with SIGTERM, would otherwise wait on it). */
+void run_kill_stopped(serve_t *s) {
+  char host[64] = "";
+  gethostname(host, sizeof host - 1);
+  for (int r = 0; r < s->nprocs; r++) {
+    const rank_info_t *ri = &s->ranks[r];
+    if (ri->hello && ri->pid > 0 && !strcmp(ri->host, host) && sg_proc_stopped(ri->pid))
+      sg_launch_signal(s->launch, ri->pid, SIGKILL); /* only a process of this run */
+  }
+}
+
+/* The silence watchdog, the only guard against a rank that hangs inside a
+ * call without a deadline (MPI_Allreduce of `allreduce native`): every
+ * rank of a training run sends a step record every step, so silence from
+ * ALL ranks for WATCHDOG_FACTOR x deadline means the run hangs.  Armed
+ * (that tight) from the first step record on; before it, start-up gets
+ * deadline + SILENCE_MARGIN_S.  Why 1.5: the engines' own receives give up
+ * after 1..1.35 deadlines on a dead peer and report it (the better
+ * message; the rule is in core/deadline.h), and a step, or the evaluation between two steps, takes far
+ * less than a deadline.  The error lists every rank's last step record
+ * and which rank has been silent longest (a stopped or dead process of
+ * this host is named before it, see run_blame()):
+ *   "no rank reported for 45.0 s (1.5 x deadline 30 s); last records:
+ *    rank 0 step 120, rank 1 step 120, rank 2 step 97 (silent longest)" */
+void run_watchdog(serve_t *s, double deadline) {
+  double now = sg_now(), quiet = now - s->last_rec;
+  double limit = s->armed ? WATCHDOG_FACTOR * deadline : deadline + SILENCE_MARGIN_S;
+  if (s->error[0] || quiet <= limit) return;
+  char list[300] = "";
+  size_t len = 0;
+  int oldest = -1;
+  for (int r = 0; r < s->nprocs; r++)
+    if (oldest < 0 || s->ranks[r].last_t < s->ranks[oldest].last_t) oldest = r;
+  for (int r = 0; r < s->nprocs && len < sizeof list; r++) {
+    const rank_info_t *ri = &s->ranks[r];
+    const char *sep = r ? ", " : "";
+    if (ri->last_step >= 0)
+      len += (size_t)snprintf(list + len, sizeof list - len, "%srank %d step %lld", sep, r,
+                              (long long)ri->last_step);
+    else
+      len += (size_t)snprintf(list + len, sizeof list - len, "%srank %d %s", sep, r,
+                              ri->last_t > 0 ? "no step" : "nothing");
+    if (r == oldest && len < sizeof list)
+      len += (size_t)snprintf(list + len, sizeof list - len, " (silent longest)");
+  }
+  char bound[64];
+  if (s->armed) snprintf(bound, sizeof bound, "%.1f x deadline %g s", WATCHDOG_FACTOR, deadline);
+  else snprintf(bound, sizeof bound, "deadline %g s + %g s at start-up", deadline, SILENCE_MARGIN_S);
+  s->hung = 1;
+  run_fail(s, "no rank reported for %.1f s (%s); last records: %s", quiet, bound, list);
+}
+
+/* The pid of rank r's process on this host that this run started: the
+ * local launcher's child, or (mpirun) the pid the rank sent in HELLO when
+ * it descends from our mpirun; 0 when there is none to look at. */
+static int run_rank_pid(serve_t *s, int r) {
+  rank_info_t *ri = &s->ranks[r];
+  if (strcmp(sg_opts_str_or(s->run->opts, "launcher", "local"), "mpirun"))
+    return (int)sg_launch_pid(s->launch, r);
+  char host[64] = "";
+  gethostname(host, sizeof host - 1);
+  if (!ri->hello || ri->pid <= 0 || strcmp(ri->host, host)) return 0;
+  return sg_launch_owns(s->launch, ri->pid) ? ri->pid : 0;
+}
+
+/* Read the process state of every rank still expected to report
+ * (rank_info_t.state, .stopped_since); at most every SCAN_S unless
+ * `now_too`. */
+void run_scan_states(serve_t *s, int now_too) {
+  double now = sg_now();
+  if (!now_too && now - s->scanned < SCAN_S) return;
+  s->scanned = now;
+  for (int r = 0; r < s->nprocs; r++) {
+    rank_info_t *ri = &s->ranks[r];
+    int pid = ri->done || ri->exited || ri->dead ? 0 : run_rank_pid(s, r);
+    ri->state = pid > 0 ? sg_proc_state(pid) : -1;
+    int stopped = ri->state == 'T' || ri->state == 't';
+    if (!stopped) ri->stopped_since = 0;
+    else if (!ri->stopped_since) ri->stopped_since = now;
+  }
+}
+
+/* A stopped process never ends by itself and may be one that nobody
+ * waits on (a worker async ps has declared dead and goes on without): a
+ * rank of this host stopped for WATCHDOG_FACTOR x deadline fails the run.
+ * Peers that wait on it report first (after 1..1.35 deadlines). */
+void run_stopped_check(serve_t *s, double deadline) {
+  if (s->error[0]) return;
+  run_scan_states(s, 0);
+  double now = sg_now();
+  for (int r = 0; r < s->nprocs; r++) {
+    const rank_info_t *ri = &s->ranks[r];
+    if (!ri->stopped_since || now - ri->stopped_since <= WATCHDOG_FACTOR * deadline) continue;
+    char who[160];
+    run_rank_name(s, r, who, sizeof who);
+    run_fail(s, "%s is stopped (state %c) for %.1f s (%.1f x deadline %g s)", who, ri->state,
+             now - ri->stopped_since, WATCHDOG_FACTOR, deadline);
+    return;
+  }
+}
+
+/* Every exit the launcher reports: a rank that failed usually said why in
+ * DONE just before exiting; mpirun's last words name the rank that ended
+ * the job. */
+static int on_exits(serve_t *s) {
+  sg_exit_t ex;
+  while (sg_launch_poll(s->launch, &ex)) {
+    int bad = !WIFEXITED(ex.status) || WEXITSTATUS(ex.status) != 0;
+    if (bad && ex.rank >= 0) SG_CHECK(run_drain_for(s, DRAIN_S, ex.rank));
+    if (ex.rank < 0) {
+      run_mpirun_read_to_eof(s);
+      s->err_open = 0;
+      if (bad) SG_CHECK(run_drain_for(s, DRAIN_S, -1));
+      run_fail_from_notice(s);
+      run_fail_from_suspect(s);
+    }
+    if (bad && ex.rank >= 0 && run_tolerated_death(s, &ex, s->local)) continue;
+    run_describe_exit(s, &ex);
+  }
+  return SG_OK;
+}
+
+/* One turn of the loop: wait up to POLL_MS, then handle what came. */
+static int serve_once(serve_t *s) {
+  sg_rec_server_wait(s->rec, s->err_open ? s->err_fd : -1, s->rdv ? sg_rdv_socket(s->rdv) : NULL,
+                     POLL_MS);
+  SG_CHECK(run_drain(s));
+  if (s->rdv) SG_CHECK(sg_rdv_handle(s->rdv));
+  if (s->err_open && run_mpirun_read(s)) s->err_open = 0;
+  SG_CHECK(on_exits(s));
+  if (!s->local && !s->error[0]) {
+    SG_CHECK(run_check_mpirun_ranks(s));
+    run_fail_from_notice(s);
+    if (s->suspect >= 0 && sg_now() - s->suspect_t > NOTICE_WAIT_S) run_fail_from_suspect(s);
+  }
+  SG_CHECK(sg_recorder_tick(s->env->db));
+  run_watchdog(s, s->deadline);
+  run_stopped_check(s, s->deadline);
+  if (s->error[0]) {
+    run_note_culprit(s); /* before anything is stopped */
+    run_kill_stopped(s); /* the run is over: do not let mpirun wait on it */
+  }
+  return SG_OK;
+}
+
+/* A failed run: let mpirun abort its job itself first (it reaches every
+ * host), then signal what is left; keep the end of mpirun's stderr. */
+static int stop_failed(serve_t *s) {
+  run_kill_stopped(s);
+  if (!s->local && !s->interrupted && !s->hung) {
+    double until = sg_now() + MPIRUN_ABORT_S;
+    sg_exit_t ex;
+    while (sg_launch_alive(s->launch) && sg_now() < until) {
+      if (s->err_open && run_mpirun_read(s)) s->err_open = 0;
+      if (sg_launch_poll(s->launch, &ex)) break;
+      struct pollfd pf = {.fd = s->err_fd, .events = POLLIN};
+      poll(&pf, s->err_open ? 1 : 0, 20);
+    }
+    run_mpirun_read_to_eof(s);
+  }
+  sg_launch_stop(s->launch, STOP_GRACE_S);
+  run_kill_leftovers(s);
+  if (s->tail_len) SG_CHECK(sg_recorder_info(s->env->db, s->run_id, "mpirun_stderr", s->tail));
+  return SG_OK;
+}
+
+/* Every process is gone: the last records, then the reason. */
+static int judge(serve_t *s) {
+  SG_CHECK(run_drain_for(s, s->error[0] ? 0 : DRAIN_S, -1));
+  run_root_cause(s);
+  run_blame(s);
+  for (int r = 0; r < s->nprocs && !s->error[0]; r++)
+    if (!s->ranks[r].done && !s->ranks[r].dead) {
+      char who[160];
+      run_rank_name(s, r, who, sizeof who);
+      run_fail(s, "%s: exited without reporting that it finished", who);
+    }
+  if (sg_run_interrupted_ && !s->error[0]) {
+    s->interrupted = 1;
+    run_fail(s, "interrupted");
+  }
+  return SG_OK;
+}
+
+int run_serve(serve_t *s, double *reaped) {
+  while (sg_launch_alive(s->launch) && (!s->error[0] || sg_now() < s->settle_until)) {
+    if (sg_run_interrupted_) {
+      s->interrupted = 1;
+      run_fail(s, "interrupted");
+      break;
+    }
+    SG_CHECK(serve_once(s));
+  }
+  if (s->error[0]) SG_CHECK(stop_failed(s));
+  *reaped = sg_now();
+  return judge(s);
+}
