@@ -25,7 +25,8 @@
 #include "proc.h"
 #include "run_cluster.h"
 #include "sg_revision.h" /* SG_REVISION, generated at build time */
-#include "transport.h"
+#include "rendezvous.h"
+#include "transport_new.h"
 
 #if defined(__clang__)
 #define SG_COMPILER __VERSION__

@@ -19,7 +19,7 @@
 #include "allreduce.h"
 #include "err.h"
 #include "thread_ranks.h"
-#include "transport.h"
+#include "transport_new.h"
 
 typedef struct rank_arg {
   const char *algo;

@@ -8,7 +8,7 @@
 #include "reduce.h"
 #include "test.h"
 #include "thread_ranks.h"
-#include "transport.h"
+#include "transport_new.h"
 #include "transport_cases.h"
 
 #define MAXN 16

@@ -8,6 +8,7 @@
 #include <zmq.h>
 
 #include "err.h"
+#include "transport_new.h"
 
 typedef struct tr_thread {
   const tr_group_t *g;
