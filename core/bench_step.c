@@ -134,54 +134,91 @@ fail:
   return rc;
 }
 
+/* The settings the step runs with (mlp, hidden 256, batch 64 unless
+ * given), its workload, optimizer and buffers, parameters initialised. */
+static int step_setup(const sg_opts_t *o, sg_opts_t **so, step_ctx_t *c) {
+  if (!(*so = sg_opts_dup(o))) return SG_ENOMEM;
+  if (!sg_opts_has(*so, "model")) SG_CHECK(sg_opts_set(*so, "model", "mlp"));
+  if (!sg_opts_has(*so, "hidden")) SG_CHECK(sg_opts_set(*so, "hidden", "256"));
+  if (!sg_opts_has(*so, "batch")) SG_CHECK(sg_opts_set(*so, "batch", "64"));
+  SG_CHECK(sg_settings_defaults(sg_settings, *so));
+  SG_CHECK(sg_workload_new(&c->w, *so, 0, 1, SG_WL_TRAIN));
+  SG_CHECK(sg_workload_optim_new(c->w, *so, &c->opt));
+  const size_t np = sg_workload_nparams(c->w);
+  c->params = malloc(np * sizeof(float));
+  c->grad = malloc(np * sizeof(float));
+  if (!c->params || !c->grad) return SG_ENOMEM;
+  return sg_workload_init_params(c->w, c->params);
+}
+
+/* Warm-up (untimed for the result; sizes the blocks: *k steps each), then
+ * BLOCKS blocks alternating the step and its sgemm calls alone; tb[] and
+ * tq[] sorted, seconds per step. */
+static int step_time_blocks(step_ctx_t *c, gemm_set_t *gs, size_t ng, double *tb, double *tq,
+                            int64_t *k) {
+  double t0 = sg_now();
+  SG_CHECK(run_steps(c, WARMUP_STEPS));
+  *k = reps_for((sg_now() - t0) / WARMUP_STEPS);
+  for (int i = 0; i < WARMUP_STEPS; i++)
+    for (size_t j = 0; j < ng; j++) gemm_one(gs, j);
+  for (int b = 0; b < BLOCKS; b++) {
+    t0 = sg_now();
+    SG_CHECK(run_steps(c, *k));
+    tb[b] = (sg_now() - t0) / (double)*k;
+    t0 = sg_now();
+    for (int64_t i = 0; i < *k; i++)
+      for (size_t j = 0; j < ng; j++) gemm_one(gs, j);
+    tq[b] = (sg_now() - t0) / (double)*k;
+  }
+  qsort(tb, BLOCKS, sizeof tb[0], cmp_double);
+  qsort(tq, BLOCKS, sizeof tq[0], cmp_double);
+  return SG_OK;
+}
+
+/* The report: per-shape table, the sgemm bound, the step, their ratio. */
+static void step_print(FILE *out, const step_ctx_t *c, const sg_gemm_shape_t *g, size_t ng,
+                       const double *tg, const double *tb, const double *tq, int64_t k,
+                       const sg_bench_step_result_t *r) {
+  fprintf(out, "bench step: %s\n", sg_workload_describe(c->w));
+  fprintf(out, "blas: %s\n", sg_blas_info());
+  fprintf(out, "%-8s %5s %7s %7s %7s %9s %10s %8s\n", "gemm", "op", "m", "n", "k", "MFLOP",
+          "time_us", "GFLOP/s");
+  for (size_t i = 0; i < ng; i++) {
+    double fl = 2.0 * g[i].m * (double)g[i].n * g[i].k;
+    fprintf(out, "%-8s %3c,%c %7d %7d %7d %9.3f %10.2f %8.1f\n", g[i].what, g[i].ta, g[i].tb,
+            g[i].m, g[i].n, g[i].k, fl * 1e-6, tg[i] * 1e6, fl / tg[i] * 1e-9);
+  }
+  if (r->gemm_s > 0)
+    fprintf(out, "sgemm bound: %.2f us/step median of %d blocks (min %.2f, max %.2f), "
+                 "%.0f samples/s (%.1f GFLOP/s)\n",
+            r->gemm_s * 1e6, BLOCKS, tq[0] * 1e6, tq[BLOCKS - 1] * 1e6, r->bound_sps,
+            r->gemm_flops / r->gemm_s * 1e-9);
+  else
+    fprintf(out, "sgemm bound: n/a (the step makes no sgemm call)\n");
+  fprintf(out, "step (grad+apply): %.2f us median of %d blocks x %lld steps "
+               "(min %.2f, max %.2f), %.0f samples/s\n",
+          r->step_s * 1e6, BLOCKS, (long long)k, tb[0] * 1e6, tb[BLOCKS - 1] * 1e6,
+          r->step_sps);
+  if (r->gemm_s > 0) fprintf(out, "ratio step/bound: %.3f\n", r->ratio);
+}
+
 int sg_bench_step_run(const sg_opts_t *o, FILE *out, sg_bench_step_result_t *res) {
   int rc = SG_OK;
   sg_bench_step_result_t r = {0};
   step_ctx_t c = {0};
   gemm_set_t gs = {0};
-  sg_opts_t *so = sg_opts_dup(o);
-  if (!so) return SG_ENOMEM;
-  if (!sg_opts_has(so, "model")) SG_TRY(sg_opts_set(so, "model", "mlp"));
-  if (!sg_opts_has(so, "hidden")) SG_TRY(sg_opts_set(so, "hidden", "256"));
-  if (!sg_opts_has(so, "batch")) SG_TRY(sg_opts_set(so, "batch", "64"));
-  SG_TRY(sg_settings_defaults(sg_settings, so));
-
-  SG_TRY(sg_workload_new(&c.w, so, 0, 1, SG_WL_TRAIN));
-  SG_TRY(sg_workload_optim_new(c.w, so, &c.opt));
-  const size_t np = sg_workload_nparams(c.w);
+  sg_opts_t *so = NULL;
+  SG_TRY(step_setup(o, &so, &c));
   const int batch = sg_workload_batch(c.w);
-  c.params = malloc(np * sizeof(float));
-  c.grad = malloc(np * sizeof(float));
-  if (!c.params || !c.grad) {
-    rc = SG_ENOMEM;
-    goto fail;
-  }
-  SG_TRY(sg_workload_init_params(c.w, c.params));
-
   sg_gemm_shape_t g[MAX_GEMMS];
   size_t ng = sg_model_gemms(sg_workload_model(c.w), batch, g, MAX_GEMMS);
   if (ng > MAX_GEMMS) ng = MAX_GEMMS;
   SG_TRY(gemm_set_init(&gs, g, ng));
   for (size_t i = 0; i < ng; i++) r.gemm_flops += 2.0 * g[i].m * (double)g[i].n * g[i].k;
 
-  /* warm-up (untimed for the result; sizes the blocks) */
-  double t0 = sg_now();
-  SG_TRY(run_steps(&c, WARMUP_STEPS));
-  int64_t k = reps_for((sg_now() - t0) / WARMUP_STEPS);
-  for (int i = 0; i < WARMUP_STEPS; i++)
-    for (size_t j = 0; j < ng; j++) gemm_one(&gs, j);
   double tb[BLOCKS], tq[BLOCKS];
-  for (int b = 0; b < BLOCKS; b++) {
-    t0 = sg_now();
-    SG_TRY(run_steps(&c, k));
-    tb[b] = (sg_now() - t0) / (double)k;
-    t0 = sg_now();
-    for (int64_t i = 0; i < k; i++)
-      for (size_t j = 0; j < ng; j++) gemm_one(&gs, j);
-    tq[b] = (sg_now() - t0) / (double)k;
-  }
-  qsort(tb, BLOCKS, sizeof tb[0], cmp_double);
-  qsort(tq, BLOCKS, sizeof tq[0], cmp_double);
+  int64_t k;
+  SG_TRY(step_time_blocks(&c, &gs, ng, tb, tq, &k));
   r.step_s = tb[BLOCKS / 2];
   r.step_sps = batch / r.step_s;
   if (ng > 0) {
@@ -192,30 +229,7 @@ int sg_bench_step_run(const sg_opts_t *o, FILE *out, sg_bench_step_result_t *res
   /* per-shape table (information only) */
   double tg[MAX_GEMMS];
   for (size_t i = 0; i < ng; i++) SG_TRY(time_gemm(&g[i], &tg[i]));
-
-  if (out) {
-    fprintf(out, "bench step: %s\n", sg_workload_describe(c.w));
-    fprintf(out, "blas: %s\n", sg_blas_info());
-    fprintf(out, "%-8s %5s %7s %7s %7s %9s %10s %8s\n", "gemm", "op", "m", "n", "k", "MFLOP",
-            "time_us", "GFLOP/s");
-    for (size_t i = 0; i < ng; i++) {
-      double fl = 2.0 * g[i].m * (double)g[i].n * g[i].k;
-      fprintf(out, "%-8s %3c,%c %7d %7d %7d %9.3f %10.2f %8.1f\n", g[i].what, g[i].ta, g[i].tb,
-              g[i].m, g[i].n, g[i].k, fl * 1e-6, tg[i] * 1e6, fl / tg[i] * 1e-9);
-    }
-    if (r.gemm_s > 0)
-      fprintf(out, "sgemm bound: %.2f us/step median of %d blocks (min %.2f, max %.2f), "
-                   "%.0f samples/s (%.1f GFLOP/s)\n",
-              r.gemm_s * 1e6, BLOCKS, tq[0] * 1e6, tq[BLOCKS - 1] * 1e6, r.bound_sps,
-              r.gemm_flops / r.gemm_s * 1e-9);
-    else
-      fprintf(out, "sgemm bound: n/a (the step makes no sgemm call)\n");
-    fprintf(out, "step (grad+apply): %.2f us median of %d blocks x %lld steps "
-                 "(min %.2f, max %.2f), %.0f samples/s\n",
-            r.step_s * 1e6, BLOCKS, (long long)k, tb[0] * 1e6, tb[BLOCKS - 1] * 1e6,
-            r.step_sps);
-    if (r.gemm_s > 0) fprintf(out, "ratio step/bound: %.3f\n", r.ratio);
-  }
+  if (out) step_print(out, &c, g, ng, tg, tb, tq, k, &r);
   if (res) *res = r;
 fail:
   gemm_set_free(&gs);

@@ -32,6 +32,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "err.h"
+#include "rendezvous.h"
 #include "transport_impl.h"
 
 #define RDV_ID_MAX 256

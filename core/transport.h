@@ -22,14 +22,16 @@
  *    recvd[] (payload bytes; headers excluded), which the step records
  *    report.
  *  - Buffers passed to isend/irecv must stay valid until wait() returns.
+ *
+ * A comm is made by a rank's main (transport_new.h: the ZeroMQ and MPI
+ * constructors); the harness's side of the ZeroMQ rendezvous is in
+ * rendezvous.h.  Engines include only this header.
  */
 #ifndef SG_TRANSPORT_H
 #define SG_TRANSPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-struct sg_keys; /* auth.h */
 
 #define SG_ANY_SOURCE (-1)
 #define SG_ANY_TAG (-1)
@@ -116,84 +118,9 @@ void sg_comm_destroy(sg_comm_t **c);
 uint64_t sg_comm_bytes_sent(const sg_comm_t *c);
 uint64_t sg_comm_bytes_recvd(const sg_comm_t *c);
 
-/* The local IPv4 address this host uses to reach `host` (a name or an
- * address): what a socket that peers on that network must reach binds to.
- * Loopback for this host's own names. */
-int sg_net_addr_toward(const char *host, char *out, size_t cap);
-
-/* Raise this process's soft RLIMIT_NOFILE to its hard limit (children
- * inherit it).  Anyone who can reach a tcp port holds one descriptor per
- * connection until the handshake times out, before CURVE can refuse him:
- * at the usual soft limit of 1024, a thousand idle connections made a
- * rank or the harness fail.  The hard limit is what this user may have
- * anyway.  Returns the soft limit now in force. */
-long sg_fd_limit_raise(void);
-
-/* ---- ZeroMQ ---------------------------------------------------------- */
-
-typedef struct sg_zmq_cfg {
-  int rank, size;
-  double deadline_s;
-  const char *scheme;     /* "tcp", "ipc" or "inproc" */
-  const char *rendezvous; /* harness endpoint (tcp/ipc); NULL for inproc */
-  const char *group;      /* inproc: name shared by the threads of a group */
-  void *zctx;             /* inproc: the shared zmq context; NULL otherwise */
-  int sndhwm;             /* messages queued per peer before send blocks; 0 = default */
-  const char *ipc_dir;    /* ipc: directory for this rank's socket (the harness's
-                             per-run dir, removed even when ranks are killed);
-                             NULL = /tmp */
-  const struct sg_keys *keys; /* tcp: the run's keys (auth.h): CURVE on every
-                             socket, peers admitted by the ZAP allow-list and
-                             identified by their key; NULL = no CURVE */
-  size_t max_msg;         /* largest payload a peer may send; 0 = SG_ZMQ_MAX_MSG */
-  const char *bind_addr;  /* tcp: the address to bind (a cluster host's, given by
-                             the harness); NULL or "" = derived from the
-                             rendezvous (loopback, or the address toward it) */
-} sg_zmq_cfg_t;
-
-/* Default cap on one message's payload (ZMQ_MAXMSGSIZE of the receiving
- * socket): larger than any model or benchmark message sgdlab sends. */
-#define SG_ZMQ_MAX_MSG ((size_t)1 << 30)
-
-/* Caller owns the result.  For tcp/ipc, binds this rank's endpoint and
- * exchanges endpoints through the harness's rendezvous server. */
-int sg_comm_zmq_new(sg_comm_t **out, const sg_zmq_cfg_t *cfg);
-
-/* ---- MPI (point-to-point only) --------------------------------------- */
-
-/* Initialises MPI if needed; rank/size from MPI_COMM_WORLD. */
-int sg_comm_mpi_new(sg_comm_t **out, double deadline_s);
 /* The MPI_Comm (as MPI_Comm *) behind an MPI comm, or NULL for other
  * transports: only for engines whose point is the library's own
  * collective (allreduce native). */
 void *sg_comm_mpi_handle(sg_comm_t *c);
-/* Finalise MPI if this process initialised it (call once, at exit). */
-void sg_mpi_finalize(void);
-/* Nonzero when this build has MPI support (it always does; kept for tests). */
-int sg_mpi_available(void);
-
-/* ---- Rendezvous (the harness side of the ZeroMQ key-value exchange) -- */
-
-typedef struct sg_rdv sg_rdv_t;
-/* Bind a rendezvous server for `size` ranks on `endpoint_base` (e.g.
- * "tcp://127.0.0.1:*" or "ipc:///tmp/x/rdv"); zctx is the harness's zmq
- * context.  With keys (tcp), the socket is a CURVE server with the
- * harness's key (the context's ZAP handler must run) and a rank may
- * register only as itself.  Caller owns the result. */
-int sg_rdv_new(sg_rdv_t **out, void *zctx, const char *endpoint_base, int size,
-               const struct sg_keys *keys);
-/* Registrations refused (malformed, or not from the rank they name). */
-unsigned long sg_rdv_refused(const sg_rdv_t *r);
-/* Parse one registration "SGRDV1 <rank> <size> <host> <endpoint>" (len
- * bytes, not NUL-terminated).  0, or SG_EFORMAT. */
-int sg_rdv_parse_registration(const void *body, size_t len, int *rank, int *size,
-                              char host[64], char endpoint[256]);
-const char *sg_rdv_endpoint(const sg_rdv_t *r); /* what ranks connect to */
-void *sg_rdv_socket(sg_rdv_t *r);               /* for zmq_poll */
-/* Handle whatever is readable on the socket (non-blocking). */
-int sg_rdv_handle(sg_rdv_t *r);
-/* Nonzero once every rank has registered and received the table. */
-int sg_rdv_complete(const sg_rdv_t *r);
-void sg_rdv_destroy(sg_rdv_t **r);
 
 #endif

@@ -10,7 +10,7 @@
 #ifndef SG_TRANSPORT_IMPL_H
 #define SG_TRANSPORT_IMPL_H
 
-#include "transport.h"
+#include "transport_new.h"
 
 #define SG_TAG_BARRIER (SG_TAG_MAX + 1)
 #define SG_TAG_INTERNAL_END (SG_TAG_MAX + 64)

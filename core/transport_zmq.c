@@ -55,9 +55,9 @@
  * glibc's defaults that arena's top is trimmed on nearly every free
  * (madvise), so the next 1 MiB ring segment lands in fresh pages: a page
  * fault and a page clear per 4 KiB, 10-15% of all cycles in `perf record`
- * of the ring.  sg_comm_zmq_new therefore sets, process-wide, a fixed
+ * of the ring.  A rank's main therefore sets, process-wide, a fixed
  * mmap threshold of 32 MiB and a trim threshold of 128 MiB
- * (zq_malloc_keep), so freed payloads are reused hot.  Measured, ring over
+ * (sg_zmq_malloc_keep), so freed payloads are reused hot.  Measured, ring over
  * ipc on 2 cores, 16-256 MiB, median of 3 interleaved runs, busbw GB/s:
  * N = 2 0.85-1.42 -> 1.19-1.66, N = 4 0.48-0.69 -> 0.72-0.84 (MPI: 5.3-7.4
  * and 2.9-3.3).  What is left is copies: per byte the kernel's two socket
@@ -650,8 +650,8 @@ static int zq_rdv_is_local(const char *rdv) {
 }
 
 /* Keep freed zmq payloads in the heap (see "Receive buffers" above).  A
- * process-wide allocator setting, idempotent: every comm sets the same. */
-static void zq_malloc_keep(void) {
+ * process-wide allocator setting, so the process's main calls it. */
+void sg_zmq_malloc_keep(void) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20); /* glibc's largest dynamic value */
   mallopt(M_TRIM_THRESHOLD, 128 << 20);
 }
@@ -731,7 +731,6 @@ int sg_comm_zmq_new(sg_comm_t **out, const sg_zmq_cfg_t *cfg) {
   SG_TRY(sg_comm_init_common(&z->base, &zmq_ops, cfg->rank, cfg->size,
                              cfg->deadline_s));
   z->inproc = inproc;
-  zq_malloc_keep();
   z->hwm = cfg->sndhwm > 0 ? cfg->sndhwm : SG_ZMQ_DEFAULT_HWM;
   z->max_msg = cfg->max_msg ? cfg->max_msg : SG_ZMQ_MAX_MSG;
   z->linger_ms = cfg->deadline_s < 2.0 ? (int)(cfg->deadline_s * 1e3) : 2000;

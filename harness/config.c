@@ -619,19 +619,18 @@ static int set_section(pos_t at, const char *key) {
               "--set workload.key=value (or --set key=value), e.g. workload.lr=0.1");
 }
 
-static int apply_set(parser_t *p, const char *arg) {
-  pos_t at = {arg, 0, 0};
-  const char *eq = strchr(arg, '=');
-  if (!eq || eq == arg) return perr(at, "--set", "expected key=value");
-  char key[128];
+/* The key of `--set KEY=VALUE` into key[128] (spaces around '=' dropped),
+ * and at.where set to a name of the argument that lives as long as the
+ * parser. */
+static int set_key(parser_t *p, const char *arg, const char *eq, char *key, pos_t *at) {
   /* `--set 'lr = 0.1'`: the spaces around '=' are not part of the key or
    * the value (YAML drops them from the value anyway) */
   const char *k0 = arg, *k1 = eq;
   while (k0 < k1 && (*k0 == ' ' || *k0 == '\t')) k0++;
   while (k1 > k0 && (k1[-1] == ' ' || k1[-1] == '\t')) k1--;
   size_t kl = (size_t)(k1 - k0);
-  if (!kl) return perr(at, "--set", "expected key=value");
-  if (kl >= sizeof key) return perr(at, "--set", "key too long");
+  if (!kl) return perr(*at, "--set", "expected key=value");
+  if (kl >= 128) return perr(*at, "--set", "key too long");
   memcpy(key, k0, kl);
   key[kl] = '\0';
   char where[128]; /* messages name the argument, its start when it is long */
@@ -641,9 +640,98 @@ static int apply_set(parser_t *p, const char *arg) {
   if (!w) return SG_ENOMEM;
   p->wheres = w;
   if (!(w[p->nwheres] = strdup(where))) return SG_ENOMEM;
-  at.where = w[p->nwheres++];
-  if (strpbrk(key, " \t")) return perr(at, key, "a key has no spaces (expected key=value)");
+  at->where = w[p->nwheres++];
+  if (strpbrk(key, " \t")) return perr(*at, key, "a key has no spaces (expected key=value)");
+  return SG_OK;
+}
 
+/* What a --set key addresses: "workload.K" (*workload_only), "engines.I.K"
+ * (*only = I) or K everywhere; *k is K. */
+static int set_scope(const parser_t *p, pos_t at, const char *key, const char **k, long *only,
+                     int *workload_only) {
+  *k = key;
+  *only = -1;
+  *workload_only = 0;
+  if (!strncmp(key, "workload.", 9)) {
+    *k = key + 9;
+    *workload_only = 1;
+  } else if (!strncmp(key, "engines.", 8)) {
+    char *end;
+    *only = strtol(key + 8, &end, 10);
+    if (end == key + 8 || *end != '.' || *only < 0)
+      return perr(at, key, "expected engines.I.key with I in 0..%zu", p->nent ? p->nent - 1 : 0);
+    if ((size_t)*only >= p->nent)
+      return perr(at, key, "no engine entry %ld: engines: has %zu entr%s (0..%zu)", *only,
+                  p->nent, p->nent == 1 ? "y" : "ies", p->nent - 1);
+    *k = end + 1;
+  }
+  return SG_OK;
+}
+
+/* A top-level setting s (key k) from --set: the experiment layer. */
+static int set_top(parser_t *p, pos_t at, const sg_setting_t *s, const char *k,
+                   yaml_node_t *root) {
+  vset_t vs;
+  SG_CHECK(node_values(p, s, root, at, strcmp(k, "name") && strcmp(k, "repeat"), &vs));
+  vs.pos = at;
+  if (!strcmp(k, "name")) {
+    free(p->name);
+    p->name = strdup(vs.v[0]);
+  }
+  if (!strcmp(k, "repeat")) p->repeat = parse_int(vs.v[0]);
+  int rc = layer_put(&p->setg, &vs);
+  vset_free(&vs);
+  return rc;
+}
+
+/* An engine option (or, with only >= 0, any key of that one entry) from
+ * --set: every entry whose engine has it; an error when none has. */
+static int set_engines(parser_t *p, pos_t at, const sg_setting_t *s, const char *k, long only,
+                       yaml_node_t *root) {
+  int applied = 0;
+  for (size_t i = 0; i < p->nent; i++) {
+    if (only >= 0 && (size_t)only != i) continue;
+    const sg_setting_t *o = sg_setting_find(p->ent[i].engine->options, k);
+    if (!o && only >= 0 && s) {
+      if (s->section == SG_S_EXPERIMENT && strcmp(k, "workers"))
+        return perr(at, k, "belongs at the top level, not in an engine entry");
+      o = s;
+    }
+    if (!o) continue;
+    vset_t vs;
+    SG_CHECK(node_values(p, o, root, at, 1, &vs));
+    vs.pos = at;
+    int rc = layer_put(&p->ent[i].set, &vs);
+    vset_free(&vs);
+    SG_CHECK(rc);
+    applied++;
+  }
+  if (applied) return SG_OK;
+  const sg_engine_t *owner = engine_with_option(k);
+  if (owner) return perr(at, k, "no engine entry runs %s, the engine with this option", owner->name);
+  if (only >= 0) return perr(at, k, "not an option of engine %s", p->ent[only].engine->name);
+  return unknown_key(at, k);
+}
+
+/* One key=value (the value parsed by set_top/set_engines from `root`). */
+static int set_value(parser_t *p, pos_t at, const char *key, yaml_node_t *root) {
+  const char *k;
+  long only;
+  int workload_only;
+  SG_CHECK(set_scope(p, at, key, &k, &only, &workload_only));
+  const sg_setting_t *s = sg_setting_find(sg_settings, k);
+  if (s && workload_only && s->section != SG_S_WORKLOAD) return perr(at, k, "not a workload key");
+  if (s && only < 0) return set_top(p, at, s, k, root);
+  if (workload_only) return unknown_key(at, k);
+  return set_engines(p, at, s, k, only, root);
+}
+
+static int apply_set(parser_t *p, const char *arg) {
+  pos_t at = {arg, 0, 0};
+  const char *eq = strchr(arg, '=');
+  if (!eq || eq == arg) return perr(at, "--set", "expected key=value");
+  char key[128];
+  SG_CHECK(set_key(p, arg, eq, key, &at));
   /* the value, in YAML syntax */
   yaml_parser_t yp;
   yaml_document_t doc;
@@ -651,7 +739,7 @@ static int apply_set(parser_t *p, const char *arg) {
   const char *val = eq + 1;
   if (!strcmp(key, "engines") || !strcmp(key, "workload") || !strcmp(key, "cluster"))
     return set_section(at, key);
-  SG_CHECK(yaml_prescan(where, val, strlen(val), 0));
+  SG_CHECK(yaml_prescan(at.where, val, strlen(val), 0));
   yaml_parser_initialize(&yp);
   yaml_parser_set_input_string(&yp, (const unsigned char *)val, strlen(val));
   if (!yaml_parser_load(&yp, &doc)) {
@@ -665,77 +753,7 @@ static int apply_set(parser_t *p, const char *arg) {
   if (!root) root = &empty;
   yaml_document_t *saved = p->doc;
   p->doc = &doc;
-
-  const char *k = key;
-  long only = -1; /* engine entry index, or -1 */
-  int workload_only = 0;
-  if (!strncmp(k, "workload.", 9)) {
-    k += 9;
-    workload_only = 1;
-  } else if (!strncmp(k, "engines.", 8)) {
-    char *end;
-    only = strtol(k + 8, &end, 10);
-    if (end == k + 8 || *end != '.' || only < 0) {
-      rc = perr(at, key, "expected engines.I.key with I in 0..%zu", p->nent ? p->nent - 1 : 0);
-      goto out;
-    }
-    if ((size_t)only >= p->nent) {
-      rc = perr(at, key, "no engine entry %ld: engines: has %zu entr%s (0..%zu)", only, p->nent,
-                p->nent == 1 ? "y" : "ies", p->nent - 1);
-      goto out;
-    }
-    k = end + 1;
-  }
-  const sg_setting_t *s = sg_setting_find(sg_settings, k);
-  vset_t vs;
-  if (s && workload_only && s->section != SG_S_WORKLOAD) {
-    rc = perr(at, k, "not a workload key");
-    goto out;
-  }
-  if (s && only < 0) {
-    SG_TRY(node_values(p, s, root, at, strcmp(k, "name") && strcmp(k, "repeat"), &vs));
-    vs.pos = at;
-    if (!strcmp(k, "name")) {
-      free(p->name);
-      p->name = strdup(vs.v[0]);
-    }
-    if (!strcmp(k, "repeat")) p->repeat = parse_int(vs.v[0]);
-    rc = layer_put(&p->setg, &vs);
-    vset_free(&vs);
-    goto out;
-  }
-  if (workload_only) {
-    rc = unknown_key(at, k);
-    goto out;
-  }
-  /* engine options (or any key of one entry) */
-  int applied = 0;
-  for (size_t i = 0; i < p->nent; i++) {
-    if (only >= 0 && (size_t)only != i) continue;
-    const sg_setting_t *o = sg_setting_find(p->ent[i].engine->options, k);
-    if (!o && only >= 0 && s) {
-      if (s->section == SG_S_EXPERIMENT && strcmp(k, "workers")) {
-        rc = perr(at, k, "belongs at the top level, not in an engine entry");
-        goto out;
-      }
-      o = s;
-    }
-    if (!o) continue;
-    SG_TRY(node_values(p, o, root, at, 1, &vs));
-    vs.pos = at;
-    rc = layer_put(&p->ent[i].set, &vs);
-    vset_free(&vs);
-    SG_TRY(rc);
-    applied++;
-  }
-  if (!applied) {
-    const sg_engine_t *owner = engine_with_option(k);
-    if (owner) rc = perr(at, k, "no engine entry runs %s, the engine with this option", owner->name);
-    else if (only >= 0) rc = perr(at, k, "not an option of engine %s", p->ent[only].engine->name);
-    else rc = unknown_key(at, k);
-  }
-fail:
-out:
+  rc = set_value(p, at, key, root);
   p->doc = saved;
   yaml_document_delete(&doc);
   yaml_parser_delete(&yp);
@@ -1016,6 +1034,50 @@ void sg_experiment_destroy(sg_experiment_t **px) {
   *px = NULL;
 }
 
+/* name, path and config_text (the file, then one "# --set" line per
+ * --set) of an experiment. */
+static int experiment_fields(sg_experiment_t *x, const char *name, const char *fname,
+                             const char *text, size_t len, char *const *sets, int nsets) {
+  x->name = name ? strdup(name) : base_name(fname);
+  x->path = strdup(fname);
+  size_t tl = len + 2;
+  for (int i = 0; i < nsets; i++) tl += strlen(sets[i]) + 10;
+  if (!x->name || !x->path || !(x->config_text = malloc(tl))) return SG_ENOMEM;
+  memcpy(x->config_text, text, len);
+  size_t at = len;
+  if (nsets && at && text[at - 1] != '\n') x->config_text[at++] = '\n';
+  for (int i = 0; i < nsets; i++)
+    at += (size_t)snprintf(x->config_text + at, tl - at, "# --set %s\n", sets[i]);
+  x->config_text[at] = '\0';
+  return SG_OK;
+}
+
+/* Every engine entry's sweep expanded into x->runs (at most MAX_RUNS). */
+static int expand_runs(parser_t *p, sg_experiment_t *x, pos_t top) {
+  size_t total = 0;
+  for (size_t i = 0; i < p->nent; i++) total += count_entry(p, &p->ent[i]);
+  if (total > MAX_RUNS)
+    return perr(top, "engines", "the sweep expands to more than %d runs", MAX_RUNS);
+  if (!(x->runs = calloc(total ? total : 1, sizeof *x->runs))) return SG_ENOMEM;
+  for (size_t i = 0; i < p->nent; i++) SG_CHECK(expand_entry(p, x, &p->ent[i]));
+  return SG_OK;
+}
+
+/* What the parser owns (not the YAML document). */
+static void parser_free(parser_t *p) {
+  layer_free(&p->top);
+  layer_free(&p->setg);
+  for (size_t i = 0; i < p->nent; i++) {
+    layer_free(&p->ent[i].own);
+    layer_free(&p->ent[i].set);
+  }
+  free(p->ent);
+  free(p->name);
+  for (size_t i = 0; i < p->nerrs; i++) free(p->errs[i].msg);
+  for (size_t i = 0; i < p->nwheres; i++) free(p->wheres[i]);
+  free(p->wheres);
+}
+
 static int config_parse(sg_experiment_t **out, const char *fname, const char *dir,
                         const char *text, size_t len, char *const *sets, int nsets) {
   int rc = SG_OK;
@@ -1057,48 +1119,13 @@ static int config_parse(sg_experiment_t **out, const char *fname, const char *di
   }
   for (int i = 0; i < nsets; i++) SG_TRY(apply_set(&p, sets[i]));
 
-  /* experiment fields */
-  x->name = p.name ? strdup(p.name) : base_name(fname);
-  x->path = strdup(fname);
-  size_t tl = len + 2;
-  for (int i = 0; i < nsets; i++) tl += strlen(sets[i]) + 10;
-  if (!x->name || !x->path || !(x->config_text = malloc(tl))) {
-    rc = SG_ENOMEM;
-    goto fail;
-  }
-  memcpy(x->config_text, text, len);
-  size_t at = len;
-  if (nsets && at && text[at - 1] != '\n') x->config_text[at++] = '\n';
-  for (int i = 0; i < nsets; i++)
-    at += (size_t)snprintf(x->config_text + at, tl - at, "# --set %s\n", sets[i]);
-  x->config_text[at] = '\0';
-
-  size_t total = 0;
-  for (size_t i = 0; i < p.nent; i++) total += count_entry(&p, &p.ent[i]);
-  if (total > MAX_RUNS) {
-    rc = perr(top, "engines", "the sweep expands to more than %d runs", MAX_RUNS);
-    goto fail;
-  }
-  if (!(x->runs = calloc(total ? total : 1, sizeof *x->runs))) {
-    rc = SG_ENOMEM;
-    goto fail;
-  }
-  for (size_t i = 0; i < p.nent; i++) SG_TRY(expand_entry(&p, x, &p.ent[i]));
+  SG_TRY(experiment_fields(x, p.name, fname, text, len, sets, nsets));
+  SG_TRY(expand_runs(&p, x, top));
   *out = x;
   x = NULL;
 fail:
   sg_experiment_destroy(&x);
-  layer_free(&p.top);
-  layer_free(&p.setg);
-  for (size_t i = 0; i < p.nent; i++) {
-    layer_free(&p.ent[i].own);
-    layer_free(&p.ent[i].set);
-  }
-  free(p.ent);
-  free(p.name);
-  for (size_t i = 0; i < p.nerrs; i++) free(p.errs[i].msg);
-  for (size_t i = 0; i < p.nwheres; i++) free(p.wheres[i]);
-  free(p.wheres);
+  parser_free(&p);
   if (have_doc) yaml_document_delete(&doc);
   yaml_parser_delete(&yp);
   return rc;

@@ -21,6 +21,7 @@
 #include "device.h"
 #include "engine.h"
 #include "err.h"
+#include "transport_new.h"
 
 /* Item `rank` of the spec's _rank_addrs ("a0,a1,..."; a run on an
  * emulated cluster: the address of the host each rank is placed on) into
@@ -57,11 +58,87 @@ static int send_mpi_version(sg_records_t *rec) {
   return sg_records_info(rec, "mpi", v);
 }
 
+/* The run's shape from the spec; the launcher's rank and size must match. */
+typedef struct rank_shape {
+  int size;
+  int64_t workers, threads;
+  double t0, deadline;
+} rank_shape_t;
+
+static int rank_shape(const sg_opts_t *o, int rank, rank_shape_t *sh) {
+  static const char *const size_env[] = {"SGDLAB_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
+  int64_t nprocs;
+  SG_CHECK(sg_opts_int(o, "_nprocs", &nprocs));
+  SG_CHECK(sg_opts_int(o, "workers", &sh->workers));
+  SG_CHECK(sg_opts_double(o, "_t0", &sh->t0));
+  SG_CHECK(sg_opts_double(o, "deadline", &sh->deadline));
+  SG_CHECK(sg_opts_int_or(o, "threads", 1, &sh->threads));
+  sh->size = env_int(size_env, (int)nprocs);
+  if (sh->size != nprocs || rank < 0 || rank >= sh->size)
+    return sg_err_set(SG_ECONFIG, "started as rank %d of %d, but the run has %lld processes", rank,
+                      sh->size, (long long)nprocs);
+  return SG_OK;
+}
+
+/* An MPI comm; MPI's rank and size must be the launcher's. */
+static int rank_comm_mpi(sg_comm_t **comm, int rank, int size, double deadline,
+                         sg_records_t *rec) {
+  SG_CHECK(sg_comm_mpi_new(comm, deadline));
+  if ((*comm)->rank != rank || (*comm)->size != size)
+    return sg_err_set(SG_ECONFIG, "MPI says rank %d of %d, the launcher said %d of %d",
+                      (*comm)->rank, (*comm)->size, rank, size);
+  if (rank == 0) SG_CHECK(send_mpi_version(rec));
+  return SG_OK;
+}
+
+/* A ZeroMQ comm.  Every engine gets a comm, even of size 1 (an allreduce
+ * of one rank is a no-op, not a NULL dereference).  One process needs no
+ * rendezvous. */
+static int rank_comm_zmq(sg_comm_t **comm, const sg_opts_t *o, int rank, int size,
+                         double deadline, const sg_keys_t *keys) {
+  const char *rdv = sg_opts_str_or(o, "_rendezvous", "");
+  char addr[64];
+  SG_CHECK(rank_addr(o, rank, addr, sizeof addr));
+  sg_zmq_cfg_t zc = {.rank = rank, .size = size, .deadline_s = deadline,
+                     .scheme = sg_opts_str_or(o, "zmq_scheme", "ipc"),
+                     .ipc_dir = sg_opts_str_or(o, "_rundir", NULL),
+                     .keys = keys,
+                     .bind_addr = addr,
+                     .rendezvous = rdv[0] ? rdv : NULL};
+  sg_zmq_malloc_keep(); /* this process's allocator: this main decides */
+  return sg_comm_zmq_new(comm, &zc);
+}
+
+/* The engine ran: refused arrivals (counted, never fatal) as run_info,
+ * then DONE ok. */
+static int rank_finish(sg_records_t *rec, const sg_comm_t *comm, int rank) {
+  if (comm->dropped) {
+    char key[48], val[32];
+    snprintf(key, sizeof key, "transport.dropped.rank%d", rank);
+    snprintf(val, sizeof val, "%llu", (unsigned long long)comm->dropped);
+    SG_CHECK(sg_records_info(rec, key, val));
+  }
+  return sg_records_done(rec, 0, NULL, -1, SG_BLAME_NONE);
+}
+
+/* One line on stderr and DONE with the message. */
+static void rank_report_failure(sg_records_t *rec, int rank, int rc) {
+  const char *msg = sg_err_msg()[0] ? sg_err_msg() : sg_strerror(rc);
+  int why, blamed = sg_err_blamed(&why); /* read before anything sets another error */
+  char copy[1024];
+  snprintf(copy, sizeof copy, "%s", msg);
+  /* on a terminal, first clear the harness's status line */
+  fprintf(stderr, "%ssgdlab-rank: rank %d: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", rank,
+          copy);
+  if (rec) sg_records_done(rec, 1, copy, blamed, why);
+}
+
 int main(int argc, char **argv) {
   sg_opts_t *o = NULL;
   sg_records_t *rec = NULL;
   sg_comm_t *comm = NULL;
   sg_keys_t *keys = NULL;
+  rank_shape_t sh;
   int rc, rank = -1, mpi = 0;
   if (argc != 2 || argv[1][0] == '-') {
     fprintf(stderr,
@@ -72,7 +149,6 @@ int main(int argc, char **argv) {
     return 2;
   }
   static const char *const rank_env[] = {"SGDLAB_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", NULL};
-  static const char *const size_env[] = {"SGDLAB_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
   rank = env_int(rank_env, 0);
   sg_fd_limit_raise(); /* mpirun on another host does not pass the harness's on */
 
@@ -83,76 +159,30 @@ int main(int argc, char **argv) {
     rc = sg_err_set(SG_ECONFIG, "%s: unknown engine '%s'", argv[1], name);
     goto fail;
   }
-  int64_t nprocs, workers, threads;
-  double t0, deadline;
-  SG_TRY(sg_opts_int(o, "_nprocs", &nprocs));
-  SG_TRY(sg_opts_int(o, "workers", &workers));
-  SG_TRY(sg_opts_double(o, "_t0", &t0));
-  SG_TRY(sg_opts_double(o, "deadline", &deadline));
-  SG_TRY(sg_opts_int_or(o, "threads", 1, &threads));
-  int size = env_int(size_env, (int)nprocs);
-  if (size != nprocs || rank < 0 || rank >= size) {
-    rc = sg_err_set(SG_ECONFIG, "started as rank %d of %d, but the run has %lld processes", rank,
-                    size, (long long)nprocs);
-    goto fail;
-  }
-  const char *role = sg_engine_role(eng, o, (int)workers, rank);
+  SG_TRY(rank_shape(o, rank, &sh));
+  const char *role = sg_engine_role(eng, o, (int)sh.workers, rank);
   const char *keys_path = sg_opts_str_or(o, "_keys", "");
-  if (keys_path[0]) SG_TRY(sg_keys_load(&keys, keys_path, size));
-  SG_TRY(sg_records_open(&rec, sg_opts_str_or(o, "_records", ""), rank, role, t0, keys));
-  sg_blas_set_threads((int)threads);
+  if (keys_path[0]) SG_TRY(sg_keys_load(&keys, keys_path, sh.size));
+  SG_TRY(sg_records_open(&rec, sg_opts_str_or(o, "_records", ""), rank, role, sh.t0, keys));
+  sg_blas_set_threads((int)sh.threads);
   if (rank == 0) SG_TRY(sg_records_info(rec, "blas", sg_blas_info()));
 
-  const char *transport = sg_opts_str_or(o, "transport", "zmq");
-  if (!strcmp(transport, "mpi")) {
-    mpi = 1;
-    SG_TRY(sg_comm_mpi_new(&comm, deadline));
-    if (comm->rank != rank || comm->size != size) {
-      rc = sg_err_set(SG_ECONFIG, "MPI says rank %d of %d, the launcher said %d of %d", comm->rank,
-                      comm->size, rank, size);
-      goto fail;
-    }
-    if (rank == 0) SG_TRY(send_mpi_version(rec));
-  } else {
-    /* Every engine gets a comm, even of size 1 (an allreduce of one rank is
-     * a no-op, not a NULL dereference).  One process needs no rendezvous. */
-    const char *rdv = sg_opts_str_or(o, "_rendezvous", "");
-    char addr[64];
-    SG_TRY(rank_addr(o, rank, addr, sizeof addr));
-    sg_zmq_cfg_t zc = {.rank = rank, .size = size, .deadline_s = deadline,
-                       .scheme = sg_opts_str_or(o, "zmq_scheme", "ipc"),
-                       .ipc_dir = sg_opts_str_or(o, "_rundir", NULL),
-                       .keys = keys,
-                       .bind_addr = addr,
-                       .rendezvous = rdv[0] ? rdv : NULL};
-    SG_TRY(sg_comm_zmq_new(&comm, &zc));
-  }
+  mpi = !strcmp(sg_opts_str_or(o, "transport", "zmq"), "mpi");
+  if (mpi)
+    SG_TRY(rank_comm_mpi(&comm, rank, sh.size, sh.deadline, rec));
+  else
+    SG_TRY(rank_comm_zmq(&comm, o, rank, sh.size, sh.deadline, keys));
 
   SG_TRY(sg_device_bind(comm, o)); /* device: cuda: this rank's GPU */
   /* the engine's start: its trainlog reports the data load from here */
   SG_TRY(sg_opts_setf(o, "_engine_t", "%.6f", sg_now()));
-  sg_rank_ctx_t ctx = {.rank = rank, .size = size, .workers = (int)workers, .comm = comm,
-                       .opts = o, .rec = rec, .t0 = t0};
+  sg_rank_ctx_t ctx = {.rank = rank, .size = sh.size, .workers = (int)sh.workers, .comm = comm,
+                       .opts = o, .rec = rec, .t0 = sh.t0};
   SG_TRY(eng->run(&ctx));
-  if (comm->dropped) { /* refused arrivals: counted, never fatal */
-    char key[48], val[32];
-    snprintf(key, sizeof key, "transport.dropped.rank%d", rank);
-    snprintf(val, sizeof val, "%llu", (unsigned long long)comm->dropped);
-    SG_TRY(sg_records_info(rec, key, val));
-  }
-  SG_TRY(sg_records_done(rec, 0, NULL, -1, SG_BLAME_NONE));
+  SG_TRY(rank_finish(rec, comm, rank));
   rc = SG_OK;
 fail:
-  if (rc < 0) {
-    const char *msg = sg_err_msg()[0] ? sg_err_msg() : sg_strerror(rc);
-    int why, blamed = sg_err_blamed(&why); /* read before anything sets another error */
-    char copy[1024];
-    snprintf(copy, sizeof copy, "%s", msg);
-    /* on a terminal, first clear the harness's status line */
-    fprintf(stderr, "%ssgdlab-rank: rank %d: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", rank,
-            copy);
-    if (rec) sg_records_done(rec, 1, copy, blamed, why);
-  }
+  if (rc < 0) rank_report_failure(rec, rank, rc);
   sg_comm_destroy(&comm);
   sg_records_close(&rec);
   sg_keys_destroy(&keys);

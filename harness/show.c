@@ -286,27 +286,12 @@ fail:
   return rc;
 }
 
-static int show_run(sqlite3 *db, int64_t run_id) {
-  sg_rset_t *s = NULL;
+/* Every column of the runs row, by name, so new columns show up here too
+ * (options_json is shown as its own section). */
+static int show_run_row(sqlite3 *db, int64_t run_id) {
   sqlite3_stmt *st = NULL;
-  const sg_rrun_t *r = NULL;
-  int64_t exp_id = -1;
-  int rc = SG_OK;
   char buf[64], t1[1024];
-  /* Load the whole experiment so the variant label has its context. */
-  SG_TRY(sg_rdb_run_experiment(db, run_id, &exp_id));
-  SG_TRY(sg_rset_load(db, exp_id, -1, 0.85, &s));
-  for (size_t i = 0; i < s->n; i++)
-    if (s->runs[i].id == run_id) r = &s->runs[i];
-  if (!r) {
-    rc = sg_err_set(SG_EINTERNAL, "run %lld vanished while reading", (long long)run_id);
-    goto fail;
-  }
-  printf("run %lld of experiment %lld (%s)\n", (long long)run_id,
-         (long long)exp_id, tty(t1, sizeof t1, s->name));
-  printf("  %-16s %s\n", "variant", tty(t1, sizeof t1, r->variant));
-  /* Every column of the row, by name, so new columns show up here too. */
-  SG_TRY(sg_rdb_prepare(db, "SELECT * FROM runs WHERE id = ?1", &st));
+  SG_CHECK(sg_rdb_prepare(db, "SELECT * FROM runs WHERE id = ?1", &st));
   sqlite3_bind_int64(st, 1, run_id);
   if (sqlite3_step(st) == SQLITE_ROW) {
     for (int c = 0; c < sqlite3_column_count(st); c++) {
@@ -321,7 +306,37 @@ static int show_run(sqlite3 *db, int64_t run_id) {
     }
   }
   sqlite3_finalize(st);
-  st = NULL;
+  return SG_OK;
+}
+
+/* A "title:" section of key/value rows from `sql` (?1 = the run id);
+ * `none` when there are none. */
+static int show_pairs(sqlite3 *db, const char *title, const char *sql, int64_t run_id,
+                      const char *none) {
+  sqlite3_stmt *st = NULL;
+  char t1[1024];
+  int n = 0;
+  SG_CHECK(sg_rdb_prepare(db, sql, &st));
+  sqlite3_bind_int64(st, 1, run_id);
+  printf("\n%s:\n", title);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    printf("  %-16s ", tty(t1, sizeof t1, sg_rdb_text(st, 0)));
+    put_tty(sg_rdb_text(st, 1));
+    putchar('\n');
+    n++;
+  }
+  if (!n) printf("  (%s)\n", none);
+  sqlite3_finalize(st);
+  return SG_OK;
+}
+
+/* The run's header: experiment, variant, the runs row, the summary. */
+static int show_run_head(sqlite3 *db, const sg_rset_t *s, const sg_rrun_t *r) {
+  char buf[64], t1[1024];
+  printf("run %lld of experiment %lld (%s)\n", (long long)r->id,
+         (long long)r->experiment_id, tty(t1, sizeof t1, s->name));
+  printf("  %-16s %s\n", "variant", tty(t1, sizeof t1, r->variant));
+  SG_CHECK(show_run_row(db, r->id));
   printf("  %-16s %s\n", "final_acc", sg_rfmt(buf, sizeof buf, "%.4f", r->final_acc));
   printf("  %-16s %s\n", "samples_per_s",
          sg_rfmt(buf, sizeof buf, "%.1f", r->samples_per_s));
@@ -329,50 +344,36 @@ static int show_run(sqlite3 *db, int64_t run_id) {
          sg_rfmt_bytes(buf, sizeof buf, r->bytes_per_step));
   if (!strcmp(r->status, "failed"))
     printf("  FAILED: %s\n", *r->error ? tty(t1, sizeof t1, r->error) : "(no error recorded)");
+  return SG_OK;
+}
 
-  SG_TRY(sg_rdb_prepare(db,
-                        "SELECT j.key, CASE j.type WHEN 'true' THEN 'true'"
-                        " WHEN 'false' THEN 'false' ELSE j.value END"
-                        " FROM runs r, json_each(r.options_json) j"
-                        " WHERE r.id = ?1 AND json_valid(r.options_json)",
-                        &st));
-  sqlite3_bind_int64(st, 1, run_id);
-  printf("\noptions:\n");
-  {
-    int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-      printf("  %-16s ", tty(t1, sizeof t1, sg_rdb_text(st, 0)));
-      put_tty(sg_rdb_text(st, 1));
-      putchar('\n');
-      n++;
-    }
-    if (!n) printf("  (none recorded)\n");
+static int show_run(sqlite3 *db, int64_t run_id) {
+  sg_rset_t *s = NULL;
+  const sg_rrun_t *r = NULL;
+  int64_t exp_id = -1;
+  int rc = SG_OK;
+  /* Load the whole experiment so the variant label has its context. */
+  SG_TRY(sg_rdb_run_experiment(db, run_id, &exp_id));
+  SG_TRY(sg_rset_load(db, exp_id, -1, 0.85, &s));
+  for (size_t i = 0; i < s->n; i++)
+    if (s->runs[i].id == run_id) r = &s->runs[i];
+  if (!r) {
+    rc = sg_err_set(SG_EINTERNAL, "run %lld vanished while reading", (long long)run_id);
+    goto fail;
   }
-  sqlite3_finalize(st);
-  st = NULL;
-
+  SG_TRY(show_run_head(db, s, r));
+  SG_TRY(show_pairs(db, "options",
+                    "SELECT j.key, CASE j.type WHEN 'true' THEN 'true'"
+                    " WHEN 'false' THEN 'false' ELSE j.value END"
+                    " FROM runs r, json_each(r.options_json) j"
+                    " WHERE r.id = ?1 AND json_valid(r.options_json)",
+                    run_id, "none recorded"));
   SG_TRY(print_query(db, "ranks",
                      "SELECT rank, role, host, pid FROM ranks WHERE run_id = ?1"
                      " ORDER BY rank",
                      run_id, "no ranks recorded"));
-  SG_TRY(sg_rdb_prepare(db,
-                        "SELECT key, value FROM run_info WHERE run_id = ?1"
-                        " ORDER BY key",
-                        &st));
-  sqlite3_bind_int64(st, 1, run_id);
-  printf("\ninfo:\n");
-  {
-    int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-      printf("  %-16s ", tty(t1, sizeof t1, sg_rdb_text(st, 0)));
-      put_tty(sg_rdb_text(st, 1));
-      putchar('\n');
-      n++;
-    }
-    if (!n) printf("  (no run info recorded)\n");
-  }
-  sqlite3_finalize(st);
-  st = NULL;
+  SG_TRY(show_pairs(db, "info", "SELECT key, value FROM run_info WHERE run_id = ?1 ORDER BY key",
+                    run_id, "no run info recorded"));
   SG_TRY(print_query(db, "evals",
                      "SELECT step, epoch, wall_s, samples, train_loss, test_loss,"
                      " test_acc FROM evals WHERE run_id = ?1 ORDER BY step",
@@ -386,7 +387,6 @@ static int show_run(sqlite3 *db, int64_t run_id) {
       " FROM steps WHERE run_id = ?1 GROUP BY rank, role ORDER BY rank",
       run_id, "no steps recorded"));
 fail:
-  sqlite3_finalize(st);
   sg_rset_destroy(&s);
   return rc;
 }

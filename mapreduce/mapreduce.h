@@ -99,8 +99,16 @@ typedef struct mr_config {
 int mr_config_parse(const sg_opts_t *o, int workers, mr_config_t *cfg);
 
 /* Task `task`'s slice of the global batch B = N*b: positions [*first,
- * *first + *count), the split drawn above (sizes q+1 then q). */
-void mr_task_slice(const mr_config_t *cfg, int task, int64_t *first, int64_t *count);
+ * *first + *count), the split drawn above (sizes q+1 then q).
+ * Here, not in the engine table's file, so that the driver and the
+ * executors use it without depending on the table that calls them. */
+static inline void mr_task_slice(const mr_config_t *cfg, int task, int64_t *first,
+                                 int64_t *count) {
+  const int64_t B = cfg->batch * cfg->executors, P = cfg->partitions;
+  const int64_t q = B / P, r = B % P;
+  *count = q + (task < r);
+  *first = task * q + (task < r ? task : r);
+}
 
 /* Job header, driver -> every executor at the start (a cross-check that
  * both sides agree on the run's shape). */

@@ -47,13 +47,6 @@ int mr_config_parse(const sg_opts_t *o, int workers, mr_config_t *cfg) {
   return SG_OK;
 }
 
-void mr_task_slice(const mr_config_t *cfg, int task, int64_t *first, int64_t *count) {
-  const int64_t B = cfg->batch * cfg->executors, P = cfg->partitions;
-  const int64_t q = B / P, r = B % P;
-  *count = q + (task < r);
-  *first = task * q + (task < r ? task : r);
-}
-
 static int mr_layout(const sg_opts_t *o, int workers, int *nprocs) {
   mr_config_t cfg;
   SG_CHECK(mr_config_parse(o, workers, &cfg));

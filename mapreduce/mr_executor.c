@@ -44,6 +44,9 @@ typedef struct executor {
   const mr_config_t *cfg;
   sg_workload_t *wl; /* worker 0 of 1, batch B = N*b */
   double delay_ms;   /* per worker batch of work; 0 = not the slow rank */
+  mr_job_msg_t job;  /* the driver's */
+  size_t n;          /* parameters */
+  float *params, *grad, *acc, *tmp; /* [n] each */
 } executor_t;
 
 /* Task p's gradient, weighted by w_p = n_p / B, into acc (first task of
@@ -93,13 +96,88 @@ static int next_task(sg_comm_t *c, int64_t step, int *task, double *comm_s,
   return SG_OK;
 }
 
+/* The driver's job, checked against this rank's own workload. */
+static int executor_job(sg_comm_t *c, executor_t *x) {
+  mr_job_msg_t *job = &x->job;
+  sg_status_t st;
+  int e = c->rank, P = x->cfg->partitions;
+  SG_CHECK(mr_recv_dl(c, MR_DL_EXECUTOR, 0, MR_TAG_JOB, job, sizeof *job, &st));
+  if (st.bytes != sizeof *job || job->partitions != P || job->nparams <= 0 ||
+      job->steps_per_epoch <= 0)
+    return sg_err_set(SG_EPROTO, "mapreduce: rank %d: driver's job (%d partitions) does not match ours (%d)",
+                      e, job->partitions, P);
+  if (sg_workload_nparams(x->wl) != (size_t)job->nparams ||
+      sg_workload_total_steps(x->wl) != job->total_steps ||
+      sg_workload_steps_per_epoch(x->wl) != job->steps_per_epoch)
+    return sg_err_set(SG_EPROTO, "mapreduce: rank %d: %zu params, %lld steps (%lld per epoch); the driver %lld, %lld (%lld)",
+                      e, sg_workload_nparams(x->wl), (long long)sg_workload_total_steps(x->wl),
+                      (long long)sg_workload_steps_per_epoch(x->wl), (long long)job->nparams,
+                      (long long)job->total_steps, (long long)job->steps_per_epoch);
+  return SG_OK;
+}
+
+/* The tasks the driver hands this rank for `step`, until its STOP: each
+ * one's weighted gradient into x->acc, its DONE to the driver.  *ntasks,
+ * and the weighted loss sum and weight sum, for the step record. */
+static int executor_tasks(sg_comm_t *c, executor_t *x, int64_t step, sg_step_rec_t *r,
+                          int *ntasks, double *loss_sum, double *weight_sum) {
+  int task = -1, P = x->cfg->partitions;
+  for (;;) {
+    SG_CHECK(next_task(c, step, &task, &r->comm_s, &r->wait_s));
+    if (task < 0) return SG_OK;
+    if (task >= P)
+      return sg_err_set(SG_EPROTO, "mapreduce: rank %d got task %d of %d", c->rank, task, P);
+    double t = sg_now();
+    task_delay(x, task);
+    mr_done_msg_t d = {.step = step, .task = task};
+    SG_CHECK(run_task(x, task, x->params, x->grad, x->acc, x->n, *ntasks == 0, step, &d.weight,
+                      &d.loss));
+    double t1 = sg_now();
+    r->compute_s += t1 - t;
+    SG_CHECK(sg_send(c, 0, MR_TAG_DONE, &d, sizeof d));
+    r->comm_s += sg_now() - t1;
+    *loss_sum += d.weight * d.loss;
+    *weight_sum += d.weight;
+    (*ntasks)++;
+  }
+}
+
+/* One step: the parameters (broadcast), the tasks, the reduce of this
+ * rank's sum of weighted gradients; its step record. */
+static int executor_step(sg_rank_ctx_t *ctx, executor_t *x, int parent, int64_t step,
+                         sg_trainlog_t *log) {
+  sg_comm_t *c = ctx->comm;
+  sg_step_rec_t r = {.step = step, .t_start = sg_records_elapsed(ctx->rec), .staleness = -1};
+  uint64_t sent0 = sg_comm_bytes_sent(c), recv0 = sg_comm_bytes_recvd(c);
+  sg_status_t st;
+  double t = sg_now();
+  SG_CHECK(mr_probe_dl(c, MR_DL_EXECUTOR, parent, MR_TAG_PARAMS, &st));
+  double t1 = sg_now();
+  r.wait_s += t1 - t;
+  SG_CHECK(mr_broadcast(c, x->cfg, x->params, x->n));
+  r.comm_s += sg_now() - t1;
+
+  int ntasks = 0;
+  double loss_sum = 0, weight_sum = 0;
+  SG_CHECK(executor_tasks(c, x, step, &r, &ntasks, &loss_sum, &weight_sum));
+  if (ntasks == 0)
+    for (size_t i = 0; i < x->n; i++) x->acc[i] = 0.0f;
+  t = sg_now();
+  SG_CHECK(mr_aggregate(c, x->cfg, x->acc, x->tmp, x->n));
+  r.comm_s += sg_now() - t;
+  r.loss = ntasks ? loss_sum / weight_sum : NAN;
+  r.epoch = (int32_t)(step / x->job.steps_per_epoch);
+  r.bytes_sent = sg_comm_bytes_sent(c) - sent0;
+  r.bytes_recv = sg_comm_bytes_recvd(c) - recv0;
+  return sg_trainlog_step(log, &r, NULL);
+}
+
 int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
   sg_comm_t *c = ctx->comm;
   executor_t x = {.cfg = cfg};
   sg_opts_t *wl_opts = NULL;
   sg_trainlog_t *log = NULL;
-  float *params = NULL, *grad = NULL, *acc = NULL, *tmp = NULL;
-  int P = cfg->partitions, N = cfg->executors, e = ctx->rank;
+  int N = cfg->executors, e = ctx->rank;
   int parent = mr_bcast_parent(cfg, e, c->size);
   int64_t delay_rank = -1;
   int rc;
@@ -114,31 +192,13 @@ int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
   }
   SG_TRY(sg_opts_setf(wl_opts, "batch", "%lld", (long long)(cfg->batch * N)));
   SG_TRY(sg_workload_new(&x.wl, wl_opts, 0, 1, SG_WL_TRAIN));
-
-  mr_job_msg_t job;
-  sg_status_t st;
-  SG_TRY(mr_recv_dl(c, MR_DL_EXECUTOR, 0, MR_TAG_JOB, &job, sizeof job, &st));
-  if (st.bytes != sizeof job || job.partitions != P || job.nparams <= 0 ||
-      job.steps_per_epoch <= 0) {
-    rc = sg_err_set(SG_EPROTO, "mapreduce: rank %d: driver's job (%d partitions) does not match ours (%d)",
-                    e, job.partitions, P);
-    goto fail;
-  }
-  if (sg_workload_nparams(x.wl) != (size_t)job.nparams ||
-      sg_workload_total_steps(x.wl) != job.total_steps ||
-      sg_workload_steps_per_epoch(x.wl) != job.steps_per_epoch) {
-    rc = sg_err_set(SG_EPROTO, "mapreduce: rank %d: %zu params, %lld steps (%lld per epoch); the driver %lld, %lld (%lld)",
-                    e, sg_workload_nparams(x.wl), (long long)sg_workload_total_steps(x.wl),
-                    (long long)sg_workload_steps_per_epoch(x.wl), (long long)job.nparams,
-                    (long long)job.total_steps, (long long)job.steps_per_epoch);
-    goto fail;
-  }
-  size_t n = (size_t)job.nparams;
-  params = malloc(n * sizeof *params);
-  grad = malloc(n * sizeof *grad);
-  acc = malloc(n * sizeof *acc);
-  tmp = malloc(n * sizeof *tmp);
-  if (!params || !grad || !acc || !tmp) {
+  SG_TRY(executor_job(c, &x));
+  x.n = (size_t)x.job.nparams;
+  x.params = malloc(x.n * sizeof *x.params);
+  x.grad = malloc(x.n * sizeof *x.grad);
+  x.acc = malloc(x.n * sizeof *x.acc);
+  x.tmp = malloc(x.n * sizeof *x.tmp);
+  if (!x.params || !x.grad || !x.acc || !x.tmp) {
     rc = SG_ENOMEM;
     goto fail;
   }
@@ -146,57 +206,16 @@ int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
   /* Ready: the driver starts the training clock after this barrier. */
   SG_TRY(sg_barrier(c));
   SG_TRY(sg_trainlog_begin(log, NULL));
-
-  for (int64_t step = 0; step < job.total_steps; step++) {
-    sg_step_rec_t r = {.step = step, .t_start = sg_records_elapsed(ctx->rec), .staleness = -1};
-    uint64_t sent0 = sg_comm_bytes_sent(c), recv0 = sg_comm_bytes_recvd(c);
-    double t = sg_now();
-    SG_TRY(mr_probe_dl(c, MR_DL_EXECUTOR, parent, MR_TAG_PARAMS, &st));
-    double t1 = sg_now();
-    r.wait_s += t1 - t;
-    SG_TRY(mr_broadcast(c, cfg, params, n));
-    r.comm_s += sg_now() - t1;
-
-    int ntasks = 0, task = -1;
-    double loss_sum = 0, weight_sum = 0;
-    for (;;) {
-      SG_TRY(next_task(c, step, &task, &r.comm_s, &r.wait_s));
-      if (task < 0) break;
-      if (task >= P) {
-        rc = sg_err_set(SG_EPROTO, "mapreduce: rank %d got task %d of %d", e, task, P);
-        goto fail;
-      }
-      t = sg_now();
-      task_delay(&x, task);
-      mr_done_msg_t d = {.step = step, .task = task};
-      SG_TRY(run_task(&x, task, params, grad, acc, n, ntasks == 0, step, &d.weight, &d.loss));
-      t1 = sg_now();
-      r.compute_s += t1 - t;
-      SG_TRY(sg_send(c, 0, MR_TAG_DONE, &d, sizeof d));
-      r.comm_s += sg_now() - t1;
-      loss_sum += d.weight * d.loss;
-      weight_sum += d.weight;
-      ntasks++;
-    }
-    if (ntasks == 0)
-      for (size_t i = 0; i < n; i++) acc[i] = 0.0f;
-    t = sg_now();
-    SG_TRY(mr_aggregate(c, cfg, acc, tmp, n));
-    r.comm_s += sg_now() - t;
-    r.loss = ntasks ? loss_sum / weight_sum : NAN;
-    r.epoch = (int32_t)(step / job.steps_per_epoch);
-    r.bytes_sent = sg_comm_bytes_sent(c) - sent0;
-    r.bytes_recv = sg_comm_bytes_recvd(c) - recv0;
-    SG_TRY(sg_trainlog_step(log, &r, NULL));
-  }
+  for (int64_t step = 0; step < x.job.total_steps; step++)
+    SG_TRY(executor_step(ctx, &x, parent, step, log));
   rc = SG_OK;
 fail:
   sg_trainlog_destroy(&log);
   sg_workload_destroy(&x.wl);
   sg_opts_destroy(&wl_opts);
-  free(params);
-  free(grad);
-  free(acc);
-  free(tmp);
+  free(x.params);
+  free(x.grad);
+  free(x.acc);
+  free(x.tmp);
   return rc;
 }

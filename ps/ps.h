@@ -131,6 +131,15 @@ int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers);
 int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg);
 int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg);
 
-const char *ps_mode_name(ps_mode_t m);
+/* Here, not in the engine table's file, so that the loops (ps_server.c)
+ * use it without depending on the table that calls them. */
+static inline const char *ps_mode_name(ps_mode_t m) {
+  switch (m) {
+  case PS_SYNC: return "sync";
+  case PS_SSP: return "ssp";
+  case PS_ASYNC: return "async";
+  }
+  return "?";
+}
 
 #endif

@@ -18,15 +18,6 @@ static const sg_setting_t ps_options[] = {
 };
 /* clang-format on */
 
-const char *ps_mode_name(ps_mode_t m) {
-  switch (m) {
-  case PS_SYNC: return "sync";
-  case PS_SSP: return "ssp";
-  case PS_ASYNC: return "async";
-  }
-  return "?";
-}
-
 int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers) {
   memset(cfg, 0, sizeof *cfg);
   const char *mode = sg_opts_str_or(o, "mode", "sync");

@@ -8,3 +8,6 @@ sg_add_test(test_one_worker SOURCES test_one_worker.c TIMEOUT 240)
 add_test(NAME docs_config_current
   COMMAND sh -c "$<TARGET_FILE:sgdlab> help config --markdown | diff -u ${CMAKE_SOURCE_DIR}/docs/config.md - || { echo 'docs/config.md is stale: regenerate it with: sgdlab help config --markdown > docs/config.md'; exit 1; }")
 set_tests_properties(docs_config_current PROPERTIES TIMEOUT 30)
+
+# No file refers to notes or checkouts outside the repository.
+sg_add_test(test_self_contained SOURCES test_self_contained.c TIMEOUT 30)

@@ -7,7 +7,7 @@
 #include "cuda/sg_cuda.h"
 #include "device.h"
 #include "err.h"
-#include "transport.h"
+#include "transport_new.h"
 
 static long check_count(sg_comm_t *c, size_t seg, size_t count) {
   sg_cuda_ring_t *rg = NULL;

@@ -172,6 +172,46 @@ int ru_run(char **argv, int merge, const char *cwd, char *out, size_t cap) {
   return ru_exit_code(st);
 }
 
+int ru_sgdlab_in(const char *cwd, char **out, ...) {
+  char *argv[16];
+  int argc = 1;
+  va_list ap;
+  argv[0] = NULL; /* ru_run puts the binary there */
+  va_start(ap, out);
+  for (const char *a; argc < 15 && (a = va_arg(ap, const char *));) argv[argc++] = (char *)a;
+  va_end(ap);
+  argv[argc] = NULL;
+  if (!(*out = calloc(1, 1 << 16))) return -1;
+  return ru_run(argv, 1, cwd, *out, 1 << 16);
+}
+
+int ru_call(int (*cmd)(int, char **), const char *dir, char **out, ...) {
+  char *argv[20], path[] = "/tmp/sgdlab-call-XXXXXX";
+  int argc = 0, status = 0, fd = mkstemp(path);
+  va_list ap;
+  *out = NULL;
+  if (fd < 0) return -1;
+  va_start(ap, out);
+  for (const char *a; argc < 19 && (a = va_arg(ap, const char *));) argv[argc++] = (char *)a;
+  va_end(ap);
+  argv[argc] = NULL;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    if (dir && chdir(dir) != 0) _exit(98);
+    int rc = cmd(argc, argv);
+    fflush(NULL);
+    _exit(rc);
+  }
+  close(fd);
+  int waited = pid > 0 && waitpid(pid, &status, 0) == pid;
+  *out = ru_slurp(path, 1 << 22);
+  unlink(path);
+  return waited && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 int ru_wait_exit(pid_t pid, double secs, int *status) {
   double until = sg_now() + secs;
   for (;;) {

@@ -77,6 +77,17 @@ pid_t ru_start(char **argv, const char *errpath, int merge, const char *cwd);
  * The exit code (ru_exit_code), -1 when it could not be started. */
 int ru_run(char **argv, int merge, const char *cwd, char *out, size_t cap);
 
+/* sgdlab with the NULL-terminated arguments after out, in cwd (may be
+ * NULL), stdout and stderr merged into *out (malloc'd, 64 KiB at most).
+ * The exit code, -1 when it could not run. */
+int ru_sgdlab_in(const char *cwd, char **out, ...);
+
+/* A command function of the CLI (sg_cmd_report, ...) called in a forked
+ * child with the NULL-terminated arguments after out as its argv, in dir
+ * (may be NULL); its stdout and stderr into *out (malloc'd; free it).
+ * The child's exit code, -1 when it could not run. */
+int ru_call(int (*cmd)(int, char **), const char *dir, char **out, ...);
+
 /* Wait at most secs for pid (our child) to exit: 1 with *status set, 0
  * when it is still running. */
 int ru_wait_exit(pid_t pid, double secs, int *status);

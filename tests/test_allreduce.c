@@ -13,35 +13,26 @@
  */
 #include "test.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <zmq.h>
 
 #include "allreduce.h"
 #include "topk.h"
 #include "err.h"
-#include "transport.h"
+#include "thread_ranks.h"
+#include "transport_new.h"
 
 typedef struct rank_arg {
-  void *zctx;
-  char group[32];
-  int rank, size;
   const char *algo;
   size_t count, segment;
   int64_t wrong; /* elements that differ from the exact sum */
-  int rc;
-  char err[512];
 } rank_arg_t;
 
-static void *rank_main(void *p) {
+static int ar_rank(sg_comm_t *c, void *p) {
   rank_arg_t *a = p;
-  sg_comm_t *c = NULL;
   sg_ar_t *ar = NULL;
   float *buf = NULL;
   int rc;
-  sg_zmq_cfg_t zc = {.rank = a->rank, .size = a->size, .deadline_s = 20,
-                     .scheme = "inproc", .group = a->group, .zctx = a->zctx};
-  SG_TRY(sg_comm_zmq_new(&c, &zc));
   SG_TRY(sg_ar_new(&ar, c, a->algo, a->segment, a->count));
   buf = malloc((a->count + 1) * sizeof *buf);
   if (!buf) {
@@ -50,52 +41,36 @@ static void *rank_main(void *p) {
   }
   /* Twice on the same context: the second call must not see leftovers. */
   for (int rep = 0; rep < 2; rep++) {
-    for (size_t i = 0; i < a->count; i++) buf[i] = (float)(a->rank + 1) * (float)(i % 7 + 1);
+    for (size_t i = 0; i < a->count; i++) buf[i] = (float)(c->rank + 1) * (float)(i % 7 + 1);
     buf[a->count] = -1; /* guard element past the end */
     SG_TRY(sg_ar_run(ar, buf, a->count));
-    const float tri = (float)a->size * (float)(a->size + 1) / 2;
+    const float tri = (float)c->size * (float)(c->size + 1) / 2;
     a->wrong = 0;
     for (size_t i = 0; i < a->count; i++)
       if (buf[i] != (float)(i % 7 + 1) * tri) a->wrong++;
     if (buf[a->count] != -1) a->wrong++;
   }
 fail:
-  if (rc < 0) snprintf(a->err, sizeof a->err, "%s [%s]", sg_err_msg(), sg_err_trace());
-  a->rc = rc;
   free(buf);
   sg_ar_destroy(&ar);
-  sg_comm_destroy(&c);
-  return NULL;
+  return rc;
 }
 
 /* Run one allreduce on n threads; returns the number of wrong elements
  * over all ranks, or a negative error. */
 static int64_t run(const char *algo, int n, size_t count, size_t segment, int plant) {
-  static int serial;
-  void *zctx = zmq_ctx_new();
   rank_arg_t args[16];
-  pthread_t th[16];
-  if (!zctx || n > 16) return SG_EINVAL;
+  char what[64];
+  if (n > 16) return SG_EINVAL;
   /* The test hook, as a process gets it: read by sg_ar_new(). */
   if (plant) setenv("SG_ALLREDUCE_PLANT_BUG", "1", 1);
-  for (int r = 0; r < n; r++) {
-    args[r] = (rank_arg_t){.zctx = zctx, .rank = r, .size = n, .algo = algo,
-                           .count = count, .segment = segment};
-    snprintf(args[r].group, sizeof args[r].group, "art%d", serial);
-    pthread_create(&th[r], NULL, rank_main, &args[r]);
-  }
-  serial++;
+  for (int r = 0; r < n; r++)
+    args[r] = (rank_arg_t){.algo = algo, .count = count, .segment = segment};
+  snprintf(what, sizeof what, "%s N=%d count=%zu", algo, n, count);
+  tr_group_t g = {.n = n, .fn = ar_rank, .args = args, .stride = sizeof *args, .what = what};
+  int rc = tr_run(&g);
   int64_t wrong = 0;
-  int rc = 0;
-  for (int r = 0; r < n; r++) {
-    pthread_join(th[r], NULL);
-    if (args[r].rc < 0) {
-      fprintf(stderr, "%s N=%d count=%zu rank %d: %s\n", algo, n, count, r, args[r].err);
-      rc = args[r].rc;
-    }
-    wrong += args[r].wrong;
-  }
-  zmq_ctx_term(zctx);
+  for (int r = 0; r < n; r++) wrong += args[r].wrong;
   if (plant) unsetenv("SG_ALLREDUCE_PLANT_BUG");
   return rc < 0 ? rc : wrong;
 }
@@ -150,46 +125,29 @@ TEST(native_needs_mpi) {
 /* ---- broadcast ------------------------------------------------------- */
 
 typedef struct bc_arg {
-  void *zctx;
-  int rank, size, root;
-  int ok, rc;
+  int root, ok;
 } bc_arg_t;
 
-static void *bc_main(void *p) {
+static int bc_rank(sg_comm_t *c, void *p) {
   bc_arg_t *a = p;
-  sg_comm_t *c = NULL;
   int v[100];
-  int rc;
-  sg_zmq_cfg_t zc = {.rank = a->rank, .size = a->size, .deadline_s = 20,
-                     .scheme = "inproc", .group = "bcast", .zctx = a->zctx};
-  SG_TRY(sg_comm_zmq_new(&c, &zc));
-  for (int i = 0; i < 100; i++) v[i] = a->rank == a->root ? i * 3 + 1 : -7;
-  SG_TRY(sg_ar_bcast(c, v, sizeof v, a->root));
+  for (int i = 0; i < 100; i++) v[i] = c->rank == a->root ? i * 3 + 1 : -7;
+  SG_CHECK(sg_ar_bcast(c, v, sizeof v, a->root));
   a->ok = 1;
   for (int i = 0; i < 100; i++)
     if (v[i] != i * 3 + 1) a->ok = 0;
-fail:
-  a->rc = rc;
-  sg_comm_destroy(&c);
-  return NULL;
+  return 0;
 }
 
 TEST(bcast_binomial) {
   for (int n = 1; n <= 7; n++) {
     for (int root = 0; root < n; root += 2) {
-      void *zctx = zmq_ctx_new();
       bc_arg_t args[8];
-      pthread_t th[8];
-      for (int r = 0; r < n; r++) {
-        args[r] = (bc_arg_t){.zctx = zctx, .rank = r, .size = n, .root = root};
-        pthread_create(&th[r], NULL, bc_main, &args[r]);
-      }
-      int bad = 0;
-      for (int r = 0; r < n; r++) {
-        pthread_join(th[r], NULL);
-        if (args[r].rc < 0 || !args[r].ok) bad++;
-      }
-      zmq_ctx_term(zctx);
+      for (int r = 0; r < n; r++) args[r] = (bc_arg_t){.root = root};
+      tr_group_t g = {.n = n, .fn = bc_rank, .args = args, .stride = sizeof *args,
+                      .what = "bcast"};
+      int bad = tr_run(&g) < 0 ? n : 0;
+      for (int r = 0; r < n && !bad; r++) bad += !args[r].ok;
       CHECK_MSG(bad == 0, "N=%d root=%d: %d ranks wrong", n, root, bad);
     }
   }
@@ -201,59 +159,43 @@ TEST(bcast_binomial) {
  * gradients to every rank (small integers: exact in float).  Dropping
  * the residual loses all but the first top-k entries and fails. */
 typedef struct topk_arg {
-  void *zctx;
-  int rank, size;
+  int rank;
   int64_t wrong;
-  int rc;
 } topk_arg_t;
 
 enum { TOPK_COUNT = 1000, TOPK_T = 20 };
 
-static void *topk_main(void *p) {
+static int topk_rank(sg_comm_t *c, void *p) {
   topk_arg_t *a = p;
-  sg_comm_t *c = NULL;
   sg_topk_t *tk = NULL;
   static _Thread_local float buf[TOPK_COUNT], total[TOPK_COUNT];
   int rc;
-  sg_zmq_cfg_t zc = {.rank = a->rank, .size = a->size, .deadline_s = 20,
-                     .scheme = "inproc", .group = "topk", .zctx = a->zctx};
-  SG_TRY(sg_comm_zmq_new(&c, &zc));
+  a->rank = c->rank;
   SG_TRY(sg_topk_new(&tk, c, TOPK_COUNT, 0.05)); /* k = 50: 20 flush steps */
   memset(total, 0, sizeof total);
   for (int t = 0; t < TOPK_T + TOPK_COUNT / 50 + 1; t++) {
     for (int i = 0; i < TOPK_COUNT; i++)
-      buf[i] = t < TOPK_T ? (float)(a->rank + 1) * (float)(i % 7 + 1) : 0.0f;
+      buf[i] = t < TOPK_T ? (float)(c->rank + 1) * (float)(i % 7 + 1) : 0.0f;
     SG_TRY(sg_topk_run(tk, buf));
     for (int i = 0; i < TOPK_COUNT; i++) total[i] += buf[i];
   }
-  const float tri = (float)a->size * (float)(a->size + 1) / 2;
+  const float tri = (float)c->size * (float)(c->size + 1) / 2;
   a->wrong = 0;
   for (int i = 0; i < TOPK_COUNT; i++)
     if (total[i] != (float)TOPK_T * tri * (float)(i % 7 + 1)) a->wrong++;
 fail:
-  a->rc = rc;
   sg_topk_destroy(&tk);
-  sg_comm_destroy(&c);
-  return NULL;
+  return rc;
 }
 
 TEST(topk_conserves_the_gradient) {
-  const int n = 3;
-  void *zctx = zmq_ctx_new();
-  topk_arg_t args[3];
-  pthread_t th[3];
-  CHECK(zctx);
-  for (int r = 0; r < n; r++) {
-    args[r] = (topk_arg_t){.zctx = zctx, .rank = r, .size = n};
-    pthread_create(&th[r], NULL, topk_main, &args[r]);
-  }
+  enum { n = 3 };
+  topk_arg_t args[n] = {{0}};
+  tr_group_t g = {.n = n, .fn = topk_rank, .args = args, .stride = sizeof args[0],
+                  .what = "topk N=3"};
+  CHECK_MSG(tr_run(&g) == 0, "%s", g.err);
   int64_t wrong = 0;
-  for (int r = 0; r < n; r++) {
-    pthread_join(th[r], NULL);
-    CHECK_MSG(args[r].rc == 0, "rank %d: error %d", r, args[r].rc);
-    wrong += args[r].wrong;
-  }
-  zmq_ctx_term(zctx);
+  for (int r = 0; r < n; r++) wrong += args[r].wrong;
   fprintf(stderr, "  topk: %lld of %d elements not conserved\n", (long long)wrong,
           n * TOPK_COUNT);
   CHECK_EQ_INT(wrong, 0);

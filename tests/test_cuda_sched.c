@@ -21,11 +21,10 @@
  */
 #include "test.h"
 
-#include <pthread.h>
 #include <stdint.h>
-#include <zmq.h>
 
 #include "allreduce.h"
+#include "thread_ranks.h"
 #include "cuda/ring_prims.h"
 #include "cuda/stage_plan.h"
 #include "device.h"
@@ -195,14 +194,10 @@ TEST(stage_without_device_ordering_is_caught) {
 /* ---- N threads over inproc ZeroMQ --------------------------------------- */
 
 typedef struct targ {
-  void *zctx;
-  char group[32];
   int rank, size, mode, plant; /* mode 0: staging + ring allreduce; 1: device-ring twin */
   size_t count, chunk;
   float **inboxes;             /* the twin's: every rank's inbox */
   long wrong;
-  int rc;
-  char err[512];
 } targ_t;
 
 /* The host twin of the device ring: inboxes are plain memory. */
@@ -233,15 +228,13 @@ static int twin_run(sg_comm_t *c, targ_t *a, float *x) {
   return rc;
 }
 
-static void *thread_main(void *p) {
+static int thread_rank(sg_comm_t *c, void *p) {
   targ_t *a = p;
-  sg_comm_t *c = NULL;
   sg_ar_t *ar = NULL;
   float *x = NULL;
   int rc;
-  sg_zmq_cfg_t zc = {.rank = a->rank, .size = a->size, .deadline_s = 20, .scheme = "inproc",
-                     .group = a->group, .zctx = a->zctx};
-  SG_TRY(sg_comm_zmq_new(&c, &zc));
+  a->rank = c->rank;
+  a->size = c->size;
   if (a->mode == 0) {
     SG_TRY(sg_ar_new(&ar, c, "ring", 0, a->chunk));
     long w = stage_once(a->count, a->chunk, 2, 1, 0, 0, ar, a->rank, a->size);
@@ -258,38 +251,22 @@ static void *thread_main(void *p) {
   }
   rc = SG_OK;
 fail:
-  if (rc < 0) snprintf(a->err, sizeof a->err, "%s [%s]", sg_err_msg(), sg_err_trace());
-  a->rc = rc;
   free(x);
   sg_ar_destroy(&ar);
-  sg_comm_destroy(&c);
-  return NULL;
+  return rc;
 }
 
 static long threads(int mode, int n, size_t count, size_t chunk, int plant) {
-  static int serial;
-  void *zctx = zmq_ctx_new();
   targ_t args[8];
-  pthread_t th[8];
-  if (!zctx || n > 8) return SG_EINVAL;
-  for (int r = 0; r < n; r++) {
-    args[r] = (targ_t){.zctx = zctx, .rank = r, .size = n, .mode = mode, .plant = plant,
-                       .count = count, .chunk = chunk};
-    snprintf(args[r].group, sizeof args[r].group, "cs%d", serial);
-    pthread_create(&th[r], NULL, thread_main, &args[r]);
-  }
-  serial++;
+  char what[64];
+  if (n > 8) return SG_EINVAL;
+  for (int r = 0; r < n; r++)
+    args[r] = (targ_t){.mode = mode, .plant = plant, .count = count, .chunk = chunk};
+  snprintf(what, sizeof what, "mode %d N=%d count=%zu", mode, n, count);
+  tr_group_t g = {.n = n, .fn = thread_rank, .args = args, .stride = sizeof *args, .what = what};
+  int rc = tr_run(&g);
   long wrong = 0;
-  int rc = 0;
-  for (int r = 0; r < n; r++) {
-    pthread_join(th[r], NULL);
-    if (args[r].rc < 0) {
-      fprintf(stderr, "mode %d N=%d count=%zu rank %d: %s\n", mode, n, count, r, args[r].err);
-      rc = args[r].rc;
-    }
-    wrong += args[r].wrong;
-  }
-  zmq_ctx_term(zctx);
+  for (int r = 0; r < n; r++) wrong += args[r].wrong;
   return rc < 0 ? rc : wrong;
 }
 

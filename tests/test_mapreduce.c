@@ -10,21 +10,15 @@
  */
 #include "test.h"
 
-#include <pthread.h>
-#include <zmq.h>
 
 #include "err.h"
 #include "mapreduce.h"
+#include "thread_ranks.h"
 #include "transport.h"
 
 typedef struct rank_arg {
-  void *zctx;
-  char group[64];
-  int rank, size;
   const mr_config_t *cfg;
   size_t n;
-  int rc;
-  char err[256];
   long long bcast_bad, agg_bad; /* elements that differ from the expected */
 } rank_arg_t;
 
@@ -32,14 +26,10 @@ static float contribution(int executor_index, size_t k) {
   return (float)((executor_index + 1) * (int)(k % 13 + 1));
 }
 
-static void *rank_main(void *p) {
+static int mr_rank(sg_comm_t *c, void *p) {
   rank_arg_t *a = p;
-  sg_comm_t *c = NULL;
   float *buf = NULL, *tmp = NULL;
   int rc;
-  sg_zmq_cfg_t zc = {.rank = a->rank, .size = a->size, .deadline_s = 20,
-                     .scheme = "inproc", .group = a->group, .zctx = a->zctx};
-  SG_TRY(sg_comm_zmq_new(&c, &zc));
   size_t n = a->n;
   buf = malloc((n + 1) * sizeof *buf);
   tmp = malloc((n + 1) * sizeof *tmp);
@@ -48,59 +38,42 @@ static void *rank_main(void *p) {
     goto fail;
   }
   /* broadcast: the driver's values reach everyone */
-  for (size_t k = 0; k < n; k++) buf[k] = a->rank == 0 ? (float)(k % 1000) + 0.5f : -1.0f;
+  for (size_t k = 0; k < n; k++) buf[k] = c->rank == 0 ? (float)(k % 1000) + 0.5f : -1.0f;
   SG_TRY(mr_broadcast(c, a->cfg, buf, n));
   for (size_t k = 0; k < n; k++) a->bcast_bad += buf[k] != (float)(k % 1000) + 0.5f;
   /* reduce: the driver gets the exact sum */
-  if (a->rank > 0)
-    for (size_t k = 0; k < n; k++) buf[k] = contribution(a->rank - 1, k);
+  if (c->rank > 0)
+    for (size_t k = 0; k < n; k++) buf[k] = contribution(c->rank - 1, k);
   SG_TRY(mr_aggregate(c, a->cfg, buf, tmp, n));
-  if (a->rank == 0) {
-    int N = a->size - 1;
+  if (c->rank == 0) {
+    int N = c->size - 1;
     for (size_t k = 0; k < n; k++)
       a->agg_bad += buf[k] != (float)((k % 13 + 1) * (size_t)(N * (N + 1) / 2));
   }
   rc = SG_OK;
 fail:
-  if (rc < 0) snprintf(a->err, sizeof a->err, "%s", sg_err_msg());
-  a->rc = rc;
-  sg_comm_destroy(&c);
   free(buf);
   free(tmp);
-  return NULL;
+  return rc;
 }
 
 /* Run one broadcast + reduce with N executors; 0 when every rank returned
  * 0, and the mismatch counts summed over ranks. */
 static int run_case(const mr_config_t *cfg, size_t n, long long *bcast_bad,
                     long long *agg_bad) {
-  static int serial;
-  int size = cfg->executors + 1, rc = 0;
-  /* A context per case: zmq_ctx_term() waits until every socket of the
-   * case is closed (a shared one runs into ZMQ_MAX_SOCKETS). */
-  void *zctx = zmq_ctx_new();
-  if (!zctx) return SG_EIO;
+  int size = cfg->executors + 1;
   rank_arg_t *args = calloc((size_t)size, sizeof *args);
-  pthread_t *th = calloc((size_t)size, sizeof *th);
+  if (!args) return SG_ENOMEM;
+  for (int r = 0; r < size; r++) args[r] = (rank_arg_t){.cfg = cfg, .n = n};
+  tr_group_t g = {.n = size, .fn = mr_rank, .args = args, .stride = sizeof *args,
+                  .what = "mapreduce"};
+  int rc = tr_run(&g);
   *bcast_bad = *agg_bad = 0;
   for (int r = 0; r < size; r++) {
-    args[r] = (rank_arg_t){.zctx = zctx, .rank = r, .size = size, .cfg = cfg, .n = n};
-    snprintf(args[r].group, sizeof args[r].group, "mr%d", serial);
-    pthread_create(&th[r], NULL, rank_main, &args[r]);
-  }
-  serial++;
-  for (int r = 0; r < size; r++) {
-    pthread_join(th[r], NULL);
-    if (args[r].rc < 0) {
-      fprintf(stderr, "rank %d: %s\n", r, args[r].err);
-      rc = args[r].rc;
-    }
     *bcast_bad += args[r].bcast_bad;
     *agg_bad += args[r].agg_bad;
   }
   free(args);
-  free(th);
-  zmq_ctx_term(zctx);
   return rc;
 }
 

@@ -16,16 +16,15 @@
  */
 #include "test.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <unistd.h>
-#include <zmq.h>
 
 #include "clock.h"
 #include "err.h"
 #include "mapreduce.h"
 #include "settings.h"
 #include "run_util.h"
+#include "thread_ranks.h"
 #include "transport.h"
 
 #define STEPS 100
@@ -37,63 +36,36 @@ static sg_opts_t *make_opts(int workers, const char *dump, const char *const *kv
 }
 
 typedef struct rank_arg {
-  void *zctx;
-  char group[32];
-  int rank, size, workers;
+  int workers;
   const sg_opts_t *opts;
   const mr_config_t *cfg;
-  int rc;
-  char err[512];
 } rank_arg_t;
 
-static void *rank_main(void *p) {
+static int mr_train_rank(sg_comm_t *c, void *p) {
   rank_arg_t *a = p;
-  sg_comm_t *c = NULL;
   sg_records_t *rec = NULL;
   int rc;
-  sg_zmq_cfg_t zc = {.rank = a->rank, .size = a->size, .deadline_s = 60,
-                     .scheme = "inproc", .group = a->group, .zctx = a->zctx};
-  SG_TRY(sg_comm_zmq_new(&c, &zc));
-  SG_TRY(sg_records_open(&rec, NULL, a->rank, a->rank ? "executor" : "driver", sg_wall(), NULL));
-  sg_rank_ctx_t ctx = {.rank = a->rank, .size = a->size, .workers = a->workers, .comm = c,
+  SG_TRY(sg_records_open(&rec, NULL, c->rank, c->rank ? "executor" : "driver", sg_wall(), NULL));
+  sg_rank_ctx_t ctx = {.rank = c->rank, .size = c->size, .workers = a->workers, .comm = c,
                        .opts = a->opts, .rec = rec, .t0 = sg_wall()};
   rc = mr_run(&ctx, a->cfg);
 fail:
-  if (rc < 0) snprintf(a->err, sizeof a->err, "%s [%s]", sg_err_msg(), sg_err_trace());
-  a->rc = rc;
   sg_records_close(&rec);
-  sg_comm_destroy(&c);
-  return NULL;
+  return rc;
 }
 
 /* The engine over N+1 threads; plant = executor rank counted twice. */
 static int run_mapreduce(const sg_opts_t *o, int workers, int plant) {
-  static int serial;
   mr_config_t cfg;
-  int size = workers + 1, rc;
+  int size = workers + 1;
+  rank_arg_t args[17];
   SG_CHECK(mr_config_parse(o, workers, &cfg));
   cfg.plant_double_rank = plant;
-  void *zctx = zmq_ctx_new();
-  rank_arg_t args[17];
-  pthread_t th[17];
-  if (!zctx || size > 17) return SG_EINVAL;
-  for (int r = 0; r < size; r++) {
-    args[r] = (rank_arg_t){.zctx = zctx, .rank = r, .size = size, .workers = workers,
-                           .opts = o, .cfg = &cfg};
-    snprintf(args[r].group, sizeof args[r].group, "mrt%d", serial);
-    pthread_create(&th[r], NULL, rank_main, &args[r]);
-  }
-  serial++;
-  rc = 0;
-  for (int r = 0; r < size; r++) {
-    pthread_join(th[r], NULL);
-    if (args[r].rc < 0) {
-      fprintf(stderr, "rank %d: %s\n", r, args[r].err);
-      rc = args[r].rc;
-    }
-  }
-  zmq_ctx_term(zctx);
-  return rc;
+  if (size > 17) return SG_EINVAL;
+  for (int r = 0; r < size; r++) args[r] = (rank_arg_t){.workers = workers, .opts = o, .cfg = &cfg};
+  tr_group_t g = {.n = size, .deadline_s = 60, .fn = mr_train_rank, .args = args,
+                  .stride = sizeof *args, .what = "mapreduce train"};
+  return tr_run(&g);
 }
 
 /* One configuration against local; *dist gets the distance. */

@@ -17,10 +17,8 @@
  */
 #include "test.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <unistd.h>
-#include <zmq.h>
 
 #include "clock.h"
 #include "err.h"
@@ -28,6 +26,7 @@
 #include "ps_proto.h"
 #include "settings.h"
 #include "run_util.h"
+#include "thread_ranks.h"
 #include "transport.h"
 
 #define STEPS 100
@@ -44,14 +43,11 @@ enum { PLAIN = 0, FUZZ_FIRST = 1, DIE_AFTER_ONE_PUSH = 2 };
 enum { NFUZZ = 7 };
 
 typedef struct rank_arg {
-  void *zctx;
-  char group[32];
-  int rank, size, behaviour;
+  int behaviour;
   const sg_opts_t *opts;
   const ps_cfg_t *cfg;
-  double deadline;
-  int rc;
-  char err[512];
+  int rc;        /* what the rank's loop returned */
+  char err[512]; /* and its message */
   double ended; /* sg_now() when the rank's loop returned */
 } rank_arg_t;
 
@@ -99,17 +95,13 @@ static int die_after_one_push(sg_comm_t *c, const ps_cfg_t *cfg, size_t n) {
   return rc;
 }
 
-static void *rank_main(void *p) {
+static int ps_rank(sg_comm_t *c, void *p) {
   rank_arg_t *a = p;
-  sg_comm_t *c = NULL;
   sg_records_t *rec = NULL;
   sg_workload_t *wl = NULL;
-  int server = a->rank < a->cfg->servers, rc;
-  sg_zmq_cfg_t zc = {.rank = a->rank, .size = a->size, .deadline_s = a->deadline,
-                     .scheme = "inproc", .group = a->group, .zctx = a->zctx};
-  SG_TRY(sg_comm_zmq_new(&c, &zc));
-  SG_TRY(sg_records_open(&rec, NULL, a->rank, server ? "server" : "worker", sg_wall(), NULL));
-  sg_rank_ctx_t ctx = {.rank = a->rank, .size = a->size, .workers = a->cfg->workers, .comm = c,
+  int server = c->rank < a->cfg->servers, rc;
+  SG_TRY(sg_records_open(&rec, NULL, c->rank, server ? "server" : "worker", sg_wall(), NULL));
+  sg_rank_ctx_t ctx = {.rank = c->rank, .size = c->size, .workers = a->cfg->workers, .comm = c,
                        .opts = a->opts, .rec = rec, .t0 = sg_wall()};
   if (server) {
     rc = ps_server_run(&ctx, a->cfg);
@@ -130,34 +122,19 @@ fail:
   a->rc = rc;
   sg_workload_destroy(&wl);
   sg_records_close(&rec);
-  sg_comm_destroy(&c);
-  return NULL;
+  return rc;
 }
 
 /* The engine over S+N threads; behaviours[r] for worker ranks. */
 static int run_ps(const sg_opts_t *o, ps_cfg_t *cfg, const int *behaviour, double deadline,
                   rank_arg_t *args) {
-  static int serial;
-  int size = cfg->servers + cfg->workers, rc = 0;
-  void *zctx = zmq_ctx_new();
-  pthread_t th[MAXR];
-  if (!zctx || size > MAXR) return SG_EINVAL;
-  for (int r = 0; r < size; r++) {
-    args[r] = (rank_arg_t){.zctx = zctx, .rank = r, .size = size, .opts = o, .cfg = cfg,
-                           .deadline = deadline, .behaviour = behaviour ? behaviour[r] : PLAIN};
-    snprintf(args[r].group, sizeof args[r].group, "pst%d", serial);
-    pthread_create(&th[r], NULL, rank_main, &args[r]);
-  }
-  serial++;
-  for (int r = 0; r < size; r++) {
-    pthread_join(th[r], NULL);
-    if (args[r].rc < 0) {
-      fprintf(stderr, "  rank %d: %s\n", r, args[r].err);
-      if (!rc) rc = args[r].rc;
-    }
-  }
-  zmq_ctx_term(zctx);
-  return rc;
+  int size = cfg->servers + cfg->workers;
+  if (size > MAXR) return SG_EINVAL;
+  for (int r = 0; r < size; r++)
+    args[r] = (rank_arg_t){.opts = o, .cfg = cfg, .behaviour = behaviour ? behaviour[r] : PLAIN};
+  tr_group_t g = {.n = size, .deadline_s = deadline, .fn = ps_rank, .args = args,
+                  .stride = sizeof *args, .what = "ps"};
+  return tr_run(&g);
 }
 
 /* One configuration against local with the same settings. */

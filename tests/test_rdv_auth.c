@@ -8,6 +8,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "test.h"
+#include "rendezvous.h"
 #include "transport.h"
 
 /* Register `body` as identity `as` (its CURVE key; -1: no CURVE) and

@@ -201,40 +201,8 @@ done:
   return rc;
 }
 
-/* Run cmd(argv) in a child with stdout+stderr into a file (cwd: dir when
- * given); returns its exit code and the output in *out (malloc'd). */
-static int run_cmd(int (*cmd)(int, char **), const char *dir, char **out, ...) {
-  char *argv[16], path[512];
-  int argc = 0, status;
-  va_list ap;
-  va_start(ap, out);
-  for (const char *a; argc < 15 && (a = va_arg(ap, const char *));)
-    argv[argc++] = (char *)a;
-  va_end(ap);
-  argv[argc] = NULL;
-  snprintf(path, sizeof path, "%s/cmd.out", tmpdir);
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    FILE *f = fopen(path, "w");
-    if (!f) _exit(99);
-    dup2(fileno(f), 1);
-    dup2(fileno(f), 2);
-    if (dir && chdir(dir) != 0) _exit(98);
-    int rc = cmd(argc, argv);
-    fflush(NULL);
-    _exit(rc);
-  }
-  if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
-  FILE *f = fopen(path, "r");
-  *out = calloc(1, 1 << 16);
-  if (f && *out) {
-    size_t n = fread(*out, 1, (1 << 16) - 1, f);
-    (*out)[n] = '\0';
-  }
-  if (f) fclose(f);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+/* A CLI command in a forked child (run_util.h: ru_call). */
+#define run_cmd ru_call
 
 static char *read_file(const char *path) {
   FILE *f = fopen(path, "r");

@@ -24,20 +24,8 @@ static const char CONFIG[] =
     "  - local\n"
     "  - {engine: ps, mode: sync}\n";
 
-/* Run sgdlab with args in tmpdir; output (stdout + stderr) into *out
- * (malloc'd); returns the exit code. */
-static int sgdlab(char **out, ...) {
-  char *argv[16];
-  int argc = 1;
-  va_list ap;
-  argv[0] = NULL; /* ru_run puts the binary there */
-  va_start(ap, out);
-  for (const char *a; argc < 15 && (a = va_arg(ap, const char *));) argv[argc++] = (char *)a;
-  va_end(ap);
-  argv[argc] = NULL;
-  if (!(*out = calloc(1, 1 << 16))) return -1;
-  return ru_run(argv, 1, tmpdir, *out, 1 << 16);
-}
+/* sgdlab in tmpdir (run_util.h: ru_sgdlab_in). */
+#define sgdlab(out, ...) ru_sgdlab_in(tmpdir, out, __VA_ARGS__)
 
 static void cleanup(void) { ru_rm_rf(tmpdir); }
 

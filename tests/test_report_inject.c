@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fixture_schema.h"
 #include "plot.h"
 #include "run_util.h"
 #include "test.h"
@@ -35,27 +36,6 @@
  * below it, so an output directory that escaped results/ would still be
  * inside tmpdir (and found) rather than next to it. */
 static char tmpdir[256], work[300], db[320];
-
-/* The results tables (as the recorder creates them), for a database made
- * here. */
-static const char SCHEMA[] =
-    "CREATE TABLE IF NOT EXISTS experiments(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-    " config_text TEXT, started_at TEXT, host TEXT, version TEXT);"
-    "CREATE TABLE IF NOT EXISTS runs(id INTEGER PRIMARY KEY, experiment_id INTEGER,"
-    " engine TEXT NOT NULL, options_json TEXT, transport TEXT, launcher TEXT,"
-    " workers INTEGER, servers INTEGER, processes INTEGER, repeat INTEGER, seed INTEGER,"
-    " status TEXT NOT NULL, error TEXT, started_at TEXT, finished_at TEXT, wall_s REAL);"
-    "CREATE TABLE IF NOT EXISTS steps(run_id INTEGER NOT NULL, rank INTEGER, role TEXT,"
-    " step INTEGER, epoch INTEGER, t_start REAL, compute_s REAL, comm_s REAL, wait_s REAL,"
-    " bytes_sent INTEGER, bytes_recv INTEGER, loss REAL, staleness INTEGER);"
-    "CREATE TABLE IF NOT EXISTS evals(run_id INTEGER NOT NULL, step INTEGER, epoch INTEGER,"
-    " wall_s REAL, samples INTEGER, train_loss REAL, test_loss REAL, test_acc REAL);"
-    "CREATE TABLE IF NOT EXISTS bench(id INTEGER PRIMARY KEY, experiment_id INTEGER,"
-    " collective TEXT, impl TEXT, transport TEXT, np INTEGER, bytes INTEGER, iters INTEGER,"
-    " t_min REAL, t_median REAL, t_max REAL, algbw REAL, busbw REAL, wrong INTEGER);"
-    "CREATE TABLE IF NOT EXISTS ranks(run_id INTEGER NOT NULL, rank INTEGER, role TEXT,"
-    " host TEXT, pid INTEGER);"
-    "CREATE TABLE IF NOT EXISTS run_info(run_id INTEGER NOT NULL, key TEXT, value TEXT);";
 
 static void cleanup(void) { ru_rm_rf(tmpdir); }
 
@@ -559,7 +539,9 @@ TEST(report_dir_stays_in_results) {
   CHECK(scratch() == 0);
   snprintf(esc, sizeof esc, "%s/w/report-escape", tmpdir);
   CHECK(sqlite3_open(db, &h) == SQLITE_OK);
-  int bad = sqlite3_exec(h, SCHEMA, NULL, NULL, NULL) != SQLITE_OK;
+  /* the results tables (fixture_schema.h), unless a run made them */
+  int bad = sqlite3_exec(h, "SELECT 1 FROM experiments LIMIT 0", NULL, NULL, NULL) != SQLITE_OK &&
+            sqlite3_exec(h, SCHEMA, NULL, NULL, NULL) != SQLITE_OK;
   for (const char *const *nm = names; *nm && !bad; nm++)
     bad = sql(h, "INSERT INTO experiments(id, name) VALUES(1000 + (SELECT count(*)"
                  " FROM experiments WHERE id >= 1000), ?)", *nm, NULL);

@@ -117,32 +117,8 @@ static void setup(void) {
   if (make_fixture(db_path)) abort();
 }
 
-/* cmd(argv) in a child, stdout and stderr into a file; exit code, output
- * in *out (malloc'd). */
-static int run_cmd(int (*cmd)(int, char **), char **out, ...) {
-  char *argv[20], path[512];
-  int argc = 0, status;
-  va_list ap;
-  va_start(ap, out);
-  for (const char *a; argc < 19 && (a = va_arg(ap, const char *));) argv[argc++] = (char *)a;
-  va_end(ap);
-  argv[argc] = NULL;
-  snprintf(path, sizeof path, "%s/cmd.out", tmpdir);
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    FILE *f = fopen(path, "w");
-    if (!f) _exit(99);
-    dup2(fileno(f), 1);
-    dup2(fileno(f), 2);
-    int rc = cmd(argc, argv);
-    fflush(NULL);
-    _exit(rc);
-  }
-  if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
-  *out = ru_slurp(path, 1 << 22);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+/* A CLI command in a forked child, in this directory (run_util.h: ru_call). */
+#define run_cmd(cmd, out, ...) ru_call(cmd, NULL, out, __VA_ARGS__)
 
 static char *file_in(const char *dir, const char *name) {
   char p[1024];

@@ -34,21 +34,11 @@ static const char CONFIG[] =
     "  - {engine: ps, mode: sync}\n"
     "  - {engine: allreduce, algorithm: ring, transport: zmq}\n";
 
+/* sgdlab in tmpdir (run_util.h: ru_sgdlab_in). */
+#define sgdlab(out, ...) ru_sgdlab_in(tmpdir, out, __VA_ARGS__)
+
 static void cleanup(void) { ru_rm_rf(tmpdir); }
 
-/* sgdlab ARGS... in tmpdir; output into *out (malloc'd); exit code. */
-static int sgdlab(char **out, ...) {
-  char *argv[16];
-  int argc = 1;
-  va_list ap;
-  argv[0] = NULL;
-  va_start(ap, out);
-  for (const char *a; argc < 15 && (a = va_arg(ap, const char *));) argv[argc++] = (char *)a;
-  va_end(ap);
-  argv[argc] = NULL;
-  if (!(*out = calloc(1, 1 << 16))) return -1;
-  return ru_run(argv, 1, tmpdir, *out, 1 << 16);
-}
 
 /* The run, once for all tests. */
 static int setup(void) {

@@ -1,6 +1,5 @@
 /* test_transport_inproc.c - the conformance suite with ranks as threads
  * over ZeroMQ inproc, N = 1..16; plus the summation kernels. */
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <zmq.h>
@@ -8,53 +7,24 @@
 #include "err.h"
 #include "reduce.h"
 #include "test.h"
-#include "transport.h"
+#include "thread_ranks.h"
+#include "transport_new.h"
 #include "transport_cases.h"
 
 #define MAXN 16
 
-typedef struct rank_arg {
-  void *zctx;
-  int rank, size;
-  char group[32];
-  int rc;
+/* One rank: the conformance suite; its message as the rank's error. */
+static int conformance_rank(sg_comm_t *c, void *arg) {
   char err[1024];
-} rank_arg_t;
-
-static void *rank_main(void *p) {
-  rank_arg_t *a = p;
-  sg_comm_t *c = NULL;
-  sg_zmq_cfg_t cfg = {.rank = a->rank, .size = a->size, .deadline_s = 20.0,
-                      .scheme = "inproc", .group = a->group, .zctx = a->zctx};
-  a->rc = sg_comm_zmq_new(&c, &cfg);
-  if (a->rc < 0) {
-    snprintf(a->err, sizeof a->err, "rank %d: sg_comm_zmq_new: %s", a->rank,
-             sg_err_msg());
-    return NULL;
-  }
-  a->rc = tc_run_all(c, a->err, sizeof a->err);
-  sg_comm_destroy(&c);
-  return NULL;
+  if (tc_run_all(c, err, sizeof err) != 0) return sg_err_set(SG_EINVAL, "%s", err);
+  return 0;
 }
 
 /* Run the suite on n threads; 0 or the first rank's failure in err. */
 static int run_group(int n, char *err, size_t errlen) {
-  static rank_arg_t args[MAXN];
-  pthread_t th[MAXN];
-  void *zctx = zmq_ctx_new();
-  int rc = 0;
-  for (int r = 0; r < n; r++) {
-    args[r] = (rank_arg_t){.zctx = zctx, .rank = r, .size = n};
-    snprintf(args[r].group, sizeof args[r].group, "conf%d", n);
-    pthread_create(&th[r], NULL, rank_main, &args[r]);
-  }
-  for (int r = 0; r < n; r++) pthread_join(th[r], NULL);
-  for (int r = 0; r < n; r++)
-    if (args[r].rc != 0 && rc == 0) {
-      snprintf(err, errlen, "%s", args[r].err);
-      rc = -1;
-    }
-  zmq_ctx_term(zctx);
+  tr_group_t g = {.n = n, .fn = conformance_rank, .what = "conformance"};
+  int rc = tr_run(&g);
+  snprintf(err, errlen, "%s", g.err);
   return rc;
 }
 

@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "err.h"
 #include "test.h"
+#include "rendezvous.h"
 #include "transport.h"
 
 #define MAXP 8

@@ -25,7 +25,7 @@
 
 #include "clock.h"
 #include "err.h"
-#include "transport.h"
+#include "transport_new.h"
 #include "transport_cases.h"
 
 #define FAULT_DEADLINE 1.0

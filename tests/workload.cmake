@@ -6,7 +6,3 @@ sg_add_test(test_optim SOURCES test_optim.c TIMEOUT 30)
 sg_add_test(test_workload SOURCES test_workload.c TIMEOUT 120)
 sg_add_test(test_workload_slice SOURCES test_workload_slice.c TIMEOUT 60)
 sg_add_test(test_bench_step SOURCES test_bench_step.c TIMEOUT 90)
-
-# Standalone driver (not a test): plain grad -> apply loop, one process.
-add_executable(train_local ${CMAKE_SOURCE_DIR}/tools/train_local.c)
-target_link_libraries(train_local PRIVATE sgcore)

@@ -31,6 +31,8 @@
 #include "clock.h"
 #include "err.h"
 #include "transport.h"
+#include "rendezvous.h"
+#include "transport_new.h"
 
 #define MAX_SIZES 32
 #define MAX_REPS 9
@@ -111,11 +113,10 @@ static void endpoint(const bench_t *b, int rank, int port, char *ep, size_t cap)
 }
 
 static int raw_rank(const bench_t *b, int rank, int port, one_t *out, char *buf) {
-  /* the allocator setting sg_comm_zmq_new makes (transport_zmq.c): without
-   * it glibc returns every large zmq buffer to the kernel and the next one
-   * is page-faulted in again, which would measure malloc, not libzmq */
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+  /* the allocator setting sgdlab-rank makes for zmq ranks: without it glibc
+   * returns every large zmq buffer to the kernel and the next one is
+   * page-faulted in again, which would measure malloc, not libzmq */
+  sg_zmq_malloc_keep();
   void *ctx = zmq_ctx_new();
   io_t io = {raw_send, raw_recv, zmq_socket(ctx, ZMQ_PUSH), zmq_socket(ctx, ZMQ_PULL), rank, b->mode};
   int hwm = 16; /* the transport's default queue per peer (SG_ZMQ_DEFAULT_HWM) */

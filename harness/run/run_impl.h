@@ -20,7 +20,8 @@
 #include "records_server.h"
 #include "run.h"
 #include "run_cluster.h"
-#include "transport.h"
+#include "rendezvous.h"
+#include "transport_new.h"
 
 enum { POLL_MS = 100 };
 /* Silence watchdog (see run_watchdog()): the run fails when no rank has sent
