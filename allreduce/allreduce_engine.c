@@ -137,6 +137,8 @@ fail:
   return rc;
 }
 
+extern const struct sg_bench_round sg_ar_bench_round; /* the benchmark round, next to the engine */
+
 const sg_engine_t sg_engine_allreduce = {
     .name = "allreduce",
     .summary = "every worker a replica: gradients summed by allreduce (ring, rhd or native MPI), same update everywhere",
@@ -145,4 +147,5 @@ const sg_engine_t sg_engine_allreduce = {
     .role = NULL,
     .check_transport = ar_check_transport,
     .run = ar_run,
+    .bench = &sg_ar_bench_round,
 };

@@ -25,6 +25,8 @@ typedef struct sg_rank_ctx {
   double t0;             /* the run's start, sg_wall() seconds */
 } sg_rank_ctx_t;
 
+struct sg_bench_round; /* bench_method.h */
+
 typedef struct sg_engine {
   const char *name;    /* "allreduce" */
   const char *summary; /* one line for `sgdlab engines` */
@@ -46,6 +48,9 @@ typedef struct sg_engine {
    * by the local launcher only (under mpirun, Open MPI aborts the whole
    * job when one process dies).  NULL = no rank may die. */
   int (*tolerates_exit)(const sg_opts_t *o, int workers, int rank);
+  /* One round of the engine's gradient communication, for the benchmark
+   * method (core/bench_method.h); NULL = the engine has none. */
+  const struct sg_bench_round *bench;
 } sg_engine_t;
 
 /* The registry (harness/registry.c): NULL-terminated. */

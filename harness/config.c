@@ -869,7 +869,6 @@ typedef struct needs {
 static const needs_t option_needs[] = {
     {"ps", "staleness", "mode", "|ssp|"},
     {"mapreduce", "depth", "aggregate", "|tree|"},
-    {"bench-mapreduce", "depth", "aggregate", "|tree|"},
     {"allreduce", "segment", "algorithm", "|ring|cuda-ring|"},
     {"allreduce", "stage_chunk", "device", "|cuda|"},
     {NULL, "holdout", "dataset", "|libsvm|"},

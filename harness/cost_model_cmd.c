@@ -188,7 +188,8 @@ static const char RUN_SQL[] =
     " coalesce(json_extract(options_json, '$.dataset'), ''),"
     " coalesce(json_extract(options_json, '$.features'), 0),"
     " coalesce(json_extract(options_json, '$.classes'), 10)"
-    " FROM runs WHERE experiment_id = ?1 AND status = 'ok' ORDER BY id";
+    " FROM runs WHERE experiment_id = ?1 AND status = 'ok'"
+    " AND json_extract(options_json, '$._bench_max_bytes') IS NULL ORDER BY id";
 
 #define TXT(i) ((const char *)sqlite3_column_text(st, i) ? (const char *)sqlite3_column_text(st, i) : "")
 
@@ -217,7 +218,8 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
  * latest experiment's, its smallest np. */
 static const char BENCH_SQL[] =
     "SELECT b.experiment_id, b.np, b.bytes, b.t_median FROM bench b JOIN runs r"
-    " ON r.experiment_id = b.experiment_id AND json_extract(r.options_json, '$.impl') = b.impl"
+    " ON r.experiment_id = b.experiment_id AND coalesce(json_extract(r.options_json, '$.algorithm'),"
+    " json_extract(r.options_json, '$.impl')) = b.impl"
     " WHERE b.impl = 'ring' AND b.wrong = 0 AND b.np >= 2 AND b.bytes >= ?1"
     " AND coalesce(json_extract(r.options_json, '$.\"cluster.link\"'), '') = ?2"
     " AND coalesce(json_extract(r.options_json, '$.zmq_auth'), '') = ?3 AND b.transport = ?4"

@@ -18,6 +18,7 @@
 
 #include "auth.h"
 #include "clock.h"
+#include "bench_method.h"
 #include "device.h"
 #include "engine.h"
 #include "err.h"
@@ -133,7 +134,8 @@ int main(int argc, char **argv) {
   SG_TRY(sg_opts_setf(o, "_engine_t", "%.6f", sg_now()));
   sg_rank_ctx_t ctx = {.rank = rank, .size = size, .workers = (int)workers, .comm = comm,
                        .opts = o, .rec = rec, .t0 = t0};
-  SG_TRY(eng->run(&ctx));
+  /* `sgdlab bench` runs the engine's communication round, not training */
+  SG_TRY(sg_bench_requested(o) ? sg_bench_method_run(&ctx, eng) : eng->run(&ctx));
   if (comm->dropped) { /* refused arrivals: counted, never fatal */
     char key[48], val[32];
     snprintf(key, sizeof key, "transport.dropped.rank%d", rank);

@@ -78,6 +78,8 @@ static int ps_run(sg_rank_ctx_t *ctx) {
   return ps_worker_run(ctx, &cfg);
 }
 
+extern const struct sg_bench_round sg_ps_bench_round; /* the benchmark round, next to the engine */
+
 const sg_engine_t sg_engine_ps = {
     .name = "ps",
     .summary = "parameter server: S sharded servers, N workers; sync, ssp (bounded staleness) or async; sparse push/pull",
@@ -87,4 +89,5 @@ const sg_engine_t sg_engine_ps = {
     .check_transport = NULL,
     .run = ps_run,
     .tolerates_exit = ps_tolerates_exit,
+    .bench = &sg_ps_bench_round,
 };
