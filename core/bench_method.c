@@ -26,9 +26,14 @@ double sg_bench_ring_factor(int workers) {
 
 int sg_bench_requested(const sg_opts_t *o) { return sg_opts_get(o, "_bench_max_bytes") != NULL; }
 
-static int cmp_double(const void *a, const void *b) {
+int sg_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
+}
+
+double sg_median_sorted(const double *v, size_t n) {
+  if (!n) return 0;
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* v[0] summed, v[1..n) maxed over ranks, on rank 0. */
@@ -78,11 +83,11 @@ static int agree_iters(method_t *m, size_t count, int64_t *iters) {
  * wrong elements of every rank. */
 static int record(method_t *m, size_t bytes, int64_t iters) {
   double *t = m->times + 1;
-  qsort(t, (size_t)iters, sizeof *t, cmp_double);
+  qsort(t, (size_t)iters, sizeof *t, sg_cmp_double);
   int n = m->ctx->workers;
   sg_bench_rec_t rec = {.np = n, .iters = (int32_t)iters, .bytes = bytes, .t_min = t[0],
                         .t_max = t[iters - 1], .wrong = (int64_t)m->times[0]};
-  rec.t_median = iters % 2 ? t[iters / 2] : (t[iters / 2 - 1] + t[iters / 2]) / 2;
+  rec.t_median = sg_median_sorted(t, (size_t)iters);
   rec.algbw = rec.t_median > 0 ? (double)bytes / rec.t_median / 1e9 : 0;
   rec.busbw = rec.algbw * m->r->bus_factor(n);
   snprintf(rec.collective, sizeof rec.collective, "%s", m->r->collective);

@@ -77,6 +77,10 @@ static inline float sg_bench_expected(int contributors, size_t i) {
   return (float)(i % 7 + 1) * ((float)contributors * (float)(contributors + 1) / 2);
 }
 
+/* qsort comparator for doubles, ascending; the median of sorted v[0..n). */
+int sg_cmp_double(const void *a, const void *b);
+double sg_median_sorted(const double *v, size_t n);
+
 /* The ring's bus factor 2(N-1)/N (the bytes a ring link carries). */
 double sg_bench_ring_factor(int workers);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_method.h"
 #include "err.h"
 #include "cost_model.h"
 #include "commands.h"
@@ -103,11 +104,6 @@ typedef struct mrun {
   double compute, measured;
 } mrun_t;
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Median of the first column of sql's rows (bound to run id and warm-up);
  * NAN when there is none. */
 static double median_of(sqlite3 *db, const char *sql, long long run, long long warm, int diffs) {
@@ -136,7 +132,7 @@ static double median_of(sqlite3 *db, const char *sql, long long run, long long w
   }
   sqlite3_finalize(st);
   if (n) {
-    qsort(v, n, sizeof *v, cmp_double);
+    qsort(v, n, sizeof *v, sg_cmp_double);
     m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   }
   free(v);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bench_method.h"
 #include "err.h"
 #include "report.h"
 #include "views.h"
@@ -557,13 +558,8 @@ const char *sg_rfmt_bytes(char *buf, size_t len, double b) {
   return buf;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 double sg_rmedian(double *v, size_t n) {
   if (n == 0) return NAN;
-  qsort(v, n, sizeof *v, cmp_double);
+  qsort(v, n, sizeof *v, sg_cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }

@@ -18,6 +18,7 @@
 #include <zmq.h>
 
 #include "allreduce.h"
+#include "bench_method.h"
 #include "err.h"
 #include "transport.h"
 
@@ -49,13 +50,12 @@ static void *rank_main(void *p) {
   }
   /* Twice on the same context: the second call must not see leftovers. */
   for (int rep = 0; rep < 2; rep++) {
-    for (size_t i = 0; i < a->count; i++) buf[i] = (float)(a->rank + 1) * (float)(i % 7 + 1);
+    for (size_t i = 0; i < a->count; i++) buf[i] = sg_bench_input(a->rank, i);
     buf[a->count] = -1; /* guard element past the end */
     SG_TRY(sg_ar_run(ar, buf, a->count));
-    const float tri = (float)a->size * (float)(a->size + 1) / 2;
     a->wrong = 0;
     for (size_t i = 0; i < a->count; i++)
-      if (buf[i] != (float)(i % 7 + 1) * tri) a->wrong++;
+      if (buf[i] != sg_bench_expected(a->size, i)) a->wrong++;
     if (buf[a->count] != -1) a->wrong++;
   }
 fail:
