@@ -28,6 +28,7 @@
 #include "commands.h"
 #include "err.h"
 #include "plot.h"
+#include "engine.h"
 #include "report.h"
 
 #define MAX_FIGS 16
@@ -73,6 +74,12 @@ static const char usage[] =
     "into DIR removes those of its files that it does not write again.\n";
 
 /* ---- helpers ----------------------------------------------------------- */
+
+/* The single-process reference run (an engine table property). */
+static int is_baseline(const sg_rrun_t *r) {
+  const sg_engine_t *e = sg_engine_find(r->engine);
+  return e && e->baseline;
+}
 
 static int mkdir_p(const char *path) {
   char buf[PATH_MAX];
@@ -443,7 +450,7 @@ static int scaling_block(report_t *rp, FILE *f, int blk, size_t first, double *v
     if (isnan(thr0)) {
       thr0 = thr;
       n0 = next;
-      if (n0 != 1 && strcmp(s->runs[first].engine, "local")) *base_is_one = 0;
+      if (n0 != 1 && !is_baseline(&s->runs[first])) *base_is_one = 0;
     }
     if (!wrote) {
       tsv_block(f, blk, var);
@@ -513,7 +520,7 @@ static int fig_scaling(report_t *rp) {
    * N*b), so it has throughput but no scaling efficiency. */
   int neff = 0;
   for (int b = 0; b < nblocks; b++)
-    if (strcmp(s->runs[blk[b]].engine, "local")) neff++;
+    if (!is_baseline(&s->runs[blk[b]])) neff++;
   if (!neff) {
     add_fig(rp, "throughput",
             "Training throughput (samples/s, median over repeats; the shaded band "
@@ -526,7 +533,7 @@ static int fig_scaling(report_t *rp) {
   axis_labels(gp, "workers N", "scaling efficiency (1 = linear)");
   fputs("set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n", gp);
   for (int b = 0; b < nblocks; b++) {
-    if (!strcmp(s->runs[blk[b]].engine, "local")) continue;
+    if (is_baseline(&s->runs[blk[b]])) continue;
     if (band[b]) series_band(gp, "scaling.tsv", b, 6, rp->vcolor[blk[b]]);
     fprintf(gp, "  'scaling.tsv' index %d using 1:3 with linespoints pt 7 lw 1.5 ", b);
     plot_color(gp, rp->vcolor[blk[b]]);
@@ -796,7 +803,7 @@ static int fig_bytes(report_t *rp) {
     int wrote = 0, dup = 0;
     for (size_t j = 0; j < i && !dup; j++) dup = !strcmp(s->runs[j].variant, s->runs[i].variant);
     /* local is one process: nothing crosses a transport */
-    if (dup || !strcmp(s->runs[i].engine, "local")) continue;
+    if (dup || is_baseline(&s->runs[i])) continue;
     SG_TRY(bytes_block(rp, f, nblocks, s->runs[i].variant, v, &wrote));
     if (!wrote) continue;
     series_band(gp, "bytes_vs_workers.tsv", nblocks, 3, rp->vcolor[i]);

@@ -5,6 +5,8 @@
 #include "err.h"
 #include "ps.h"
 
+extern const sg_engine_t sg_engine_ps;
+
 #define NOB 1, 0
 
 /* clang-format off */
@@ -78,6 +80,16 @@ static int ps_run(sg_rank_ctx_t *ctx) {
   return ps_worker_run(ctx, &cfg);
 }
 
+/* "ps sync", "ps ssp(2)" (staleness means something only under ssp),
+ * then the other options not at their default: "ps async servers=2". */
+static void ps_label(const sg_opts_t *o, char *out, size_t cap) {
+  static const char *const spelled[] = {"mode", "staleness", NULL};
+  const char *mode = sg_opts_str_or(o, "mode", "sync");
+  int n = !strcmp(mode, "ssp") ? snprintf(out, cap, "ps ssp(%s)", sg_opts_str_or(o, "staleness", "2"))
+                               : snprintf(out, cap, "ps %s", mode);
+  sg_engine_label_options(&sg_engine_ps, o, spelled, out, cap, n < 0 ? 0 : (size_t)n);
+}
+
 extern const struct sg_bench_round sg_ps_bench_round; /* the benchmark round, next to the engine */
 
 const sg_engine_t sg_engine_ps = {
@@ -90,4 +102,5 @@ const sg_engine_t sg_engine_ps = {
     .run = ps_run,
     .tolerates_exit = ps_tolerates_exit,
     .bench = &sg_ps_bench_round,
+    .label = ps_label,
 };
