@@ -754,6 +754,92 @@ fail:
   return rc;
 }
 
+/* ---- the servers and the driver over time ------------------------------ */
+
+/* Block `block` of server_timeline.tsv: run `id`'s server and driver step
+ * records from step 1 on, per step the mean over those ranks of its start
+ * and its busy/communication/waiting seconds; *wrote = rows written. */
+static int timeline_block(sqlite3_stmt *st, FILE *f, int block, const char *lab, int64_t id,
+                          int *wrote) {
+  sqlite3_reset(st);
+  sqlite3_bind_int64(st, 1, id);
+  *wrote = 0;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    if (!*wrote) {
+      fprintf(f, "%s# ", block ? "\n\n" : "");
+      sg_plot_data_text(f, lab);
+      fputs("\n# t_s\tbusy_ms\tcomm_ms\twait_ms\n", f);
+    }
+    fprintf(f, "%.6f\t%.6f\t%.6f\t%.6f\n", sg_rdb_double(st, 0), sg_rdb_double(st, 1) * 1e3,
+            sg_rdb_double(st, 2) * 1e3, sg_rdb_double(st, 3) * 1e3);
+    (*wrote)++;
+  }
+  return SG_OK;
+}
+
+/* Three lines per variant, in its color: busy solid, communication dashed,
+ * waiting dotted. */
+static void timeline_series(FILE *gp, int block, int color, const char *lab) {
+  static const char *const part[3] = {"busy", "comm", "wait"};
+  char t[320];
+  for (int c = 0; c < 3; c++) {
+    fprintf(gp, "  'server_timeline.tsv' index %d using 1:%d with lines lw 1.5 dt %d lc rgb ",
+            block, c + 2, c + 1);
+    sg_plot_quote(gp, palette[color % NPALETTE]);
+    snprintf(t, sizeof t, "%s %s", lab, part[c]);
+    sg_plot_title(gp, t);
+    fputs(", \\\n", gp);
+  }
+}
+
+static int fig_server_timeline(report_t *rp) {
+  const sg_rset_t *s = rp->set;
+  sqlite3_stmt *st = NULL;
+  FILE *f = NULL, *gp = NULL;
+  int rc = SG_OK, nblocks = 0;
+  char lab[256], b[256];
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT avg(t_start), avg(compute_s), avg(comm_s), avg(wait_s) FROM steps"
+                        " WHERE run_id = ?1 AND role IN ('server', 'driver') AND step > 0"
+                        " GROUP BY step ORDER BY step",
+                        &st));
+  for (size_t i = 0; i < s->n; i++) { /* one block per label: its first run with rows */
+    int dup = 0, wrote = 0;
+    label(rp, i, lab, sizeof lab);
+    for (size_t j = 0; j < i && !dup; j++) dup = !strcmp(lab, label(rp, j, b, sizeof b));
+    if (dup) continue;
+    if (!f) SG_TRY(open_data(rp, "server_timeline.tsv", &f));
+    SG_TRY(timeline_block(st, f, nblocks, lab, s->runs[i].id, &wrote));
+    if (!wrote) continue;
+    if (!gp) {
+      SG_TRY(sg_plot_begin(&gp, rp->dir, "server_timeline",
+                           "The servers' and the driver's time per step, over the run"));
+      axis_labels(gp, "seconds since the run started (step start)", "ms per step record");
+      fputs("set yrange [0:*]\nset key outside right top\nplot \\\n", gp);
+    }
+    timeline_series(gp, nblocks++, rp->vcolor[i], lab);
+  }
+  if (f) SG_TRY(close_data(rp, "server_timeline.tsv", &f));
+  if (!gp) { /* no server or driver rows: no figure, no data file */
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/server_timeline.tsv", rp->dir);
+    unlink(path);
+    goto fail;
+  }
+  fputs("  NaN notitle\n", gp);
+  SG_TRY(sg_plot_end(&gp, rp->dir, "server_timeline"));
+  add_fig(rp, "server_timeline",
+          "PS servers and mapreduce driver over the run: per step record (from step 1), the "
+          "mean over those ranks of busy (applying updates, building replies; solid), "
+          "communication (dashed) and waiting for workers or executors (dotted), in ms, "
+          "at the step's start time. One run per variant (its first).");
+fail:
+  sqlite3_finalize(st);
+  if (gp) fclose(gp);
+  if (f) fclose(f);
+  return rc;
+}
+
 /* ---- bytes per step vs workers ----------------------------------------- */
 
 /* Block of bytes_vs_workers.tsv for variant `var`: per worker count the
@@ -1145,6 +1231,7 @@ static int draw(report_t *rp, int *removed) {
   SG_CHECK(fig_bytes(rp));
   SG_CHECK(fig_breakdown(rp));
   SG_CHECK(fig_server(rp));
+  SG_CHECK(fig_server_timeline(rp));
   SG_CHECK(fig_staleness(rp));
   SG_CHECK(fig_bench(rp));
   SG_CHECK(sg_report_summary(rp->db, rp->db_path, rp->set, rp->single_run, rp->dir,

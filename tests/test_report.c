@@ -445,6 +445,16 @@ TEST(report_server_time) {
   free(gp);
   snprintf(p, sizeof p, "%s/server_time.png", dir);
   CHECK(is_png(p));
+  /* the same rows over time: one block per variant with server rows */
+  snprintf(p, sizeof p, "%s/server_timeline.tsv", dir);
+  t = read_file(p);
+  CHECK(t);
+  CHECK_STR_CONTAINS(t, "# ps sync, N=2\n# t_s\tbusy_ms\tcomm_ms\twait_ms\n");
+  CHECK_STR_CONTAINS(t, "# ps ssp(2), N=2\n");
+  CHECK(!strstr(t, "allreduce") && !strstr(t, "local"));
+  free(t);
+  snprintf(p, sizeof p, "%s/server_timeline.png", dir);
+  CHECK(is_png(p));
   /* the mapreduce driver's rows (wait 3 ms), not its executors' (1 ms) */
   snprintf(dir, sizeof dir, "%s/rep-driver", tmpdir);
   rc = run_cmd(sg_cmd_report, NULL, &out, "report", "mr", "--db", db_path, "--out", dir,
@@ -488,6 +498,8 @@ TEST(report_target_never_reached) {
   CHECK(!exists(dir, "throughput.png"));
   CHECK(!exists(dir, "staleness.png"));
   CHECK(!exists(dir, "allreduce_time.png"));
+  /* no server or driver rows (one local run): no figure over time */
+  CHECK(!exists(dir, "server_timeline.gp") && !exists(dir, "server_timeline.tsv"));
 
   /* a higher target: nobody in experiment 1 reaches 0.95 */
   snprintf(dir, sizeof dir, "%s/rep3", tmpdir);
