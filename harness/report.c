@@ -464,6 +464,47 @@ static int scaling_block(report_t *rp, FILE *f, int blk, size_t first, double *v
   return wrote;
 }
 
+/* Scaling efficiency over the throughput figure's blocks (blk: block ->
+ * its first run; band: the block has repeats).  The baseline is one
+ * process whatever N says (it runs the global batch N*b), so it has
+ * throughput but no scaling efficiency. */
+static int fig_efficiency(report_t *rp, const size_t *blk, const int *band, int nblocks,
+                          int base_is_one) {
+  const sg_rset_t *s = rp->set;
+  FILE *gp = NULL;
+  int rc = SG_OK, neff = 0;
+  for (int b = 0; b < nblocks; b++)
+    if (!is_baseline(&s->runs[blk[b]])) neff++;
+  if (!neff) return SG_OK;
+  SG_TRY(sg_plot_begin(&gp, rp->dir, "efficiency",
+                       base_is_one ? "Scaling efficiency: thr(N) / (N * thr(1))"
+                                   : "Scaling efficiency: thr(N) * N0 / (N * thr(N0))"));
+  axis_labels(gp, "workers N", "scaling efficiency (1 = linear)");
+  fputs("set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n", gp);
+  for (int b = 0; b < nblocks; b++) {
+    if (is_baseline(&s->runs[blk[b]])) continue;
+    if (band[b]) series_band(gp, "scaling.tsv", b, 6, rp->vcolor[blk[b]]);
+    fprintf(gp, "  'scaling.tsv' index %d using 1:3 with linespoints pt 7 lw 1.5 ", b);
+    plot_color(gp, rp->vcolor[blk[b]]);
+    sg_plot_title(gp, s->runs[blk[b]].variant);
+    fprintf(gp, ", \\\n");
+  }
+  fputs("  1 with lines dt 2 lc rgb '#606060' title 'linear'\n", gp);
+  SG_TRY(sg_plot_end(&gp, rp->dir, "efficiency"));
+  if (base_is_one)
+    add_fig(rp, "efficiency",
+            "Scaling efficiency per variant: throughput(N) / (N * "
+            "throughput(1)); 1 is linear scaling; band: min to max over repeats.");
+  else
+    add_fig(rp, "efficiency",
+            "Scaling efficiency per variant: throughput(N) * N0 / (N * "
+            "throughput(N0)), N0 = the smallest worker count measured for the "
+            "variant (1 when measured); 1 is linear; band: min to max over repeats.");
+fail:
+  if (gp) fclose(gp);
+  return rc;
+}
+
 static int fig_scaling(report_t *rp) {
   const sg_rset_t *s = rp->set;
   FILE *f = NULL, *gp = NULL;
@@ -516,44 +557,10 @@ static int fig_scaling(report_t *rp) {
   }
   SG_TRY(sg_plot_end(&gp, rp->dir, "throughput"));
 
-  /* `local` is one process whatever N says (it runs the global batch
-   * N*b), so it has throughput but no scaling efficiency. */
-  int neff = 0;
-  for (int b = 0; b < nblocks; b++)
-    if (!is_baseline(&s->runs[blk[b]])) neff++;
-  if (!neff) {
-    add_fig(rp, "throughput",
-            "Training throughput (samples/s, median over repeats; the shaded band "
-            "spans min to max where a variant has repeats) vs workers; samples/s: every worker's samples from the first evaluation period on over the wall-clock span of those steps.");
-    goto fail;
-  }
-  SG_TRY(sg_plot_begin(&gp, rp->dir, "efficiency",
-                       base_is_one ? "Scaling efficiency: thr(N) / (N * thr(1))"
-                                   : "Scaling efficiency: thr(N) * N0 / (N * thr(N0))"));
-  axis_labels(gp, "workers N", "scaling efficiency (1 = linear)");
-  fputs("set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n", gp);
-  for (int b = 0; b < nblocks; b++) {
-    if (is_baseline(&s->runs[blk[b]])) continue;
-    if (band[b]) series_band(gp, "scaling.tsv", b, 6, rp->vcolor[blk[b]]);
-    fprintf(gp, "  'scaling.tsv' index %d using 1:3 with linespoints pt 7 lw 1.5 ", b);
-    plot_color(gp, rp->vcolor[blk[b]]);
-    sg_plot_title(gp, s->runs[blk[b]].variant);
-    fprintf(gp, ", \\\n");
-  }
-  fputs("  1 with lines dt 2 lc rgb '#606060' title 'linear'\n", gp);
-  SG_TRY(sg_plot_end(&gp, rp->dir, "efficiency"));
   add_fig(rp, "throughput",
           "Training throughput (samples/s, median over repeats; the shaded band "
           "spans min to max where a variant has repeats) vs workers; samples/s: every worker's samples from the first evaluation period on over the wall-clock span of those steps.");
-  if (base_is_one)
-    add_fig(rp, "efficiency",
-            "Scaling efficiency per variant: throughput(N) / (N * "
-            "throughput(1)); 1 is linear scaling; band: min to max over repeats.");
-  else
-    add_fig(rp, "efficiency",
-            "Scaling efficiency per variant: throughput(N) * N0 / (N * "
-            "throughput(N0)), N0 = the smallest worker count measured for the "
-            "variant (1 when measured); 1 is linear; band: min to max over repeats.");
+  SG_TRY(fig_efficiency(rp, blk, band, nblocks, base_is_one));
 fail:
   if (gp) fclose(gp);
   if (f) fclose(f);
