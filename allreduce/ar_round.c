@@ -64,7 +64,7 @@ static void ar_destroy(void **st) {
 static const sg_bench_variant_t ar_variants[] = {
     {"ring", "algorithm: ring%G", "ring reduce-scatter + allgather, pipelined", NULL, 1},
     {"rhd", "algorithm: rhd", "recursive halving/doubling (Rabenseifner)", NULL, 1},
-    {"native", "algorithm: native", "MPI_Allreduce (transport mpi only)", "mpi", 1},
+    {"native", "algorithm: native", "MPI_Allreduce", "mpi", 1},
     {NULL, NULL, NULL, NULL, 0},
 };
 

@@ -103,6 +103,11 @@ int main(int argc, char **argv) {
   SG_TRY(sg_records_open(&rec, sg_opts_str_or(o, "_records", ""), rank, role, t0, keys));
   sg_blas_set_threads((int)threads);
   if (rank == 0) SG_TRY(sg_records_info(rec, "blas", sg_blas_info()));
+  if (rank == 0) { /* what the run is called, for the database's views */
+    char label[256];
+    sg_engine_label(eng, o, label, sizeof label);
+    SG_TRY(sg_records_info(rec, "label", label));
+  }
 
   const char *transport = sg_opts_str_or(o, "transport", "zmq");
   if (!strcmp(transport, "mpi")) {

@@ -314,16 +314,13 @@ fail:
 
 /* ---- steps: training loss vs step -------------------------------------- */
 
-static int fig_loss(report_t *rp) {
+/* One smoothing window for all runs so curves are comparable: about 1/50
+ * of the longest run, at most 50 steps; short runs are drawn raw. */
+static int loss_window(report_t *rp, int *w) {
   const sg_rset_t *s = rp->set;
   sqlite3_stmt *st = NULL;
-  FILE *f = NULL, *gp = NULL;
-  int rc = SG_OK, nblocks = 0, *block = NULL, *titled = NULL;
-  double *win = NULL;
   int64_t maxsteps = 0;
-  int w = 1;
-  /* One window for all runs so curves are comparable: about 1/50 of the
-   * longest run, at most 50 steps; short runs are drawn raw. */
+  int rc = SG_OK;
   for (size_t i = 0; i < s->n; i++)
     if (s->runs[i].last_step > maxsteps) maxsteps = s->runs[i].last_step;
   SG_TRY(sg_rdb_prepare(rp->db, "SELECT max(step) FROM steps WHERE run_id = ?1", &st));
@@ -333,12 +330,49 @@ static int fig_loss(report_t *rp) {
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > maxsteps)
       maxsteps = sqlite3_column_int64(st, 0);
   }
+  *w = (int)(maxsteps / 50);
+  if (*w < 1) *w = 1;
+  if (*w > 50) *w = 50;
+fail:
   sqlite3_finalize(st);
-  st = NULL;
-  w = (int)(maxsteps / 50);
-  if (w < 1) w = 1;
-  if (w > 50) w = 50;
+  return rc;
+}
 
+/* Run i's block of loss.tsv (mean loss per step and its trailing mean over
+ * w steps, win: w doubles of scratch); *block = its index, -1 when the run
+ * has no loss rows. */
+static void loss_block(report_t *rp, sqlite3_stmt *st, FILE *f, size_t i, int w, double *win,
+                       int *block, int *nblocks) {
+  int k = 0;
+  double sum = 0;
+  sqlite3_reset(st);
+  sqlite3_bind_int64(st, 1, rp->set->runs[i].id);
+  *block = -1;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    double loss = sqlite3_column_double(st, 1);
+    if (*block < 0) {
+      *block = (*nblocks)++;
+      tsv_run_block(rp, f, *block, i);
+      fprintf(f, "# step\tmean_loss\tsmoothed\tranks\n");
+    }
+    /* trailing window: sum of the last min(k+1, w) losses */
+    if (k >= w) sum -= win[k % w];
+    win[k % w] = loss;
+    sum += loss;
+    k++;
+    fprintf(f, "%lld\t%.6g\t%.6g\t%d\n", (long long)sqlite3_column_int64(st, 0), loss,
+            sum / (k < w ? k : w), sqlite3_column_int(st, 2));
+  }
+}
+
+static int fig_loss(report_t *rp) {
+  const sg_rset_t *s = rp->set;
+  sqlite3_stmt *st = NULL;
+  FILE *f = NULL, *gp = NULL;
+  int rc = SG_OK, nblocks = 0, *block = NULL, *titled = NULL;
+  double *win = NULL;
+  int w = 1;
+  SG_TRY(loss_window(rp, &w));
   block = calloc(s->n ? s->n : 1, sizeof *block);
   titled = calloc((size_t)rp->ncolors + 1, sizeof *titled);
   win = calloc((size_t)w, sizeof *win);
@@ -354,29 +388,7 @@ static int fig_loss(report_t *rp) {
                         " WHERE run_id = ?1 AND loss IS NOT NULL"
                         " GROUP BY step ORDER BY step",
                         &st));
-  for (size_t i = 0; i < s->n; i++) {
-    int have = 0, k = 0;
-    double sum = 0;
-    sqlite3_reset(st);
-    sqlite3_bind_int64(st, 1, s->runs[i].id);
-    block[i] = -1;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-      double loss = sqlite3_column_double(st, 1);
-      if (!have) {
-        block[i] = nblocks++;
-        tsv_run_block(rp, f, block[i], i);
-        fprintf(f, "# step\tmean_loss\tsmoothed\tranks\n");
-        have = 1;
-      }
-      /* trailing window: sum of the last min(k+1, w) losses */
-      if (k >= w) sum -= win[k % w];
-      win[k % w] = loss;
-      sum += loss;
-      k++;
-      fprintf(f, "%lld\t%.6g\t%.6g\t%d\n", (long long)sqlite3_column_int64(st, 0),
-              loss, sum / (k < w ? k : w), sqlite3_column_int(st, 2));
-    }
-  }
+  for (size_t i = 0; i < s->n; i++) loss_block(rp, st, f, i, w, win, &block[i], &nblocks);
   SG_TRY(close_data(rp, "loss.tsv", &f));
   if (nblocks == 0) goto fail;
 
@@ -1070,66 +1082,42 @@ fail:
 
 /* ---- staleness histogram (async / ssp) --------------------------------- */
 
-static int fig_staleness(report_t *rp) {
+/* The staleness histogram (fractions of STALENESS_BINS bins) of the label
+ * of run `first`, its repeats pooled; *top = the highest bin used.
+ * Whether to draw it: a synchronous variant that records staleness 0
+ * says nothing here. */
+static int staleness_hist(report_t *rp, sqlite3_stmt *st, size_t first, double *h, int *top) {
   const sg_rset_t *s = rp->set;
-  sqlite3_stmt *st = NULL;
-  FILE *f = NULL, *gp = NULL;
-  int rc = SG_OK, nblocks = 0, maxbin = 0;
-  size_t *first = NULL, nlab = 0;
-  double *hist = NULL; /* nlab rows of STALENESS_BINS */
-  int *top = NULL, *keep = NULL;
+  double total = 0;
+  int any_pos = 0;
   char a[256], b[256];
-  first = calloc(s->n ? s->n : 1, sizeof *first);
-  if (!first) return sg_err_set(SG_ENOMEM, "report: out of memory");
-  for (size_t i = 0; i < s->n; i++) {
-    size_t j = 0;
-    if (!s->runs[i].has_staleness) continue;
-    label(rp, i, a, sizeof a);
-    while (j < nlab && strcmp(a, label(rp, first[j], b, sizeof b))) j++;
-    if (j == nlab) first[nlab++] = i;
-  }
-  if (!nlab) goto fail;
-  hist = calloc(nlab * STALENESS_BINS, sizeof *hist);
-  top = calloc(nlab, sizeof *top);
-  keep = calloc(nlab, sizeof *keep);
-  if (!hist || !top || !keep) {
-    rc = sg_err_set(SG_ENOMEM, "report: out of memory");
-    goto fail;
-  }
-  SG_TRY(sg_rdb_prepare(rp->db,
-                        "SELECT staleness, count(*) FROM steps WHERE run_id = ?1"
-                        " AND staleness IS NOT NULL GROUP BY staleness",
-                        &st));
-  /* Pass 1: histograms per label (repeats pooled). */
-  for (size_t j = 0; j < nlab; j++) {
-    double *h = hist + j * STALENESS_BINS, total = 0;
-    int any_pos = 0;
-    label(rp, first[j], a, sizeof a);
-    for (size_t i = first[j]; i < s->n; i++) {
-      if (!s->runs[i].has_staleness || strcmp(a, label(rp, i, b, sizeof b)))
-        continue;
-      sqlite3_reset(st);
-      sqlite3_bind_int64(st, 1, s->runs[i].id);
-      while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t v = sqlite3_column_int64(st, 0);
-        int bin = v < 0 ? 0 : v >= STALENESS_BINS - 1 ? STALENESS_BINS - 1 : (int)v;
-        h[bin] += sqlite3_column_double(st, 1);
-        total += sqlite3_column_double(st, 1);
-        if (bin > top[j]) top[j] = bin;
-        if (v > 0) any_pos = 1;
-      }
+  label(rp, first, a, sizeof a);
+  for (size_t i = first; i < s->n; i++) {
+    if (!s->runs[i].has_staleness || strcmp(a, label(rp, i, b, sizeof b))) continue;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, s->runs[i].id);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      int64_t v = sqlite3_column_int64(st, 0);
+      int bin = v < 0 ? 0 : v >= STALENESS_BINS - 1 ? STALENESS_BINS - 1 : (int)v;
+      h[bin] += sqlite3_column_double(st, 1);
+      total += sqlite3_column_double(st, 1);
+      if (bin > *top) *top = bin;
+      if (v > 0) any_pos = 1;
     }
-    /* A synchronous variant that records staleness 0 says nothing here. */
-    keep[j] = total > 0 && (any_pos || strstr(s->runs[first[j]].base, "async") ||
-                            strstr(s->runs[first[j]].base, "ssp"));
-    if (!keep[j]) continue;
-    for (int k = 0; k < STALENESS_BINS; k++) h[k] /= total;
-    if (top[j] > maxbin) maxbin = top[j];
-    nblocks++;
   }
-  if (!nblocks) goto fail;
+  int keep = total > 0 && (any_pos || strstr(s->runs[first].base, "async") ||
+                           strstr(s->runs[first].base, "ssp"));
+  for (int k = 0; keep && k < STALENESS_BINS; k++) h[k] /= total;
+  return keep;
+}
 
-  /* Pass 2: data file and script. */
+/* Pass 2 of fig_staleness: the data file and the script, one block per
+ * kept label (nblocks of them). */
+static int staleness_plot(report_t *rp, const size_t *first, size_t nlab, const double *hist,
+                          const int *top, const int *keep, int maxbin, int nblocks) {
+  FILE *f = NULL, *gp = NULL;
+  int rc = SG_OK;
+  char a[256];
   double bw = 0.8 / nblocks;
   SG_TRY(open_data(rp, "staleness.tsv", &f));
   fprintf(f, "# fraction of worker steps per staleness value, one block per"
@@ -1170,6 +1158,49 @@ static int fig_staleness(report_t *rp) {
 fail:
   if (gp) fclose(gp);
   if (f) fclose(f);
+  return rc;
+}
+
+static int fig_staleness(report_t *rp) {
+  const sg_rset_t *s = rp->set;
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK, nblocks = 0, maxbin = 0;
+  size_t *first = NULL, nlab = 0;
+  double *hist = NULL; /* nlab rows of STALENESS_BINS */
+  int *top = NULL, *keep = NULL;
+  char a[256], b[256];
+  first = calloc(s->n ? s->n : 1, sizeof *first);
+  if (!first) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  for (size_t i = 0; i < s->n; i++) {
+    size_t j = 0;
+    if (!s->runs[i].has_staleness) continue;
+    label(rp, i, a, sizeof a);
+    while (j < nlab && strcmp(a, label(rp, first[j], b, sizeof b))) j++;
+    if (j == nlab) first[nlab++] = i;
+  }
+  if (!nlab) goto fail;
+  hist = calloc(nlab * STALENESS_BINS, sizeof *hist);
+  top = calloc(nlab, sizeof *top);
+  keep = calloc(nlab, sizeof *keep);
+  if (!hist || !top || !keep) {
+    rc = sg_err_set(SG_ENOMEM, "report: out of memory");
+    goto fail;
+  }
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT staleness, count(*) FROM steps WHERE run_id = ?1"
+                        " AND staleness IS NOT NULL GROUP BY staleness",
+                        &st));
+  /* Pass 1: histograms per label (repeats pooled). */
+  for (size_t j = 0; j < nlab; j++) {
+    keep[j] = staleness_hist(rp, st, first[j], hist + j * STALENESS_BINS, &top[j]);
+    if (!keep[j]) continue;
+    if (top[j] > maxbin) maxbin = top[j];
+    nblocks++;
+  }
+  if (!nblocks) goto fail;
+
+  SG_TRY(staleness_plot(rp, first, nlab, hist, top, keep, maxbin, nblocks));
+fail:
   sqlite3_finalize(st);
   free(first);
   free(hist);

@@ -95,10 +95,10 @@ static int mr_init(void **st, sg_rank_ctx_t *ctx, size_t max_count) {
 
 static const sg_bench_variant_t mr_variants[] = {
     {"mapreduce", "broadcast: flat, aggregate: flat",
-     "driver broadcasts K bytes to N executors, reduces N gradients back, flat", NULL, 0},
+     "driver broadcast + reduce of K bytes, flat", NULL, 0},
     {"mapreduce-flat", "broadcast: flat, aggregate: flat", "the same as mapreduce", NULL, 0},
     {"mapreduce-tree", "broadcast: tree, aggregate: tree",
-     "binomial broadcast and treeAggregate of depth 2", NULL, 0},
+     "binomial broadcast, treeAggregate of depth 2", NULL, 0},
     {NULL, NULL, NULL, NULL, 0},
 };
 

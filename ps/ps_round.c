@@ -139,8 +139,7 @@ static int ps_init(void **st, sg_rank_ctx_t *ctx, size_t max_count) {
 }
 
 static const sg_bench_variant_t ps_variants[] = {
-    {"ps", "servers: [%S]",
-     "workers push K bytes sliced into S shards, servers sum and send back (ps-S<S>, one run per --servers value)",
+    {"ps", "servers: [%S]", "push + pull through S sharded servers (ps-S<S>, per --servers)",
      NULL, 0},
     {NULL, NULL, NULL, NULL, 0},
 };
