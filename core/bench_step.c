@@ -9,6 +9,7 @@
  * gave ratios from 0.4 to 0.95 for the same build.  The per-shape table is
  * timed separately, for information.
  */
+#include "bench_method.h"
 #include "bench_step.h"
 
 #include <cblas.h>
@@ -26,11 +27,6 @@
 #define BLOCK_S 0.15
 #define WARMUP_STEPS 30
 #define MAX_GEMMS 64
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* Reps per block so that one block lasts about BLOCK_S given t per rep. */
 static int64_t reps_for(double t) {
@@ -125,7 +121,7 @@ static int time_gemm(const sg_gemm_shape_t *s, double *med) {
                   s->beta * 1e-3f, C, s->n);
     t[b] = (sg_now() - t0) / (double)k;
   }
-  qsort(t, BLOCKS, sizeof t[0], cmp_double);
+  qsort(t, BLOCKS, sizeof t[0], sg_cmp_double);
   *med = t[BLOCKS / 2];
 fail:
   free(A);
@@ -170,8 +166,8 @@ static int step_time_blocks(step_ctx_t *c, gemm_set_t *gs, size_t ng, double *tb
       for (size_t j = 0; j < ng; j++) gemm_one(gs, j);
     tq[b] = (sg_now() - t0) / (double)*k;
   }
-  qsort(tb, BLOCKS, sizeof tb[0], cmp_double);
-  qsort(tq, BLOCKS, sizeof tq[0], cmp_double);
+  qsort(tb, BLOCKS, sizeof tb[0], sg_cmp_double);
+  qsort(tq, BLOCKS, sizeof tq[0], sg_cmp_double);
   return SG_OK;
 }
 

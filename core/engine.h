@@ -25,6 +25,8 @@ typedef struct sg_rank_ctx {
   double t0;             /* the run's start, sg_wall() seconds */
 } sg_rank_ctx_t;
 
+struct sg_bench_round; /* bench_method.h */
+
 typedef struct sg_engine {
   const char *name;    /* "allreduce" */
   const char *summary; /* one line for `sgdlab engines` */
@@ -46,6 +48,20 @@ typedef struct sg_engine {
    * by the local launcher only (under mpirun, Open MPI aborts the whole
    * job when one process dies).  NULL = no rank may die. */
   int (*tolerates_exit)(const sg_opts_t *o, int workers, int rank);
+  /* One round of the engine's gradient communication, for the benchmark
+   * method (core/bench_method.h); NULL = the engine has none. */
+  const struct sg_bench_round *bench;
+  /* What a run of this engine is called: its name, its variant and every
+   * option that differs from its default ("ps ssp(2) servers=2"); NULL =
+   * the default (sg_engine_label).  Everything that names a run (the run
+   * line, `list`, the report's keys) goes through sg_engine_label. */
+  void (*label)(const sg_opts_t *o, char *out, size_t cap);
+  /* The single-process reference every other engine is compared with
+   * (runs the global batch workers*batch in one process). */
+  int baseline;
+  /* Nonzero when the run's traffic bypasses the transport's byte
+   * counters (e.g. MPI_Allreduce moves its bytes inside MPI). */
+  int (*bytes_uncounted)(const sg_opts_t *o);
 } sg_engine_t;
 
 /* The registry (harness/registry.c): NULL-terminated. */
@@ -55,6 +71,20 @@ const char *sg_engine_role(const sg_engine_t *e, const sg_opts_t *o,
                            int workers, int rank);
 int sg_engine_nprocs(const sg_engine_t *e, const sg_opts_t *o, int workers,
                      int *nprocs);
+
+/* The run's label (core/engine_label.c): the engine's label, then the
+ * run and workload keys that change what it measures (transport,
+ * momentum, lr_schedule) when they differ from their defaults. */
+void sg_engine_label(const sg_engine_t *e, const sg_opts_t *o, char *out, size_t cap);
+/* Append " key=value" for every option of e not at its default and not in
+ * skip (NULL-terminated, may be NULL) at out+len; the new length. */
+size_t sg_engine_label_options(const sg_engine_t *e, const sg_opts_t *o, const char *const *skip,
+                               char *out, size_t cap, size_t len);
+/* Whether sg_engine_label shows `key` when it matters (an engine option
+ * or one of the run keys above). */
+int sg_engine_label_spells(const sg_engine_t *e, const char *key);
+/* Whether value (NULL = unset) is s's default ("1M" equals "1048576"). */
+int sg_setting_is_default(const sg_setting_t *s, const char *value);
 
 /* ---- helpers every training loop uses (core/engine_util.c) ----------- */
 

@@ -89,4 +89,5 @@ const sg_engine_t sg_engine_local = {
     .role = NULL,
     .check_transport = NULL,
     .run = local_run,
+    .baseline = 1,
 };

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "bench_method.h"
 #include "dataset.h"
 #include "err.h"
 #include "model.h"
@@ -261,18 +262,18 @@ static void rank_need(const sg_run_spec_t *run, int r, const dsinfo_t *di, const
   add(n, T_ACT, act_bytes(m, driver ? 0 : batch));
 }
 
-/* The benchmark engines: message buffers of max_bytes. */
+/* A benchmark run: message buffers of its largest size. */
 static void bench_need(const sg_run_spec_t *run, int r, need_t *n) {
   int64_t hi = 0;
-  sg_opts_int_or(run->opts, "max_bytes", 0, &hi);
+  sg_opts_int_or(run->opts, "_bench_max_bytes", 0, &hi);
   double k = 3;
-  if (!strcmp(run->engine->name, "bench-ps") &&
+  if (run->servers > 0 &&
       !strcmp(sg_engine_role(run->engine, run->opts, run->workers, r), "worker"))
     k = 3 + 2.0 * run->servers;
   add(n, T_ENGINE, k * (double)hi);
 }
 
-static int trains(const sg_engine_t *e) { return strncmp(e->name, "bench-", 6) != 0; }
+static int trains(const sg_run_spec_t *run) { return !sg_bench_requested(run->opts); }
 
 /* ---- where the ranks go ------------------------------------------------ */
 
@@ -369,7 +370,7 @@ static int run_need(const sg_run_spec_t *run, const dsinfo_t *di, need_t *n, int
   int64_t batch = 0;
   double mu = 0;
   memset(n, 0, sizeof *n);
-  if (trains(run->engine)) {
+  if (trains(run)) {
     SG_CHECK(model_shape(run->opts, di, &m));
     SG_CHECK(sg_opts_int(run->opts, "batch", &batch));
     SG_CHECK(sg_opts_double(run->opts, "momentum", &mu));
@@ -379,7 +380,7 @@ static int run_need(const sg_run_spec_t *run, const dsinfo_t *di, need_t *n, int
   for (int r = 0; r < run->nprocs; r++) {
     if (!rank_here(hosts, r)) continue;
     ++*here;
-    if (trains(run->engine)) rank_need(run, r, di, &m, (double)batch, mu > 0, n);
+    if (trains(run)) rank_need(run, r, di, &m, (double)batch, mu > 0, n);
     else bench_need(run, r, n);
   }
   return SG_OK;
@@ -443,9 +444,9 @@ static int admit_run(admit_t *a, const sg_experiment_t *x, size_t i, int force, 
   int big;
   need_t n;
   if (check_procs(a, run, why, sizeof why) < 0) return run_err(x, i, why);
-  if (trains(run->engine) && dataset_info(a, run->opts, &di) < 0) return run_err(x, i, sg_err_msg());
+  if (trains(run) && dataset_info(a, run->opts, &di) < 0) return run_err(x, i, sg_err_msg());
   if (!di) di = &none;
-  if (trains(run->engine) && check_steps(run, di, why, sizeof why) < 0)
+  if (trains(run) && check_steps(run, di, why, sizeof why) < 0)
     return run_err(x, i, sg_err_msg());
   if (run_need(run, di, &n, here) < 0) return run_err(x, i, sg_err_msg());
   *total = need_total(&n, &big);

@@ -1,12 +1,14 @@
 /* bench.c - `sgdlab bench allreduce` and `sgdlab bench step`.
  *
- * bench allreduce: nccl-tests-style allreduce microbenchmark.  Each
- * implementation is one run of the internal engine `bench-allreduce`
- * (allreduce/bench_engine.c: method, correctness check and timing are
- * there), launched like any training run -- real processes over the real
- * transport -- under the experiment "bench-allreduce".  Rank 0 streams one
- * SG_REC_BENCH record per size into the `bench` table; after each run this
- * command prints that run's rows from the database:
+ * bench allreduce: nccl-tests-style microbenchmark of one step of gradient
+ * communication.  The implementations are the engines' benchmark variants
+ * (sg_engine_t.bench, core/bench_method.h): each is one run of its engine,
+ * marked with internal keys so the ranks run the shared benchmark method
+ * over the engine's round instead of training, launched like any training
+ * run -- real processes over the real transport -- under the experiment
+ * bench-allreduce.  Every run is planned as a pending row first.  Rank 0
+ * streams one SG_REC_BENCH record per size into the `bench` table; after
+ * each run this command prints that run's rows from the database:
  *
  *   size  count  median(us)  min(us)  max(us)  algbw  busbw(GB/s)  #wrong
  *
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_method.h"
 #include "bench_step.h"
 #include "commands.h"
 #include "config.h"
@@ -28,10 +31,16 @@
 #include "run.h"
 #include "settings.h"
 
+/* Every engine's benchmark variants, in registry order: f(engine, variant). */
+#define FOR_VARIANTS(e, v)                                                       \
+  for (const sg_engine_t *const *e = sg_engines; *e; e++)                      \
+    for (const sg_bench_variant_t *v = (*e)->bench ? (*e)->bench->variants : NULL; \
+         v && v->name; v++)
+
 static void ar_usage(FILE *f) {
   fprintf(f,
           "usage: sgdlab bench allreduce [--np N] [--sizes MIN:MAX | --counts C[,C..]]\n"
-          "                              [--impl ring,rhd,native,ps,mapreduce] [--servers S[,S..]]\n"
+          "                              [--impl NAME[,NAME..]] [--servers S[,S..]]\n"
           "                              [--transport mpi|zmq] [--launcher auto|local|mpirun]\n"
           "                              [--iters I] [--warmup W] [--segment BYTES]\n"
           "                              [--set KEY=VALUE]...\n"
@@ -40,29 +49,24 @@ static void ar_usage(FILE *f) {
           "One step of gradient communication, timed per message size, for every\n"
           "implementation: the allreduce algorithms and the other architectures'\n"
           "equivalent (every worker ends with, or the driver holds, the sum of N buffers).\n"
-          "Each implementation is one run of an internal engine (real processes over the\n"
-          "real transport); per size: an exact correctness check outside the timing,\n"
-          "W warm-up iterations, a barrier, I timed iterations whose time is the slowest\n"
-          "rank's; median, min and max of those.\n"
+          "Each implementation is one run of its engine's communication round (real\n"
+          "processes over the real transport); per size: an exact correctness check\n"
+          "outside the timing, W warm-up iterations, a barrier, I timed iterations whose\n"
+          "time is the slowest rank's; median, min and max of those.\n"
           "\n"
           "  --np N          workers N (default 2); every implementation sums N buffers.\n"
-          "                  ps adds S server processes, mapreduce adds 1 driver process.\n"
+          "                  A server or driver is an extra process.\n"
           "  --sizes MIN:MAX message sizes in bytes, powers of two from MIN to MAX (K/M/G\n"
           "                  suffixes are powers of two; default 4K:256M; ps needs >= 64)\n"
-          "  --counts LIST   ring, rhd, native: exact element counts (floats) instead of\n"
-          "                  --sizes, comma-separated, 0 allowed (e.g. 0,1,3,5,1001:\n"
-          "                  the uneven chunks a correctness check wants)\n"
-          "  --impl LIST     comma-separated (default ring,rhd,native for mpi, ring,rhd for zmq):\n"
-          "                    ring       ring reduce-scatter + allgather, pipelined\n"
-          "                    rhd        recursive halving/doubling (Rabenseifner)\n"
-          "                    native     MPI_Allreduce (transport mpi only)\n"
-          "                    ps         parameter server: workers push K bytes sliced\n"
-          "                               into S shards, servers sum and send back\n"
-          "                               (recorded as ps-S<S>, one run per --servers value)\n"
-          "                    mapreduce  driver broadcasts K bytes to N executors and\n"
-          "                               reduces N gradients of K bytes back, flat\n"
-          "                               (= mapreduce-flat); mapreduce-tree: binomial\n"
-          "                               broadcast and treeAggregate of depth 2\n"
+          "  --counts LIST   exact element counts (floats) instead of --sizes, for the\n"
+          "                  implementations that take them (ring, rhd, native),\n"
+          "                  comma-separated, 0 allowed (e.g. 0,1,3,5,1001: the uneven\n"
+          "                  chunks a correctness check wants)\n"
+          "  --impl LIST     comma-separated (default: those marked *, on this transport):\n");
+  FOR_VARIANTS(e, v)
+  fprintf(f, "                  %c %-15s %s%s%s\n", v->by_default ? '*' : ' ', v->name, v->help,
+          v->transport ? "; transport " : "", v->transport ? v->transport : "");
+  fprintf(f,
           "  --servers LIST  ps: server counts S, comma-separated (default 1)\n"
           "  --transport T   mpi (default) or zmq\n"
           "  --launcher L    auto (default: mpirun for mpi), local or mpirun\n"
@@ -72,6 +76,8 @@ static void ar_usage(FILE *f) {
           "  --segment B     ring pipeline segment in bytes (default 1M)\n"
           "  --set KEY=VALUE any run setting, as in `sgdlab run` (e.g. zmq_scheme=tcp,\n"
           "                  zmq_auth=none to measure what CURVE costs); repeatable\n"
+          "  --plant-bug B   tests only: a round plants a known error (mapreduce-double:\n"
+          "                  the driver adds executor 1 twice) that #wrong must show\n"
           "  --db PATH       results database (default " SG_DEFAULT_DB ")\n"
           "  -q, --quiet     no closing line naming the experiment\n"
           "  -v, --verbose   ranks' and mpirun's output on stderr\n"
@@ -82,8 +88,9 @@ static void ar_usage(FILE *f) {
           "carry more: a server's or the driver's link moves ~2*N*size/S or 2*N*size),\n"
           "so busbw reads as allreduce-equivalent bandwidth, comparable across rows.\n"
           "#wrong: elements that failed the exact check (must be 0).\n"
-          "Rows go to the `bench` table of the database (experiment 'bench-allreduce');\n"
-          "`sgdlab report` plots time and busbw against size for every implementation.\n");
+          "Every planned run is recorded as pending first: an interrupted bench shows\n"
+          "what did not run.  Rows go to the `bench` table of the database (experiment\n"
+          "'bench-allreduce'); `sgdlab report` plots time and busbw against size.\n");
 }
 
 /* Print the rows of impl recorded under exp_id since row id > after. */
@@ -94,8 +101,8 @@ static int print_rows(sg_recorder_t *db, int64_t exp_id, const char *impl, const
   SG_CHECK(sg_recorder_flush(db));
   if (sqlite3_prepare_v2(h,
                          "SELECT id, bytes, iters, t_median, t_min, t_max, algbw, busbw, wrong, "
-                         "transport, np FROM bench WHERE experiment_id = ? AND impl = ? AND id > ? "
-                         "ORDER BY bytes",
+                         "transport, np, collective FROM bench WHERE experiment_id = ? AND impl = ? "
+                         "AND id > ? ORDER BY bytes",
                          -1, &st, NULL) != SQLITE_OK)
     return sg_err_set(SG_EIO, "bench table: %s", sqlite3_errmsg(h));
   sqlite3_bind_int64(st, 1, exp_id);
@@ -104,8 +111,8 @@ static int print_rows(sg_recorder_t *db, int64_t exp_id, const char *impl, const
   int header = 0;
   while (sqlite3_step(st) == SQLITE_ROW) {
     if (!header) {
-      printf("# allreduce %s, transport %s, np %d workers%s\n", impl, sqlite3_column_text(st, 9),
-             sqlite3_column_int(st, 10), extra);
+      printf("# %s %s, transport %s, np %d workers%s\n", sqlite3_column_text(st, 11), impl,
+             sqlite3_column_text(st, 9), sqlite3_column_int(st, 10), extra);
       printf("%12s %11s %6s %11s %11s %11s %9s %9s %7s\n", "size(B)", "count", "iters",
              "median(us)", "min(us)", "max(us)", "algbw", "busbw", "#wrong");
       header = 1;
@@ -136,258 +143,269 @@ static int parse_size(const char *s, int64_t *out) {
   return 0;
 }
 
-/* "0,1,1001": non-negative integers, at most 64 (bench_engine.c). */
+/* "0,1,1001": non-negative integers, at most SG_BENCH_MAX_COUNTS. */
 static int counts_ok(const char *s) {
   int n = 0;
   for (const char *p = s;; p++) {
     size_t len = strspn(p, "0123456789");
-    if (len == 0 || len > 10 || ++n > 64) return 0;
+    if (len == 0 || len > 10 || ++n > SG_BENCH_MAX_COUNTS) return 0;
     p += len;
     if (!*p) return 1;
     if (*p != ',') return 0;
   }
 }
 
-/* One implementation's run: its engine entry and the impl name its rows
- * carry. */
-typedef struct ar_impl {
-  char entry[256]; /* "engine: bench-ps, servers: 2" (no braces) */
-  char recorded[32];
-  char extra[64]; /* what the table header adds after "np N workers" */
-} ar_impl_t;
-
-/* Expand --impl and --servers into runs; 0, or -1 with a message in why. */
-static int ar_impls(const char *impl, const char *servers, int64_t lo, ar_impl_t **out,
-                    size_t *n, char *why, size_t cap) {
-  size_t max = 1;
-  for (const char *p = impl; *p; p++) max += *p == ',';
-  size_t ns = 1;
-  for (const char *p = servers; *p; p++) ns += *p == ',';
-  ar_impl_t *v = calloc(max * ns, sizeof *v);
-  size_t k = 0;
-  if (!v) return snprintf(why, cap, "no memory"), -1;
-  char name[32];
-  for (const char *p = impl; *p;) {
-    size_t len = strcspn(p, ",");
-    snprintf(name, sizeof name, "%.*s", (int)len, p);
-    p += len + (p[len] == ',');
-    if (!strcmp(name, "ring") || !strcmp(name, "rhd") || !strcmp(name, "native")) {
-      snprintf(v[k].entry, sizeof v[k].entry, "engine: bench-allreduce, impl: %s", name);
-      snprintf(v[k].recorded, sizeof v[k].recorded, "%s", name);
-      k++;
-    } else if (!strcmp(name, "ps")) {
-      if (lo < 64) {
-        snprintf(why, cap, "--sizes: ps needs messages of at least 64 bytes");
-        goto bad;
-      }
-      for (const char *q = servers; *q;) {
-        size_t sl = strcspn(q, ",");
-        char *end;
-        long S = strtol(q, &end, 10);
-        if (end != q + sl || S < 1 || S > 1024) {
-          snprintf(why, cap, "--servers: expected counts 1..1024, comma-separated, got '%s'", servers);
-          goto bad;
-        }
-        q += sl + (q[sl] == ',');
-        snprintf(v[k].entry, sizeof v[k].entry, "engine: bench-ps, servers: %ld", S);
-        snprintf(v[k].recorded, sizeof v[k].recorded, "ps-S%ld", S);
-        snprintf(v[k].extra, sizeof v[k].extra, " (+%ld server process%s)", S, S > 1 ? "es" : "");
-        k++;
-      }
-    } else if (!strcmp(name, "mapreduce") || !strcmp(name, "mapreduce-flat") ||
-               !strcmp(name, "mapreduce-tree")) {
-      const char *t = strcmp(name, "mapreduce-tree") ? "flat" : "tree";
-      snprintf(v[k].entry, sizeof v[k].entry, "engine: bench-mapreduce, broadcast: %s, aggregate: %s",
-               t, t);
-      snprintf(v[k].recorded, sizeof v[k].recorded, "mapreduce-%s", t);
-      snprintf(v[k].extra, sizeof v[k].extra, " (+1 driver process)");
-      k++;
-    } else {
-      snprintf(why, cap, "--impl: '%s' is not one of ring, rhd, native, ps, mapreduce, mapreduce-flat, mapreduce-tree",
-               name);
-      goto bad;
-    }
+/* "1,2,4": counts 1..1024. */
+static int servers_ok(const char *s) {
+  for (const char *q = s;;) {
+    size_t sl = strcspn(q, ",");
+    char *end;
+    long S = strtol(q, &end, 10);
+    if (end != q + sl || S < 1 || S > 1024) return 0;
+    if (!q[sl]) return 1;
+    q += sl + 1;
   }
-  if (!k) {
-    snprintf(why, cap, "--impl: empty list");
-    goto bad;
-  }
-  *out = v;
-  *n = k;
-  return 0;
-bad:
-  free(v);
-  return -1;
 }
 
-static int bench_allreduce(int argc, char **argv) {
-  const char *db_path = SG_DEFAULT_DB, *transport = "mpi", *impl = NULL, *launcher = "auto";
-  const char *sizes = "4K:256M", *servers = "1", *counts = NULL;
-  int np = 2, quiet = 0, verbose = 0, code = 0;
-  long long iters = 0, warmup = 3, segment = 1 << 20;
-  sg_experiment_t *x = NULL;
-  sg_recorder_t *db = NULL;
-  sg_progress_t *prog = NULL;
-  char *yaml = NULL;
-  ar_impl_t *runs = NULL;
-  size_t nimpl = 0;
-  char *sets[64];
-  int nsets = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define OPT(name) (!strcmp(a, name) && v && (i++, 1))
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      ar_usage(stdout);
-      return 0;
-    } else if (OPT("--np")) {
-      np = atoi(v);
-    } else if (OPT("--sizes")) {
-      sizes = v;
-    } else if (OPT("--counts")) {
-      if (!counts_ok(v)) {
-        fprintf(stderr, "sgdlab bench allreduce: --counts: expected element counts >= 0, "
-                        "comma-separated (at most 64), got '%s'\n", v);
-        return 2;
-      }
-      counts = v;
-    } else if (OPT("--impl")) {
-      impl = v;
-    } else if (OPT("--servers")) {
-      servers = v;
-    } else if (OPT("--transport")) {
-      transport = v;
-    } else if (OPT("--iters")) {
-      iters = atoll(v);
-    } else if (OPT("--warmup")) {
-      warmup = atoll(v);
-    } else if (OPT("--segment")) {
-      int64_t s;
-      if (parse_size(v, &s) < 0) {
-        fprintf(stderr, "sgdlab bench allreduce: --segment: expected bytes, got '%s'\n", v);
-        return 2;
-      }
-      segment = s;
-    } else if (OPT("--launcher")) {
-      launcher = v;
-    } else if (OPT("--set")) {
-      if (nsets == (int)(sizeof sets / sizeof sets[0])) {
-        fprintf(stderr, "sgdlab bench allreduce: at most 64 --set options\n");
-        return 2;
-      }
-      sets[nsets++] = (char *)v;
-    } else if (OPT("--db")) {
-      db_path = v;
-    } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-      quiet = 1;
-    } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-      verbose = 1;
-    } else {
-      fprintf(stderr, "sgdlab bench allreduce: unknown or incomplete option '%s' (see --help)\n", a);
-      return 2;
-    }
-#undef OPT
-  }
+typedef struct ar_args {
+  const char *db_path, *transport, *impl, *launcher, *sizes, *servers, *counts, *plant;
+  int np, quiet, verbose, nsets;
+  long long iters, warmup, segment; /* segment < 0: not given */
   int64_t lo, hi;
-  const char *colon = strchr(sizes, ':');
-  if (parse_size(sizes, &lo) < 0 || parse_size(colon ? colon + 1 : sizes, &hi) < 0 || hi < lo ||
-      lo < 4) {
-    fprintf(stderr, "sgdlab bench allreduce: --sizes: expected MIN:MAX bytes >= 4 (e.g. 4K:256M), got '%s'\n",
-            sizes);
-    return 2;
-  }
-  if (np < 1) {
-    fprintf(stderr, "sgdlab bench allreduce: --np: expected a positive count\n");
-    return 2;
-  }
-  if (!impl) impl = strcmp(transport, "mpi") == 0 ? "ring,rhd,native" : "ring,rhd";
-  char why[256];
-  if (ar_impls(impl, servers, lo, &runs, &nimpl, why, sizeof why) < 0) {
-    fprintf(stderr, "sgdlab bench allreduce: %s\n", why);
-    return 2;
-  }
+  char *sets[64];
+} ar_args_t;
 
-  /* The run(s), as an experiment file: one engine entry per impl, so one
-   * failing implementation leaves the others' rows. */
-  size_t cap = 1024 + nimpl * (512 + (counts ? strlen(counts) : 0));
-  if (!(yaml = malloc(cap))) {
-    code = 1;
-    goto out;
+/* One option of argv at *i; 0, 1 (help printed) or 2 (message printed). */
+static int ar_option(ar_args_t *a, int argc, char **argv, int *i) {
+  const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+#define OPT(name) (!strcmp(o, name) && v && (++*i, 1))
+  if (!strcmp(o, "-h") || !strcmp(o, "--help")) return ar_usage(stdout), 1;
+  if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) a->quiet = 1;
+  else if (!strcmp(o, "-v") || !strcmp(o, "--verbose")) a->verbose = 1;
+  else if (OPT("--np")) a->np = atoi(v);
+  else if (OPT("--sizes")) a->sizes = v;
+  else if (OPT("--counts")) a->counts = v;
+  else if (OPT("--impl")) a->impl = v;
+  else if (OPT("--servers")) a->servers = v;
+  else if (OPT("--transport")) a->transport = v;
+  else if (OPT("--iters")) a->iters = atoll(v);
+  else if (OPT("--warmup")) a->warmup = atoll(v);
+  else if (OPT("--launcher")) a->launcher = v;
+  else if (OPT("--plant-bug")) a->plant = v;
+  else if (OPT("--db")) a->db_path = v;
+  else if (OPT("--segment")) {
+    int64_t s;
+    if (parse_size(v, &s) < 0)
+      return fprintf(stderr, "sgdlab bench allreduce: --segment: expected bytes, got '%s'\n", v), 2;
+    a->segment = s;
+  } else if (OPT("--set")) {
+    if (a->nsets == (int)(sizeof a->sets / sizeof a->sets[0]))
+      return fprintf(stderr, "sgdlab bench allreduce: at most 64 --set options\n"), 2;
+    a->sets[a->nsets++] = (char *)v;
+  } else {
+    fprintf(stderr, "sgdlab bench allreduce: unknown or incomplete option '%s' (see --help)\n", o);
+    return 2;
   }
-  size_t len = (size_t)snprintf(yaml, cap,
-                                "name: bench-allreduce\nworkers: %d\ntransport: %s\nlauncher: %s\n"
-                                "engines:\n",
-                                np, transport, launcher);
-  for (size_t k = 0; k < nimpl; k++) {
-    int ps = !strncmp(runs[k].recorded, "ps-", 3), ar = !runs[k].extra[0];
-    len += (size_t)snprintf(yaml + len, cap - len,
-                            "  - {%s, min_bytes: %lld, max_bytes: %lld, iters: %lld, warmup: %lld",
-                            runs[k].entry, (long long)lo, (long long)hi,
-                            ps && iters == 0 ? 20 : iters, warmup);
-    if (counts && !ar) {
-      fprintf(stderr, "sgdlab bench allreduce: --counts: only for ring, rhd and native, not %s\n",
-              runs[k].recorded);
-      code = 2;
-      goto out;
-    }
-    if (counts) len += (size_t)snprintf(yaml + len, cap - len, ", counts: [%s]", counts);
-    len += (size_t)(ar ? snprintf(yaml + len, cap - len, ", segment: %lld}\n", segment)
-                       : snprintf(yaml + len, cap - len, "}\n"));
+#undef OPT
+  return 0;
+}
+
+/* The command line into *a; 0, 1 (help printed) or 2 (message printed). */
+static int ar_parse(int argc, char **argv, ar_args_t *a) {
+  *a = (ar_args_t){.db_path = SG_DEFAULT_DB, .transport = "mpi", .launcher = "auto",
+                   .sizes = "4K:256M", .servers = "1", .np = 2, .warmup = 3, .segment = -1};
+  for (int i = 1; i < argc; i++) {
+    int rc = ar_option(a, argc, argv, &i);
+    if (rc) return rc;
   }
-  if (sg_config_parse(&x, "<bench allreduce>", yaml, len, sets, nsets) < 0) {
-    fprintf(stderr, "sgdlab bench allreduce: %s\n", sg_err_msg());
-    code = 2;
-    goto out;
+  const char *colon = strchr(a->sizes, ':'), *why = NULL;
+  if (parse_size(a->sizes, &a->lo) < 0 || parse_size(colon ? colon + 1 : a->sizes, &a->hi) < 0 ||
+      a->hi < a->lo || a->lo < 4)
+    why = "--sizes: expected MIN:MAX bytes >= 4 (e.g. 4K:256M)";
+  else if (a->counts && !counts_ok(a->counts))
+    why = "--counts: expected element counts >= 0, comma-separated (at most 64)";
+  else if (!servers_ok(a->servers))
+    why = "--servers: expected counts 1..1024, comma-separated";
+  else if (a->np < 1)
+    why = "--np: expected a positive count";
+  else if (a->iters < 0 || a->iters > SG_BENCH_MAX_ITERS)
+    why = "--iters: expected 0..1000";
+  else if (a->warmup < 0 || a->warmup > 1000)
+    why = "--warmup: expected 0..1000";
+  if (why) return fprintf(stderr, "sgdlab bench allreduce: %s\n", why), 2;
+  return 0;
+}
+
+/* The variant named `name` and its engine, or NULL. */
+static const sg_engine_t *find_variant(const char *name, const sg_bench_variant_t **out) {
+  FOR_VARIANTS(e, v)
+  if (!strcmp(v->name, name)) return *out = v, *e;
+  return NULL;
+}
+
+/* Append the engine entry of `name` to the YAML; 0 or -1 with why. */
+static int ar_entry(const ar_args_t *a, const char *name, char *yaml, size_t cap, size_t *len,
+                    char *why, size_t wcap) {
+  const sg_bench_variant_t *v = NULL;
+  const sg_engine_t *e = find_variant(name, &v);
+  if (!e) {
+    size_t n = (size_t)snprintf(why, wcap, "--impl: '%s' is not one of", name);
+    FOR_VARIANTS(e2, v2)
+    n += (size_t)snprintf(why + n, n < wcap ? wcap - n : 0, " %s", v2->name);
+    return -1;
   }
-  if (x->nruns != nimpl) {
-    fprintf(stderr, "sgdlab bench allreduce: %zu runs for %zu implementations\n", x->nruns, nimpl);
-    code = 1;
-    goto out;
+  if ((int64_t)e->bench->min_bytes > a->lo && !a->counts)
+    return snprintf(why, wcap, "--sizes: %s needs messages of at least %zu bytes", name,
+                    e->bench->min_bytes), -1;
+  if (a->counts && !e->bench->exact_counts)
+    return snprintf(why, wcap, "--counts: %s takes sizes only (--sizes)", name), -1;
+  size_t n = *len;
+  n += (size_t)snprintf(yaml + n, cap - n, "  - {engine: %s, ", e->name);
+  for (const char *p = v->options; *p && n + 64 < cap; p++) {
+    if (p[0] == '%' && p[1] == 'S') n += (size_t)snprintf(yaml + n, cap - n, "%s", a->servers), p++;
+    else if (p[0] == '%' && p[1] == 'G') {
+      if (a->segment >= 0) n += (size_t)snprintf(yaml + n, cap - n, ", segment: %lld", a->segment);
+      p++;
+    } else yaml[n++] = *p;
   }
-  char rank_bin[4096];
-  sg_run_env_t env;
-  if (sg_launch_find_rank_bin(rank_bin, sizeof rank_bin) < 0 || sg_recorder_open(&db, db_path) < 0 ||
-      sg_run_begin(db, x, 1, verbose, rank_bin, &prog, &env) < 0) {
-    fprintf(stderr, "sgdlab bench allreduce: %s\n", sg_err_msg());
-    code = 1;
-    goto out;
+  n += (size_t)snprintf(yaml + n, cap - n, "}\n");
+  *len = n;
+  return n < cap ? 0 : (snprintf(why, wcap, "--impl: too long"), -1);
+}
+
+/* The default --impl list: the variants marked default on this transport. */
+static void default_impls(const char *transport, char *out, size_t cap) {
+  size_t n = 0;
+  out[0] = '\0';
+  FOR_VARIANTS(e, v)
+  if (v->by_default && (!v->transport || !strcmp(v->transport, transport)))
+    n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%s", n ? "," : "", v->name);
+}
+
+/* The runs as an experiment (one engine entry per implementation, so one
+ * failing implementation leaves the others' rows); 0 or exit code 2/1. */
+static int ar_experiment(const ar_args_t *a, sg_experiment_t **x) {
+  char impls[512], why[512], name[64];
+  if (a->impl) snprintf(impls, sizeof impls, "%s", a->impl);
+  else default_impls(a->transport, impls, sizeof impls);
+  size_t cap = 4096 + strlen(impls) * 64 + strlen(a->servers), len;
+  char *yaml = malloc(cap);
+  if (!yaml) return 1;
+  len = (size_t)snprintf(yaml, cap, "name: bench-allreduce\nworkers: %d\ntransport: %s\n"
+                         "launcher: %s\nengines:\n", a->np, a->transport, a->launcher);
+  int code = 0, k = 0;
+  for (const char *p = impls; *p && !code; k++) {
+    size_t l = strcspn(p, ",");
+    snprintf(name, sizeof name, "%.*s", (int)l, p);
+    p += l + (p[l] == ',');
+    if (ar_entry(a, name, yaml, cap, &len, why, sizeof why) < 0) code = 2;
   }
-  const int64_t exp_id = env.exp_id;
+  if (!code && !k) snprintf(why, sizeof why, "--impl: empty list"), code = 2;
+  if (!code && sg_config_parse(x, "<bench allreduce>", yaml, len, a->sets, a->nsets) < 0)
+    snprintf(why, sizeof why, "%s", sg_err_msg()), code = 2;
+  if (code) fprintf(stderr, "sgdlab bench allreduce: %s\n", why);
+  free(yaml);
+  return code;
+}
+
+/* The internal keys that make each run the benchmark (bench_method.h). */
+static int ar_mark(const ar_args_t *a, sg_experiment_t *x) {
+  for (size_t i = 0; i < x->nruns; i++) {
+    sg_opts_t *o = x->runs[i].opts;
+    SG_CHECK(sg_opts_setf(o, "_bench_min_bytes", "%lld", (long long)a->lo));
+    SG_CHECK(sg_opts_setf(o, "_bench_max_bytes", "%lld", (long long)a->hi));
+    SG_CHECK(sg_opts_setf(o, "_bench_iters", "%lld", a->iters));
+    SG_CHECK(sg_opts_setf(o, "_bench_warmup", "%lld", a->warmup));
+    if (a->counts) SG_CHECK(sg_opts_setf(o, "_bench_counts", "%s", a->counts));
+    if (a->plant) SG_CHECK(sg_opts_setf(o, "_bench_plant_bug", "%s", a->plant));
+  }
+  return SG_OK;
+}
+
+/* Every run recorded as pending before the first starts. */
+static int ar_plan(sg_recorder_t *db, int64_t exp_id, const sg_experiment_t *x, int64_t *ids) {
+  for (size_t i = 0; i < x->nruns; i++) {
+    const sg_run_spec_t *r = &x->runs[i];
+    char *json = sg_opts_json(r->opts);
+    if (!json) return sg_err_set(SG_ENOMEM, "no memory");
+    sg_run_row_t row = {.engine = r->engine->name, .options_json = json,
+                        .transport = sg_opts_get(r->opts, "transport"),
+                        .launcher = sg_opts_get(r->opts, "launcher"), .workers = r->workers,
+                        .servers = r->servers, .processes = r->nprocs, .repeat = r->repeat,
+                        .seed = r->seed};
+    int rc = sg_recorder_run_plan(db, exp_id, &row, &ids[i]);
+    free(json);
+    SG_CHECK(rc);
+  }
+  return SG_OK;
+}
+
+/* The header's note on extra processes: " (+2 server processes)". */
+static void extra_note(const sg_run_spec_t *r, char *out, size_t cap) {
+  int extra = r->nprocs - r->workers;
+  out[0] = '\0';
+  if (extra > 0)
+    snprintf(out, cap, " (+%d %s process%s)", extra,
+             sg_engine_role(r->engine, r->opts, r->workers, 0), extra > 1 ? "es" : "");
+}
+
+/* Run every planned run, printing its rows; exit code. */
+static int ar_execute(const ar_args_t *a, const sg_experiment_t *x, sg_recorder_t *db,
+                      sg_run_env_t *env) {
   size_t failed = 0;
   int64_t last = 0;
   for (size_t i = 0; i < x->nruns; i++) {
     sg_run_result_t res;
-    const char *this_impl = runs[i].recorded;
-    int rc = sg_run_execute(&env, &x->runs[i], i, x->nruns, &res);
-    if (rc == SG_EINTERRUPTED) {
-      code = 130;
-      goto out;
-    }
-    if (rc < 0) {
-      fprintf(stderr, "sgdlab bench allreduce: %s\n", sg_err_msg());
-      code = 1;
-      goto out;
-    }
-    if (print_rows(db, exp_id, this_impl, runs[i].extra, last, &last) < 0)
+    const sg_run_spec_t *r = &x->runs[i];
+    char impl[32], extra[64];
+    r->engine->bench->impl(r->opts, impl, sizeof impl);
+    extra_note(r, extra, sizeof extra);
+    int rc = sg_run_execute(env, r, i, x->nruns, &res);
+    if (rc == SG_EINTERRUPTED) return 130;
+    if (rc < 0) return fprintf(stderr, "sgdlab bench allreduce: %s\n", sg_err_msg()), 1;
+    if (print_rows(db, env->exp_id, impl, extra, last, &last) < 0)
       fprintf(stderr, "sgdlab bench allreduce: %s\n", sg_err_msg());
     if (!res.ok) {
       failed++;
-      fprintf(stderr, "sgdlab bench allreduce: %s failed (run %lld): %s\n", this_impl,
+      fprintf(stderr, "sgdlab bench allreduce: %s failed (run %lld): %s\n", impl,
               (long long)res.run_id, res.error);
     }
   }
-  if (!quiet) {
+  if (!a->quiet) {
     printf("busbw = algbw * 2(N-1)/N for every row (for ps and mapreduce: allreduce-equivalent "
            "bandwidth, not their busiest link's bytes)\n");
     printf("experiment 'bench-allreduce' (id %lld): rows in the bench table of %s\n",
-           (long long)exp_id, db_path);
+           (long long)env->exp_id, a->db_path);
   }
-  code = failed ? 1 : 0;
+  return failed ? 1 : 0;
+}
+
+static int bench_allreduce(int argc, char **argv) {
+  ar_args_t a;
+  sg_experiment_t *x = NULL;
+  sg_recorder_t *db = NULL;
+  sg_progress_t *prog = NULL;
+  int64_t *ids = NULL;
+  int code = ar_parse(argc, argv, &a);
+  if (code) return code == 1 ? 0 : code;
+  if ((code = ar_experiment(&a, &x))) goto out;
+  char rank_bin[4096];
+  sg_run_env_t env;
+  if (ar_mark(&a, x) < 0 || !(ids = calloc(x->nruns, sizeof *ids)) ||
+      sg_launch_find_rank_bin(rank_bin, sizeof rank_bin) < 0 || sg_recorder_open(&db, a.db_path) < 0 ||
+      sg_run_begin(db, x, 1, a.verbose, rank_bin, &prog, &env) < 0 ||
+      ar_plan(db, env.exp_id, x, ids) < 0) {
+    fprintf(stderr, "sgdlab bench allreduce: %s\n", ids ? sg_err_msg() : "no memory");
+    code = 1;
+    goto out;
+  }
+  env.run_ids = ids;
+  code = ar_execute(&a, x, db, &env);
 out:
   sg_progress_destroy(&prog);
   sg_recorder_close(&db);
   sg_experiment_destroy(&x);
-  free(yaml);
-  free(runs);
+  free(ids);
   return code;
 }
 
@@ -454,8 +472,15 @@ out:
   return code;
 }
 
+/* Whether some engine's benchmark round computes this collective. */
+static int collective_known(const char *name) {
+  for (const sg_engine_t *const *e = sg_engines; *e; e++)
+    if ((*e)->bench && !strcmp((*e)->bench->collective, name)) return 1;
+  return 0;
+}
+
 int sg_cmd_bench(int argc, char **argv) {
-  if (argc >= 2 && !strcmp(argv[1], "allreduce")) return bench_allreduce(argc - 1, argv + 1);
+  if (argc >= 2 && collective_known(argv[1])) return bench_allreduce(argc - 1, argv + 1);
   if (argc >= 2 && !strcmp(argv[1], "step")) return bench_step_cmd(argc - 1, argv + 1);
   if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
     bench_usage(stdout);

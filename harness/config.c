@@ -871,6 +871,21 @@ static int set_path(const parser_t *p, sg_opts_t *o, const pick_t *k, const char
   return sg_opts_setf(o, k->s->name, "%s/%s", base, v);
 }
 
+/* The run's label: the engine's (sg_engine_label), then the swept
+ * " key=value" tokens it does not already spell. */
+static void run_label(const sg_engine_t *e, const sg_opts_t *o, const char *swept, char *out,
+                      size_t cap) {
+  sg_engine_label(e, o, out, cap);
+  size_t len = strlen(out);
+  for (const char *p = swept; *p == ' ';) {
+    size_t tl = strcspn(p + 1, " ") + 1;
+    char tok[128];
+    snprintf(tok, sizeof tok, "%.*s", (int)tl, p);
+    if (!strstr(out, tok) && len + tl < cap) memcpy(out + len, p, tl), len += tl, out[len] = '\0';
+    p += tl;
+  }
+}
+
 /* Options a variant of an engine ignores: set without any run of the entry
  * that uses them, they are an error naming what makes them meaningful. */
 typedef struct needs {
@@ -880,7 +895,6 @@ typedef struct needs {
 static const needs_t option_needs[] = {
     {"ps", "staleness", "mode", "|ssp|"},
     {"mapreduce", "depth", "aggregate", "|tree|"},
-    {"bench-mapreduce", "depth", "aggregate", "|tree|"},
     {"allreduce", "segment", "algorithm", "|ring|cuda-ring|"},
     {"allreduce", "stage_chunk", "device", "|cuda|"},
     {NULL, "holdout", "dataset", "|libsvm|"},
@@ -941,8 +955,8 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
 
   for (;;) {
     /* one point of the sweep */
-    char label[256];
-    size_t len = (size_t)snprintf(label, sizeof label, "%s", e->engine->name);
+    char label[256], swept[256] = "";
+    size_t len = 0;
     if (!(o = sg_opts_new())) {
       rc = SG_ENOMEM;
       goto fail;
@@ -953,9 +967,10 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
       SG_TRY(set_path(p, o, &k[j], v));
       if (j == 0) SG_TRY(sg_opts_set(o, "engine", e->engine->name));
       if ((k[j].vs && k[j].vs->n > 1) || !strcmp(k[j].s->name, "workers"))
-        len += (size_t)snprintf(label + len, len < sizeof label ? sizeof label - len : 0, " %s=%s",
+        len += (size_t)snprintf(swept + len, len < sizeof swept ? sizeof swept - len : 0, " %s=%s",
                                 k[j].s->name, v);
     }
+    run_label(e->engine, o, swept, label, sizeof label);
     note_needs(e, o, used);
     if (sg_device_admit(o) < 0) { /* device: cuda needs a device here (device.h) */
       const vset_t *dv = choose(p, e, "device");

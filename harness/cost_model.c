@@ -1,5 +1,6 @@
 /* cost_model.c - the alpha-beta-gamma formulas, one per engine and variant, and
  * the fit of alpha and beta (docs/model.md derives every line here). */
+#include "bench_method.h"
 #include "cost_model.h"
 
 #include <math.h>
@@ -175,11 +176,6 @@ int sg_cost_fit_ring(const double *bytes, const double *t, size_t n, int N, doub
   return SG_OK;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 int sg_cost_measure_gamma(size_t bytes, int reps, double *gamma) {
   size_t n = bytes / sizeof(float);
   float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
@@ -195,7 +191,7 @@ int sg_cost_measure_gamma(size_t bytes, int reps, double *gamma) {
     sg_sum_f32(a, b, n);
     t[r] = sg_now() - t0;
   }
-  qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+  qsort(t, (size_t)reps, sizeof t[0], sg_cmp_double);
   *gamma = t[reps / 2] / (double)(n * sizeof(float));
   free(a), free(b);
   return SG_OK;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_method.h"
 #include "err.h"
 #include "cost_model.h"
 #include "commands.h"
@@ -103,11 +104,6 @@ typedef struct mrun {
   double compute, measured;
 } mrun_t;
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Median of the first column of sql's rows (bound to run id and warm-up);
  * NAN when there is none. */
 static double median_of(sqlite3 *db, const char *sql, long long run, long long warm, int diffs) {
@@ -136,7 +132,7 @@ static double median_of(sqlite3 *db, const char *sql, long long run, long long w
   }
   sqlite3_finalize(st);
   if (n) {
-    qsort(v, n, sizeof *v, cmp_double);
+    qsort(v, n, sizeof *v, sg_cmp_double);
     m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   }
   free(v);
@@ -188,7 +184,8 @@ static const char RUN_SQL[] =
     " coalesce(json_extract(options_json, '$.dataset'), ''),"
     " coalesce(json_extract(options_json, '$.features'), 0),"
     " coalesce(json_extract(options_json, '$.classes'), 10)"
-    " FROM runs WHERE experiment_id = ?1 AND status = 'ok' ORDER BY id";
+    " FROM runs WHERE experiment_id = ?1 AND status = 'ok'"
+    " AND json_extract(options_json, '$._bench_max_bytes') IS NULL ORDER BY id";
 
 #define TXT(i) ((const char *)sqlite3_column_text(st, i) ? (const char *)sqlite3_column_text(st, i) : "")
 
@@ -217,7 +214,8 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
  * latest experiment's, its smallest np. */
 static const char BENCH_SQL[] =
     "SELECT b.experiment_id, b.np, b.bytes, b.t_median FROM bench b JOIN runs r"
-    " ON r.experiment_id = b.experiment_id AND json_extract(r.options_json, '$.impl') = b.impl"
+    " ON r.experiment_id = b.experiment_id AND coalesce(json_extract(r.options_json, '$.algorithm'),"
+    " json_extract(r.options_json, '$.impl')) = b.impl"
     " WHERE b.impl = 'ring' AND b.wrong = 0 AND b.np >= 2 AND b.bytes >= ?1"
     " AND coalesce(json_extract(r.options_json, '$.\"cluster.link\"'), '') = ?2"
     " AND coalesce(json_extract(r.options_json, '$.zmq_auth'), '') = ?3 AND b.transport = ?4"

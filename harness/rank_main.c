@@ -18,6 +18,7 @@
 
 #include "auth.h"
 #include "clock.h"
+#include "bench_method.h"
 #include "device.h"
 #include "engine.h"
 #include "err.h"
@@ -166,6 +167,11 @@ int main(int argc, char **argv) {
   SG_TRY(sg_records_open(&rec, sg_opts_str_or(o, "_records", ""), rank, role, sh.t0, keys));
   sg_blas_set_threads((int)sh.threads);
   if (rank == 0) SG_TRY(sg_records_info(rec, "blas", sg_blas_info()));
+  if (rank == 0) { /* what the run is called, for the database's views */
+    char label[256];
+    sg_engine_label(eng, o, label, sizeof label);
+    SG_TRY(sg_records_info(rec, "label", label));
+  }
 
   mpi = !strcmp(sg_opts_str_or(o, "transport", "zmq"), "mpi");
   if (mpi)
@@ -178,7 +184,8 @@ int main(int argc, char **argv) {
   SG_TRY(sg_opts_setf(o, "_engine_t", "%.6f", sg_now()));
   sg_rank_ctx_t ctx = {.rank = rank, .size = sh.size, .workers = (int)sh.workers, .comm = comm,
                        .opts = o, .rec = rec, .t0 = sh.t0};
-  SG_TRY(eng->run(&ctx));
+  /* `sgdlab bench` runs the engine's communication round, not training */
+  SG_TRY(sg_bench_requested(o) ? sg_bench_method_run(&ctx, eng) : eng->run(&ctx));
   SG_TRY(rank_finish(rec, comm, rank));
   rc = SG_OK;
 fail:

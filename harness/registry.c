@@ -5,21 +5,15 @@
 
 extern const sg_engine_t sg_engine_local;
 extern const sg_engine_t sg_engine_ps;
-extern const sg_engine_t sg_engine_bench_ps;
 extern const sg_engine_t sg_engine_mapreduce;
-extern const sg_engine_t sg_engine_bench_mapreduce;
 extern const sg_engine_t sg_engine_allreduce;
-extern const sg_engine_t sg_engine_bench_allreduce;
 extern const sg_engine_t sg_engine_gossip;
 
 const sg_engine_t *const sg_engines[] = {
     &sg_engine_local,
     &sg_engine_ps,
-    &sg_engine_bench_ps,
     &sg_engine_mapreduce,
-    &sg_engine_bench_mapreduce,
     &sg_engine_allreduce,
-    &sg_engine_bench_allreduce,
     &sg_engine_gossip,
     NULL,
 };

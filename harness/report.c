@@ -28,6 +28,7 @@
 #include "commands.h"
 #include "err.h"
 #include "plot.h"
+#include "engine.h"
 #include "report.h"
 
 #define MAX_FIGS 16
@@ -73,6 +74,12 @@ static const char usage[] =
     "into DIR removes those of its files that it does not write again.\n";
 
 /* ---- helpers ----------------------------------------------------------- */
+
+/* The single-process reference run (an engine table property). */
+static int is_baseline(const sg_rrun_t *r) {
+  const sg_engine_t *e = sg_engine_find(r->engine);
+  return e && e->baseline;
+}
 
 static int mkdir_p(const char *path) {
   char buf[PATH_MAX];
@@ -307,16 +314,13 @@ fail:
 
 /* ---- steps: training loss vs step -------------------------------------- */
 
-static int fig_loss(report_t *rp) {
+/* One smoothing window for all runs so curves are comparable: about 1/50
+ * of the longest run, at most 50 steps; short runs are drawn raw. */
+static int loss_window(report_t *rp, int *w) {
   const sg_rset_t *s = rp->set;
   sqlite3_stmt *st = NULL;
-  FILE *f = NULL, *gp = NULL;
-  int rc = SG_OK, nblocks = 0, *block = NULL, *titled = NULL;
-  double *win = NULL;
   int64_t maxsteps = 0;
-  int w = 1;
-  /* One window for all runs so curves are comparable: about 1/50 of the
-   * longest run, at most 50 steps; short runs are drawn raw. */
+  int rc = SG_OK;
   for (size_t i = 0; i < s->n; i++)
     if (s->runs[i].last_step > maxsteps) maxsteps = s->runs[i].last_step;
   SG_TRY(sg_rdb_prepare(rp->db, "SELECT max(step) FROM steps WHERE run_id = ?1", &st));
@@ -326,12 +330,49 @@ static int fig_loss(report_t *rp) {
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > maxsteps)
       maxsteps = sqlite3_column_int64(st, 0);
   }
+  *w = (int)(maxsteps / 50);
+  if (*w < 1) *w = 1;
+  if (*w > 50) *w = 50;
+fail:
   sqlite3_finalize(st);
-  st = NULL;
-  w = (int)(maxsteps / 50);
-  if (w < 1) w = 1;
-  if (w > 50) w = 50;
+  return rc;
+}
 
+/* Run i's block of loss.tsv (mean loss per step and its trailing mean over
+ * w steps, win: w doubles of scratch); *block = its index, -1 when the run
+ * has no loss rows. */
+static void loss_block(report_t *rp, sqlite3_stmt *st, FILE *f, size_t i, int w, double *win,
+                       int *block, int *nblocks) {
+  int k = 0;
+  double sum = 0;
+  sqlite3_reset(st);
+  sqlite3_bind_int64(st, 1, rp->set->runs[i].id);
+  *block = -1;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    double loss = sqlite3_column_double(st, 1);
+    if (*block < 0) {
+      *block = (*nblocks)++;
+      tsv_run_block(rp, f, *block, i);
+      fprintf(f, "# step\tmean_loss\tsmoothed\tranks\n");
+    }
+    /* trailing window: sum of the last min(k+1, w) losses */
+    if (k >= w) sum -= win[k % w];
+    win[k % w] = loss;
+    sum += loss;
+    k++;
+    fprintf(f, "%lld\t%.6g\t%.6g\t%d\n", (long long)sqlite3_column_int64(st, 0), loss,
+            sum / (k < w ? k : w), sqlite3_column_int(st, 2));
+  }
+}
+
+static int fig_loss(report_t *rp) {
+  const sg_rset_t *s = rp->set;
+  sqlite3_stmt *st = NULL;
+  FILE *f = NULL, *gp = NULL;
+  int rc = SG_OK, nblocks = 0, *block = NULL, *titled = NULL;
+  double *win = NULL;
+  int w = 1;
+  SG_TRY(loss_window(rp, &w));
   block = calloc(s->n ? s->n : 1, sizeof *block);
   titled = calloc((size_t)rp->ncolors + 1, sizeof *titled);
   win = calloc((size_t)w, sizeof *win);
@@ -347,29 +388,7 @@ static int fig_loss(report_t *rp) {
                         " WHERE run_id = ?1 AND loss IS NOT NULL"
                         " GROUP BY step ORDER BY step",
                         &st));
-  for (size_t i = 0; i < s->n; i++) {
-    int have = 0, k = 0;
-    double sum = 0;
-    sqlite3_reset(st);
-    sqlite3_bind_int64(st, 1, s->runs[i].id);
-    block[i] = -1;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-      double loss = sqlite3_column_double(st, 1);
-      if (!have) {
-        block[i] = nblocks++;
-        tsv_run_block(rp, f, block[i], i);
-        fprintf(f, "# step\tmean_loss\tsmoothed\tranks\n");
-        have = 1;
-      }
-      /* trailing window: sum of the last min(k+1, w) losses */
-      if (k >= w) sum -= win[k % w];
-      win[k % w] = loss;
-      sum += loss;
-      k++;
-      fprintf(f, "%lld\t%.6g\t%.6g\t%d\n", (long long)sqlite3_column_int64(st, 0),
-              loss, sum / (k < w ? k : w), sqlite3_column_int(st, 2));
-    }
-  }
+  for (size_t i = 0; i < s->n; i++) loss_block(rp, st, f, i, w, win, &block[i], &nblocks);
   SG_TRY(close_data(rp, "loss.tsv", &f));
   if (nblocks == 0) goto fail;
 
@@ -443,7 +462,7 @@ static int scaling_block(report_t *rp, FILE *f, int blk, size_t first, double *v
     if (isnan(thr0)) {
       thr0 = thr;
       n0 = next;
-      if (n0 != 1 && strcmp(s->runs[first].engine, "local")) *base_is_one = 0;
+      if (n0 != 1 && !is_baseline(&s->runs[first])) *base_is_one = 0;
     }
     if (!wrote) {
       tsv_block(f, blk, var);
@@ -455,6 +474,47 @@ static int scaling_block(report_t *rp, FILE *f, int blk, size_t first, double *v
             lo * e, hi * e);
   }
   return wrote;
+}
+
+/* Scaling efficiency over the throughput figure's blocks (blk: block ->
+ * its first run; band: the block has repeats).  The baseline is one
+ * process whatever N says (it runs the global batch N*b), so it has
+ * throughput but no scaling efficiency. */
+static int fig_efficiency(report_t *rp, const size_t *blk, const int *band, int nblocks,
+                          int base_is_one) {
+  const sg_rset_t *s = rp->set;
+  FILE *gp = NULL;
+  int rc = SG_OK, neff = 0;
+  for (int b = 0; b < nblocks; b++)
+    if (!is_baseline(&s->runs[blk[b]])) neff++;
+  if (!neff) return SG_OK;
+  SG_TRY(sg_plot_begin(&gp, rp->dir, "efficiency",
+                       base_is_one ? "Scaling efficiency: thr(N) / (N * thr(1))"
+                                   : "Scaling efficiency: thr(N) * N0 / (N * thr(N0))"));
+  axis_labels(gp, "workers N", "scaling efficiency (1 = linear)");
+  fputs("set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n", gp);
+  for (int b = 0; b < nblocks; b++) {
+    if (is_baseline(&s->runs[blk[b]])) continue;
+    if (band[b]) series_band(gp, "scaling.tsv", b, 6, rp->vcolor[blk[b]]);
+    fprintf(gp, "  'scaling.tsv' index %d using 1:3 with linespoints pt 7 lw 1.5 ", b);
+    plot_color(gp, rp->vcolor[blk[b]]);
+    sg_plot_title(gp, s->runs[blk[b]].variant);
+    fprintf(gp, ", \\\n");
+  }
+  fputs("  1 with lines dt 2 lc rgb '#606060' title 'linear'\n", gp);
+  SG_TRY(sg_plot_end(&gp, rp->dir, "efficiency"));
+  if (base_is_one)
+    add_fig(rp, "efficiency",
+            "Scaling efficiency per variant: throughput(N) / (N * "
+            "throughput(1)); 1 is linear scaling; band: min to max over repeats.");
+  else
+    add_fig(rp, "efficiency",
+            "Scaling efficiency per variant: throughput(N) * N0 / (N * "
+            "throughput(N0)), N0 = the smallest worker count measured for the "
+            "variant (1 when measured); 1 is linear; band: min to max over repeats.");
+fail:
+  if (gp) fclose(gp);
+  return rc;
 }
 
 static int fig_scaling(report_t *rp) {
@@ -509,44 +569,10 @@ static int fig_scaling(report_t *rp) {
   }
   SG_TRY(sg_plot_end(&gp, rp->dir, "throughput"));
 
-  /* `local` is one process whatever N says (it runs the global batch
-   * N*b), so it has throughput but no scaling efficiency. */
-  int neff = 0;
-  for (int b = 0; b < nblocks; b++)
-    if (strcmp(s->runs[blk[b]].engine, "local")) neff++;
-  if (!neff) {
-    add_fig(rp, "throughput",
-            "Training throughput (samples/s, median over repeats; the shaded band "
-            "spans min to max where a variant has repeats) vs workers; samples/s: every worker's samples from the first evaluation period on over the wall-clock span of those steps.");
-    goto fail;
-  }
-  SG_TRY(sg_plot_begin(&gp, rp->dir, "efficiency",
-                       base_is_one ? "Scaling efficiency: thr(N) / (N * thr(1))"
-                                   : "Scaling efficiency: thr(N) * N0 / (N * thr(N0))"));
-  axis_labels(gp, "workers N", "scaling efficiency (1 = linear)");
-  fputs("set logscale x 2\nset xtics 2\nset yrange [0:*]\nplot \\\n", gp);
-  for (int b = 0; b < nblocks; b++) {
-    if (!strcmp(s->runs[blk[b]].engine, "local")) continue;
-    if (band[b]) series_band(gp, "scaling.tsv", b, 6, rp->vcolor[blk[b]]);
-    fprintf(gp, "  'scaling.tsv' index %d using 1:3 with linespoints pt 7 lw 1.5 ", b);
-    plot_color(gp, rp->vcolor[blk[b]]);
-    sg_plot_title(gp, s->runs[blk[b]].variant);
-    fprintf(gp, ", \\\n");
-  }
-  fputs("  1 with lines dt 2 lc rgb '#606060' title 'linear'\n", gp);
-  SG_TRY(sg_plot_end(&gp, rp->dir, "efficiency"));
   add_fig(rp, "throughput",
           "Training throughput (samples/s, median over repeats; the shaded band "
           "spans min to max where a variant has repeats) vs workers; samples/s: every worker's samples from the first evaluation period on over the wall-clock span of those steps.");
-  if (base_is_one)
-    add_fig(rp, "efficiency",
-            "Scaling efficiency per variant: throughput(N) / (N * "
-            "throughput(1)); 1 is linear scaling; band: min to max over repeats.");
-  else
-    add_fig(rp, "efficiency",
-            "Scaling efficiency per variant: throughput(N) * N0 / (N * "
-            "throughput(N0)), N0 = the smallest worker count measured for the "
-            "variant (1 when measured); 1 is linear; band: min to max over repeats.");
+  SG_TRY(fig_efficiency(rp, blk, band, nblocks, base_is_one));
 fail:
   if (gp) fclose(gp);
   if (f) fclose(f);
@@ -747,6 +773,92 @@ fail:
   return rc;
 }
 
+/* ---- the servers and the driver over time ------------------------------ */
+
+/* Block `block` of server_timeline.tsv: run `id`'s server and driver step
+ * records from step 1 on, per step the mean over those ranks of its start
+ * and its busy/communication/waiting seconds; *wrote = rows written. */
+static int timeline_block(sqlite3_stmt *st, FILE *f, int block, const char *lab, int64_t id,
+                          int *wrote) {
+  sqlite3_reset(st);
+  sqlite3_bind_int64(st, 1, id);
+  *wrote = 0;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    if (!*wrote) {
+      fprintf(f, "%s# ", block ? "\n\n" : "");
+      sg_plot_data_text(f, lab);
+      fputs("\n# t_s\tbusy_ms\tcomm_ms\twait_ms\n", f);
+    }
+    fprintf(f, "%.6f\t%.6f\t%.6f\t%.6f\n", sg_rdb_double(st, 0), sg_rdb_double(st, 1) * 1e3,
+            sg_rdb_double(st, 2) * 1e3, sg_rdb_double(st, 3) * 1e3);
+    (*wrote)++;
+  }
+  return SG_OK;
+}
+
+/* Three lines per variant, in its color: busy solid, communication dashed,
+ * waiting dotted. */
+static void timeline_series(FILE *gp, int block, int color, const char *lab) {
+  static const char *const part[3] = {"busy", "comm", "wait"};
+  char t[320];
+  for (int c = 0; c < 3; c++) {
+    fprintf(gp, "  'server_timeline.tsv' index %d using 1:%d with lines lw 1.5 dt %d lc rgb ",
+            block, c + 2, c + 1);
+    sg_plot_quote(gp, palette[color % NPALETTE]);
+    snprintf(t, sizeof t, "%s %s", lab, part[c]);
+    sg_plot_title(gp, t);
+    fputs(", \\\n", gp);
+  }
+}
+
+static int fig_server_timeline(report_t *rp) {
+  const sg_rset_t *s = rp->set;
+  sqlite3_stmt *st = NULL;
+  FILE *f = NULL, *gp = NULL;
+  int rc = SG_OK, nblocks = 0;
+  char lab[256], b[256];
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT avg(t_start), avg(compute_s), avg(comm_s), avg(wait_s) FROM steps"
+                        " WHERE run_id = ?1 AND role IN ('server', 'driver') AND step > 0"
+                        " GROUP BY step ORDER BY step",
+                        &st));
+  for (size_t i = 0; i < s->n; i++) { /* one block per label: its first run with rows */
+    int dup = 0, wrote = 0;
+    label(rp, i, lab, sizeof lab);
+    for (size_t j = 0; j < i && !dup; j++) dup = !strcmp(lab, label(rp, j, b, sizeof b));
+    if (dup) continue;
+    if (!f) SG_TRY(open_data(rp, "server_timeline.tsv", &f));
+    SG_TRY(timeline_block(st, f, nblocks, lab, s->runs[i].id, &wrote));
+    if (!wrote) continue;
+    if (!gp) {
+      SG_TRY(sg_plot_begin(&gp, rp->dir, "server_timeline",
+                           "The servers' and the driver's time per step, over the run"));
+      axis_labels(gp, "seconds since the run started (step start)", "ms per step record");
+      fputs("set yrange [0:*]\nset key outside right top\nplot \\\n", gp);
+    }
+    timeline_series(gp, nblocks++, rp->vcolor[i], lab);
+  }
+  if (f) SG_TRY(close_data(rp, "server_timeline.tsv", &f));
+  if (!gp) { /* no server or driver rows: no figure, no data file */
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/server_timeline.tsv", rp->dir);
+    unlink(path);
+    goto fail;
+  }
+  fputs("  NaN notitle\n", gp);
+  SG_TRY(sg_plot_end(&gp, rp->dir, "server_timeline"));
+  add_fig(rp, "server_timeline",
+          "PS servers and mapreduce driver over the run: per step record (from step 1), the "
+          "mean over those ranks of busy (applying updates, building replies; solid), "
+          "communication (dashed) and waiting for workers or executors (dotted), in ms, "
+          "at the step's start time. One run per variant (its first).");
+fail:
+  sqlite3_finalize(st);
+  if (gp) fclose(gp);
+  if (f) fclose(f);
+  return rc;
+}
+
 /* ---- bytes per step vs workers ----------------------------------------- */
 
 /* Block of bytes_vs_workers.tsv for variant `var`: per worker count the
@@ -796,7 +908,7 @@ static int fig_bytes(report_t *rp) {
     int wrote = 0, dup = 0;
     for (size_t j = 0; j < i && !dup; j++) dup = !strcmp(s->runs[j].variant, s->runs[i].variant);
     /* local is one process: nothing crosses a transport */
-    if (dup || !strcmp(s->runs[i].engine, "local")) continue;
+    if (dup || is_baseline(&s->runs[i])) continue;
     SG_TRY(bytes_block(rp, f, nblocks, s->runs[i].variant, v, &wrote));
     if (!wrote) continue;
     series_band(gp, "bytes_vs_workers.tsv", nblocks, 3, rp->vcolor[i]);
@@ -970,66 +1082,42 @@ fail:
 
 /* ---- staleness histogram (async / ssp) --------------------------------- */
 
-static int fig_staleness(report_t *rp) {
+/* The staleness histogram (fractions of STALENESS_BINS bins) of the label
+ * of run `first`, its repeats pooled; *top = the highest bin used.
+ * Whether to draw it: a synchronous variant that records staleness 0
+ * says nothing here. */
+static int staleness_hist(report_t *rp, sqlite3_stmt *st, size_t first, double *h, int *top) {
   const sg_rset_t *s = rp->set;
-  sqlite3_stmt *st = NULL;
-  FILE *f = NULL, *gp = NULL;
-  int rc = SG_OK, nblocks = 0, maxbin = 0;
-  size_t *first = NULL, nlab = 0;
-  double *hist = NULL; /* nlab rows of STALENESS_BINS */
-  int *top = NULL, *keep = NULL;
+  double total = 0;
+  int any_pos = 0;
   char a[256], b[256];
-  first = calloc(s->n ? s->n : 1, sizeof *first);
-  if (!first) return sg_err_set(SG_ENOMEM, "report: out of memory");
-  for (size_t i = 0; i < s->n; i++) {
-    size_t j = 0;
-    if (!s->runs[i].has_staleness) continue;
-    label(rp, i, a, sizeof a);
-    while (j < nlab && strcmp(a, label(rp, first[j], b, sizeof b))) j++;
-    if (j == nlab) first[nlab++] = i;
-  }
-  if (!nlab) goto fail;
-  hist = calloc(nlab * STALENESS_BINS, sizeof *hist);
-  top = calloc(nlab, sizeof *top);
-  keep = calloc(nlab, sizeof *keep);
-  if (!hist || !top || !keep) {
-    rc = sg_err_set(SG_ENOMEM, "report: out of memory");
-    goto fail;
-  }
-  SG_TRY(sg_rdb_prepare(rp->db,
-                        "SELECT staleness, count(*) FROM steps WHERE run_id = ?1"
-                        " AND staleness IS NOT NULL GROUP BY staleness",
-                        &st));
-  /* Pass 1: histograms per label (repeats pooled). */
-  for (size_t j = 0; j < nlab; j++) {
-    double *h = hist + j * STALENESS_BINS, total = 0;
-    int any_pos = 0;
-    label(rp, first[j], a, sizeof a);
-    for (size_t i = first[j]; i < s->n; i++) {
-      if (!s->runs[i].has_staleness || strcmp(a, label(rp, i, b, sizeof b)))
-        continue;
-      sqlite3_reset(st);
-      sqlite3_bind_int64(st, 1, s->runs[i].id);
-      while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t v = sqlite3_column_int64(st, 0);
-        int bin = v < 0 ? 0 : v >= STALENESS_BINS - 1 ? STALENESS_BINS - 1 : (int)v;
-        h[bin] += sqlite3_column_double(st, 1);
-        total += sqlite3_column_double(st, 1);
-        if (bin > top[j]) top[j] = bin;
-        if (v > 0) any_pos = 1;
-      }
+  label(rp, first, a, sizeof a);
+  for (size_t i = first; i < s->n; i++) {
+    if (!s->runs[i].has_staleness || strcmp(a, label(rp, i, b, sizeof b))) continue;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, s->runs[i].id);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      int64_t v = sqlite3_column_int64(st, 0);
+      int bin = v < 0 ? 0 : v >= STALENESS_BINS - 1 ? STALENESS_BINS - 1 : (int)v;
+      h[bin] += sqlite3_column_double(st, 1);
+      total += sqlite3_column_double(st, 1);
+      if (bin > *top) *top = bin;
+      if (v > 0) any_pos = 1;
     }
-    /* A synchronous variant that records staleness 0 says nothing here. */
-    keep[j] = total > 0 && (any_pos || strstr(s->runs[first[j]].base, "async") ||
-                            strstr(s->runs[first[j]].base, "ssp"));
-    if (!keep[j]) continue;
-    for (int k = 0; k < STALENESS_BINS; k++) h[k] /= total;
-    if (top[j] > maxbin) maxbin = top[j];
-    nblocks++;
   }
-  if (!nblocks) goto fail;
+  int keep = total > 0 && (any_pos || strstr(s->runs[first].base, "async") ||
+                           strstr(s->runs[first].base, "ssp"));
+  for (int k = 0; keep && k < STALENESS_BINS; k++) h[k] /= total;
+  return keep;
+}
 
-  /* Pass 2: data file and script. */
+/* Pass 2 of fig_staleness: the data file and the script, one block per
+ * kept label (nblocks of them). */
+static int staleness_plot(report_t *rp, const size_t *first, size_t nlab, const double *hist,
+                          const int *top, const int *keep, int maxbin, int nblocks) {
+  FILE *f = NULL, *gp = NULL;
+  int rc = SG_OK;
+  char a[256];
   double bw = 0.8 / nblocks;
   SG_TRY(open_data(rp, "staleness.tsv", &f));
   fprintf(f, "# fraction of worker steps per staleness value, one block per"
@@ -1070,6 +1158,49 @@ static int fig_staleness(report_t *rp) {
 fail:
   if (gp) fclose(gp);
   if (f) fclose(f);
+  return rc;
+}
+
+static int fig_staleness(report_t *rp) {
+  const sg_rset_t *s = rp->set;
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK, nblocks = 0, maxbin = 0;
+  size_t *first = NULL, nlab = 0;
+  double *hist = NULL; /* nlab rows of STALENESS_BINS */
+  int *top = NULL, *keep = NULL;
+  char a[256], b[256];
+  first = calloc(s->n ? s->n : 1, sizeof *first);
+  if (!first) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  for (size_t i = 0; i < s->n; i++) {
+    size_t j = 0;
+    if (!s->runs[i].has_staleness) continue;
+    label(rp, i, a, sizeof a);
+    while (j < nlab && strcmp(a, label(rp, first[j], b, sizeof b))) j++;
+    if (j == nlab) first[nlab++] = i;
+  }
+  if (!nlab) goto fail;
+  hist = calloc(nlab * STALENESS_BINS, sizeof *hist);
+  top = calloc(nlab, sizeof *top);
+  keep = calloc(nlab, sizeof *keep);
+  if (!hist || !top || !keep) {
+    rc = sg_err_set(SG_ENOMEM, "report: out of memory");
+    goto fail;
+  }
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT staleness, count(*) FROM steps WHERE run_id = ?1"
+                        " AND staleness IS NOT NULL GROUP BY staleness",
+                        &st));
+  /* Pass 1: histograms per label (repeats pooled). */
+  for (size_t j = 0; j < nlab; j++) {
+    keep[j] = staleness_hist(rp, st, first[j], hist + j * STALENESS_BINS, &top[j]);
+    if (!keep[j]) continue;
+    if (top[j] > maxbin) maxbin = top[j];
+    nblocks++;
+  }
+  if (!nblocks) goto fail;
+
+  SG_TRY(staleness_plot(rp, first, nlab, hist, top, keep, maxbin, nblocks));
+fail:
   sqlite3_finalize(st);
   free(first);
   free(hist);
@@ -1138,6 +1269,7 @@ static int draw(report_t *rp, int *removed) {
   SG_CHECK(fig_bytes(rp));
   SG_CHECK(fig_breakdown(rp));
   SG_CHECK(fig_server(rp));
+  SG_CHECK(fig_server_timeline(rp));
   SG_CHECK(fig_staleness(rp));
   SG_CHECK(fig_bench(rp));
   SG_CHECK(sg_report_summary(rp->db, rp->db_path, rp->set, rp->single_run, rp->dir,

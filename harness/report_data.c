@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bench_method.h"
 #include "err.h"
 #include "report.h"
 #include "views.h"
@@ -111,45 +112,42 @@ static int never_swept(const char *key) {
   static const char *const keys[] = {"name", "seed", "repeat", "workers",
                                      "dump_params", "engine", "data_dir",
                                      "hosts", NULL};
+  if (key[0] == '_') return 1; /* internal spec keys */
   for (const char *const *k = keys; *k; k++)
     if (strcmp(*k, key) == 0) return 1;
   return 0;
 }
 
-/* Keys already spelled by the base label of `engine`. */
+/* Keys the engine's label spells when they matter (sg_engine_label). */
 static int in_base(const char *engine, const char *key) {
-  if (!strcmp(engine, "ps"))
-    return !strcmp(key, "mode") || !strcmp(key, "staleness");
-  if (!strcmp(engine, "mapreduce")) return !strcmp(key, "aggregate");
-  if (!strcmp(engine, "allreduce"))
-    return !strcmp(key, "algorithm") || !strcmp(key, "transport");
-  return !strcmp(key, "mode") || !strcmp(key, "algorithm");
-}
-
-static void base_label(sg_rrun_t *r, const char *mode, const char *stal,
-                       const char *agg, const char *alg) {
-  if (!strcmp(r->engine, "ps")) {
-    if (!*mode) mode = "sync";
-    if (!strcmp(mode, "ssp"))
-      snprintf(r->base, sizeof r->base, "ps ssp(%s)", *stal ? stal : "?");
-    else
-      snprintf(r->base, sizeof r->base, "ps %s", mode);
-  } else if (!strcmp(r->engine, "mapreduce")) {
-    snprintf(r->base, sizeof r->base, "mapreduce %s", *agg ? agg : "flat");
-  } else if (!strcmp(r->engine, "allreduce")) {
-    snprintf(r->base, sizeof r->base, "allreduce %s/%s", *alg ? alg : "?",
-             r->transport);
-  } else {
-    /* An engine this file does not know: name plus the usual option keys. */
-    snprintf(r->base, sizeof r->base, "%s%s%s%s%s", r->engine, *alg ? " " : "",
-             alg, *mode ? " " : "", mode);
-  }
+  const sg_engine_t *e = sg_engine_find(engine);
+  return e ? sg_engine_label_spells(e, key) : !strcmp(key, "mode") || !strcmp(key, "algorithm");
 }
 
 typedef struct kv {
   size_t run;
   char *key, *val;
 } kv_t;
+
+/* Run i's base label from the engine table, over its recorded options
+ * (an engine this build does not know: its name), and the properties the
+ * figures need from the same table. */
+static int label_run(sg_rrun_t *r, size_t i, const kv_t *kv, size_t nkv) {
+  const sg_engine_t *e = sg_engine_find(r->engine);
+  sg_opts_t *o = sg_opts_new();
+  int rc = SG_OK;
+  if (!o) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  SG_TRY(sg_opts_set(o, "transport", r->transport));
+  for (size_t k = 0; k < nkv; k++)
+    if (kv[k].run == i) SG_TRY(sg_opts_set(o, kv[k].key, kv[k].val));
+  if (e) sg_engine_label(e, o, r->base, sizeof r->base);
+  else copy_str(r->base, sizeof r->base, r->engine);
+  copy_str(r->variant, sizeof r->variant, r->base);
+  r->bytes_in_mpi = e && e->bytes_uncounted && e->bytes_uncounted(o);
+fail:
+  sg_opts_destroy(&o);
+  return rc;
+}
 
 /* Append " key=value" to each run's variant for every setting that takes
  * different values among runs of the same base label. */
@@ -341,10 +339,6 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
       db,
       "SELECT id, experiment_id, engine, transport, launcher, workers, servers,"
       " processes, repeat, seed, status, error, started_at, wall_s,"
-      " coalesce(json_extract(options_json, '$.mode'), ''),"
-      " coalesce(json_extract(options_json, '$.staleness'), ''),"
-      " coalesce(json_extract(options_json, '$.aggregate'), ''),"
-      " coalesce(json_extract(options_json, '$.algorithm'), ''),"
       " json_extract(options_json, '$.batch')"
       " FROM runs WHERE (?1 >= 0 AND id = ?1) OR (?1 < 0 AND experiment_id = ?2)"
       " ORDER BY id",
@@ -375,13 +369,10 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
     copy_str(r->error, sizeof r->error, sg_rdb_text(st, 11));
     copy_str(r->started_at, sizeof r->started_at, sg_rdb_text(st, 12));
     r->wall_s = sg_rdb_double(st, 13);
-    base_label(r, sg_rdb_text(st, 14), sg_rdb_text(st, 15),
-               sg_rdb_text(st, 16), sg_rdb_text(st, 17));
-    copy_str(r->variant, sizeof r->variant, r->base);
-    r->bytes_in_mpi = !strcmp(r->engine, "allreduce") && !strcmp(sg_rdb_text(st, 17), "native");
-    /* samples per step row: a worker's batch; `local` runs N*b in one */
-    r->rank_batch = sqlite3_column_int64(st, 18);
-    if (!strcmp(r->engine, "local")) r->rank_batch *= r->workers > 0 ? r->workers : 1;
+    /* samples per step row: a worker's batch; the baseline runs N*b in one */
+    r->rank_batch = sqlite3_column_int64(st, 14);
+    const sg_engine_t *e = sg_engine_find(r->engine);
+    if (e && e->baseline) r->rank_batch *= r->workers > 0 ? r->workers : 1;
     r->final_acc = r->t_target = r->samples_per_s = NAN;
     r->bytes_per_step = r->compute_s = r->comm_s = r->wait_s = NAN;
   }
@@ -432,6 +423,7 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
   }
   sqlite3_finalize(st);
   st = NULL;
+  for (size_t i = 0; i < s->n; i++) SG_TRY(label_run(&s->runs[i], i, kv, nkv));
   if (run_id < 0) SG_TRY(add_swept(s, kv, nkv));
 
   /* Workers vary when one variant ran with two worker counts. */
@@ -557,13 +549,8 @@ const char *sg_rfmt_bytes(char *buf, size_t len, double b) {
   return buf;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 double sg_rmedian(double *v, size_t n) {
   if (n == 0) return NAN;
-  qsort(v, n, sizeof *v, cmp_double);
+  qsort(v, n, sizeof *v, sg_cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }

@@ -249,6 +249,7 @@ static int info_table(FILE *f, sqlite3 *db, const sg_rset_t *s, int single_run) 
       " WHERE (?1 >= 0 AND r.id = ?1) OR (?1 < 0 AND r.experiment_id IN"
       "   (SELECT value FROM json_each(?2)))"
       " AND i.key NOT LIKE 'time.%' AND i.key NOT LIKE 'load.%'" /* per run: sgdlab show */
+      " AND i.key != 'label'" /* the variant column says it */
       " GROUP BY i.key, i.value ORDER BY i.key, i.value LIMIT 200",
       &st));
   sqlite3_bind_int64(st, 1, single_run && s->n ? s->runs[0].id : -1);

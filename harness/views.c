@@ -10,10 +10,13 @@ typedef struct view {
   const char *name, *body;
 } view_t;
 
-/* The report's base label (report_data.c: base_label) in SQL. */
+/* The report's base label: what rank 0 recorded (run_info label, the
+ * engine table's sg_engine_label); for runs recorded without one, the
+ * labels older versions drew, in SQL. */
 #define OPT(k) "json_extract(r.options_json, '$." k "')"
 #define VARIANT_SQL                                                            \
-  "CASE r.engine"                                                              \
+  "coalesce((SELECT i.value FROM run_info i WHERE i.run_id = r.id"             \
+  " AND i.key = 'label'), CASE r.engine"                                       \
   " WHEN 'ps' THEN CASE WHEN coalesce(" OPT("mode") ", '') = 'ssp'"           \
   "   THEN 'ps ssp(' || coalesce(" OPT("staleness") ", '?') || ')'"           \
   "   ELSE 'ps ' || coalesce(nullif(" OPT("mode") ", ''), 'sync') END"         \
@@ -22,7 +25,7 @@ typedef struct view {
   " WHEN 'allreduce' THEN 'allreduce ' || coalesce(nullif(" OPT("algorithm")  \
   "   , ''), '?') || '/' || coalesce(r.transport, '')"                        \
   " ELSE r.engine || coalesce(' ' || nullif(" OPT("algorithm") ", ''), '')"   \
-  "   || coalesce(' ' || nullif(" OPT("mode") ", ''), '') END"
+  "   || coalesce(' ' || nullif(" OPT("mode") ", ''), '') END)"
 
 static const view_t VIEWS[] = {
     /* samples/s window (report.h): worker ranks (a loss, not server or

@@ -70,6 +70,8 @@ static int mr_engine_run(sg_rank_ctx_t *ctx) {
   return mr_run(ctx, &cfg);
 }
 
+extern const struct sg_bench_round sg_mr_bench_round; /* the benchmark round, next to the engine */
+
 const sg_engine_t sg_engine_mapreduce = {
     .name = "mapreduce",
     .summary = "Spark-like driver: broadcast params, executors map gradients over partitions, reduce (flat or tree) to the driver",
@@ -78,4 +80,5 @@ const sg_engine_t sg_engine_mapreduce = {
     .role = mr_role,
     .check_transport = NULL,
     .run = mr_engine_run,
+    .bench = &sg_mr_bench_round,
 };

@@ -5,6 +5,8 @@
 #include "err.h"
 #include "ps.h"
 
+extern const sg_engine_t sg_engine_ps;
+
 #define NOB 1, 0
 
 /* clang-format off */
@@ -74,6 +76,18 @@ static int ps_run(sg_rank_ctx_t *ctx) {
   return ps_worker_run(ctx, &cfg);
 }
 
+/* "ps sync", "ps ssp(2)" (staleness means something only under ssp),
+ * then the other options not at their default: "ps async servers=2". */
+static void ps_label(const sg_opts_t *o, char *out, size_t cap) {
+  static const char *const spelled[] = {"mode", "staleness", NULL};
+  const char *mode = sg_opts_str_or(o, "mode", "sync");
+  int n = !strcmp(mode, "ssp") ? snprintf(out, cap, "ps ssp(%s)", sg_opts_str_or(o, "staleness", "2"))
+                               : snprintf(out, cap, "ps %s", mode);
+  sg_engine_label_options(&sg_engine_ps, o, spelled, out, cap, n < 0 ? 0 : (size_t)n);
+}
+
+extern const struct sg_bench_round sg_ps_bench_round; /* the benchmark round, next to the engine */
+
 const sg_engine_t sg_engine_ps = {
     .name = "ps",
     .summary = "parameter server: S sharded servers, N workers; sync, ssp (bounded staleness) or async; sparse push/pull",
@@ -83,4 +97,6 @@ const sg_engine_t sg_engine_ps = {
     .check_transport = NULL,
     .run = ps_run,
     .tolerates_exit = ps_tolerates_exit,
+    .bench = &sg_ps_bench_round,
+    .label = ps_label,
 };

@@ -7,15 +7,15 @@
 #include "cuda/sg_cuda.h"
 #include "device.h"
 #include "err.h"
+#include "bench_method.h"
 #include "transport_new.h"
 
 static long check_count(sg_comm_t *c, size_t seg, size_t count) {
   sg_cuda_ring_t *rg = NULL;
   float *x = malloc((count + 1) * sizeof *x), *d = NULL;
   long wrong = -1;
-  const float tri = (float)c->size * (float)(c->size + 1) / 2;
   if (!x) return -1;
-  for (size_t i = 0; i < count; i++) x[i] = (float)(c->rank + 1) * (float)(i % 7 + 1);
+  for (size_t i = 0; i < count; i++) x[i] = sg_bench_input(c->rank, i);
   if (sg_cuda_ring_new(&rg, c, seg) < 0 || sg_cuda_alloc(&d, count + 1, "x") < 0 ||
       sg_cuda_put(d, x, count) < 0)
     goto out;
@@ -25,7 +25,7 @@ static long check_count(sg_comm_t *c, size_t seg, size_t count) {
   }
   if (sg_cuda_get(x, d, count) < 0) goto out;
   wrong = 0;
-  for (size_t i = 0; i < count; i++) wrong += x[i] != (float)(i % 7 + 1) * tri;
+  for (size_t i = 0; i < count; i++) wrong += x[i] != sg_bench_expected(c->size, i);
 out:
   if (wrong < 0) fprintf(stderr, "rank %d count %zu: %s\n", c->rank, count, sg_err_msg());
   sg_cuda_free(&d);

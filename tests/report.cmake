@@ -31,3 +31,20 @@ sg_add_test(test_results SOURCES test_results.c json_check.c TIMEOUT 120
 sg_add_test(test_results_e2e SOURCES test_results_e2e.c json_check.c TIMEOUT 300
   LIBS PkgConfig::SQLITE ZLIB::ZLIB LABELS integration)
 add_dependencies(test_results_e2e sgdlab sgdlab-rank)
+# The benchmark command, the registry and the report know engines only
+# through the engine table: no engine name as a string literal there.
+add_test(NAME no_engine_names_in_harness
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/no_engine_names.sh
+    ${CMAKE_SOURCE_DIR}/harness/bench.c ${CMAKE_SOURCE_DIR}/harness/registry.c
+    ${CMAKE_SOURCE_DIR}/harness/report.c ${CMAKE_SOURCE_DIR}/harness/report_data.c
+    ${CMAKE_SOURCE_DIR}/harness/report_files.c ${CMAKE_SOURCE_DIR}/harness/report_html.c
+    ${CMAKE_SOURCE_DIR}/harness/report_summary.c)
+set_tests_properties(no_engine_names_in_harness PROPERTIES TIMEOUT 30)
+# ... and the check can fail: a source with an engine literal is a hit.
+add_test(NAME no_engine_names_catches_a_literal
+  COMMAND sh -c "f=$(mktemp) && printf 'if (!strcmp(e, \"ps\")) x();\\n' > \"$f\" && sh ${CMAKE_CURRENT_SOURCE_DIR}/no_engine_names.sh \"$f\"; rc=$?; rm -f \"$f\"; test $rc -eq 1")
+set_tests_properties(no_engine_names_catches_a_literal PROPERTIES TIMEOUT 30)
+# Two ps runs that differ only in servers read differently in the run
+# line, `list` and the report's key (the engine table names runs).
+sg_add_test(test_labels SOURCES test_labels.c TIMEOUT 120 LIBS sgharness)
+add_dependencies(test_labels sgdlab sgdlab-rank)

@@ -36,7 +36,7 @@ TEST(thousand_workers_over_zmq_are_refused) {
   /* a full mesh of 1024 ranks: 1026 sockets per rank, libzmq allows 1023 */
   CHECK_EQ_INT(dry("workers: 1024\nengines: [allreduce]\n", 0), 2);
   CHECK_MSG(one_line(), "%s", out);
-  CHECK_STR_CONTAINS(out, "x.yaml: run 1 (allreduce workers=1024): 1024 processes over transport zmq");
+  CHECK_STR_CONTAINS(out, "x.yaml: run 1 (allreduce ring workers=1024): 1024 processes over transport zmq");
   CHECK_STR_CONTAINS(out, "more than libzmq's 1023 per process");
   CHECK_EQ_INT(dry("workers: 1024\nengines: [{engine: ps, servers: 1024}]\n", 0), 2);
   CHECK_STR_CONTAINS(out, "2048 processes over transport zmq");
@@ -88,7 +88,7 @@ TEST(tiny_libsvm_file_with_a_huge_index_is_refused_for_memory) {
 TEST(every_worker_holding_the_training_set_is_counted) {
   /* Fashion-MNIST decoded as float32 is 180 MiB: 64 workers hold 64 copies */
   CHECK_EQ_INT(dry("workers: 64\ntransport: mpi\nengines: [allreduce]\n", 1), 0);
-  const char *at = strstr(out, "memory: run 1 (allreduce workers=64) needs the most, ~");
+  const char *at = strstr(out, "memory: run 1 (allreduce ring transport=mpi workers=64) needs the most, ~");
   double gib = 0;
   char unit[8] = "";
   CHECK_MSG(at && sscanf(strchr(at, '~') + 1, "%lf %7s", &gib, unit) == 2, "%s", out);
@@ -143,7 +143,7 @@ TEST(more_processes_than_cores_warn_once) {
   snprintf(text, sizeof text, "workers: [2, %ld]\ntransport: mpi\nworkload: {dataset: synthetic, "
            "features: 4, train_samples: 100000, batch: 1}\nengines: [allreduce]\n", 4 * cores + 1);
   CHECK_EQ_INT(dry(text, 0), 0);
-  CHECK_STR_CONTAINS(out, "sgdlab run: warning: run 2 (allreduce workers=");
+  CHECK_STR_CONTAINS(out, "sgdlab run: warning: run 2 (allreduce ring transport=mpi workers=");
   CHECK_STR_CONTAINS(out, "timings will mostly measure waiting");
   CHECK(strstr(strstr(out, "warning:") + 1, "warning:") == NULL); /* one line, not one per run */
 }
@@ -154,8 +154,8 @@ TEST(identical_runs_are_warned_once_each) {
   CHECK_EQ_INT(dry("workload: {dataset: synthetic, features: 4, train_samples: 100}\n"
                    "engines:\n  - {engine: ps, servers: 2}\n  - {engine: ps, servers: 2}\n"
                    "  - {engine: ps, servers: 3}\n  - local\n", 0), 0);
-  CHECK_STR_CONTAINS(out, "sgdlab run: warning: run 2 (ps workers=1) has the same settings as "
-                          "run 1 (ps workers=1)");
+  CHECK_STR_CONTAINS(out, "sgdlab run: warning: run 2 (ps sync servers=2 workers=1) has the same settings as "
+                          "run 1 (ps sync servers=2 workers=1)");
   CHECK(strstr(strstr(out, "warning:") + 1, "warning:") == NULL);
   /* repeat: is not a duplicate */
   CHECK_EQ_INT(dry("repeat: 2\nworkload: {dataset: synthetic, features: 4, train_samples: 100}\n"

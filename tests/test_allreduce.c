@@ -17,6 +17,7 @@
 #include <zmq.h>
 
 #include "allreduce.h"
+#include "bench_method.h"
 #include "topk.h"
 #include "err.h"
 #include "thread_ranks.h"
@@ -41,13 +42,12 @@ static int ar_rank(sg_comm_t *c, void *p) {
   }
   /* Twice on the same context: the second call must not see leftovers. */
   for (int rep = 0; rep < 2; rep++) {
-    for (size_t i = 0; i < a->count; i++) buf[i] = (float)(c->rank + 1) * (float)(i % 7 + 1);
+    for (size_t i = 0; i < a->count; i++) buf[i] = sg_bench_input(c->rank, i);
     buf[a->count] = -1; /* guard element past the end */
     SG_TRY(sg_ar_run(ar, buf, a->count));
-    const float tri = (float)c->size * (float)(c->size + 1) / 2;
     a->wrong = 0;
     for (size_t i = 0; i < a->count; i++)
-      if (buf[i] != (float)(i % 7 + 1) * tri) a->wrong++;
+      if (buf[i] != sg_bench_expected(c->size, i)) a->wrong++;
     if (buf[a->count] != -1) a->wrong++;
   }
 fail:

@@ -1,15 +1,15 @@
 /* test_allreduce_run.c - the allreduce engine as real processes.
  *
- *  - exactness as processes, the whole matrix: one `sgdlab run` of the
- *    internal engine bench-allreduce (the check itself is the
- *    integer-valued one of bench_engine.c: small integers in floats, so
- *    every summation order gives the same bits) over workers N = 1, 2, 3,
- *    4, 5, 8, each N launched once per transport -- mpirun + MPI running
- *    ring, rhd and native, forked ranks + ZeroMQ ipc running ring and rhd
- *    -- with the element counts 0 .. 9 (so 0, 1, N-1, N and N+1 for every
- *    N: empty, fewer elements than ranks, uneven chunks), the odd 1001 and
- *    1M+3.  12 launches, 360 rows; every expected row must exist and say
- *    0 wrong elements (a run that writes nothing cannot pass);
+ *  - exactness as processes, the whole matrix: `sgdlab bench allreduce
+ *    --counts` (the check itself is the integer-valued one of
+ *    core/bench_method.h: small integers in floats, so every summation
+ *    order gives the same bits) over workers N = 1, 2, 3, 4, 5, 8, per
+ *    transport -- mpirun + MPI running ring, rhd and native, forked ranks
+ *    + ZeroMQ ipc running ring and rhd -- with the element counts 0 .. 9
+ *    (so 0, 1, N-1, N and N+1 for every N: empty, fewer elements than
+ *    ranks, uneven chunks), the odd 1001 and 1M+3.  30 launches, 360
+ *    rows; every expected row must exist and say 0 wrong elements (a run
+ *    that writes nothing cannot pass);
  *  - the planted bug: `sgdlab bench allreduce --counts` with
  *    SG_ALLREDUCE_PLANT_BUG=1 in the ranks' environment, ring, N = 4 over
  *    mpi and N = 5 over zmq: every row of count >= 2 MUST report wrong
@@ -60,7 +60,7 @@
 /* The matrix: workers, implementations per transport, element counts. */
 static const int NS[] = {1, 2, 3, 4, 5, 8};
 #define NN ((int)(sizeof NS / sizeof *NS))
-#define COUNTS "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1001, 1048579"
+#define COUNTS "0,1,2,3,4,5,6,7,8,9,1001,1048579"
 #define NCOUNTS 12
 static const struct {
   const char *transport, *impls[3];
@@ -73,26 +73,23 @@ static const struct {
 TEST(exact_as_processes) {
   const char *dir = ru_scratch("arrun");
   CHECK(dir);
-  char cfg[128], db[128], sql[512];
-  snprintf(cfg, sizeof cfg, "%s/exact.yaml", dir);
+  char db[128], sql[512], cmd[1024];
   snprintf(db, sizeof db, "%s/exact.db", dir);
-  FILE *f = fopen(cfg, "w");
-  CHECK(f);
   /* iters 1, warmup 0: only the check matters here, not the timing. */
-  fprintf(f, "name: allreduce-exact\nworkers: [");
-  for (int i = 0; i < NN; i++) fprintf(f, "%s%d", i ? ", " : "", NS[i]);
-  fprintf(f, "]\nengines:\n");
-  for (int t = 0; t < 2; t++) {
-    fprintf(f, "  - {engine: bench-allreduce, transport: %s, impl: '", TRANSPORTS[t].transport);
-    for (int k = 0; k < TRANSPORTS[t].nimpl; k++)
-      fprintf(f, "%s%s", k ? "," : "", TRANSPORTS[t].impls[k]);
-    fprintf(f, "', counts: [" COUNTS "], iters: 1, warmup: 0}\n");
-  }
-  fclose(f);
-  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 2 * NN);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE launcher = 'mpirun'"), NN);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE launcher = 'local'"), NN);
+  for (int i = 0; i < NN; i++)
+    for (int t = 0; t < 2; t++) {
+      int len = snprintf(cmd, sizeof cmd, "'%s' bench allreduce -q --np %d --transport %s --impl ",
+                         ru_sgdlab(), NS[i], TRANSPORTS[t].transport);
+      for (int k = 0; k < TRANSPORTS[t].nimpl; k++)
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, "%s%s", k ? "," : "",
+                        TRANSPORTS[t].impls[k]);
+      snprintf(cmd + len, sizeof cmd - (size_t)len,
+               " --counts " COUNTS " --iters 1 --warmup 0 --db '%s' >&2", db);
+      CHECK_EQ_INT(ru_sh(cmd), 0);
+    }
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 5 * NN);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE launcher = 'mpirun'"), 3 * NN);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE launcher = 'local'"), 2 * NN);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench"), NN * (3 + 2) * NCOUNTS);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE wrong != 0"), 0);
   /* Every (N, transport, impl) has each required count exactly once,

@@ -6,7 +6,7 @@
  *    mapreduce-flat, mapreduce-tree) in the bench table, every row np = 3
  *    (workers; servers and the driver are extra processes) and 0 wrong
  *    elements, busbw = algbw * 2(N-1)/N;
- *  - SG_MAPREDUCE_PLANT_BUG=1 (the driver adds executor 1's gradient
+ *  - --plant-bug mapreduce-double (the driver adds executor 1's gradient
  *    twice): every mapreduce row MUST report wrong elements, for flat and
  *    tree, so the exact check can fail;
  *  - the command line: --help on stdout with exit 0 naming every flag;
@@ -14,6 +14,8 @@
  */
 #include "test.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -87,8 +89,8 @@ TEST(every_impl_exact_over_zmq) {
   CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench WHERE abs(busbw - algbw * 4.0 / 3) > 1e-9 * busbw"), 0);
   CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM runs WHERE status != 'ok'"), 0);
   /* ps runs started S servers + 3 workers, mapreduce 1 driver + 3 */
-  CHECK_EQ_INT(query_int(db, "SELECT max(processes) FROM runs WHERE engine = 'bench-ps'"), 5);
-  CHECK_EQ_INT(query_int(db, "SELECT max(processes) FROM runs WHERE engine = 'bench-mapreduce'"), 4);
+  CHECK_EQ_INT(query_int(db, "SELECT max(processes) FROM runs WHERE engine = 'ps'"), 5);
+  CHECK_EQ_INT(query_int(db, "SELECT max(processes) FROM runs WHERE engine = 'mapreduce'"), 4);
 }
 
 TEST(planted_mapreduce_bug_is_caught) {
@@ -97,13 +99,49 @@ TEST(planted_mapreduce_bug_is_caught) {
   char db[128], cmd[1024];
   snprintf(db, sizeof db, "%s/plant.db", dir);
   snprintf(cmd, sizeof cmd,
-           "SG_MAPREDUCE_PLANT_BUG=1 '%s' bench allreduce --np 3 --transport zmq "
+           "'%s' bench allreduce --plant-bug mapreduce-double --np 3 --transport zmq "
            "--impl mapreduce,mapreduce-tree --sizes 4:4K --iters 1 --warmup 0 --db '%s' >&2",
            sgdlab_bin(), db);
   CHECK_EQ_INT(sh(cmd), 0); /* the runs complete; the check reports */
   CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench"), 2 * 11);
   /* executor 1 counted twice: every element of the sum is off */
   CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench WHERE wrong != bytes / 4"), 0);
+}
+
+/* Interrupted while its first run measures: the runs it did not reach
+ * are in the runs table as pending, planned before anything started. */
+TEST(interrupted_bench_leaves_pending_rows) {
+  const char *dir = tmpdir();
+  CHECK(dir);
+  char db[128];
+  snprintf(db, sizeof db, "%s/intr.db", dir);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    execl(sgdlab_bin(), "sgdlab", "bench", "allreduce", "--np", "2", "--transport", "zmq",
+          "--impl", "ring,rhd,ps,mapreduce", "--sizes", "64:256M", "--iters", "1000", "--db", db,
+          (char *)NULL);
+    _exit(127);
+  }
+  /* bounded poll: the first run is running (its rows were planned first) */
+  long long running = 0;
+  int st = 0;
+  for (int i = 0; i < 600 && running != 1; i++) {
+    CHECK_MSG(waitpid(pid, &st, WNOHANG) == 0, "sgdlab bench ended before it was interrupted");
+    running = query_int(db, "SELECT count(*) FROM runs WHERE status = 'running'");
+    if (running != 1) usleep(50 * 1000);
+  }
+  CHECK_EQ_INT(running, 1);
+  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM runs WHERE status = 'pending'"), 3);
+  kill(pid, SIGINT);
+  CHECK(waitpid(pid, &st, 0) == pid);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 130);
+  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM runs"), 4);
+  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
+  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM runs WHERE status = 'pending' AND engine != "
+                             "(SELECT engine FROM runs WHERE status = 'interrupted')"), 2);
 }
 
 TEST(help_and_usage_errors) {

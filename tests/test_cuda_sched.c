@@ -29,10 +29,11 @@
 #include "cuda/stage_plan.h"
 #include "device.h"
 #include "err.h"
+#include "bench_method.h"
 #include "transport.h"
 
-static float expect_at(size_t i, int n) { return (float)(i % 7 + 1) * (float)n * (float)(n + 1) / 2; }
-static float input_at(size_t i, int r) { return (float)(r + 1) * (float)(i % 7 + 1); }
+static float expect_at(size_t i, int n) { return sg_bench_expected(n, i); }
+static float input_at(size_t i, int r) { return sg_bench_input(r, i); }
 
 /* ---- a simulated device for the staging plan ---------------------------- */
 

@@ -95,15 +95,15 @@ static int add_steps(sqlite3 *db, int run, int rank, const char *role, int sent_
  *     0.01 s from 0, worker 2 every 0.02 s from 0.005: 40 rows * 64 over
  *     0.10 .. 0.592 = 2560 / 0.492 = 5203.3 -> "5203" (worker 1 alone over
  *     its own span: 6497).
- *   allreduce ring/zmq, N=2, run 5: never reaches 0.85 -> "—"; 0.7000;
+ *   allreduce ring, N=2, run 5: never reaches 0.85 -> "—"; 0.7000;
  *     dt 0.02: 2560 / (0.587 - 0.2) = 6615.0 -> "6615"; rank 0 alternates
  *     1000/3000 sent + 500 recv (mean 2500), rank 1 2400 + 500 = 2900 ->
  *     max of means 2900 B = "2.83 KiB" (the max of maxima would be 3500 B
  *     = 3.42 KiB).
- *   allreduce ring/zmq, N=4, run 6: 1.00 s; 0.8700; 80 * 64 / 0.197 =
+ *   allreduce ring, N=4, run 6: 1.00 s; 0.8700; 80 * 64 / 0.197 =
  *     25989.8 -> "25990", efficiency 25989.8 * 2 / (4 * 6615.0) = 1.9645;
  *     3000 B = 2.93 KiB.
- *   mapreduce tree, N=2, run 7: failed, no evals.
+ *   mapreduce aggregate=tree, N=2, run 7: failed, no evals.
  * Experiment 2 "never": one local run, N=2 (batch 128 per step row), that
  * never reaches 0.85: 20 * 128 / 0.197 = 12994.9 -> "12995". */
 static int make_fixture(const char *path) {
@@ -303,10 +303,10 @@ TEST(report_experiment) {
   CHECK_STR_CONTAINS(md, "| local | 1 | 1 | ok | 1.00 | 0.8500 | 6497 | 0 B |");
   CHECK_STR_CONTAINS(md, "| ps sync | 2 | 2 | ok | 3.25 | 0.8900 | 10881 | 4.39 KiB |");
   CHECK_STR_CONTAINS(md, "| ps ssp(2) | 2 | 1 | ok | 1.00 | 0.9000 | 5203 | 3.91 KiB |");
-  CHECK_STR_CONTAINS(md, "| allreduce ring/zmq | 2 | 1 | ok | — | 0.7000 | 6615 | 2.83 KiB |");
-  CHECK_STR_CONTAINS(md, "| allreduce ring/zmq | 4 | 1 | ok | 1.00 | 0.8700 | 25990 | 2.93 KiB |");
-  CHECK_STR_CONTAINS(md, "| mapreduce tree | 2 | 1 | failed | — | — | — | — |");
-  CHECK_STR_CONTAINS(md, "| 7 | mapreduce tree | 2 | 0 | failed | rank 2 (executor) on node1: deadline exceeded |");
+  CHECK_STR_CONTAINS(md, "| allreduce ring | 2 | 1 | ok | — | 0.7000 | 6615 | 2.83 KiB |");
+  CHECK_STR_CONTAINS(md, "| allreduce ring | 4 | 1 | ok | 1.00 | 0.8700 | 25990 | 2.93 KiB |");
+  CHECK_STR_CONTAINS(md, "| mapreduce aggregate=tree | 2 | 1 | failed | — | — | — | — |");
+  CHECK_STR_CONTAINS(md, "| 7 | mapreduce aggregate=tree | 2 | 0 | failed | rank 2 (executor) on node1: deadline exceeded |");
   CHECK_STR_CONTAINS(md, "| allreduce | 4.00 KiB | native | mpi | 4 | 20 | 7.2 | 6.0..9.6 |");
   CHECK_STR_CONTAINS(md, "| allreduce | 1.00 MiB | ring | zmq | 4 | 20 | 204.0 |");
   CHECK_STR_CONTAINS(md, "| blas | OpenBLAS 0.3.21 Haswell | 2 |");
@@ -320,7 +320,7 @@ TEST(report_experiment) {
   snprintf(p, sizeof p, "%s/scaling.tsv", dir);
   char *sc = read_file(p);
   CHECK(sc);
-  CHECK_STR_CONTAINS(sc, "# allreduce ring/zmq\n# workers\tsamples_per_s\tefficiency\t"
+  CHECK_STR_CONTAINS(sc, "# allreduce ring\n# workers\tsamples_per_s\tefficiency\t"
                          "min\tmax\teff_min\teff_max\n"
                          "2\t6614.99\t1\t6614.99\t6614.99\t1\t1\n"
                          "4\t25989.8\t1.96447\t25989.8\t25989.8\t1.96447\t1.96447\n");
@@ -331,7 +331,7 @@ TEST(report_experiment) {
   snprintf(p, sizeof p, "%s/efficiency.gp", dir);
   char *gp = read_file(p);
   CHECK(gp);
-  CHECK_STR_CONTAINS(gp, "title 'allreduce ring/zmq' noenhanced");
+  CHECK_STR_CONTAINS(gp, "title 'allreduce ring' noenhanced");
   CHECK(!strstr(gp, "title 'local'"));
   free(gp);
   snprintf(p, sizeof p, "%s/throughput.gp", dir);
@@ -363,14 +363,14 @@ TEST(report_bytes_vs_workers) {
   CHECK_STR_CONTAINS(t, "# ps ssp(2)\n# workers\tbytes_median\tbytes_min\tbytes_max\n"
                         "2\t4000\t4000\t4000\n");
   /* max over ranks of each rank's mean (2900), not the max of maxima (3500) */
-  CHECK_STR_CONTAINS(t, "# allreduce ring/zmq\n# workers\tbytes_median\tbytes_min\t"
+  CHECK_STR_CONTAINS(t, "# allreduce ring\n# workers\tbytes_median\tbytes_min\t"
                         "bytes_max\n2\t2900\t2900\t2900\n4\t3000\t3000\t3000\n");
   CHECK(!strstr(t, "# local") && !strstr(t, "mapreduce"));
   free(t);
   snprintf(p, sizeof p, "%s/bytes_vs_workers.gp", dir);
   char *gp = read_file(p);
   CHECK(gp);
-  CHECK_STR_CONTAINS(gp, "title 'allreduce ring/zmq' noenhanced");
+  CHECK_STR_CONTAINS(gp, "title 'allreduce ring' noenhanced");
   CHECK_STR_CONTAINS(gp, "with filledcurves");
   free(gp);
   snprintf(p, sizeof p, "%s/bytes_vs_workers.png", dir);
@@ -413,6 +413,16 @@ TEST(report_server_time) {
   free(gp);
   snprintf(p, sizeof p, "%s/server_time.png", dir);
   CHECK(is_png(p));
+  /* the same rows over time: one block per variant with server rows */
+  snprintf(p, sizeof p, "%s/server_timeline.tsv", dir);
+  t = read_file(p);
+  CHECK(t);
+  CHECK_STR_CONTAINS(t, "# ps sync, N=2\n# t_s\tbusy_ms\tcomm_ms\twait_ms\n");
+  CHECK_STR_CONTAINS(t, "# ps ssp(2), N=2\n");
+  CHECK(!strstr(t, "allreduce") && !strstr(t, "local"));
+  free(t);
+  snprintf(p, sizeof p, "%s/server_timeline.png", dir);
+  CHECK(is_png(p));
   /* the mapreduce driver's rows (wait 3 ms), not its executors' (1 ms) */
   snprintf(dir, sizeof dir, "%s/rep-driver", tmpdir);
   rc = run_cmd(sg_cmd_report, NULL, &out, "report", "mr", "--db", db_path, "--out", dir,
@@ -426,12 +436,12 @@ TEST(report_server_time) {
   free(t);
   snprintf(dir, sizeof dir, "%s/rep-server", tmpdir);
   /* time_breakdown: milliseconds, upright labels, a margin that holds the
-   * longest (23 characters: 3 + 0.45 * 23 lines) */
+   * longest ("allreduce ring, N=4", 19 characters: 3 + 0.45 * 19 lines) */
   snprintf(p, sizeof p, "%s/time_breakdown.gp", dir);
   gp = read_file(p);
   CHECK(gp);
   CHECK_STR_CONTAINS(gp, "using ($2*1000)");
-  CHECK_STR_CONTAINS(gp, ") rotate by 90 right noenhanced\nset bmargin 13\n");
+  CHECK_STR_CONTAINS(gp, ") rotate by 90 right noenhanced\nset bmargin 12\n");
   CHECK_STR_CONTAINS(gp, "set ylabel 'ms per step (worker mean)");
   free(gp);
 }
@@ -456,6 +466,8 @@ TEST(report_target_never_reached) {
   CHECK(!exists(dir, "throughput.png"));
   CHECK(!exists(dir, "staleness.png"));
   CHECK(!exists(dir, "allreduce_time.png"));
+  /* no server or driver rows (one local run): no figure over time */
+  CHECK(!exists(dir, "server_timeline.gp") && !exists(dir, "server_timeline.tsv"));
 
   /* a higher target: nobody in experiment 1 reaches 0.95 */
   snprintf(dir, sizeof dir, "%s/rep3", tmpdir);
@@ -549,7 +561,7 @@ TEST(list_and_show) {
   CHECK_STR_CONTAINS(out, "experiment 1  fixture");
   CHECK_STR_CONTAINS(out, "experiment 2  never");
   CHECK_STR_CONTAINS(out, "ps ssp(2)");
-  CHECK_STR_CONTAINS(out, "allreduce ring/zmq");
+  CHECK_STR_CONTAINS(out, "allreduce ring");
   CHECK_STR_CONTAINS(out, "deadline exceeded");
   CHECK_STR_CONTAINS(out, "0.9000");
   CHECK_STR_CONTAINS(out, "bench: 10 rows, 2 implementations");

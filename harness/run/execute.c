@@ -70,39 +70,18 @@ static void remove_dir(const char *dir) {
   rmdir(dir);
 }
 
-/* What the progress line calls the run: the engine and its variant (the
- * value of its one enum option, "ps async", "allreduce rhd"; with several
- * enum options those not at their default, "mapreduce aggregate=tree"),
- * the transport when there are several processes, then the other keys
- * the run's label spells (swept keys, workers):
- * "allreduce rhd (zmq) workers=4 lr=0.1". */
+/* What the progress line calls the run: its label (the engine's,
+ * sg_engine_label, plus the swept keys; config.c), with the transport
+ * when there are several processes: "allreduce rhd (zmq) workers=4". */
 static void variant_label(const sg_run_spec_t *run, char *out, size_t cap) {
-  const sg_engine_t *e = run->engine;
-  int nenum = 0;
-  for (const sg_setting_t *o = e->options; o && o->name; o++) nenum += o->type == SG_T_ENUM;
-  size_t len = (size_t)snprintf(out, cap, "%s", e->name);
-  for (const sg_setting_t *o = e->options; o && o->name && len < cap; o++) {
-    if (o->type != SG_T_ENUM) continue;
-    const char *v = sg_opts_str_or(run->opts, o->name, "?");
-    if (nenum == 1) len += (size_t)snprintf(out + len, cap - len, " %s", v);
-    else if (strcmp(v, o->def)) len += (size_t)snprintf(out + len, cap - len, " %s=%s", o->name, v);
-  }
-  if (run->nprocs > 1 && len < cap)
-    len += (size_t)snprintf(out + len, cap - len, " (%s)", sg_opts_str_or(run->opts, "transport", "?"));
-  /* the label: engine name, then " key=value" tokens */
-  const char *p = run->label;
-  if (!strncmp(p, e->name, strlen(e->name))) p += strlen(e->name);
-  while (*p == ' ' && len < cap) {
-    const char *end = strchr(p + 1, ' '), *eq = strchr(p + 1, '=');
-    size_t tl = end ? (size_t)(end - p) : strlen(p);
-    int shown = 0;
-    for (const sg_setting_t *o = e->options; eq && o && o->name; o++)
-      if (o->type == SG_T_ENUM && strlen(o->name) == (size_t)(eq - p - 1) &&
-          !strncmp(p + 1, o->name, strlen(o->name)))
-        shown = 1;
-    if (!shown) len += (size_t)snprintf(out + len, cap - len, "%.*s", (int)tl, p);
-    p += tl;
-  }
+  char eng[256];
+  sg_engine_label(run->engine, run->opts, eng, sizeof eng);
+  size_t head = strlen(eng);
+  if (strncmp(run->label, eng, head)) head = strlen(run->label);
+  if (run->nprocs > 1)
+    snprintf(out, cap, "%.*s (%s)%s", (int)head, run->label,
+             sg_opts_str_or(run->opts, "transport", "?"), run->label + head);
+  else snprintf(out, cap, "%s", run->label);
 }
 
 /* ---- the control plane ------------------------------------------------- */

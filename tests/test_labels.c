@@ -1,0 +1,59 @@
+/* test_labels.c - a run's name comes from the engine table
+ * (sg_engine_label) everywhere a run is named.  Two ps runs that differ
+ * only in `servers` (1 vs 2), as separate engine entries (no sweep, so the
+ * experiment file's swept keys cannot tell them apart), must read
+ * differently in the run line of `sgdlab run`, in `sgdlab list` and in
+ * the report's key (summary.md), while both runs are ps sync with 2
+ * workers.  Before the engine table named runs, all three said "ps sync"
+ * / "ps workers=2" for both.
+ */
+#include "test.h"
+
+#include <string.h>
+
+#include "err.h"
+#include "run_util.h"
+
+static int count(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+TEST(servers_one_and_two_read_differently) {
+  const char *dir = ru_scratch("labels");
+  CHECK(dir);
+  char cfg[256], db[256], out_dir[256];
+  static char out[65536];
+  snprintf(cfg, sizeof cfg, "%s/servers.yaml", dir);
+  snprintf(db, sizeof db, "%s/labels.db", dir);
+  snprintf(out_dir, sizeof out_dir, "%s/report", dir);
+  CHECK_OK(ru_write_file(cfg,
+                         "name: servers-label\n"
+                         "workload: {dataset: fashion-mnist, model: softmax, batch: 16,\n"
+                         "           max_steps: 5, eval_every: 1000000, seed: 3}\n"
+                         "workers: 2\n"
+                         "engines:\n"
+                         "  - {engine: ps, servers: 1}\n"
+                         "  - {engine: ps, servers: 2}\n"));
+  /* the run line */
+  char *run_argv[] = {"sgdlab", "run", cfg, "--db", db, NULL};
+  CHECK_EQ_INT(ru_run(run_argv, 1, NULL, out, sizeof out), 0);
+  CHECK_STR_CONTAINS(out, "[1/2] ps sync (zmq) workers=2 ");
+  CHECK_STR_CONTAINS(out, "[2/2] ps sync servers=2 (zmq) workers=2 ");
+  /* list */
+  char *list_argv[] = {"sgdlab", "list", "servers-label", "--db", db, NULL};
+  CHECK_EQ_INT(ru_run(list_argv, 1, NULL, out, sizeof out), 0);
+  CHECK_EQ_INT(count(out, "ps sync servers=2"), 1);
+  CHECK_EQ_INT(count(out, "ps sync "), 2);
+  /* the report's key */
+  char *rep_argv[] = {"sgdlab", "report", "servers-label", "--db", db, "--out", out_dir, NULL};
+  CHECK_EQ_INT(ru_run(rep_argv, 1, NULL, out, sizeof out), 0);
+  char path[512];
+  snprintf(path, sizeof path, "%s/summary.md", out_dir);
+  char *md = ru_slurp(path, 1 << 20);
+  CHECK(md);
+  CHECK_STR_CONTAINS(md, "| ps sync | 2 | 1 | ok |");
+  CHECK_STR_CONTAINS(md, "| ps sync servers=2 | 2 | 1 | ok |");
+  free(md);
+}
