@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Run every emulated-cluster experiment (configs/cluster/*.yaml, docs/cluster.md)
+# and redraw its figures into docs/img/cluster-*.png with `sgdlab model`.
+# Needs root (the cluster's namespaces) and a build (scripts/build.sh).
+#   scripts/cluster-figures.sh            run everything, then draw
+#   scripts/cluster-figures.sh run|draw   only one half
+# DB (default results/cluster-figures.db) holds the runs; each step prints
+# how long it took.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SG=./build/harness/sgdlab
+DB=${DB:-results/cluster-figures.db}
+IMG=docs/img
+what=${1:-all}
+
+timed() { # NAME CMD...: run CMD, print its wall-clock seconds
+  local name=$1 t0 t1
+  shift
+  t0=$(date +%s.%N)
+  "$@"
+  t1=$(date +%s.%N)
+  printf '== %s: %.0f s\n' "$name" "$(echo "$t1 - $t0" | bc)" >&2
+}
+
+# The fit of alpha and beta: ring rows at np 2, 4, 8 on 1 Gbit/s links, so
+# a run of P processes is predicted with the constants measured under P
+# processes on the same cores (docs/model.md).
+bench() {
+  local np
+  for np in 2 4 8; do
+    timed "bench ring np $np" $SG bench allreduce --np "$np" --transport zmq --launcher local \
+      --impl ring --sizes 1M:16M --iters 5 --warmup 2 --set cluster.hosts="$np" \
+      --set cluster.link=1gbit --db "$DB" -q
+  done
+}
+
+EXPS="scaling ps-servers link-rate slow-host sparse small-gradient"
+
+run_all() {
+  mkdir -p "$(dirname "$DB")"
+  bench
+  for e in $EXPS; do
+    timed "run $e" $SG run "configs/cluster/$e.yaml" --db "$DB"
+  done
+}
+
+# Figures: measured (points) and predicted (lines) ms/step of each engine
+# and variant, against N or the slowest link's rate.
+draw_all() {
+  mkdir -p "$IMG"
+  local m="$SG model --db $DB --plot-dir $IMG"
+  timed "draw" true
+  $m cluster-scaling --plot cluster-time-vs-n --x workers
+  $m cluster-ps-servers --plot cluster-ps-servers --x workers
+  $m cluster-link-rate --plot cluster-link-rate --x rate
+  $m cluster-slow-host --plot cluster-slow-host --x rate
+  $m cluster-sparse --plot cluster-sparse --x workers
+  $m cluster-small-gradient --plot cluster-small-gradient --x workers --alpha "${ALPHA_SMALL:-50e-6}"
+}
+
+case $what in
+  run) run_all ;;
+  draw) draw_all ;;
+  all) run_all && draw_all ;;
+  *) echo "usage: $0 [run|draw]" >&2; exit 2 ;;
+esac
