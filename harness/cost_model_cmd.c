@@ -125,7 +125,7 @@ static const char *safe(const char *s, char *out, size_t cap);
 
 /* One run's row of the table, as read from the database. */
 typedef struct mrun {
-  long long id;
+  long long id, exp;
   char engine[32], variant[16], link[64], auth[16], transport[16], label[48];
   sg_cost_case_t c;
   double compute, measured, hub_compute; /* hub: ps servers', driver's compute_s */
@@ -223,7 +223,7 @@ static const char RUN_SQL[] =
     " coalesce(json_extract(options_json, '$.hidden'), ''),"
     " coalesce(json_extract(options_json, '$.dataset'), ''),"
     " coalesce(json_extract(options_json, '$.features'), 0),"
-    " coalesce(json_extract(options_json, '$.classes'), 10)"
+    " coalesce(json_extract(options_json, '$.classes'), 10), experiment_id"
     " FROM runs WHERE experiment_id = ?1 AND status = 'ok' ORDER BY id";
 
 #define TXT(i) ((const char *)sqlite3_column_text(st, i) ? (const char *)sqlite3_column_text(st, i) : "")
@@ -250,6 +250,7 @@ static void link_rates(const char *links, int procs, int hubs, double *min, doub
 static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   memset(r, 0, sizeof *r);
   r->id = sqlite3_column_int64(st, 0);
+  r->exp = sqlite3_column_int64(st, 16);
   snprintf(r->engine, sizeof r->engine, "%s", TXT(1));
   snprintf(r->variant, sizeof r->variant, "%s", TXT(3));
   snprintf(r->link, sizeof r->link, "%s", TXT(8));
@@ -273,7 +274,9 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
 }
 
 /* The bench ring rows with r's auth and transport, r's link first (else
- * the latest other link's): per np, the latest experiment's rows. */
+ * the latest other link's): per np, the rows of the latest bench
+ * experiment recorded before r's experiment (else the latest after it), so
+ * that a machine whose load drifts is measured as the run found it. */
 static const char BENCH_SQL[] =
     "SELECT b.experiment_id, b.np, b.bytes, b.t_median,"
     " coalesce(json_extract(r.options_json, '$.\"cluster.link\"'), '') AS link"
@@ -282,7 +285,7 @@ static const char BENCH_SQL[] =
     " WHERE b.impl = 'ring' AND b.wrong = 0 AND b.np >= 2 AND b.bytes >= ?1 AND b.bytes <= ?5"
     " AND coalesce(json_extract(r.options_json, '$.zmq_auth'), '') = ?3 AND b.transport = ?4"
     " AND link <> ''"
-    " ORDER BY link = ?2 DESC, b.experiment_id DESC, b.np, b.bytes";
+    " ORDER BY link = ?2 DESC, b.experiment_id < ?6 DESC, b.experiment_id DESC, b.np, b.bytes";
 
 #define FIT_MAX_NP 8
 #define FIT_MAX_ROWS 64
@@ -316,6 +319,7 @@ static int fit_rows(sqlite3 *db, const mrun_t *r, const margs_t *a, fitrows_t *f
   sqlite3_bind_text(st, 3, r->auth, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 4, r->transport, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 5, a->fit_max >= 0 ? (long long)a->fit_max : INT64_MAX);
+  sqlite3_bind_int64(st, 6, r->exp);
   while (sqlite3_step(st) == SQLITE_ROW) {
     const char *l = (const char *)sqlite3_column_text(st, 4);
     if (!f->link[0]) snprintf(f->link, sizeof f->link, "%s", l ? l : "");

@@ -22,14 +22,16 @@ timed() { # NAME CMD...: run CMD, print its wall-clock seconds
   printf '== %s: %.0f s\n' "$name" "$(echo "$t1 - $t0" | bc)" >&2
 }
 
-# The fit of alpha and beta: ring rows at np 2, 4, 8 on 1 Gbit/s links, so
-# a run of P processes is predicted with the constants measured under P
-# processes on the same cores (docs/model.md).
+# The fit of alpha, beta and kappa: ring rows at np 2, 4, 8 on 1 Gbit/s
+# links, so a run of P processes is predicted with the constants measured
+# under P processes on the same cores (docs/model.md).  Run again before
+# each experiment: `sgdlab model` takes the latest rows recorded before the
+# experiment, so a load that drifts meets the runs it was measured with.
 bench() {
   local np
   for np in 2 4 8; do
     timed "bench ring np $np" $SG bench allreduce --np "$np" --transport zmq --launcher local \
-      --impl ring --sizes 1M:16M --iters 5 --warmup 2 --set cluster.hosts="$np" \
+      --impl ring --sizes 4K:16M --iters 5 --warmup 2 --set cluster.hosts="$np" \
       --set cluster.link=1gbit --db "$DB" -q
   done
 }
@@ -38,8 +40,8 @@ EXPS="scaling ps-servers link-rate slow-host sparse small-gradient"
 
 run_all() {
   mkdir -p "$(dirname "$DB")"
-  bench
   for e in $EXPS; do
+    bench
     timed "run $e" $SG run "configs/cluster/$e.yaml" --db "$DB"
   done
 }
@@ -55,7 +57,8 @@ draw_all() {
   $m cluster-link-rate --plot cluster-link-rate --x rate
   $m cluster-slow-host --plot cluster-slow-host --x rate
   $m cluster-sparse --plot cluster-sparse --x workers
-  $m cluster-small-gradient --plot cluster-small-gradient --x workers --alpha "${ALPHA_SMALL:-50e-6}"
+  # 31 KB messages: alpha and beta from the bench rows of 4-256 KiB
+  $m cluster-small-gradient --plot cluster-small-gradient --x workers --fit-min 4096 --fit-max 262144
 }
 
 case $what in
