@@ -48,17 +48,20 @@ run_all() {
 
 # Figures: measured (points) and predicted (lines) ms/step of each engine
 # and variant, against N or the slowest link's rate.
+# Each figure's script and data stay in results/cluster-figures; its PNG
+# goes to docs/img.
 draw_all() {
-  mkdir -p "$IMG"
-  local m="$SG model --db $DB --plot-dir $IMG"
-  timed "draw" true
-  $m cluster-scaling --plot cluster-time-vs-n --x workers
-  $m cluster-ps-servers --plot cluster-ps-servers --x workers
-  $m cluster-link-rate --plot cluster-link-rate --x rate
-  $m cluster-slow-host --plot cluster-slow-host --x rate
-  $m cluster-sparse --plot cluster-sparse --x workers
+  local out=results/cluster-figures
+  mkdir -p "$IMG" "$out"
+  local m="$SG model --db $DB --plot-dir $out"
+  timed "draw cluster-scaling" $m cluster-scaling --plot cluster-time-vs-n --x workers
+  timed "draw cluster-ps-servers" $m cluster-ps-servers --plot cluster-ps-servers --x workers
+  timed "draw cluster-link-rate" $m cluster-link-rate --plot cluster-link-rate --x rate
+  timed "draw cluster-slow-host" $m cluster-slow-host --plot cluster-slow-host --x rate
+  timed "draw cluster-sparse" $m cluster-sparse --plot cluster-sparse --x workers
   # 31 KB messages: alpha and beta from the bench rows of 4-256 KiB
-  $m cluster-small-gradient --plot cluster-small-gradient --x workers --fit-min 4096 --fit-max 262144
+  timed "draw cluster-small-gradient" $m cluster-small-gradient --plot cluster-small-gradient --x workers --fit-min 4096 --fit-max 262144
+  cp "$out"/cluster-*.png "$IMG"/
 }
 
 case $what in
