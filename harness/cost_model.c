@@ -56,7 +56,9 @@ static double rhd(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_sp
  * the measured bytes per worker step. */
 static double ps(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
   double s = c->S > 0 ? c->S : 1, per = c->N * c->K / s;
-  double hub = per * p->beta * mult(c->hub), worker = c->K * p->beta * mult(c->slow);
+  /* sync and ssp wait for the slowest worker, async only for its own link */
+  double ws = c->variant && !strcmp(c->variant, "async") ? mult(c->own) : mult(c->slow);
+  double hub = per * p->beta * mult(c->hub), worker = c->K * p->beta * ws;
   o->link_bytes = per;
   o->cpu_bytes = 4 * c->N * c->K; /* workers 2K each, servers 2NK/S each */
   return 2 * (p->alpha + (hub > worker ? hub : worker)) + per * p->gamma;

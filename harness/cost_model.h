@@ -42,6 +42,8 @@ typedef struct sg_cost_case {
    * the slowest link of the run's hosts and the slowest of the hub's
    * (ps servers, mapreduce driver; placement spread puts them first) */
   double slow, hub;
+  double own; /* the median worker's link: what an async worker, who waits
+               * for no other, sees (0 means 1) */
 } sg_cost_case_t;
 
 /* What sg_cost_detail() says about one step. */

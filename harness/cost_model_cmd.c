@@ -130,7 +130,7 @@ typedef struct mrun {
   sg_cost_case_t c;
   double compute, measured, hub_compute; /* hub: ps servers', driver's compute_s */
   int procs;                             /* ranks of the run: N (+ S, + 1 driver) */
-  double rate_min, rate_hub;             /* bit/s of its slowest link, its hub's; 0: none */
+  double rate_min, rate_hub, rate_med;   /* bit/s: slowest link, hub's, median worker's; 0: none */
 } mrun_t;
 
 static int cmp_double(const void *a, const void *b) {
@@ -232,19 +232,30 @@ static const char RUN_SQL[] =
  * "1gbit,1gbit,200mbit": placement spread gives every rank a host of its
  * own, hubs first) and among the first `hubs` (0: the same); 0 when the
  * list does not parse. */
-static void link_rates(const char *links, int procs, int hubs, double *min, double *hub) {
+static int cmp_double(const void *a, const void *b);
+
+static void link_rates(const char *links, int procs, int hubs, double *min, double *hub,
+                       double *med) {
   char buf[512];
   uint64_t bps;
-  int i = 0;
-  *min = *hub = 0;
+  double w[64];
+  int i = 0, nw = 0;
+  *min = *hub = *med = 0;
   snprintf(buf, sizeof buf, "%s", links);
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && i < procs;
        t = strtok_r(NULL, ",", &save), i++) {
     if (sg_cluster_parse_rate(t, "link", &bps) < 0) return (void)(*min = *hub = 0);
     if (!*min || bps < *min) *min = (double)bps;
     if (i < hubs && (!*hub || bps < *hub)) *hub = (double)bps;
+    if (i >= hubs && nw < 64) w[nw++] = (double)bps;
   }
   if (!hubs) *hub = *min;
+  if (nw == 1 && procs > 1 + hubs) /* one rate for every host */
+    while (nw < procs - hubs && nw < 64) w[nw] = w[0], nw++;
+  if (nw) {
+    qsort(w, (size_t)nw, sizeof w[0], cmp_double);
+    *med = w[nw / 2];
+  }
 }
 
 static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
@@ -267,7 +278,7 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   int hubs = !strcmp(r->engine, "ps") ? (r->c.S > 0 ? r->c.S : 1)
              : !strcmp(r->engine, "mapreduce") ? 1 : 0;
   r->procs = r->c.N + hubs;
-  link_rates(r->link, r->procs, hubs, &r->rate_min, &r->rate_hub);
+  link_rates(r->link, r->procs, hubs, &r->rate_min, &r->rate_hub, &r->rate_med);
   char label[sizeof r->label];
   sg_cost_label(&r->c, label, sizeof label);
   safe(label, r->label, sizeof r->label);
@@ -372,10 +383,11 @@ static int fit_for(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma, doubl
   p->cores = cores, p->kappa = 0;
   if (f->n[g] >= 2) SG_TRY(sg_cost_fit_kappa(f->x[g], f->t[g], f->n[g], f->np[g], cores, &p->kappa));
   /* another link's fit: beta scales with the rate (the wire's share) */
-  double fit_rate = 0, hub = 0;
-  link_rates(f->link, 1, 0, &fit_rate, &hub);
+  double fit_rate = 0, hub = 0, med = 0;
+  link_rates(f->link, 1, 0, &fit_rate, &hub, &med);
   r->c.slow = fit_rate > 0 && r->rate_min > 0 ? fit_rate / r->rate_min : 1;
   r->c.hub = fit_rate > 0 && r->rate_hub > 0 ? fit_rate / r->rate_hub : 1;
+  r->c.own = fit_rate > 0 && r->rate_med > 0 ? fit_rate / r->rate_med : 1;
   char fl[64];
   snprintf(src, cap, "ring rows: np %d exp %lld (alpha, beta) np %d exp %lld (kappa), link %s",
            f->np[g0], f->exp[g0], f->np[g], f->exp[g], safe(f->link, fl, sizeof fl));
@@ -420,7 +432,7 @@ static int params_for(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma,
     SG_CHECK(fit_for(db, a, r, gamma, cores, &fit, src, cap));
   else if (a->kappa < 0 && fit_for(db, a, r, gamma, cores, &fit, src, cap) < 0)
     snprintf(src, cap, "given; no bench rows, so no CPU bound");
-  if (a->beta >= 0) r->c.slow = r->c.hub = 1; /* a given beta is every link's */
+  if (a->beta >= 0) r->c.slow = r->c.hub = r->c.own = 1; /* a given beta is every link's */
   *p = (sg_cost_params_t){a->alpha >= 0 ? a->alpha : fit.alpha, a->beta >= 0 ? a->beta : fit.beta,
                           gamma, a->kappa >= 0 ? a->kappa : fit.kappa, cores};
   return SG_OK;
