@@ -4,6 +4,7 @@
 # Needs root (the cluster's namespaces) and a build (scripts/build.sh).
 #   scripts/cluster-figures.sh            run everything, then draw
 #   scripts/cluster-figures.sh run|draw   only one half
+#   scripts/cluster-figures.sh run scaling sparse   only these experiments
 # DB (default results/cluster-figures.db) holds the runs; each step prints
 # how long it took.
 set -euo pipefail
@@ -12,6 +13,7 @@ SG=./build/harness/sgdlab
 DB=${DB:-results/cluster-figures.db}
 IMG=docs/img
 what=${1:-all}
+[ $# -gt 0 ] && shift
 
 timed() { # NAME CMD...: run CMD, print its wall-clock seconds
   local name=$1 t0 t1
@@ -40,7 +42,7 @@ EXPS="scaling ps-servers link-rate slow-host sparse small-gradient"
 
 run_all() {
   mkdir -p "$(dirname "$DB")"
-  for e in $EXPS; do
+  for e in "$@"; do
     bench
     timed "run $e" $SG run "configs/cluster/$e.yaml" --db "$DB"
   done
@@ -65,8 +67,8 @@ draw_all() {
 }
 
 case $what in
-  run) run_all ;;
+  run) if [ $# -gt 0 ]; then run_all "$@"; else run_all $EXPS; fi ;;
   draw) draw_all ;;
-  all) run_all && draw_all ;;
+  all) run_all $EXPS && draw_all ;;
   *) echo "usage: $0 [run|draw]" >&2; exit 2 ;;
 esac
