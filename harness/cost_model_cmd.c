@@ -298,23 +298,25 @@ static const char BENCH_SQL[] =
     " AND link <> ''"
     " ORDER BY link = ?2 DESC, b.experiment_id < ?6 DESC, b.experiment_id DESC, b.np, b.bytes";
 
-#define FIT_MAX_NP 8
+#define FIT_MAX_GROUPS 16
 #define FIT_MAX_ROWS 64
+/* Bench rows by link and np: per pair, the first (latest) experiment's. */
 typedef struct fitrows {
-  char link[64];
-  int ngroups, np[FIT_MAX_NP];
-  long long exp[FIT_MAX_NP];
-  size_t n[FIT_MAX_NP];
-  double x[FIT_MAX_NP][FIT_MAX_ROWS], t[FIT_MAX_NP][FIT_MAX_ROWS];
+  char link[64]; /* the first link: the run's own when it has rows */
+  int ngroups, np[FIT_MAX_GROUPS];
+  char glink[FIT_MAX_GROUPS][64];
+  long long exp[FIT_MAX_GROUPS];
+  size_t n[FIT_MAX_GROUPS];
+  double x[FIT_MAX_GROUPS][FIT_MAX_ROWS], t[FIT_MAX_GROUPS][FIT_MAX_ROWS];
 } fitrows_t;
 
-/* One row into its np's group: the first (latest) experiment per np. */
-static void fit_add(fitrows_t *f, long long exp, int np, double x, double t) {
+static void fit_add(fitrows_t *f, const char *link, long long exp, int np, double x, double t) {
   int g = 0;
-  while (g < f->ngroups && f->np[g] != np) g++;
+  while (g < f->ngroups && (f->np[g] != np || strcmp(f->glink[g], link))) g++;
   if (g == f->ngroups) {
-    if (g == FIT_MAX_NP) return;
+    if (g == FIT_MAX_GROUPS) return;
     f->np[g] = np, f->exp[g] = exp, f->n[g] = 0, f->ngroups++;
+    snprintf(f->glink[g], sizeof f->glink[g], "%s", link);
   }
   if (f->exp[g] != exp || f->n[g] == FIT_MAX_ROWS) return;
   f->x[g][f->n[g]] = x, f->t[g][f->n[g]++] = t;
@@ -334,30 +336,46 @@ static int fit_rows(sqlite3 *db, const mrun_t *r, const margs_t *a, fitrows_t *f
   while (sqlite3_step(st) == SQLITE_ROW) {
     const char *l = (const char *)sqlite3_column_text(st, 4);
     if (!f->link[0]) snprintf(f->link, sizeof f->link, "%s", l ? l : "");
-    if (strcmp(f->link, l ? l : "")) break; /* only the first link's rows */
-    fit_add(f, sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
+    fit_add(f, l ? l : "", sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
             (double)sqlite3_column_int64(st, 2), sqlite3_column_double(st, 3));
   }
   sqlite3_finalize(st);
   return SG_OK;
 }
 
-/* The group of the smallest np: the one the links bound most. */
+/* The first link's group of the smallest np: the one the links bound
+ * most; -1 when there is none. */
 static int smallest_np(const fitrows_t *f) {
-  int best = 0;
-  for (int g = 1; g < f->ngroups; g++)
-    if (f->np[g] < f->np[best]) best = g;
+  int best = -1;
+  for (int g = 0; g < f->ngroups; g++)
+    if (!strcmp(f->glink[g], f->link) && (best < 0 || f->np[g] < f->np[best])) best = g;
   return best;
 }
 
-/* The group whose np is nearest `procs` (the larger on a tie). */
+/* The np of any link nearest `procs` (the larger on a tie). */
 static int nearest_np(const fitrows_t *f, int procs) {
-  int best = 0;
+  int best = f->np[0];
   for (int g = 1; g < f->ngroups; g++) {
-    int d = abs(f->np[g] - procs), db = abs(f->np[best] - procs);
-    if (d < db || (d == db && f->np[g] > f->np[best])) best = g;
+    int d = abs(f->np[g] - procs), db = abs(best - procs);
+    if (d < db || (d == db && f->np[g] > best)) best = f->np[g];
   }
   return best;
+}
+
+/* kappa at np: whatever binds a series, its slope is at least the CPU's,
+ * so each link's series gives an upper bound and the least is the
+ * tightest (a link-bound 100 Mbit/s series says little, a CPU-bound
+ * 1 Gbit/s one says what the CPU costs).  *g: the group it came from. */
+static int fit_kappa_at(const fitrows_t *f, int np, double cores, double *kappa, int *g) {
+  *g = -1;
+  for (int i = 0; i < f->ngroups; i++) {
+    double k;
+    if (f->np[i] != np || f->n[i] < 2) continue;
+    SG_CHECK(sg_cost_fit_kappa(f->x[i], f->t[i], f->n[i], np, cores, &k));
+    if (*g < 0 || k < *kappa) *kappa = k, *g = i;
+  }
+  if (*g < 0) *kappa = 0;
+  return SG_OK;
 }
 
 static int fit_for(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma, double cores,
@@ -368,8 +386,8 @@ static int fit_for(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma, doubl
   SG_TRY(fit_rows(db, r, a, f));
   char l[64], au[16], tr[16];
   safe(r->link, l, sizeof l), safe(r->auth, au, sizeof au), safe(r->transport, tr, sizeof tr);
-  int g0 = f->ngroups ? smallest_np(f) : 0;
-  if (!f->ngroups || f->n[g0] < 2) {
+  int g0 = smallest_np(f), g = -1;
+  if (g0 < 0 || f->n[g0] < 2) {
     rc = sg_err_set(SG_ENOTFOUND,
                     "no bench ring rows >= %.0f B%s for link '%s' (or any other), zmq_auth '%s', "
                     "transport '%s' (run `sgdlab bench allreduce --impl ring --transport %s --set "
@@ -379,18 +397,18 @@ static int fit_for(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma, doubl
     goto fail;
   }
   SG_TRY(sg_cost_fit_ring(f->x[g0], f->t[g0], f->n[g0], f->np[g0], gamma, p));
-  int g = nearest_np(f, r->procs);
-  p->cores = cores, p->kappa = 0;
-  if (f->n[g] >= 2) SG_TRY(sg_cost_fit_kappa(f->x[g], f->t[g], f->n[g], f->np[g], cores, &p->kappa));
+  p->cores = cores;
+  SG_TRY(fit_kappa_at(f, nearest_np(f, r->procs), cores, &p->kappa, &g));
   /* another link's fit: beta scales with the rate (the wire's share) */
   double fit_rate = 0, hub = 0, med = 0;
   link_rates(f->link, 1, 0, &fit_rate, &hub, &med);
   r->c.slow = fit_rate > 0 && r->rate_min > 0 ? fit_rate / r->rate_min : 1;
   r->c.hub = fit_rate > 0 && r->rate_hub > 0 ? fit_rate / r->rate_hub : 1;
   r->c.own = fit_rate > 0 && r->rate_med > 0 ? fit_rate / r->rate_med : 1;
-  char fl[64];
-  snprintf(src, cap, "ring rows: np %d exp %lld (alpha, beta) np %d exp %lld (kappa), link %s",
-           f->np[g0], f->exp[g0], f->np[g], f->exp[g], safe(f->link, fl, sizeof fl));
+  char fl[64], kl[64];
+  snprintf(src, cap, "ring rows: np %d exp %lld link %s (alpha, beta); np %d exp %lld link %s (kappa)",
+           f->np[g0], f->exp[g0], safe(f->link, fl, sizeof fl), g >= 0 ? f->np[g] : 0,
+           g >= 0 ? f->exp[g] : 0, g >= 0 ? safe(f->glink[g], kl, sizeof kl) : "-");
 fail:
   free(f);
   return rc;

@@ -25,16 +25,20 @@ timed() { # NAME CMD...: run CMD, print its wall-clock seconds
 }
 
 # The fit of alpha, beta and kappa: ring rows at np 2, 4, 8 on 1 Gbit/s
-# links, so a run of P processes is predicted with the constants measured
+# and 100 Mbit/s links, so a run of P processes is predicted with the constants measured
 # under P processes on the same cores (docs/model.md).  Run again before
 # each experiment: `sgdlab model` takes the latest rows recorded before the
 # experiment, so a load that drifts meets the runs it was measured with.
 bench() {
   local np
   for np in 2 4 8; do
-    timed "bench ring np $np" $SG bench allreduce --np "$np" --transport zmq --launcher local \
+    timed "bench ring np $np 1gbit" $SG bench allreduce --np "$np" --transport zmq --launcher local \
       --impl ring --sizes 4K:16M --iters 5 --warmup 2 --set cluster.hosts="$np" \
       --set cluster.link=1gbit --db "$DB" -q
+    # the 100 Mbit/s runs' own alpha and beta (kappa: the least of the links')
+    timed "bench ring np $np 100mbit" $SG bench allreduce --np "$np" --transport zmq \
+      --launcher local --impl ring --sizes 1M:4M --iters 5 --warmup 2 --set cluster.hosts="$np" \
+      --set cluster.link=100mbit --db "$DB" -q
   done
 }
 

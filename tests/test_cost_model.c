@@ -259,7 +259,7 @@ TEST(cli_prints_expected_rows) {
   fprintf(stderr, "%s", out);
   /* the fit from the 1..8 MiB rows of auth curve only: alpha 100 us, beta 8 ns/B */
   CHECK_STR_CONTAINS(out, "alpha 100.00 us, beta 8.000 ns/B (1000 Mbit/s effective)");
-  CHECK_STR_CONTAINS(out, "ring rows: np 2 exp 2 (alpha, beta) np 2 exp 2 (kappa), link 1gbit");
+  CHECK_STR_CONTAINS(out, "ring rows: np 2 exp 2 link 1gbit (alpha, beta); np 2 exp 2 link 1gbit (kappa)");
   /* run 1: softmax on Fashion-MNIST, K = 4 (784*10 + 10) = 31400 B; ring N=2:
    * link 2 alpha + K beta = 0.4512 ms; cpu kappa 4K / cores with kappa from
    * np 2 = 8e-9 * 2 / 4 = 4 ns/B: 0.2512 ms; total 2 + 0.4512; measured 10 */
@@ -271,7 +271,7 @@ TEST(cli_prints_expected_rows) {
    * 16 K kappa / 2 = 20.35 ms > link 2 (alpha + 2K beta) = 10.38 ms; the
    * server's 1 ms update is added: total 2 + 1 + 20.35 */
   double l2 = 2 * (1e-4 + 636080 * 8e-9), c2 = 16 * 318040 * 8e-9 / 2;
-  CHECK_STR_CONTAINS(out, "np 2 exp 2 (alpha, beta) np 4 exp 3 (kappa)");
+  CHECK_STR_CONTAINS(out, "np 2 exp 2 link 1gbit (alpha, beta); np 4 exp 3 link 1gbit (kappa)");
   snprintf(want, sizeof want, "%5d %-22s %3d %3d %9.3f %11.2f %9.2f %9.2f %11.2f %12.2f %7.2f", 2,
            "ps-sync-S2", 4, 6, 0.31804, 3.0, l2 * 1e3, c2 * 1e3, 3.0 + c2 * 1e3, 20.0,
            20.0 / (3.0 + c2 * 1e3));
