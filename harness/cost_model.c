@@ -57,11 +57,14 @@ static double rhd(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_sp
 static double ps(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
   double s = c->S > 0 ? c->S : 1, per = c->N * c->K / s;
   /* sync and ssp wait for the slowest worker, async only for its own link */
-  double ws = c->variant && !strcmp(c->variant, "async") ? mult(c->own) : mult(c->slow);
+  int async = c->variant && !strcmp(c->variant, "async");
+  double ws = async ? mult(c->own) : mult(c->slow);
   double hub = per * p->beta * mult(c->hub), worker = c->K * p->beta * ws;
   o->link_bytes = per;
   o->cpu_bytes = 4 * c->N * c->K; /* workers 2K each, servers 2NK/S each */
-  return 2 * (p->alpha + (hub > worker ? hub : worker)) + per * p->gamma;
+  /* async: no barrier between a push and the next pull, so the server's
+   * link carries pushes in and pulls out at once (full duplex): one phase */
+  return (async ? 1 : 2) * (p->alpha + (hub > worker ? hub : worker)) + per * p->gamma;
 }
 
 /* Mapreduce broadcast: flat, the driver's link sends N copies; tree

@@ -328,7 +328,10 @@ static int fit_rows(sqlite3 *db, const mrun_t *r, const margs_t *a, fitrows_t *f
   if (sqlite3_prepare_v2(db, BENCH_SQL, -1, &st, NULL) != SQLITE_OK)
     return sg_err_set(SG_EIO, "bench rows: %s", sqlite3_errmsg(db));
   sqlite3_bind_int64(st, 1, (long long)a->fit_min);
-  sqlite3_bind_text(st, 2, r->link, -1, SQLITE_STATIC);
+  /* a list of rates fits with its first (the hub's, most hosts') rows */
+  char base[64];
+  snprintf(base, sizeof base, "%.*s", (int)strcspn(r->link, ","), r->link);
+  sqlite3_bind_text(st, 2, base, -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st, 3, r->auth, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 4, r->transport, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 5, a->fit_max >= 0 ? (long long)a->fit_max : INT64_MAX);
@@ -415,13 +418,13 @@ fail:
 }
 
 /* Database text for a terminal or a markdown table: anything but letters,
- * digits and ".-_/" becomes '?' (no control sequences, no '|'). */
+ * digits and ".,-_/" becomes '?' (no control sequences, no '|'). */
 static const char *safe(const char *s, char *out, size_t cap) {
   size_t i = 0;
   for (; s[i] && i + 1 < cap; i++) {
     char c = s[i];
     int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-             strchr(".-_/", c);
+             strchr(".,-_/", c);
     out[i] = ok ? c : '?';
   }
   out[i] = 0;

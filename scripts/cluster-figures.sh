@@ -65,8 +65,8 @@ draw_all() {
   timed "draw cluster-link-rate" $m cluster-link-rate --plot cluster-link-rate --x rate
   timed "draw cluster-slow-host" $m cluster-slow-host --plot cluster-slow-host --x rate
   timed "draw cluster-sparse" $m cluster-sparse --plot cluster-sparse --x workers
-  # 31 KB messages: alpha and beta from the bench rows of 4-256 KiB
-  timed "draw cluster-small-gradient" $m cluster-small-gradient --plot cluster-small-gradient --x workers --fit-min 4096 --fit-max 262144
+  # 31 KB messages: alpha and beta from the bench rows of 4-32 KiB
+  timed "draw cluster-small-gradient" $m cluster-small-gradient --plot cluster-small-gradient --x workers --fit-min 4096 --fit-max 32768
   cp "$out"/cluster-*.png "$IMG"/
 }
 
