@@ -170,7 +170,8 @@ TEST(kappa_fit_from_a_cpu_bound_series) {
 /* ---- `sgdlab model` on a fixture database ---------------------------- */
 
 static const char FIXTURE[] =
-    "INSERT INTO experiments(id, name) VALUES(1, 'fx'), (2, 'bench-allreduce'), (3, 'bench-allreduce');"
+    "INSERT INTO experiments(id, name) VALUES(1, 'fx'), (2, 'bench-allreduce'), (3, 'bench-allreduce'),"
+    " (4, 'bench-allreduce');"
     "INSERT INTO runs(id, experiment_id, engine, options_json, transport, workers, status) VALUES"
     " (1, 1, 'allreduce', '{\"algorithm\":\"ring\",\"model\":\"softmax\",\"dataset\":\"fashion-mnist\","
     "\"features\":0,\"classes\":10,\"cluster.link\":\"1gbit\",\"zmq_auth\":\"curve\"}', 'zmq', 2, 'ok'),"
@@ -188,6 +189,9 @@ static const char FIXTURE[] =
     " (6, 1, 'allreduce', '{\"algorithm\":\"ring\",\"model\":\"softmax\",\"dataset\":\"fashion-mnist\","
     "\"features\":0,\"classes\":0,\"cluster.link\":\"1gbit,250mbit\",\"zmq_auth\":\"curve\"}', 'zmq', 2, 'ok'),"
     " (7, 3, 'bench-allreduce', '{\"impl\":\"ring\",\"cluster.link\":\"1gbit\",\"zmq_auth\":\"curve\"}',"
+    " 'zmq', 4, 'ok'),"
+    /* a slower link's np 4 rows, link-bound: they bound kappa only from above */
+    " (8, 4, 'bench-allreduce', '{\"impl\":\"ring\",\"cluster.link\":\"100mbit\",\"zmq_auth\":\"curve\"}',"
     " 'zmq', 4, 'ok');";
 
 /* bench rows t = 2 alpha + bytes beta (np 2), alpha 100 us, beta 8 ns/B;
@@ -204,15 +208,17 @@ static int fill(sqlite3 *h) {
              x, 2e-4 + x * 8e-9);
     if (sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) return -1;
   }
-  /* np 4 rows, CPU-bound: slope 48 ns/B, so kappa = 48e-9 cores / 12 */
-  for (int i = 0; i < 4; i++) {
-    double x = (double)(1 << 20) * (1 << i);
-    snprintf(sql, sizeof sql,
-             "INSERT INTO bench(experiment_id, collective, impl, transport, np, bytes, t_median, wrong)"
-             " VALUES(3, 'allreduce', 'ring', 'zmq', 4, %.0f, %.17g, 0)",
-             x, 3e-4 + x * 48e-9);
-    if (sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) return -1;
-  }
+  /* np 4 rows, CPU-bound: slope 48 ns/B, so kappa = 48e-9 cores / 12; and
+   * 100mbit's np 4 rows at 120 ns/B (kappa 20 ns/B: the least must win) */
+  for (int e = 3; e <= 4; e++)
+    for (int i = 0; i < 4; i++) {
+      double x = (double)(1 << 20) * (1 << i);
+      snprintf(sql, sizeof sql,
+               "INSERT INTO bench(experiment_id, collective, impl, transport, np, bytes, t_median,"
+               " wrong) VALUES(%d, 'allreduce', 'ring', 'zmq', 4, %.0f, %.17g, 0)",
+               e, x, 3e-4 + x * (e == 3 ? 48e-9 : 120e-9));
+      if (sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) return -1;
+    }
   if (sqlite3_exec(h,
                    "INSERT INTO bench(experiment_id, collective, impl, transport, np, bytes, t_median,"
                    " wrong) VALUES(2, 'allreduce', 'ring', 'zmq', 2, 65536, 1.0, 0)",
