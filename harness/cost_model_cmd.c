@@ -322,6 +322,23 @@ static void fit_add(fitrows_t *f, const char *link, long long exp, int np, doubl
   f->x[g][f->n[g]] = x, f->t[g][f->n[g]++] = t;
 }
 
+static double rate_of(const char *link) {
+  double r = 0, hub, med;
+  link_rates(link, 1, 0, &r, &hub, &med);
+  return r;
+}
+
+/* No rows of the run's own rate: the link whose rate is nearest (by
+ * ratio), so that beta is scaled as little as possible. */
+static void nearest_link(fitrows_t *f, const char *base) {
+  double want = rate_of(base), best = INFINITY;
+  if (!(want > 0)) return;
+  for (int g = 0; g < f->ngroups; g++) {
+    double r = rate_of(f->glink[g]), d = r > 0 ? fabs(log(r / want)) : INFINITY;
+    if (d < best) best = d, snprintf(f->link, sizeof f->link, "%s", f->glink[g]);
+  }
+}
+
 static int fit_rows(sqlite3 *db, const mrun_t *r, const margs_t *a, fitrows_t *f) {
   sqlite3_stmt *st = NULL;
   memset(f, 0, sizeof *f);
@@ -343,6 +360,7 @@ static int fit_rows(sqlite3 *db, const mrun_t *r, const margs_t *a, fitrows_t *f
             (double)sqlite3_column_int64(st, 2), sqlite3_column_double(st, 3));
   }
   sqlite3_finalize(st);
+  if (strcmp(f->link, base)) nearest_link(f, base);
   return SG_OK;
 }
 
