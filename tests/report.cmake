@@ -8,7 +8,8 @@ set(SG_REPORT_SRCS
   ${CMAKE_SOURCE_DIR}/harness/report_files.c ${CMAKE_SOURCE_DIR}/harness/escape.c
   ${CMAKE_SOURCE_DIR}/harness/views.c ${CMAKE_SOURCE_DIR}/harness/trace.c
   ${CMAKE_SOURCE_DIR}/harness/export.c
-  ${CMAKE_SOURCE_DIR}/harness/cost_model.c ${CMAKE_SOURCE_DIR}/harness/cost_model_cmd.c)
+  ${CMAKE_SOURCE_DIR}/harness/cost_model.c ${CMAKE_SOURCE_DIR}/harness/cost_model_cmd.c
+  ${CMAKE_SOURCE_DIR}/harness/cost_model_plot.c)
 sg_add_test(test_report SOURCES test_report.c ${SG_REPORT_SRCS}
   TIMEOUT 120 LIBS PkgConfig::SQLITE)
 target_include_directories(test_report PRIVATE ${CMAKE_SOURCE_DIR}/harness)
