@@ -299,7 +299,7 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
 
 /* The bench ring rows with r's auth and transport, r's link first (else
  * the latest other link's): per np, the rows of the latest bench
- * experiment recorded before r's experiment (else the latest after it), so
+ * experiment recorded before r's experiment (else the first after it), so
  * that a machine whose load drifts is measured as the run found it. */
 static const char BENCH_SQL[] =
     "SELECT b.experiment_id, b.np, b.bytes, b.t_median,"
@@ -309,7 +309,8 @@ static const char BENCH_SQL[] =
     " WHERE b.impl = 'ring' AND b.wrong = 0 AND b.np >= 2 AND b.bytes >= ?1 AND b.bytes <= ?5"
     " AND coalesce(json_extract(r.options_json, '$.zmq_auth'), '') = ?3 AND b.transport = ?4"
     " AND link <> ''"
-    " ORDER BY link = ?2 DESC, b.experiment_id < ?6 DESC, b.experiment_id DESC, b.np, b.bytes";
+    " ORDER BY link = ?2 DESC, b.experiment_id < ?6 DESC,"
+    " abs(b.experiment_id - ?6), b.np, b.bytes";
 
 #define FIT_MAX_GROUPS 16
 #define FIT_MAX_ROWS 64
