@@ -14,43 +14,58 @@
 
 /* ---- the formulas ---------------------------------------------------- */
 
-/* Each returns the communication seconds of one step and, through *link,
- * the bytes its busiest link carries in one direction. */
-typedef double (*cost_fn)(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link);
+/* Each returns the links' seconds of one step and fills in the bytes its
+ * busiest link carries in one direction and the bytes every process
+ * together sends and receives (the CPU's share, kappa). */
+typedef double (*cost_fn)(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o);
+
+static double mult(double m) { return m > 0 ? m : 1; }
 
 /* Ring: 2(N-1) steps of K/N bytes; the reduce-scatter half adds each
- * received chunk. */
-static double ring(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link) {
-  double n = c->N, f = (n - 1) / n;
-  *link = 2 * f * c->K;
+ * received chunk.  Every chunk crosses every link, so the slowest sets
+ * the pace. */
+static double ring(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
+  double n = c->N, f = (n - 1) / n, beta = p->beta * mult(c->slow);
+  o->link_bytes = 2 * f * c->K;
+  o->cpu_bytes = c->N < 2 ? 0 : 4 * (n - 1) * c->K;
   if (c->N < 2) return 0;
-  return 2 * (n - 1) * p->alpha + 2 * f * c->K * p->beta + f * c->K * p->gamma;
+  return 2 * (n - 1) * p->alpha + 2 * f * c->K * beta + f * c->K * p->gamma;
 }
 
 /* Rabenseifner over p = 2^floor(log2 N) ranks; the N - p extra ranks fold
  * their vector in before (one message of K, reduced) and get the result
  * back after (one message of K). */
-static double rhd(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link) {
+static double rhd(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
   int pw = 1, lg = 0;
   while (pw * 2 <= c->N) pw *= 2, lg++;
-  double f = (double)(pw - 1) / pw;
-  double t = 2 * lg * p->alpha + 2 * f * c->K * p->beta + f * c->K * p->gamma;
-  *link = 2 * f * c->K;
+  double f = (double)(pw - 1) / pw, beta = p->beta * mult(c->slow);
+  double t = 2 * lg * p->alpha + 2 * f * c->K * beta + f * c->K * p->gamma;
+  o->link_bytes = 2 * f * c->K;
+  o->cpu_bytes = 4 * (pw - 1) * c->K + 4.0 * (c->N - pw) * c->K;
   if (pw < c->N) {
-    t += 2 * (p->alpha + c->K * p->beta) + c->K * p->gamma;
-    *link += c->K;
+    t += 2 * (p->alpha + c->K * beta) + c->K * p->gamma;
+    o->link_bytes += c->K;
   }
   return c->N < 2 ? 0 : t;
 }
 
 /* Parameter server: each of S servers takes N pushes of K/S (incast on
- * its link), sums them, then answers N pulls of K/S; the two do not
- * overlap on its link (a sync server answers the pulls only after the
- * N-th push).  Sparse: K is the measured bytes per worker step. */
-static double ps(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link) {
+ * its link) while each worker sends its K through its own link, so a
+ * phase lasts as long as the slower of the two; it sums them, then
+ * answers N pulls of K/S the same way.  The two phases do not overlap (a
+ * sync server answers the pulls only after the N-th push).  Sparse: K is
+ * the measured bytes per worker step. */
+static double ps(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
   double s = c->S > 0 ? c->S : 1, per = c->N * c->K / s;
-  *link = per;
-  return 2 * (p->alpha + per * p->beta) + per * p->gamma;
+  /* sync and ssp wait for the slowest worker, async only for its own link */
+  int async = c->variant && !strcmp(c->variant, "async");
+  double ws = async ? mult(c->own) : mult(c->slow);
+  double hub = per * p->beta * mult(c->hub), worker = c->K * p->beta * ws;
+  o->link_bytes = per;
+  o->cpu_bytes = 4 * c->N * c->K; /* workers 2K each, servers 2NK/S each */
+  /* async: no barrier between a push and the next pull, so the server's
+   * link carries pushes in and pulls out at once (full duplex): one phase */
+  return (async ? 1 : 2) * (p->alpha + (hub > worker ? hub : worker)) + per * p->gamma;
 }
 
 /* Mapreduce broadcast: flat, the driver's link sends N copies; tree
@@ -59,10 +74,10 @@ static double mr_broadcast(const sg_cost_case_t *c, const sg_cost_params_t *p, d
   if (!strcmp(c->variant, "tree")) {
     int rounds = (int)ceil(log2((double)c->N + 1));
     *link = rounds * c->K;
-    return rounds * (p->alpha + c->K * p->beta);
+    return rounds * (p->alpha + c->K * p->beta * mult(c->slow));
   }
   *link = c->N * c->K;
-  return p->alpha + c->N * c->K * p->beta;
+  return p->alpha + c->N * c->K * p->beta * mult(c->hub);
 }
 
 /* Fan-in of the aggregate tree: smallest f >= 2 with f^d >= N (mapreduce.h). */
@@ -76,22 +91,30 @@ static int fanin(int n, int d) {
 
 /* Mapreduce aggregate: flat, N gradients of K into the driver, summed
  * there; tree of depth d, d-1 rounds where a leader takes (f-1)K from its
- * group, then the driver takes ceil(N / f^(d-1)) K. */
-static double mr_aggregate(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link) {
+ * group, then the driver takes ceil(N / f^(d-1)) K.  *sent: messages of K
+ * sent in all. */
+static double mr_aggregate(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link,
+                           double *sent) {
   int d = c->tree_aggregate && c->depth > 1 ? c->depth : 1, f = fanin(c->N, d);
-  double t = 0, last = c->N;
+  double t = 0, last = c->N, b = p->beta * mult(c->slow);
+  *sent = 0;
   for (int r = 1; r < d; r++) {
-    t += p->alpha + (f - 1) * c->K * (p->beta + p->gamma);
+    t += p->alpha + (f - 1) * c->K * (b + p->gamma);
+    *sent += last - ceil(last / f);
     last = ceil(last / f);
   }
   *link = last * c->K;
-  return t + p->alpha + last * c->K * (p->beta + p->gamma);
+  *sent += last;
+  return t + p->alpha + last * c->K * (p->beta * mult(c->hub) + p->gamma);
 }
 
-static double mapreduce(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link) {
-  double out, in;
-  double t = mr_broadcast(c, p, &out) + mr_aggregate(c, p, &in);
-  *link = out > in ? out : in;
+static double mapreduce(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
+  double out, in, sent;
+  double t = mr_broadcast(c, p, &out) + mr_aggregate(c, p, &in, &sent);
+  o->link_bytes = out > in ? out : in;
+  /* the broadcast delivers K to each executor (flat or tree), the
+   * aggregate sends `sent` messages of K; each byte is sent and received */
+  o->cpu_bytes = 2 * (c->N + sent) * c->K;
   return t;
 }
 
@@ -113,24 +136,34 @@ static cost_fn lookup(const sg_cost_case_t *c) {
   return NULL;
 }
 
-int sg_cost_comm(const sg_cost_case_t *c, const sg_cost_params_t *p, double *seconds) {
+int sg_cost_detail(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *out) {
   cost_fn fn = lookup(c);
-  double link;
   if (!fn)
     return sg_err_set(SG_ENOTFOUND, "no cost formula for engine '%s' variant '%s'",
                       c->engine ? c->engine : "", c->variant ? c->variant : "");
-  *seconds = fn(c, p, &link);
+  memset(out, 0, sizeof *out);
+  out->link_s = fn(c, p, out);
+  out->cpu_s = p->kappa > 0 && p->cores > 0 ? p->kappa * out->cpu_bytes / p->cores : 0;
+  return SG_OK;
+}
+
+/* The links and the CPU work at once (the kernel moves one message while
+ * zmq encrypts the next), so the slower of the two sets the time. */
+int sg_cost_comm(const sg_cost_case_t *c, const sg_cost_params_t *p, double *seconds) {
+  sg_cost_split_t s;
+  SG_CHECK(sg_cost_detail(c, p, &s));
+  *seconds = s.link_s > s.cpu_s ? s.link_s : s.cpu_s;
   return SG_OK;
 }
 
 int sg_cost_known(const sg_cost_case_t *c) { return lookup(c) != NULL; }
 
 double sg_cost_link_bytes(const sg_cost_case_t *c) {
-  sg_cost_params_t zero = {0, 0, 0};
-  double link = 0;
+  sg_cost_params_t zero = {0};
+  sg_cost_split_t s = {0};
   cost_fn fn = lookup(c);
-  if (fn) fn(c, &zero, &link);
-  return link;
+  if (fn) fn(c, &zero, &s);
+  return s.link_bytes;
 }
 
 void sg_cost_label(const sg_cost_case_t *c, char *out, size_t cap) {
@@ -173,6 +206,16 @@ int sg_cost_fit_ring(const double *bytes, const double *t, size_t n, int N, doub
   p->beta = (b - f * gamma) / (2 * f);
   if (!(p->beta > 0))
     return sg_err_set(SG_ERANGE, "fit: slope %.3g s/B gives no positive beta", b);
+  return SG_OK;
+}
+
+int sg_cost_fit_kappa(const double *bytes, const double *t, size_t n, int N, double cores,
+                      double *kappa) {
+  double a, b;
+  if (N < 2 || !(cores > 0))
+    return sg_err_set(SG_EINVAL, "kappa fit: np %d on %g cores", N, cores);
+  SG_CHECK(sg_cost_fit_line(bytes, t, n, &a, &b));
+  *kappa = b > 0 ? b * cores / (4.0 * (N - 1)) : 0;
   return SG_OK;
 }
 

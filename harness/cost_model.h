@@ -1,12 +1,16 @@
 /* cost_model.h - the alpha-beta-gamma cost model of one training step
  * (docs/model.md).
  *
- * Time per step = compute + communication, communication from three link
- * and host constants:
+ * Time per step = compute + communication, communication the larger of
+ * what the links and what the shared CPU need:
  *   alpha  seconds per message on a link (latency),
  *   beta   seconds per byte on a link (8 / rate, less for the protocol's
  *          overhead and CURVE's CPU cost: fitted, not assumed),
- *   gamma  seconds per byte of float summation on a host.
+ *   gamma  seconds per byte of float summation on a host,
+ *   kappa  CPU seconds per byte a process sends or receives (zmq, CURVE,
+ *          TCP and the emulated link's kernel work), on `cores` cores that
+ *          every process of the run shares; fitted from bench rows with as
+ *          many processes as the run has.
  * One formula per engine and variant, in one table (cost_model.c); the fit of
  * alpha and beta from `bench allreduce` rows; `sgdlab model` (cost_model_cmd.c)
  * puts the prediction next to a run's measured step time.
@@ -21,6 +25,7 @@
 
 typedef struct sg_cost_params {
   double alpha, beta, gamma;
+  double kappa, cores; /* kappa 0: the CPU never binds */
 } sg_cost_params_t;
 
 /* What the formulas need from a run. */
@@ -33,9 +38,27 @@ typedef struct sg_cost_case {
   int tree_aggregate;  /* mapreduce: aggregate tree */
   int depth;           /* mapreduce: aggregate tree levels, driver included */
   double K;            /* bytes through the formula (model bytes, dense) */
+  /* beta multipliers (fitted link's rate / this link's rate; 0 means 1):
+   * the slowest link of the run's hosts and the slowest of the hub's
+   * (ps servers, mapreduce driver; placement spread puts them first) */
+  double slow, hub;
+  double own; /* the median worker's link: what an async worker, who waits
+               * for no other, sees (0 means 1) */
 } sg_cost_case_t;
 
-/* Predicted communication seconds per step of c under p; SG_ENOTFOUND
+/* What sg_cost_detail() says about one step. */
+typedef struct sg_cost_split {
+  double link_s;     /* the links' time: alpha, beta, gamma terms */
+  double cpu_s;      /* kappa * cpu_bytes / cores */
+  double link_bytes; /* busiest link, one direction */
+  double cpu_bytes;  /* sent + received by every process together */
+} sg_cost_split_t;
+
+/* The two bounds of c's communication under p; SG_ENOTFOUND as below. */
+int sg_cost_detail(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *out);
+
+/* Predicted communication seconds per step of c under p, the larger of the
+ * links' and the CPU's time (docs/model.md); SG_ENOTFOUND
  * (message names engine and variant) when the table has no formula. */
 int sg_cost_comm(const sg_cost_case_t *c, const sg_cost_params_t *p, double *seconds);
 
@@ -62,6 +85,14 @@ int sg_cost_fit_line(const double *x, const double *t, size_t n, double *a, doub
 int sg_cost_fit_ring(const double *bytes, const double *t, size_t n, int N, double gamma,
                      sg_cost_params_t *p);
 
+/* kappa from a series of ring rows of np N on `cores` cores: every rank
+ * sends and receives 2(N-1)/N bytes, so the slope b of t over bytes gives
+ * kappa = b cores / 4(N-1).  Rows that the links bound give a kappa too low,
+ * so the caller takes the rows with as many processes as its run.
+ * SG_EINVAL for fewer than two sizes. */
+int sg_cost_fit_kappa(const double *bytes, const double *t, size_t n, int N, double cores,
+                      double *kappa);
+
 /* gamma on this host: seconds per byte of sg_sum_f32 over two buffers of
  * `bytes` (median of `reps`); SG_ENOMEM. */
 int sg_cost_measure_gamma(size_t bytes, int reps, double *gamma);
@@ -69,6 +100,19 @@ int sg_cost_measure_gamma(size_t bytes, int reps, double *gamma);
 /* The "Cost model" section of summary.md for the experiments' runs on a
  * cluster that have matching bench rows; nothing when none has. */
 int sg_cost_summary_md(FILE *f, sqlite3 *db, const int64_t *exps, size_t nexp);
+
+/* One run in a figure of `sgdlab model --plot`. */
+typedef struct sg_cost_point {
+  char label[48]; /* engine/variant, already safe text */
+  double x;       /* workers, or the slowest link in Mbit/s */
+  double predicted, measured; /* seconds per step */
+} sg_cost_point_t;
+
+/* DIR/NAME.png (.svg, .gp, .tsv): measured ms/step as points and
+ * predicted as lines, one colour per label, against x (workers, or rate
+ * when x_is_rate); SG_EIO when gnuplot fails. */
+int sg_cost_plot(const char *dir, const char *name, int x_is_rate, const sg_cost_point_t *pts,
+                 size_t n);
 
 /* `sgdlab model` */
 int sg_cmd_model(int argc, char **argv);

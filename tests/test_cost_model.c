@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cost_model.h"
 #include "err.h"
@@ -15,17 +16,17 @@
 #include "run_util.h"
 #include "test.h"
 
-static const sg_cost_params_t P = {1e-5, 8e-9, 1e-10}; /* alpha, beta, gamma */
+static const sg_cost_params_t P = {1e-5, 8e-9, 1e-10, 0, 0}; /* alpha, beta, gamma; no CPU bound */
 static const double K = 1e6;
 
 static double comm(const char *engine, const char *variant, int N, int S, int tree_agg, int depth) {
-  sg_cost_case_t c = {engine, variant, N, S, 0, tree_agg, depth, K};
+  sg_cost_case_t c = {engine, variant, N, S, 0, tree_agg, depth, K, 1, 1, 1};
   double t;
   return sg_cost_comm(&c, &P, &t) == 0 ? t : NAN; /* NAN fails every comparison */
 }
 
 static double link_bytes(const char *engine, const char *variant, int N, int S, double k) {
-  sg_cost_case_t c = {engine, variant, N, S, 0, 0, 1, k};
+  sg_cost_case_t c = {engine, variant, N, S, 0, 0, 1, k, 1, 1, 1};
   return sg_cost_link_bytes(&c);
 }
 
@@ -53,7 +54,7 @@ TEST(ps_and_mapreduce_match_hand_values) {
       4 * (1e-5 + 0.008) + (1e-5 + 2 * (0.008 + 1e-4)) + (1e-5 + 3 * (0.008 + 1e-4)));
   /* the driver's link, busier direction (docs/engines/mapreduce.md): tree/tree
    * sends 4K and receives 3K; tree/flat receives 8K */
-  sg_cost_case_t c = {"mapreduce", "tree", 8, 0, 0, 1, 2, K};
+  sg_cost_case_t c = {"mapreduce", "tree", 8, 0, 0, 1, 2, K, 1, 1, 1};
   REL(sg_cost_link_bytes(&c), 4 * K);
   c.tree_aggregate = 0;
   REL(sg_cost_link_bytes(&c), 8 * K);
@@ -76,7 +77,7 @@ TEST(link_bytes_move_the_right_way) {
 }
 
 TEST(unknown_engine_is_not_found) {
-  sg_cost_case_t c = {"gossip", "x", 4, 1, 0, 0, 1, K};
+  sg_cost_case_t c = {"gossip", "x", 4, 1, 0, 0, 1, K, 1, 1, 1};
   double t;
   CHECK(sg_cost_comm(&c, &P, &t) == SG_ENOTFOUND);
   CHECK_STR_CONTAINS(sg_err_msg(), "gossip");
@@ -111,10 +112,66 @@ TEST(gamma_is_measured) {
   CHECK(g > 0 && g < 1e-7); /* 4 MiB summed in well under 0.4 s */
 }
 
+/* The CPU bound: every process's bytes on `cores` shared cores; the step
+ * takes the larger of the links' and the CPU's time, not their sum. */
+TEST(cpu_bound_is_the_larger_of_the_two) {
+  sg_cost_params_t p = P;
+  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 1, 1, 1};
+  sg_cost_split_t s;
+  double t;
+  p.kappa = 4e-9, p.cores = 2;
+  CHECK_OK(sg_cost_detail(&c, &p, &s));
+  REL(s.cpu_bytes, 12 * K); /* 4 ranks send and receive 1.5 K each */
+  REL(s.cpu_s, 4e-9 * 12 * K / 2);
+  REL(s.link_s, 6e-5 + 0.012 + 7.5e-5);
+  CHECK_OK(sg_cost_comm(&c, &p, &t));
+  REL(t, 0.024); /* cpu 24 ms > link 12.1 ms */
+  p.kappa = 1e-9;
+  CHECK_OK(sg_cost_comm(&c, &p, &t));
+  REL(t, 6e-5 + 0.012 + 7.5e-5); /* cpu 6 ms < link */
+  /* ps N=4: workers 2K each, servers 2NK: 16 K through the CPUs */
+  sg_cost_case_t q = {"ps", "sync", 4, 2, 0, 0, 0, K, 1, 1, 1};
+  CHECK_OK(sg_cost_detail(&q, &p, &s));
+  REL(s.cpu_bytes, 16 * K);
+}
+
+/* A slow link: the ring goes at its pace; a sync ps phase lasts as long as
+ * the slower of the server's incast and the slow worker's own transfer. */
+TEST(slowest_link_sets_the_pace) {
+  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 5, 1, 1};
+  double t;
+  CHECK_OK(sg_cost_comm(&c, &P, &t));
+  REL(t, 6e-5 + 5 * 0.012 + 7.5e-5);
+  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 5, 1, 1};
+  CHECK_OK(sg_cost_comm(&q, &P, &t));
+  REL(t, 2 * (1e-5 + 5 * K * 8e-9) + 4e-4); /* 5 K beta > the server's 4 K beta */
+  q.slow = 2; /* 2 K beta < 4 K beta: the server's link decides again */
+  CHECK_OK(sg_cost_comm(&q, &P, &t));
+  REL(t, 2 * (1e-5 + 4 * K * 8e-9) + 4e-4);
+  sg_cost_case_t as = {"ps", "async", 4, 1, 0, 0, 0, K, 5, 1, 1};
+  CHECK_OK(sg_cost_comm(&as, &P, &t)); /* async: the median worker's link, not the slowest, */
+  REL(t, 1e-5 + 4 * K * 8e-9 + 4e-4); /* pushes and pulls at once on the full-duplex link */
+  q.hub = 2; /* the server on a link half as fast */
+  CHECK_OK(sg_cost_comm(&q, &P, &t));
+  REL(t, 2 * (1e-5 + 8 * K * 8e-9) + 4e-4);
+}
+
+TEST(kappa_fit_from_a_cpu_bound_series) {
+  double x[4], t[4], k;
+  for (int i = 0; i < 4; i++) x[i] = (double)(1 << 20) * (1 << i), t[i] = 3e-3 + x[i] * 48e-9;
+  CHECK_OK(sg_cost_fit_kappa(x, t, 4, 4, 2, &k));
+  CHECK_NEAR(k / (48e-9 * 2 / 12), 1.0, 1e-9); /* slope cores / 4(np-1) */
+  CHECK(sg_cost_fit_kappa(x, t, 4, 1, 2, &k) == SG_EINVAL);
+  for (int i = 0; i < 4; i++) t[i] = 1 - x[i] * 1e-9; /* falling: no CPU cost to see */
+  CHECK_OK(sg_cost_fit_kappa(x, t, 4, 4, 2, &k));
+  CHECK(k == 0);
+}
+
 /* ---- `sgdlab model` on a fixture database ---------------------------- */
 
 static const char FIXTURE[] =
-    "INSERT INTO experiments(id, name) VALUES(1, 'fx'), (2, 'bench-allreduce');"
+    "INSERT INTO experiments(id, name) VALUES(1, 'fx'), (2, 'bench-allreduce'), (3, 'bench-allreduce'),"
+    " (4, 'bench-allreduce');"
     "INSERT INTO runs(id, experiment_id, engine, options_json, transport, workers, status) VALUES"
     " (1, 1, 'allreduce', '{\"algorithm\":\"ring\",\"model\":\"softmax\",\"dataset\":\"fashion-mnist\","
     "\"features\":0,\"classes\":10,\"cluster.link\":\"1gbit\",\"zmq_auth\":\"curve\"}', 'zmq', 2, 'ok'),"
@@ -127,7 +184,15 @@ static const char FIXTURE[] =
     " 'zmq', 2, 'ok'),"
     /* no formula, and text that must not reach a terminal or a table raw */
     " (5, 1, 'allreduce', '{\"algorithm\":\"nc|cl\\u001b[2J\",\"cluster.link\":\"1gbit\",\"zmq_auth\":\"curve\"}',"
-    " 'zmq', 2, 'ok');";
+    " 'zmq', 2, 'ok'),"
+    /* a link with no bench rows of its own: the 1gbit fit, beta x 4 */
+    " (6, 1, 'allreduce', '{\"algorithm\":\"ring\",\"model\":\"softmax\",\"dataset\":\"fashion-mnist\","
+    "\"features\":0,\"classes\":0,\"cluster.link\":\"1gbit,250mbit\",\"zmq_auth\":\"curve\"}', 'zmq', 2, 'ok'),"
+    " (7, 3, 'bench-allreduce', '{\"impl\":\"ring\",\"cluster.link\":\"1gbit\",\"zmq_auth\":\"curve\"}',"
+    " 'zmq', 4, 'ok'),"
+    /* a slower link's np 4 rows, link-bound: they bound kappa only from above */
+    " (8, 4, 'bench-allreduce', '{\"impl\":\"ring\",\"cluster.link\":\"100mbit\",\"zmq_auth\":\"curve\"}',"
+    " 'zmq', 4, 'ok');";
 
 /* bench rows t = 2 alpha + bytes beta (np 2), alpha 100 us, beta 8 ns/B;
  * a 64 KiB row off the line (below --fit-min) and rows of another auth
@@ -143,21 +208,40 @@ static int fill(sqlite3 *h) {
              x, 2e-4 + x * 8e-9);
     if (sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) return -1;
   }
+  /* np 4 rows, CPU-bound: slope 48 ns/B, so kappa = 48e-9 cores / 12; and
+   * 100mbit's np 4 rows at 120 ns/B (kappa 20 ns/B: the least must win) */
+  for (int e = 3; e <= 4; e++)
+    for (int i = 0; i < 4; i++) {
+      double x = (double)(1 << 20) * (1 << i);
+      snprintf(sql, sizeof sql,
+               "INSERT INTO bench(experiment_id, collective, impl, transport, np, bytes, t_median,"
+               " wrong) VALUES(%d, 'allreduce', 'ring', 'zmq', 4, %.0f, %.17g, 0)",
+               e, x, 3e-4 + x * (e == 3 ? 48e-9 : 120e-9));
+      if (sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) return -1;
+    }
   if (sqlite3_exec(h,
                    "INSERT INTO bench(experiment_id, collective, impl, transport, np, bytes, t_median,"
                    " wrong) VALUES(2, 'allreduce', 'ring', 'zmq', 2, 65536, 1.0, 0)",
                    NULL, NULL, NULL) != SQLITE_OK)
     return -1;
   /* workers: rank 0,1 of run 1 every 10 ms, compute 2 ms; run 2 every 20 ms */
-  for (int run = 1; run <= 2; run++)
-    for (int rank = 0; rank < 2; rank++)
+  for (int run = 1; run <= 6; run++)
+    for (int rank = 0; rank < 2 && run != 3 && run != 4 && run != 5; rank++)
       for (int s = 0; s < 20; s++) {
+        double period = run == 6 ? 0.01 : 0.01 * run;
         snprintf(sql, sizeof sql,
                  "INSERT INTO steps(run_id, rank, role, step, t_start, compute_s, comm_s, wait_s,"
                  " bytes_sent, bytes_recv) VALUES(%d, %d, 'worker', %d, %.17g, 0.002, 0.005, 0, 1, 1)",
-                 run, rank, s, s * 0.01 * run + (s < 5 ? 0.5 * s : 2.5));
+                 run, rank, s, s * period + (s < 5 ? 0.5 * s : 2.5));
         if (sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) return -1;
       }
+  /* run 2's server: 1 ms of update per step, on the step's path */
+  for (int s = 0; s < 20; s++) {
+    snprintf(sql, sizeof sql,
+             "INSERT INTO steps(run_id, rank, role, step, t_start, compute_s, comm_s, wait_s,"
+             " bytes_sent, bytes_recv) VALUES(2, 4, 'server', %d, %d, 0.001, 0, 0, 1, 1)", s, s);
+    if (sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) return -1;
+  }
   return 0;
 }
 
@@ -176,22 +260,32 @@ TEST(cli_prints_expected_rows) {
   if (!dir) return;
   snprintf(db, sizeof db, "%s/fx.db", dir);
   CHECK_OK(make_fixture(db));
-  char *argv[] = {"sgdlab", "model", "fx", "--db", db, "--gamma", "0", NULL};
+  char *argv[] = {"sgdlab", "model", "fx", "--db", db, "--gamma", "0", "--cores", "2", NULL};
   CHECK_EQ_INT(ru_run(argv, 1, NULL, out, sizeof out), 0);
   fprintf(stderr, "%s", out);
   /* the fit from the 1..8 MiB rows of auth curve only: alpha 100 us, beta 8 ns/B */
   CHECK_STR_CONTAINS(out, "alpha 100.00 us, beta 8.000 ns/B (1000 Mbit/s effective)");
-  CHECK_STR_CONTAINS(out, "4 ring rows of bench experiment 2, np 2");
+  CHECK_STR_CONTAINS(out, "ring rows: np 2 exp 2 link 1gbit (alpha, beta); np 2 exp 2 link 1gbit (kappa)");
   /* run 1: softmax on Fashion-MNIST, K = 4 (784*10 + 10) = 31400 B; ring N=2:
-   * comm 2 alpha + K beta = 0.4512 ms; total 2.4512; measured 10 ms */
-  snprintf(want, sizeof want, "%5d %-22s %3d %9.3f %11.2f %10.2f %11.2f %12.2f %7.2f", 1, "ring", 2,
-           0.0314, 2.0, 0.4512, 2.4512, 10.0, 10.0 / 2.4512);
+   * link 2 alpha + K beta = 0.4512 ms; cpu kappa 4K / cores with kappa from
+   * np 2 = 8e-9 * 2 / 4 = 4 ns/B: 0.2512 ms; total 2 + 0.4512; measured 10 */
+  snprintf(want, sizeof want, "%5d %-22s %3d %3d %9.3f %11.2f %9.2f %9.2f %11.2f %12.2f %7.2f", 1,
+           "ring", 2, 2, 0.0314, 2.0, 0.4512, 0.2512, 2.4512, 10.0, 10.0 / 2.4512);
   CHECK_STR_CONTAINS(out, want);
-  /* run 2: MLP 784-100-10, K = 4 (78500 + 1010) = 318040 B; ps S=2, N=4:
-   * per server 2K = 636080 B; comm 2 (alpha + 2K beta) = 10.37728 ms */
-  double c2 = 2 * (1e-4 + 636080 * 8e-9);
-  snprintf(want, sizeof want, "%5d %-22s %3d %9.3f %11.2f %10.2f %11.2f %12.2f %7.2f", 2,
-           "ps-sync-S2", 4, 0.31804, 2.0, c2 * 1e3, 2.0 + c2 * 1e3, 20.0, 20.0 / (2.0 + c2 * 1e3));
+  /* run 2: MLP 784-100-10, K = 4 (78500 + 1010) = 318040 B; ps S=2, N=4,
+   * 6 processes: kappa from the np 4 rows, 48e-9 * 2 / 12 = 8 ns/B; cpu
+   * 16 K kappa / 2 = 20.35 ms > link 2 (alpha + 2K beta) = 10.38 ms; the
+   * server's 1 ms update is added: total 2 + 1 + 20.35 */
+  double l2 = 2 * (1e-4 + 636080 * 8e-9), c2 = 16 * 318040 * 8e-9 / 2;
+  CHECK_STR_CONTAINS(out, "np 2 exp 2 link 1gbit (alpha, beta); np 4 exp 3 link 1gbit (kappa)");
+  snprintf(want, sizeof want, "%5d %-22s %3d %3d %9.3f %11.2f %9.2f %9.2f %11.2f %12.2f %7.2f", 2,
+           "ps-sync-S2", 4, 6, 0.31804, 3.0, l2 * 1e3, c2 * 1e3, 3.0 + c2 * 1e3, 20.0,
+           20.0 / (3.0 + c2 * 1e3));
+  CHECK_STR_CONTAINS(out, want);
+  /* run 6: links 1gbit and 250mbit, no bench rows of its own: the 1gbit
+   * fit with beta x 4 on the slow link: 2 alpha + 4 K beta */
+  snprintf(want, sizeof want, "%5d %-22s %3d %3d %9.3f %11.2f %9.2f", 6, "ring", 2, 2, 0.0314, 2.0,
+           (2e-4 + 4 * 31400 * 8e-9) * 1e3);
   CHECK_STR_CONTAINS(out, want);
   /* the run without a formula is one line, its text made safe */
   CHECK_STR_CONTAINS(out, "    5 nc?cl??2J");
@@ -235,10 +329,37 @@ TEST(cli_without_bench_rows_names_the_link) {
   CHECK_STR_CONTAINS(out, "--fit-min");
   char *argv[] = {"sgdlab", "model", "fx", "--db", db, "--gamma", "0", "--fit-min", "67108864", NULL};
   CHECK_EQ_INT(ru_run(argv, 1, NULL, out, sizeof out), 2);
-  CHECK_STR_CONTAINS(out, "no bench ring rows >= 67108864 B for link '1gbit', zmq_auth 'curve'");
+  CHECK_STR_CONTAINS(out, "no bench ring rows >= 67108864 B for link '1gbit' (or any other), zmq_auth 'curve'");
   /* given alpha and beta need no bench rows */
   char *given[] = {"sgdlab", "model", "fx", "--db", db, "--gamma", "0", "--fit-min", "67108864",
                    "--alpha", "1e-4", "--beta", "8e-9", NULL};
   CHECK_EQ_INT(ru_run(given, 1, NULL, out, sizeof out), 0);
-  CHECK_STR_CONTAINS(out, "[given]");
+  CHECK_STR_CONTAINS(out, "[given; no bench rows");
+}
+
+/* --plot: the figure's data holds every run's measured and predicted
+ * ms/step under its label; a path in the name is refused before anything. */
+TEST(cli_plot_writes_the_figure) {
+  const char *dir = ru_scratch("costmodel");
+  char db[512], out[4096], path[600];
+  CHECK(dir != NULL);
+  if (!dir) return;
+  snprintf(db, sizeof db, "%s/fx.db", dir);
+  CHECK_OK(make_fixture(db));
+  char *bad[] = {"sgdlab", "model", "fx", "--db", db, "--plot", "../x", NULL};
+  CHECK_EQ_INT(ru_run(bad, 1, NULL, out, sizeof out), 2);
+  CHECK_STR_CONTAINS(out, "--plot '../x'");
+  char *argv[] = {"sgdlab", "model", "fx", "--db", db, "--gamma", "0", "--cores", "2",
+                  "--plot", "fig", "--plot-dir", (char *)dir, NULL};
+  CHECK_EQ_INT(ru_run(argv, 1, NULL, out, sizeof out), 0);
+  snprintf(path, sizeof path, "%s/fig.tsv", dir);
+  char *tsv = ru_slurp(path, 1 << 20);
+  CHECK(tsv != NULL);
+  if (!tsv) return;
+  CHECK_STR_CONTAINS(tsv, "# ring\n2\t2.4512\t10\n");
+  CHECK_STR_CONTAINS(tsv, "# ps-sync-S2\n4\t");
+  CHECK(strstr(tsv, "\x1b") == NULL);
+  free(tsv);
+  snprintf(path, sizeof path, "%s/fig.png", dir);
+  CHECK(access(path, F_OK) == 0);
 }
