@@ -24,6 +24,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "allreduce.h"
@@ -172,6 +173,16 @@ static int ar_bytes_uncounted(const sg_opts_t *o) {
 
 extern const struct sg_bench_round sg_ar_bench_round; /* the benchmark round, next to the engine */
 
+extern const sg_engine_t sg_engine_allreduce;
+
+/* "allreduce ring", "allreduce rhd": the algorithm always, then every
+ * other option not at its default ("allreduce ring compress=fp16"). */
+static void ar_label(const sg_opts_t *o, char *out, size_t cap) {
+  static const char *const spelled[] = {"algorithm", NULL};
+  int n = snprintf(out, cap, "allreduce %s", sg_opts_str_or(o, "algorithm", "ring"));
+  sg_engine_label_options(&sg_engine_allreduce, o, spelled, out, cap, n < 0 ? 0 : (size_t)n);
+}
+
 const sg_engine_t sg_engine_allreduce = {
     .name = "allreduce",
     .summary = "every worker a replica: gradients summed by allreduce (ring, rhd or native MPI), same update everywhere",
@@ -180,6 +191,7 @@ const sg_engine_t sg_engine_allreduce = {
     .role = NULL,
     .check_transport = ar_check_transport,
     .run = ar_run,
+    .label = ar_label,
     .bench = &sg_ar_bench_round,
     .bytes_uncounted = ar_bytes_uncounted,
 };
