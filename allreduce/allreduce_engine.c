@@ -175,6 +175,20 @@ extern const struct sg_bench_round sg_ar_bench_round; /* the benchmark round, ne
 
 extern const sg_engine_t sg_engine_allreduce;
 
+static const sg_option_need_t ar_needs[] = {
+    {"segment", "algorithm", "|ring|cuda-ring|"},
+    {"stage_chunk", "device", "|cuda|"},
+    {"topk", "compress", "|topk|"},
+    {NULL, NULL, NULL},
+};
+
+/* A replica plus one vector of ring/rhd scratch. */
+static void ar_memory(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *m) {
+  (void)o, (void)workers;
+  *m = (sg_mem_plan_t){.params = 1, .grad = 1, .optim = 1, .engine = 1, .batch_mult = 1,
+                       .train = 1, .test = rank == 0};
+}
+
 /* "allreduce ring", "allreduce rhd": the algorithm always, then every
  * other option not at its default ("allreduce ring compress=fp16"). */
 static void ar_label(const sg_opts_t *o, char *out, size_t cap) {
@@ -192,6 +206,8 @@ const sg_engine_t sg_engine_allreduce = {
     .check_transport = ar_check_transport,
     .run = ar_run,
     .label = ar_label,
+    .needs = ar_needs,
+    .memory = ar_memory,
     .bench = &sg_ar_bench_round,
     .bytes_uncounted = ar_bytes_uncounted,
 };

@@ -27,6 +27,26 @@ typedef struct sg_rank_ctx {
 
 struct sg_bench_round; /* bench_method.h */
 
+/* An option that means something only when another key has one of some
+ * values ("staleness" only with mode: ssp): set in an entry none of
+ * whose runs meets the condition, it is a config error that names the
+ * condition (harness/config.c). */
+typedef struct sg_option_need {
+  const char *key, *when, *values; /* values: "|a|b|" */
+} sg_option_need_t;
+
+/* What one rank holds, for the admission check's memory estimate
+ * (harness/admit.c), in units of P, the model's parameter bytes, besides
+ * its dataset shard and activations. */
+typedef struct sg_mem_plan {
+  double params;     /* parameter copies (1 on most ranks) */
+  double grad;       /* gradient buffers */
+  double optim;      /* optimizer state when momentum is on */
+  double engine;     /* the engine's own buffers (scratch, slots, replies) */
+  double batch_mult; /* activations for batch x this rows (0: none) */
+  int train, test;   /* holds the training set / the test set */
+} sg_mem_plan_t;
+
 typedef struct sg_engine {
   const char *name;    /* "allreduce" */
   const char *summary; /* one line for `sgdlab engines` */
@@ -62,6 +82,13 @@ typedef struct sg_engine {
   /* Nonzero when the run's traffic bypasses the transport's byte
    * counters (e.g. MPI_Allreduce moves its bytes inside MPI). */
   int (*bytes_uncounted)(const sg_opts_t *o);
+  /* Options meaningful only under a condition; {NULL}-terminated, NULL =
+   * none. */
+  const sg_option_need_t *needs;
+  /* What rank `rank` holds (see sg_mem_plan_t); NULL = a replica: the
+   * parameters, a gradient, optimizer state, the training set, the test
+   * set on rank 0, activations of one batch. */
+  void (*memory)(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *m);
 } sg_engine_t;
 
 /* The registry (harness/registry.c): NULL-terminated. */

@@ -233,33 +233,22 @@ static double act_bytes(const shape_t *m, double batch) {
   return rows * (4.0 * m->width + m->act_row_in);
 }
 
-/* What rank `r` of a training engine holds. */
+/* What rank `r` of a training engine holds: the engine table's plan
+ * (sg_engine_t.memory; a replica when it has none) times the model. */
 static void rank_need(const sg_run_spec_t *run, int r, const dsinfo_t *di, const shape_t *m,
                       double batch, int momentum, need_t *n) {
-  const char *eng = run->engine->name, *role = sg_engine_role(run->engine, run->opts, run->workers, r);
-  const double P = 4.0 * m->params, S = run->servers > 0 ? run->servers : 1, N = run->workers;
-  if (!strcmp(role, "server")) { /* ps: its shard, per-worker slots, the full vector at init */
-    double shard = P / S;
-    int sync = !strcmp(sg_opts_str_or(run->opts, "mode", "sync"), "sync");
-    int sparse = !strcmp(sg_opts_str_or(run->opts, "sparse", "false"), "true");
-    add(n, T_PARAMS, P);
-    add(n, T_ENGINE, shard * (3 + (sync ? N : 0) + (sparse ? N + 1 : 0)));
-    add(n, T_OPTIM, momentum ? shard : 0);
-    if (!strcmp(sg_opts_str_or(run->opts, "dataset", ""), "libsvm")) add(n, T_TRAIN, di->train_b);
-    return;
-  }
-  int driver = !strcmp(role, "driver");
-  int evaluates = driver || (!strcmp(eng, "ps") ? r == run->servers : r == 0);
-  if (!driver) add(n, T_TRAIN, di->train_b);
-  if (evaluates) add(n, T_TEST, di->test_b);
-  add(n, T_PARAMS, P);
-  add(n, T_GRAD, P);
-  if (!strcmp(eng, "local") || !strcmp(eng, "allreduce")) add(n, T_OPTIM, momentum ? P : 0);
-  if (!strcmp(eng, "allreduce")) add(n, T_ENGINE, P);  /* ring/rhd scratch */
-  if (!strcmp(eng, "ps")) add(n, T_ENGINE, 3 * P);     /* push, pull, reply buffers */
-  if (!strcmp(eng, "mapreduce")) add(n, T_ENGINE, driver ? P : 2 * P);
-  if (!strcmp(eng, "mapreduce") && !driver) batch *= N; /* an executor's task buffers */
-  add(n, T_ACT, act_bytes(m, driver ? 0 : batch));
+  const double P = 4.0 * m->params;
+  sg_mem_plan_t plan = {.params = 1, .grad = 1, .optim = 1, .batch_mult = 1, .train = 1,
+                        .test = r == 0};
+  if (run->engine->memory) run->engine->memory(run->opts, run->workers, r, &plan);
+  if (plan.train) add(n, T_TRAIN, di->train_b);
+  if (plan.test) add(n, T_TEST, di->test_b);
+  add(n, T_PARAMS, plan.params * P);
+  add(n, T_GRAD, plan.grad * P);
+  add(n, T_OPTIM, momentum ? plan.optim * P : 0);
+  add(n, T_ENGINE, plan.engine * P);
+  if (plan.batch_mult > 0) add(n, T_ACT, act_bytes(m, batch * plan.batch_mult));
+  else if (plan.test) add(n, T_ACT, act_bytes(m, 0)); /* evaluation rows only */
 }
 
 /* A benchmark run: message buffers of its largest size. */

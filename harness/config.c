@@ -886,20 +886,24 @@ static void run_label(const sg_engine_t *e, const sg_opts_t *o, const char *swep
   }
 }
 
-/* Options a variant of an engine ignores: set without any run of the entry
- * that uses them, they are an error naming what makes them meaningful. */
-typedef struct needs {
-  const char *engine, *key, *when, *values; /* values: "|a|b|" */
-} needs_t;
-
-static const needs_t option_needs[] = {
-    {"ps", "staleness", "mode", "|ssp|"},
-    {"mapreduce", "depth", "aggregate", "|tree|"},
-    {"allreduce", "segment", "algorithm", "|ring|cuda-ring|"},
-    {"allreduce", "stage_chunk", "device", "|cuda|"},
-    {NULL, "holdout", "dataset", "|libsvm|"},
+/* Options a variant ignores: set without any run of the entry that uses
+ * them, they are an error naming what makes them meaningful.  The
+ * engines' rules come from their tables (sg_engine_t.needs); these are
+ * the workload's. */
+static const sg_option_need_t workload_needs[] = {
+    {"holdout", "dataset", "|libsvm|"},
+    {NULL, NULL, NULL},
 };
-enum { NNEEDS = sizeof option_needs / sizeof *option_needs };
+enum { MAX_NEEDS = 32 };
+
+/* Rule i of entry e: the workload's first, then the engine's; NULL past the end. */
+static const sg_option_need_t *need_at(const entry_t *e, size_t i) {
+  size_t nw = sizeof workload_needs / sizeof *workload_needs - 1;
+  if (i < nw) return &workload_needs[i];
+  const sg_option_need_t *n = e->engine->needs;
+  for (size_t j = nw; n && n->key && j < i; j++) n++;
+  return n && n->key && i < MAX_NEEDS ? n : NULL;
+}
 
 /* The value set of `key` in entry e as the user gave it, or NULL. */
 static const vset_t *given(const parser_t *p, const entry_t *e, const char *key) {
@@ -912,20 +916,18 @@ static const vset_t *given(const parser_t *p, const entry_t *e, const char *key)
 /* Mark the rules one run (its options o) makes meaningful. */
 static void note_needs(const entry_t *e, const sg_opts_t *o, int *used) {
   char v[128];
-  for (size_t i = 0; i < NNEEDS; i++) {
-    const needs_t *n = &option_needs[i];
-    if (n->engine && strcmp(n->engine, e->engine->name)) continue;
+  const sg_option_need_t *n;
+  for (size_t i = 0; (n = need_at(e, i)); i++) {
     snprintf(v, sizeof v, "|%s|", sg_opts_str_or(o, n->when, ""));
     if (strstr(n->values, v)) used[i] = 1;
   }
 }
 
 static int check_needs(const parser_t *p, const entry_t *e, const int *used) {
-  for (size_t i = 0; i < NNEEDS; i++) {
-    const needs_t *n = &option_needs[i];
+  const sg_option_need_t *n;
+  for (size_t i = 0; (n = need_at(e, i)); i++) {
     const vset_t *v;
-    if ((n->engine && strcmp(n->engine, e->engine->name)) || used[i]) continue;
-    if (!(v = given(p, e, n->key))) continue;
+    if (used[i] || !(v = given(p, e, n->key))) continue;
     char vals[64];
     snprintf(vals, sizeof vals, "%s", n->values + 1);
     vals[strlen(vals) - 1] = '\0';
@@ -942,7 +944,7 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
   for (const sg_setting_t *s = e->engine->options; s && s->name; s++) nk++;
   pick_t *k = calloc(nk, sizeof *k);
   size_t *idx = calloc(nk, sizeof *idx);
-  int used[NNEEDS] = {0};
+  int used[MAX_NEEDS] = {0};
   sg_opts_t *o = NULL;
   if (!k || !idx) {
     rc = SG_ENOMEM;

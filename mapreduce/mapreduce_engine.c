@@ -72,6 +72,21 @@ static int mr_engine_run(sg_rank_ctx_t *ctx) {
 
 extern const struct sg_bench_round sg_mr_bench_round; /* the benchmark round, next to the engine */
 
+static const sg_option_need_t mr_needs[] = {
+    {"depth", "aggregate", "|tree|"},
+    {NULL, NULL, NULL},
+};
+
+/* The driver (rank 0): parameters, the reduced gradient, one more vector
+ * of its own and the test set; an executor: its partitions' training
+ * rows, parameters, gradient, two task buffers and activations for the
+ * N batches it may be handed. */
+static void mr_memory(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *m) {
+  (void)o;
+  if (rank == 0) *m = (sg_mem_plan_t){.params = 1, .grad = 1, .engine = 1, .test = 1};
+  else *m = (sg_mem_plan_t){.params = 1, .grad = 1, .engine = 2, .batch_mult = workers, .train = 1};
+}
+
 const sg_engine_t sg_engine_mapreduce = {
     .name = "mapreduce",
     .summary = "Spark-like driver: broadcast params, executors map gradients over partitions, reduce (flat or tree) to the driver",
@@ -81,4 +96,6 @@ const sg_engine_t sg_engine_mapreduce = {
     .check_transport = NULL,
     .run = mr_engine_run,
     .bench = &sg_mr_bench_round,
+    .needs = mr_needs,
+    .memory = mr_memory,
 };

@@ -88,6 +88,32 @@ static void ps_label(const sg_opts_t *o, char *out, size_t cap) {
 
 extern const struct sg_bench_round sg_ps_bench_round; /* the benchmark round, next to the engine */
 
+static const sg_option_need_t ps_needs[] = {
+    {"staleness", "mode", "|ssp|"},
+    {"time_budget", "mode", "|ssp|async|"},
+    {NULL, NULL, NULL},
+};
+
+/* A server: the full vector at init, its shard's slots (three, plus one per
+ * worker in sync to hold the pushes, plus N+1 for the sparse path's rows),
+ * momentum for its shard.  The evaluating worker (the first after the
+ * servers) holds the test set; every worker a push, a pull and a reply. */
+static void ps_memory(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *m) {
+  int64_t servers = 1;
+  sg_opts_int_or(o, "servers", 1, &servers);
+  double S = servers > 0 ? (double)servers : 1, N = workers;
+  if (rank < servers) {
+    int sync = !strcmp(sg_opts_str_or(o, "mode", "sync"), "sync");
+    int sparse = !strcmp(sg_opts_str_or(o, "sparse", "false"), "true");
+    *m = (sg_mem_plan_t){.params = 1, .optim = 1 / S,
+                         .engine = (3 + (sync ? N : 0) + (sparse ? N + 1 : 0)) / S,
+                         .train = !strcmp(sg_opts_str_or(o, "dataset", ""), "libsvm")};
+    return;
+  }
+  *m = (sg_mem_plan_t){.params = 1, .grad = 1, .engine = 3, .batch_mult = 1, .train = 1,
+                       .test = rank == servers};
+}
+
 const sg_engine_t sg_engine_ps = {
     .name = "ps",
     .summary = "parameter server: S sharded servers, N workers; sync, ssp (bounded staleness) or async; sparse push/pull",
@@ -99,4 +125,6 @@ const sg_engine_t sg_engine_ps = {
     .tolerates_exit = ps_tolerates_exit,
     .bench = &sg_ps_bench_round,
     .label = ps_label,
+    .needs = ps_needs,
+    .memory = ps_memory,
 };
