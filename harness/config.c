@@ -824,10 +824,10 @@ static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const e
   const char *launcher = sg_opts_get(*o, "launcher");
   const char *hosts = sg_opts_get(*o, "hosts");
   if (!strcmp(launcher, "auto"))
-    launcher = !strcmp(transport, "mpi") || (hosts && *hosts) ? "mpirun" : "local";
-  else if (!strcmp(launcher, "local") && !strcmp(transport, "mpi"))
+    launcher = !strcmp(transport, "mpi") || (hosts && *hosts) ? "mpirun" : "local"; /* not an engine: the launcher */
+  else if (!strcmp(launcher, "local") && !strcmp(transport, "mpi")) /* not an engine: the launcher */
     return perr(e->pos, "launcher", "local cannot start MPI ranks; transport: mpi needs launcher mpirun (or auto)");
-  else if (!strcmp(launcher, "local") && hosts && *hosts)
+  else if (!strcmp(launcher, "local") && hosts && *hosts) /* not an engine: the launcher */
     return perr(e->pos, "hosts", "needs launcher mpirun (or auto); launcher local starts ranks on this host only");
   SG_TRY(sg_opts_set(*o, "launcher", launcher));
   SG_TRY(check_cluster(p, e, *o));

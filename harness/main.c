@@ -262,7 +262,7 @@ static int takes_db(int argc, char **argv) {
   static const char *const cmds[] = {"run", "report", "list", "show", "trace", "export", NULL};
   for (int i = 0; cmds[i]; i++)
     if (!strcmp(argv[1], cmds[i])) return 1;
-  return !strcmp(argv[1], "bench") && argc > 2 && !strcmp(argv[2], "allreduce");
+  return !strcmp(argv[1], "bench") && argc > 2 && !strcmp(argv[2], "allreduce"); /* not an engine: the collective */
 }
 
 /* $SGDLAB_DB, when set and not empty, is the database of a command that

@@ -11,21 +11,11 @@ typedef struct view {
 } view_t;
 
 /* The report's base label: what rank 0 recorded (run_info label, the
- * engine table's sg_engine_label); for runs recorded without one, the
- * labels older versions drew, in SQL. */
+ * engine table's sg_engine_label); the engine's name for runs recorded
+ * without one.  INFO(k): run r's run_info value of key k. */
 #define OPT(k) "json_extract(r.options_json, '$." k "')"
-#define VARIANT_SQL                                                            \
-  "coalesce((SELECT i.value FROM run_info i WHERE i.run_id = r.id"             \
-  " AND i.key = 'label'), CASE r.engine"                                       \
-  " WHEN 'ps' THEN CASE WHEN coalesce(" OPT("mode") ", '') = 'ssp'"           \
-  "   THEN 'ps ssp(' || coalesce(" OPT("staleness") ", '?') || ')'"           \
-  "   ELSE 'ps ' || coalesce(nullif(" OPT("mode") ", ''), 'sync') END"         \
-  " WHEN 'mapreduce' THEN 'mapreduce ' || coalesce(nullif(" OPT("aggregate")  \
-  "   , ''), 'flat')"                                                         \
-  " WHEN 'allreduce' THEN 'allreduce ' || coalesce(nullif(" OPT("algorithm")  \
-  "   , ''), '?') || '/' || coalesce(r.transport, '')"                        \
-  " ELSE r.engine || coalesce(' ' || nullif(" OPT("algorithm") ", ''), '')"   \
-  "   || coalesce(' ' || nullif(" OPT("mode") ", ''), '') END)"
+#define INFO(k) "(SELECT i.value FROM run_info i WHERE i.run_id = r.id AND i.key = '" k "')"
+#define VARIANT_SQL "coalesce(" INFO("label") ", r.engine)"
 
 static const view_t VIEWS[] = {
     /* samples/s window (report.h): worker ranks (a loss, not server or
@@ -72,9 +62,9 @@ static const view_t VIEWS[] = {
      " (SELECT v.wall_s FROM evals v WHERE v.run_id = r.id AND v.test_acc >= 0.85"
      "   ORDER BY v.step, v.wall_s LIMIT 1) AS time_to_acc_085_s,"
      " CASE WHEN t.t_last > t.t_first THEN t.step_rows * " OPT("batch")
-     "   * CASE WHEN r.engine = 'local' THEN max(coalesce(r.workers, 1), 1) ELSE 1 END"
+     "   * CASE WHEN " INFO("engine.baseline") " = '1' THEN max(coalesce(r.workers, 1), 1) ELSE 1 END"
      "   / (t.t_last - t.t_first) END AS samples_per_s,"
-     " CASE WHEN r.engine = 'allreduce' AND " OPT("algorithm") " = 'native' THEN NULL"
+     " CASE WHEN " INFO("engine.bytes_uncounted") " = '1' THEN NULL"
      "   ELSE b.bytes_per_step END AS bytes_per_step,"
      " b.compute_s AS compute_s, b.comm_s AS comm_s, b.wait_s AS wait_s"
      " FROM runs r LEFT JOIN experiments e ON e.id = r.experiment_id"

@@ -93,9 +93,11 @@ static int make_fixture(const char *path) {
                " CAST(X'3c623e6261643c2f623e20ff' AS TEXT), 't', 't', 1.0)") ||
       sqlf(db, "INSERT INTO run_info VALUES(1, 'blas', %Q), (2, 'blas', %Q)", EVIL_INFO,
            EVIL_INFO) ||
-      /* what rank 0 records first (sg_engine_label); runs 1, 2 and 4 have
-       * none: the views fall back to the labels older versions drew */
-      sqlf(db, "INSERT INTO run_info VALUES(3, 'label', 'allreduce ring')") ||
+      /* what rank 0 records first (sg_engine_label), and what the harness
+       * records from the engine table for the views */
+      sqlf(db, "INSERT INTO run_info VALUES(3, 'label', 'allreduce ring'),"
+               " (1, 'label', 'ps sync'), (2, 'label', 'ps sync'), (4, 'label', 'local'),"
+               " (4, 'engine.baseline', '1')") ||
       sqlf(db, "INSERT INTO ranks VALUES(1, 0, 'server', 'h', 1), (1, 1, 'worker', 'h', 2),"
                " (1, 2, 'worker', 'h', 3), (1, 3, 'worker', 'h', 4)"))
     goto done;

@@ -253,6 +253,12 @@ static int record_env(const serve_t *s, const char *load_before) {
                          {"revision", SG_REVISION}, {"version", SGDLAB_VERSION}};
   for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
     SG_CHECK(sg_recorder_info(s->env->db, s->run_id, kv[i][0], kv[i][1]));
+  /* what the engine table says about reading the run's rows (the
+   * run_summary view uses these instead of engine names) */
+  const sg_engine_t *e = s->run->engine;
+  int uncounted = e->bytes_uncounted && e->bytes_uncounted(s->run->opts);
+  SG_CHECK(sg_recorder_info(s->env->db, s->run_id, "engine.baseline", e->baseline ? "1" : "0"));
+  SG_CHECK(sg_recorder_info(s->env->db, s->run_id, "engine.bytes_uncounted", uncounted ? "1" : "0"));
   return SG_OK;
 }
 

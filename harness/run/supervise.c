@@ -153,7 +153,7 @@ void run_watchdog(serve_t *s, double deadline) {
  * it descends from our mpirun; 0 when there is none to look at. */
 static int run_rank_pid(serve_t *s, int r) {
   rank_info_t *ri = &s->ranks[r];
-  if (strcmp(sg_opts_str_or(s->run->opts, "launcher", "local"), "mpirun"))
+  if (strcmp(sg_opts_str_or(s->run->opts, "launcher", "local"), "mpirun")) /* not an engine: the launcher */
     return (int)sg_launch_pid(s->launch, r);
   char host[64] = "";
   gethostname(host, sizeof host - 1);
