@@ -78,7 +78,7 @@ static void variant_label(const sg_run_spec_t *run, char *out, size_t cap) {
   sg_engine_label(run->engine, run->opts, eng, sizeof eng);
   size_t head = strlen(eng);
   if (strncmp(run->label, eng, head)) head = strlen(run->label);
-  if (run->nprocs > 1)
+  if (run->nprocs > 1 && !strstr(run->label, "transport=")) /* not spelled twice */
     snprintf(out, cap, "%.*s (%s)%s", (int)head, run->label,
              sg_opts_str_or(run->opts, "transport", "?"), run->label + head);
   else snprintf(out, cap, "%s", run->label);
