@@ -708,6 +708,16 @@ static int set_engines(parser_t *p, pos_t at, const sg_setting_t *s, const char 
   }
   if (applied) return SG_OK;
   const sg_engine_t *owner = engine_with_option(k);
+  if (owner && only >= 0) { /* that entry runs another engine: say which entries do */
+    char which[128] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < p->nent && len < sizeof which; i++)
+      if (p->ent[i].engine == owner)
+        len += (size_t)snprintf(which + len, sizeof which - len, "%s%zu", len ? ", " : "", i);
+    return perr(at, k, "engines.%ld runs %s; %s is an option of %s (%s%s)", only,
+                p->ent[only].engine->name, k, owner->name,
+                len ? "entries " : "no entry runs it", which);
+  }
   if (owner) return perr(at, k, "no engine entry runs %s, the engine with this option", owner->name);
   if (only >= 0) return perr(at, k, "not an option of engine %s", p->ent[only].engine->name);
   return unknown_key(at, k);

@@ -542,6 +542,11 @@ TEST(set_messages_name_what_exists) {
   CHECK(rc == SG_ECONFIG && !x);
   CHECK_STR_EQ(sg_err_msg(), "--set engines.3.mode=ssp: engines.3.mode: no engine entry 3: "
                              "engines: has 3 entries (0..2)");
+  /* the entry exists but runs another engine: which entries have the option */
+  x = parse("engines: [ps, {engine: ps, mode: async}, ps, local]\n", a, 1, &rc);
+  CHECK(rc == SG_ECONFIG && !x);
+  CHECK_STR_EQ(sg_err_msg(), "--set engines.3.mode=ssp: mode: engines.3 runs local; mode is an "
+                             "option of ps (entries 0, 1, 2)");
   /* spaces around '=' are dropped, inside a key refused */
   char *b[] = {" lr = 0.25 "};
   x = parse("engines: [local]\n", b, 1, &rc);
