@@ -41,6 +41,12 @@ static int env_flag(const char *name) {
   return e && e[0] && strcmp(e, "0") != 0;
 }
 
+void sg_ar_plant_bug(sg_ar_t *a, int on) { a->o.plant_bug = on; }
+
+int sg_ar_plant_requested(const sg_opts_t *o) {
+  return !strcmp(sg_opts_str_or(o, "_plant_bug", ""), "ring-skip");
+}
+
 int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm, size_t segment_bytes,
               size_t max_count) {
   const sg_ar_algo_t *algo = sg_ar_algo_find(algorithm);
@@ -57,7 +63,6 @@ int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm, size_t segment
   a->max_count = max_count;
   a->o.segment_bytes = segment_bytes ? segment_bytes : SG_AR_SEGMENT_DEFAULT;
   a->o.depth = SG_AR_DEPTH_DEFAULT;
-  a->o.plant_bug = env_flag("SG_ALLREDUCE_PLANT_BUG");
   a->o.native_nonblocking = env_flag("SG_NATIVE_NONBLOCKING");
   size_t ns = 0, nr = 0;
   algo->needs(c->size, max_count, &a->o, &ns, &nr);

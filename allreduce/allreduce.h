@@ -27,6 +27,7 @@
 
 #include <stddef.h>
 
+#include "opts.h"
 #include "transport.h"
 
 /* Tag ranges (each must stay below SG_TAG_MAX for N <= 1024). */
@@ -86,9 +87,9 @@ typedef struct sg_ar sg_ar_t;
 
 /* Set up `algorithm` on comm c for vectors of at most max_count floats
  * (scratch allocated and pre-touched here, once).  segment_bytes 0 = the
- * default.  The environment variable SG_ALLREDUCE_PLANT_BUG=1 plants the
- * ring's test bug (tests/test_allreduce.c proves the exactness check
- * catches it); SG_NATIVE_NONBLOCKING=1 makes native use MPI_Iallreduce
+ * default.  The ring's test bug is planted with sg_ar_plant_bug (below;
+ * tests/test_allreduce.c proves the exactness check catches it);
+ * SG_NATIVE_NONBLOCKING=1 in the environment makes native use MPI_Iallreduce
  * with a deadline (native.c).  Caller owns the result. */
 int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm,
               size_t segment_bytes, size_t max_count);
@@ -98,6 +99,12 @@ const char *sg_ar_name(const sg_ar_t *a);
 /* "none" | "fp16" (ring: halves on the wire, float32 sums; see prim.h).
  * A config error for any other name or algorithm. */
 int sg_ar_set_compress(sg_ar_t *a, const char *mode);
+/* Tests only: the ring sends a wrong chunk once per call, so a test can
+ * show its check catches it.  Processes get it from the spec key
+ * _plant_bug = ring-skip (`sgdlab run|bench --plant-bug ring-skip`). */
+void sg_ar_plant_bug(sg_ar_t *a, int on);
+/* Whether the run's options ask for the planted ring bug. */
+int sg_ar_plant_requested(const sg_opts_t *o);
 /* NULL-safe; nulls the pointer. */
 void sg_ar_destroy(sg_ar_t **a);
 

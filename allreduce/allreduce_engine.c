@@ -113,6 +113,7 @@ static int ar_run(sg_rank_ctx_t *ctx) {
     goto fail;
   }
   SG_TRY(sg_ar_new(&ar, c, algo, (size_t)segment, n));
+  sg_ar_plant_bug(ar, sg_ar_plant_requested(ctx->opts));
   SG_TRY(compress_new(ctx, ar, n, &tk));
   if (root) SG_TRY(sg_workload_init_params(wl, params));
   SG_TRY(sg_ar_bcast(c, params, n * sizeof *params, 0));

@@ -28,6 +28,7 @@ static int ar_init(void **st, sg_rank_ctx_t *ctx, size_t max_count) {
   SG_CHECK(sg_opts_int_or(ctx->opts, "segment", SG_AR_SEGMENT_DEFAULT, &segment));
   SG_CHECK(sg_ar_new(&b->ar, ctx->comm, sg_opts_str_or(ctx->opts, "algorithm", "ring"),
                      (size_t)segment, max_count));
+  sg_ar_plant_bug(b->ar, sg_ar_plant_requested(ctx->opts));
   if (!(b->buf = sg_ar_alloc(max_count * sizeof(float)))) /* touched, huge pages */
     return sg_err_set(SG_ENOMEM, "bench: no memory for %zu floats", max_count);
   return SG_OK;

@@ -55,7 +55,7 @@ typedef struct gs {
   sg_gossip_topo_t topo;
   int64_t every;
   uint64_t seed;
-  int no_average; /* SG_GOSSIP_PLANT_BUG=1: exchange but keep my model (tests) */
+  int no_average; /* _plant_bug gossip-no-average: exchange but keep my model (tests) */
   int keep_buffers; /* a send was left in flight after an error */
   size_t n;
   float *params, *peer;
@@ -147,8 +147,8 @@ static int gs_setup(gs_t *g, sg_rank_ctx_t *ctx) {
   if (every < 1) return sg_err_set(SG_ECONFIG, "gossip_every: must be >= 1");
   g->every = every;
   g->seed = (uint64_t)seed;
-  const char *bug = getenv("SG_GOSSIP_PLANT_BUG");
-  g->no_average = bug && !strcmp(bug, "1");
+  /* tests only: `sgdlab run --plant-bug gossip-no-average` */
+  g->no_average = !strcmp(sg_opts_str_or(ctx->opts, "_plant_bug", ""), "gossip-no-average");
   return SG_OK;
 }
 

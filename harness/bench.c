@@ -317,7 +317,7 @@ static int ar_mark(const ar_args_t *a, sg_experiment_t *x) {
     SG_CHECK(sg_opts_setf(o, "_bench_iters", "%lld", a->iters));
     SG_CHECK(sg_opts_setf(o, "_bench_warmup", "%lld", a->warmup));
     if (a->counts) SG_CHECK(sg_opts_setf(o, "_bench_counts", "%s", a->counts));
-    if (a->plant) SG_CHECK(sg_opts_setf(o, "_bench_plant_bug", "%s", a->plant));
+    if (a->plant) SG_CHECK(sg_opts_setf(o, "_plant_bug", "%s", a->plant));
   }
   return SG_OK;
 }

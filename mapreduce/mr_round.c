@@ -16,7 +16,7 @@
  * executor compares; executor e contributes contributor e-1's input, and
  * the driver compares the sum.  Rows: impl "mapreduce-flat" /
  * "mapreduce-tree", or "mapreduce-b<bcast>-a<aggregate>" when they
- * differ.  Test-only: _bench_plant_bug = mapreduce-double makes the
+ * differ.  Test-only: _plant_bug = mapreduce-double makes the
  * driver add executor 1's contribution twice (mr_config_t's
  * plant_double_rank), which the check must report.
  */
@@ -85,7 +85,7 @@ static int mr_init(void **st, sg_rank_ctx_t *ctx, size_t max_count) {
   b->ctx = ctx;
   SG_CHECK(mr_config_parse(ctx->opts, ctx->workers, &b->cfg));
   b->cfg.partitions = ctx->workers;
-  b->cfg.plant_double_rank = !strcmp(sg_opts_str_or(ctx->opts, "_bench_plant_bug", ""),
+  b->cfg.plant_double_rank = !strcmp(sg_opts_str_or(ctx->opts, "_plant_bug", ""),
                                      "mapreduce-double");
   if (!(b->buf = calloc(max_count, sizeof(float))) || !(b->acc = calloc(max_count, sizeof(float))) ||
       !(b->tmp = calloc(max_count, sizeof(float))))

@@ -127,6 +127,13 @@ int ru_sgdlab_run(const char *config, const char *db) {
   return ru_sh(cmd);
 }
 
+int ru_sgdlab_run_args(const char *config, const char *db, const char *opt, const char *val) {
+  char cmd[3072];
+  snprintf(cmd, sizeof cmd, "'%s' run '%s' --db '%s' '%s' '%s' >&2", ru_sgdlab(), config, db, opt,
+           val);
+  return ru_sh(cmd);
+}
+
 pid_t ru_spawn_sgdlab_run(const char *config, const char *db) {
   fflush(NULL);
   pid_t pid = fork();

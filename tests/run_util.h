@@ -62,6 +62,8 @@ int ru_sh(const char *cmd);
 
 /* `sgdlab run CONFIG --db DB` with its output on stderr; exit code or -1. */
 int ru_sgdlab_run(const char *config, const char *db);
+/* The same with one more option and its value (e.g. --plant-bug NAME). */
+int ru_sgdlab_run_args(const char *config, const char *db, const char *opt, const char *val);
 
 /* Start `sgdlab run CONFIG --db DB` in the background, its output on
  * ours; the pid, -1 when fork failed. */

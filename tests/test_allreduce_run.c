@@ -11,7 +11,7 @@
  *    rows; every expected row must exist and say 0 wrong elements (a run
  *    that writes nothing cannot pass);
  *  - the planted bug: `sgdlab bench allreduce --counts` with
- *    SG_ALLREDUCE_PLANT_BUG=1 in the ranks' environment, ring, N = 4 over
+ *    --plant-bug ring-skip (spec key _plant_bug), ring, N = 4 over
  *    mpi and N = 5 over zmq: every row of count >= 2 MUST report wrong
  *    elements (the check can fail; counts 0 and 1 have no chunk the bug
  *    can misplace);
@@ -118,7 +118,7 @@ TEST(exact_as_processes) {
 static int bench_planted(const char *db, const char *transport, int n, const char *counts) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd,
-           "SG_ALLREDUCE_PLANT_BUG=1 '%s' bench allreduce --np %d --transport %s --impl ring "
+           "'%s' bench allreduce --plant-bug ring-skip --np %d --transport %s --impl ring "
            "--counts %s --iters 1 --warmup 0 --db '%s' >&2",
            ru_sgdlab(), n, transport, counts, db);
   return ru_sh(cmd);

@@ -8,7 +8,7 @@
  *    ACC_MIN.  The pairing schedule fixes every exchange, so the result
  *    does not depend on timing: ring over zmq and over mpi end with the
  *    same accuracy.  Each step record of a gossiping rank carries exactly
- *    one model (4 * nparams bytes) sent.  With SG_GOSSIP_PLANT_BUG=1 the
+ *    one model (4 * nparams bytes) sent.  With --plant-bug gossip-no-average the
  *    ranks still exchange but do not average (only the final mean
  *    remains): measured 0.65 against 0.81-0.83, and the same ACC_MIN
  *    check must then fail.
@@ -87,9 +87,7 @@ TEST(four_workers_converge_and_broken_averaging_does_not) {
   /* the planted bug: the check above must catch it, on both transports */
   CHECK_OK(write_quick(cfg, "  - {engine: gossip, topology: ring, transport: zmq}\n"
                             "  - {engine: gossip, topology: ring, transport: mpi}\n"));
-  setenv("SG_GOSSIP_PLANT_BUG", "1", 1);
-  int rc = ru_sgdlab_run(cfg, bad);
-  unsetenv("SG_GOSSIP_PLANT_BUG");
+  int rc = ru_sgdlab_run_args(cfg, bad, "--plant-bug", "gossip-no-average");
   CHECK_EQ_INT(rc, 0);
   for (int id = 1; id <= 2; id++) {
     double acc = final_acc(bad, id);

@@ -35,6 +35,9 @@ static void run_usage(FILE *f) {
           "  -q, --quiet      print nothing but errors (one line per failed run)\n"
           "  -v, --verbose    also print each launch command line, mpirun's own\n"
           "                   output, and the deaths an engine tolerates\n"
+          "  --plant-bug B    tests only: an engine plants a known error so a test can\n"
+          "                   show its check catches it (ring-skip: the ring drops a\n"
+          "                   chunk; gossip-no-average: exchange without averaging)\n"
           "  -h, --help       this help\n"
           "\n"
           "On a terminal a status line shows the run (i/n, engine and variant),\n"
@@ -139,6 +142,7 @@ typedef struct run_args {
   int quiet, verbose, dry, force, resume, nsets;
   char **sets;     /* --set values (the -H one included) */
   char *hosts_set; /* "hosts=..." from -H */
+  const char *plant; /* --plant-bug: tests only */
 } run_args_t;
 
 /* Parse argv into *a: 0, or the exit code (-1: --help shown, exit 0). */
@@ -161,6 +165,7 @@ static int parse_args(int argc, char **argv, run_args_t *a) {
     else if (!strcmp(o, "-n") || !strcmp(o, "--dry-run")) a->dry = 1;
     else if (!strcmp(o, "--force")) a->force = 1;
     else if (!strcmp(o, "--resume")) a->resume = 1;
+    else if (!strcmp(o, "--plant-bug") && i + 1 < argc) a->plant = argv[++i];
     else if (o[0] == '-' && o[1]) {
       fprintf(stderr, "sgdlab run: unknown or incomplete option '%s' (sgdlab run --help)\n", o);
       return 2;
@@ -263,6 +268,9 @@ static int load_experiment(const run_args_t *a, sg_experiment_t **x) {
     return 2;
   }
   warn_duplicates(*x);
+  /* tests only: every rank reads it as the spec key _plant_bug */
+  for (size_t i = 0; a->plant && i < (*x)->nruns; i++)
+    if (sg_opts_setf((*x)->runs[i].opts, "_plant_bug", "%s", a->plant) < 0) return 1;
   return 0;
 }
 
