@@ -111,6 +111,7 @@ typedef struct ps_server_stats {
   int dead_workers;     /* async: workers declared dead */
   int64_t max_ahead;    /* largest (clock of a released pull) - (pushes of
                            the slowest worker still training) */
+  char first_reject[200]; /* "from rank 2: sparse index ..." (empty: none) */
 } ps_server_stats_t;
 
 typedef struct ps_cfg {

@@ -675,6 +675,7 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
                                           .dropped = s.dropped, .train_s = train_s,
                                           .dead_workers = dead, .max_ahead = s.max_ahead};
     for (int w = 0; w < s.N && w < PS_STATS_WORKERS; w++) cfg->stats[s.k].pushes[w] = s.clock[w];
+    memcpy(cfg->stats[s.k].first_reject, s.first_reject, sizeof s.first_reject);
   }
 fail:
   free(full);
