@@ -71,6 +71,12 @@
  * dense gradient, nonzeros pushed.  Worker 0 pulls everything when it
  * evaluates.  Bytes per worker step: 8 B per coordinate each way.
  *
+ * Compression (compress: fp16|topk, dense path only): the push carries
+ * IEEE halves, or per shard the k = ceil(topk * cnt_k) largest entries of
+ * gradient + residual as (index, value) pairs, the worker keeping the rest
+ * as its residual (error feedback); the server sums in float32 and refuses
+ * a push of another form or of more than k pairs.  Pulls stay float32.
+ *
  * Bytes per step, K = model bytes, dense: each worker sends K (+64 B
  * header per shard) and receives K; server k receives N*K/S and sends
  * N*K/S: its link carries 2*N*K/S, the busiest link when S < N.
