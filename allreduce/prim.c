@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "err.h"
-#include "half.h"
+#include "compress_half.h"
 #include "reduce.h"
 
 static float *rslot(sg_prim_t *p, size_t u) { return p->rslot + (u % p->d) * p->slot_floats; }

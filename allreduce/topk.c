@@ -8,11 +8,9 @@
 
 #include "allreduce.h"
 #include "err.h"
+#include "topk_select.h"
 
-typedef struct pair {
-  uint32_t idx;
-  float val;
-} pair_t;
+typedef sg_topk_pair_t pair_t;
 
 struct sg_topk {
   sg_comm_t *c;
@@ -30,8 +28,7 @@ int sg_topk_new(sg_topk_t **out, sg_comm_t *c, size_t count, double ratio) {
   if (!t) return SG_ENOMEM;
   t->c = c;
   t->count = count;
-  t->k = (size_t)ceil(ratio * (double)count);
-  if (t->k > count) t->k = count;
+  t->k = sg_topk_k(ratio, count);
   t->resid = calloc(count, sizeof *t->resid);
   t->mag = malloc(count * sizeof *t->mag);
   t->all = malloc((size_t)c->size * t->k * sizeof *t->all);
@@ -41,47 +38,6 @@ int sg_topk_new(sg_topk_t **out, sg_comm_t *c, size_t count, double ratio) {
   }
   *out = t;
   return SG_OK;
-}
-
-/* The k-th largest of v[0..n) (v is reordered): quickselect, O(n). */
-static float kth_largest(float *v, size_t n, size_t k) {
-  long lo = 0, hi = (long)n - 1, want = (long)k - 1;
-  while (lo < hi) {
-    float piv = v[lo + (hi - lo) / 2];
-    long i = lo, j = hi;
-    while (i <= j) { /* descending: larger to the left */
-      while (v[i] > piv) i++;
-      while (v[j] < piv) j--;
-      if (i <= j) {
-        float x = v[i];
-        v[i++] = v[j];
-        v[j--] = x;
-      }
-    }
-    if (want <= j) hi = j;
-    else if (want >= i) lo = i;
-    else return v[want]; /* between j and i: all equal to the pivot */
-  }
-  return v[want];
-}
-
-/* acc = buf + resid; my block <- its k largest |acc| (those above the
- * threshold, then ties in index order); resid <- the rest. */
-static void select_block(sg_topk_t *t, float *buf, pair_t *mine) {
-  size_t n = t->count, got = 0;
-  for (size_t i = 0; i < n; i++) {
-    buf[i] += t->resid[i];
-    t->mag[i] = fabsf(buf[i]);
-  }
-  float thr = kth_largest(t->mag, n, t->k);
-  for (int pass = 0; pass < 2; pass++)
-    for (size_t i = 0; i < n && got < t->k; i++) {
-      float m = fabsf(buf[i]);
-      if (pass == 0 ? m > thr : m == thr) mine[got++] = (pair_t){(uint32_t)i, buf[i]};
-    }
-  while (got < t->k) mine[got++] = (pair_t){0, 0.0f}; /* NaNs only: pad */
-  memcpy(t->resid, buf, n * sizeof *buf);
-  for (size_t j = 0; j < t->k; j++) t->resid[mine[j].idx] -= mine[j].val;
 }
 
 /* Ring allgather of the N blocks: at step s send block r - s, receive
@@ -100,7 +56,8 @@ static int allgather(sg_topk_t *t) {
 
 int sg_topk_run(sg_topk_t *t, float *buf) {
   int n = t->c->size;
-  select_block(t, buf, t->all + (size_t)t->c->rank * t->k);
+  /* acc = buf + resid; my block <- its k largest |acc|; resid <- the rest */
+  sg_topk_select(buf, t->resid, t->mag, t->count, t->k, t->all + (size_t)t->c->rank * t->k);
   SG_CHECK(allgather(t));
   memset(buf, 0, t->count * sizeof *buf);
   for (int r = 0; r < n; r++) /* rank order: the same bits everywhere */

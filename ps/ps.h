@@ -71,6 +71,12 @@
  * dense gradient, nonzeros pushed.  Worker 0 pulls everything when it
  * evaluates.  Bytes per worker step: 8 B per coordinate each way.
  *
+ * Compression (compress: fp16|topk, dense path only): the push carries
+ * IEEE halves, or per shard the k = ceil(topk * cnt_k) largest entries of
+ * gradient + residual as (index, value) pairs, the worker keeping the rest
+ * as its residual (error feedback); the server sums in float32 and refuses
+ * a push of another form or of more than k pairs.  Pulls stay float32.
+ *
  * Bytes per step, K = model bytes, dense: each worker sends K (+64 B
  * header per shard) and receives K; server k receives N*K/S and sends
  * N*K/S: its link carries 2*N*K/S, the busiest link when S < N.
@@ -95,6 +101,9 @@ extern const sg_engine_t sg_engine_ps;
 
 typedef enum { PS_SYNC = 0, PS_SSP = 1, PS_ASYNC = 2 } ps_mode_t;
 
+/* compress: how a dense worker pushes its gradient (docs/engines/ps.md). */
+typedef enum { PS_COMPRESS_NONE = 0, PS_COMPRESS_FP16 = 1, PS_COMPRESS_TOPK = 2 } ps_compress_t;
+
 /* What a server saw, for tests (the engine reports the same through
  * sg_records_info: ps.server<k>.rejected, ps.dead_worker). */
 enum { PS_STATS_WORKERS = 16 };
@@ -108,6 +117,7 @@ typedef struct ps_server_stats {
   int dead_workers;     /* async: workers declared dead */
   int64_t max_ahead;    /* largest (clock of a released pull) - (pushes of
                            the slowest worker still training) */
+  char first_reject[200]; /* "from rank 2: sparse index ..." (empty: none) */
 } ps_server_stats_t;
 
 typedef struct ps_cfg {
@@ -116,6 +126,8 @@ typedef struct ps_cfg {
   int servers;   /* S */
   int workers;   /* N */
   int sparse;
+  ps_compress_t compress; /* dense path only (sparse refuses it) */
+  double topk;            /* compress topk: fraction of a shard's entries pushed */
   double time_budget; /* ssp/async: seconds of training at most, 0 = none */
   /* Tests only: the server adds worker 0's sync push twice (a planted bug
    * the equivalence check must catch).  Never set by a setting. */
@@ -124,7 +136,8 @@ typedef struct ps_cfg {
   ps_server_stats_t *stats;
 } ps_cfg_t;
 
-/* Read mode, staleness, servers, sparse, time_budget from the run's settings. */
+/* Read mode, staleness, servers, sparse, compress, topk, time_budget
+ * from the run's settings. */
 int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers);
 
 /* The loops of one rank: ctx->rank < cfg->servers is server ctx->rank. */

@@ -16,9 +16,29 @@ static const sg_setting_t ps_options[] = {
   {"servers", SG_T_INT, "1", "ps: number of server processes S; each owns 1/S of the parameters (by bytes)", NULL, 1, 1024, SG_S_ENGINE},
   {"time_budget", SG_T_FLOAT, "0", "ps ssp/async: stop after this many seconds of training even if the target number of updates (epochs x samples / batch) was not reached; 0 = no budget", NULL, 0, 1e9, SG_S_ENGINE},
   {"sparse", SG_T_BOOL, "false", "ps: push only nonzero gradient coordinates, pull only those the next batch reads", NULL, NOB, SG_S_ENGINE},
+  {"compress", SG_T_ENUM, "none", "ps, dense path: gradient compression of the push; none; fp16 (IEEE halves on the wire, the server sums in float32); topk (per shard the topk fraction of largest entries as index/value pairs, the worker keeps the rest as error feedback).  Parameters are pulled in float32 either way", "none|fp16|topk", NOB, SG_S_ENGINE},
+  {"topk", SG_T_FLOAT, "0.01", "ps compress: topk: fraction of each shard's gradient entries a worker pushes per step", NULL, 1e-6, 1, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };
 /* clang-format on */
+
+/* compress and topk; after sparse, which they exclude. */
+static int compress_from_opts(ps_cfg_t *cfg, const sg_opts_t *o) {
+  const char *c = sg_opts_str_or(o, "compress", "none");
+  if (!strcmp(c, "none")) cfg->compress = PS_COMPRESS_NONE;
+  else if (!strcmp(c, "fp16")) cfg->compress = PS_COMPRESS_FP16;
+  else if (!strcmp(c, "topk")) cfg->compress = PS_COMPRESS_TOPK;
+  else return sg_err_set(SG_ECONFIG, "compress: '%s' is not one of none|fp16|topk", c);
+  /* The sparse path already pushes only the coordinates a batch touched,
+   * as exact (index, value) pairs; compressing them again is not built. */
+  if (cfg->compress != PS_COMPRESS_NONE && cfg->sparse)
+    return sg_err_set(SG_ECONFIG, "compress: %s works on the dense path; it does not combine with "
+                      "sparse: true", c);
+  SG_CHECK(sg_opts_double_or(o, "topk", 0.01, &cfg->topk));
+  if (!(cfg->topk > 0 && cfg->topk <= 1))
+    return sg_err_set(SG_ECONFIG, "topk: must be in (0, 1], got %g", cfg->topk);
+  return SG_OK;
+}
 
 int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers) {
   memset(cfg, 0, sizeof *cfg);
@@ -42,7 +62,7 @@ int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers) {
   cfg->workers = workers;
   cfg->sparse = !strcmp(sp, "true");
   cfg->time_budget = cfg->mode == PS_SYNC ? 0 : budget;
-  return SG_OK;
+  return compress_from_opts(cfg, o);
 }
 
 static int ps_layout(const sg_opts_t *o, int workers, int *nprocs) {

@@ -20,7 +20,7 @@ void ps_shard_range(size_t n, int s, int k, size_t *offset, size_t *count) {
 size_t ps_payload_bytes(int type, uint32_t flags, uint64_t count) {
   int sparse = (flags & PS_F_SPARSE) != 0;
   switch (type) {
-  case PS_PUSH: return (size_t)count * (sparse ? 8 : 4);
+  case PS_PUSH: return (size_t)count * (sparse ? 8 : (flags & PS_F_FP16) ? 2 : 4);
   case PS_PULL: return sparse ? (size_t)count * 4 : 0;
   case PS_PARAMS: return (size_t)count * 4;
   default: return 0;
@@ -70,8 +70,10 @@ int ps_proto_check(const void *msg, size_t bytes, int shard, size_t off, size_t 
   if (h.type < PS_PUSH || h.type > PS_DONE) REJECT("unknown message type %u", (unsigned)h.type);
   if (h.shard != shard) REJECT("%s for shard %d, this is shard %d", ps_type_name(h.type),
                                (int)h.shard, shard);
-  if (h.flags & ~(uint32_t)(PS_F_SPARSE | PS_F_STOP | PS_F_FINAL))
+  if (h.flags & ~(uint32_t)(PS_F_SPARSE | PS_F_STOP | PS_F_FINAL | PS_F_FP16))
     REJECT("unknown flags 0x%x", (unsigned)h.flags);
+  if ((h.flags & PS_F_FP16) && (h.type != PS_PUSH || (h.flags & PS_F_SPARSE)))
+    REJECT("FP16 flag on a %s%s", (h.flags & PS_F_SPARSE) ? "sparse " : "", ps_type_name(h.type));
   if ((h.flags & PS_F_STOP) && h.type != PS_PARAMS) REJECT("STOP flag on a %s", ps_type_name(h.type));
   if ((h.flags & PS_F_FINAL) && (h.type != PS_PULL || (h.flags & PS_F_SPARSE)))
     REJECT("FINAL flag on a %s%s", (h.flags & PS_F_SPARSE) ? "sparse " : "", ps_type_name(h.type));

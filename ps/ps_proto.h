@@ -6,6 +6,7 @@
  *
  *   type      sender  clock                      payload
  *   PUSH      worker  step t of the gradient     dense: float g[count]
+ *                                                dense, FP16: uint16 half g[count]
  *                                                sparse: uint32 idx[count], float g[count]
  *   PULL      worker  step the worker computes   dense: none (the whole shard)
  *                     next                       sparse: uint32 idx[count]
@@ -13,7 +14,9 @@
  *                                                sparse: float p[count], in idx order
  *   DONE      worker  steps it pushed            none
  *
- * Flags: SPARSE (above); STOP, on PARAMS only: the server has stopped
+ * Flags: SPARSE (above; also a compress: topk push, whose count is at
+ * most the shard's k); FP16, on a dense PUSH only: the gradient as IEEE
+ * halves (compress: fp16), widened to float32 by the server; STOP, on PARAMS only: the server has stopped
  * training (ssp/async: the target of applied updates was reached or the
  * time budget spent), push no more; FINAL, on a dense PULL only: the
  * evaluating worker's last message, which counts as its DONE and is
@@ -44,14 +47,14 @@ enum {
 
 typedef enum { PS_PUSH = 1, PS_PULL = 2, PS_PARAMS = 3, PS_DONE = 4 } ps_type_t;
 
-enum { PS_F_SPARSE = 1, PS_F_STOP = 2, PS_F_FINAL = 4 };
+enum { PS_F_SPARSE = 1, PS_F_STOP = 2, PS_F_FINAL = 4, PS_F_FP16 = 8 };
 
 typedef struct ps_hdr {
   uint32_t magic;    /* PS_MAGIC */
   uint16_t proto;    /* PS_PROTO_VERSION */
   uint16_t type;     /* ps_type_t */
   int32_t shard;     /* the server's shard index */
-  uint32_t flags;    /* PS_F_SPARSE, PS_F_STOP, PS_F_FINAL */
+  uint32_t flags;    /* PS_F_SPARSE, PS_F_STOP, PS_F_FINAL, PS_F_FP16 */
   int64_t clock;     /* see the table above */
   int64_t version;   /* updates applied to the shard (see above) */
   uint64_t offset;   /* dense: first element, absolute index in the flat vector */

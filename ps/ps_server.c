@@ -33,9 +33,11 @@
 #include <string.h>
 
 #include "clock.h"
+#include "compress_half.h"
 #include "err.h"
 #include "ps.h"
 #include "ps_proto.h"
+#include "topk_select.h"
 
 enum { REJECT_LOG_MAX = 5 };
 #define PROBE_MIN_S 0.01 /* shortest probe wait: no spin on a deadline just reached */
@@ -58,6 +60,8 @@ typedef struct server {
   unsigned char *pbuf;    /* [hdr | params[cnt]] */
   float *params;
   float *acc;             /* [cnt] summed / scaled gradient */
+  float *wide;            /* compress fp16: [cnt] a push widened to float32 */
+  size_t topk_k;          /* compress topk: most pairs a push may carry */
   unsigned char **slot;   /* [N] sync: worker w's push of the current step */
   unsigned char *scratch; /* every other message */
   unsigned char *sreply;  /* sparse: [hdr | values] */
@@ -225,6 +229,10 @@ static void add_push(server_t *s, const unsigned char *msg, float scale) {
     for (uint64_t i = 0; i < h.count; i++) acc[idx[i]] += scale * val[i];
   } else {
     const float *restrict g = (const float *)(msg + sizeof h);
+    if (h.flags & PS_F_FP16) { /* halves on the wire, the sum in float32 */
+      sg_f16_to_f32(s->wide, (const uint16_t *)(msg + sizeof h), s->cnt);
+      g = s->wide;
+    }
     for (size_t i = 0; i < s->cnt; i++) acc[i] += scale * g[i];
   }
 }
@@ -448,6 +456,29 @@ static int on_silence(server_t *s) {
                                  s->cfg->staleness), first, SG_BLAME_PEER_TIMEOUT);
 }
 
+/* Whether a message that passed ps_proto_check has the form this run's
+ * settings give it: sparse only with sparse: true or as a topk push of at
+ * most topk_k pairs (the indices are checked already), halves only as the
+ * dense push of compress: fp16, which sends nothing else. */
+static int form_matches(const server_t *s, const ps_hdr_t *h, char *why, size_t wl) {
+  ps_compress_t c = s->cfg->compress;
+  int push = h->type == PS_PUSH, sparse = (h->flags & PS_F_SPARSE) != 0;
+  int fp16 = (h->flags & PS_F_FP16) != 0;
+  if (push && c == PS_COMPRESS_TOPK) {
+    if (!sparse) return snprintf(why, wl, "dense PUSH to a server with compress: topk"), 0;
+    if (h->count > s->topk_k)
+      return snprintf(why, wl, "topk PUSH of %llu pairs, shard %d takes at most %zu",
+                      (unsigned long long)h->count, s->k, s->topk_k), 0;
+    return 1;
+  }
+  if (sparse && !s->cfg->sparse)
+    return snprintf(why, wl, "sparse message to a dense server (sparse: false)"), 0;
+  if (push && fp16 != (c == PS_COMPRESS_FP16))
+    return snprintf(why, wl, "%s PUSH to a server with compress: %s", fp16 ? "fp16" : "float32",
+                    c == PS_COMPRESS_FP16 ? "fp16" : "none"), 0;
+  return 1;
+}
+
 static int serve_one(server_t *s) {
   sg_comm_t *c = s->ctx->comm;
   sg_status_t st;
@@ -500,8 +531,8 @@ static int serve_one(server_t *s) {
   }
   ps_hdr_t h;
   memcpy(&h, buf, sizeof h);
-  if ((h.flags & PS_F_SPARSE) && !s->cfg->sparse) {
-    reject(s, st.source, "sparse message to a dense server (sparse: false)");
+  if (!form_matches(s, &h, why, sizeof why)) {
+    reject(s, st.source, why);
     return SG_OK;
   }
   if (s->dead[w]) {
@@ -549,6 +580,7 @@ static void server_free(server_t *s) {
   free(s->pend);
   free(s->pbuf);
   free(s->acc);
+  free(s->wide);
   free(s->scratch);
   free(s->sreply);
   free(s->have);
@@ -572,12 +604,16 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   size_t n = sg_workload_nparams(wl);
   ps_shard_range(n, s.S, s.k, &s.off, &s.cnt);
   size_t hdr = sizeof(ps_hdr_t);
-  s.cap = hdr + s.cnt * (cfg->sparse ? 8 : 4);
+  /* topk pushes are (index, value) pairs as sparse ones, at most topk_k */
+  s.cap = hdr + s.cnt * (cfg->sparse || cfg->compress == PS_COMPRESS_TOPK ? 8 : 4);
+  s.topk_k = sg_topk_k(cfg->topk, s.cnt);
   rc = SG_ENOMEM;
   if (!(full = malloc((n ? n : 1) * sizeof *full))) goto fail;
   if (!(s.pbuf = malloc(hdr + (s.cnt + 1) * sizeof(float)))) goto fail;
   s.params = (float *)(s.pbuf + hdr);
   if (!(s.acc = malloc((s.cnt + 1) * sizeof(float)))) goto fail;
+  if (cfg->compress == PS_COMPRESS_FP16 && !(s.wide = malloc((s.cnt + 1) * sizeof(float))))
+    goto fail;
   if (!(s.scratch = malloc(s.cap))) goto fail;
   if (cfg->sparse && !(s.sreply = malloc(hdr + (s.cnt + 1) * sizeof(float)))) goto fail;
   if (!(s.slot = calloc((size_t)s.N, sizeof *s.slot))) goto fail;
@@ -607,9 +643,11 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   clear_acc(&s);
   if (s.k == 0) {
     char v[160];
-    snprintf(v, sizeof v, "%s, %d server(s), %d worker(s), %s", ps_mode_name(cfg->mode), s.S, s.N,
+    static const char *const comp[] = {"", ", push fp16", ", push topk"};
+    snprintf(v, sizeof v, "%s, %d server(s), %d worker(s), %s%s", ps_mode_name(cfg->mode), s.S, s.N,
              !cfg->sparse ? "dense" : s.sparse_apply ? "sparse (sparse update)"
-                                                     : "sparse (dense update: momentum/weight decay)");
+                                                     : "sparse (dense update: momentum/weight decay)",
+             comp[cfg->compress]);
     SG_TRY(sg_records_info(ctx->rec, "ps", v));
   }
 
@@ -637,6 +675,7 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
                                           .dropped = s.dropped, .train_s = train_s,
                                           .dead_workers = dead, .max_ahead = s.max_ahead};
     for (int w = 0; w < s.N && w < PS_STATS_WORKERS; w++) cfg->stats[s.k].pushes[w] = s.clock[w];
+    memcpy(cfg->stats[s.k].first_reject, s.first_reject, sizeof s.first_reject);
   }
 fail:
   free(full);

@@ -28,11 +28,13 @@
 #include <string.h>
 
 #include "clock.h"
+#include "compress_half.h"
 #include "deadline.h"
 #include "err.h"
 #include "ps.h"
 #include "ps_proto.h"
 #include "ps_sparse.h"
+#include "topk_select.h"
 
 typedef struct worker {
   sg_rank_ctx_t *ctx;
@@ -50,11 +52,40 @@ typedef struct worker {
   ps_needs_t *pushn, *pulln; /* of this exchange's push (step t) and pull (t+1) */
   float *gval;             /* sparse: gradient at pushn's coordinates */
   size_t gcap;
+  float *resid, *mag;      /* compress topk: error feedback [n], selection scratch */
+  sg_topk_pair_t *pairs;   /* compress topk: the selected pairs of one shard */
   int stop;                /* ssp/async: a server answered with PS_F_STOP */
   int final;               /* the next pull is the FINAL one */
 } worker_t;
 
 static size_t hdrsz(void) { return sizeof(ps_hdr_t); }
+
+/* compress: fp16 halves or topk pairs of shard k's gradient slice (the
+ * slice gets the residual added: it is the accumulated gradient). */
+static size_t build_compressed(worker_t *wk, int k, int64_t t) {
+  ps_hdr_t h;
+  unsigned char *m = wk->push[k];
+  float *g = wk->grad + wk->off[k];
+  size_t cnt = wk->cnt[k];
+  if (wk->cfg->compress == PS_COMPRESS_FP16) {
+    ps_hdr_init(&h, PS_PUSH, k, PS_F_FP16, t, wk->ver[k], wk->off[k], cnt);
+    memcpy(m, &h, sizeof h);
+    sg_f32_to_f16((uint16_t *)(m + sizeof h), g, cnt);
+    return sizeof h + 2 * cnt;
+  }
+  /* topk: the server takes at most k pairs per shard, the same k here */
+  size_t kk = sg_topk_k(wk->cfg->topk, cnt);
+  sg_topk_select(g, wk->resid + wk->off[k], wk->mag, cnt, kk, wk->pairs);
+  uint32_t *idx = (uint32_t *)(m + sizeof h);
+  float *val = (float *)(m + sizeof h + 4 * kk);
+  for (size_t j = 0; j < kk; j++) {
+    idx[j] = wk->pairs[j].idx;
+    val[j] = wk->pairs[j].val;
+  }
+  ps_hdr_init(&h, PS_PUSH, k, PS_F_SPARSE, t, wk->ver[k], wk->off[k], kk);
+  memcpy(m, &h, sizeof h);
+  return sizeof h + 8 * kk;
+}
 
 /* Fill push[k] with the gradient slice of shard k; returns message bytes. */
 static size_t build_push(worker_t *wk, int k, int64_t t) {
@@ -62,6 +93,7 @@ static size_t build_push(worker_t *wk, int k, int64_t t) {
   unsigned char *m = wk->push[k];
   const float *g = wk->grad ? wk->grad + wk->off[k] : NULL;
   size_t cnt = wk->cnt[k];
+  if (wk->cfg->compress != PS_COMPRESS_NONE) return build_compressed(wk, k, t);
   if (!wk->cfg->sparse) {
     ps_hdr_init(&h, PS_PUSH, k, 0, t, wk->ver[k], wk->off[k], cnt);
     memcpy(m, &h, sizeof h);
@@ -259,8 +291,25 @@ static void worker_free(worker_t *wk) {
   free(wk->params);
   free(wk->grad);
   free(wk->gval);
+  free(wk->resid);
+  free(wk->mag);
+  free(wk->pairs);
   ps_needs_destroy(&wk->needs[0]);
   ps_needs_destroy(&wk->needs[1]);
+}
+
+/* compress topk: the residual over the whole model (zero: nothing held
+ * back yet) and scratch for the largest shard. */
+static int topk_alloc(worker_t *wk) {
+  size_t most = 1;
+  for (int k = 0; k < wk->S; k++)
+    if (wk->cnt[k] > most) most = wk->cnt[k];
+  wk->resid = calloc(wk->n + 1, sizeof *wk->resid);
+  wk->mag = malloc(most * sizeof *wk->mag);
+  wk->pairs = malloc(most * sizeof *wk->pairs);
+  if (!wk->resid || !wk->mag || !wk->pairs)
+    return sg_err_set(SG_ENOMEM, "ps worker %d: topk buffers for %zu floats", wk->w, wk->n);
+  return SG_OK;
 }
 
 int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
@@ -286,10 +335,12 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   for (int k = 0; k < S; k++) {
     ps_shard_range(wk.n, S, k, &wk.off[k], &wk.cnt[k]);
     size_t cnt = wk.cnt[k] + 1;
-    if (!(wk.push[k] = malloc(hdrsz() + cnt * (cfg->sparse ? 8 : 4)))) goto fail;
+    int pairs = cfg->sparse || cfg->compress == PS_COMPRESS_TOPK;
+    if (!(wk.push[k] = malloc(hdrsz() + cnt * (pairs ? 8 : 4)))) goto fail;
     if (!(wk.pull[k] = malloc(hdrsz() + (cfg->sparse ? cnt * 4 : 0)))) goto fail;
     if (!(wk.rep[k] = malloc(hdrsz() + cnt * 4))) goto fail;
   }
+  if (cfg->compress == PS_COMPRESS_TOPK) SG_TRY(topk_alloc(&wk));
   if (cfg->sparse) {
     SG_TRY(ps_needs_new(&wk.needs[0], wl, ctx->opts));
     SG_TRY(ps_needs_new(&wk.needs[1], wl, ctx->opts));

@@ -142,3 +142,23 @@ TEST(every_single_byte_flip_of_the_header_is_caught_or_harmless) {
                 "byte %zu flipped, still accepted", i);
   }
 }
+
+/* compress: fp16 pushes carry 2 B per element; the flag belongs on a
+ * dense PUSH only, and the payload must be the halves' length. */
+TEST(fp16_push_form_is_checked) {
+  static unsigned char b[4096];
+  char why[200];
+  size_t off, cnt;
+  ps_shard_range(100, 2, 1, &off, &cnt);
+  size_t len = make(b, PS_PUSH, 1, PS_F_FP16, off, cnt, cnt * 2);
+  CHECK_OK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why));
+  len = make(b, PS_PUSH, 1, PS_F_FP16, off, cnt, cnt * 4); /* float32 length */
+  CHECK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why) == SG_EPROTO);
+  CHECK_STR_CONTAINS(why, "payload");
+  len = make(b, PS_PULL, 1, PS_F_FP16, off, cnt, 0);
+  CHECK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why) == SG_EPROTO);
+  CHECK_STR_CONTAINS(why, "FP16 flag on a PULL");
+  len = make(b, PS_PUSH, 1, PS_F_FP16 | PS_F_SPARSE, off, 1, 8);
+  CHECK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why) == SG_EPROTO);
+  CHECK_STR_CONTAINS(why, "FP16 flag on a sparse PUSH");
+}

@@ -15,11 +15,20 @@
  *  - faults: a worker, then a server, killed (SIGKILL) or stopped
  *    (SIGSTOP) under sync, and a worker stopped under async: sgdlab exits 1
  *    within two deadlines, the run is failed naming the rank (a stopped one
- *    first, "is stopped (state T)").
+ *    first, "is stopped (state T)");
+ *  - compress: topk 0.01 converges on the quickstart workload (MLP
+ *    784-128-10, batch 64, lr 0.1, momentum 0.9), ps sync, 3 workers, 300
+ *    steps: the workers send < 5% of compress: none's bytes and reach a
+ *    test accuracy >= 0.7 (chance 0.1) within TOPK_ACC_GAP of none's; a
+ *    wrong index or a lost residual keeps it far below (the conservation
+ *    itself is test_ps_compress's);
+ *  - compress with sparse: true is refused before anything launches: exit
+ *    2, one line naming the file, line and key.
  */
 #include "test.h"
 
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +37,7 @@
 
 #define RTOL 1e-4
 #define DEADLINE_S 4.0
+#define TOPK_ACC_GAP 0.1
 
 /* A long sync run (worker rank 3 is slowed, so every step has a window
  * where the others wait for it); once rank 3 has recorded 5 steps, `sig`
@@ -195,4 +205,63 @@ TEST(async_worker_killed_the_run_goes_on_zmq) {
   CHECK_MSG(ok, "run not ok");
   CHECK_MSG(named, "no ps.dead_worker naming worker rank 2");
   CHECK_MSG(budget, "the servers did not stop the run by its time budget");
+}
+
+TEST(topk_push_converges_on_the_quickstart_workload) {
+  const char *dir = ru_scratch("pstopk");
+  CHECK(dir);
+  char cfg[128], db[128];
+  snprintf(cfg, sizeof cfg, "%s/topk.yaml", dir);
+  snprintf(db, sizeof db, "%s/topk.db", dir);
+  FILE *f = fopen(cfg, "w");
+  CHECK(f);
+  fprintf(f, "name: ps-topk\n"
+             "workload: {dataset: fashion-mnist, model: mlp, hidden: [128], batch: 64,\n"
+             "           lr: 0.1, momentum: 0.9, max_steps: 300, eval_every: 300, seed: 1}\n"
+             "workers: 3\n"
+             "engines:\n"
+             "  - {engine: ps, mode: sync, compress: none}\n"
+             "  - {engine: ps, mode: sync, compress: topk, topk: 0.01}\n");
+  CHECK(fclose(f) == 0);
+  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  double acc[2], bytes[2];
+  for (int m = 0; m < 2; m++) {
+    char sql[256], *v;
+    snprintf(sql, sizeof sql, "SELECT test_acc FROM evals WHERE run_id = (SELECT MIN(id) + %d "
+             "FROM runs) ORDER BY step DESC LIMIT 1", m);
+    v = ru_db_text(db, sql);
+    acc[m] = v && v[0] ? atof(v) : -1;
+    free(v);
+    /* the workers' pushes (rank 0 is the server, whose replies stay float32) */
+    snprintf(sql, sizeof sql, "SELECT SUM(bytes_sent) FROM steps WHERE rank >= 1 AND run_id = "
+             "(SELECT MIN(id) + %d FROM runs)", m);
+    bytes[m] = (double)ru_db_int(db, sql);
+  }
+  fprintf(stderr, "  accuracy none %.4f topk %.4f, worker bytes topk/none %.4f\n", acc[0],
+          acc[1], bytes[1] / bytes[0]);
+  CHECK_MSG(bytes[0] > 0 && bytes[1] > 0 && bytes[1] / bytes[0] < 0.05,
+            "topk sent %.3f of none's bytes", bytes[1] / bytes[0]);
+  CHECK_MSG(acc[1] >= 0.7 && acc[1] >= acc[0] - TOPK_ACC_GAP,
+            "topk accuracy %.4f against none's %.4f", acc[1], acc[0]);
+}
+
+TEST(compress_with_sparse_is_refused_before_launch) {
+  const char *dir = ru_scratch("pscompbad");
+  CHECK(dir);
+  char cfg[128], db[128], *out = NULL;
+  snprintf(cfg, sizeof cfg, "%s/bad.yaml", dir);
+  snprintf(db, sizeof db, "%s/bad.db", dir);
+  CHECK_EQ_INT(ru_write_file(cfg, "name: ps-bad\n"
+                                  "workload: {dataset: fashion-mnist, model: mlp, max_steps: 5}\n"
+                                  "workers: 2\n"
+                                  "engines:\n"
+                                  "  - {engine: ps, sparse: true, compress: fp16}\n"), 0);
+  int rc = ru_sgdlab_in(dir, &out, "run", cfg, "--db", db, NULL);
+  fprintf(stderr, "  exit %d: %s", rc, out ? out : "(nothing)\n");
+  CHECK_EQ_INT(rc, 2);
+  CHECK_STR_CONTAINS(out, "bad.yaml:5:");
+  CHECK_STR_CONTAINS(out, "compress: fp16");
+  CHECK_STR_CONTAINS(out, "sparse: true");
+  CHECK_MSG(access(db, F_OK) != 0, "a database was made for a refused experiment");
+  free(out);
 }

@@ -27,6 +27,7 @@
 #include "settings.h"
 #include "run_util.h"
 #include "thread_ranks.h"
+#include "topk_select.h"
 #include "transport.h"
 
 #define STEPS 100
@@ -39,7 +40,8 @@ static sg_opts_t *make_opts(int workers, const char *dump, const char *const *kv
 }
 
 /* How a thread behaves besides being a plain server or worker. */
-enum { PLAIN = 0, FUZZ_FIRST = 1, DIE_AFTER_ONE_PUSH = 2 };
+enum { PLAIN = 0, FUZZ_FIRST = 1, DIE_AFTER_ONE_PUSH = 2, TOPK_FUZZ_FIRST = 3 };
+enum { NTOPK_FUZZ = 4 };
 enum { NFUZZ = 7 };
 
 typedef struct rank_arg {
@@ -49,6 +51,7 @@ typedef struct rank_arg {
   int rc;        /* what the rank's loop returned */
   char err[512]; /* and its message */
   double ended; /* sg_now() when the rank's loop returned */
+  uint64_t sent; /* bytes the rank sent */
 } rank_arg_t;
 
 /* NFUZZ malformed messages to server 0, each wrong in another way. */
@@ -71,6 +74,37 @@ static int send_fuzz(sg_comm_t *c, const ps_cfg_t *cfg, size_t n) {
   ps_hdr_init(&h, PS_PULL, 0, 0, 0, 0, off, cnt);                  /* wrong tag */
   SG_CHECK(sg_send(c, 0, 999, &h, sizeof h));
   return SG_OK;
+}
+
+/* NTOPK_FUZZ malformed compress: topk pushes to server 0, each of which
+ * would pass for the worker's step-0 push if the server took it: an index
+ * one past the shard, one pair more than the shard's k (valid indices),
+ * more pairs than the shard has elements, and a dense push. */
+static int send_topk_fuzz(sg_comm_t *c, const ps_cfg_t *cfg, size_t n) {
+  size_t off, cnt;
+  ps_shard_range(n, cfg->servers, 0, &off, &cnt);
+  size_t kk = sg_topk_k(cfg->topk, cnt), bytes = sizeof(ps_hdr_t) + 8 * (cnt + 1);
+  unsigned char *buf = calloc(1, bytes);
+  uint32_t *idx = (uint32_t *)(buf + sizeof(ps_hdr_t));
+  ps_hdr_t h;
+  int rc = SG_OK;
+  if (!buf) return SG_ENOMEM;
+  ps_hdr_init(&h, PS_PUSH, 0, PS_F_SPARSE, 0, 0, off, 1); /* idx[0] = cnt */
+  memcpy(buf, &h, sizeof h);
+  idx[0] = (uint32_t)cnt;
+  if (!rc) rc = sg_send(c, 0, PS_TAG_REQ, buf, sizeof h + 8);
+  for (size_t j = 0; j <= kk; j++) idx[j] = (uint32_t)j;
+  ps_hdr_init(&h, PS_PUSH, 0, PS_F_SPARSE, 0, 0, off, kk + 1); /* k + 1 pairs */
+  memcpy(buf, &h, sizeof h);
+  if (!rc) rc = sg_send(c, 0, PS_TAG_REQ, buf, sizeof h + 8 * (kk + 1));
+  ps_hdr_init(&h, PS_PUSH, 0, PS_F_SPARSE, 0, 0, off, cnt + 1); /* more than the shard */
+  memcpy(buf, &h, sizeof h);
+  if (!rc) rc = sg_send(c, 0, PS_TAG_REQ, buf, sizeof h + 8 * (cnt + 1));
+  ps_hdr_init(&h, PS_PUSH, 0, 0, 0, 0, off, cnt); /* dense */
+  memcpy(buf, &h, sizeof h);
+  if (!rc) rc = sg_send(c, 0, PS_TAG_REQ, buf, sizeof h + 4 * cnt);
+  free(buf);
+  return rc;
 }
 
 /* A worker that pulls, pushes zeros for step 0, and vanishes (no DONE). */
@@ -109,8 +143,9 @@ static int ps_rank(sg_comm_t *c, void *p) {
     rc = ps_worker_run(&ctx, a->cfg);
   } else {
     SG_TRY(sg_workload_new(&wl, a->opts, 0, a->cfg->workers, 0));
-    if (a->behaviour == FUZZ_FIRST) {
-      SG_TRY(send_fuzz(c, a->cfg, sg_workload_nparams(wl)));
+    if (a->behaviour == FUZZ_FIRST || a->behaviour == TOPK_FUZZ_FIRST) {
+      if (a->behaviour == FUZZ_FIRST) SG_TRY(send_fuzz(c, a->cfg, sg_workload_nparams(wl)));
+      else SG_TRY(send_topk_fuzz(c, a->cfg, sg_workload_nparams(wl)));
       rc = ps_worker_run(&ctx, a->cfg);
     } else {
       rc = die_after_one_push(c, a->cfg, sg_workload_nparams(wl));
@@ -118,6 +153,7 @@ static int ps_rank(sg_comm_t *c, void *p) {
   }
 fail:
   a->ended = sg_now();
+  a->sent = sg_comm_bytes_sent(c);
   if (rc < 0) snprintf(a->err, sizeof a->err, "%s [%s]", sg_err_msg(), sg_err_trace());
   a->rc = rc;
   sg_workload_destroy(&wl);
@@ -426,4 +462,85 @@ TEST(async_turns_a_stragglers_idle_time_into_updates) {
   CHECK_OK(straggler_case("ssp", sp));
   CHECK_EQ_INT(sp[0].updates, 4 * 150);
   CHECK(sp[0].max_ahead <= 2);
+}
+
+/* compress: fp16 and topk against none, S = 2, N = 3, sync, from the same
+ * seed: worker ranks' bytes sent, and worker 0's final parameters. */
+typedef struct comp_run {
+  double dist;       /* relative L2 distance of the dump to none's */
+  double bytes;      /* bytes the workers sent, over none's */
+  ps_server_stats_t st[2];
+} comp_run_t;
+
+static int comp_case(const char *compress, const char *steps, const int *behaviour,
+                     const char *none_dump, const char *dump, double none_bytes,
+                     comp_run_t *out) {
+  const char *kv[] = {"compress", compress, "topk", "0.01", "max_steps", steps, NULL};
+  sg_opts_t *o = make_opts(3, dump, kv);
+  rank_arg_t args[MAXR];
+  ps_cfg_t cfg;
+  int rc = o ? 0 : SG_ENOMEM;
+  if (!rc) sg_opts_set(o, "servers", "2");
+  if (!rc) rc = ps_cfg_from_opts(&cfg, o, 3);
+  memset(out, 0, sizeof *out);
+  cfg.stats = out->st;
+  if (!rc) rc = run_ps(o, &cfg, behaviour, 60, args);
+  double sent = 0;
+  for (int r = 2; r < 5 && !rc; r++) sent += (double)args[r].sent;
+  out->bytes = none_bytes > 0 ? sent / none_bytes : sent;
+  out->dist = rc || !none_dump ? -1 : ru_rel_distance(dump, none_dump, NULL);
+  fprintf(stderr, "  compress %s: distance to none %.3g, bytes %.4g%s\n", compress, out->dist,
+          out->bytes, none_bytes > 0 ? " of none's" : "");
+  sg_opts_destroy(&o);
+  return rc;
+}
+
+/* fp16: 10 steps (as the allreduce fp16 test: longer runs of momentum SGD
+ * drift apart chaotically and test nothing more): the halves must change
+ * the parameters (an ignored option gives 0) by less than 1e-3 relative,
+ * and the workers must send about half the bytes. */
+TEST(fp16_push_is_within_tolerance_of_none_and_not_equal) {
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  const char *dir = ru_scratch("pscomp16");
+  CHECK(dir);
+  char none[128], half[128];
+  snprintf(none, sizeof none, "%s/none.f32", dir);
+  snprintf(half, sizeof half, "%s/fp16.f32", dir);
+  comp_run_t rn, rh;
+  CHECK_OK(comp_case("none", "10", NULL, NULL, none, 0, &rn));
+  CHECK_OK(comp_case("fp16", "10", NULL, none, half, rn.bytes, &rh));
+  CHECK_MSG(rh.dist > 1e-7, "fp16 parameters equal none's (%.3g): halves not used", rh.dist);
+  CHECK_MSG(rh.dist < 1e-3, "fp16 distance %.3g to none", rh.dist);
+  CHECK_MSG(rh.bytes > 0.45 && rh.bytes < 0.55, "fp16 sent %.3f of none's bytes", rh.bytes);
+  CHECK_EQ_INT(rh.st[0].rejected + rh.st[1].rejected, 0);
+  CHECK_EQ_INT(rh.st[0].updates, 10);
+}
+
+/* topk 0.01: malformed topk pushes from worker 1 (rank 2) before its real
+ * ones are refused, counted, and named by rank; training is then bit-equal
+ * to the same run without them (sync sums in worker order), so nothing of
+ * theirs reached the shard.  And the workers send < 5% of none's bytes. */
+TEST(malformed_topk_pushes_are_refused_naming_the_rank) {
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  const char *dir = ru_scratch("pscomptk");
+  CHECK(dir);
+  char none[128], plain[128], fuzz[128];
+  snprintf(none, sizeof none, "%s/none.f32", dir);
+  snprintf(plain, sizeof plain, "%s/topk.f32", dir);
+  snprintf(fuzz, sizeof fuzz, "%s/topk-fuzz.f32", dir);
+  int beh[MAXR] = {0};
+  beh[3] = TOPK_FUZZ_FIRST; /* worker 1, rank 3 (ranks 0, 1 are the servers) */
+  comp_run_t rn, rp, rf;
+  CHECK_OK(comp_case("none", "30", NULL, NULL, none, 0, &rn));
+  CHECK_OK(comp_case("topk", "30", NULL, none, plain, rn.bytes, &rp));
+  CHECK_OK(comp_case("topk", "30", beh, plain, fuzz, 0, &rf));
+  fprintf(stderr, "  server 0 rejected %lld: first %s\n", (long long)rf.st[0].rejected,
+          rf.st[0].first_reject);
+  CHECK_MSG(rp.bytes < 0.05, "topk sent %.3f of none's bytes", rp.bytes);
+  CHECK_MSG(rp.dist > 1e-3, "topk parameters equal none's (%.3g): option ignored", rp.dist);
+  CHECK_EQ_INT(rp.st[0].rejected, 0);
+  CHECK_EQ_INT(rf.st[0].rejected, NTOPK_FUZZ);
+  CHECK_STR_CONTAINS(rf.st[0].first_reject, "from rank 3: sparse index");
+  CHECK_MSG(rf.dist == 0, "the refused pushes changed training (distance %.3g)", rf.dist);
+  CHECK_EQ_INT(rf.st[0].updates, 30);
 }

@@ -1,8 +1,8 @@
-/* half.h - IEEE binary16 on the wire: conversions and the reduce kernels
+/* compress_half.h - IEEE binary16 on the wire: conversions and the reduce kernels
  * of compress: fp16.  Sums are float32: a received half is widened, added
  * in float, and narrowed again (round to nearest even) only to be sent. */
-#ifndef SG_AR_HALF_H
-#define SG_AR_HALF_H
+#ifndef SG_COMPRESS_HALF_H
+#define SG_COMPRESS_HALF_H
 
 #include <stddef.h>
 #include <stdint.h>

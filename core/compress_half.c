@@ -1,8 +1,8 @@
-/* half.c - see half.h.  GCC's _Float16 converts with the F16C
+/* compress_half.c - see compress_half.h.  GCC's _Float16 converts with the F16C
  * instructions (vcvtps2ph / vcvtph2ps, 8 values each) in the functions
  * built for that target, and in software otherwise; both round to nearest
  * even, so every rank converts to the same bits either way. */
-#include "half.h"
+#include "compress_half.h"
 
 #include <string.h>
 
