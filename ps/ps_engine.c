@@ -111,6 +111,7 @@ extern const struct sg_bench_round sg_ps_bench_round; /* the benchmark round, ne
 static const sg_option_need_t ps_needs[] = {
     {"staleness", "mode", "|ssp|"},
     {"time_budget", "mode", "|ssp|async|"},
+    {"topk", "compress", "|topk|"},
     {NULL, NULL, NULL},
 };
 
