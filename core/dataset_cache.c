@@ -97,9 +97,12 @@ static int check_map(const unsigned char *m, size_t size, uint64_t key, const ch
   memcpy(&h, m, sizeof h);
   if (memcmp(h.magic, CACHE_MAGIC, 8) || h.version != CACHE_VERSION || h.key != key)
     return sg_err_set(SG_EFORMAT, "%s: not the cache of these files (magic/version/key)", path);
+  /* payload / row bytes, not n * row bytes: n <= 2^40 rows of up to
+   * 2^24 + 1 words can wrap 64 bits, and a wrapped product that matches
+   * the file's size would put the labels outside the mapping */
   if (h.n < 1 || h.d < 1 || h.classes < 1 || h.classes > 65536 || h.n > (int64_t)1 << 40 ||
-      h.d > (int64_t)1 << 24 || (uint64_t)h.n * (uint64_t)(h.d + 1) * 4 != h.payload ||
-      h.payload != size - sizeof h)
+      h.d > (int64_t)1 << 24 || h.payload != size - sizeof h ||
+      h.payload % ((uint64_t)(h.d + 1) * 4) || h.payload / ((uint64_t)(h.d + 1) * 4) != (uint64_t)h.n)
     return sg_err_set(SG_EFORMAT, "%s: sizes n=%lld d=%lld payload %llu B do not match the file's %zu B",
                       path, (long long)h.n, (long long)h.d, (unsigned long long)h.payload, size);
   if (sg_dataset_checksum_(m + sizeof h, h.payload) != h.sum)

@@ -647,3 +647,48 @@ TEST(shared_cache_maps_what_the_decoder_gives_and_rebuilds_a_tampered_file) {
   sg_dataset_destroy(&ds);
   sg_dataset_destroy(&ref);
 }
+
+/* A cache header whose sizes wrap 64 bits: n = 2^40 rows of d = 2^22 - 1
+ * floats make n*(d+1)*4 = 2^64, i.e. 0, so "payload 0 B" in a 64-B file
+ * matched, and the label check then read n*d*4 bytes past the mapping
+ * (a wild pointer 4 TiB before it: SIGSEGV instead of a rebuild). */
+static char wrap_im[256], wrap_lb[256], wrap_dir[256];
+
+static int load_wrapped_cache(void) {
+  sg_dataset_t *ds = NULL, *ref = NULL;
+  int rc = sg_dataset_load_idx_shared(&ds, wrap_im, wrap_lb, 0, wrap_dir);
+  int ok = rc == SG_OK && ds->map_ != NULL && sg_dataset_load_idx(&ref, wrap_im, wrap_lb, 0) == 0 &&
+           same_as_decoded(ds, ref);
+  if (!ok) fprintf(stderr, "load: %d %s\n", rc, sg_err_msg());
+  sg_dataset_destroy(&ds);
+  sg_dataset_destroy(&ref);
+  return ok ? 0 : 1;
+}
+
+TEST(shared_cache_header_whose_sizes_wrap_is_rebuilt_not_followed) {
+  unsigned char im[64], lb[16], hdr[64];
+  size_t ni = idx_images(im, 0x803), nl = idx_labels(lb, 5, 0);
+  char path[512];
+  snprintf(wrap_im, sizeof wrap_im, "%s", tmp("wim"));
+  snprintf(wrap_lb, sizeof wrap_lb, "%s", tmp("wlb"));
+  snprintf(wrap_dir, sizeof wrap_dir, "%s", tmp("wcache"));
+  write_plain(wrap_im, im, ni);
+  write_plain(wrap_lb, lb, nl);
+  sg_dataset_t *ds = NULL;
+  CHECK_OK(sg_dataset_load_idx_shared(&ds, wrap_im, wrap_lb, 0, wrap_dir));
+  sg_dataset_destroy(&ds);
+  CHECK_OK(cache_file(wrap_dir, path, sizeof path));
+  /* keep magic, key, classes, version; lie about n, d, payload, sum */
+  int fd = open(path, O_RDWR);
+  CHECK(fd >= 0 && pread(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr);
+  int64_t n = (int64_t)1 << 40, d = ((int64_t)1 << 22) - 1;
+  uint64_t payload = 0, sum = sg_dataset_checksum_("", 0);
+  memcpy(hdr + 16, &n, 8);
+  memcpy(hdr + 24, &d, 8);
+  memcpy(hdr + 40, &payload, 8);
+  memcpy(hdr + 48, &sum, 8);
+  CHECK(pwrite(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr && ftruncate(fd, 64) == 0);
+  close(fd);
+  /* in a child, so a crash is a failed check and not a dead test binary */
+  CHECK_EQ_INT(run_limited(load_wrapped_cache, (size_t)1 << 30), 0);
+}
