@@ -258,3 +258,63 @@ TEST(topk_conserves_the_gradient) {
           n * TOPK_COUNT);
   CHECK_EQ_INT(wrong, 0);
 }
+
+/* A topk peer whose block is shorter than k pairs (a count that lies):
+ * the receive left the rest of the block from the previous step in place
+ * and those stale pairs were summed again, silently.  Rank 1 is played by
+ * hand: a full block of (i, 1) pairs, then half a block. */
+enum { LIAR_COUNT = 100, LIAR_K = 10 };
+
+typedef struct liar_arg {
+  void *zctx;
+  int rank, rc2; /* rc2: rank 0's second sg_topk_run */
+  float buf2[LIAR_COUNT];
+  char msg[200];
+} liar_arg_t;
+
+static void *liar_main(void *p) {
+  liar_arg_t *a = p;
+  sg_comm_t *c = NULL;
+  sg_topk_t *tk = NULL;
+  float buf[LIAR_COUNT] = {0};
+  struct { uint32_t idx; float val; } mine[LIAR_K], theirs[LIAR_K];
+  int rc;
+  sg_zmq_cfg_t zc = {.rank = a->rank, .size = 2, .deadline_s = 10,
+                     .scheme = "inproc", .group = "liar", .zctx = a->zctx};
+  SG_TRY(sg_comm_zmq_new(&c, &zc));
+  if (a->rank == 0) {
+    SG_TRY(sg_topk_new(&tk, c, LIAR_COUNT, (double)LIAR_K / LIAR_COUNT));
+    SG_TRY(sg_topk_run(tk, buf));
+    a->rc2 = sg_topk_run(tk, a->buf2);
+    snprintf(a->msg, sizeof a->msg, "%s", sg_err_msg());
+  } else {
+    for (int j = 0; j < LIAR_K; j++) mine[j].idx = (uint32_t)j, mine[j].val = 1.0f;
+    for (int round = 0; round < 2; round++)
+      SG_TRY(sg_sendrecv(c, 0, SG_AR_TAG_TOPK, mine, (round ? LIAR_K / 2 : LIAR_K) * sizeof mine[0],
+                         0, SG_AR_TAG_TOPK, theirs, sizeof theirs, NULL));
+  }
+fail:
+  sg_topk_destroy(&tk);
+  sg_comm_destroy(&c);
+  if (a->rank == 1) a->rc2 = rc;
+  return NULL;
+}
+
+TEST(topk_block_shorter_than_k_is_refused_not_padded_with_stale_pairs) {
+  void *zctx = zmq_ctx_new();
+  static liar_arg_t args[2];
+  pthread_t th[2];
+  CHECK(zctx);
+  for (int r = 0; r < 2; r++) {
+    args[r] = (liar_arg_t){.zctx = zctx, .rank = r};
+    pthread_create(&th[r], NULL, liar_main, &args[r]);
+  }
+  for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+  zmq_ctx_term(zctx);
+  CHECK_MSG(args[1].rc2 == 0, "the liar itself failed: %d", args[1].rc2);
+  /* before: rc 0 and buf2[5..9] = 1, pairs the liar sent a step earlier */
+  fprintf(stderr, "  topk with a short block: rc %d (%s), buf[9] = %g\n", args[0].rc2,
+          args[0].msg, (double)args[0].buf2[9]);
+  CHECK_EQ_INT(args[0].rc2, SG_EPROTO);
+  CHECK_STR_CONTAINS(args[0].msg, "topk: rank 1 sent 40 B, a block is 80 B");
+}
