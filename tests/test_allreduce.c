@@ -318,3 +318,114 @@ TEST(topk_block_shorter_than_k_is_refused_not_padded_with_stale_pairs) {
   CHECK_EQ_INT(args[0].rc2, SG_EPROTO);
   CHECK_STR_CONTAINS(args[0].msg, "topk: rank 1 sent 40 B, a block is 80 B");
 }
+
+/* Uneven vectors: rank 1 reduces fewer floats than rank 0, so every
+ * segment it sends is short.  The ring's receive slots then kept bytes of
+ * an earlier segment and rank 0 summed them in, without an error. */
+typedef struct uneven_arg {
+  void *zctx;
+  int rank, rc;
+  const char *compress;
+  size_t count;
+  char msg[300];
+} uneven_arg_t;
+
+static void *uneven_main(void *p) {
+  uneven_arg_t *a = p;
+  sg_comm_t *c = NULL;
+  sg_ar_t *ar = NULL;
+  float buf[64];
+  int rc;
+  sg_zmq_cfg_t zc = {.rank = a->rank, .size = 2, .deadline_s = 3,
+                     .scheme = "inproc", .group = "uneven", .zctx = a->zctx};
+  for (size_t i = 0; i < 64; i++) buf[i] = 1.0f;
+  SG_TRY(sg_comm_zmq_new(&c, &zc));
+  SG_TRY(sg_ar_new(&ar, c, "ring", 0, a->count));
+  SG_TRY(sg_ar_set_compress(ar, a->compress));
+  SG_TRY(sg_ar_run(ar, buf, a->count));
+fail:
+  snprintf(a->msg, sizeof a->msg, "%s", rc < 0 ? sg_err_msg() : "");
+  a->rc = rc;
+  sg_ar_destroy(&ar);
+  sg_comm_destroy(&c);
+  return NULL;
+}
+
+TEST(ring_with_a_peer_of_fewer_floats_fails_on_both_sides) {
+  const char *modes[] = {"none", "fp16"};
+  for (int m = 0; m < 2; m++) {
+    void *zctx = zmq_ctx_new();
+    static uneven_arg_t args[2];
+    pthread_t th[2];
+    for (int r = 0; r < 2; r++) {
+      args[r] = (uneven_arg_t){.zctx = zctx, .rank = r, .compress = modes[m], .count = r ? 48 : 64};
+      pthread_create(&th[r], NULL, uneven_main, &args[r]);
+    }
+    for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+    zmq_ctx_term(zctx);
+    for (int r = 0; r < 2; r++)
+      fprintf(stderr, "  compress %s, rank %d (count %zu): rc %d %s\n", modes[m], r, args[r].count,
+              args[r].rc, args[r].msg);
+    CHECK_MSG(args[0].rc < 0 && args[1].rc < 0, "compress %s: both ranks must fail", modes[m]);
+  }
+}
+
+/* A ring peer that sends every segment short (a count that lies, played
+ * by hand as rank 1 of 2: it answers each of rank 0's two steps with 8 B
+ * of ones).  Rank 0 must fail naming it, not sum what the receive slot
+ * or its own buffer held before. */
+typedef struct short_arg {
+  void *zctx;
+  int rank, rc;
+  const char *compress;
+  float buf[64];
+  char msg[300];
+} short_arg_t;
+
+static void *short_main(void *p) {
+  short_arg_t *a = p;
+  sg_comm_t *c = NULL;
+  sg_ar_t *ar = NULL;
+  static _Thread_local float big[64];
+  const float ones[2] = {1.0f, 1.0f};
+  int rc;
+  sg_zmq_cfg_t zc = {.rank = a->rank, .size = 2, .deadline_s = 3,
+                     .scheme = "inproc", .group = "short", .zctx = a->zctx};
+  SG_TRY(sg_comm_zmq_new(&c, &zc));
+  if (a->rank == 0) {
+    for (size_t i = 0; i < 64; i++) a->buf[i] = 1.0f;
+    SG_TRY(sg_ar_new(&ar, c, "ring", 0, 64));
+    SG_TRY(sg_ar_set_compress(ar, a->compress));
+    SG_TRY(sg_ar_run(ar, a->buf, 64));
+  } else {
+    for (int s = 0; s < 2; s++)
+      SG_TRY(sg_sendrecv(c, 0, SG_AR_TAG_RING + s, ones, sizeof ones, 0, SG_AR_TAG_RING + s, big,
+                         sizeof big, NULL));
+  }
+fail:
+  snprintf(a->msg, sizeof a->msg, "%s", rc < 0 ? sg_err_msg() : "");
+  a->rc = rc;
+  sg_ar_destroy(&ar);
+  sg_comm_destroy(&c);
+  return NULL;
+}
+
+TEST(ring_segment_shorter_than_announced_is_refused) {
+  const char *modes[] = {"none", "fp16"};
+  for (int m = 0; m < 2; m++) {
+    void *zctx = zmq_ctx_new();
+    static short_arg_t args[2];
+    pthread_t th[2];
+    for (int r = 0; r < 2; r++) {
+      args[r] = (short_arg_t){.zctx = zctx, .rank = r, .compress = modes[m]};
+      pthread_create(&th[r], NULL, short_main, &args[r]);
+    }
+    for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+    zmq_ctx_term(zctx);
+    fprintf(stderr, "  compress %s: rank 0 rc %d %s; buf[0] %g buf[40] %g\n", modes[m],
+            args[0].rc, args[0].msg, (double)args[0].buf[0], (double)args[0].buf[40]);
+    /* (the liar then waits out its deadline for a step rank 0 never sends) */
+    CHECK_MSG(args[0].rc == SG_EPROTO, "compress %s: rank 0 returned %d", modes[m], args[0].rc);
+    CHECK_STR_CONTAINS(args[0].msg, "from rank 1");
+  }
+}
