@@ -122,10 +122,15 @@ static int take_params(worker_t *wk, int k, size_t bytes, int64_t clock, double 
     return sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %s for step %lld, expected PARAMS for %lld",
                       wk->w, k, ps_type_name(h.type), (long long)h.clock, (long long)clock);
   const float *v = (const float *)(m + sizeof h);
+  ps_hdr_t ph;
+  memcpy(&ph, wk->pull[k], sizeof ph);
+  /* sparse values land at the pull's indices: a dense pull has none */
+  if ((h.flags ^ ph.flags) & PS_F_SPARSE)
+    return sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %s PARAMS for a %s PULL", wk->w,
+                      k, (h.flags & PS_F_SPARSE) ? "sparse" : "dense",
+                      (ph.flags & PS_F_SPARSE) ? "sparse" : "dense");
   if (h.flags & PS_F_SPARSE) {
     const uint32_t *idx = (const uint32_t *)(wk->pull[k] + sizeof h);
-    ps_hdr_t ph;
-    memcpy(&ph, wk->pull[k], sizeof ph);
     if (ph.count != h.count)
       return sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %llu values for %llu indices",
                         wk->w, k, (unsigned long long)h.count, (unsigned long long)ph.count);
