@@ -31,9 +31,17 @@ int sg_prim_wait_sends(sg_prim_t *p, size_t limit) {
   return SG_OK;
 }
 
-static int wait_recv(sg_prim_t *p, size_t u) {
+/* A segment shorter than len would leave older bytes in the rest of the
+ * slot (or of the caller's buffer), summed or kept as if received. */
+static int wait_recv(sg_prim_t *p, size_t u, size_t len) {
   sg_req_t **rq = &p->rreq[u % p->d];
-  return *rq ? sg_wait(p->c, rq, NULL) : SG_OK;
+  sg_status_t st;
+  if (!*rq) return SG_OK;
+  SG_CHECK(sg_wait(p->c, rq, &st));
+  if (st.bytes != wire(p, len))
+    return sg_err_set(SG_EPROTO, "ring: %zu B from rank %d, tag %d, where the segment is %zu B",
+                      st.bytes, p->left, st.tag, wire(p, len));
+  return SG_OK;
 }
 
 static int post_send(sg_prim_t *p, size_t v, int s_send, const void *src, size_t len) {
@@ -55,7 +63,7 @@ int sg_prim_send(sg_prim_t *p, size_t v, int s_send, const float *in, size_t len
 int sg_prim_recv_reduce_send(sg_prim_t *p, size_t u, const float *in, size_t len, size_t v,
                              int s_send) {
   if (len) {
-    SG_CHECK(wait_recv(p, u));
+    SG_CHECK(wait_recv(p, u, len));
     if (p->half) sg_sum_f16(stage16(p, v), in, rslot16(p, u), len);
     else sg_sum3_f32(stage(p, v), in, rslot(p, u), len);
   }
@@ -66,7 +74,7 @@ int sg_prim_recv_reduce_send(sg_prim_t *p, size_t u, const float *in, size_t len
  * every replica holds the same bits. */
 int sg_prim_recv_reduce_copy_send(sg_prim_t *p, size_t u, float *inout, size_t len, size_t v,
                                   int s_send) {
-  if (len) SG_CHECK(wait_recv(p, u));
+  if (len) SG_CHECK(wait_recv(p, u, len));
   if (!p->half) {
     sg_sum_f32(inout, rslot(p, u), len);
     return post_send(p, v, s_send, inout, len);
@@ -78,7 +86,7 @@ int sg_prim_recv_reduce_copy_send(sg_prim_t *p, size_t u, float *inout, size_t l
 
 int sg_prim_recv_copy_send(sg_prim_t *p, size_t u, float *out, size_t len, size_t v,
                            int s_send) {
-  if (len) SG_CHECK(wait_recv(p, u));
+  if (len) SG_CHECK(wait_recv(p, u, len));
   if (!p->half) return post_send(p, v, s_send, out, len);
   sg_f16_to_f32(out, rslot16(p, u), len);
   memcpy(stage16(p, v), rslot16(p, u), len * 2);
@@ -86,7 +94,7 @@ int sg_prim_recv_copy_send(sg_prim_t *p, size_t u, float *out, size_t len, size_
 }
 
 int sg_prim_recv(sg_prim_t *p, size_t u, float *out, size_t len) {
-  if (len) SG_CHECK(wait_recv(p, u));
+  if (len) SG_CHECK(wait_recv(p, u, len));
   if (p->half && len) sg_f16_to_f32(out, rslot16(p, u), len);
   return SG_OK;
 }

@@ -48,8 +48,13 @@ static int allgather(sg_topk_t *t) {
   for (int s = 0; s < n - 1; s++) {
     pair_t *snd = t->all + (size_t)((r - s + n) % n) * t->k;
     pair_t *rcv = t->all + (size_t)((r - s - 1 + 2 * n) % n) * t->k;
+    sg_status_t st;
     SG_CHECK(sg_sendrecv(t->c, right, SG_AR_TAG_TOPK + s, snd, bytes, left, SG_AR_TAG_TOPK + s,
-                         rcv, bytes, NULL));
+                         rcv, bytes, &st));
+    /* a short block would leave the previous step's pairs in its tail */
+    if (st.bytes != bytes)
+      return sg_err_set(SG_EPROTO, "topk: rank %d sent %zu B, a block is %zu B", left, st.bytes,
+                        bytes);
   }
   return SG_OK;
 }

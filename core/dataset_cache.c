@@ -14,7 +14,8 @@
  * header (magic, key, sizes that match the file's size) and payload
  * checksum check out, every label in range.  Anything else is rebuilt:
  * decoded again and written to an O_EXCL temporary (0600) renamed over
- * the name, so a reader never sees a half-written file.
+ * the name, so a reader never sees a half-written file; every step after
+ * the directory check works through a descriptor of the checked directory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -78,16 +79,26 @@ static int source_key(const char *images, const char *labels, int64_t limit, uin
 }
 
 /* dir: made 0700 when missing; refused unless a directory of ours that
- * no one else can enter or write. */
+ * no one else can enter or write.  Returns a descriptor of the directory
+ * that was checked: every later step works relative to it, so a parent
+ * another user can write cannot swap the path for a symlink meanwhile. */
 static int private_dir(const char *dir) {
   if (mkdir(dir, 0700) < 0 && errno != EEXIST)
     return sg_err_set(SG_EIO, "data cache %s: %s", dir, strerror(errno));
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st;
-  if (lstat(dir, &st) < 0) return sg_err_set(SG_EIO, "data cache %s: %s", dir, strerror(errno));
-  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+  if (fd < 0 || fstat(fd, &st) < 0) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return sg_err_set(SG_EIO, "data cache %s: %s", dir,
+                      e == ELOOP || e == ENOTDIR ? "not a directory (a symlink?)" : strerror(e));
+  }
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+    close(fd);
     return sg_err_set(SG_EIO, "data cache %s: not a private directory of uid %u (mode %04o, owner %u)",
                       dir, (unsigned)geteuid(), (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
-  return SG_OK;
+  }
+  return fd;
 }
 
 /* The header and payload of a mapped file; 0 or SG_EFORMAT with why. */
@@ -97,9 +108,12 @@ static int check_map(const unsigned char *m, size_t size, uint64_t key, const ch
   memcpy(&h, m, sizeof h);
   if (memcmp(h.magic, CACHE_MAGIC, 8) || h.version != CACHE_VERSION || h.key != key)
     return sg_err_set(SG_EFORMAT, "%s: not the cache of these files (magic/version/key)", path);
+  /* payload / row bytes, not n * row bytes: n <= 2^40 rows of up to
+   * 2^24 + 1 words can wrap 64 bits, and a wrapped product that matches
+   * the file's size would put the labels outside the mapping */
   if (h.n < 1 || h.d < 1 || h.classes < 1 || h.classes > 65536 || h.n > (int64_t)1 << 40 ||
-      h.d > (int64_t)1 << 24 || (uint64_t)h.n * (uint64_t)(h.d + 1) * 4 != h.payload ||
-      h.payload != size - sizeof h)
+      h.d > (int64_t)1 << 24 || h.payload != size - sizeof h ||
+      h.payload % ((uint64_t)(h.d + 1) * 4) || h.payload / ((uint64_t)(h.d + 1) * 4) != (uint64_t)h.n)
     return sg_err_set(SG_EFORMAT, "%s: sizes n=%lld d=%lld payload %llu B do not match the file's %zu B",
                       path, (long long)h.n, (long long)h.d, (unsigned long long)h.payload, size);
   if (sg_dataset_checksum_(m + sizeof h, h.payload) != h.sum)
@@ -113,8 +127,9 @@ static int check_map(const unsigned char *m, size_t size, uint64_t key, const ch
 
 /* Map path if it is ours and valid: SG_OK, SG_ENOTFOUND, or SG_EFORMAT /
  * SG_EIO with the reason (the caller rebuilds). */
-static int map_cache(const char *path, uint64_t key, sg_dataset_t **out) {
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+static int map_cache(int dfd, const char *name, const char *path, uint64_t key,
+                     sg_dataset_t **out) {
+  int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT) return SG_ENOTFOUND;
   if (fd < 0) return sg_err_set(SG_EIO, "%s: %s", path, strerror(errno));
   struct stat st;
@@ -166,12 +181,26 @@ static int write_all(int fd, const void *p, size_t n) {
   return 0;
 }
 
-/* Write ds to an O_EXCL temporary in dir and rename it to path. */
-static int write_cache(const char *dir, const char *path, uint64_t key, const sg_dataset_t *ds) {
-  char tmp[1100];
-  snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", dir);
-  int fd = mkstemp(tmp); /* O_CREAT | O_EXCL, mode 0600 */
-  if (fd < 0) return sg_err_set(SG_EIO, "data cache %s: %s", tmp, strerror(errno));
+/* An O_EXCL temporary (0600) in the directory dfd; its name into tmp. */
+static int open_tmp(int dfd, const char *dir, char *tmp, size_t cap) {
+  static _Atomic unsigned serial; /* with the pid: unique among this host's writers */
+  for (int tries = 0; tries < 100; tries++) {
+    snprintf(tmp, cap, ".tmp-%d-%u", (int)getpid(), serial++);
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0 || errno != EEXIST) {
+      if (fd < 0) sg_err_set(SG_EIO, "data cache %s/%s: %s", dir, tmp, strerror(errno));
+      return fd;
+    }
+  }
+  return sg_err_set(SG_EIO, "data cache %s: no free temporary name", dir);
+}
+
+/* Write ds to an O_EXCL temporary in dfd and rename it to name. */
+static int write_cache(int dfd, const char *dir, const char *name, const char *path, uint64_t key,
+                       const sg_dataset_t *ds) {
+  char tmp[64];
+  int fd = open_tmp(dfd, dir, tmp, sizeof tmp);
+  if (fd < 0) return fd;
   size_t nx = (size_t)ds->n * (size_t)ds->d * 4, ny = (size_t)ds->n * 4;
   cache_hdr_t h = {.key = key, .n = ds->n, .d = ds->d, .classes = ds->classes,
                    .version = CACHE_VERSION, .payload = nx + ny};
@@ -180,7 +209,7 @@ static int write_cache(const char *dir, const char *path, uint64_t key, const sg
   unsigned char *buf = malloc(nx + ny);
   if (!buf) {
     close(fd);
-    unlink(tmp);
+    unlinkat(dfd, tmp, 0);
     return sg_err_set(SG_ENOMEM, "data cache: %zu B", nx + ny);
   }
   memcpy(buf, ds->x, nx);
@@ -189,9 +218,9 @@ static int write_cache(const char *dir, const char *path, uint64_t key, const sg
   int bad = write_all(fd, &h, sizeof h) < 0 || write_all(fd, buf, nx + ny) < 0;
   free(buf);
   if (close(fd) < 0) bad = 1;
-  if (bad || rename(tmp, path) < 0) {
+  if (bad || renameat(dfd, tmp, dfd, name) < 0) {
     int e = errno;
-    unlink(tmp);
+    unlinkat(dfd, tmp, 0);
     return sg_err_set(SG_EIO, "data cache %s: %s", path, strerror(e));
   }
   return SG_OK;
@@ -200,19 +229,24 @@ static int write_cache(const char *dir, const char *path, uint64_t key, const sg
 int sg_dataset_load_idx_shared(sg_dataset_t **out, const char *images, const char *labels,
                                int64_t limit, const char *dir) {
   uint64_t key = 0;
-  char path[1100];
+  char name[64], path[1100];
   SG_CHECK(source_key(images, labels, limit, &key));
-  SG_CHECK(private_dir(dir));
-  snprintf(path, sizeof path, "%s/idx-%016llx.sgc", dir, (unsigned long long)key);
-  int rc = map_cache(path, key, out);
-  if (rc == SG_OK) return SG_OK;
-  if (rc != SG_ENOTFOUND)
-    fprintf(stderr, "sgdlab: rebuilding the data cache: %s\n", sg_err_msg());
-  sg_err_clear();
+  int dfd = private_dir(dir);
+  if (dfd < 0) return dfd;
+  snprintf(name, sizeof name, "idx-%016llx.sgc", (unsigned long long)key);
+  snprintf(path, sizeof path, "%s/%s", dir, name); /* for messages */
   sg_dataset_t *ds = NULL;
-  SG_CHECK(sg_dataset_load_idx(&ds, images, labels, limit));
-  rc = write_cache(dir, path, key, ds);
+  int rc = map_cache(dfd, name, path, key, out);
+  if (rc != SG_OK) {
+    if (rc != SG_ENOTFOUND)
+      fprintf(stderr, "sgdlab: rebuilding the data cache: %s\n", sg_err_msg());
+    sg_err_clear();
+    SG_TRY(sg_dataset_load_idx(&ds, images, labels, limit));
+    SG_TRY(write_cache(dfd, dir, name, path, key, ds));
+    rc = map_cache(dfd, name, path, key, out);
+  }
+fail:
   sg_dataset_destroy(&ds);
-  SG_CHECK(rc);
-  return map_cache(path, key, out);
+  close(dfd);
+  return rc;
 }

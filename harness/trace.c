@@ -139,6 +139,7 @@ static int step_events(FILE *f, sqlite3 *db, int64_t run_id, long long *n) {
     for (int k = 0; k < 3; k++) {
       double d = sg_rdb_double(st, 4 + k) * 1e6;
       if (!(d > 0) || isinf(d)) continue; /* NULL, zero, negative: no slice */
+      if (!isfinite(t)) break;            /* "ts":inf is not JSON: no place on the timeline */
       fprintf(f, ",\n{\"ph\":\"X\",\"cat\":\"step\",\"name\":\"%s\",\"pid\":%lld,"
                  "\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"step\":%lld",
               phase[k], (long long)run_id, (long long)sqlite3_column_int64(st, 0), t, d,

@@ -95,11 +95,18 @@ int ps_proto_check(const void *msg, size_t bytes, int shard, size_t off, size_t 
   if (bytes - sizeof h != want)
     REJECT("%s payload %zu B, header says %zu B", ps_type_name(h.type), bytes - sizeof h, want);
   if (sparse && (h.type == PS_PUSH || h.type == PS_PULL)) {
+    /* Strictly increasing, as workers send them: a repeated index would be
+     * summed into acc once but applied once per repeat (apply_at). */
     const unsigned char *p = (const unsigned char *)msg + sizeof h;
+    uint32_t prev = 0;
     for (uint64_t i = 0; i < h.count; i++) {
       uint32_t idx;
       memcpy(&idx, p + 4 * i, 4);
       if (idx >= cnt) REJECT("sparse index %u >= shard %d size %zu", (unsigned)idx, shard, cnt);
+      if (i && idx <= prev)
+        REJECT("sparse index %u after %u at position %llu (indices must increase)", (unsigned)idx,
+               (unsigned)prev, (unsigned long long)i);
+      prev = idx;
     }
   }
   return SG_OK;

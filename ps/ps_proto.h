@@ -22,7 +22,9 @@
  * evaluating worker's last message, which counts as its DONE and is
  * answered once every worker is done, with the final parameters.
  *
- * Sparse indices are relative to the shard's first element.  `version` is
+ * Sparse indices are relative to the shard's first element and strictly
+ * increasing (sparse PARAMS carry values in the order of the pull's
+ * indices, so their flag matches the pull's).  `version` is
  * the number of updates the shard had applied: in PARAMS, when the reply
  * was made; in PUSH, when the params the gradient was computed on were
  * read (so staleness = server version at apply - push.version).

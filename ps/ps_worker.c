@@ -60,6 +60,11 @@ typedef struct worker {
 
 static size_t hdrsz(void) { return sizeof(ps_hdr_t); }
 
+static int pair_by_index(const void *a, const void *b) {
+  uint32_t x = ((const sg_topk_pair_t *)a)->idx, y = ((const sg_topk_pair_t *)b)->idx;
+  return (x > y) - (x < y);
+}
+
 /* compress: fp16 halves or topk pairs of shard k's gradient slice (the
  * slice gets the residual added: it is the accumulated gradient). */
 static size_t build_compressed(worker_t *wk, int k, int64_t t) {
@@ -76,6 +81,8 @@ static size_t build_compressed(worker_t *wk, int k, int64_t t) {
   /* topk: the server takes at most k pairs per shard, the same k here */
   size_t kk = sg_topk_k(wk->cfg->topk, cnt);
   sg_topk_select(g, wk->resid + wk->off[k], wk->mag, cnt, kk, wk->pairs);
+  /* in index order: a server takes sparse indices only strictly increasing */
+  qsort(wk->pairs, kk, sizeof *wk->pairs, pair_by_index);
   uint32_t *idx = (uint32_t *)(m + sizeof h);
   float *val = (float *)(m + sizeof h + 4 * kk);
   for (size_t j = 0; j < kk; j++) {
@@ -157,10 +164,15 @@ static int take_params(worker_t *wk, int k, size_t bytes, int64_t clock, double 
                                    "expected PARAMS for %lld", wk->w, k, ps_type_name(h.type),
                                    (long long)h.clock, (long long)clock), k, SG_BLAME_BAD_MESSAGE);
   const float *v = (const float *)(m + sizeof h);
+  ps_hdr_t ph;
+  memcpy(&ph, wk->pull[k], sizeof ph);
+  /* sparse values land at the pull's indices: a dense pull has none */
+  if ((h.flags ^ ph.flags) & PS_F_SPARSE)
+    return sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %s PARAMS for a %s PULL", wk->w,
+                      k, (h.flags & PS_F_SPARSE) ? "sparse" : "dense",
+                      (ph.flags & PS_F_SPARSE) ? "sparse" : "dense");
   if (h.flags & PS_F_SPARSE) {
     const uint32_t *idx = (const uint32_t *)(wk->pull[k] + sizeof h);
-    ps_hdr_t ph;
-    memcpy(&ph, wk->pull[k], sizeof ph);
     if (ph.count != h.count)
       return sg_err_blame(sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %llu values for "
                                      "%llu indices", wk->w, k, (unsigned long long)h.count,

@@ -199,3 +199,143 @@ TEST(topk_conserves_the_gradient) {
           n * TOPK_COUNT);
   CHECK_EQ_INT(wrong, 0);
 }
+
+/* A topk peer whose block is shorter than k pairs (a count that lies):
+ * the receive left the rest of the block from the previous step in place
+ * and those stale pairs were summed again, silently.  Rank 1 is played by
+ * hand: a full block of (i, 1) pairs, then half a block. */
+enum { LIAR_COUNT = 100, LIAR_K = 10 };
+
+typedef struct liar_arg {
+  int rc2; /* rank 0's second sg_topk_run; rank 1: its own result */
+  float buf2[LIAR_COUNT];
+  char msg[200];
+} liar_arg_t;
+
+static int liar_rank(sg_comm_t *c, void *p) {
+  liar_arg_t *a = p;
+  sg_topk_t *tk = NULL;
+  float buf[LIAR_COUNT] = {0};
+  struct { uint32_t idx; float val; } mine[LIAR_K], theirs[LIAR_K];
+  int rc = SG_OK;
+  if (c->rank == 0) {
+    SG_TRY(sg_topk_new(&tk, c, LIAR_COUNT, (double)LIAR_K / LIAR_COUNT));
+    SG_TRY(sg_topk_run(tk, buf));
+    a->rc2 = sg_topk_run(tk, a->buf2);
+    snprintf(a->msg, sizeof a->msg, "%s", sg_err_msg());
+  } else {
+    for (int j = 0; j < LIAR_K; j++) mine[j].idx = (uint32_t)j, mine[j].val = 1.0f;
+    for (int round = 0; round < 2; round++)
+      SG_TRY(sg_sendrecv(c, 0, SG_AR_TAG_TOPK, mine, (round ? LIAR_K / 2 : LIAR_K) * sizeof mine[0],
+                         0, SG_AR_TAG_TOPK, theirs, sizeof theirs, NULL));
+  }
+fail:
+  sg_topk_destroy(&tk);
+  if (c->rank == 1) a->rc2 = rc;
+  return SG_OK; /* the outcome is in rc2: rank 0's failure is the point */
+}
+
+TEST(topk_block_shorter_than_k_is_refused_not_padded_with_stale_pairs) {
+  static liar_arg_t args[2];
+  tr_group_t g = {.n = 2, .deadline_s = 10, .fn = liar_rank, .args = args,
+                  .stride = sizeof args[0], .what = "topk liar"};
+  CHECK_MSG(tr_run(&g) == 0, "%s", g.err);
+  CHECK_MSG(args[1].rc2 == 0, "the liar itself failed: %d", args[1].rc2);
+  /* before: rc 0 and buf2[5..9] = 1, pairs the liar sent a step earlier */
+  fprintf(stderr, "  topk with a short block: rc %d (%s), buf[9] = %g\n", args[0].rc2,
+          args[0].msg, (double)args[0].buf2[9]);
+  CHECK_EQ_INT(args[0].rc2, SG_EPROTO);
+  CHECK_STR_CONTAINS(args[0].msg, "topk: rank 1 sent 40 B, a block is 80 B");
+}
+
+/* Uneven vectors: rank 1 reduces fewer floats than rank 0, so every
+ * segment it sends is short.  The ring's receive slots then kept bytes of
+ * an earlier segment and rank 0 summed them in, without an error. */
+typedef struct uneven_arg {
+  int rc;
+  const char *compress;
+  size_t count;
+  char msg[300];
+} uneven_arg_t;
+
+static int uneven_rank(sg_comm_t *c, void *p) {
+  uneven_arg_t *a = p;
+  sg_ar_t *ar = NULL;
+  float buf[64];
+  int rc;
+  for (size_t i = 0; i < 64; i++) buf[i] = 1.0f;
+  SG_TRY(sg_ar_new(&ar, c, "ring", 0, a->count));
+  SG_TRY(sg_ar_set_compress(ar, a->compress));
+  SG_TRY(sg_ar_run(ar, buf, a->count));
+fail:
+  snprintf(a->msg, sizeof a->msg, "%s", rc < 0 ? sg_err_msg() : "");
+  a->rc = rc;
+  sg_ar_destroy(&ar);
+  return SG_OK; /* the outcome is in a->rc: failing is the point */
+}
+
+TEST(ring_with_a_peer_of_fewer_floats_fails_on_both_sides) {
+  const char *modes[] = {"none", "fp16"};
+  for (int m = 0; m < 2; m++) {
+    static uneven_arg_t args[2];
+    for (int r = 0; r < 2; r++)
+      args[r] = (uneven_arg_t){.compress = modes[m], .count = r ? 48 : 64};
+    tr_group_t g = {.n = 2, .deadline_s = 3, .fn = uneven_rank, .args = args,
+                    .stride = sizeof args[0], .what = "uneven ring"};
+    CHECK_MSG(tr_run(&g) == 0, "%s", g.err);
+    for (int r = 0; r < 2; r++)
+      fprintf(stderr, "  compress %s, rank %d (count %zu): rc %d %s\n", modes[m], r, args[r].count,
+              args[r].rc, args[r].msg);
+    CHECK_MSG(args[0].rc < 0 && args[1].rc < 0, "compress %s: both ranks must fail", modes[m]);
+  }
+}
+
+/* A ring peer that sends every segment short (a count that lies, played
+ * by hand as rank 1 of 2: it answers each of rank 0's two steps with 8 B
+ * of ones).  Rank 0 must fail naming it, not sum what the receive slot
+ * or its own buffer held before. */
+typedef struct short_arg {
+  int rc;
+  const char *compress;
+  float buf[64];
+  char msg[300];
+} short_arg_t;
+
+static int short_rank(sg_comm_t *c, void *p) {
+  short_arg_t *a = p;
+  sg_ar_t *ar = NULL;
+  static _Thread_local float big[64];
+  const float ones[2] = {1.0f, 1.0f};
+  int rc;
+  if (c->rank == 0) {
+    for (size_t i = 0; i < 64; i++) a->buf[i] = 1.0f;
+    SG_TRY(sg_ar_new(&ar, c, "ring", 0, 64));
+    SG_TRY(sg_ar_set_compress(ar, a->compress));
+    SG_TRY(sg_ar_run(ar, a->buf, 64));
+  } else {
+    for (int s = 0; s < 2; s++)
+      SG_TRY(sg_sendrecv(c, 0, SG_AR_TAG_RING + s, ones, sizeof ones, 0, SG_AR_TAG_RING + s, big,
+                         sizeof big, NULL));
+  }
+fail:
+  snprintf(a->msg, sizeof a->msg, "%s", rc < 0 ? sg_err_msg() : "");
+  a->rc = rc;
+  sg_ar_destroy(&ar);
+  return SG_OK; /* the outcome is in a->rc: rank 0 failing is the point */
+}
+
+TEST(ring_segment_shorter_than_announced_is_refused) {
+  const char *modes[] = {"none", "fp16"};
+  for (int m = 0; m < 2; m++) {
+    static short_arg_t args[2];
+    for (int r = 0; r < 2; r++) args[r] = (short_arg_t){.compress = modes[m]};
+    tr_group_t g = {.n = 2, .deadline_s = 3, .fn = short_rank, .args = args,
+                    .stride = sizeof args[0], .what = "short ring"};
+    CHECK_MSG(tr_run(&g) == 0, "%s", g.err);
+    fprintf(stderr, "  compress %s: rank 0 rc %d %s; buf[0] %g buf[40] %g\n", modes[m],
+            args[0].rc, args[0].msg, (double)args[0].buf[0], (double)args[0].buf[40]);
+    /* (the liar then waits out its deadline for a step rank 0 never sends) */
+    CHECK_MSG(args[0].rc == SG_EPROTO, "compress %s: rank 0 returned %d", modes[m], args[0].rc);
+    CHECK_STR_CONTAINS(args[0].msg, "from rank 1");
+  }
+}

@@ -647,3 +647,113 @@ TEST(shared_cache_maps_what_the_decoder_gives_and_rebuilds_a_tampered_file) {
   sg_dataset_destroy(&ds);
   sg_dataset_destroy(&ref);
 }
+
+/* A cache header whose sizes wrap 64 bits: n = 2^40 rows of d = 2^22 - 1
+ * floats make n*(d+1)*4 = 2^64, i.e. 0, so "payload 0 B" in a 64-B file
+ * matched, and the label check then read n*d*4 bytes past the mapping
+ * (a wild pointer 4 TiB before it: SIGSEGV instead of a rebuild). */
+static char wrap_im[256], wrap_lb[256], wrap_dir[256];
+
+static int load_wrapped_cache(void) {
+  sg_dataset_t *ds = NULL, *ref = NULL;
+  int rc = sg_dataset_load_idx_shared(&ds, wrap_im, wrap_lb, 0, wrap_dir);
+  int ok = rc == SG_OK && ds->map_ != NULL && sg_dataset_load_idx(&ref, wrap_im, wrap_lb, 0) == 0 &&
+           same_as_decoded(ds, ref);
+  if (!ok) fprintf(stderr, "load: %d %s\n", rc, sg_err_msg());
+  sg_dataset_destroy(&ds);
+  sg_dataset_destroy(&ref);
+  return ok ? 0 : 1;
+}
+
+TEST(shared_cache_header_whose_sizes_wrap_is_rebuilt_not_followed) {
+  unsigned char im[64], lb[16], hdr[64];
+  size_t ni = idx_images(im, 0x803), nl = idx_labels(lb, 5, 0);
+  char path[512];
+  snprintf(wrap_im, sizeof wrap_im, "%s", tmp("wim"));
+  snprintf(wrap_lb, sizeof wrap_lb, "%s", tmp("wlb"));
+  snprintf(wrap_dir, sizeof wrap_dir, "%s", tmp("wcache"));
+  write_plain(wrap_im, im, ni);
+  write_plain(wrap_lb, lb, nl);
+  sg_dataset_t *ds = NULL;
+  CHECK_OK(sg_dataset_load_idx_shared(&ds, wrap_im, wrap_lb, 0, wrap_dir));
+  sg_dataset_destroy(&ds);
+  CHECK_OK(cache_file(wrap_dir, path, sizeof path));
+  /* keep magic, key, classes, version; lie about n, d, payload, sum */
+  int fd = open(path, O_RDWR);
+  CHECK(fd >= 0 && pread(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr);
+  int64_t n = (int64_t)1 << 40, d = ((int64_t)1 << 22) - 1;
+  uint64_t payload = 0, sum = sg_dataset_checksum_("", 0);
+  memcpy(hdr + 16, &n, 8);
+  memcpy(hdr + 24, &d, 8);
+  memcpy(hdr + 40, &payload, 8);
+  memcpy(hdr + 48, &sum, 8);
+  CHECK(pwrite(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr && ftruncate(fd, 64) == 0);
+  close(fd);
+  /* in a child, so a crash is a failed check and not a dead test binary */
+  CHECK_EQ_INT(run_limited(load_wrapped_cache, (size_t)1 << 30), 0);
+}
+
+/* The cache directory swapped for a symlink after its check.  The cache
+ * sits in a directory another user can write (data_cache: or
+ * XDG_CACHE_HOME under /tmp): that user renames our checked, private
+ * cache directory away and puts a symlink to a directory of ours in its
+ * place, while we decode (the labels are a FIFO the attacker feeds, so
+ * the moment is exact).  The cache file must still land in the directory
+ * that was checked, never behind the symlink. */
+static char race_im[256], race_lb[256], race_dir[256];
+
+static int load_race_victim(void) {
+  sg_dataset_t *ds = NULL;
+  int rc = sg_dataset_load_idx_shared(&ds, race_im, race_lb, 0, race_dir);
+  if (rc < 0) fprintf(stderr, "victim: %s\n", sg_err_msg());
+  sg_dataset_destroy(&ds);
+  return rc < 0;
+}
+
+static int entries_named(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) n += !strncmp(e->d_name, prefix, strlen(prefix));
+  if (d) closedir(d);
+  return n;
+}
+
+TEST(shared_cache_directory_swapped_for_a_symlink_after_its_check) {
+  unsigned char im[64], lb[16];
+  size_t ni = idx_images(im, 0x803), nl = idx_labels(lb, 5, 0);
+  char shared[160], moved[256], target[256];
+  int root = geteuid() == 0;
+  snprintf(shared, sizeof shared, "%.150s", tmp("shared"));
+  snprintf(moved, sizeof moved, "%s/moved", shared);
+  snprintf(target, sizeof target, "%s", tmp("mine"));
+  snprintf(race_im, sizeof race_im, "%s", tmp("rim"));
+  snprintf(race_lb, sizeof race_lb, "%s/labels.fifo", shared);
+  snprintf(race_dir, sizeof race_dir, "%s/cache", shared);
+  write_plain(race_im, im, ni);
+  CHECK(mkdir(shared, 0755) == 0 && mkdir(target, 0700) == 0 && mkfifo(race_lb, 0644) == 0);
+  /* as root: the other user is nobody, and owns the shared directory */
+  if (root)
+    CHECK(chmod(tmpdir, 0711) == 0 && chown(shared, 65534, 65534) == 0 &&
+          chown(race_lb, 65534, 65534) == 0);
+  fflush(NULL);
+  pid_t attacker = fork();
+  if (attacker == 0) {
+    alarm(10);
+    if (root && (setgid(65534) < 0 || setuid(65534) < 0)) _exit(90);
+    int fd = open(race_lb, O_WRONLY); /* returns once the victim reads: after its checks */
+    if (fd < 0 || rename(race_dir, moved) < 0 || symlink(target, race_dir) < 0) _exit(91);
+    _exit(write(fd, lb, nl) == (ssize_t)nl && close(fd) == 0 ? 0 : 92);
+  }
+  CHECK(attacker > 0);
+  int victim = run_limited(load_race_victim, (size_t)1 << 30);
+  int st = 0;
+  CHECK(waitpid(attacker, &st, 0) == attacker);
+  CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "attacker status 0x%x", st);
+  CHECK_EQ_INT(victim, 0);
+  fprintf(stderr, "  cache files: %d behind the symlink, %d in the checked directory\n",
+          entries_named(target, "idx-") + entries_named(target, ".tmp"),
+          entries_named(moved, "idx-"));
+  CHECK_EQ_INT(entries_named(target, "idx-") + entries_named(target, ".tmp"), 0);
+  CHECK_EQ_INT(entries_named(moved, "idx-"), 1);
+  if (root) CHECK(chmod(tmpdir, 0700) == 0);
+}

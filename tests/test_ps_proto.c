@@ -101,6 +101,20 @@ TEST(malformed_messages_are_rejected_with_a_reason) {
   CHECK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why) == SG_EPROTO);
   CHECK_STR_CONTAINS(why, "sparse index 36");
 
+  /* a repeated index: the server sums both values into acc[3], then
+   * apply_at moves params[3] once per listed index, i.e. twice */
+  len = make(b, PS_PUSH, 1, PS_F_SPARSE, off, 3, 24);
+  uint32_t dup[3] = {1, 3, 3};
+  memcpy(b + sizeof(ps_hdr_t), dup, sizeof dup);
+  CHECK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why) == SG_EPROTO);
+  CHECK_STR_CONTAINS(why, "sparse index 3 after 3 at position 2");
+  /* out of order, on a sparse PULL too */
+  len = make(b, PS_PULL, 1, PS_F_SPARSE, off, 2, 8);
+  uint32_t down[2] = {5, 4};
+  memcpy(b + sizeof(ps_hdr_t), down, sizeof down);
+  CHECK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why) == SG_EPROTO);
+  CHECK_STR_CONTAINS(why, "indices must increase");
+
   len = make(b, PS_PUSH, 1, 0, off, cnt, cnt * 4);
   h->clock = -5;
   CHECK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why) == SG_EPROTO);

@@ -17,6 +17,7 @@
  */
 #include "test.h"
 
+#include <sys/wait.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -40,7 +41,7 @@ static sg_opts_t *make_opts(int workers, const char *dump, const char *const *kv
 }
 
 /* How a thread behaves besides being a plain server or worker. */
-enum { PLAIN = 0, FUZZ_FIRST = 1, DIE_AFTER_ONE_PUSH = 2, TOPK_FUZZ_FIRST = 3 };
+enum { PLAIN = 0, FUZZ_FIRST = 1, DIE_AFTER_ONE_PUSH = 2, TOPK_FUZZ_FIRST = 3, SPARSE_REPLY = 4 };
 enum { NTOPK_FUZZ = 4 };
 enum { NFUZZ = 7 };
 
@@ -129,6 +130,30 @@ static int die_after_one_push(sg_comm_t *c, const ps_cfg_t *cfg, size_t n) {
   return rc;
 }
 
+/* A server (shard 0 of 1) that answers the first dense PULL with PARAMS
+ * flagged sparse, count = the shard, then waits for the worker to go. */
+static int sparse_reply_server(sg_comm_t *c, size_t n) {
+  size_t off, cnt;
+  ps_shard_range(n, 1, 0, &off, &cnt);
+  unsigned char *buf = calloc(1, sizeof(ps_hdr_t) + cnt * 4);
+  ps_hdr_t h;
+  sg_status_t st;
+  int rc = buf ? sg_recv(c, SG_ANY_SOURCE, PS_TAG_REQ, buf, sizeof(ps_hdr_t) + cnt * 4, &st)
+               : SG_ENOMEM;
+  if (rc == 0) {
+    memcpy(&h, buf, sizeof h);
+    ps_hdr_init(&h, PS_PARAMS, 0, PS_F_SPARSE, h.clock, 0, off, cnt);
+    memset(buf, 0, sizeof(ps_hdr_t) + cnt * 4);
+    memcpy(buf, &h, sizeof h);
+    rc = sg_send(c, st.source, PS_TAG_REPLY, buf, sizeof h + cnt * 4);
+  }
+  /* the worker's next message (a push, had it taken the reply), or none */
+  if (rc == 0) sg_recv(c, SG_ANY_SOURCE, PS_TAG_REQ, buf, sizeof(ps_hdr_t) + cnt * 4, &st);
+  sg_err_clear();
+  free(buf);
+  return rc;
+}
+
 static int ps_rank(sg_comm_t *c, void *p) {
   rank_arg_t *a = p;
   sg_records_t *rec = NULL;
@@ -137,7 +162,10 @@ static int ps_rank(sg_comm_t *c, void *p) {
   SG_TRY(sg_records_open(&rec, NULL, c->rank, server ? "server" : "worker", sg_wall(), NULL));
   sg_rank_ctx_t ctx = {.rank = c->rank, .size = c->size, .workers = a->cfg->workers, .comm = c,
                        .opts = a->opts, .rec = rec, .t0 = sg_wall()};
-  if (server) {
+  if (server && a->behaviour == SPARSE_REPLY) {
+    SG_TRY(sg_workload_new(&wl, a->opts, 0, a->cfg->workers, 0));
+    rc = sparse_reply_server(c, sg_workload_nparams(wl));
+  } else if (server) {
     rc = ps_server_run(&ctx, a->cfg);
   } else if (a->behaviour == PLAIN) {
     rc = ps_worker_run(&ctx, a->cfg);
@@ -344,6 +372,38 @@ TEST(malformed_messages_are_rejected_and_training_stays_exact) {
   CHECK_OK(compare_case(1, 4, NULL, 0, beh, st, &d));
   CHECK_EQ_INT(st[0].rejected, NFUZZ);
   CHECK_MSG(d >= 0 && d <= RTOL, "distance %.3g > %g", d, RTOL);
+}
+
+/* A server that answers a dense PULL with sparse PARAMS (count = the
+ * shard, which ps_proto_check allows): the worker took the indices from
+ * its own pull message, which holds none (a 64-B buffer when dense), so it
+ * read past the buffer and wrote params at whatever it found there.  It
+ * must refuse the reply.  In a child: a crash is a failed check. */
+static int sparse_reply_case(void) {
+  const char *kv[] = {"max_steps", "3", NULL};
+  sg_opts_t *o = make_opts(1, "", kv);
+  ps_cfg_t cfg;
+  rank_arg_t args[MAXR];
+  int beh[MAXR] = {SPARSE_REPLY, PLAIN};
+  if (!o || ps_cfg_from_opts(&cfg, o, 1) < 0) return 3;
+  run_ps(o, &cfg, beh, 3.0, args);
+  sg_opts_destroy(&o);
+  fprintf(stderr, "  worker: rc %d %s\n", args[1].rc, args[1].err);
+  return args[1].rc == SG_EPROTO && strstr(args[1].err, "sparse PARAMS for a dense PULL") ? 0 : 1;
+}
+
+TEST(worker_refuses_sparse_params_for_a_dense_pull) {
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(30);
+    _exit(sparse_reply_case());
+  }
+  int st = 0;
+  CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+  CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x (signal %d)", st,
+            WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
 /* A worker vanishes after one push; deadline 4 s.  slow_ms > 0: worker 0

@@ -475,6 +475,28 @@ TEST(trace_tracks_and_slices) {
   free(out);
 }
 
+/* A step whose start time is infinite (a rank's clock gone wrong; SQLite
+ * keeps Inf in a REAL column): the slice was written as "ts":inf, which
+ * is not JSON, so the trace did not load and the --html page drew
+ * nothing.  Such a row has no place on the timeline: it is left out. */
+TEST(trace_leaves_out_a_step_with_an_infinite_start) {
+  char *out = NULL, path[512];
+  sqlite3 *db = NULL;
+  setup();
+  snprintf(path, sizeof path, "%s/inf.db", tmpdir);
+  CHECK(make_fixture(path) == 0);
+  CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+  CHECK(sqlf(db, "UPDATE steps SET t_start = 1e999 WHERE run_id = 1 AND rank = 2 AND step = 0") == 0);
+  CHECK(sqlf(db, "UPDATE steps SET t_start = 1e305 WHERE run_id = 1 AND rank = 2 AND step = 1") == 0);
+  sqlite3_close(db);
+  CHECK_EQ_INT(run_cmd(sg_cmd_trace, &out, "trace", "1", "--db", path, NULL), 0);
+  size_t at = 0;
+  CHECK_MSG(jc_valid(out, &at), "invalid JSON at byte %zu: %.40s", at, out + at);
+  /* the two rows of rank 2 (compute and wait each) are gone, the rest stay */
+  CHECK_EQ_INT((int)jc_count(out, "\"ph\":\"X\""), 10 * 2 + 10 * 3 + 10 * 2 - 4);
+  free(out);
+}
+
 TEST(list_json_and_filter) {
   char *out = NULL;
   setup();
