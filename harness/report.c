@@ -226,15 +226,80 @@ static void series_band(FILE *gp, const char *file, int blk, int lo, int c) {
 
 /* ---- evals: accuracy and test loss vs time and vs step ----------------- */
 
-static int fig_evals(report_t *rp) {
+/* evals.tsv: one block per run with evaluations; block[i] is run i's
+ * block (gnuplot index), -1 for a run without any */
+static int evals_data(report_t *rp, int *block, int *nblocks) {
   const sg_rset_t *s = rp->set;
   sqlite3_stmt *st = NULL;
-  FILE *f = NULL, *gp = NULL;
+  FILE *f = NULL;
+  int rc = SG_OK;
+  SG_TRY(open_data(rp, "evals.tsv", &f));
+  fprintf(f, "# test-set evaluations, one block per run (gnuplot index)\n");
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT step, wall_s, samples, test_acc, test_loss,"
+                        " train_loss, epoch FROM evals WHERE run_id = ?1"
+                        " ORDER BY step, wall_s",
+                        &st));
+  for (size_t i = 0; i < s->n; i++) {
+    block[i] = -1;
+    if (s->runs[i].nevals == 0) continue;
+    block[i] = (*nblocks)++;
+    tsv_run_block(rp, f, block[i], i);
+    fprintf(f, "# step\twall_s\tsamples\ttest_acc\ttest_loss\ttrain_loss\tepoch\n");
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, s->runs[i].id);
+    while (sqlite3_step(st) == SQLITE_ROW)
+      fprintf(f, "%lld\t%.6g\t%lld\t%.6g\t%.6g\t%.6g\t%lld\n",
+              (long long)sqlite3_column_int64(st, 0), sg_rdb_double(st, 1),
+              (long long)sqlite3_column_int64(st, 2), sg_rdb_double(st, 3),
+              sg_rdb_double(st, 4), sg_rdb_double(st, 5),
+              (long long)sqlite3_column_int64(st, 6));
+  }
+  SG_TRY(close_data(rp, "evals.tsv", &f));
+fail:
+  if (f) fclose(f);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* One figure over evals.tsv: columns xcol:ycol of each run's block */
+typedef struct {
+  const char *name, *title, *xlabel, *ylabel;
+  int xcol, ycol;
+} evals_fig_t;
+
+static int evals_plot(report_t *rp, const evals_fig_t *fig, const int *block, int *titled) {
+  const sg_rset_t *s = rp->set;
+  FILE *gp = NULL;
+  int rc = SG_OK;
+  memset(titled, 0, ((size_t)rp->ncolors + 1) * sizeof *titled);
+  SG_TRY(sg_plot_begin(&gp, rp->dir, fig->name, fig->title));
+  axis_labels(gp, fig->xlabel, fig->ylabel);
+  if (fig->ycol == 4) fprintf(gp, "set yrange [*:1]\n");
+  fprintf(gp, "plot \\\n");
+  for (size_t i = 0; i < s->n; i++) {
+    if (block[i] < 0) continue;
+    fprintf(gp, "  'evals.tsv' index %d using %d:%d with linespoints pt 7 ps 0.5 lw 1.5 ",
+            block[i], fig->xcol, fig->ycol);
+    plot_color(gp, rp->color[i]);
+    plot_title(rp, gp, i, titled);
+    fprintf(gp, ", \\\n");
+  }
+  if (fig->ycol == 4)
+    fprintf(gp, "  %g with lines dt 2 lw 1 lc rgb '#606060' title 'target %g'\n",
+            s->target, s->target);
+  else
+    fprintf(gp, "  NaN notitle\n");
+  SG_TRY(sg_plot_end(&gp, rp->dir, fig->name));
+fail:
+  if (gp) fclose(gp);
+  return rc;
+}
+
+static int fig_evals(report_t *rp) {
+  const sg_rset_t *s = rp->set;
   int rc = SG_OK, nblocks = 0, *block = NULL, *titled = NULL;
-  static const struct {
-    const char *name, *title, *xlabel, *ylabel;
-    int xcol, ycol;
-  } figs[] = {
+  static const evals_fig_t figs[] = {
       {"acc_vs_time", "Test accuracy vs training time",
        "training wall time (s, evaluation excluded)", "test accuracy", 2, 4},
       {"acc_vs_step", "Test accuracy vs step", "step (synchronous update)",
@@ -249,52 +314,10 @@ static int fig_evals(report_t *rp) {
     rc = sg_err_set(SG_ENOMEM, "report: out of memory");
     goto fail;
   }
-  SG_TRY(open_data(rp, "evals.tsv", &f));
-  fprintf(f, "# test-set evaluations, one block per run (gnuplot index)\n");
-  SG_TRY(sg_rdb_prepare(rp->db,
-                        "SELECT step, wall_s, samples, test_acc, test_loss,"
-                        " train_loss, epoch FROM evals WHERE run_id = ?1"
-                        " ORDER BY step, wall_s",
-                        &st));
-  for (size_t i = 0; i < s->n; i++) {
-    block[i] = -1;
-    if (s->runs[i].nevals == 0) continue;
-    block[i] = nblocks++;
-    tsv_run_block(rp, f, block[i], i);
-    fprintf(f, "# step\twall_s\tsamples\ttest_acc\ttest_loss\ttrain_loss\tepoch\n");
-    sqlite3_reset(st);
-    sqlite3_bind_int64(st, 1, s->runs[i].id);
-    while (sqlite3_step(st) == SQLITE_ROW)
-      fprintf(f, "%lld\t%.6g\t%lld\t%.6g\t%.6g\t%.6g\t%lld\n",
-              (long long)sqlite3_column_int64(st, 0), sg_rdb_double(st, 1),
-              (long long)sqlite3_column_int64(st, 2), sg_rdb_double(st, 3),
-              sg_rdb_double(st, 4), sg_rdb_double(st, 5),
-              (long long)sqlite3_column_int64(st, 6));
-  }
-  SG_TRY(close_data(rp, "evals.tsv", &f));
+  SG_TRY(evals_data(rp, block, &nblocks));
   if (nblocks == 0) goto fail; /* nothing to draw: rc is SG_OK */
-
-  for (size_t k = 0; k < sizeof figs / sizeof figs[0]; k++) {
-    memset(titled, 0, ((size_t)rp->ncolors + 1) * sizeof *titled);
-    SG_TRY(sg_plot_begin(&gp, rp->dir, figs[k].name, figs[k].title));
-    axis_labels(gp, figs[k].xlabel, figs[k].ylabel);
-    if (figs[k].ycol == 4) fprintf(gp, "set yrange [*:1]\n");
-    fprintf(gp, "plot \\\n");
-    for (size_t i = 0; i < s->n; i++) {
-      if (block[i] < 0) continue;
-      fprintf(gp, "  'evals.tsv' index %d using %d:%d with linespoints pt 7 ps 0.5 lw 1.5 ",
-              block[i], figs[k].xcol, figs[k].ycol);
-      plot_color(gp, rp->color[i]);
-      plot_title(rp, gp, i, titled);
-      fprintf(gp, ", \\\n");
-    }
-    if (figs[k].ycol == 4)
-      fprintf(gp, "  %g with lines dt 2 lw 1 lc rgb '#606060' title 'target %g'\n",
-              s->target, s->target);
-    else
-      fprintf(gp, "  NaN notitle\n");
-    SG_TRY(sg_plot_end(&gp, rp->dir, figs[k].name));
-  }
+  for (size_t k = 0; k < sizeof figs / sizeof figs[0]; k++)
+    SG_TRY(evals_plot(rp, &figs[k], block, titled));
   add_fig(rp, "acc_vs_time",
           "Test accuracy vs training wall time (evaluation time excluded); "
           "dashed: the target %g. Repeats share a color.", s->target);
@@ -304,9 +327,6 @@ static int fig_evals(report_t *rp) {
           "Test loss (mean cross-entropy over the test set) vs training wall "
           "time.");
 fail:
-  if (gp) fclose(gp);
-  if (f) fclose(f);
-  sqlite3_finalize(st);
   free(block);
   free(titled);
   return rc;
