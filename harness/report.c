@@ -1010,13 +1010,66 @@ static void size_tics(FILE *gp, const long long *sizes, int n) {
   fputs(")\n", gp);
 }
 
+/* The two bench figures, time and bus bandwidth, opened on the first block */
+static const char *const bench_names[2] = {"allreduce_time", "allreduce_busbw"};
+
+static int bench_plots_begin(report_t *rp, FILE **gp, const long long *sizes, int nsizes) {
+  int rc = SG_OK;
+  SG_TRY(sg_plot_begin(&gp[0], rp->dir, bench_names[0],
+                       "Allreduce time vs message size (median, min-max bars)"));
+  SG_TRY(sg_plot_begin(&gp[1], rp->dir, bench_names[1],
+                       "Allreduce bus bandwidth vs message size"));
+  /* sizes span decades: log-log, ticks at the measured sizes */
+  for (int k = 0; k < 2; k++) {
+    fputs("set logscale x 2\nset logscale y 10\n", gp[k]);
+    size_tics(gp[k], sizes, nsizes);
+  }
+  axis_labels(gp[0], "message size", "time per allreduce (s)");
+  fputs("set format y '%.0s %cs'\nplot \\\n", gp[0]);
+  axis_labels(gp[1], "message size", "bus bandwidth (GB/s)");
+  fputs("plot \\\n", gp[1]);
+fail:
+  return rc;
+}
+
+/* A new impl/transport/np: its bench.tsv block header and one series in
+ * each figure */
+static void bench_block(FILE *f, FILE **gp, int blk, const char *key) {
+  tsv_block(f, blk, key);
+  fputs("# bytes\tt_median\tt_min\tt_max\talgbw\tbusbw\twrong\n", f);
+  fprintf(gp[0], "  'bench.tsv' index %d using 1:2:3:4 with yerrorlines pt 7 lw 1.5 ", blk);
+  fprintf(gp[1], "  'bench.tsv' index %d using 1:6 with linespoints pt 7 lw 1.5 ", blk);
+  for (int k = 0; k < 2; k++) {
+    plot_color(gp[k], blk);
+    sg_plot_title(gp[k], key);
+    fputs(", \\\n", gp[k]);
+  }
+}
+
+/* The captions of the two bench figures, for summary.md and index.html */
+static void bench_captions(report_t *rp) {
+  add_fig(rp, "allreduce_time",
+          "Allreduce time per call vs message size (log-log): median over "
+          "timed iterations, bars from min to max, per implementation, "
+          "transport and worker count N (ps-S* adds S server processes, "
+          "mapreduce-* a driver).");
+  add_fig(rp, "allreduce_busbw",
+          "Allreduce bus bandwidth vs message size: busbw = bytes / time * "
+          "2(N-1)/N, comparable to the link bandwidth (nccl-tests' "
+          "definition).  ps-S* (push + pull through S servers) and "
+          "mapreduce-* (driver broadcast + reduce) use the same formula, so "
+          "their busbw is allreduce-equivalent bandwidth, not the bytes on "
+          "their busiest link (a server's or the driver's link carries "
+          "about 2*N*bytes/S or 2*N*bytes); N = workers, their extra "
+          "processes not counted.");
+}
+
 static int fig_bench(report_t *rp) {
   sqlite3_stmt *st = NULL;
   FILE *f = NULL, *gp[2] = {NULL, NULL};
   int rc = SG_OK, nblocks = 0, nsizes = 0;
   long long sizes[256];
   char prev[512] = "", ids[SG_RSET_MAX_EXP * 24];
-  static const char *const names[2] = {"allreduce_time", "allreduce_busbw"};
   if (rp->single_run) return SG_OK;
   SG_TRY(sg_rdb_prepare(rp->db,
                         "SELECT impl, transport, np, bytes, t_median, t_min,"
@@ -1038,32 +1091,8 @@ static int fig_bench(report_t *rp) {
     snprintf(key, sizeof key, "%s%s/%s np=%d", exp, sg_rdb_text(st, 0),
              sg_rdb_text(st, 1), sqlite3_column_int(st, 2));
     if (strcmp(key, prev)) {
-      if (nblocks == 0) {
-        SG_TRY(sg_plot_begin(&gp[0], rp->dir, names[0],
-                             "Allreduce time vs message size (median, min-max bars)"));
-        SG_TRY(sg_plot_begin(&gp[1], rp->dir, names[1],
-                             "Allreduce bus bandwidth vs message size"));
-        /* sizes span decades: log-log, ticks at the measured sizes */
-        for (int k = 0; k < 2; k++) {
-          fputs("set logscale x 2\nset logscale y 10\n", gp[k]);
-          size_tics(gp[k], sizes, nsizes);
-        }
-        axis_labels(gp[0], "message size", "time per allreduce (s)");
-        fputs("set format y '%.0s %cs'\nplot \\\n", gp[0]);
-        axis_labels(gp[1], "message size", "bus bandwidth (GB/s)");
-        fputs("plot \\\n", gp[1]);
-      }
-      tsv_block(f, nblocks, key);
-      fputs("# bytes\tt_median\tt_min\tt_max\talgbw\tbusbw\twrong\n", f);
-      fprintf(gp[0], "  'bench.tsv' index %d using 1:2:3:4 with yerrorlines pt 7 lw 1.5 ",
-              nblocks);
-      fprintf(gp[1], "  'bench.tsv' index %d using 1:6 with linespoints pt 7 lw 1.5 ",
-              nblocks);
-      for (int k = 0; k < 2; k++) {
-        plot_color(gp[k], nblocks);
-        sg_plot_title(gp[k], key);
-        fputs(", \\\n", gp[k]);
-      }
+      if (nblocks == 0) SG_TRY(bench_plots_begin(rp, gp, sizes, nsizes));
+      bench_block(f, gp, nblocks, key);
       snprintf(prev, sizeof prev, "%s", key);
       nblocks++;
     }
@@ -1076,22 +1105,9 @@ static int fig_bench(report_t *rp) {
   if (!nblocks) goto fail;
   for (int k = 0; k < 2; k++) {
     fprintf(gp[k], "  NaN notitle\n");
-    SG_TRY(sg_plot_end(&gp[k], rp->dir, names[k]));
+    SG_TRY(sg_plot_end(&gp[k], rp->dir, bench_names[k]));
   }
-  add_fig(rp, "allreduce_time",
-          "Allreduce time per call vs message size (log-log): median over "
-          "timed iterations, bars from min to max, per implementation, "
-          "transport and worker count N (ps-S* adds S server processes, "
-          "mapreduce-* a driver).");
-  add_fig(rp, "allreduce_busbw",
-          "Allreduce bus bandwidth vs message size: busbw = bytes / time * "
-          "2(N-1)/N, comparable to the link bandwidth (nccl-tests' "
-          "definition).  ps-S* (push + pull through S servers) and "
-          "mapreduce-* (driver broadcast + reduce) use the same formula, so "
-          "their busbw is allreduce-equivalent bandwidth, not the bytes on "
-          "their busiest link (a server's or the driver's link carries "
-          "about 2*N*bytes/S or 2*N*bytes); N = workers, their extra "
-          "processes not counted.");
+  bench_captions(rp);
 fail:
   for (int k = 0; k < 2; k++)
     if (gp[k]) fclose(gp[k]);
