@@ -1317,12 +1317,36 @@ static int draw(report_t *rp, int *removed) {
   return sg_rfiles_commit(&rp->written, rp->dir, removed);
 }
 
-int sg_cmd_report(int argc, char **argv) {
-  const char *db_path = SG_DEFAULT_DB, *out = NULL, *sels[SG_RSET_MAX_EXP];
-  int64_t run_id = -1;
-  double target = 0.85;
-  report_t rp = {0};
-  int rc = SG_OK, nsel = 0, removed = 0;
+/* report's command line */
+typedef struct {
+  const char *db_path, *out, *sels[SG_RSET_MAX_EXP];
+  int nsel;
+  int64_t run_id;
+  double target;
+} report_args_t;
+
+/* One option that takes a value (val, already known to be there). */
+static int parse_value(report_args_t *ra, const char *a, const char *val) {
+  if (!strcmp(a, "--db")) ra->db_path = val;
+  else if (!strcmp(a, "--out")) ra->out = val;
+  else if (!strcmp(a, "--run")) {
+    char *end;
+    ra->run_id = strtoll(val, &end, 10);
+    if (end == val || *end || ra->run_id < 0) {
+      fprintf(stderr, "sgdlab report: --run: '%s' is not a run id\n", val);
+      return 2;
+    }
+  } else if (!parse_double(val, &ra->target) || ra->target < 0 || ra->target > 1) {
+    fprintf(stderr, "sgdlab report: --target: '%s' is not an accuracy in"
+                    " [0, 1]\n", val);
+    return 2;
+  }
+  return -1;
+}
+
+/* The arguments into ra: -1 to go on, else the exit code (0 after --help,
+ * 2 for bad usage, with its message printed). */
+static int parse_args(report_args_t *ra, int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1336,63 +1360,70 @@ int sg_cmd_report(int argc, char **argv) {
         return 2;
       }
       i++;
-      if (!strcmp(a, "--db")) db_path = val;
-      else if (!strcmp(a, "--out")) out = val;
-      else if (!strcmp(a, "--run")) {
-        char *end;
-        run_id = strtoll(val, &end, 10);
-        if (end == val || *end || run_id < 0) {
-          fprintf(stderr, "sgdlab report: --run: '%s' is not a run id\n", val);
-          return 2;
-        }
-      } else if (!parse_double(val, &target) || target < 0 || target > 1) {
-        fprintf(stderr, "sgdlab report: --target: '%s' is not an accuracy in"
-                        " [0, 1]\n", val);
-        return 2;
-      }
+      int code = parse_value(ra, a, val);
+      if (code >= 0) return code;
     } else if (a[0] == '-') {
       fprintf(stderr, "sgdlab report: unknown option '%s'\n%s", a, usage);
       return 2;
-    } else if (nsel < SG_RSET_MAX_EXP) {
-      sels[nsel++] = a;
+    } else if (ra->nsel < SG_RSET_MAX_EXP) {
+      ra->sels[ra->nsel++] = a;
     } else {
       fprintf(stderr, "sgdlab report: at most %d experiments in one report\n",
               SG_RSET_MAX_EXP);
       return 2;
     }
   }
-  if (nsel && run_id >= 0) {
+  if (ra->nsel && ra->run_id >= 0) {
     fprintf(stderr, "sgdlab report: give an EXPERIMENT or --run ID, not both\n");
     return 2;
   }
+  return -1;
+}
 
-  sg_err_clear();
-  rp.db_path = db_path;
-  rp.single_run = run_id >= 0;
-  SG_TRY(sg_plot_available());
-  SG_TRY(sg_rdb_open(&rp.db, db_path));
-  SG_TRY(load_set(&rp, sels, nsel, run_id, target));
-  if (out) {
-    snprintf(rp.dir, sizeof rp.dir, "%s", out);
+/* rp->dir: --out, else results/<experiment-name>[/run-<ID>] */
+static void report_dir(report_t *rp, const report_args_t *ra) {
+  if (ra->out) {
+    snprintf(rp->dir, sizeof rp->dir, "%s", ra->out);
   } else {
     char name[128];
-    dir_name(name, sizeof name, rp.set->name);
-    if (run_id >= 0)
-      snprintf(rp.dir, sizeof rp.dir, "results/%s/run-%lld", name,
-               (long long)run_id);
+    dir_name(name, sizeof name, rp->set->name);
+    if (ra->run_id >= 0)
+      snprintf(rp->dir, sizeof rp->dir, "results/%s/run-%lld", name,
+               (long long)ra->run_id);
     else
-      snprintf(rp.dir, sizeof rp.dir, "results/%s", name);
+      snprintf(rp->dir, sizeof rp->dir, "results/%s", name);
   }
-  SG_TRY(draw(&rp, &removed));
+}
+
+/* The one line that says what was written, and for what. */
+static void print_done(const report_t *rp, int64_t run_id, int removed) {
   printf("report: %s/summary.md, index.html and %zu figure%s (PNG and SVG) for %s",
-         rp.dir, rp.nfigs, rp.nfigs == 1 ? "" : "s",
-         rp.single_run ? "run" : rp.set->nexp > 1 ? "experiments" : "experiment");
-  if (rp.single_run) printf(" %lld", (long long)run_id);
-  for (size_t i = 0; !rp.single_run && i < rp.set->nexp; i++)
-    printf("%s %lld", i ? "," : "", (long long)rp.set->exp_ids[i]);
+         rp->dir, rp->nfigs, rp->nfigs == 1 ? "" : "s",
+         rp->single_run ? "run" : rp->set->nexp > 1 ? "experiments" : "experiment");
+  if (rp->single_run) printf(" %lld", (long long)run_id);
+  for (size_t i = 0; !rp->single_run && i < rp->set->nexp; i++)
+    printf("%s %lld", i ? "," : "", (long long)rp->set->exp_ids[i]);
   if (removed)
     printf("; removed %d file%s an earlier report left", removed, removed == 1 ? "" : "s");
   putchar('\n');
+}
+
+int sg_cmd_report(int argc, char **argv) {
+  report_args_t ra = {.db_path = SG_DEFAULT_DB, .run_id = -1, .target = 0.85};
+  report_t rp = {0};
+  int rc = SG_OK, removed = 0;
+  int code = parse_args(&ra, argc, argv);
+  if (code >= 0) return code;
+
+  sg_err_clear();
+  rp.db_path = ra.db_path;
+  rp.single_run = ra.run_id >= 0;
+  SG_TRY(sg_plot_available());
+  SG_TRY(sg_rdb_open(&rp.db, ra.db_path));
+  SG_TRY(load_set(&rp, ra.sels, ra.nsel, ra.run_id, ra.target));
+  report_dir(&rp, &ra);
+  SG_TRY(draw(&rp, &removed));
+  print_done(&rp, ra.run_id, removed);
 fail:
   if (rc < 0)
     fprintf(stderr, "sgdlab report: %s\n",
