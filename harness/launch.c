@@ -168,6 +168,93 @@ static int cluster_args(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv,
   return SG_OK;
 }
 
+/* mpirun's command line for cfg, into argv (80 slots, NULL-terminated);
+ * np is the caller's buffer for --np's value */
+static int mpirun_argv(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv, char *np,
+                       size_t np_size) {
+  int rc = SG_OK;
+  int a = 0;
+  snprintf(np, np_size, "%d", cfg->nprocs);
+  argv[a++] = "mpirun";
+  argv[a++] = "--np";
+  argv[a++] = np;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int remote = cfg->hosts && *cfg->hosts;
+  if (!remote && (cfg->cluster || (cores > 0 && cfg->nprocs > cores)))
+    argv[a++] = "--oversubscribe";
+  if (remote) {
+    argv[a++] = "-H";
+    argv[a++] = (char *)cfg->hosts;
+  }
+  if (cfg->cluster) SG_TRY(cluster_args(l, cfg, argv, &a));
+  else unsetenv("SGDLAB_CLUSTER"); /* an earlier run's, in this harness */
+  if (geteuid() == 0) argv[a++] = "--allow-run-as-root";
+  argv[a++] = "--bind-to";
+  argv[a++] = "none";
+  for (int i = 0; PASS_ENV[i]; i++)
+    if (getenv(PASS_ENV[i])) {
+      argv[a++] = "-x";
+      argv[a++] = (char *)PASS_ENV[i];
+    }
+  argv[a++] = "-x";
+  argv[a++] = "SGDLAB_SIZE";
+  argv[a++] = (char *)cfg->rank_bin;
+  argv[a++] = (char *)cfg->spec;
+  argv[a] = NULL;
+fail:
+  return rc;
+}
+
+/* One mpirun that starts all the ranks; l->pid[0] is mpirun's */
+static int start_mpirun(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *sizes) {
+  int rc = SG_OK;
+  if (!on_path("mpirun"))
+    return sg_err_set(SG_ENOTFOUND, "launcher mpirun: mpirun is not on PATH (install openmpi-bin)");
+  char *argv[80];
+  char np[16];
+  SG_TRY(mpirun_argv(l, cfg, argv, np, sizeof np));
+  if (cfg->verbose) print_cmd(argv);
+  if (!(l->pid = calloc(1, sizeof *l->pid))) return SG_ENOMEM;
+  setenv("SGDLAB_SIZE", sizes, 1); /* for -x; the harness never reads it */
+  /* mpirun's stderr: Open MPI's banners (and its ranks' stderr) go to the
+   * harness, which names the failed rank from them and keeps the
+   * terminal clean (run/mpirun.c) */
+  int p[2];
+  if (pipe(p) < 0) return sg_err_set(SG_EIO, "launcher mpirun: pipe: %s", strerror(errno));
+  l->err_fd = p[0];
+  fcntl(p[0], F_SETFD, FD_CLOEXEC); /* the harness is single-threaded: no race */
+  fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+  /* on a cluster mpirun itself runs on rank 0's host: its daemons on
+   * the other hosts reach its out-of-band channel over the links */
+  spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[0] : 0};
+  rc = spawn(argv, NULL, NULL, 0, p[1], at, &l->pid[0]);
+  close(p[1]);
+  SG_TRY(rc);
+  l->n = 1;
+  l->mpirun = 1;
+  l->pgid = l->pid[0];
+fail:
+  return rc;
+}
+
+/* One process per rank, all in rank 0's process group */
+static int start_local(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *sizes) {
+  int rc = SG_OK;
+  if (!(l->pid = calloc((size_t)cfg->nprocs, sizeof *l->pid))) return SG_ENOMEM;
+  char *argv[] = {(char *)cfg->rank_bin, (char *)cfg->spec, NULL};
+  if (cfg->verbose) print_cmd(argv);
+  for (int r = 0; r < cfg->nprocs; r++) {
+    char rank[16];
+    snprintf(rank, sizeof rank, "%d", r);
+    spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[r] : 0};
+    SG_TRY(spawn(argv, rank, sizes, l->pgid, -1, at, &l->pid[r]));
+    l->n = r + 1;
+    if (r == 0) l->pgid = l->pid[0];
+  }
+fail:
+  return rc;
+}
+
 int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
   int rc = SG_OK;
   sg_launch_t *l = calloc(1, sizeof *l);
@@ -175,84 +262,8 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
   l->err_fd = -1;
   char sizes[16];
   snprintf(sizes, sizeof sizes, "%d", cfg->nprocs);
-
-  if (!strcmp(cfg->launcher, "mpirun")) {
-    if (!on_path("mpirun")) {
-      rc = sg_err_set(SG_ENOTFOUND, "launcher mpirun: mpirun is not on PATH (install openmpi-bin)");
-      goto fail;
-    }
-    char *argv[80];
-    char np[16];
-    int a = 0;
-    snprintf(np, sizeof np, "%d", cfg->nprocs);
-    argv[a++] = "mpirun";
-    argv[a++] = "--np";
-    argv[a++] = np;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int remote = cfg->hosts && *cfg->hosts;
-    if (!remote && (cfg->cluster || (cores > 0 && cfg->nprocs > cores)))
-      argv[a++] = "--oversubscribe";
-    if (remote) {
-      argv[a++] = "-H";
-      argv[a++] = (char *)cfg->hosts;
-    }
-    if (cfg->cluster) SG_TRY(cluster_args(l, cfg, argv, &a));
-    else unsetenv("SGDLAB_CLUSTER"); /* an earlier run's, in this harness */
-    if (geteuid() == 0) argv[a++] = "--allow-run-as-root";
-    argv[a++] = "--bind-to";
-    argv[a++] = "none";
-    for (int i = 0; PASS_ENV[i]; i++)
-      if (getenv(PASS_ENV[i])) {
-        argv[a++] = "-x";
-        argv[a++] = (char *)PASS_ENV[i];
-      }
-    argv[a++] = "-x";
-    argv[a++] = "SGDLAB_SIZE";
-    argv[a++] = (char *)cfg->rank_bin;
-    argv[a++] = (char *)cfg->spec;
-    argv[a] = NULL;
-    if (cfg->verbose) print_cmd(argv);
-    if (!(l->pid = calloc(1, sizeof *l->pid))) {
-      rc = SG_ENOMEM;
-      goto fail;
-    }
-    setenv("SGDLAB_SIZE", sizes, 1); /* for -x; the harness never reads it */
-    /* mpirun's stderr: Open MPI's banners (and its ranks' stderr) go to the
-     * harness, which names the failed rank from them and keeps the
-     * terminal clean (run/mpirun.c) */
-    int p[2];
-    if (pipe(p) < 0) {
-      rc = sg_err_set(SG_EIO, "launcher mpirun: pipe: %s", strerror(errno));
-      goto fail;
-    }
-    l->err_fd = p[0];
-    fcntl(p[0], F_SETFD, FD_CLOEXEC); /* the harness is single-threaded: no race */
-    fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
-    /* on a cluster mpirun itself runs on rank 0's host: its daemons on
-     * the other hosts reach its out-of-band channel over the links */
-    spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[0] : 0};
-    rc = spawn(argv, NULL, NULL, 0, p[1], at, &l->pid[0]);
-    close(p[1]);
-    SG_TRY(rc);
-    l->n = 1;
-    l->mpirun = 1;
-    l->pgid = l->pid[0];
-  } else {
-    if (!(l->pid = calloc((size_t)cfg->nprocs, sizeof *l->pid))) {
-      rc = SG_ENOMEM;
-      goto fail;
-    }
-    char *argv[] = {(char *)cfg->rank_bin, (char *)cfg->spec, NULL};
-    if (cfg->verbose) print_cmd(argv);
-    for (int r = 0; r < cfg->nprocs; r++) {
-      char rank[16];
-      snprintf(rank, sizeof rank, "%d", r);
-      spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[r] : 0};
-      SG_TRY(spawn(argv, rank, sizes, l->pgid, -1, at, &l->pid[r]));
-      l->n = r + 1;
-      if (r == 0) l->pgid = l->pid[0];
-    }
-  }
+  if (!strcmp(cfg->launcher, "mpirun")) SG_TRY(start_mpirun(l, cfg, sizes));
+  else SG_TRY(start_local(l, cfg, sizes));
   *out = l;
   return SG_OK;
 fail:

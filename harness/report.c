@@ -226,15 +226,80 @@ static void series_band(FILE *gp, const char *file, int blk, int lo, int c) {
 
 /* ---- evals: accuracy and test loss vs time and vs step ----------------- */
 
-static int fig_evals(report_t *rp) {
+/* evals.tsv: one block per run with evaluations; block[i] is run i's
+ * block (gnuplot index), -1 for a run without any */
+static int evals_data(report_t *rp, int *block, int *nblocks) {
   const sg_rset_t *s = rp->set;
   sqlite3_stmt *st = NULL;
-  FILE *f = NULL, *gp = NULL;
+  FILE *f = NULL;
+  int rc = SG_OK;
+  SG_TRY(open_data(rp, "evals.tsv", &f));
+  fprintf(f, "# test-set evaluations, one block per run (gnuplot index)\n");
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT step, wall_s, samples, test_acc, test_loss,"
+                        " train_loss, epoch FROM evals WHERE run_id = ?1"
+                        " ORDER BY step, wall_s",
+                        &st));
+  for (size_t i = 0; i < s->n; i++) {
+    block[i] = -1;
+    if (s->runs[i].nevals == 0) continue;
+    block[i] = (*nblocks)++;
+    tsv_run_block(rp, f, block[i], i);
+    fprintf(f, "# step\twall_s\tsamples\ttest_acc\ttest_loss\ttrain_loss\tepoch\n");
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, s->runs[i].id);
+    while (sqlite3_step(st) == SQLITE_ROW)
+      fprintf(f, "%lld\t%.6g\t%lld\t%.6g\t%.6g\t%.6g\t%lld\n",
+              (long long)sqlite3_column_int64(st, 0), sg_rdb_double(st, 1),
+              (long long)sqlite3_column_int64(st, 2), sg_rdb_double(st, 3),
+              sg_rdb_double(st, 4), sg_rdb_double(st, 5),
+              (long long)sqlite3_column_int64(st, 6));
+  }
+  SG_TRY(close_data(rp, "evals.tsv", &f));
+fail:
+  if (f) fclose(f);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* One figure over evals.tsv: columns xcol:ycol of each run's block */
+typedef struct {
+  const char *name, *title, *xlabel, *ylabel;
+  int xcol, ycol;
+} evals_fig_t;
+
+static int evals_plot(report_t *rp, const evals_fig_t *fig, const int *block, int *titled) {
+  const sg_rset_t *s = rp->set;
+  FILE *gp = NULL;
+  int rc = SG_OK;
+  memset(titled, 0, ((size_t)rp->ncolors + 1) * sizeof *titled);
+  SG_TRY(sg_plot_begin(&gp, rp->dir, fig->name, fig->title));
+  axis_labels(gp, fig->xlabel, fig->ylabel);
+  if (fig->ycol == 4) fprintf(gp, "set yrange [*:1]\n");
+  fprintf(gp, "plot \\\n");
+  for (size_t i = 0; i < s->n; i++) {
+    if (block[i] < 0) continue;
+    fprintf(gp, "  'evals.tsv' index %d using %d:%d with linespoints pt 7 ps 0.5 lw 1.5 ",
+            block[i], fig->xcol, fig->ycol);
+    plot_color(gp, rp->color[i]);
+    plot_title(rp, gp, i, titled);
+    fprintf(gp, ", \\\n");
+  }
+  if (fig->ycol == 4)
+    fprintf(gp, "  %g with lines dt 2 lw 1 lc rgb '#606060' title 'target %g'\n",
+            s->target, s->target);
+  else
+    fprintf(gp, "  NaN notitle\n");
+  SG_TRY(sg_plot_end(&gp, rp->dir, fig->name));
+fail:
+  if (gp) fclose(gp);
+  return rc;
+}
+
+static int fig_evals(report_t *rp) {
+  const sg_rset_t *s = rp->set;
   int rc = SG_OK, nblocks = 0, *block = NULL, *titled = NULL;
-  static const struct {
-    const char *name, *title, *xlabel, *ylabel;
-    int xcol, ycol;
-  } figs[] = {
+  static const evals_fig_t figs[] = {
       {"acc_vs_time", "Test accuracy vs training time",
        "training wall time (s, evaluation excluded)", "test accuracy", 2, 4},
       {"acc_vs_step", "Test accuracy vs step", "step (synchronous update)",
@@ -249,52 +314,10 @@ static int fig_evals(report_t *rp) {
     rc = sg_err_set(SG_ENOMEM, "report: out of memory");
     goto fail;
   }
-  SG_TRY(open_data(rp, "evals.tsv", &f));
-  fprintf(f, "# test-set evaluations, one block per run (gnuplot index)\n");
-  SG_TRY(sg_rdb_prepare(rp->db,
-                        "SELECT step, wall_s, samples, test_acc, test_loss,"
-                        " train_loss, epoch FROM evals WHERE run_id = ?1"
-                        " ORDER BY step, wall_s",
-                        &st));
-  for (size_t i = 0; i < s->n; i++) {
-    block[i] = -1;
-    if (s->runs[i].nevals == 0) continue;
-    block[i] = nblocks++;
-    tsv_run_block(rp, f, block[i], i);
-    fprintf(f, "# step\twall_s\tsamples\ttest_acc\ttest_loss\ttrain_loss\tepoch\n");
-    sqlite3_reset(st);
-    sqlite3_bind_int64(st, 1, s->runs[i].id);
-    while (sqlite3_step(st) == SQLITE_ROW)
-      fprintf(f, "%lld\t%.6g\t%lld\t%.6g\t%.6g\t%.6g\t%lld\n",
-              (long long)sqlite3_column_int64(st, 0), sg_rdb_double(st, 1),
-              (long long)sqlite3_column_int64(st, 2), sg_rdb_double(st, 3),
-              sg_rdb_double(st, 4), sg_rdb_double(st, 5),
-              (long long)sqlite3_column_int64(st, 6));
-  }
-  SG_TRY(close_data(rp, "evals.tsv", &f));
+  SG_TRY(evals_data(rp, block, &nblocks));
   if (nblocks == 0) goto fail; /* nothing to draw: rc is SG_OK */
-
-  for (size_t k = 0; k < sizeof figs / sizeof figs[0]; k++) {
-    memset(titled, 0, ((size_t)rp->ncolors + 1) * sizeof *titled);
-    SG_TRY(sg_plot_begin(&gp, rp->dir, figs[k].name, figs[k].title));
-    axis_labels(gp, figs[k].xlabel, figs[k].ylabel);
-    if (figs[k].ycol == 4) fprintf(gp, "set yrange [*:1]\n");
-    fprintf(gp, "plot \\\n");
-    for (size_t i = 0; i < s->n; i++) {
-      if (block[i] < 0) continue;
-      fprintf(gp, "  'evals.tsv' index %d using %d:%d with linespoints pt 7 ps 0.5 lw 1.5 ",
-              block[i], figs[k].xcol, figs[k].ycol);
-      plot_color(gp, rp->color[i]);
-      plot_title(rp, gp, i, titled);
-      fprintf(gp, ", \\\n");
-    }
-    if (figs[k].ycol == 4)
-      fprintf(gp, "  %g with lines dt 2 lw 1 lc rgb '#606060' title 'target %g'\n",
-              s->target, s->target);
-    else
-      fprintf(gp, "  NaN notitle\n");
-    SG_TRY(sg_plot_end(&gp, rp->dir, figs[k].name));
-  }
+  for (size_t k = 0; k < sizeof figs / sizeof figs[0]; k++)
+    SG_TRY(evals_plot(rp, &figs[k], block, titled));
   add_fig(rp, "acc_vs_time",
           "Test accuracy vs training wall time (evaluation time excluded); "
           "dashed: the target %g. Repeats share a color.", s->target);
@@ -304,9 +327,6 @@ static int fig_evals(report_t *rp) {
           "Test loss (mean cross-entropy over the test set) vs training wall "
           "time.");
 fail:
-  if (gp) fclose(gp);
-  if (f) fclose(f);
-  sqlite3_finalize(st);
   free(block);
   free(titled);
   return rc;
@@ -990,13 +1010,66 @@ static void size_tics(FILE *gp, const long long *sizes, int n) {
   fputs(")\n", gp);
 }
 
+/* The two bench figures, time and bus bandwidth, opened on the first block */
+static const char *const bench_names[2] = {"allreduce_time", "allreduce_busbw"};
+
+static int bench_plots_begin(report_t *rp, FILE **gp, const long long *sizes, int nsizes) {
+  int rc = SG_OK;
+  SG_TRY(sg_plot_begin(&gp[0], rp->dir, bench_names[0],
+                       "Allreduce time vs message size (median, min-max bars)"));
+  SG_TRY(sg_plot_begin(&gp[1], rp->dir, bench_names[1],
+                       "Allreduce bus bandwidth vs message size"));
+  /* sizes span decades: log-log, ticks at the measured sizes */
+  for (int k = 0; k < 2; k++) {
+    fputs("set logscale x 2\nset logscale y 10\n", gp[k]);
+    size_tics(gp[k], sizes, nsizes);
+  }
+  axis_labels(gp[0], "message size", "time per allreduce (s)");
+  fputs("set format y '%.0s %cs'\nplot \\\n", gp[0]);
+  axis_labels(gp[1], "message size", "bus bandwidth (GB/s)");
+  fputs("plot \\\n", gp[1]);
+fail:
+  return rc;
+}
+
+/* A new impl/transport/np: its bench.tsv block header and one series in
+ * each figure */
+static void bench_block(FILE *f, FILE **gp, int blk, const char *key) {
+  tsv_block(f, blk, key);
+  fputs("# bytes\tt_median\tt_min\tt_max\talgbw\tbusbw\twrong\n", f);
+  fprintf(gp[0], "  'bench.tsv' index %d using 1:2:3:4 with yerrorlines pt 7 lw 1.5 ", blk);
+  fprintf(gp[1], "  'bench.tsv' index %d using 1:6 with linespoints pt 7 lw 1.5 ", blk);
+  for (int k = 0; k < 2; k++) {
+    plot_color(gp[k], blk);
+    sg_plot_title(gp[k], key);
+    fputs(", \\\n", gp[k]);
+  }
+}
+
+/* The captions of the two bench figures, for summary.md and index.html */
+static void bench_captions(report_t *rp) {
+  add_fig(rp, "allreduce_time",
+          "Allreduce time per call vs message size (log-log): median over "
+          "timed iterations, bars from min to max, per implementation, "
+          "transport and worker count N (ps-S* adds S server processes, "
+          "mapreduce-* a driver).");
+  add_fig(rp, "allreduce_busbw",
+          "Allreduce bus bandwidth vs message size: busbw = bytes / time * "
+          "2(N-1)/N, comparable to the link bandwidth (nccl-tests' "
+          "definition).  ps-S* (push + pull through S servers) and "
+          "mapreduce-* (driver broadcast + reduce) use the same formula, so "
+          "their busbw is allreduce-equivalent bandwidth, not the bytes on "
+          "their busiest link (a server's or the driver's link carries "
+          "about 2*N*bytes/S or 2*N*bytes); N = workers, their extra "
+          "processes not counted.");
+}
+
 static int fig_bench(report_t *rp) {
   sqlite3_stmt *st = NULL;
   FILE *f = NULL, *gp[2] = {NULL, NULL};
   int rc = SG_OK, nblocks = 0, nsizes = 0;
   long long sizes[256];
   char prev[512] = "", ids[SG_RSET_MAX_EXP * 24];
-  static const char *const names[2] = {"allreduce_time", "allreduce_busbw"};
   if (rp->single_run) return SG_OK;
   SG_TRY(sg_rdb_prepare(rp->db,
                         "SELECT impl, transport, np, bytes, t_median, t_min,"
@@ -1018,32 +1091,8 @@ static int fig_bench(report_t *rp) {
     snprintf(key, sizeof key, "%s%s/%s np=%d", exp, sg_rdb_text(st, 0),
              sg_rdb_text(st, 1), sqlite3_column_int(st, 2));
     if (strcmp(key, prev)) {
-      if (nblocks == 0) {
-        SG_TRY(sg_plot_begin(&gp[0], rp->dir, names[0],
-                             "Allreduce time vs message size (median, min-max bars)"));
-        SG_TRY(sg_plot_begin(&gp[1], rp->dir, names[1],
-                             "Allreduce bus bandwidth vs message size"));
-        /* sizes span decades: log-log, ticks at the measured sizes */
-        for (int k = 0; k < 2; k++) {
-          fputs("set logscale x 2\nset logscale y 10\n", gp[k]);
-          size_tics(gp[k], sizes, nsizes);
-        }
-        axis_labels(gp[0], "message size", "time per allreduce (s)");
-        fputs("set format y '%.0s %cs'\nplot \\\n", gp[0]);
-        axis_labels(gp[1], "message size", "bus bandwidth (GB/s)");
-        fputs("plot \\\n", gp[1]);
-      }
-      tsv_block(f, nblocks, key);
-      fputs("# bytes\tt_median\tt_min\tt_max\talgbw\tbusbw\twrong\n", f);
-      fprintf(gp[0], "  'bench.tsv' index %d using 1:2:3:4 with yerrorlines pt 7 lw 1.5 ",
-              nblocks);
-      fprintf(gp[1], "  'bench.tsv' index %d using 1:6 with linespoints pt 7 lw 1.5 ",
-              nblocks);
-      for (int k = 0; k < 2; k++) {
-        plot_color(gp[k], nblocks);
-        sg_plot_title(gp[k], key);
-        fputs(", \\\n", gp[k]);
-      }
+      if (nblocks == 0) SG_TRY(bench_plots_begin(rp, gp, sizes, nsizes));
+      bench_block(f, gp, nblocks, key);
       snprintf(prev, sizeof prev, "%s", key);
       nblocks++;
     }
@@ -1056,22 +1105,9 @@ static int fig_bench(report_t *rp) {
   if (!nblocks) goto fail;
   for (int k = 0; k < 2; k++) {
     fprintf(gp[k], "  NaN notitle\n");
-    SG_TRY(sg_plot_end(&gp[k], rp->dir, names[k]));
+    SG_TRY(sg_plot_end(&gp[k], rp->dir, bench_names[k]));
   }
-  add_fig(rp, "allreduce_time",
-          "Allreduce time per call vs message size (log-log): median over "
-          "timed iterations, bars from min to max, per implementation, "
-          "transport and worker count N (ps-S* adds S server processes, "
-          "mapreduce-* a driver).");
-  add_fig(rp, "allreduce_busbw",
-          "Allreduce bus bandwidth vs message size: busbw = bytes / time * "
-          "2(N-1)/N, comparable to the link bandwidth (nccl-tests' "
-          "definition).  ps-S* (push + pull through S servers) and "
-          "mapreduce-* (driver broadcast + reduce) use the same formula, so "
-          "their busbw is allreduce-equivalent bandwidth, not the bytes on "
-          "their busiest link (a server's or the driver's link carries "
-          "about 2*N*bytes/S or 2*N*bytes); N = workers, their extra "
-          "processes not counted.");
+  bench_captions(rp);
 fail:
   for (int k = 0; k < 2; k++)
     if (gp[k]) fclose(gp[k]);
@@ -1281,12 +1317,36 @@ static int draw(report_t *rp, int *removed) {
   return sg_rfiles_commit(&rp->written, rp->dir, removed);
 }
 
-int sg_cmd_report(int argc, char **argv) {
-  const char *db_path = SG_DEFAULT_DB, *out = NULL, *sels[SG_RSET_MAX_EXP];
-  int64_t run_id = -1;
-  double target = 0.85;
-  report_t rp = {0};
-  int rc = SG_OK, nsel = 0, removed = 0;
+/* report's command line */
+typedef struct {
+  const char *db_path, *out, *sels[SG_RSET_MAX_EXP];
+  int nsel;
+  int64_t run_id;
+  double target;
+} report_args_t;
+
+/* One option that takes a value (val, already known to be there). */
+static int parse_value(report_args_t *ra, const char *a, const char *val) {
+  if (!strcmp(a, "--db")) ra->db_path = val;
+  else if (!strcmp(a, "--out")) ra->out = val;
+  else if (!strcmp(a, "--run")) {
+    char *end;
+    ra->run_id = strtoll(val, &end, 10);
+    if (end == val || *end || ra->run_id < 0) {
+      fprintf(stderr, "sgdlab report: --run: '%s' is not a run id\n", val);
+      return 2;
+    }
+  } else if (!parse_double(val, &ra->target) || ra->target < 0 || ra->target > 1) {
+    fprintf(stderr, "sgdlab report: --target: '%s' is not an accuracy in"
+                    " [0, 1]\n", val);
+    return 2;
+  }
+  return -1;
+}
+
+/* The arguments into ra: -1 to go on, else the exit code (0 after --help,
+ * 2 for bad usage, with its message printed). */
+static int parse_args(report_args_t *ra, int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1300,63 +1360,70 @@ int sg_cmd_report(int argc, char **argv) {
         return 2;
       }
       i++;
-      if (!strcmp(a, "--db")) db_path = val;
-      else if (!strcmp(a, "--out")) out = val;
-      else if (!strcmp(a, "--run")) {
-        char *end;
-        run_id = strtoll(val, &end, 10);
-        if (end == val || *end || run_id < 0) {
-          fprintf(stderr, "sgdlab report: --run: '%s' is not a run id\n", val);
-          return 2;
-        }
-      } else if (!parse_double(val, &target) || target < 0 || target > 1) {
-        fprintf(stderr, "sgdlab report: --target: '%s' is not an accuracy in"
-                        " [0, 1]\n", val);
-        return 2;
-      }
+      int code = parse_value(ra, a, val);
+      if (code >= 0) return code;
     } else if (a[0] == '-') {
       fprintf(stderr, "sgdlab report: unknown option '%s'\n%s", a, usage);
       return 2;
-    } else if (nsel < SG_RSET_MAX_EXP) {
-      sels[nsel++] = a;
+    } else if (ra->nsel < SG_RSET_MAX_EXP) {
+      ra->sels[ra->nsel++] = a;
     } else {
       fprintf(stderr, "sgdlab report: at most %d experiments in one report\n",
               SG_RSET_MAX_EXP);
       return 2;
     }
   }
-  if (nsel && run_id >= 0) {
+  if (ra->nsel && ra->run_id >= 0) {
     fprintf(stderr, "sgdlab report: give an EXPERIMENT or --run ID, not both\n");
     return 2;
   }
+  return -1;
+}
 
-  sg_err_clear();
-  rp.db_path = db_path;
-  rp.single_run = run_id >= 0;
-  SG_TRY(sg_plot_available());
-  SG_TRY(sg_rdb_open(&rp.db, db_path));
-  SG_TRY(load_set(&rp, sels, nsel, run_id, target));
-  if (out) {
-    snprintf(rp.dir, sizeof rp.dir, "%s", out);
+/* rp->dir: --out, else results/<experiment-name>[/run-<ID>] */
+static void report_dir(report_t *rp, const report_args_t *ra) {
+  if (ra->out) {
+    snprintf(rp->dir, sizeof rp->dir, "%s", ra->out);
   } else {
     char name[128];
-    dir_name(name, sizeof name, rp.set->name);
-    if (run_id >= 0)
-      snprintf(rp.dir, sizeof rp.dir, "results/%s/run-%lld", name,
-               (long long)run_id);
+    dir_name(name, sizeof name, rp->set->name);
+    if (ra->run_id >= 0)
+      snprintf(rp->dir, sizeof rp->dir, "results/%s/run-%lld", name,
+               (long long)ra->run_id);
     else
-      snprintf(rp.dir, sizeof rp.dir, "results/%s", name);
+      snprintf(rp->dir, sizeof rp->dir, "results/%s", name);
   }
-  SG_TRY(draw(&rp, &removed));
+}
+
+/* The one line that says what was written, and for what. */
+static void print_done(const report_t *rp, int64_t run_id, int removed) {
   printf("report: %s/summary.md, index.html and %zu figure%s (PNG and SVG) for %s",
-         rp.dir, rp.nfigs, rp.nfigs == 1 ? "" : "s",
-         rp.single_run ? "run" : rp.set->nexp > 1 ? "experiments" : "experiment");
-  if (rp.single_run) printf(" %lld", (long long)run_id);
-  for (size_t i = 0; !rp.single_run && i < rp.set->nexp; i++)
-    printf("%s %lld", i ? "," : "", (long long)rp.set->exp_ids[i]);
+         rp->dir, rp->nfigs, rp->nfigs == 1 ? "" : "s",
+         rp->single_run ? "run" : rp->set->nexp > 1 ? "experiments" : "experiment");
+  if (rp->single_run) printf(" %lld", (long long)run_id);
+  for (size_t i = 0; !rp->single_run && i < rp->set->nexp; i++)
+    printf("%s %lld", i ? "," : "", (long long)rp->set->exp_ids[i]);
   if (removed)
     printf("; removed %d file%s an earlier report left", removed, removed == 1 ? "" : "s");
   putchar('\n');
+}
+
+int sg_cmd_report(int argc, char **argv) {
+  report_args_t ra = {.db_path = SG_DEFAULT_DB, .run_id = -1, .target = 0.85};
+  report_t rp = {0};
+  int rc = SG_OK, removed = 0;
+  int code = parse_args(&ra, argc, argv);
+  if (code >= 0) return code;
+
+  sg_err_clear();
+  rp.db_path = ra.db_path;
+  rp.single_run = ra.run_id >= 0;
+  SG_TRY(sg_plot_available());
+  SG_TRY(sg_rdb_open(&rp.db, ra.db_path));
+  SG_TRY(load_set(&rp, ra.sels, ra.nsel, ra.run_id, ra.target));
+  report_dir(&rp, &ra);
+  SG_TRY(draw(&rp, &removed));
+  print_done(&rp, ra.run_id, removed);
 fail:
   if (rc < 0)
     fprintf(stderr, "sgdlab report: %s\n",

@@ -305,21 +305,10 @@ fail:
   return rc;
 }
 
-int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
-                 sg_rset_t **out) {
+/* The experiment's name, start and host (a made-up name when it has no row) */
+static int load_experiment(sqlite3 *db, sg_rset_t *s, int64_t exp_id) {
   sqlite3_stmt *st = NULL;
-  sg_rset_t *s = NULL;
-  kv_t *kv = NULL;
-  size_t nkv = 0, cap = 0;
   int rc = SG_OK;
-  *out = NULL;
-  s = calloc(1, sizeof *s);
-  if (!s) return sg_err_set(SG_ENOMEM, "report: out of memory");
-  s->target = target;
-  if (run_id >= 0) SG_TRY(sg_rdb_run_experiment(db, run_id, &exp_id));
-  s->experiment_id = exp_id;
-  s->exp_ids[0] = exp_id;
-  s->nexp = 1;
   SG_TRY(sg_rdb_prepare(db,
                         "SELECT name, started_at, host FROM experiments"
                         " WHERE id = ?1",
@@ -332,9 +321,41 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
   } else {
     snprintf(s->name, sizeof s->name, "experiment-%lld", (long long)exp_id);
   }
+fail:
   sqlite3_finalize(st);
-  st = NULL;
+  return rc;
+}
 
+/* One row of the runs query into a new run; the figures it has not yet
+ * are NaN */
+static void run_from_row(sg_rrun_t *r, sqlite3_stmt *st) {
+  memset(r, 0, sizeof *r);
+  r->id = sqlite3_column_int64(st, 0);
+  r->experiment_id = sqlite3_column_int64(st, 1);
+  copy_str(r->engine, sizeof r->engine, sg_rdb_text(st, 2));
+  copy_str(r->transport, sizeof r->transport, sg_rdb_text(st, 3));
+  copy_str(r->launcher, sizeof r->launcher, sg_rdb_text(st, 4));
+  r->workers = sqlite3_column_int(st, 5);
+  r->servers = sqlite3_column_int(st, 6);
+  r->processes = sqlite3_column_int(st, 7);
+  r->repeat = sqlite3_column_int(st, 8);
+  r->seed = sqlite3_column_int64(st, 9);
+  copy_str(r->status, sizeof r->status, sg_rdb_text(st, 10));
+  copy_str(r->error, sizeof r->error, sg_rdb_text(st, 11));
+  copy_str(r->started_at, sizeof r->started_at, sg_rdb_text(st, 12));
+  r->wall_s = sg_rdb_double(st, 13);
+  /* samples per step row: a worker's batch; the baseline runs N*b in one */
+  r->rank_batch = sqlite3_column_int64(st, 14);
+  const sg_engine_t *e = sg_engine_find(r->engine);
+  if (e && e->baseline) r->rank_batch *= r->workers > 0 ? r->workers : 1;
+  r->final_acc = r->t_target = r->samples_per_s = NAN;
+  r->bytes_per_step = r->compute_s = r->comm_s = r->wait_s = NAN;
+}
+
+/* s->runs: run run_id, or (run_id < 0) every run of experiment exp_id */
+static int load_runs(sqlite3 *db, sg_rset_t *s, int64_t exp_id, int64_t run_id) {
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK;
   SG_TRY(sg_rdb_prepare(
       db,
       "SELECT id, experiment_id, engine, transport, launcher, workers, servers,"
@@ -346,51 +367,30 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
   sqlite3_bind_int64(st, 1, run_id);
   sqlite3_bind_int64(st, 2, exp_id);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    sg_rrun_t *r;
     void *p = realloc(s->runs, (s->n + 1) * sizeof *s->runs);
     if (!p) {
       rc = sg_err_set(SG_ENOMEM, "report: out of memory");
       goto fail;
     }
     s->runs = p;
-    r = &s->runs[s->n++];
-    memset(r, 0, sizeof *r);
-    r->id = sqlite3_column_int64(st, 0);
-    r->experiment_id = sqlite3_column_int64(st, 1);
-    copy_str(r->engine, sizeof r->engine, sg_rdb_text(st, 2));
-    copy_str(r->transport, sizeof r->transport, sg_rdb_text(st, 3));
-    copy_str(r->launcher, sizeof r->launcher, sg_rdb_text(st, 4));
-    r->workers = sqlite3_column_int(st, 5);
-    r->servers = sqlite3_column_int(st, 6);
-    r->processes = sqlite3_column_int(st, 7);
-    r->repeat = sqlite3_column_int(st, 8);
-    r->seed = sqlite3_column_int64(st, 9);
-    copy_str(r->status, sizeof r->status, sg_rdb_text(st, 10));
-    copy_str(r->error, sizeof r->error, sg_rdb_text(st, 11));
-    copy_str(r->started_at, sizeof r->started_at, sg_rdb_text(st, 12));
-    r->wall_s = sg_rdb_double(st, 13);
-    /* samples per step row: a worker's batch; the baseline runs N*b in one */
-    r->rank_batch = sqlite3_column_int64(st, 14);
-    const sg_engine_t *e = sg_engine_find(r->engine);
-    if (e && e->baseline) r->rank_batch *= r->workers > 0 ? r->workers : 1;
-    r->final_acc = r->t_target = r->samples_per_s = NAN;
-    r->bytes_per_step = r->compute_s = r->comm_s = r->wait_s = NAN;
+    run_from_row(&s->runs[s->n++], st);
   }
   if (rc != SQLITE_DONE) {
     rc = sg_err_set(SG_EIO, "reading runs: %s", sqlite3_errmsg(db));
     goto fail;
   }
   rc = SG_OK;
+fail:
   sqlite3_finalize(st);
-  st = NULL;
+  return rc;
+}
 
-  for (size_t i = 0; i < s->n; i++) {
-    SG_TRY(load_evals(db, &s->runs[i], target));
-    SG_TRY(load_steps(db, &s->runs[i]));
-    SG_TRY(load_throughput(db, &s->runs[i]));
-  }
-
-  /* Every (run, setting) pair, to find the settings swept in this set. */
+/* Every (run, setting) pair of s's runs into *kv (grown; the caller frees
+ * it, and the nkv entries it holds, also on failure) */
+static int load_settings(sqlite3 *db, const sg_rset_t *s, kv_t **kv, size_t *nkv) {
+  sqlite3_stmt *st = NULL;
+  size_t cap = 0;
+  int rc = SG_OK;
   SG_TRY(sg_rdb_prepare(db,
                         "SELECT j.key, CASE j.type WHEN 'true' THEN 'true'"
                         " WHEN 'false' THEN 'false' ELSE j.value END"
@@ -401,28 +401,55 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, s->runs[i].id);
     while (sqlite3_step(st) == SQLITE_ROW) {
-      if (nkv == cap) {
+      if (*nkv == cap) {
         size_t nc = cap ? 2 * cap : 64;
-        void *p = realloc(kv, nc * sizeof *kv);
+        void *p = realloc(*kv, nc * sizeof **kv);
         if (!p) {
           rc = sg_err_set(SG_ENOMEM, "report: out of memory");
           goto fail;
         }
-        kv = p;
+        *kv = p;
         cap = nc;
       }
-      kv[nkv].run = i;
-      kv[nkv].key = strdup(sg_rdb_text(st, 0));
-      kv[nkv].val = strdup(sg_rdb_text(st, 1));
-      nkv++;
-      if (!kv[nkv - 1].key || !kv[nkv - 1].val) {
+      kv_t *e = &(*kv)[(*nkv)++];
+      e->run = i;
+      e->key = strdup(sg_rdb_text(st, 0));
+      e->val = strdup(sg_rdb_text(st, 1));
+      if (!e->key || !e->val) {
         rc = sg_err_set(SG_ENOMEM, "report: out of memory");
         goto fail;
       }
     }
   }
+fail:
   sqlite3_finalize(st);
-  st = NULL;
+  return rc;
+}
+
+int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
+                 sg_rset_t **out) {
+  sg_rset_t *s = NULL;
+  kv_t *kv = NULL;
+  size_t nkv = 0;
+  int rc = SG_OK;
+  *out = NULL;
+  s = calloc(1, sizeof *s);
+  if (!s) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  s->target = target;
+  if (run_id >= 0) SG_TRY(sg_rdb_run_experiment(db, run_id, &exp_id));
+  s->experiment_id = exp_id;
+  s->exp_ids[0] = exp_id;
+  s->nexp = 1;
+  SG_TRY(load_experiment(db, s, exp_id));
+  SG_TRY(load_runs(db, s, exp_id, run_id));
+  for (size_t i = 0; i < s->n; i++) {
+    SG_TRY(load_evals(db, &s->runs[i], target));
+    SG_TRY(load_steps(db, &s->runs[i]));
+    SG_TRY(load_throughput(db, &s->runs[i]));
+  }
+
+  /* Every (run, setting) pair, to find the settings swept in this set. */
+  SG_TRY(load_settings(db, s, &kv, &nkv));
   for (size_t i = 0; i < s->n; i++) SG_TRY(label_run(&s->runs[i], i, kv, nkv));
   if (run_id < 0) SG_TRY(add_swept(s, kv, nkv));
 
@@ -440,7 +467,6 @@ fail:
     free(kv[i].val);
   }
   free(kv);
-  sqlite3_finalize(st);
   sg_rset_destroy(&s);
   return rc;
 }
