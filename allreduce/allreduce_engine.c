@@ -14,6 +14,13 @@
  *                                     replicas stay identical bit for bit
  *   rank 0 evaluates every eval_every steps and dumps the final params.
  *
+ * overlap: true (overlap.h) replaces "grad, barrier, allreduce" by a
+ * compute thread that runs backward and hands the gradient over in
+ * buckets of `bucket` bytes, last layer first, while this thread
+ * allreduces each bucket as it comes: compute_s ends with backward,
+ * comm_s is the allreduce time left after it (the exposed part), wait_s
+ * is 0 (no barrier; waiting for a slow rank happens inside comm_s).
+ *
  * Because worker r's batch is positions r, r+N, .. of the global batch
  * (workload.h), g equals `local`'s gradient on batch N*b up to float
  * summation order, and the run performs the same updates as `local`.
@@ -151,10 +158,13 @@ static int ar_step(ar_loop_t *lp, sg_trainlog_t *log, int64_t step, int64_t spe)
   return sg_trainlog_step(log, &s, ctx->rank == 0 ? lp->params : NULL);
 }
 
-/* overlap: true starts the compute thread (overlap.h). */
+/* overlap: true starts the compute thread (overlap.h); not for N = 1,
+ * which has nothing to reduce (the thread's hand-offs cost ~13% there). */
 static int overlap_new(ar_loop_t *lp) {
   int64_t bucket = SG_AR_BUCKET_DEFAULT;
-  if (strcmp(sg_opts_str_or(lp->ctx->opts, "overlap", "false"), "true") != 0) return SG_OK;
+  if (strcmp(sg_opts_str_or(lp->ctx->opts, "overlap", "false"), "true") != 0 ||
+      lp->ctx->size == 1)
+    return SG_OK;
   SG_CHECK(sg_opts_int_or(lp->ctx->opts, "bucket", SG_AR_BUCKET_DEFAULT, &bucket));
   return sg_ar_overlap_new(&lp->ov, lp->wl, lp->ar, (size_t)bucket);
 }
