@@ -119,7 +119,8 @@ int sg_ar_overlap_new(sg_ar_overlap_t **out, sg_workload_t *wl, sg_ar_t *ar,
     return sg_err_set(SG_ENOMEM, "overlap: cannot start the compute thread");
   }
   ov->started = 1;
-  /* Blocks of dW rows of about a bucket: finer ones only add calls. */
+  /* dW blocks of at least a bucket (whole rows): each closes a bucket
+   * of about `bucket` bytes; finer ones would only add calls. */
   sg_model_set_grad_hook(sg_workload_model(wl), on_ready, ov, ov->bucket);
   *out = ov;
   return SG_OK;

@@ -22,7 +22,7 @@
 #include "allreduce.h"
 #include "workload.h"
 
-#define SG_AR_BUCKET_DEFAULT (256u << 10) /* bytes; docs/engines/allreduce.md */
+#define SG_AR_BUCKET_DEFAULT (512u << 10) /* bytes; docs/engines/allreduce.md */
 
 typedef struct sg_ar_overlap sg_ar_overlap_t;
 

@@ -57,8 +57,8 @@ int sg_model_grad(sg_model_t *m, const float *params, const sg_batch_t *b,
  * still runs: with fn set, sg_model_grad calls fn(arg, off, len) as soon as
  * grad[off, off+len) is final, in descending order of off (the last layer
  * first), covering the whole vector exactly once per call.  A layer's dW
- * is then computed in blocks of output rows of at most block_floats
- * floats (at least one row), each reported when done, so that one large
+ * is then computed in blocks of whole output rows, at least block_floats
+ * floats each (or the whole dW), each reported when done, so that one large
  * layer does not hold back all of its gradient; every element is still
  * the same k-ordered dot product.  fn runs on the thread that called
  * sg_model_grad.  fn NULL removes the hook. */

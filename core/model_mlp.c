@@ -160,7 +160,8 @@ static void dense_dW(sg_model_t *m, int l, const float *Gout, const float *X, in
   float *dW = grad + m->offW[l];
   int rows = out;
   if (m->ready) {
-    size_t r = m->block_floats / (size_t)in;
+    /* whole rows, at least block_floats: a block then fills a bucket */
+    size_t r = (m->block_floats + (size_t)in - 1) / (size_t)in;
     rows = r < 1 ? 1 : r > (size_t)out ? out : (int)r;
   }
   for (int o1 = out; o1 > 0; o1 -= rows) {

@@ -3,7 +3,7 @@
  *  - bit_equal_to_no_overlap: N = 2 workers, 100 steps of the fixture
  *    workload (MLP 784-32-10, batch 16), ring over zmq without overlap,
  *    then ring (zmq and mpi), rhd (mpi) and native (mpi) with overlap and
- *    4 KiB buckets (17 buckets a step, dW of layer 0 in one-row blocks).
+ *    4 KiB buckets (16 buckets a step, dW of layer 0 in two-row blocks).
  *    For N = 2 every element's sum is the same two terms, and the
  *    row-blocked dW the same k-ordered dot products, so the final
  *    parameters must equal the overlap-off run's byte for byte; the
