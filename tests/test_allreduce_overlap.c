@@ -11,7 +11,8 @@
  *    through the transport), and every overlap step books wait_s = 0 and
  *    comm_s > 0.  A bucket left unreduced, reduced twice, or a block
  *    of rows that backward reports before it is written changes the
- *    parameters (the distance printed shows by how much);
+ *    parameters (the distance printed shows by how much: skipping the
+ *    first bucket 0.49, reporting blocks before their sgemm 0.62);
  *  - matches_local_n3: N = 3 (uneven chunks, three-term sums in ring
  *    order), ring over zmq and mpi with overlap and 4 KiB buckets, 100
  *    steps, within relative L2 distance 1e-4 of `local` with batch 3b,
