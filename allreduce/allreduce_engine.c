@@ -14,6 +14,13 @@
  *                                     replicas stay identical bit for bit
  *   rank 0 evaluates every eval_every steps and dumps the final params.
  *
+ * overlap: true (overlap.h) replaces "grad, barrier, allreduce" by a
+ * compute thread that runs backward and hands the gradient over in
+ * buckets of `bucket` bytes, last layer first, while this thread
+ * allreduces each bucket as it comes: compute_s ends with backward,
+ * comm_s is the allreduce time left after it (the exposed part), wait_s
+ * is 0 (no barrier; waiting for a slow rank happens inside comm_s).
+ *
  * Because worker r's batch is positions r, r+N, .. of the global batch
  * (workload.h), g equals `local`'s gradient on batch N*b up to float
  * summation order, and the run performs the same updates as `local`.
@@ -28,6 +35,7 @@
 #include <string.h>
 
 #include "allreduce.h"
+#include "overlap.h"
 #include "topk.h"
 #include "clock.h"
 #include "device.h"
@@ -40,6 +48,8 @@ static const sg_setting_t ar_options[] = {
   {"segment", SG_T_INT, "1M", "ring: pipeline segment in bytes (K/M suffixes); cuda-ring: the chunk of a ring step", NULL, 4, 1 << 30, SG_S_ENGINE},
   {"compress", SG_T_ENUM, "none", "gradient compression on the wire: none; fp16 (ring: IEEE halves on the wire, sums in float32; every replica keeps the rounded sum); topk (the topk fraction of largest entries as index/value pairs, allgathered around the ring, the rest carried over as error feedback)", "none|fp16|topk", 1, 0, SG_S_ENGINE},
   {"topk", SG_T_FLOAT, "0.01", "compress: topk: fraction of the gradient's entries each rank sends per step", NULL, 1e-6, 1, SG_S_ENGINE},
+  {"overlap", SG_T_BOOL, "false", "allreduce the gradient in buckets while backward still computes the layers below (a compute thread runs backward; the rank's thread runs the allreduce); device cpu, compress none|fp16", NULL, 1, 0, SG_S_ENGINE},
+  {"bucket", SG_T_INT, "512K", "overlap: bytes of gradient gathered before a bucket is allreduced (K/M suffixes)", NULL, 4, 1 << 30, SG_S_ENGINE},
   {"stage_chunk", SG_T_INT, "4M", "device cuda with ring/rhd/native: bytes per chunk copied between device and host, overlapped with the transport", NULL, 4, 1 << 30, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };
@@ -65,6 +75,9 @@ static int ar_check_transport(const sg_opts_t *o, const char *transport) {
       (strcmp(algo, "ring") != 0 || !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda")))
     return sg_err_set(SG_ECONFIG, "compress: %s is implemented for algorithm ring on device cpu",
                       compress);
+  if (!strcmp(sg_opts_str_or(o, "overlap", "false"), "true") &&
+      (!strcmp(compress, "topk") || !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda")))
+    return sg_err_set(SG_ECONFIG, "overlap: true needs device cpu and compress none or fp16");
   if (strcmp(algo, "native") == 0 && strcmp(transport, "mpi") != 0)
     return sg_err_set(SG_ECONFIG,
                       "algorithm: native is MPI_Allreduce and needs transport mpi, not %s",
@@ -87,83 +100,130 @@ static uint64_t bytes_moved(const sg_comm_t *c, uint64_t *recvd) {
   return sg_comm_bytes_sent(c);
 }
 
-static int ar_run(sg_rank_ctx_t *ctx) {
-  sg_workload_t *wl = NULL;
-  sg_optim_t *opt = NULL;
-  sg_trainlog_t *log = NULL;
-  sg_ar_t *ar = NULL;
-  sg_topk_t *tk = NULL;
-  float *params = NULL, *grad = NULL;
+/* What one training step needs. */
+typedef struct ar_loop {
+  sg_rank_ctx_t *ctx;
+  sg_workload_t *wl;
+  sg_optim_t *opt;
+  sg_ar_t *ar;
+  sg_topk_t *tk;
+  sg_ar_overlap_t *ov; /* overlap: true */
+  float *params, *grad;
+  size_t n;
+} ar_loop_t;
+
+/* Gradient, then barrier and allreduce.  Wait and comm booked apart
+ * (docs/engines/allreduce.md): the barrier returns once the slowest rank
+ * has its gradient, so the allreduce after it moves bytes between ranks
+ * that are all ready. */
+static int grad_then_reduce(ar_loop_t *lp, sg_step_rec_t *s, double t) {
+  SG_CHECK(sg_workload_grad(lp->wl, lp->params, lp->grad, s->step, &s->loss));
+  double t1 = sg_now();
+  SG_CHECK(sg_barrier(lp->ctx->comm));
+  double tw = sg_now();
+  SG_CHECK(lp->tk ? sg_topk_run(lp->tk, lp->grad) : sg_ar_run(lp->ar, lp->grad, lp->n));
+  s->compute_s = t1 - t;
+  s->wait_s = tw - t1;
+  s->comm_s = sg_now() - tw;
+  return SG_OK;
+}
+
+/* overlap: buckets reduced while backward runs.  compute_s ends when
+ * backward does; comm_s is what is left after it, the exposed part.  No
+ * barrier: it would serialize the two, so a straggler's delay is waited
+ * for inside the allreduce and lands in comm_s (wait_s 0). */
+static int grad_overlapped(ar_loop_t *lp, sg_step_rec_t *s, double t) {
+  double tg = t;
+  SG_CHECK(sg_ar_overlap_step(lp->ov, lp->params, lp->grad, s->step, &s->loss, &tg));
+  s->compute_s = tg - t;
+  s->wait_s = 0;
+  s->comm_s = sg_now() - tg;
+  return SG_OK;
+}
+
+static int ar_step(ar_loop_t *lp, sg_trainlog_t *log, int64_t step, int64_t spe) {
+  sg_rank_ctx_t *ctx = lp->ctx;
+  sg_step_rec_t s = {.step = step, .epoch = (int32_t)(step / spe),
+                     .t_start = sg_records_elapsed(ctx->rec), .staleness = -1};
+  uint64_t r0, s0 = bytes_moved(ctx->comm, &r0), r1;
+  double t = sg_now();
+  sg_engine_delay(ctx);
+  SG_CHECK(lp->ov ? grad_overlapped(lp, &s, t) : grad_then_reduce(lp, &s, t));
+  double t2 = sg_now();
+  const float scale = 1.0f / (float)ctx->size;
+  for (size_t i = 0; i < lp->n; i++) lp->grad[i] *= scale;
+  sg_optim_apply(lp->opt, lp->params, lp->grad, step);
+  s.compute_s += sg_now() - t2;
+  s.bytes_sent = bytes_moved(ctx->comm, &r1) - s0;
+  s.bytes_recv = r1 - r0;
+  return sg_trainlog_step(log, &s, ctx->rank == 0 ? lp->params : NULL);
+}
+
+/* overlap: true starts the compute thread (overlap.h); not for N = 1,
+ * which has nothing to reduce (the thread's hand-offs cost ~13% there). */
+static int overlap_new(ar_loop_t *lp) {
+  int64_t bucket = SG_AR_BUCKET_DEFAULT;
+  if (strcmp(sg_opts_str_or(lp->ctx->opts, "overlap", "false"), "true") != 0 ||
+      lp->ctx->size == 1)
+    return SG_OK;
+  SG_CHECK(sg_opts_int_or(lp->ctx->opts, "bucket", SG_AR_BUCKET_DEFAULT, &bucket));
+  return sg_ar_overlap_new(&lp->ov, lp->wl, lp->ar, (size_t)bucket);
+}
+
+static int ar_setup(ar_loop_t *lp) {
+  sg_rank_ctx_t *ctx = lp->ctx;
   int64_t segment = 0;
+  const int root = ctx->rank == 0;
+  SG_CHECK(sg_opts_int_or(ctx->opts, "segment", SG_AR_SEGMENT_DEFAULT, &segment));
+  const char *algo = sg_opts_str_or(ctx->opts, "algorithm", "ring");
+  SG_CHECK(sg_workload_new(&lp->wl, ctx->opts, ctx->rank, ctx->size,
+                           root ? SG_WL_ALL : SG_WL_TRAIN));
+  size_t n = lp->n = sg_workload_nparams(lp->wl);
+  lp->params = sg_ar_alloc(n * sizeof *lp->params); /* touched, huge pages */
+  lp->grad = sg_ar_alloc(n * sizeof *lp->grad);
+  if (!lp->params || !lp->grad)
+    return sg_err_set(SG_ENOMEM, "allreduce: no memory for %zu parameters", n);
+  SG_CHECK(sg_ar_new(&lp->ar, ctx->comm, algo, (size_t)segment, n));
+  sg_ar_plant_bug(lp->ar, sg_ar_plant_requested(ctx->opts));
+  SG_CHECK(compress_new(ctx, lp->ar, n, &lp->tk));
+  SG_CHECK(overlap_new(lp));
+  if (root) SG_CHECK(sg_workload_init_params(lp->wl, lp->params));
+  SG_CHECK(sg_ar_bcast(ctx->comm, lp->params, n * sizeof *lp->params, 0));
+  SG_CHECK(sg_workload_optim_new(lp->wl, ctx->opts, &lp->opt));
+  if (root) {
+    SG_CHECK(sg_records_info(ctx->rec, "workload", sg_workload_describe(lp->wl)));
+    SG_CHECK(sg_records_info(ctx->rec, "blas", sg_blas_info()));
+  }
+  return SG_OK;
+}
+
+static int ar_run(sg_rank_ctx_t *ctx) {
+  ar_loop_t lp = {.ctx = ctx};
+  sg_trainlog_t *log = NULL;
   int rc;
   const int root = ctx->rank == 0;
-  sg_comm_t *c = ctx->comm;
 
   if (!strcmp(sg_opts_str_or(ctx->opts, "device", "cpu"), "cuda")) return sg_ar_run_device(ctx);
-  SG_TRY(sg_opts_int_or(ctx->opts, "segment", SG_AR_SEGMENT_DEFAULT, &segment));
-  const char *algo = sg_opts_str_or(ctx->opts, "algorithm", "ring");
-  SG_TRY(sg_workload_new(&wl, ctx->opts, ctx->rank, ctx->size,
-                         root ? SG_WL_ALL : SG_WL_TRAIN));
-  size_t n = sg_workload_nparams(wl);
-  int64_t total = sg_workload_total_steps(wl), spe = sg_workload_steps_per_epoch(wl);
-  params = sg_ar_alloc(n * sizeof *params); /* touched, huge pages */
-  grad = sg_ar_alloc(n * sizeof *grad);
-  if (!params || !grad) {
-    rc = sg_err_set(SG_ENOMEM, "allreduce: no memory for %zu parameters", n);
-    goto fail;
-  }
-  SG_TRY(sg_ar_new(&ar, c, algo, (size_t)segment, n));
-  sg_ar_plant_bug(ar, sg_ar_plant_requested(ctx->opts));
-  SG_TRY(compress_new(ctx, ar, n, &tk));
-  if (root) SG_TRY(sg_workload_init_params(wl, params));
-  SG_TRY(sg_ar_bcast(c, params, n * sizeof *params, 0));
-  SG_TRY(sg_workload_optim_new(wl, ctx->opts, &opt));
-  if (root) {
-    SG_TRY(sg_records_info(ctx->rec, "workload", sg_workload_describe(wl)));
-    SG_TRY(sg_records_info(ctx->rec, "blas", sg_blas_info()));
-  }
-  SG_TRY(sg_trainlog_new(&log, ctx, wl, root));
+  SG_TRY(ar_setup(&lp));
+  SG_TRY(sg_trainlog_new(&log, ctx, lp.wl, root));
   /* The training clock starts when every rank holds the parameters: the
    * broadcast's root may return before the last rank has even loaded its
    * data (buffered sends), so a barrier first. */
-  SG_TRY(sg_barrier(c));
-  SG_TRY(sg_trainlog_begin(log, root ? params : NULL));
-
-  const float scale = 1.0f / (float)ctx->size;
-  for (int64_t step = 0; step < total; step++) {
-    sg_step_rec_t s = {.step = step, .epoch = (int32_t)(step / spe),
-                       .t_start = sg_records_elapsed(ctx->rec), .staleness = -1};
-    uint64_t r0, s0 = bytes_moved(c, &r0), r1;
-    double t = sg_now();
-    sg_engine_delay(ctx);
-    SG_TRY(sg_workload_grad(wl, params, grad, step, &s.loss));
-    double t1 = sg_now();
-    /* Wait and comm booked apart (docs/engines/allreduce.md): the barrier
-     * returns once the slowest rank has its gradient, so the allreduce
-     * after it moves bytes between ranks that are all ready. */
-    SG_TRY(sg_barrier(c));
-    double tw = sg_now();
-    SG_TRY(tk ? sg_topk_run(tk, grad) : sg_ar_run(ar, grad, n));
-    double t2 = sg_now();
-    for (size_t i = 0; i < n; i++) grad[i] *= scale;
-    sg_optim_apply(opt, params, grad, step);
-    s.compute_s = (t1 - t) + (sg_now() - t2);
-    s.wait_s = tw - t1;
-    s.comm_s = t2 - tw;
-    s.bytes_sent = bytes_moved(c, &r1) - s0;
-    s.bytes_recv = r1 - r0;
-    SG_TRY(sg_trainlog_step(log, &s, root ? params : NULL));
-  }
-  if (root) SG_TRY(sg_engine_dump_params(ctx, params, n));
+  SG_TRY(sg_barrier(ctx->comm));
+  SG_TRY(sg_trainlog_begin(log, root ? lp.params : NULL));
+  int64_t total = sg_workload_total_steps(lp.wl), spe = sg_workload_steps_per_epoch(lp.wl);
+  for (int64_t step = 0; step < total; step++) SG_TRY(ar_step(&lp, log, step, spe));
+  if (root) SG_TRY(sg_engine_dump_params(ctx, lp.params, lp.n));
   rc = SG_OK;
 fail:
   sg_trainlog_destroy(&log);
-  sg_ar_destroy(&ar);
-  sg_topk_destroy(&tk);
-  sg_optim_destroy(&opt);
-  sg_workload_destroy(&wl);
-  sg_ar_free(params);
-  sg_ar_free(grad);
+  sg_ar_overlap_destroy(&lp.ov); /* joins the compute thread before wl goes */
+  sg_ar_destroy(&lp.ar);
+  sg_topk_destroy(&lp.tk);
+  sg_optim_destroy(&lp.opt);
+  sg_workload_destroy(&lp.wl);
+  sg_ar_free(lp.params);
+  sg_ar_free(lp.grad);
   return rc;
 }
 
@@ -180,6 +240,7 @@ static const sg_option_need_t ar_needs[] = {
     {"segment", "algorithm", "|ring|cuda-ring|"},
     {"stage_chunk", "device", "|cuda|"},
     {"topk", "compress", "|topk|"},
+    {"bucket", "overlap", "|true|"},
     {NULL, NULL, NULL},
 };
 

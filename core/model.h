@@ -53,6 +53,19 @@ void sg_model_init(const sg_model_t *m, uint64_t seed, float *params);
 int sg_model_grad(sg_model_t *m, const float *params, const sg_batch_t *b,
                   float *grad, double *loss);
 
+/* Backward hook, for engines that reduce the gradient while backward
+ * still runs: with fn set, sg_model_grad calls fn(arg, off, len) as soon as
+ * grad[off, off+len) is final, in descending order of off (the last layer
+ * first), covering the whole vector exactly once per call.  A layer's dW
+ * is then computed in blocks of whole output rows, at least block_floats
+ * floats each (or the whole dW), each reported when done, so that one large
+ * layer does not hold back all of its gradient; every element is still
+ * the same k-ordered dot product.  fn runs on the thread that called
+ * sg_model_grad.  fn NULL removes the hook. */
+typedef void (*sg_grad_ready_fn)(void *arg, size_t off, size_t len);
+void sg_model_set_grad_hook(sg_model_t *m, sg_grad_ready_fn fn, void *arg,
+                            size_t block_floats);
+
 /* Forward only: adds the batch's summed loss and its number of correctly
  * classified rows (argmax, first on ties) to *loss_sum and *correct. */
 int sg_model_eval(sg_model_t *m, const float *params, const sg_batch_t *b,

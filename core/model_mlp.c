@@ -23,6 +23,9 @@ struct sg_model {
   int max_rows;
   float *A[SG_MODEL_MAX_LAYERS + 1]; /* A[l], l >= 1: layer outputs (A[L] = logits) */
   float *G[SG_MODEL_MAX_LAYERS];     /* G[l], 1 <= l < L: d loss / d Z_l */
+  sg_grad_ready_fn ready;            /* backward hook (model.h), or NULL */
+  void *ready_arg;
+  size_t block_floats;
   char desc[256];
 };
 
@@ -141,6 +144,54 @@ static void forward(sg_model_t *m, const float *params, const sg_batch_t *b) {
   }
 }
 
+void sg_model_set_grad_hook(sg_model_t *m, sg_grad_ready_fn fn, void *arg,
+                            size_t block_floats) {
+  m->ready = fn;
+  m->ready_arg = arg;
+  m->block_floats = block_floats;
+}
+
+/* dW = Gout^T X (out x in): one sgemm without a hook; with one, blocks of
+ * output rows from the last to the first, each reported when written
+ * (rows [o0, o1) of dW only read columns [o0, o1) of Gout). */
+static void dense_dW(sg_model_t *m, int l, const float *Gout, const float *X, int n,
+                     float *grad) {
+  const int in = (int)m->dims[l], out = (int)m->dims[l + 1];
+  float *dW = grad + m->offW[l];
+  int rows = out;
+  if (m->ready) {
+    /* whole rows, at least block_floats: a block then fills a bucket */
+    size_t r = (m->block_floats + (size_t)in - 1) / (size_t)in;
+    rows = r < 1 ? 1 : r > (size_t)out ? out : (int)r;
+  }
+  for (int o1 = out; o1 > 0; o1 -= rows) {
+    const int o0 = o1 - rows > 0 ? o1 - rows : 0;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, in, n, 1.0f, Gout + o0, out,
+                X, in, 0.0f, dW + (size_t)o0 * in, in);
+    if (m->ready) m->ready(m->ready_arg, m->offW[l] + (size_t)o0 * in, (size_t)(o1 - o0) * in);
+  }
+}
+
+/* Layer l's gradient (db first: it lies after dW in the vector, so the
+ * hook sees descending offsets). */
+static void layer_grad(sg_model_t *m, int l, const float *Gout, const sg_batch_t *b,
+                       float *grad) {
+  const int out = (int)m->dims[l + 1], n = b->n;
+  float *db = grad + m->offb[l];
+  if (l == 0 && m->sparse_input) {
+    sg_csr_backward(b, Gout, m->dims[0], out, grad + m->offW[0], db);
+    if (m->ready) m->ready(m->ready_arg, m->offW[0], m->offb[0] + (size_t)out - m->offW[0]);
+    return;
+  }
+  for (int o = 0; o < out; o++) db[o] = 0.0f;
+  for (int i = 0; i < n; i++) {
+    const float *g = Gout + (size_t)i * out;
+    for (int o = 0; o < out; o++) db[o] += g[o];
+  }
+  if (m->ready) m->ready(m->ready_arg, m->offb[l], (size_t)out);
+  dense_dW(m, l, Gout, l == 0 ? b->x : m->A[l], n, grad);
+}
+
 int sg_model_grad(sg_model_t *m, const float *params, const sg_batch_t *b,
                   float *grad, double *loss) {
   const int n = b->n, L = m->L;
@@ -157,19 +208,7 @@ int sg_model_grad(sg_model_t *m, const float *params, const sg_batch_t *b,
   for (int l = L - 1; l >= 0; l--) {
     const int in = (int)m->dims[l], out = (int)m->dims[l + 1];
     const float *Gout = l + 1 == L ? m->A[L] : m->G[l + 1];
-    float *dW = grad + m->offW[l], *db = grad + m->offb[l];
-    if (l == 0 && m->sparse_input) {
-      sg_csr_backward(b, Gout, m->dims[0], out, dW, db);
-      break;
-    }
-    const float *X = l == 0 ? b->x : m->A[l];
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, Gout, out, X, in,
-                0.0f, dW, in);
-    for (int o = 0; o < out; o++) db[o] = 0.0f;
-    for (int i = 0; i < n; i++) {
-      const float *g = Gout + (size_t)i * out;
-      for (int o = 0; o < out; o++) db[o] += g[o];
-    }
+    layer_grad(m, l, Gout, b, grad);
     if (l == 0) break;
     float *Gin = m->G[l];
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, Gout, out,

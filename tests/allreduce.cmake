@@ -9,3 +9,7 @@ sg_add_test(test_allreduce_run SOURCES test_allreduce_run.c TIMEOUT 300 LABELS a
   LIBS PkgConfig::SQLITE)
 # runs the real sgdlab and sgdlab-rank
 add_dependencies(test_allreduce_run sgdlab sgdlab-rank)
+# overlap: true as processes (3 + 2 + 1 launches, ~30 s on a loaded host)
+sg_add_test(test_allreduce_overlap SOURCES test_allreduce_overlap.c TIMEOUT 240
+  LABELS allreduce LIBS PkgConfig::SQLITE)
+add_dependencies(test_allreduce_overlap sgdlab sgdlab-rank)
