@@ -241,8 +241,18 @@ TEST(ring_mpi_stopped_rank_is_named) {
   fault_case(&f);
 }
 
-TEST(native_mpi_stopped_rank_is_caught_by_the_watchdog) {
+/* Each step enters a barrier (the transport's, with its deadline) before
+ * MPI_Allreduce, so a stopped rank is named by the survivors' barrier. */
+TEST(native_mpi_stopped_rank_is_named_at_the_step_barrier) {
   fault_t f = {"native/mpi SIGSTOP", "mpi", "native", 1, SIGSTOP, 2 * DEADLINE_S,
-               "no rank reported for ", NULL};
+               "sent nothing for ", "peer_timeout"};
+  fault_case(&f);
+}
+
+/* overlap: true has no barrier: the survivors block inside MPI_Allreduce,
+ * which has no deadline, and only the harness's watchdog can end the run. */
+TEST(native_mpi_stopped_rank_inside_mpi_is_caught_by_the_watchdog) {
+  fault_t f = {"native/mpi overlap SIGSTOP", "mpi", "native, overlap: true", 1, SIGSTOP,
+               2 * DEADLINE_S, "no rank reported for ", NULL};
   fault_case(&f);
 }
