@@ -62,6 +62,9 @@ int sg_comm_zmq_new(sg_comm_t **out, const sg_zmq_cfg_t *cfg);
  * main calls it once before making a comm; a test process that leaves it
  * out only runs slower. */
 void sg_zmq_malloc_keep(void);
+/* How many sockets one libzmq context may hold (ZMQ_MAX_SOCKETS of a
+ * fresh context; the library's default when it cannot say). */
+int sg_zmq_max_sockets(void);
 
 /* ---- MPI (point-to-point only) --------------------------------------- */
 

@@ -787,3 +787,10 @@ fail:
   zmq_destroy_(&z->base);
   return rc;
 }
+
+int sg_zmq_max_sockets(void) {
+  void *z = zmq_ctx_new(); /* starts no thread before its first socket */
+  int n = z ? zmq_ctx_get(z, ZMQ_MAX_SOCKETS) : ZMQ_MAX_SOCKETS_DFLT;
+  if (z) zmq_ctx_term(z);
+  return n < 1 ? ZMQ_MAX_SOCKETS_DFLT : n;
+}

@@ -7,13 +7,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#include <zmq.h>
 
 #include "bench_method.h"
 #include "dataset.h"
 #include "err.h"
 #include "model.h"
 #include "shard.h"
+#include "transport_new.h"
 #include "workload.h"
 
 enum {
@@ -412,10 +412,7 @@ static void machine(admit_t *a) {
   if (f) fclose(f);
   a->cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (a->cores < 1) a->cores = 1;
-  void *z = zmq_ctx_new(); /* starts no thread before its first socket */
-  a->zmq_sockets = z ? zmq_ctx_get(z, ZMQ_MAX_SOCKETS) : ZMQ_MAX_SOCKETS_DFLT;
-  if (z) zmq_ctx_term(z);
-  if (a->zmq_sockets < 1) a->zmq_sockets = ZMQ_MAX_SOCKETS_DFLT;
+  a->zmq_sockets = sg_zmq_max_sockets();
   struct rlimit rl;
   a->nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
                   ? (double)rl.rlim_cur : INFINITY;

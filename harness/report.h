@@ -98,6 +98,10 @@ int sg_rdb_experiment(sqlite3 *db, const char *sel, int64_t *id);
  * target.  Caller owns *out; free with sg_rset_destroy(). */
 int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
                  sg_rset_t **out);
+/* Run run_id with the whole experiment around it (so its label has its
+ * context): *out the set, *run its entry.  SG_ENOTFOUND naming the id
+ * when there is no such run. */
+int sg_rset_load_run(sqlite3 *db, int64_t run_id, sg_rset_t **out, const sg_rrun_t **run);
 void sg_rset_destroy(sg_rset_t **s);
 
 /* Append the runs of *add to `into` (which takes *add and nulls it).  From

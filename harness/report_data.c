@@ -580,3 +580,14 @@ double sg_rmedian(double *v, size_t n) {
   qsort(v, n, sizeof *v, sg_cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+int sg_rset_load_run(sqlite3 *db, int64_t run_id, sg_rset_t **out, const sg_rrun_t **run) {
+  int64_t exp_id = -1;
+  *run = NULL;
+  SG_CHECK(sg_rdb_run_experiment(db, run_id, &exp_id));
+  SG_CHECK(sg_rset_load(db, exp_id, -1, 0.85, out));
+  for (size_t i = 0; i < (*out)->n; i++)
+    if ((*out)->runs[i].id == run_id) *run = &(*out)->runs[i];
+  if (!*run) return sg_err_set(SG_ENOTFOUND, "no run with id %lld in the database", (long long)run_id);
+  return SG_OK;
+}

@@ -350,17 +350,8 @@ static int show_run_head(sqlite3 *db, const sg_rset_t *s, const sg_rrun_t *r) {
 static int show_run(sqlite3 *db, int64_t run_id) {
   sg_rset_t *s = NULL;
   const sg_rrun_t *r = NULL;
-  int64_t exp_id = -1;
   int rc = SG_OK;
-  /* Load the whole experiment so the variant label has its context. */
-  SG_TRY(sg_rdb_run_experiment(db, run_id, &exp_id));
-  SG_TRY(sg_rset_load(db, exp_id, -1, 0.85, &s));
-  for (size_t i = 0; i < s->n; i++)
-    if (s->runs[i].id == run_id) r = &s->runs[i];
-  if (!r) {
-    rc = sg_err_set(SG_EINTERNAL, "run %lld vanished while reading", (long long)run_id);
-    goto fail;
-  }
+  SG_TRY(sg_rset_load_run(db, run_id, &s, &r));
   SG_TRY(show_run_head(db, s, r));
   SG_TRY(show_pairs(db, "options",
                     "SELECT j.key, CASE j.type WHEN 'true' THEN 'true'"

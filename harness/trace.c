@@ -166,17 +166,8 @@ fail:
 static int write_trace(FILE *f, sqlite3 *db, int64_t run_id, long long *n) {
   sg_rset_t *s = NULL;
   const sg_rrun_t *r = NULL;
-  int64_t exp_id;
   int rc = SG_OK;
-  /* the whole experiment, so the variant label has its context */
-  SG_TRY(sg_rdb_run_experiment(db, run_id, &exp_id));
-  SG_TRY(sg_rset_load(db, exp_id, -1, 0.85, &s));
-  for (size_t i = 0; i < s->n; i++)
-    if (s->runs[i].id == run_id) r = &s->runs[i];
-  if (!r) {
-    rc = sg_err_set(SG_ENOTFOUND, "no run with id %lld in the database", (long long)run_id);
-    goto fail;
-  }
+  SG_TRY(sg_rset_load_run(db, run_id, &s, &r));
   SG_TRY(run_meta(f, db, s, r));
   SG_TRY(rank_tracks(f, db, run_id));
   SG_TRY(step_events(f, db, run_id, n));
