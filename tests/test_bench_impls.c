@@ -73,10 +73,15 @@ TEST(every_impl_exact_over_zmq) {
   snprintf(db, sizeof db, "%s/impls.db", dir);
   snprintf(cmd, sizeof cmd,
            "'%s' bench allreduce --np 3 --transport zmq --impl ring,ps,mapreduce,mapreduce-tree "
-           "--servers 1,2 --sizes 4K:64K --iters 3 --warmup 1 --db '%s' >&2",
-           sgdlab_bin(), db);
+           "--servers 1,2 --sizes 4K:64K --iters 3 --warmup 1 --db '%s' > '%s/out' 2>&1",
+           sgdlab_bin(), db, dir);
   CHECK_EQ_INT(sh(cmd), 0);
   CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench"), 5 * 5);
+  /* each row printed once, in the table (no second line per size from a rank) */
+  snprintf(cmd, sizeof cmd, "grep -c ': median' '%s/out'", dir);
+  CHECK_MSG(sh(cmd) != 0, "a rank printed its rows a second time (see %s/out)", dir);
+  snprintf(cmd, sizeof cmd, "grep -c '^ *65536 ' '%s/out' | grep -qx 5", dir);
+  CHECK_MSG(sh(cmd) == 0, "64K is not printed once per implementation");
   static const char *const impls[] = {"ring", "ps-S1", "ps-S2", "mapreduce-flat", "mapreduce-tree"};
   for (size_t i = 0; i < sizeof impls / sizeof *impls; i++) {
     char sql[160];
