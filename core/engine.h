@@ -103,6 +103,11 @@ int sg_engine_nprocs(const sg_engine_t *e, const sg_opts_t *o, int workers,
  * run and workload keys that change what it measures (transport,
  * momentum, lr_schedule) when they differ from their defaults. */
 void sg_engine_label(const sg_engine_t *e, const sg_opts_t *o, char *out, size_t cap);
+/* The run-wide keys sg_engine_label spells when not at their default
+ * ("transport", "momentum", "lr_schedule"); NULL-terminated.  An
+ * experiment whose runs all share one value leaves it out of its labels
+ * (harness/config.c): a label names what differs. */
+extern const char *const sg_engine_label_overrides[];
 /* Append " key=value" for every option of e not at its default and not in
  * skip (NULL-terminated, may be NULL) at out+len; the new length. */
 size_t sg_engine_label_options(const sg_engine_t *e, const sg_opts_t *o, const char *const *skip,

@@ -883,6 +883,61 @@ static int set_path(const parser_t *p, sg_opts_t *o, const pick_t *k, const char
 
 /* The run's label: the engine's (sg_engine_label), then the swept
  * " key=value" tokens it does not already spell. */
+/* Cut " key=value" (a whole token) out of label s. */
+static void cut_token(char *s, const char *tok) {
+  size_t tl = strlen(tok);
+  for (char *at = strstr(s, tok); at; at = strstr(at, tok))
+    if (at[tl] == ' ' || at[tl] == '\0') {
+      memmove(at, at + tl, strlen(at + tl) + 1);
+      return;
+    } else {
+      at += tl;
+    }
+}
+
+/* The value of run-wide key k that most runs of the experiment have (the
+ * first such in run order), or NULL. */
+static const char *common_value(const sg_experiment_t *x, const char *k) {
+  const char *best = NULL;
+  size_t best_n = 0;
+  for (size_t i = 0; i < x->nruns; i++) {
+    const char *v = sg_opts_get(x->runs[i].opts, k);
+    size_t n = 0;
+    for (size_t j = 0; v && j < x->nruns; j++) {
+      const char *w = sg_opts_get(x->runs[j].opts, k);
+      n += w && !strcmp(v, w);
+    }
+    if (n > best_n) best = v, best_n = n;
+  }
+  return best;
+}
+
+/* A run-wide key at the value most runs share (momentum: 0.9 in the
+ * workload) names nothing that differs: cut it from those runs' labels;
+ * a run that overrides it still says so ("ps async momentum=0.75").  Each
+ * run's engine label, so cut, goes to the ranks as _label (rank 0
+ * records it for the views) and to the report through options_json. */
+static int label_what_differs(sg_experiment_t *x) {
+  char tok[160], eng[256];
+  for (const char *const *k = sg_engine_label_overrides; *k && x->nruns; k++) {
+    const char *v0 = common_value(x, *k);
+    if (!v0) continue;
+    snprintf(tok, sizeof tok, " %s=%s", *k, v0);
+    for (size_t i = 0; i < x->nruns; i++) cut_token(x->runs[i].label, tok);
+  }
+  for (size_t i = 0; i < x->nruns; i++) {
+    sg_run_spec_t *r = &x->runs[i];
+    sg_engine_label(r->engine, r->opts, eng, sizeof eng);
+    for (const char *const *k = sg_engine_label_overrides; *k; k++) {
+      const char *v = sg_opts_get(r->opts, *k);
+      snprintf(tok, sizeof tok, " %s=%s", *k, v ? v : "");
+      if (v && !strstr(r->label, tok)) cut_token(eng, tok);
+    }
+    SG_CHECK(sg_opts_set(r->opts, "_label", eng));
+  }
+  return SG_OK;
+}
+
 static void run_label(const sg_engine_t *e, const sg_opts_t *o, const char *swept, char *out,
                       size_t cap) {
   sg_engine_label(e, o, out, cap);
@@ -1087,6 +1142,7 @@ static int expand_runs(parser_t *p, sg_experiment_t *x, pos_t top) {
     return perr(top, "engines", "the sweep expands to more than %d runs", MAX_RUNS);
   if (!(x->runs = calloc(total ? total : 1, sizeof *x->runs))) return SG_ENOMEM;
   for (size_t i = 0; i < p->nent; i++) SG_CHECK(expand_entry(p, x, &p->ent[i]));
+  SG_CHECK(label_what_differs(x));
   return SG_OK;
 }
 

@@ -159,6 +159,7 @@ static int cluster_args(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv,
   snprintf(l->subnet, sizeof l->subnet, "%s", sg_cluster_subnet(cfg->cluster));
   char *const args[] = {"--hostfile", l->hostfile, "--mca", "rmaps", "seq",
                         "--mca", "plm_rsh_agent", l->agent, "--mca", "plm_rsh_no_tree_spawn", "1",
+                        "--mca", "routed", "direct", /* every daemon talks to mpirun itself */
                         "--leave-session-attached",
                         "--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
                         "--mca", "btl_tcp_if_include", l->subnet,

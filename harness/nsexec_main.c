@@ -16,6 +16,7 @@
  * Exit status: the command's; 2 refused; 127 the shell cannot be run.
  */
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,16 @@ int main(int argc, char **argv) {
   int rc = sg_cluster_enter(cl, host);
   sg_cluster_close(&cl);
   if (rc < 0) return refuse(sg_err_msg());
+  /* Every emulated host has the machine's name and /tmp, so the daemons
+   * mpirun starts on them would share one session directory and race on
+   * it; each host gets a temporary directory of its own. */
+  char tmp[128];
+  struct stat sb;
+  snprintf(tmp, sizeof tmp, "/tmp/sgdlab-orted-%s-h%d", name, host);
+  if (mkdir(tmp, 0700) < 0 && errno != EEXIST) return refuse("cannot make the host's TMPDIR");
+  if (lstat(tmp, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != 0 || (sb.st_mode & 077))
+    return refuse("the host's TMPDIR is not a private directory of root");
+  setenv("TMPDIR", tmp, 1);
   char *cmd = join_words(argc, argv, 2);
   if (!cmd) return refuse("no memory");
   execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);

@@ -168,9 +168,9 @@ int main(int argc, char **argv) {
   sg_blas_set_threads((int)sh.threads);
   if (rank == 0) SG_TRY(sg_records_info(rec, "blas", sg_blas_info()));
   if (rank == 0) { /* what the run is called, for the database's views */
-    char label[256];
+    char label[256]; /* the harness's (_label: what differs in the experiment) */
     sg_engine_label(eng, o, label, sizeof label);
-    SG_TRY(sg_records_info(rec, "label", label));
+    SG_TRY(sg_records_info(rec, "label", sg_opts_str_or(o, "_label", label)));
   }
 
   mpi = !strcmp(sg_opts_str_or(o, "transport", "zmq"), "mpi");

@@ -88,7 +88,7 @@ TEST(tiny_libsvm_file_with_a_huge_index_is_refused_for_memory) {
 TEST(every_worker_holding_the_training_set_is_counted) {
   /* Fashion-MNIST decoded as float32 is 180 MiB: 64 workers hold 64 copies */
   CHECK_EQ_INT(dry("workers: 64\ntransport: mpi\nengines: [allreduce]\n", 1), 0);
-  const char *at = strstr(out, "memory: run 1 (allreduce ring transport=mpi workers=64) needs the most, ~");
+  const char *at = strstr(out, "memory: run 1 (allreduce ring workers=64) needs the most, ~");
   double gib = 0;
   char unit[8] = "";
   CHECK_MSG(at && sscanf(strchr(at, '~') + 1, "%lf %7s", &gib, unit) == 2, "%s", out);
@@ -143,7 +143,7 @@ TEST(more_processes_than_cores_warn_once) {
   snprintf(text, sizeof text, "workers: [2, %ld]\ntransport: mpi\nworkload: {dataset: synthetic, "
            "features: 4, train_samples: 100000, batch: 1}\nengines: [allreduce]\n", 4 * cores + 1);
   CHECK_EQ_INT(dry(text, 0), 0);
-  CHECK_STR_CONTAINS(out, "sgdlab run: warning: run 2 (allreduce ring transport=mpi workers=");
+  CHECK_STR_CONTAINS(out, "sgdlab run: warning: run 2 (allreduce ring workers=");
   CHECK_STR_CONTAINS(out, "timings will mostly measure waiting");
   CHECK(strstr(strstr(out, "warning:") + 1, "warning:") == NULL); /* one line, not one per run */
 }
