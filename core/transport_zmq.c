@@ -104,6 +104,7 @@ enum { ZQ_SEND = 1, ZQ_RECV = 2 };
 
 struct sg_req {
   struct sg_req *next; /* posted receives, in posting order */
+  struct sg_req *snext; /* sends not yet waited for (zcomm.sends) */
   int kind, peer, tag;
   void *buf;
   size_t cap;
@@ -125,6 +126,7 @@ typedef struct zcomm {
   void **push; /* [size]; NULL for self and for a peer given up on */
   zq_msg_t *uq_head, *uq_tail;
   sg_req_t *posted_head, *posted_tail;
+  sg_req_t *sends; /* isend requests not yet waited for: destroy frees them */
   char endpoint[SG_ENDPOINT_MAX];
 } zcomm_t;
 
@@ -500,6 +502,8 @@ static int zmq_isend_(sg_comm_t *c, int dst, int tag, const void *buf,
     sg_err_trace_push(__FILE__, __LINE__);
     return rc;
   }
+  r->snext = z->sends; /* a caller that fails before its wait leaves it to destroy */
+  z->sends = r;
   *req = r;
   return 0;
 }
@@ -519,7 +523,14 @@ static int zmq_irecv_(sg_comm_t *c, int src, int tag, void *buf, size_t cap,
 static int zmq_wait_(sg_comm_t *c, sg_req_t **req, sg_status_t *st) {
   if (!req || !*req)
     return sg_err_set(SG_EINVAL, "wait: rank %d: no request", c->rank);
-  int rc = zq_wait_req((zcomm_t *)c, *req, st);
+  zcomm_t *z = (zcomm_t *)c;
+  if ((*req)->kind == ZQ_SEND)
+    for (sg_req_t **p = &z->sends; *p; p = &(*p)->snext)
+      if (*p == *req) {
+        *p = (*req)->snext;
+        break;
+      }
+  int rc = zq_wait_req(z, *req, st);
   free(*req);
   *req = NULL;
   if (rc < 0) sg_err_trace_push(__FILE__, __LINE__);
@@ -608,6 +619,18 @@ static void zmq_destroy_(sg_comm_t *c) {
   }
   sg_zap_stop(&z->zap); /* after every socket of the context is closed */
   if (z->own_ctx && z->ctx) zmq_ctx_term(z->ctx);
+  /* Sends never waited for (a failed collective): once the sockets are
+   * gone zmq releases their zero-copy buffers (at once with our own
+   * context, which zmq_ctx_term has drained).  One zmq may still hold (a
+   * shared context whose peer is stuck) is left rather than freed under
+   * its release callback. */
+  while (z->sends) {
+    sg_req_t *r = z->sends;
+    z->sends = r->snext;
+    for (double t0 = sg_now(); r->zerocopy && !atomic_load(&r->released) && sg_now() - t0 < 2.0;)
+      sched_yield();
+    if (!r->zerocopy || atomic_load(&r->released)) free(r);
+  }
   if (z->endpoint[0] && strncmp(z->endpoint, "ipc://", 6) == 0)
     unlink(z->endpoint + 6);
   sg_comm_free_common(c);

@@ -42,7 +42,7 @@ static int tr_join(tr_group_t *g, tr_thread_t *t, pthread_t *th, int started) {
     fprintf(stderr, "%s rank %d: %s\n", g->what ? g->what : "", r, t[r].err);
     if (rc == 0) {
       rc = t[r].rc;
-      snprintf(g->err, sizeof g->err, "rank %d: %s", r, t[r].err);
+      snprintf(g->err, sizeof g->err, "rank %d: %.480s", r, t[r].err);
     }
   }
   return rc;
