@@ -104,7 +104,7 @@ enum { ZQ_SEND = 1, ZQ_RECV = 2 };
 
 struct sg_req {
   struct sg_req *next; /* posted receives, in posting order */
-  struct sg_req *snext; /* sends not yet waited for (zcomm.sends) */
+  struct sg_req *snext; /* heap requests not yet waited for (zcomm.live) */
   int kind, peer, tag;
   void *buf;
   size_t cap;
@@ -126,7 +126,7 @@ typedef struct zcomm {
   void **push; /* [size]; NULL for self and for a peer given up on */
   zq_msg_t *uq_head, *uq_tail;
   sg_req_t *posted_head, *posted_tail;
-  sg_req_t *sends; /* isend requests not yet waited for: destroy frees them */
+  sg_req_t *live; /* isend/irecv requests not yet waited for: destroy frees them */
   char endpoint[SG_ENDPOINT_MAX];
 } zcomm_t;
 
@@ -502,8 +502,8 @@ static int zmq_isend_(sg_comm_t *c, int dst, int tag, const void *buf,
     sg_err_trace_push(__FILE__, __LINE__);
     return rc;
   }
-  r->snext = z->sends; /* a caller that fails before its wait leaves it to destroy */
-  z->sends = r;
+  r->snext = z->live; /* a caller that fails before its wait leaves it to destroy */
+  z->live = r;
   *req = r;
   return 0;
 }
@@ -516,6 +516,8 @@ static int zmq_irecv_(sg_comm_t *c, int src, int tag, void *buf, size_t cap,
   sg_req_t *r = zq_req_new(ZQ_RECV, src, tag, buf, cap);
   if (!r) return sg_err_set(SG_ENOMEM, "rank %d: no memory", c->rank);
   zq_post_recv((zcomm_t *)c, r);
+  r->snext = ((zcomm_t *)c)->live; /* posted, or completed and not waited for */
+  ((zcomm_t *)c)->live = r;
   *req = r;
   return 0;
 }
@@ -524,12 +526,11 @@ static int zmq_wait_(sg_comm_t *c, sg_req_t **req, sg_status_t *st) {
   if (!req || !*req)
     return sg_err_set(SG_EINVAL, "wait: rank %d: no request", c->rank);
   zcomm_t *z = (zcomm_t *)c;
-  if ((*req)->kind == ZQ_SEND)
-    for (sg_req_t **p = &z->sends; *p; p = &(*p)->snext)
-      if (*p == *req) {
-        *p = (*req)->snext;
-        break;
-      }
+  for (sg_req_t **p = &z->live; *p; p = &(*p)->snext)
+    if (*p == *req) {
+      *p = (*req)->snext;
+      break;
+    }
   int rc = zq_wait_req(z, *req, st);
   free(*req);
   *req = NULL;
@@ -611,22 +612,20 @@ static void zmq_destroy_(sg_comm_t *c) {
     zmq_msg_close(&m->data);
     free(m);
   }
-  /* Posted requests from irecv without wait belong to the comm. */
-  while (z->posted_head) {
-    sg_req_t *r = z->posted_head;
-    z->posted_head = r->next;
-    free(r);
-  }
+  /* Requests from irecv without wait belong to the comm: posted, or
+   * completed and never waited for; both are on the live list, freed
+   * below (anything else posted lives on a caller's stack). */
+  z->posted_head = z->posted_tail = NULL;
   sg_zap_stop(&z->zap); /* after every socket of the context is closed */
   if (z->own_ctx && z->ctx) zmq_ctx_term(z->ctx);
-  /* Sends never waited for (a failed collective): once the sockets are
+  /* Requests never waited for (a failed collective).  Sends: once the sockets are
    * gone zmq releases their zero-copy buffers (at once with our own
    * context, which zmq_ctx_term has drained).  One zmq may still hold (a
    * shared context whose peer is stuck) is left rather than freed under
    * its release callback. */
-  while (z->sends) {
-    sg_req_t *r = z->sends;
-    z->sends = r->snext;
+  while (z->live) {
+    sg_req_t *r = z->live;
+    z->live = r->snext;
     for (double t0 = sg_now(); r->zerocopy && !atomic_load(&r->released) && sg_now() - t0 < 2.0;)
       sched_yield();
     if (!r->zerocopy || atomic_load(&r->released)) free(r);
