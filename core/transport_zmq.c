@@ -623,11 +623,11 @@ static void zmq_destroy_(sg_comm_t *c) {
    * context, which zmq_ctx_term has drained).  One zmq may still hold (a
    * shared context whose peer is stuck) is left rather than freed under
    * its release callback. */
+  double give_up = sg_now() + 2.0; /* one bound for all of them */
   while (z->live) {
     sg_req_t *r = z->live;
     z->live = r->snext;
-    for (double t0 = sg_now(); r->zerocopy && !atomic_load(&r->released) && sg_now() - t0 < 2.0;)
-      sched_yield();
+    while (r->zerocopy && !atomic_load(&r->released) && sg_now() < give_up) sched_yield();
     if (!r->zerocopy || atomic_load(&r->released)) free(r);
   }
   if (z->endpoint[0] && strncmp(z->endpoint, "ipc://", 6) == 0)

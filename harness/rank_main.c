@@ -168,9 +168,10 @@ int main(int argc, char **argv) {
   sg_blas_set_threads((int)sh.threads);
   if (rank == 0) SG_TRY(sg_records_info(rec, "blas", sg_blas_info()));
   if (rank == 0) { /* what the run is called, for the database's views */
-    char label[256]; /* the harness's (_label: what differs in the experiment) */
-    sg_engine_label(eng, o, label, sizeof label);
-    SG_TRY(sg_records_info(rec, "label", sg_opts_str_or(o, "_label", label)));
+    char own[256]; /* the harness's (_label: what differs in the experiment) */
+    const char *label = sg_opts_get(o, "_label");
+    if (!label) label = (sg_engine_label(eng, o, own, sizeof own), own);
+    SG_TRY(sg_records_info(rec, "label", label));
   }
 
   mpi = !strcmp(sg_opts_str_or(o, "transport", "zmq"), "mpi");

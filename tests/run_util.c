@@ -578,3 +578,11 @@ void ru_fault_case(const ru_fault_t *f) {
   }
   fprintf(stderr, "  %s: all rank processes gone %.2f s after the kill\n", name, sg_now() - t_kill);
 }
+
+double ru_final_acc(const char *db, long long id) {
+  char sql[160], buf[64];
+  snprintf(sql, sizeof sql,
+           "SELECT test_acc FROM evals WHERE run_id = %lld ORDER BY step DESC LIMIT 1", id);
+  ru_db_text_into(db, sql, buf, sizeof buf);
+  return buf[0] ? atof(buf) : -1;
+}

@@ -106,6 +106,8 @@ long long ru_db_int(const char *db, const char *sql);
 
 /* ... as text, malloc'd (caller frees); NULL when absent or NULL. */
 char *ru_db_text(const char *db, const char *sql);
+/* The test accuracy of run `id`'s last evaluation; -1 when it has none. */
+double ru_final_acc(const char *db, long long id);
 
 /* ... as text into out (empty when absent). */
 void ru_db_text_into(const char *db, const char *sql, char *out, size_t cap);

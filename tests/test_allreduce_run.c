@@ -275,12 +275,8 @@ TEST(topk_with_error_feedback_converges) {
   CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
   double acc[2], bytes[2];
   for (int m = 0; m < 2; m++) {
-    char sql[256], *v;
-    snprintf(sql, sizeof sql, "SELECT test_acc FROM evals WHERE run_id = (SELECT MIN(id) + %d "
-             "FROM runs) ORDER BY step DESC LIMIT 1", m);
-    v = ru_db_text(db, sql);
-    acc[m] = v && v[0] ? atof(v) : -1;
-    free(v);
+    char sql[256];
+    acc[m] = ru_final_acc(db, ru_db_int(db, "SELECT MIN(id) FROM runs") + m);
     snprintf(sql, sizeof sql, "SELECT SUM(bytes_sent) FROM steps WHERE run_id = (SELECT MIN(id) "
              "+ %d FROM runs)", m);
     bytes[m] = (double)ru_db_int(db, sql);

@@ -64,27 +64,31 @@ static int place(const char *yaml, int hosts, int pack, char *out, size_t cap) {
 }
 
 TEST(placement_spread_and_pack) {
+  static const struct {
+    const char *yaml;
+    int hosts, pack, used;
+    const char *want; /* host of each rank */
+  } cases[] = {
+      /* ps: the server alone on h0, workers round-robin over h1, h2 */
+      {"workers: 4\nengines: [ps]\n", 3, 0, 3, "0,1,2,1,2"},
+      /* two servers on h0, h1; every worker on the one host left */
+      {"workers: 4\nengines: [{engine: ps, servers: 2}]\n", 3, 0, 3, "0,1,2,2,2,2"},
+      /* more servers than hosts: servers wrap, workers go over every host */
+      {"workers: 3\nengines: [{engine: ps, servers: 3}]\n", 2, 0, 2, "0,1,0,0,1,0"},
+      /* mapreduce: the driver on h0; more hosts than ranks: the rest unused */
+      {"workers: 3\nengines: [mapreduce]\n", 8, 0, 4, "0,1,2,3"},
+      /* allreduce: every rank a worker */
+      {"workers: 4\nengines: [allreduce]\n", 2, 0, 2, "0,1,0,1"},
+      /* pack: ceil(5 / 2) = 3 per host; ceil(5 / 4) = 2 per host uses 3 hosts */
+      {"workers: 4\nengines: [ps]\n", 2, 1, 2, "0,0,0,1,1"},
+      {"workers: 4\nengines: [ps]\n", 4, 1, 3, "0,0,1,1,2"},
+  };
   char got[256];
-  /* ps: the server alone on h0, workers round-robin over h1, h2 */
-  CHECK_EQ_INT(place("workers: 4\nengines: [ps]\n", 3, 0, got, sizeof got), 3);
-  CHECK_MSG(!strcmp(got, "0,1,2,1,2"), "%s", got);
-  /* two servers on h0, h1; every worker on the one host left */
-  CHECK_EQ_INT(place("workers: 4\nengines: [{engine: ps, servers: 2}]\n", 3, 0, got, sizeof got), 3);
-  CHECK_MSG(!strcmp(got, "0,1,2,2,2,2"), "%s", got);
-  /* more servers than hosts: servers wrap, workers go over every host */
-  CHECK_EQ_INT(place("workers: 3\nengines: [{engine: ps, servers: 3}]\n", 2, 0, got, sizeof got), 2);
-  CHECK_MSG(!strcmp(got, "0,1,0,0,1,0"), "%s", got);
-  /* mapreduce: the driver on h0; more hosts than ranks: the rest unused */
-  CHECK_EQ_INT(place("workers: 3\nengines: [mapreduce]\n", 8, 0, got, sizeof got), 4);
-  CHECK_MSG(!strcmp(got, "0,1,2,3"), "%s", got);
-  /* allreduce: every rank a worker */
-  CHECK_EQ_INT(place("workers: 4\nengines: [allreduce]\n", 2, 0, got, sizeof got), 2);
-  CHECK_MSG(!strcmp(got, "0,1,0,1"), "%s", got);
-  /* pack: ceil(5 / 2) = 3 per host; ceil(5 / 4) = 2 per host uses 3 hosts */
-  CHECK_EQ_INT(place("workers: 4\nengines: [ps]\n", 2, 1, got, sizeof got), 2);
-  CHECK_MSG(!strcmp(got, "0,0,0,1,1"), "%s", got);
-  CHECK_EQ_INT(place("workers: 4\nengines: [ps]\n", 4, 1, got, sizeof got), 3);
-  CHECK_MSG(!strcmp(got, "0,0,1,1,2"), "%s", got);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    CHECK_EQ_INT(place(cases[i].yaml, cases[i].hosts, cases[i].pack, got, sizeof got),
+                 cases[i].used);
+    CHECK_MSG(!strcmp(got, cases[i].want), "case %zu: %s, want %s", i, got, cases[i].want);
+  }
 }
 
 /* ---- helpers of the runs ------------------------------------------------------ */

@@ -50,15 +50,6 @@ static int write_quick(const char *cfg, const char *engines) {
   return ru_write_file(cfg, text);
 }
 
-/* Final accuracy of the id-th run (1-based) of the database. */
-static double final_acc(const char *db, int id) {
-  char sql[256], buf[64];
-  snprintf(sql, sizeof sql,
-           "SELECT test_acc FROM evals WHERE run_id = %d ORDER BY step DESC LIMIT 1", id);
-  ru_db_text_into(db, sql, buf, sizeof buf);
-  return buf[0] ? atof(buf) : -1;
-}
-
 TEST(four_workers_converge_and_broken_averaging_does_not) {
   const char *d = ru_scratch("gossip4");
   CHECK(d);
@@ -72,11 +63,11 @@ TEST(four_workers_converge_and_broken_averaging_does_not) {
                             "  - {engine: gossip, topology: complete, transport: mpi}\n"));
   CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
   for (int id = 1; id <= 4; id++) {
-    double acc = final_acc(db, id);
+    double acc = ru_final_acc(db, id);
     fprintf(stderr, "  run %d: final test accuracy %.4f\n", id, acc);
     CHECK_MSG(acc >= ACC_MIN, "run %d: accuracy %.4f < %.2f", id, acc, ACC_MIN);
   }
-  CHECK(final_acc(db, 1) == final_acc(db, 2));
+  CHECK(ru_final_acc(db, 1) == ru_final_acc(db, 2));
   /* every step but the last (the final mean) moves exactly one model */
   snprintf(sql, sizeof sql,
            "SELECT count(*) FROM steps WHERE run_id = 1 AND step < 233 AND "
@@ -90,7 +81,7 @@ TEST(four_workers_converge_and_broken_averaging_does_not) {
   int rc = ru_sgdlab_run_args(cfg, bad, "--plant-bug", "gossip-no-average");
   CHECK_EQ_INT(rc, 0);
   for (int id = 1; id <= 2; id++) {
-    double acc = final_acc(bad, id);
+    double acc = ru_final_acc(bad, id);
     fprintf(stderr, "  planted bug, run %d: final test accuracy %.4f\n", id, acc);
     CHECK_MSG(acc >= 0 && acc < ACC_MIN, "planted bug not caught: accuracy %.4f", acc);
   }

@@ -75,8 +75,8 @@ static void remove_dir(const char *dir) {
  * when there are several processes: "allreduce rhd (zmq) workers=4". */
 static void variant_label(const sg_run_spec_t *run, char *out, size_t cap) {
   char own[256];
-  sg_engine_label(run->engine, run->opts, own, sizeof own);
-  const char *eng = sg_opts_str_or(run->opts, "_label", own); /* config.c's, what differs */
+  const char *eng = sg_opts_get(run->opts, "_label"); /* config.c's: what differs */
+  if (!eng) eng = (sg_engine_label(run->engine, run->opts, own, sizeof own), own);
   size_t head = strlen(eng);
   if (strncmp(run->label, eng, head)) head = strlen(run->label);
   if (run->nprocs > 1 && !strstr(run->label, "transport=")) /* not spelled twice */
