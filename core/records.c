@@ -35,11 +35,13 @@ struct sg_records {
   double t0;
   unsigned char *buf; /* one message, reused */
   size_t cap;
+  sg_step_rec_t steps[SG_REC_STEPS_MAX]; /* waiting to be sent (records.h) */
+  int nsteps;
+  double last_flush; /* sg_now() when the last batch left */
 };
 
-static int send_rec(sg_records_t *r, uint32_t type, const void *a, size_t alen,
+static int send_msg(sg_records_t *r, uint32_t type, const void *a, size_t alen,
                     const void *b, size_t blen) {
-  if (!r || !r->push) return SG_OK;
   size_t len = sizeof(sg_rec_header_t) + alen + blen;
   if (len > r->cap) {
     unsigned char *nb = realloc(r->buf, len);
@@ -61,6 +63,23 @@ static int send_rec(sg_records_t *r, uint32_t type, const void *a, size_t alen,
                       zmq_strerror(errno));
   }
   return SG_OK;
+}
+
+/* The waiting step records as one SG_REC_STEPS message. */
+static int flush_steps(sg_records_t *r) {
+  if (!r->nsteps) return SG_OK;
+  int n = r->nsteps;
+  r->nsteps = 0;
+  r->last_flush = sg_now();
+  return send_msg(r, SG_REC_STEPS, r->steps, (size_t)n * sizeof r->steps[0], NULL, 0);
+}
+
+/* Any record but a step: the waiting steps go first. */
+static int send_rec(sg_records_t *r, uint32_t type, const void *a, size_t alen,
+                    const void *b, size_t blen) {
+  if (!r || !r->push) return SG_OK;
+  SG_CHECK(flush_steps(r));
+  return send_msg(r, type, a, alen, b, blen);
 }
 
 int sg_records_open(sg_records_t **out, const char *endpoint, int rank,
@@ -104,7 +123,11 @@ fail:
 }
 
 int sg_records_step(sg_records_t *r, const sg_step_rec_t *s) {
-  return send_rec(r, SG_REC_STEP, s, sizeof *s, NULL, 0);
+  if (!r || !r->push) return SG_OK;
+  r->steps[r->nsteps++] = *s;
+  if (r->nsteps == SG_REC_STEPS_MAX || sg_now() - r->last_flush >= SG_REC_STEPS_FLUSH_S)
+    return flush_steps(r);
+  return SG_OK;
 }
 
 int sg_records_eval(sg_records_t *r, const sg_eval_rec_t *e) {
@@ -178,6 +201,11 @@ int sg_rec_decode(const void *msg, size_t len, int nprocs, sg_rec_header_t *h,
   switch (h->type) {
   case SG_REC_HELLO: return n == sizeof(sg_rec_hello_t) ? 0 : SG_EFORMAT;
   case SG_REC_STEP: return n == sizeof(sg_step_rec_t) ? 0 : SG_EFORMAT;
+  case SG_REC_STEPS:
+    return n && n % sizeof(sg_step_rec_t) == 0 &&
+                   n / sizeof(sg_step_rec_t) <= SG_REC_STEPS_MAX
+               ? 0
+               : SG_EFORMAT;
   case SG_REC_EVAL: return n == sizeof(sg_eval_rec_t) ? 0 : SG_EFORMAT;
   case SG_REC_BENCH: return n == sizeof(sg_bench_rec_t) ? 0 : SG_EFORMAT;
   case SG_REC_INFO: return nul_strings(p, n, 2) ? 0 : SG_EFORMAT;
@@ -199,6 +227,7 @@ void sg_records_close(sg_records_t **pr) {
   if (!pr || !*pr) return;
   sg_records_t *r = *pr;
   sg_lifeline_stop(&r->life); /* our own close is no death */
+  if (r->push) flush_steps(r); /* a close without DONE (unit tests) */
   if (r->push) zmq_close(r->push);
   if (r->zctx) zmq_ctx_term(r->zctx); /* lingers until queued records left */
   free(r->buf);

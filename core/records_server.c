@@ -20,6 +20,10 @@ struct sg_rec_server {
   int keyed; /* CURVE: the sender of each record is known */
   zmq_msg_t msg;
   int have_msg;
+  /* an SG_REC_STEPS message being handed out one STEP at a time */
+  sg_rec_header_t batch_h;
+  const unsigned char *batch_p;
+  int batch_left;
   unsigned long dropped;
   char endpoint[256];
 };
@@ -75,7 +79,19 @@ void sg_rec_server_wait(sg_rec_server_t *s, int fd, void *zsock, int ms) {
   zmq_poll(it, n, ms);
 }
 
+/* The next STEP of the batch being handed out. */
+static int next_of_batch(sg_rec_server_t *s, sg_rec_in_t *in) {
+  in->h = s->batch_h;
+  in->h.type = SG_REC_STEP;
+  in->h.len = sizeof(sg_step_rec_t);
+  in->payload = s->batch_p;
+  s->batch_p += sizeof(sg_step_rec_t);
+  s->batch_left--;
+  return 1;
+}
+
 int sg_rec_server_recv(sg_rec_server_t *s, sg_rec_in_t *in) {
+  if (s->batch_left > 0) return next_of_batch(s, in);
   for (;;) {
     if (s->have_msg) zmq_msg_close(&s->msg);
     zmq_msg_init(&s->msg);
@@ -89,6 +105,12 @@ int sg_rec_server_recv(sg_rec_server_t *s, sg_rec_in_t *in) {
                       &in->payload) < 0 || (s->keyed && sender != in->h.rank)) {
       s->dropped++; /* malformed, or (CURVE) not from the rank it names */
       continue;
+    }
+    if (in->h.type == SG_REC_STEPS) { /* STEP records, one at a time */
+      s->batch_h = in->h;
+      s->batch_p = in->payload;
+      s->batch_left = (int)(in->h.len / sizeof(sg_step_rec_t));
+      return next_of_batch(s, in);
     }
     return 1;
   }

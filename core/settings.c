@@ -50,6 +50,7 @@ const sg_setting_t sg_settings[] = {
   {"eval_every", SG_T_INT, "0", "evaluate on the test set every this many steps (0 = once per epoch)", NULL, 0, 1e12, SG_S_WORKLOAD},
   {"dump_params", SG_T_STR, "", "write the final parameters (raw float32) to this file (equivalence checks)", NULL, NOB, SG_S_WORKLOAD},
   {"threads", SG_T_INT, "1", "BLAS threads per rank", NULL, 1, 256, SG_S_WORKLOAD},
+  {"denormals", SG_T_ENUM, "flush", "float32 values below 1.2e-38 in the model's arithmetic: flush = treated as zero (the CPU's flush-to-zero and denormals-are-zero modes; keeps a step's time from growing as gradients shrink: without it late MLP steps run up to 3x slower), keep = IEEE gradual underflow", "flush|keep", NOB, SG_S_WORKLOAD},
   {"device", SG_T_ENUM, "cpu", "where each rank's step runs: cpu (OpenBLAS) or cuda (a GPU per rank: GPU local-rank mod gpus_per_host; docs/cuda.md; `sgdlab engines` lists this build's devices)", "cpu|cuda", NOB, SG_S_WORKLOAD},
   {"gpus_per_host", SG_T_INT, "0", "device cuda: GPUs a host's ranks share (0 = every visible one)", NULL, 0, 1024, SG_S_WORKLOAD},
 

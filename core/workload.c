@@ -244,6 +244,7 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
   w->seed = (uint64_t)seed;
   w->classes = (int)classes;
   sg_blas_set_threads((int)threads);
+  sg_denormals_flush(strcmp(sg_opts_str_or(o, "denormals", "flush"), "keep") != 0);
 
   if (!strcmp(dataset, "fashion-mnist") || !strcmp(dataset, "mnist")) {
     SG_TRY(load_idx(w, o, dataset, what, ntrain_lim, ntest_lim));

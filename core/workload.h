@@ -151,6 +151,9 @@ int sg_workload_optim_new(const sg_workload_t *w, const sg_opts_t *o,
 
 /* The BLAS library in use, e.g. "OpenBLAS 0.3.21 core=Haswell threads=1". */
 const char *sg_blas_info(void);
+/* denormals: flush (1) or keep (0) in the calling thread (blas.c). */
+void sg_denormals_flush(int on);
+int sg_denormals_flushed(void);
 /* Set the BLAS thread count for this process. */
 void sg_blas_set_threads(int n);
 

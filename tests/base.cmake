@@ -1,6 +1,8 @@
 sg_add_test(test_opts SOURCES test_opts.c TIMEOUT 30)
 # Blame as data: sg_err_blame and the DONE record's fields over a real ipc socket.
 sg_add_test(test_blame SOURCES test_blame.c TIMEOUT 30)
+# Step records in batches, their order, and malformed batches refused.
+sg_add_test(test_records_batch SOURCES test_records_batch.c TIMEOUT 30)
 sg_add_test(test_one_worker SOURCES test_one_worker.c TIMEOUT 240)
 
 # docs/config.md is `sgdlab help config --markdown`: fail when the settings

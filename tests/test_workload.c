@@ -136,6 +136,32 @@ TEST(server_needs_no_data) {
   sg_opts_destroy(&o);
 }
 
+/* denormals: flush (the default) makes a product below the smallest
+ * normal float 0 in the thread that built the workload, keep leaves IEEE
+ * gradual underflow; the BLAS line records which. */
+static float tiny_product(void) {
+  volatile float a = 1e-20f, b = 1e-20f; /* 1e-40: a denormal */
+  return a * b;
+}
+
+TEST(denormals_flush_by_default_and_keep_on_request) {
+  sg_opts_t *o = ru_opts_kv("dataset=fashion-mnist model=mlp hidden=64 batch=32 workers=4");
+  sg_workload_t *w = NULL;
+  CHECK_OK(sg_workload_new(&w, o, 1, 4, 0));
+  CHECK(sg_denormals_flushed());
+  CHECK(tiny_product() == 0.0f);
+  CHECK(strstr(sg_blas_info(), "denormals=flush") != NULL);
+  sg_workload_destroy(&w);
+  sg_opts_set(o, "denormals", "keep");
+  CHECK_OK(sg_workload_new(&w, o, 1, 4, 0));
+  CHECK(!sg_denormals_flushed());
+  CHECK(tiny_product() > 0.0f);
+  CHECK(strstr(sg_blas_info(), "denormals=keep") != NULL);
+  sg_workload_destroy(&w);
+  sg_opts_destroy(&o);
+  sg_denormals_flush(1);
+}
+
 static char dir[64];
 
 static void write_sep(const char *path, int rows, int seed) {
