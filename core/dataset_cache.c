@@ -16,9 +16,13 @@
  * decoded again and written to an O_EXCL temporary (0600) renamed over
  * the name, so a reader never sees a half-written file; every step after
  * the directory check works through a descriptor of the checked directory.
+ * The directory's parents must not be changeable by another user: each is
+ * owned by root or this user and writable by no one else unless sticky
+ * (/tmp), checked component by component without following symlinks.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,14 +82,74 @@ static int source_key(const char *images, const char *labels, int64_t limit, uin
   return SG_OK;
 }
 
+/* Directory `fd` (named `path` in messages) may hold the cache's path:
+ * owned by root or by us, and writable by no one else unless sticky
+ * (/tmp), where others cannot rename or remove what is ours. */
+static int safe_parent(int fd, const char *path) {
+  struct stat st;
+  if (fstat(fd, &st) < 0) return sg_err_set(SG_EIO, "data cache: %s: %s", path, strerror(errno));
+  if (st.st_uid != 0 && st.st_uid != geteuid())
+    return sg_err_set(SG_EIO, "data cache: %s is owned by uid %u, not by root or uid %u",
+                      path, (unsigned)st.st_uid, (unsigned)geteuid());
+  if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))
+    return sg_err_set(SG_EIO, "data cache: %s is writable by others (mode %04o, not sticky)",
+                      path, (unsigned)(st.st_mode & 07777));
+  return SG_OK;
+}
+
+/* A descriptor of the checked parent of `dir`, its last component in
+ * `leaf`.  The parent is resolved once (realpath) and then walked from /
+ * one component at a time without following symlinks, each checked by
+ * safe_parent: a component swapped after realpath fails the walk. */
+static int open_parent(const char *path, char *leaf, size_t cap) {
+  char dir[4096], par[4096], real[PATH_MAX];
+  size_t len = strlen(path);
+  while (len > 1 && path[len - 1] == '/') len--; /* "cache/" is "cache" */
+  if (len >= sizeof dir) return sg_err_set(SG_EIO, "data cache %.64s...: path too long", path);
+  memcpy(dir, path, len);
+  dir[len] = '\0';
+  const char *slash = strrchr(dir, '/');
+  const char *name = slash ? slash + 1 : dir;
+  if (!*name || strlen(name) >= cap || !strcmp(name, ".") || !strcmp(name, ".."))
+    return sg_err_set(SG_EIO, "data cache %s: not a directory name", dir);
+  snprintf(leaf, cap, "%s", name);
+  snprintf(par, sizeof par, "%.*s", slash ? (int)(slash == dir ? 1 : slash - dir) : 1,
+           slash ? dir : ".");
+  if (!realpath(par, real)) return sg_err_set(SG_EIO, "data cache %s: %s", par, strerror(errno));
+  int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = fd < 0 ? SG_EIO : safe_parent(fd, "/");
+  for (char *c = real + 1, *end; fd >= 0 && rc == SG_OK && *c; c = end) {
+    end = c + strcspn(c, "/");
+    char keep = *end;
+    *end = '\0';
+    int nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    rc = nfd < 0 ? sg_err_set(SG_EIO, "data cache: %s: %s", real, strerror(errno))
+                 : safe_parent(nfd, real);
+    close(fd);
+    fd = nfd;
+    *end = keep;
+    if (keep) end++;
+  }
+  if (rc != SG_OK || fd < 0) {
+    if (fd >= 0) close(fd);
+    return rc < 0 ? rc : sg_err_set(SG_EIO, "data cache /: %s", strerror(errno));
+  }
+  return fd;
+}
+
 /* dir: made 0700 when missing; refused unless a directory of ours that
- * no one else can enter or write.  Returns a descriptor of the directory
- * that was checked: every later step works relative to it, so a parent
- * another user can write cannot swap the path for a symlink meanwhile. */
+ * no one else can enter or write, in parents no one else can change
+ * (open_parent).  Returns a descriptor of the directory that was
+ * checked: every later step works relative to it. */
 static int private_dir(const char *dir) {
-  if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+  char leaf[256];
+  int pfd = open_parent(dir, leaf, sizeof leaf);
+  if (pfd < 0) return pfd;
+  if (mkdirat(pfd, leaf, 0700) < 0 && errno != EEXIST) {
+    close(pfd);
     return sg_err_set(SG_EIO, "data cache %s: %s", dir, strerror(errno));
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  }
+  int fd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  close(pfd);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) < 0) {
     int e = errno;

@@ -695,11 +695,15 @@ TEST(shared_cache_header_whose_sizes_wrap_is_rebuilt_not_followed) {
 
 /* The cache directory swapped for a symlink after its check.  The cache
  * sits in a directory another user can write (data_cache: or
- * XDG_CACHE_HOME under /tmp): that user renames our checked, private
- * cache directory away and puts a symlink to a directory of ours in its
- * place, while we decode (the labels are a FIFO the attacker feeds, so
- * the moment is exact).  The cache file must still land in the directory
- * that was checked, never behind the symlink. */
+ * XDG_CACHE_HOME under /tmp): that user tries to rename our checked,
+ * private cache directory away and put a symlink to a directory of ours
+ * in its place, while we decode (the labels are a FIFO the attacker
+ * feeds, so the moment is exact).  As root the other user is nobody and
+ * the shared directory is sticky like /tmp (a non-sticky one is refused
+ * before anything: shared_cache_parents_another_user_could_change_are_refused),
+ * so the rename itself fails; as any other user the "attacker" is that
+ * same user and the swap happens.  Either way the cache file must land
+ * in the directory that was checked, never behind the symlink. */
 static char race_im[256], race_lb[256], race_dir[256];
 
 static int load_race_victim(void) {
@@ -731,9 +735,9 @@ TEST(shared_cache_directory_swapped_for_a_symlink_after_its_check) {
   snprintf(race_dir, sizeof race_dir, "%s/cache", shared);
   write_plain(race_im, im, ni);
   CHECK(mkdir(shared, 0755) == 0 && mkdir(target, 0700) == 0 && mkfifo(race_lb, 0644) == 0);
-  /* as root: the other user is nobody, and owns the shared directory */
+  /* as root: the other user is nobody; the shared directory is /tmp-like */
   if (root)
-    CHECK(chmod(tmpdir, 0711) == 0 && chown(shared, 65534, 65534) == 0 &&
+    CHECK(chmod(tmpdir, 0711) == 0 && chmod(shared, 01777) == 0 &&
           chown(race_lb, 65534, 65534) == 0);
   fflush(NULL);
   pid_t attacker = fork();
@@ -741,14 +745,18 @@ TEST(shared_cache_directory_swapped_for_a_symlink_after_its_check) {
     alarm(10);
     if (root && (setgid(65534) < 0 || setuid(65534) < 0)) _exit(90);
     int fd = open(race_lb, O_WRONLY); /* returns once the victim reads: after its checks */
-    if (fd < 0 || rename(race_dir, moved) < 0 || symlink(target, race_dir) < 0) _exit(91);
-    _exit(write(fd, lb, nl) == (ssize_t)nl && close(fd) == 0 ? 0 : 92);
+    if (fd < 0) _exit(93);
+    int swapped = rename(race_dir, moved) == 0 && symlink(target, race_dir) == 0;
+    if (write(fd, lb, nl) != (ssize_t)nl || close(fd) != 0) _exit(92);
+    _exit(swapped ? 0 : 91);
   }
   CHECK(attacker > 0);
   int victim = run_limited(load_race_victim, (size_t)1 << 30);
   int st = 0;
   CHECK(waitpid(attacker, &st, 0) == attacker);
-  CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "attacker status 0x%x", st);
+  /* root: the sticky bit stops nobody's rename (91); otherwise it swaps */
+  CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == (root ? 91 : 0), "attacker status 0x%x", st);
+  if (root) snprintf(moved, sizeof moved, "%s", race_dir);
   CHECK_EQ_INT(victim, 0);
   fprintf(stderr, "  cache files: %d behind the symlink, %d in the checked directory\n",
           entries_named(target, "idx-") + entries_named(target, ".tmp"),
@@ -756,4 +764,54 @@ TEST(shared_cache_directory_swapped_for_a_symlink_after_its_check) {
   CHECK_EQ_INT(entries_named(target, "idx-") + entries_named(target, ".tmp"), 0);
   CHECK_EQ_INT(entries_named(moved, "idx-"), 1);
   if (root) CHECK(chmod(tmpdir, 0700) == 0);
+}
+
+/* A parent of the cache directory that another user could change (owned
+ * by someone else, or writable by others without the sticky bit) is
+ * refused with one line naming it, before anything is written; a sticky
+ * one, like /tmp, is fine.  Root only (it needs a second owner). */
+static char par_dir[256];
+
+static int load_under_par(void) {
+  unsigned char im[64], lb[16];
+  size_t ni = idx_images(im, 0x803), nl = idx_labels(lb, 5, 0);
+  char ip[300], lp[300], cd[300];
+  snprintf(ip, sizeof ip, "%s/im", par_dir);
+  snprintf(lp, sizeof lp, "%s/lb", par_dir);
+  snprintf(cd, sizeof cd, "%s/sub/cache", par_dir);
+  write_plain(ip, im, ni);
+  write_plain(lp, lb, nl);
+  sg_dataset_t *ds = NULL;
+  int rc = sg_dataset_load_idx_shared(&ds, ip, lp, 0, cd);
+  sg_dataset_destroy(&ds);
+  return rc;
+}
+
+TEST(shared_cache_parents_another_user_could_change_are_refused) {
+  if (geteuid() != 0) {
+    fprintf(stderr, "  skipped: needs root for a second owner\n");
+    return;
+  }
+  struct { uid_t owner; mode_t mode; const char *says; } cases[] = {
+      {65534, 0755, "is owned by uid 65534"},
+      {0, 0777, "is writable by others (mode 0777, not sticky)"},
+      {0, 01777, NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char sub[300];
+    snprintf(par_dir, sizeof par_dir, "%s", tmp(i == 0 ? "par0" : i == 1 ? "par1" : "par2"));
+    snprintf(sub, sizeof sub, "%s/sub", par_dir);
+    CHECK(mkdir(par_dir, 0755) == 0 && mkdir(sub, 0755) == 0);
+    CHECK(chown(sub, cases[i].owner, cases[i].owner) == 0 && chmod(sub, cases[i].mode) == 0);
+    int rc = load_under_par();
+    if (!cases[i].says) {
+      CHECK_MSG(rc == SG_OK, "sticky parent refused: %s", sg_err_msg());
+      continue;
+    }
+    CHECK(rc == SG_EIO);
+    CHECK_MSG(strstr(sg_err_msg(), sub) && strstr(sg_err_msg(), cases[i].says), "%s", sg_err_msg());
+    char cd[320];
+    snprintf(cd, sizeof cd, "%s/cache", sub);
+    CHECK_MSG(access(cd, F_OK) != 0, "%s made under a refused parent", cd);
+  }
 }
