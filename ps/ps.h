@@ -120,6 +120,9 @@ typedef struct ps_server_stats {
   char first_reject[200]; /* "from rank 2: sparse index ..." (empty: none) */
 } ps_server_stats_t;
 
+/* The `slice` default in bytes (ps_engine.c; docs/engines/ps.md, Slices). */
+#define PS_SLICE_DEFAULT (128 * 1024)
+
 typedef struct ps_cfg {
   ps_mode_t mode;
   int staleness; /* ssp bound (sync behaves as 0) */
@@ -129,9 +132,15 @@ typedef struct ps_cfg {
   ps_compress_t compress; /* dense path only (sparse refuses it) */
   double topk;            /* compress topk: fraction of a shard's entries pushed */
   double time_budget; /* ssp/async: seconds of training at most, 0 = none */
+  /* sync, dense (none or fp16): bytes per slice of a shard (ps_slice_elems),
+   * 0 = the whole shard in one message; 0 in the other modes. */
+  uint64_t slice_bytes;
   /* Tests only: the server adds worker 0's sync push twice (a planted bug
    * the equivalence check must catch).  Never set by a setting. */
   int plant_double_count;
+  /* Tests only: a sliced server applies a slice once N-1 workers pushed it
+   * and ignores the last push (the equivalence check must catch it). */
+  int plant_early_slice;
   /* Tests only: server k writes its counts to stats[k] when it ends. */
   ps_server_stats_t *stats;
 } ps_cfg_t;
