@@ -115,6 +115,7 @@ typedef struct ps_server_stats {
   int64_t pushes[PS_STATS_WORKERS]; /* pushes received from workers 0..15 */
   double train_s;       /* start barrier to the stop (sync: the last update) */
   int dead_workers;     /* async: workers declared dead */
+  int slices;           /* slices of the shard (1: unsliced) */
   int64_t max_ahead;    /* largest (clock of a released pull) - (pushes of
                            the slowest worker still training) */
   char first_reject[200]; /* "from rank 2: sparse index ..." (empty: none) */
