@@ -123,6 +123,7 @@ typedef struct ps_server_stats {
 
 /* The `slice` default in bytes (ps_engine.c; docs/engines/ps.md, Slices). */
 #define PS_SLICE_DEFAULT (128 * 1024)
+#define PS_SLICE_FROM_DEFAULT (1024 * 1024)
 
 typedef struct ps_cfg {
   ps_mode_t mode;
@@ -136,6 +137,7 @@ typedef struct ps_cfg {
   /* sync, dense (none or fp16): bytes per slice of a shard (ps_slice_elems),
    * 0 = the whole shard in one message; 0 in the other modes. */
   uint64_t slice_bytes;
+  uint64_t slice_from;  /* shards below this many bytes go whole */
   /* Tests only: the server adds worker 0's sync push twice (a planted bug
    * the equivalence check must catch).  Never set by a setting. */
   int plant_double_count;
@@ -149,6 +151,11 @@ typedef struct ps_cfg {
 /* Read mode, staleness, servers, sparse, compress, topk, time_budget
  * from the run's settings. */
 int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers);
+
+/* The slice bytes a run with n parameters uses (0: whole shards): the
+ * `slice` setting when the largest shard holds at least `slice_from`
+ * bytes.  Every rank computes the same from the same settings. */
+uint64_t ps_slicing(const ps_cfg_t *cfg, size_t n);
 
 /* The loops of one rank: ctx->rank < cfg->servers is server ctx->rank. */
 int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg);

@@ -4,8 +4,8 @@
  *
  * One round for count floats: every worker pushes its buffer, cut into
  * S shards, to the servers, each shard in slices of the engine's `slice`
- * bytes (one message per slice, the ps header in front; slice: 0 is one
- * message per shard); each server sums the N pushes of a slice as soon as
+ * bytes (one message per slice, the ps header in front; slice: 0, or a
+ * shard below slice_from bytes, is one message); each server sums the N pushes of a slice as soon as
  * they are all in and sends the sum back to every worker while the next
  * slices come in, the schedule of the engine's sync step (ps_server.c).
  * The round ends with the allreduce (sum) of the buffers.  Bytes per round: each worker sends and receives K; server k
@@ -27,7 +27,7 @@
 typedef struct ps_round {
   sg_rank_ctx_t *ctx;
   int S, N;
-  uint64_t slice_bytes; /* the engine's `slice` (ps_cfg_t) */
+  ps_cfg_t cfg;          /* the engine's settings (slice, slice_from) */
   unsigned char *msg;   /* server: one received slice [hdr | floats] */
   unsigned char *rep;   /* server: [hdr | floats] per slice of its shard */
   float *acc, *buf;
@@ -51,7 +51,7 @@ static void ps_impl(const sg_opts_t *o, char *out, size_t cap) {
 static void slicing(const ps_round_t *b, size_t count, int k, size_t *off, size_t *cnt,
                     size_t *elems, int *nsl) {
   ps_shard_range(count, b->S, k, off, cnt);
-  *elems = ps_slice_elems(*cnt, b->slice_bytes);
+  *elems = ps_slice_elems(*cnt, ps_slicing(&b->cfg, count));
   *nsl = ps_slice_count(*cnt, *elems);
 }
 
@@ -204,10 +204,10 @@ static int ps_init(void **st, sg_rank_ctx_t *ctx, size_t max_count) {
   b->ctx = ctx;
   b->S = cfg.servers;
   b->N = cfg.workers;
-  b->slice_bytes = cfg.slice_bytes;
+  b->cfg = cfg;
   size_t maxc = max_count + PS_SHARD_ALIGN, S = (size_t)b->S;
   /* the most slices and requests any round of at most maxc floats needs */
-  size_t most = (size_t)ps_slice_count(maxc, ps_slice_elems(maxc, b->slice_bytes)) + 1;
+  size_t most = (size_t)ps_slice_count(maxc, ps_slice_elems(maxc, cfg.slice_bytes)) + 1;
   size_t sbuf = most * HS + maxc * 4, nreq = S * 2 * most + most * (size_t)b->N;
   if (!(b->msg = malloc(HS + maxc * 4)) || !(b->rep = malloc(sbuf)) ||
       !(b->got = calloc(most, sizeof *b->got)) || !(b->acc = malloc(maxc * 4)) ||

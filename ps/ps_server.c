@@ -90,7 +90,7 @@ typedef struct server {
   double rec_t0, wait_s, comm_s, compute_s;
   uint64_t sent0, recv0;
   int64_t rec_step, spe;
-  /* slices (sync, dense: cfg->slice_bytes > 0; docs/engines/ps.md) */
+  /* slices (sync, dense: ps_slicing > 0; docs/engines/ps.md) */
   int sliced, nsl;        /* slicing on; slices of this shard */
   size_t elems, stride;   /* floats per slice; bytes per slice message slot */
   int *got, *applied;     /* [nsl] pushes of the current step; slice updated */
@@ -747,12 +747,13 @@ static int report_stop(server_t *s, double train_s) {
   return sg_records_info(s->ctx->rec, "ps.stop", v);
 }
 
-/* Slicing for this shard (cfg->slice_bytes > 0): the geometry, the
+/* Slicing for this shard (ps_slicing > 0): the geometry, the
  * per-slice state and an optimizer per slice (elementwise, so together
  * they are the shard's). */
 static int slices_new(server_t *s, const sg_workload_t *wl) {
-  s->sliced = s->cfg->slice_bytes > 0;
-  s->elems = s->sliced ? ps_slice_elems(s->cnt, s->cfg->slice_bytes) : s->cnt;
+  uint64_t bytes = ps_slicing(s->cfg, sg_workload_nparams(wl));
+  s->sliced = bytes > 0;
+  s->elems = s->sliced ? ps_slice_elems(s->cnt, bytes) : s->cnt;
   s->nsl = ps_slice_count(s->cnt, s->elems);
   s->stride = sizeof(ps_hdr_t) + s->elems * sizeof(float);
   if (!s->sliced) return SG_OK;

@@ -54,7 +54,7 @@ typedef struct worker {
   size_t gcap;
   float *resid, *mag;      /* compress topk: error feedback [n], selection scratch */
   sg_topk_pair_t *pairs;   /* compress topk: the selected pairs of one shard */
-  int sliced;              /* sync, dense: shards go in slices (cfg->slice_bytes) */
+  int sliced;              /* sync, dense: shards go in slices (ps_slicing) */
   size_t *elems;           /* [S] floats per slice of shard k */
   int *nsl;                /* [S] slices of shard k */
   int stop;                /* ssp/async: a server answered with PS_F_STOP */
@@ -416,10 +416,11 @@ static void worker_free(worker_t *wk) {
 static int buffers_new(worker_t *wk) {
   const ps_cfg_t *cfg = wk->cfg;
   size_t nreq = 3 * (size_t)wk->S;
-  wk->sliced = cfg->slice_bytes > 0;
+  uint64_t bytes = ps_slicing(cfg, wk->n);
+  wk->sliced = bytes > 0;
   for (int k = 0; k < wk->S; k++) {
     ps_shard_range(wk->n, wk->S, k, &wk->off[k], &wk->cnt[k]);
-    wk->elems[k] = wk->sliced ? ps_slice_elems(wk->cnt[k], cfg->slice_bytes) : wk->cnt[k];
+    wk->elems[k] = wk->sliced ? ps_slice_elems(wk->cnt[k], bytes) : wk->cnt[k];
     wk->nsl[k] = ps_slice_count(wk->cnt[k], wk->elems[k]);
     nreq += 2 * (size_t)wk->nsl[k];
     size_t cnt = wk->cnt[k] + 1, sliced = wk->sliced ? wk->nsl[k] * slice_stride(wk, k) : 0;

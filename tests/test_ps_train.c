@@ -337,7 +337,8 @@ static int slices_case(int S, int N, const char *slice, const char *const *kv, i
   ps_cfg_t ca, cb;
   int rc = (oa && ob) ? 0 : SG_ENOMEM;
   if (!rc) rc = sg_opts_setf(oa, "servers", "%d", S) || sg_opts_setf(ob, "servers", "%d", S) ||
-                sg_opts_set(oa, "slice", "0") || sg_opts_set(ob, "slice", slice);
+                sg_opts_set(oa, "slice", "0") || sg_opts_set(ob, "slice", slice) ||
+                sg_opts_set(ob, "slice_from", "0"); /* this model is 0.1 MB */
   if (!rc) rc = ps_cfg_from_opts(&ca, oa, N);
   if (!rc) rc = ps_cfg_from_opts(&cb, ob, N);
   cb.plant_early_slice = plant;
@@ -449,7 +450,7 @@ TEST(malformed_messages_are_rejected_and_training_stays_exact) {
  * read past the buffer and wrote params at whatever it found there.  It
  * must refuse the reply.  In a child: a crash is a failed check. */
 static int sparse_reply_case(const char *slice, const char *want) {
-  const char *kv[] = {"max_steps", "3", "slice", slice, NULL};
+  const char *kv[] = {"max_steps", "3", "slice", slice, "slice_from", "0", NULL};
   sg_opts_t *o = make_opts(1, "", kv);
   ps_cfg_t cfg;
   rank_arg_t args[MAXR];
