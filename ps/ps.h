@@ -63,6 +63,13 @@
  * update (sync: always 0; async with N lock-stepped workers: about N-1).
  * The worker's record for step t carries the largest over the shards.
  *
+ * Slices (sync, dense, `slice` bytes, shards of at least `slice_from`):
+ * a worker pushes shard k as C slices back to back; a server applies
+ * slice c as soon as all N pushed it and sends it back (PARAMS(t+1)) at
+ * once, so replies go out while later slices still come in.  After the
+ * first PULL the pushes ask for the slices.  Bit-equal to whole shards:
+ * the same sums in the same order per element (ps_server.c, slices).
+ *
  * Sparse (sparse: true), softmax on CSR input: a worker pulls only the
  * coordinates its next batch reads (sg_workload_sparse_coords), computes
  * the gradient at exactly those (sg_workload_grad_sparse) and pushes them
