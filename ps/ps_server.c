@@ -7,6 +7,8 @@
  *       recv into that worker's push slot (sync) or the scratch buffer
  *       check the header against this shard; reject + count if bad
  *       PUSH: sync: keep; when all N are in: sum, scale 1/N, apply, release
+ *             sync with slices: per slice, the same, and the slice goes
+ *             back to every worker at once (the slices section below)
  *             ssp/async: scale 1/N, apply now, release what the bound allows
  *       PULL: hold it; release if the barrier / bound already allows
  *             (the initial PULLs: once every worker has sent its own)
@@ -93,6 +95,7 @@ typedef struct server {
   /* slices (sync, dense: ps_slicing > 0; docs/engines/ps.md) */
   int sliced, nsl;        /* slicing on; slices of this shard */
   size_t elems, stride;   /* floats per slice; bytes per slice message slot */
+  size_t slot_bytes;      /* sync: a worker's slot, whole push or every slice */
   int *got, *applied;     /* [nsl] pushes of the current step; slice updated */
   int *next;              /* [N] the slice worker w pushes next */
   double *arrived;        /* [N * nsl] sg_now() when worker w's slice c came in */
@@ -643,6 +646,34 @@ static int form_matches(const server_t *s, const ps_hdr_t *h, char *why, size_t 
   return 1;
 }
 
+/* Where the probed message of worker w (-1: not a worker) goes: sync,
+ * the worker's slot; with slices, the slot of the slice it pushes next,
+ * once that slot's last reply has gone (nothing longer than a slice is
+ * a valid push); anything else, scratch; too big for any valid message,
+ * *drain (malloc'd), to take it off the queue and reject it.  *room: the
+ * space there. */
+static int choose_buf(server_t *s, int w, size_t bytes, unsigned char **buf, size_t *room,
+                      unsigned char **drain) {
+  *buf = s->scratch;
+  *room = s->cap;
+  if (bytes > s->cap) {
+    if (!(*drain = malloc(bytes ? bytes : 1))) return SG_ENOMEM;
+    *buf = *drain;
+    *room = bytes;
+    return SG_OK;
+  }
+  if (w < 0 || s->cfg->mode != PS_SYNC || s->have[w]) return SG_OK;
+  if (!s->sliced) {
+    *buf = s->slot[w];
+    return SG_OK;
+  }
+  if (bytes > s->stride) return SG_OK;
+  SG_CHECK(wait_reply(s, w, s->next[w]));
+  *buf = slot_at(s, w, s->next[w]);
+  *room = s->stride;
+  return SG_OK;
+}
+
 static int serve_one(server_t *s) {
   sg_comm_t *c = s->ctx->comm;
   sg_status_t st;
@@ -656,27 +687,11 @@ static int serve_one(server_t *s) {
   SG_CHECK(rc);
   int w = st.source - s->S;
   int is_worker = w >= 0 && w < s->N;
-  unsigned char *buf = (is_worker && s->cfg->mode == PS_SYNC && !s->have[w]) ? s->slot[w]
-                                                                              : s->scratch;
-  size_t room = s->cap;
-  if (buf != s->scratch && s->sliced) {
-    /* the slot of the slice w pushes next, once its last reply has gone;
-     * nothing longer than a slice can be a valid push */
-    buf = s->scratch;
-    if (st.bytes <= s->stride) {
-      SG_CHECK(wait_reply(s, w, s->next[w]));
-      buf = slot_at(s, w, s->next[w]);
-      room = s->stride;
-    }
-  }
-  unsigned char *drain = NULL;
-  if (st.bytes > s->cap) {
-    /* Too big for any valid message: take it off the queue and reject. */
-    if (!(drain = malloc(st.bytes ? st.bytes : 1))) return SG_ENOMEM;
-    buf = drain;
-  }
+  unsigned char *buf, *drain = NULL;
+  size_t room;
+  SG_CHECK(choose_buf(s, is_worker ? w : -1, st.bytes, &buf, &room, &drain));
   t = sg_now();
-  rc = sg_recv(c, st.source, st.tag, buf, st.bytes > s->cap ? st.bytes : room, &st);
+  rc = sg_recv(c, st.source, st.tag, buf, room, &st);
   s->comm_s += sg_now() - t;
   char why[200] = "";
   if (rc < 0) {
@@ -756,6 +771,7 @@ static int slices_new(server_t *s, const sg_workload_t *wl) {
   s->elems = s->sliced ? ps_slice_elems(s->cnt, bytes) : s->cnt;
   s->nsl = ps_slice_count(s->cnt, s->elems);
   s->stride = sizeof(ps_hdr_t) + s->elems * sizeof(float);
+  s->slot_bytes = s->cap > s->stride * (size_t)s->nsl ? s->cap : s->stride * (size_t)s->nsl;
   if (!s->sliced) return SG_OK;
   size_t N = (size_t)s->N, C = (size_t)s->nsl;
   if (!(s->got = calloc(C, sizeof *s->got)) || !(s->applied = calloc(C, sizeof *s->applied)) ||
@@ -826,7 +842,6 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   s.cap = hdr + s.cnt * (cfg->sparse || cfg->compress == PS_COMPRESS_TOPK ? 8 : 4);
   s.topk_k = sg_topk_k(cfg->topk, s.cnt);
   SG_TRY(slices_new(&s, wl));
-  size_t slot_bytes = s.cap > s.stride * (size_t)s.nsl ? s.cap : s.stride * (size_t)s.nsl;
   rc = SG_ENOMEM;
   if (!(full = malloc((n ? n : 1) * sizeof *full))) goto fail;
   if (!(s.pbuf = malloc(hdr + (s.cnt + 1) * sizeof(float)))) goto fail;
@@ -846,7 +861,7 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   if (!(s.heard = calloc((size_t)s.N, sizeof *s.heard))) goto fail;
   if (!(s.final = calloc((size_t)s.N, sizeof *s.final))) goto fail;
   for (int w = 0; w < s.N; w++) {
-    if (cfg->mode == PS_SYNC && !(s.slot[w] = malloc(slot_bytes))) goto fail;
+    if (cfg->mode == PS_SYNC && !(s.slot[w] = malloc(s.slot_bytes))) goto fail;
     if (cfg->sparse && !(s.pend[w].idx = malloc((s.cnt + 1) * 4))) goto fail;
     s.stale[w] = -1;
   }
@@ -893,8 +908,7 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
     for (int w = 0; w < s.N; w++) dead += s.dead[w];
     cfg->stats[s.k] = (ps_server_stats_t){.rejected = s.rejected, .updates = s.version,
                                           .dropped = s.dropped, .train_s = train_s,
-                                          .dead_workers = dead, .max_ahead = s.max_ahead,
-                                          .slices = s.nsl};
+                                          .dead_workers = dead, .max_ahead = s.max_ahead, .slices = s.nsl};
     for (int w = 0; w < s.N && w < PS_STATS_WORKERS; w++) cfg->stats[s.k].pushes[w] = s.clock[w];
     memcpy(cfg->stats[s.k].first_reject, s.first_reject, sizeof s.first_reject);
   }
