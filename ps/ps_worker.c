@@ -343,7 +343,6 @@ static int exchange(worker_t *wk, int push, int64_t t, int64_t clock, int dense_
   return SG_OK;
 }
 
-
 static int say_done(worker_t *wk, int64_t steps) {
   for (int k = 0; k < wk->S; k++) {
     ps_hdr_t h;
