@@ -51,21 +51,30 @@ static double rhd(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_sp
 
 /* Parameter server: each of S servers takes N pushes of K/S (incast on
  * its link) while each worker sends its K through its own link, so a
- * phase lasts as long as the slower of the two; it sums them, then
- * answers N pulls of K/S the same way.  The two phases do not overlap (a
- * sync server answers the pulls only after the N-th push).  Sparse: K is
- * the measured bytes per worker step. */
+ * phase lasts as long as the slower of the two, T; it sums them, then
+ * answers N pulls of K/S the same way.  Whole shards: the two phases do
+ * not overlap (a sync server answers the pulls only after the N-th push):
+ * 2 (alpha + T) + N K/S gamma.  Sliced (sync, C slices of a shard): slice
+ * c goes out while slice c+1 comes in, so the link's two directions
+ * overlap and only the last slice's reply (and its sum) follows the last
+ * push: 2 alpha + T (1 + 1/C) + N K/S gamma / C, which is the whole-shard
+ * formula at C = 1.  Sparse: K is the measured bytes per worker step. */
 static double ps(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
   double s = c->S > 0 ? c->S : 1, per = c->N * c->K / s;
   /* sync and ssp wait for the slowest worker, async only for its own link */
   int async = c->variant && !strcmp(c->variant, "async");
   double ws = async ? mult(c->own) : mult(c->slow);
   double hub = per * p->beta * mult(c->hub), worker = c->K * p->beta * ws;
+  double T = hub > worker ? hub : worker;
   o->link_bytes = per;
   o->cpu_bytes = 4 * c->N * c->K; /* workers 2K each, servers 2NK/S each */
   /* async: no barrier between a push and the next pull, so the server's
    * link carries pushes in and pulls out at once (full duplex): one phase */
-  return (async ? 1 : 2) * (p->alpha + (hub > worker ? hub : worker)) + per * p->gamma;
+  if (async) return p->alpha + T + per * p->gamma;
+  int sliced = c->slice > 0 && !c->sparse && c->variant && !strcmp(c->variant, "sync");
+  double C = sliced ? ceil(c->K / s / c->slice) : 1;
+  if (C < 1) C = 1;
+  return 2 * p->alpha + T * (1 + 1 / C) + per * p->gamma / C;
 }
 
 /* Mapreduce broadcast: flat, the driver's link sends N copies; tree

@@ -44,6 +44,9 @@ typedef struct sg_cost_case {
   double slow, hub;
   double own; /* the median worker's link: what an async worker, who waits
                * for no other, sees (0 means 1) */
+  double slice; /* ps sync, dense: bytes per slice of a shard the run used
+                 * (its `slice` when the shard is at least `slice_from`);
+                 * 0: whole shards */
 } sg_cost_case_t;
 
 /* What sg_cost_detail() says about one step. */

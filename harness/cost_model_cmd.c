@@ -219,7 +219,10 @@ static const char RUN_SQL[] =
     " coalesce(json_extract(options_json, '$.hidden'), ''),"
     " coalesce(json_extract(options_json, '$.dataset'), ''),"
     " coalesce(json_extract(options_json, '$.features'), 0),"
-    " coalesce(json_extract(options_json, '$.classes'), 10), experiment_id"
+    " coalesce(json_extract(options_json, '$.classes'), 10), experiment_id,"
+    " coalesce(json_extract(options_json, '$.slice'), 0),"
+    " coalesce(json_extract(options_json, '$.slice_from'), 0),"
+    " coalesce(json_extract(options_json, '$.compress'), 'none')"
     " FROM runs WHERE experiment_id = ?1 AND status = 'ok'"
     " AND json_extract(options_json, '$._bench_max_bytes') IS NULL ORDER BY id";
 
@@ -267,6 +270,17 @@ static void link_rates(const char *links, int procs, int hubs, double *min, doub
   }
 }
 
+/* The slice bytes a ps run used (ps_slicing): its `slice` on the dense
+ * sync path when the largest shard is at least `slice_from`; runs
+ * recorded before slicing existed have neither key, so 0. */
+static double ps_slice_of(const mrun_t *r, double slice, double from, const char *compress) {
+  double s = r->c.S > 0 ? r->c.S : 1;
+  if (strcmp(r->engine, "ps") || strcmp(r->variant, "sync") || r->c.sparse ||
+      !strcmp(compress, "topk"))
+    return 0;
+  return r->c.K / s >= from ? slice : 0;
+}
+
 static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   memset(r, 0, sizeof *r);
   r->id = sqlite3_column_int64(st, 0);
@@ -284,6 +298,8 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   r->c.K = k >= 0 ? k
                   : model_bytes(TXT(11), TXT(12), TXT(13), sqlite3_column_int(st, 14),
                                 sqlite3_column_int(st, 15));
+  r->c.slice = ps_slice_of(r, sqlite3_column_double(st, 17), sqlite3_column_double(st, 18),
+                           TXT(19));
   int hubs = !strcmp(r->engine, "ps") ? (r->c.S > 0 ? r->c.S : 1)
              : !strcmp(r->engine, "mapreduce") ? 1 : 0;
   r->procs = r->c.N + hubs;

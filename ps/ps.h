@@ -63,6 +63,13 @@
  * update (sync: always 0; async with N lock-stepped workers: about N-1).
  * The worker's record for step t carries the largest over the shards.
  *
+ * Slices (sync, dense, `slice` bytes, shards of at least `slice_from`):
+ * a worker pushes shard k as C slices back to back; a server applies
+ * slice c as soon as all N pushed it and sends it back (PARAMS(t+1)) at
+ * once, so replies go out while later slices still come in.  After the
+ * first PULL the pushes ask for the slices.  Bit-equal to whole shards:
+ * the same sums in the same order per element (ps_server.c, slices).
+ *
  * Sparse (sparse: true), softmax on CSR input: a worker pulls only the
  * coordinates its next batch reads (sg_workload_sparse_coords), computes
  * the gradient at exactly those (sg_workload_grad_sparse) and pushes them
@@ -115,10 +122,15 @@ typedef struct ps_server_stats {
   int64_t pushes[PS_STATS_WORKERS]; /* pushes received from workers 0..15 */
   double train_s;       /* start barrier to the stop (sync: the last update) */
   int dead_workers;     /* async: workers declared dead */
+  int slices;           /* slices of the shard (1: unsliced) */
   int64_t max_ahead;    /* largest (clock of a released pull) - (pushes of
                            the slowest worker still training) */
   char first_reject[200]; /* "from rank 2: sparse index ..." (empty: none) */
 } ps_server_stats_t;
+
+/* The `slice` default in bytes (ps_engine.c; docs/engines/ps.md, Slices). */
+#define PS_SLICE_DEFAULT (128 * 1024)
+#define PS_SLICE_FROM_DEFAULT (1024 * 1024)
 
 typedef struct ps_cfg {
   ps_mode_t mode;
@@ -129,9 +141,16 @@ typedef struct ps_cfg {
   ps_compress_t compress; /* dense path only (sparse refuses it) */
   double topk;            /* compress topk: fraction of a shard's entries pushed */
   double time_budget; /* ssp/async: seconds of training at most, 0 = none */
+  /* sync, dense (none or fp16): bytes per slice of a shard (ps_slice_elems),
+   * 0 = the whole shard in one message; 0 in the other modes. */
+  uint64_t slice_bytes;
+  uint64_t slice_from;  /* shards below this many bytes go whole */
   /* Tests only: the server adds worker 0's sync push twice (a planted bug
    * the equivalence check must catch).  Never set by a setting. */
   int plant_double_count;
+  /* Tests only: a sliced server applies a slice once N-1 workers pushed it
+   * and ignores the last push (the equivalence check must catch it). */
+  int plant_early_slice;
   /* Tests only: server k writes its counts to stats[k] when it ends. */
   ps_server_stats_t *stats;
 } ps_cfg_t;
@@ -139,6 +158,11 @@ typedef struct ps_cfg {
 /* Read mode, staleness, servers, sparse, compress, topk, time_budget
  * from the run's settings. */
 int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers);
+
+/* The slice bytes a run with n parameters uses (0: whole shards): the
+ * `slice` setting when the largest shard holds at least `slice_from`
+ * bytes.  Every rank computes the same from the same settings. */
+uint64_t ps_slicing(const ps_cfg_t *cfg, size_t n);
 
 /* The loops of one rank: ctx->rank < cfg->servers is server ctx->rank. */
 int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg);

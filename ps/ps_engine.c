@@ -4,6 +4,7 @@
 
 #include "err.h"
 #include "ps.h"
+#include "ps_proto.h"
 
 extern const sg_engine_t sg_engine_ps;
 
@@ -17,6 +18,8 @@ static const sg_setting_t ps_options[] = {
   {"time_budget", SG_T_FLOAT, "0", "ps ssp/async: stop after this many seconds of training even if the target number of updates (epochs x samples / batch) was not reached; 0 = no budget", NULL, 0, 1e9, SG_S_ENGINE},
   {"sparse", SG_T_BOOL, "false", "ps: push only nonzero gradient coordinates, pull only those the next batch reads", NULL, NOB, SG_S_ENGINE},
   {"compress", SG_T_ENUM, "none", "ps, dense path: gradient compression of the push; none; fp16 (IEEE halves on the wire, the server sums in float32); topk (per shard the topk fraction of largest entries as index/value pairs, the worker keeps the rest as error feedback).  Parameters are pulled in float32 either way", "none|fp16|topk", NOB, SG_S_ENGINE},
+  {"slice", SG_T_INT, "128K", "ps sync, dense path: bytes per slice of a shard; a worker pushes its slices back to back and a server sums, applies and sends back each slice as soon as all N workers pushed it, so the server link carries pushes in and parameters out at once; 0 = one message per shard.  Ignored with sparse: true or compress: topk", NULL, 0, 1e12, SG_S_ENGINE},
+  {"slice_from", SG_T_INT, "1M", "ps sync, dense path: shards smaller than this many bytes go whole (one message each way): on one host the extra messages of slicing cost more than the overlap gains", NULL, 0, 1e12, SG_S_ENGINE},
   {"topk", SG_T_FLOAT, "0.01", "ps compress: topk: fraction of each shard's gradient entries a worker pushes per step", NULL, 1e-6, 1, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };
@@ -62,7 +65,24 @@ int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers) {
   cfg->workers = workers;
   cfg->sparse = !strcmp(sp, "true");
   cfg->time_budget = cfg->mode == PS_SYNC ? 0 : budget;
-  return compress_from_opts(cfg, o);
+  SG_CHECK(compress_from_opts(cfg, o));
+  int64_t slice, from;
+  SG_CHECK(sg_opts_int_or(o, "slice", PS_SLICE_DEFAULT, &slice));
+  SG_CHECK(sg_opts_int_or(o, "slice_from", PS_SLICE_FROM_DEFAULT, &from));
+  if (slice < 0) return sg_err_set(SG_ECONFIG, "slice: must be >= 0 bytes, got %lld", (long long)slice);
+  if (from < 0) return sg_err_set(SG_ECONFIG, "slice_from: must be >= 0 bytes, got %lld", (long long)from);
+  cfg->slice_from = (uint64_t)from;
+  /* Slices are cut from a dense shard and applied once per sync step; the
+   * sparse paths send (index, value) pairs of varying length. */
+  int dense = !cfg->sparse && cfg->compress != PS_COMPRESS_TOPK;
+  cfg->slice_bytes = cfg->mode == PS_SYNC && dense ? (uint64_t)slice : 0;
+  return SG_OK;
+}
+
+uint64_t ps_slicing(const ps_cfg_t *cfg, size_t n) {
+  size_t off, cnt;
+  ps_shard_range(n, cfg->servers, 0, &off, &cnt); /* shard 0 is the largest */
+  return (uint64_t)cnt * sizeof(float) >= cfg->slice_from ? cfg->slice_bytes : 0;
 }
 
 static int ps_layout(const sg_opts_t *o, int workers, int *nprocs) {
@@ -112,6 +132,8 @@ static const sg_option_need_t ps_needs[] = {
     {"staleness", "mode", "|ssp|"},
     {"time_budget", "mode", "|ssp|async|"},
     {"topk", "compress", "|topk|"},
+    {"slice", "mode", "|sync|"},
+    {"slice_from", "mode", "|sync|"},
     {NULL, NULL, NULL},
 };
 

@@ -17,6 +17,18 @@ void ps_shard_range(size_t n, int s, int k, size_t *offset, size_t *count) {
   *count = n - off < chunk ? n - off : chunk;
 }
 
+size_t ps_slice_elems(size_t cnt, uint64_t slice_bytes) {
+  /* Whole multiples of PS_SHARD_ALIGN floats keep every slice 64-B aligned. */
+  uint64_t e = slice_bytes / 4 / PS_SHARD_ALIGN * PS_SHARD_ALIGN;
+  if (slice_bytes == 0 || e >= cnt) return cnt;
+  return e < PS_SHARD_ALIGN ? PS_SHARD_ALIGN : (size_t)e;
+}
+
+int ps_slice_count(size_t cnt, size_t elems) {
+  if (cnt == 0 || elems == 0) return 1;
+  return (int)((cnt + elems - 1) / elems);
+}
+
 size_t ps_payload_bytes(int type, uint32_t flags, uint64_t count) {
   int sparse = (flags & PS_F_SPARSE) != 0;
   switch (type) {
@@ -61,6 +73,21 @@ const char *ps_type_name(int type) {
 
 int ps_proto_check(const void *msg, size_t bytes, int shard, size_t off, size_t cnt,
                    char *why, size_t whylen) {
+  return ps_proto_check_sliced(msg, bytes, shard, off, cnt, cnt, why, whylen);
+}
+
+/* Whether a dense message of elements [o, o+n) is a whole slice of the
+ * shard [off, off+cnt) cut every elems floats (a PULL asks for the whole
+ * shard: sliced servers answer it slice by slice). */
+static int is_slice(int type, uint64_t o, uint64_t n, size_t off, size_t cnt, size_t elems) {
+  if (type == PS_PULL || elems == 0 || elems >= cnt) return o == off && n == cnt;
+  if (o < off || (o - off) % elems || o - off >= cnt) return 0;
+  uint64_t rest = cnt - (o - off);
+  return n == (rest < elems ? rest : elems);
+}
+
+int ps_proto_check_sliced(const void *msg, size_t bytes, int shard, size_t off, size_t cnt,
+                          size_t elems, char *why, size_t whylen) {
   ps_hdr_t h;
   if (bytes < sizeof h) REJECT("%zu B, shorter than the %zu-B header", bytes, sizeof h);
   memcpy(&h, msg, sizeof h);
@@ -83,10 +110,14 @@ int ps_proto_check(const void *msg, size_t bytes, int shard, size_t off, size_t 
   if (h.type == PS_DONE) {
     if (h.count != 0) REJECT("DONE with count %llu", (unsigned long long)h.count);
   } else if (!sparse) {
-    if (h.offset != off || h.count != cnt)
+    if (!is_slice(h.type, h.offset, h.count, off, cnt, elems) && (elems >= cnt || h.type == PS_PULL))
       REJECT("%s of elements %llu..%llu, shard %d is %zu..%zu", ps_type_name(h.type),
              (unsigned long long)h.offset, (unsigned long long)(h.offset + h.count), shard,
              off, off + cnt);
+    if (!is_slice(h.type, h.offset, h.count, off, cnt, elems))
+      REJECT("%s of elements %llu..%llu, shard %d is %zu..%zu in slices of %zu",
+             ps_type_name(h.type), (unsigned long long)h.offset,
+             (unsigned long long)(h.offset + h.count), shard, off, off + cnt, elems);
   } else if (h.count > cnt) {
     REJECT("%s of %llu nonzeros, shard %d has %zu elements", ps_type_name(h.type),
            (unsigned long long)h.count, shard, cnt);

@@ -73,6 +73,16 @@ _Static_assert(sizeof(ps_hdr_t) == 64, "ps_hdr_t is 64 bytes on the wire");
  * every message to it has count 0). */
 void ps_shard_range(size_t n, int s, int k, size_t *offset, size_t *count);
 
+/* Slices (sync, dense: docs/engines/ps.md "Slices"): a shard of cnt
+ * floats is cut into slices of ps_slice_elems(cnt, slice_bytes) floats,
+ * the last one shorter; slice_bytes 0 means one slice, the whole shard.
+ * A sliced PUSH or PARAMS carries one slice: its offset is the shard's
+ * first element plus c * elems, its count that slice's length. */
+size_t ps_slice_elems(size_t cnt, uint64_t slice_bytes);
+/* Number of slices of a shard of cnt floats cut every elems (at least 1:
+ * an empty shard is one empty slice). */
+int ps_slice_count(size_t cnt, size_t elems);
+
 /* Bytes of payload a message of this type/flags/count carries. */
 size_t ps_payload_bytes(int type, uint32_t flags, uint64_t count);
 
@@ -89,6 +99,11 @@ void ps_hdr_init(ps_hdr_t *h, int type, int shard, uint32_t flags,
  * a message that passes can be applied without further checks. */
 int ps_proto_check(const void *msg, size_t bytes, int shard, size_t off,
                    size_t cnt, char *why, size_t whylen);
+/* The same for a sliced shard: a dense PUSH or PARAMS must then cover
+ * exactly one slice of `elems` floats (ps_slice_elems); elems = cnt is
+ * ps_proto_check. */
+int ps_proto_check_sliced(const void *msg, size_t bytes, int shard, size_t off, size_t cnt,
+                          size_t elems, char *why, size_t whylen);
 
 const char *ps_type_name(int type);
 

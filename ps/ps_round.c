@@ -2,11 +2,13 @@
  * push+pull as a collective, so it compares with the allreduce at equal
  * message sizes.
  *
- * One round for count floats: every worker pushes its buffer, sliced into
- * S shards, to the servers (one message per shard, the ps header in
- * front); each server sums the N pushes of its shard and sends the sum
- * back to every worker, which ends with the allreduce (sum) of the
- * buffers.  Bytes per round: each worker sends and receives K; server k
+ * One round for count floats: every worker pushes its buffer, cut into
+ * S shards, to the servers, each shard in slices of the engine's `slice`
+ * bytes (one message per slice, the ps header in front; slice: 0, or a
+ * shard below slice_from bytes, is one message); each server sums the N pushes of a slice as soon as
+ * they are all in and sends the sum back to every worker while the next
+ * slices come in, the schedule of the engine's sync step (ps_server.c).
+ * The round ends with the allreduce (sum) of the buffers.  Bytes per round: each worker sends and receives K; server k
  * receives N*K/S and sends N*K/S, so its link carries 2*N*K/S against
  * 2*K*(N-1)/N for a ring: with S = 1 the server link carries about N
  * times a ring link, and S = N servers bring it to 2K.  Contributor =
@@ -25,10 +27,14 @@
 typedef struct ps_round {
   sg_rank_ctx_t *ctx;
   int S, N;
-  unsigned char *msg; /* server: [hdr | floats] of its largest shard */
+  ps_cfg_t cfg;          /* the engine's settings (slice, slice_from) */
+  unsigned char *msg;   /* server: one received slice [hdr | floats] */
+  unsigned char *rep;   /* server: [hdr | floats] per slice of its shard */
   float *acc, *buf;
-  unsigned char **out, **in; /* worker: per shard */
+  int *got;             /* server: pushes of each slice so far */
+  unsigned char **out, **in; /* worker: per shard, [hdr | floats] per slice */
   sg_req_t **req;
+  int nreq;
 } ps_round_t;
 
 #define HS sizeof(ps_hdr_t)
@@ -39,42 +45,111 @@ static void ps_impl(const sg_opts_t *o, char *out, size_t cap) {
   snprintf(out, cap, "ps-S%lld", (long long)S);
 }
 
-static int server_round(ps_round_t *b, size_t count) {
-  sg_comm_t *c = b->ctx->comm;
-  size_t off, cnt;
-  ps_shard_range(count, b->S, b->ctx->rank, &off, &cnt);
-  for (int i = 0; i < b->N; i++) {
-    SG_CHECK(sg_recv(c, SG_ANY_SOURCE, PS_TAG_REQ, b->msg, HS + cnt * 4, NULL));
-    const float *g = (const float *)(b->msg + HS);
-    if (i == 0) memcpy(b->acc, g, cnt * 4);
-    else
-      for (size_t j = 0; j < cnt; j++) b->acc[j] += g[j];
-  }
-  ps_hdr_t h;
-  ps_hdr_init(&h, PS_PARAMS, b->ctx->rank, 0, 0, 0, off, cnt);
-  memcpy(b->msg, &h, HS);
-  memcpy(b->msg + HS, b->acc, cnt * 4);
-  for (int w = 0; w < b->N; w++) SG_CHECK(sg_send(c, b->S + w, PS_TAG_REPLY, b->msg, HS + cnt * 4));
+/* Shard k of a count-float round and how it is cut: *elems floats a slice,
+ * *nsl slices; slice c's message sits at c * (HS + 4 * elems) of a
+ * per-slice buffer. */
+static void slicing(const ps_round_t *b, size_t count, int k, size_t *off, size_t *cnt,
+                    size_t *elems, int *nsl) {
+  ps_shard_range(count, b->S, k, off, cnt);
+  *elems = ps_slice_elems(*cnt, ps_slicing(&b->cfg, count));
+  *nsl = ps_slice_count(*cnt, *elems);
+}
+
+static size_t slice_len(size_t cnt, size_t elems, int c) {
+  size_t lo = (size_t)c * elems;
+  return cnt - lo < elems ? cnt - lo : elems;
+}
+
+static int wait_all(ps_round_t *b) {
+  for (int i = 0; i < b->nreq; i++) SG_CHECK(sg_wait(b->ctx->comm, &b->req[i], NULL));
+  b->nreq = 0;
   return SG_OK;
 }
 
+/* Slice c is summed: send it to every worker without waiting, so that the
+ * next slices' pushes come in while it goes out. */
+static int send_slice(ps_round_t *b, size_t off, size_t cnt, size_t elems, int c) {
+  size_t lo = (size_t)c * elems, n = slice_len(cnt, elems, c);
+  unsigned char *m = b->rep + (size_t)c * (HS + 4 * elems);
+  ps_hdr_t h;
+  ps_hdr_init(&h, PS_PARAMS, b->ctx->rank, 0, 0, 0, off + lo, n);
+  memcpy(m, &h, HS);
+  memcpy(m + HS, b->acc + lo, n * 4);
+  for (int w = 0; w < b->N; w++)
+    SG_CHECK(sg_isend(b->ctx->comm, b->S + w, PS_TAG_REPLY, m, HS + n * 4, &b->req[b->nreq++]));
+  return SG_OK;
+}
+
+/* The slice a push covers, or -1 when it is none of the shard's. */
+static int slice_of(const ps_hdr_t *h, size_t off, size_t cnt, size_t elems, int nsl) {
+  if (h->offset < off) return -1;
+  uint64_t rel = h->offset - off;
+  if (elems == 0) return rel == 0 && h->count == 0 ? 0 : -1;
+  if (rel % elems || rel / elems >= (uint64_t)nsl) return -1;
+  int sl = (int)(rel / elems);
+  return h->count == slice_len(cnt, elems, sl) ? sl : -1;
+}
+
+static int server_round(ps_round_t *b, size_t count) {
+  sg_comm_t *c = b->ctx->comm;
+  size_t off, cnt, elems;
+  int nsl;
+  slicing(b, count, b->ctx->rank, &off, &cnt, &elems, &nsl);
+  memset(b->got, 0, (size_t)nsl * sizeof *b->got);
+  for (int i = 0; i < b->N * nsl; i++) {
+    SG_CHECK(sg_recv(c, SG_ANY_SOURCE, PS_TAG_REQ, b->msg, HS + elems * 4, NULL));
+    ps_hdr_t h;
+    memcpy(&h, b->msg, HS);
+    int sl = slice_of(&h, off, cnt, elems, nsl);
+    if (sl < 0)
+      return sg_err_set(SG_EPROTO, "bench ps: push of elements %llu+%llu, not a slice of shard "
+                        "%zu..%zu", (unsigned long long)h.offset, (unsigned long long)h.count,
+                        off, off + cnt);
+    size_t lo = (size_t)sl * elems, n = slice_len(cnt, elems, sl);
+    const float *g = (const float *)(b->msg + HS);
+    if (b->got[sl] == 0) memcpy(b->acc + lo, g, n * 4);
+    else
+      for (size_t j = 0; j < n; j++) b->acc[lo + j] += g[j];
+    if (++b->got[sl] == b->N) SG_CHECK(send_slice(b, off, cnt, elems, sl));
+  }
+  return wait_all(b);
+}
+
+/* Every reply receive is posted before the first push goes out, and the
+ * pushes go slice by slice: the server can answer slice 0 while slice 1
+ * is still on the way in. */
 static int worker_round(ps_round_t *b, size_t count) {
   sg_comm_t *c = b->ctx->comm;
   for (int k = 0; k < b->S; k++) {
-    size_t off, cnt;
-    ps_shard_range(count, b->S, k, &off, &cnt);
-    ps_hdr_t h;
-    ps_hdr_init(&h, PS_PUSH, k, 0, 0, 0, off, cnt);
-    memcpy(b->out[k], &h, HS);
-    memcpy(b->out[k] + HS, b->buf + off, cnt * 4);
-    SG_CHECK(sg_isend(c, k, PS_TAG_REQ, b->out[k], HS + cnt * 4, &b->req[k]));
-    SG_CHECK(sg_irecv(c, k, PS_TAG_REPLY, b->in[k], HS + cnt * 4, &b->req[b->S + k]));
+    size_t off, cnt, elems;
+    int nsl;
+    slicing(b, count, k, &off, &cnt, &elems, &nsl);
+    for (int sl = 0; sl < nsl; sl++)
+      SG_CHECK(sg_irecv(c, k, PS_TAG_REPLY, b->in[k] + (size_t)sl * (HS + 4 * elems),
+                        HS + elems * 4, &b->req[b->nreq++]));
   }
-  for (int k = 0; k < 2 * b->S; k++) SG_CHECK(sg_wait(c, &b->req[k], NULL));
   for (int k = 0; k < b->S; k++) {
-    size_t off, cnt;
-    ps_shard_range(count, b->S, k, &off, &cnt);
-    memcpy(b->buf + off, b->in[k] + HS, cnt * 4);
+    size_t off, cnt, elems;
+    int nsl;
+    slicing(b, count, k, &off, &cnt, &elems, &nsl);
+    for (int sl = 0; sl < nsl; sl++) {
+      size_t lo = (size_t)sl * elems, n = slice_len(cnt, elems, sl);
+      unsigned char *m = b->out[k] + (size_t)sl * (HS + 4 * elems);
+      ps_hdr_t h;
+      ps_hdr_init(&h, PS_PUSH, k, 0, 0, 0, off + lo, n);
+      memcpy(m, &h, HS);
+      memcpy(m + HS, b->buf + off + lo, n * 4);
+      SG_CHECK(sg_isend(c, k, PS_TAG_REQ, m, HS + n * 4, &b->req[b->nreq++]));
+    }
+  }
+  SG_CHECK(wait_all(b));
+  for (int k = 0; k < b->S; k++) {
+    size_t off, cnt, elems;
+    int nsl;
+    slicing(b, count, k, &off, &cnt, &elems, &nsl);
+    for (int sl = 0; sl < nsl; sl++)
+      memcpy(b->buf + off + (size_t)sl * elems, b->in[k] + (size_t)sl * (HS + 4 * elems) + HS,
+             slice_len(cnt, elems, sl) * 4);
   }
   return SG_OK;
 }
@@ -112,6 +187,8 @@ static void ps_destroy(void **st) {
   free(b->in);
   free(b->req);
   free(b->msg);
+  free(b->rep);
+  free(b->got);
   free(b->acc);
   free(b->buf);
   free(b);
@@ -127,13 +204,18 @@ static int ps_init(void **st, sg_rank_ctx_t *ctx, size_t max_count) {
   b->ctx = ctx;
   b->S = cfg.servers;
   b->N = cfg.workers;
+  b->cfg = cfg;
   size_t maxc = max_count + PS_SHARD_ALIGN, S = (size_t)b->S;
-  if (!(b->msg = malloc(HS + maxc * 4)) || !(b->acc = malloc(maxc * 4)) ||
+  /* the most slices and requests any round of at most maxc floats needs */
+  size_t most = (size_t)ps_slice_count(maxc, ps_slice_elems(maxc, cfg.slice_bytes)) + 1;
+  size_t sbuf = most * HS + maxc * 4, nreq = S * 2 * most + most * (size_t)b->N;
+  if (!(b->msg = malloc(HS + maxc * 4)) || !(b->rep = malloc(sbuf)) ||
+      !(b->got = calloc(most, sizeof *b->got)) || !(b->acc = malloc(maxc * 4)) ||
       !(b->buf = calloc(maxc, 4)) || !(b->out = calloc(S, sizeof *b->out)) ||
-      !(b->in = calloc(S, sizeof *b->in)) || !(b->req = calloc(2 * S, sizeof *b->req)))
+      !(b->in = calloc(S, sizeof *b->in)) || !(b->req = calloc(nreq, sizeof *b->req)))
     return sg_err_set(SG_ENOMEM, "bench: no memory for %zu floats", maxc);
   for (size_t k = 0; k < S; k++)
-    if (!(b->out[k] = malloc(HS + maxc * 4)) || !(b->in[k] = malloc(HS + maxc * 4)))
+    if (!(b->out[k] = malloc(sbuf)) || !(b->in[k] = malloc(sbuf)))
       return sg_err_set(SG_ENOMEM, "bench: no memory for %zu floats", maxc);
   return SG_OK;
 }

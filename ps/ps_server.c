@@ -7,6 +7,8 @@
  *       recv into that worker's push slot (sync) or the scratch buffer
  *       check the header against this shard; reject + count if bad
  *       PUSH: sync: keep; when all N are in: sum, scale 1/N, apply, release
+ *             sync with slices: per slice, the same, and the slice goes
+ *             back to every worker at once (the slices section below)
  *             ssp/async: scale 1/N, apply now, release what the bound allows
  *       PULL: hold it; release if the barrier / bound already allows
  *             (the initial PULLs: once every worker has sent its own)
@@ -90,6 +92,16 @@ typedef struct server {
   double rec_t0, wait_s, comm_s, compute_s;
   uint64_t sent0, recv0;
   int64_t rec_step, spe;
+  /* slices (sync, dense: ps_slicing > 0; docs/engines/ps.md) */
+  int sliced, nsl;        /* slicing on; slices of this shard */
+  size_t elems, stride;   /* floats per slice; bytes per slice message slot */
+  size_t slot_bytes;      /* sync: a worker's slot, whole push or every slice */
+  int *got, *applied;     /* [nsl] pushes of the current step; slice updated */
+  int *next;              /* [N] the slice worker w pushes next */
+  double *arrived;        /* [N * nsl] sg_now() when worker w's slice c came in */
+  sg_optim_t **sopt;      /* [nsl] the optimizer of each slice */
+  unsigned char *rep;     /* [nsl] [hdr | params slice] replies */
+  sg_req_t **rreq;        /* [nsl * N] their sends */
 } server_t;
 
 static int worker_rank(const server_t *s, int w) { return s->S + w; }
@@ -166,7 +178,10 @@ static int may_release(server_t *s, int w) {
   return 1;
 }
 
+static int reply_sliced(server_t *s, int w);
+
 static int reply(server_t *s, int w) {
+  if (s->sliced) return reply_sliced(s, w);
   pending_t *p = &s->pend[w];
   int sparse = p->sparse;
   unsigned char *buf = sparse ? s->sreply : s->pbuf;
@@ -294,6 +309,154 @@ static int apply_sync_step(server_t *s) {
   return flush_record(s);
 }
 
+
+/* ---- slices (sync, dense): docs/engines/ps.md "Slices" ------------------
+ * Worker w's push of slice c is received straight into its slot at
+ * c * stride ([hdr | floats] per slice).  Once all N pushed slice c the
+ * server sums it in worker order, applies the slice's optimizer and sends
+ * the slice back to every worker from that worker's own slot (the push
+ * there is used up); the worker pushes slice c again only after it has
+ * every slice of the step, and the send is waited for before that
+ * receive (wait_reply).  So each element sees the same sums and update as
+ * without slices, while the next slices' pushes come in. */
+
+static size_t slice_n(const server_t *s, int c) {
+  size_t lo = (size_t)c * s->elems;
+  return s->cnt - lo < s->elems ? s->cnt - lo : s->elems;
+}
+
+static unsigned char *slot_at(const server_t *s, int w, int c) {
+  return s->slot[w] + (size_t)c * s->stride;
+}
+
+/* A send of slices to worker w failed (a worker that takes nothing for a
+ * deadline is gone): name the worker and the step, keep the blame. */
+static int reply_fail(server_t *s, int w, int rc, int64_t clock) {
+  char msg[300];
+  snprintf(msg, sizeof msg, "%s", sg_err_msg());
+  int why, blamed = sg_err_blamed(&why);
+  if (blamed < 0) {
+    blamed = worker_rank(s, w);
+    why = SG_BLAME_PEER_TIMEOUT;
+  }
+  return sg_err_blame(sg_err_set(rc, "ps server %d (rank %d): worker rank %d (%s) took no PARAMS "
+                                 "for step %lld: %s", s->k, s->ctx->rank, worker_rank(s, w),
+                                 host_of(s, worker_rank(s, w)), (long long)clock, msg),
+                      blamed, why);
+}
+
+/* The reply to worker w from its slot of slice c has gone (bounded). */
+static int wait_reply(server_t *s, int w, int c) {
+  sg_req_t **r = &s->rreq[(size_t)w * (size_t)s->nsl + (size_t)c];
+  if (!*r) return SG_OK;
+  int rc = sg_wait_within(s->ctx->comm, s->ctx->comm->deadline_s, r, NULL);
+  return rc < 0 ? reply_fail(s, w, rc, s->version) : SG_OK;
+}
+
+/* Send slice c of the parameters to worker w as PARAMS(clock). */
+static int send_slice(server_t *s, int w, int c, int64_t clock, double held) {
+  size_t lo = (size_t)c * s->elems, n = slice_n(s, c);
+  unsigned char *m = slot_at(s, w, c);
+  SG_CHECK(wait_reply(s, w, c));
+  ps_hdr_t h;
+  ps_hdr_init(&h, PS_PARAMS, s->k, 0, clock, clock, s->off + lo, n);
+  h.held_s = held;
+  h.staleness = s->stale[w];
+  memcpy(m, &h, sizeof h);
+  memcpy(m + sizeof h, s->params + lo, n * sizeof(float));
+  double t = sg_now();
+  int rc = sg_isend(s->ctx->comm, worker_rank(s, w), PS_TAG_REPLY, m, sizeof h + n * sizeof(float),
+                    &s->rreq[(size_t)w * (size_t)s->nsl + (size_t)c]);
+  s->comm_s += sg_now() - t;
+  return rc < 0 ? reply_fail(s, w, rc, clock) : SG_OK;
+}
+
+/* The initial pull of a sliced server: every slice, version 0. */
+static int reply_sliced(server_t *s, int w) {
+  double held = sg_now() - s->pend[w].since;
+  for (int c = 0; c < s->nsl; c++) SG_CHECK(send_slice(s, w, c, s->pend[w].clock, held));
+  s->pend[w].active = 0;
+  return SG_OK;
+}
+
+/* Whether worker w's push of slice c of the current step is in its slot. */
+static int pushed(const server_t *s, int w, int c) { return s->have[w] || s->next[w] > c; }
+
+/* acc[0..n) += scale * the floats (or halves) of one slice push. */
+static void add_slice(server_t *s, const unsigned char *msg, float *restrict acc, float *wide,
+                      size_t n, float scale) {
+  ps_hdr_t h;
+  memcpy(&h, msg, sizeof h);
+  const float *restrict g = (const float *)(msg + sizeof h);
+  if (h.flags & PS_F_FP16) {
+    sg_f16_to_f32(wide, (const uint16_t *)(msg + sizeof h), n);
+    g = wide;
+  }
+  for (size_t i = 0; i < n; i++) acc[i] += scale * g[i];
+}
+
+/* All N pushed slice c (or N-1, planted): the step's update of the slice. */
+static void update_slice(server_t *s, int c) {
+  double t = sg_now();
+  size_t lo = (size_t)c * s->elems, n = slice_n(s, c);
+  float inv = 1.0f / (float)s->N, *acc = s->acc + lo, *wide = s->wide ? s->wide + lo : NULL;
+  memset(acc, 0, n * sizeof *acc);
+  for (int w = 0; w < s->N; w++) { /* worker order, as apply_sync_step */
+    if (!pushed(s, w, c)) continue; /* only under plant_early_slice */
+    add_slice(s, slot_at(s, w, c), acc, wide, n, inv);
+    if (w == 0 && s->cfg->plant_double_count) add_slice(s, slot_at(s, w, c), acc, wide, n, inv);
+  }
+  sg_optim_apply(s->sopt[c], s->params + lo, acc, s->version);
+  s->applied[c] = 1;
+  s->compute_s += sg_now() - t;
+}
+
+/* Slice c, updated, to every worker: PARAMS(t+1) of that slice. */
+static int reply_slice(server_t *s, int c) {
+  double now = sg_now();
+  for (int w = 0; w < s->N; w++) {
+    if (s->done[w] || s->dead[w]) continue;
+    double held = now - s->arrived[(size_t)w * (size_t)s->nsl + (size_t)c];
+    SG_CHECK(send_slice(s, w, c, s->version + 1, held));
+  }
+  return SG_OK;
+}
+
+/* Every slice of the step pushed by all N and applied: the shard is at
+ * the next version. */
+static int finish_sliced_step(server_t *s) {
+  for (int c = 0; c < s->nsl; c++)
+    if (!s->applied[c] || s->got[c] < s->N) return SG_OK;
+  s->version++;
+  for (int c = 0; c < s->nsl; c++) s->got[c] = s->applied[c] = 0;
+  for (int w = 0; w < s->N; w++) s->have[w] = 0;
+  return flush_record(s);
+}
+
+/* A sync push of one slice, received into slot_at(w, next[w]). */
+static int on_slice_push(server_t *s, int w, const ps_hdr_t *h, char *why, size_t wl) {
+  int c = s->elems ? (int)((h->offset - s->off) / s->elems) : 0;
+  if (s->have[w])
+    return snprintf(why, wl, "PUSH for step %lld before step %lld was applied", (long long)h->clock,
+                    (long long)s->version), SG_EPROTO;
+  if (c != s->next[w])
+    return snprintf(why, wl, "PUSH of slice %d of step %lld, expected slice %d", c,
+                    (long long)h->clock, s->next[w]), SG_EPROTO;
+  s->arrived[(size_t)w * (size_t)s->nsl + (size_t)c] = sg_now();
+  s->stale[w] = s->version - h->version;
+  if (++s->next[w] == s->nsl) {
+    s->next[w] = 0;
+    s->clock[w]++;
+    s->have[w] = 1;
+  }
+  /* planted: the update before the last push is in (the replies still
+   * wait for it, so only the values are wrong) */
+  int need = s->N - (s->cfg->plant_early_slice && s->N > 1);
+  if (++s->got[c] >= need && !s->applied[c]) update_slice(s, c);
+  if (s->got[c] == s->N) SG_CHECK(reply_slice(s, c));
+  return finish_sliced_step(s);
+}
+
 static int on_push(server_t *s, int w, const unsigned char *msg, char *why, size_t wl) {
   ps_hdr_t h;
   memcpy(&h, msg, sizeof h);
@@ -306,6 +469,7 @@ static int on_push(server_t *s, int w, const unsigned char *msg, char *why, size
     return snprintf(why, wl, "PUSH computed on version %lld, server is at %lld",
                     (long long)h.version, (long long)s->version),
            SG_EPROTO;
+  if (s->sliced) return on_slice_push(s, w, &h, why, wl);
   s->clock[w]++;
   s->stale[w] = s->version - h.version;
   if (s->cfg->mode == PS_SYNC) {
@@ -348,6 +512,9 @@ static int on_pull(server_t *s, int w, const unsigned char *msg, char *why, size
   if ((h.flags & PS_F_FINAL) && s->cfg->mode == PS_SYNC)
     return snprintf(why, wl, "FINAL pull in sync mode"), SG_EPROTO;
   if (p->active) return snprintf(why, wl, "second PULL while one is held"), SG_EPROTO;
+  if (s->sliced && s->started)
+    return snprintf(why, wl, "PULL to a sliced server after the start (its pushes ask for the "
+                    "slices)"), SG_EPROTO;
   if (h.clock != s->clock[w])
     return snprintf(why, wl, "PULL for step %lld after %lld pushes", (long long)h.clock,
                     (long long)s->clock[w]),
@@ -479,6 +646,34 @@ static int form_matches(const server_t *s, const ps_hdr_t *h, char *why, size_t 
   return 1;
 }
 
+/* Where the probed message of worker w (-1: not a worker) goes: sync,
+ * the worker's slot; with slices, the slot of the slice it pushes next,
+ * once that slot's last reply has gone (nothing longer than a slice is
+ * a valid push); anything else, scratch; too big for any valid message,
+ * *drain (malloc'd), to take it off the queue and reject it.  *room: the
+ * space there. */
+static int choose_buf(server_t *s, int w, size_t bytes, unsigned char **buf, size_t *room,
+                      unsigned char **drain) {
+  *buf = s->scratch;
+  *room = s->cap;
+  if (bytes > s->cap) {
+    if (!(*drain = malloc(bytes ? bytes : 1))) return SG_ENOMEM;
+    *buf = *drain;
+    *room = bytes;
+    return SG_OK;
+  }
+  if (w < 0 || s->cfg->mode != PS_SYNC || s->have[w]) return SG_OK;
+  if (!s->sliced) {
+    *buf = s->slot[w];
+    return SG_OK;
+  }
+  if (bytes > s->stride) return SG_OK;
+  SG_CHECK(wait_reply(s, w, s->next[w]));
+  *buf = slot_at(s, w, s->next[w]);
+  *room = s->stride;
+  return SG_OK;
+}
+
 static int serve_one(server_t *s) {
   sg_comm_t *c = s->ctx->comm;
   sg_status_t st;
@@ -492,16 +687,11 @@ static int serve_one(server_t *s) {
   SG_CHECK(rc);
   int w = st.source - s->S;
   int is_worker = w >= 0 && w < s->N;
-  unsigned char *buf = (is_worker && s->cfg->mode == PS_SYNC && !s->have[w]) ? s->slot[w]
-                                                                              : s->scratch;
-  unsigned char *drain = NULL;
-  if (st.bytes > s->cap) {
-    /* Too big for any valid message: take it off the queue and reject. */
-    if (!(drain = malloc(st.bytes ? st.bytes : 1))) return SG_ENOMEM;
-    buf = drain;
-  }
+  unsigned char *buf, *drain = NULL;
+  size_t room;
+  SG_CHECK(choose_buf(s, is_worker ? w : -1, st.bytes, &buf, &room, &drain));
   t = sg_now();
-  rc = sg_recv(c, st.source, st.tag, buf, st.bytes > s->cap ? st.bytes : s->cap, &st);
+  rc = sg_recv(c, st.source, st.tag, buf, room, &st);
   s->comm_s += sg_now() - t;
   char why[200] = "";
   if (rc < 0) {
@@ -524,7 +714,8 @@ static int serve_one(server_t *s) {
     reject(s, st.source, why);
     return SG_OK;
   }
-  if (ps_proto_check(buf, st.bytes, s->k, s->off, s->cnt, why, sizeof why) < 0) {
+  if (ps_proto_check_sliced(buf, st.bytes, s->k, s->off, s->cnt, s->sliced ? s->elems : s->cnt,
+                            why, sizeof why) < 0) {
     sg_err_clear();
     reject(s, st.source, why);
     return SG_OK;
@@ -571,12 +762,55 @@ static int report_stop(server_t *s, double train_s) {
   return sg_records_info(s->ctx->rec, "ps.stop", v);
 }
 
+/* Slicing for this shard (ps_slicing > 0): the geometry, the
+ * per-slice state and an optimizer per slice (elementwise, so together
+ * they are the shard's). */
+static int slices_new(server_t *s, const sg_workload_t *wl) {
+  uint64_t bytes = ps_slicing(s->cfg, sg_workload_nparams(wl));
+  s->sliced = bytes > 0;
+  s->elems = s->sliced ? ps_slice_elems(s->cnt, bytes) : s->cnt;
+  s->nsl = ps_slice_count(s->cnt, s->elems);
+  s->stride = sizeof(ps_hdr_t) + s->elems * sizeof(float);
+  s->slot_bytes = s->cap > s->stride * (size_t)s->nsl ? s->cap : s->stride * (size_t)s->nsl;
+  if (!s->sliced) return SG_OK;
+  size_t N = (size_t)s->N, C = (size_t)s->nsl;
+  if (!(s->got = calloc(C, sizeof *s->got)) || !(s->applied = calloc(C, sizeof *s->applied)) ||
+      !(s->next = calloc(N, sizeof *s->next)) || !(s->arrived = calloc(N * C, sizeof *s->arrived)) ||
+      !(s->rreq = calloc(N * C, sizeof *s->rreq)) || !(s->sopt = calloc(C, sizeof *s->sopt)))
+    return sg_err_set(SG_ENOMEM, "ps server %d: state of %zu slices", s->k, C);
+  for (int c = 0; c < s->nsl; c++)
+    SG_CHECK(sg_optim_new(&s->sopt[c], s->ctx->opts, slice_n(s, c),
+                          sg_workload_steps_per_epoch(wl), sg_workload_total_steps(wl)));
+  return SG_OK;
+}
+
+/* Replies still in flight from the slots (a failed run): wait a little;
+ * returns whether the slots may be freed. */
+static int slices_drain(server_t *s) {
+  int clear = 1;
+  for (size_t i = 0; s->rreq && i < (size_t)s->N * (size_t)s->nsl; i++) {
+    if (s->rreq[i] && sg_wait_within(s->ctx->comm, 2.0, &s->rreq[i], NULL) < 0) {
+      sg_err_clear();
+      clear = 0; /* the transport may still read the slot: keep it */
+    }
+  }
+  for (int c = 0; s->sopt && c < s->nsl; c++) sg_optim_destroy(&s->sopt[c]);
+  free(s->sopt);
+  free(s->got);
+  free(s->applied);
+  free(s->next);
+  free(s->arrived);
+  if (clear) free(s->rreq);
+  return clear;
+}
+
 static void server_free(server_t *s) {
-  if (s->slot)
+  int clear = slices_drain(s);
+  if (s->slot && clear)
     for (int w = 0; w < s->N; w++) free(s->slot[w]);
   if (s->pend)
     for (int w = 0; w < s->N; w++) free(s->pend[w].idx);
-  free(s->slot);
+  if (clear) free(s->slot);
   free(s->pend);
   free(s->pbuf);
   free(s->acc);
@@ -607,6 +841,7 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   /* topk pushes are (index, value) pairs as sparse ones, at most topk_k */
   s.cap = hdr + s.cnt * (cfg->sparse || cfg->compress == PS_COMPRESS_TOPK ? 8 : 4);
   s.topk_k = sg_topk_k(cfg->topk, s.cnt);
+  SG_TRY(slices_new(&s, wl));
   rc = SG_ENOMEM;
   if (!(full = malloc((n ? n : 1) * sizeof *full))) goto fail;
   if (!(s.pbuf = malloc(hdr + (s.cnt + 1) * sizeof(float)))) goto fail;
@@ -626,7 +861,7 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   if (!(s.heard = calloc((size_t)s.N, sizeof *s.heard))) goto fail;
   if (!(s.final = calloc((size_t)s.N, sizeof *s.final))) goto fail;
   for (int w = 0; w < s.N; w++) {
-    if (cfg->mode == PS_SYNC && !(s.slot[w] = malloc(s.cap))) goto fail;
+    if (cfg->mode == PS_SYNC && !(s.slot[w] = malloc(s.slot_bytes))) goto fail;
     if (cfg->sparse && !(s.pend[w].idx = malloc((s.cnt + 1) * 4))) goto fail;
     s.stale[w] = -1;
   }
@@ -673,7 +908,7 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
     for (int w = 0; w < s.N; w++) dead += s.dead[w];
     cfg->stats[s.k] = (ps_server_stats_t){.rejected = s.rejected, .updates = s.version,
                                           .dropped = s.dropped, .train_s = train_s,
-                                          .dead_workers = dead, .max_ahead = s.max_ahead};
+                                          .dead_workers = dead, .max_ahead = s.max_ahead, .slices = s.nsl};
     for (int w = 0; w < s.N && w < PS_STATS_WORKERS; w++) cfg->stats[s.k].pushes[w] = s.clock[w];
     memcpy(cfg->stats[s.k].first_reject, s.first_reject, sizeof s.first_reject);
   }

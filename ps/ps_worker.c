@@ -54,6 +54,9 @@ typedef struct worker {
   size_t gcap;
   float *resid, *mag;      /* compress topk: error feedback [n], selection scratch */
   sg_topk_pair_t *pairs;   /* compress topk: the selected pairs of one shard */
+  int sliced;              /* sync, dense: shards go in slices (ps_slicing) */
+  size_t *elems;           /* [S] floats per slice of shard k */
+  int *nsl;                /* [S] slices of shard k */
   int stop;                /* ssp/async: a server answered with PS_F_STOP */
   int final;               /* the next pull is the FINAL one */
 } worker_t;
@@ -149,6 +152,14 @@ static size_t build_pull(worker_t *wk, int k, int64_t clock, int dense) {
   return sizeof h + 4 * nnz;
 }
 
+/* What every PARAMS from shard k tells besides the values. */
+static void note_reply(worker_t *wk, int k, const ps_hdr_t *h, double *held, int64_t *stale) {
+  wk->ver[k] = h->version;
+  if (h->flags & PS_F_STOP) wk->stop = 1;
+  if (h->held_s > *held) *held = h->held_s;
+  if (h->staleness > *stale) *stale = h->staleness;
+}
+
 /* Check PARAMS from shard k for `clock` and copy them into params. */
 static int take_params(worker_t *wk, int k, size_t bytes, int64_t clock, double *held,
                        int64_t *stale) {
@@ -182,10 +193,7 @@ static int take_params(worker_t *wk, int k, size_t bytes, int64_t clock, double 
   } else {
     memcpy(wk->params + wk->off[k], v, wk->cnt[k] * sizeof(float));
   }
-  wk->ver[k] = h.version;
-  if (h.flags & PS_F_STOP) wk->stop = 1;
-  if (h.held_s > *held) *held = h.held_s;
-  if (h.staleness > *stale) *stale = h.staleness;
+  note_reply(wk, k, &h, held, stale);
   return SG_OK;
 }
 
@@ -208,6 +216,95 @@ static int peer_fail(worker_t *wk, int rc, int k, const char *what, int64_t cloc
  * a server that waits on workers, level 1 of deadline.h (ps.h, Failure). */
 static double server_wait(const sg_comm_t *c) { return sg_deadline_factor(1, 0) * c->deadline_s; }
 
+/* ---- slices (sync, dense; docs/engines/ps.md "Slices") -----------------
+ * Shard k goes as nsl[k] PUSH messages of elems[k] floats (the last one
+ * shorter), each [hdr | slice] at sl * slice_stride(k) of push[k]; the
+ * server answers each slice with PARAMS(t+1) as soon as all N workers
+ * pushed it, into the same place of rep[k].  No PULL after the first:
+ * the step's pushes ask for the slices. */
+
+static size_t slice_stride(const worker_t *wk, int k) { return hdrsz() + wk->elems[k] * sizeof(float); }
+
+static size_t slice_len(const worker_t *wk, int k, int sl) {
+  size_t lo = (size_t)sl * wk->elems[k];
+  return wk->cnt[k] - lo < wk->elems[k] ? wk->cnt[k] - lo : wk->elems[k];
+}
+
+/* Fill the push of slice sl of shard k (float32, or halves with
+ * compress: fp16); returns message bytes. */
+static size_t build_slice(worker_t *wk, int k, int sl, int64_t t) {
+  size_t lo = (size_t)sl * wk->elems[k], n = slice_len(wk, k, sl);
+  unsigned char *m = wk->push[k] + (size_t)sl * slice_stride(wk, k);
+  const float *g = wk->grad + wk->off[k] + lo;
+  int fp16 = wk->cfg->compress == PS_COMPRESS_FP16;
+  ps_hdr_t h;
+  ps_hdr_init(&h, PS_PUSH, k, fp16 ? PS_F_FP16 : 0, t, wk->ver[k], wk->off[k] + lo, n);
+  memcpy(m, &h, sizeof h);
+  if (fp16) sg_f32_to_f16((uint16_t *)(m + sizeof h), g, n);
+  else memcpy(m + sizeof h, g, n * sizeof(float));
+  return sizeof h + n * (fp16 ? 2 : 4);
+}
+
+/* Check PARAMS of slice sl of shard k for `clock` and copy it into params. */
+static int take_slice(worker_t *wk, int k, int sl, size_t bytes, int64_t clock, double *held,
+                      int64_t *stale) {
+  char why[200];
+  const unsigned char *m = wk->rep[k] + (size_t)sl * slice_stride(wk, k);
+  if (ps_proto_check_sliced(m, bytes, k, wk->off[k], wk->cnt[k], wk->elems[k], why, sizeof why) < 0)
+    return sg_err_blame(sg_err_set(SG_EPROTO, "ps worker %d: bad reply from server rank %d: %s",
+                                   wk->w, k, why), k, SG_BLAME_BAD_MESSAGE);
+  ps_hdr_t h;
+  memcpy(&h, m, sizeof h);
+  size_t at = wk->off[k] + (size_t)sl * wk->elems[k];
+  if (h.type != PS_PARAMS || h.clock != clock || h.offset != at || (h.flags & PS_F_SPARSE))
+    return sg_err_blame(sg_err_set(SG_EPROTO, "ps worker %d: server rank %d sent %s%s for step %lld "
+                                   "at element %llu, expected PARAMS for %lld at %zu", wk->w, k,
+                                   (h.flags & PS_F_SPARSE) ? "sparse " : "", ps_type_name(h.type),
+                                   (long long)h.clock, (unsigned long long)h.offset,
+                                   (long long)clock, at), k, SG_BLAME_BAD_MESSAGE);
+  memcpy(wk->params + at, m + sizeof h, h.count * sizeof(float));
+  note_reply(wk, k, &h, held, stale);
+  return SG_OK;
+}
+
+/* Post every slice's receive, then the pushes of step t slice by slice
+ * (push) or the first PULL (!push); wait for the sends, then take the
+ * slices in order. */
+static int exchange_sliced(worker_t *wk, int push, int64_t t, int64_t clock, double *held,
+                           int64_t *stale) {
+  sg_comm_t *c = wk->ctx->comm;
+  sg_req_t **r = wk->req;
+  size_t nr = 0, ns;
+  int rc;
+  *held = 0;
+  *stale = -1;
+  for (int k = 0; k < wk->S; k++)
+    for (int sl = 0; sl < wk->nsl[k]; sl++)
+      if ((rc = sg_irecv(c, k, PS_TAG_REPLY, wk->rep[k] + (size_t)sl * slice_stride(wk, k),
+                         slice_stride(wk, k), &r[nr++])) < 0)
+        return peer_fail(wk, rc, k, "posting the receive of PARAMS for", clock);
+  ns = nr;
+  for (int k = 0; k < wk->S; k++)
+    for (int sl = 0; sl < (push ? wk->nsl[k] : 1); sl++) {
+      unsigned char *m = push ? wk->push[k] + (size_t)sl * slice_stride(wk, k) : wk->pull[k];
+      size_t len = push ? build_slice(wk, k, sl, t) : build_pull(wk, k, clock, 1);
+      if ((rc = sg_isend(c, k, PS_TAG_REQ, m, len, &r[nr++])) < 0)
+        return peer_fail(wk, rc, k, push ? "sending PUSH of" : "sending PULL of", push ? t : clock);
+    }
+  for (int k = 0, i = (int)ns; k < wk->S; k++)
+    for (int sl = 0; sl < (push ? wk->nsl[k] : 1); sl++, i++)
+      if ((rc = sg_wait_within(c, server_wait(c), &r[i], NULL)) < 0)
+        return peer_fail(wk, rc, k, push ? "PUSH of" : "PULL of", push ? t : clock);
+  for (int k = 0, i = 0; k < wk->S; k++)
+    for (int sl = 0; sl < wk->nsl[k]; sl++, i++) {
+      sg_status_t st;
+      if ((rc = sg_wait_within(c, server_wait(c), &r[i], &st)) < 0)
+        return peer_fail(wk, rc, k, "waiting for PARAMS of", clock);
+      SG_CHECK(take_slice(wk, k, sl, st.bytes, clock, held, stale));
+    }
+  return SG_OK;
+}
+
 /* Push step t (when push) and pull the params for step `clock` from every
  * shard.  held/stale get the largest hold time and staleness reported. */
 static int exchange(worker_t *wk, int push, int64_t t, int64_t clock, int dense_pull,
@@ -215,6 +312,7 @@ static int exchange(worker_t *wk, int push, int64_t t, int64_t clock, int dense_
   sg_comm_t *c = wk->ctx->comm;
   int S = wk->S, rc = SG_OK;
   sg_req_t **rs = wk->req, **rp = wk->req + S, **rr = wk->req + 2 * S;
+  if (wk->sliced) return exchange_sliced(wk, push, t, clock, held, stale);
   *held = 0;
   *stale = -1;
   for (int k = 0; k < S; k++) {
@@ -300,6 +398,8 @@ static void worker_free(worker_t *wk) {
   free(wk->cnt);
   free(wk->ver);
   free(wk->req);
+  free(wk->elems);
+  free(wk->nsl);
   free(wk->params);
   free(wk->grad);
   free(wk->gval);
@@ -308,6 +408,31 @@ static void worker_free(worker_t *wk) {
   free(wk->pairs);
   ps_needs_destroy(&wk->needs[0]);
   ps_needs_destroy(&wk->needs[1]);
+}
+
+/* Per shard: its range, its slices, and the push, pull and reply buffers
+ * (a slice message each with slices); the requests of one exchange. */
+static int buffers_new(worker_t *wk) {
+  const ps_cfg_t *cfg = wk->cfg;
+  size_t nreq = 3 * (size_t)wk->S;
+  uint64_t bytes = ps_slicing(cfg, wk->n);
+  wk->sliced = bytes > 0;
+  for (int k = 0; k < wk->S; k++) {
+    ps_shard_range(wk->n, wk->S, k, &wk->off[k], &wk->cnt[k]);
+    wk->elems[k] = wk->sliced ? ps_slice_elems(wk->cnt[k], bytes) : wk->cnt[k];
+    wk->nsl[k] = ps_slice_count(wk->cnt[k], wk->elems[k]);
+    nreq += 2 * (size_t)wk->nsl[k];
+    size_t cnt = wk->cnt[k] + 1, sliced = wk->sliced ? wk->nsl[k] * slice_stride(wk, k) : 0;
+    int pairs = cfg->sparse || cfg->compress == PS_COMPRESS_TOPK;
+    size_t push = hdrsz() + cnt * (pairs ? 8 : 4), rep = hdrsz() + cnt * 4;
+    if (!(wk->push[k] = malloc(push > sliced ? push : sliced)) ||
+        !(wk->pull[k] = malloc(hdrsz() + (cfg->sparse ? cnt * 4 : 0))) ||
+        !(wk->rep[k] = malloc(rep > sliced ? rep : sliced)))
+      return sg_err_set(SG_ENOMEM, "ps worker %d: buffers of shard %d", wk->w, k);
+  }
+  if (!(wk->req = calloc(nreq, sizeof *wk->req)))
+    return sg_err_set(SG_ENOMEM, "ps worker %d: %zu requests", wk->w, nreq);
+  return SG_OK;
 }
 
 /* compress topk: the residual over the whole model (zero: nothing held
@@ -342,16 +467,9 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   if (!(wk.off = calloc((size_t)S, sizeof *wk.off)) || !(wk.cnt = calloc((size_t)S, sizeof *wk.cnt)) ||
       !(wk.push = calloc((size_t)S, sizeof *wk.push)) || !(wk.pull = calloc((size_t)S, sizeof *wk.pull)) ||
       !(wk.rep = calloc((size_t)S, sizeof *wk.rep)) || !(wk.ver = calloc((size_t)S, sizeof *wk.ver)) ||
-      !(wk.req = calloc(3 * (size_t)S, sizeof *wk.req)))
+      !(wk.elems = calloc((size_t)S, sizeof *wk.elems)) || !(wk.nsl = calloc((size_t)S, sizeof *wk.nsl)))
     goto fail;
-  for (int k = 0; k < S; k++) {
-    ps_shard_range(wk.n, S, k, &wk.off[k], &wk.cnt[k]);
-    size_t cnt = wk.cnt[k] + 1;
-    int pairs = cfg->sparse || cfg->compress == PS_COMPRESS_TOPK;
-    if (!(wk.push[k] = malloc(hdrsz() + cnt * (pairs ? 8 : 4)))) goto fail;
-    if (!(wk.pull[k] = malloc(hdrsz() + (cfg->sparse ? cnt * 4 : 0)))) goto fail;
-    if (!(wk.rep[k] = malloc(hdrsz() + cnt * 4))) goto fail;
-  }
+  SG_TRY(buffers_new(&wk));
   if (cfg->compress == PS_COMPRESS_TOPK) SG_TRY(topk_alloc(&wk));
   if (cfg->sparse) {
     SG_TRY(ps_needs_new(&wk.needs[0], wl, ctx->opts));

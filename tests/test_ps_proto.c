@@ -176,3 +176,43 @@ TEST(fp16_push_form_is_checked) {
   CHECK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why) == SG_EPROTO);
   CHECK_STR_CONTAINS(why, "FP16 flag on a sparse PUSH");
 }
+
+/* Slices: whole multiples of 16 floats, the last one shorter; 0 bytes or
+ * a slice at least the shard is one slice. */
+TEST(slices_cover_the_shard_aligned) {
+  CHECK_EQ_INT(ps_slice_elems(25450, 16384), 4096);
+  CHECK_EQ_INT(ps_slice_count(25450, 4096), 7);
+  CHECK_EQ_INT(ps_slice_elems(25450, 0), 25450);
+  CHECK_EQ_INT(ps_slice_elems(25450, 1 << 20), 25450);
+  CHECK_EQ_INT(ps_slice_count(25450, 25450), 1);
+  CHECK_EQ_INT(ps_slice_elems(1000, 10), PS_SHARD_ALIGN); /* never below 64 B */
+  CHECK_EQ_INT(ps_slice_elems(1000, 100), 16);            /* 25 floats, down to 16 */
+  CHECK_EQ_INT(ps_slice_count(0, 0), 1);                  /* an empty shard: one empty slice */
+}
+
+/* A sliced shard takes exactly its slices as dense PUSH/PARAMS, and the
+ * whole shard only as a PULL. */
+TEST(sliced_check_takes_slices_only) {
+  static unsigned char b[4096];
+  char why[200];
+  size_t off = 64, cnt = 100, el = 32; /* slices 64..96, 96..128, 128..160, 160..164 */
+  size_t len = make(b, PS_PUSH, 1, 0, off + 32, 32, 128);
+  CHECK_OK(ps_proto_check_sliced(b, len, 1, off, cnt, el, why, sizeof why));
+  len = make(b, PS_PARAMS, 1, 0, off + 96, 4, 16);
+  CHECK_OK(ps_proto_check_sliced(b, len, 1, off, cnt, el, why, sizeof why));
+  len = make(b, PS_PULL, 1, 0, off, cnt, 0);
+  CHECK_OK(ps_proto_check_sliced(b, len, 1, off, cnt, el, why, sizeof why));
+  len = make(b, PS_PUSH, 1, 0, off + 16, 32, 128); /* not on a slice boundary */
+  CHECK(ps_proto_check_sliced(b, len, 1, off, cnt, el, why, sizeof why) == SG_EPROTO);
+  CHECK_STR_CONTAINS(why, "in slices of 32");
+  len = make(b, PS_PUSH, 1, 0, off + 32, 16, 64); /* half a slice */
+  CHECK(ps_proto_check_sliced(b, len, 1, off, cnt, el, why, sizeof why) == SG_EPROTO);
+  len = make(b, PS_PUSH, 1, 0, off + 96, 32, 128); /* the short last slice, too long */
+  CHECK(ps_proto_check_sliced(b, len, 1, off, cnt, el, why, sizeof why) == SG_EPROTO);
+  len = make(b, PS_PUSH, 1, 0, off + 128, 0, 0); /* past the shard */
+  CHECK(ps_proto_check_sliced(b, len, 1, off, cnt, el, why, sizeof why) == SG_EPROTO);
+  len = make(b, PS_PUSH, 1, 0, off, cnt, cnt * 4); /* the whole shard at once */
+  CHECK(ps_proto_check_sliced(b, len, 1, off, cnt, el, why, sizeof why) == SG_EPROTO);
+  len = make(b, PS_PUSH, 1, 0, off, 32, 128); /* a slice to an unsliced shard */
+  CHECK(ps_proto_check(b, len, 1, off, cnt, why, sizeof why) == SG_EPROTO);
+}

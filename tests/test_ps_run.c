@@ -46,10 +46,11 @@
  * it, and the message must name it (under mpirun too: the harness reads
  * it from mpirun's notice).  mpirun may return while its killed ranks
  * are still being torn down: each gets a bounded 3 s. */
-static void kill_case(const char *transport, int victim, int sig, const char *name) {
-  char engine[128];
-  snprintf(engine, sizeof engine, "{engine: ps, mode: sync, servers: 2, transport: %s}",
-           transport);
+static void kill_case_with(const char *transport, int victim, int sig, const char *name,
+                           const char *more) {
+  char engine[160];
+  snprintf(engine, sizeof engine, "{engine: ps, mode: sync, servers: 2, transport: %s%s}",
+           transport, more);
   ru_fault_t f = {.name = name, .tag = "psrun", .config_name = "ps-test", .engine = engine,
                   .workers = 3, .nranks = 5, .delay_rank = 3, .delay_ms = 100,
                   .watch_rank = 3, .victim = victim, .sig = sig,
@@ -57,12 +58,22 @@ static void kill_case(const char *transport, int victim, int sig, const char *na
   ru_fault_case(&f);
 }
 
+static void kill_case(const char *transport, int victim, int sig, const char *name) {
+  kill_case_with(transport, victim, sig, name, "");
+}
+
+/* Slices of 16 KiB from the first byte: the small test model in several
+ * slices per shard, so the sliced schedule runs as real processes. */
+#define SLICED ", slice: 16K, slice_from: 0"
+
 TEST(sync_processes_match_local_on_both_transports) {
   static const char *const variants[][2] = {
       {"{engine: ps, mode: sync, servers: 1, transport: zmq}", "zmq S=1"},
       {"{engine: ps, mode: sync, servers: 2, transport: zmq}", "zmq S=2"},
       {"{engine: ps, mode: sync, servers: 1, transport: mpi}", "mpi S=1"},
       {"{engine: ps, mode: sync, servers: 2, transport: mpi}", "mpi S=2"},
+      {"{engine: ps, mode: sync, servers: 2, transport: zmq" SLICED "}", "zmq S=2 sliced"},
+      {"{engine: ps, mode: sync, servers: 1, transport: mpi" SLICED "}", "mpi S=1 sliced"},
   };
   ru_equivalence_case("psrun", "ps-test", 4, variants, sizeof variants / sizeof *variants, RTOL);
 }
@@ -129,6 +140,12 @@ TEST(server_killed_fails_the_run_naming_it_zmq) { kill_case("zmq", 1, SIGKILL, "
 /* A stopped process is silent but alive: only the engine's deadlines find
  * it, and the server (which knows who did not push) must name it. */
 TEST(stopped_worker_is_named_by_the_server_zmq) { kill_case("zmq", 4, SIGSTOP, "zmq stopped worker"); }
+TEST(stopped_worker_is_named_by_a_sliced_server_zmq) {
+  kill_case_with("zmq", 4, SIGSTOP, "zmq stopped worker, sliced", SLICED);
+}
+TEST(killed_worker_is_named_by_a_sliced_server_mpi) {
+  kill_case_with("mpi", 4, SIGKILL, "mpi worker, sliced", SLICED);
+}
 TEST(stopped_server_is_named_by_the_workers_zmq) { kill_case("zmq", 1, SIGSTOP, "zmq stopped server"); }
 TEST(worker_killed_fails_the_run_naming_it_mpi) { kill_case("mpi", 4, SIGKILL, "mpi worker"); }
 

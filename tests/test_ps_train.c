@@ -322,6 +322,76 @@ TEST(planted_double_count_fails_the_check) {
   CHECK_MSG(d > RTOL, "the planted bug went unnoticed: distance %.3g <= %g", d, RTOL);
 }
 
+/* ps sync with slice bytes against the same run unsliced (slice: 0): the
+ * same sums in the same order per element, so the final parameters must
+ * be bit-equal (distance exactly 0).  plant: the sliced servers apply a
+ * slice once N-1 workers pushed it. */
+static int slices_case(int S, int N, const char *slice, const char *const *kv, int plant,
+                       ps_server_stats_t *stats, double *dist) {
+  char dir[] = "/tmp/sgdlab-psslice-XXXXXX", a[64], b[64];
+  if (!mkdtemp(dir)) return SG_EIO;
+  snprintf(a, sizeof a, "%s/whole.bin", dir);
+  snprintf(b, sizeof b, "%s/sliced.bin", dir);
+  sg_opts_t *oa = make_opts(N, a, kv), *ob = make_opts(N, b, kv);
+  rank_arg_t args[MAXR];
+  ps_cfg_t ca, cb;
+  int rc = (oa && ob) ? 0 : SG_ENOMEM;
+  if (!rc) rc = sg_opts_setf(oa, "servers", "%d", S) || sg_opts_setf(ob, "servers", "%d", S) ||
+                sg_opts_set(oa, "slice", "0") || sg_opts_set(ob, "slice", slice) ||
+                sg_opts_set(ob, "slice_from", "0"); /* this model is 0.1 MB */
+  if (!rc) rc = ps_cfg_from_opts(&ca, oa, N);
+  if (!rc) rc = ps_cfg_from_opts(&cb, ob, N);
+  cb.plant_early_slice = plant;
+  cb.stats = stats;
+  if (!rc) rc = run_ps(oa, &ca, NULL, 60, args);
+  if (!rc) rc = run_ps(ob, &cb, NULL, 60, args);
+  *dist = rc ? -1 : ru_rel_distance(a, b, NULL);
+  fprintf(stderr, "  S=%d N=%d slice=%s plant=%d: %d slices, distance to unsliced %.3g\n", S, N,
+          slice, plant, stats ? stats[0].slices : -1, *dist);
+  unlink(a);
+  unlink(b);
+  rmdir(dir);
+  sg_opts_destroy(&oa);
+  sg_opts_destroy(&ob);
+  return rc;
+}
+
+TEST(sliced_sync_is_bit_equal_to_unsliced) {
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  ps_server_stats_t st[2] = {{0}};
+  double d;
+  /* 25450 floats: 7 slices of 4096, the last one 868 */
+  CHECK_OK(slices_case(1, 4, "16K", NULL, 0, st, &d));
+  CHECK_EQ_INT(st[0].slices, 7);
+  CHECK_EQ_INT(st[0].updates, STEPS);
+  CHECK_EQ_INT(st[0].rejected, 0);
+  CHECK_MSG(d == 0, "sliced parameters differ from unsliced: distance %.3g", d);
+  /* two shards of 12736 floats, 13 slices of 1024 each (the last 448/433) */
+  CHECK_OK(slices_case(2, 3, "4K", NULL, 0, st, &d));
+  CHECK_EQ_INT(st[0].slices, 13);
+  CHECK_EQ_INT(st[1].slices, 13);
+  CHECK_MSG(d == 0, "sliced parameters differ from unsliced: distance %.3g", d);
+}
+
+TEST(sliced_fp16_push_is_bit_equal_to_unsliced) {
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  const char *kv[] = {"compress", "fp16", "max_steps", "40", NULL};
+  ps_server_stats_t st[1] = {{0}};
+  double d;
+  CHECK_OK(slices_case(1, 2, "16K", kv, 0, st, &d));
+  CHECK_EQ_INT(st[0].slices, 7);
+  CHECK_MSG(d == 0, "sliced fp16 parameters differ from unsliced: distance %.3g", d);
+}
+
+TEST(planted_early_slice_fails_the_bit_equality) {
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  const char *kv[] = {"max_steps", "20", NULL};
+  ps_server_stats_t st[1] = {{0}};
+  double d;
+  CHECK_OK(slices_case(1, 4, "16K", kv, 1, st, &d));
+  CHECK_MSG(d > 0, "a slice applied before its last push went unnoticed: distance %.3g", d);
+}
+
 /* One slow worker (rank 2, +15 ms per step), 40 steps: how far ahead of
  * the slowest worker still training did any worker run? */
 static int bound_case(const char *mode, const char *staleness, ps_server_stats_t *st) {
@@ -379,8 +449,8 @@ TEST(malformed_messages_are_rejected_and_training_stays_exact) {
  * its own pull message, which holds none (a 64-B buffer when dense), so it
  * read past the buffer and wrote params at whatever it found there.  It
  * must refuse the reply.  In a child: a crash is a failed check. */
-static int sparse_reply_case(void) {
-  const char *kv[] = {"max_steps", "3", NULL};
+static int sparse_reply_case(const char *slice, const char *want) {
+  const char *kv[] = {"max_steps", "3", "slice", slice, "slice_from", "0", NULL};
   sg_opts_t *o = make_opts(1, "", kv);
   ps_cfg_t cfg;
   rank_arg_t args[MAXR];
@@ -388,8 +458,8 @@ static int sparse_reply_case(void) {
   if (!o || ps_cfg_from_opts(&cfg, o, 1) < 0) return 3;
   run_ps(o, &cfg, beh, 3.0, args);
   sg_opts_destroy(&o);
-  fprintf(stderr, "  worker: rc %d %s\n", args[1].rc, args[1].err);
-  return args[1].rc == SG_EPROTO && strstr(args[1].err, "sparse PARAMS for a dense PULL") ? 0 : 1;
+  fprintf(stderr, "  worker (slice %s): rc %d %s\n", slice, args[1].rc, args[1].err);
+  return args[1].rc == SG_EPROTO && strstr(args[1].err, want) ? 0 : 1;
 }
 
 TEST(worker_refuses_sparse_params_for_a_dense_pull) {
@@ -398,7 +468,9 @@ TEST(worker_refuses_sparse_params_for_a_dense_pull) {
   pid_t pid = fork();
   if (pid == 0) {
     alarm(30);
-    _exit(sparse_reply_case());
+    /* unsliced, and sliced (one slice: the reply fits the slice's buffer) */
+    int rc = sparse_reply_case("0", "sparse PARAMS for a dense PULL");
+    _exit(rc ? rc : sparse_reply_case("128K", "sent sparse PARAMS for step 0"));
   }
   int st = 0;
   CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
