@@ -128,13 +128,25 @@ static int spawn(char *const *argv, const char *rank, const char *size, pid_t pg
   return SG_OK;
 }
 
+/* The TCP BTL's flags without put.  With put (the default), a message
+ * past the eager limit is fetched by its receiver: it sends the sender
+ * PUT requests, and the sender answers each with one fragment as large as
+ * the request (by default the whole rest of the message).  Those requests
+ * cross the opposite direction, where they wait behind the peer's own
+ * bulk fragments; a ring's two directions stall each other and a 1 Gbit/s
+ * link carried 51-96 % of its rate, by how the messages lined up.
+ * Send-only, the sender streams btl_tcp_max_send_size fragments after one
+ * rendezvous ACK, and control messages slip in between them
+ * (docs/wire.md has the numbers). */
+#define SG_CLUSTER_BTL_TCP_FLAGS "send,inplace,need-ack,need-csum"
+
 /* mpirun across the hosts of an emulated cluster: rank r on host
  * host_of[r] (the sequential mapper reads one host per rank from the
  * hostfile), daemons started on the other hosts through sgdlab-nsexec
  * (next to sgdlab-rank) instead of ssh, and every byte between ranks over
  * TCP on the cluster's subnet: no shared memory (vader) and no other PML
  * (UCX would bring its own shared-memory transports), so what two hosts
- * exchange crosses their links.  The daemons stay attached (no
+ * exchange crosses their links, and no put protocol (above).  The daemons stay attached (no
  * --daemonize): as mpirun's descendants, their ranks can be signalled. */
 static int cluster_args(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv, int *a) {
   const char *slash = strrchr(cfg->spec, '/');
@@ -163,7 +175,8 @@ static int cluster_args(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv,
                         "--leave-session-attached",
                         "--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
                         "--mca", "btl_tcp_if_include", l->subnet,
-                        "--mca", "oob_tcp_if_include", l->subnet, NULL};
+                        "--mca", "oob_tcp_if_include", l->subnet,
+                        "--mca", "btl_tcp_flags", SG_CLUSTER_BTL_TCP_FLAGS, NULL};
   for (int i = 0; args[i]; i++) argv[(*a)++] = args[i];
   setenv("SGDLAB_CLUSTER", sg_cluster_name(cfg->cluster), 1); /* for the agent, via mpirun */
   return SG_OK;
