@@ -19,7 +19,7 @@
  *    each rank's bytes; sgdlab-nsexec (the rsh agent) enters only hosts of
  *    the cluster SGDLAB_CLUSTER names; a rank killed under mpirun fails
  *    the run and leaves no process of the cluster behind; the ranks got
- *    the TCP BTL without put (btl_tcp_flags).
+ *    the TCP BTL without put (btl_tcp_flags) and with its progress thread.
  *  - without CAP_NET_ADMIN (dropped from the bounding set before exec)
  *    `sgdlab run` refuses in one line, exit 2, before making anything.
  *
@@ -361,11 +361,14 @@ TEST(a_killed_rank_under_mpirun_fails_the_run_and_leaves_nothing) {
   if (victim <= 0) kill(sg, SIGKILL), waitpid(sg, NULL, 0);
   CHECK_MSG(victim > 0, "rank 2 not found");
   /* mpirun hands its --mca settings to the ranks as OMPI_MCA_ variables:
-   * the TCP BTL runs without put, which held 1 Gbit/s links at 51-96 % */
+   * the TCP BTL runs without put (which held 1 Gbit/s links at 51-96 %)
+   * and with its progress thread */
   int no_put = env_has(victim, "OMPI_MCA_btl_tcp_flags=send,inplace,need-ack,need-csum");
+  int thread = env_has(victim, "OMPI_MCA_btl_tcp_progress_thread=1");
   CHECK_EQ_INT(kill(victim, SIGKILL), 0);
   CHECK_MSG(no_put, "rank 2 (pid %d) runs without btl_tcp_flags=send,inplace,need-ack,need-csum",
             (int)victim);
+  CHECK_MSG(thread, "rank 2 (pid %d) runs without btl_tcp_progress_thread=1", (int)victim);
   CHECK_EQ_INT(ru_wait_exit_code(sg, 40), 1);
   char *err = ru_db_text(db, "SELECT error FROM runs WHERE status = 'failed'");
   CHECK_MSG(err && strstr(err, "rank 2"), "error: %s", err ? err : "(none)");
