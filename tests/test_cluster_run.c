@@ -19,7 +19,8 @@
  *    each rank's bytes; sgdlab-nsexec (the rsh agent) enters only hosts of
  *    the cluster SGDLAB_CLUSTER names; a rank killed under mpirun fails
  *    the run and leaves no process of the cluster behind; the ranks got
- *    the TCP BTL without put (btl_tcp_flags) and with its progress thread.
+ *    the TCP BTL with a 1 MiB eager limit, without put (btl_tcp_flags)
+ *    and with its progress thread.
  *  - without CAP_NET_ADMIN (dropped from the bounding set before exec)
  *    `sgdlab run` refuses in one line, exit 2, before making anything.
  *
@@ -361,14 +362,17 @@ TEST(a_killed_rank_under_mpirun_fails_the_run_and_leaves_nothing) {
   if (victim <= 0) kill(sg, SIGKILL), waitpid(sg, NULL, 0);
   CHECK_MSG(victim > 0, "rank 2 not found");
   /* mpirun hands its --mca settings to the ranks as OMPI_MCA_ variables:
-   * the TCP BTL runs without put (which held 1 Gbit/s links at 51-96 %)
-   * and with its progress thread */
+   * the TCP BTL sends a 1 MiB segment eagerly, runs without put and with
+   * its progress thread (without them, 1 Gbit/s links carried 51-96 %) */
   int no_put = env_has(victim, "OMPI_MCA_btl_tcp_flags=send,inplace,need-ack,need-csum");
   int thread = env_has(victim, "OMPI_MCA_btl_tcp_progress_thread=1");
+  int eager = env_has(victim, "OMPI_MCA_btl_tcp_eager_limit=1114112");
   CHECK_EQ_INT(kill(victim, SIGKILL), 0);
   CHECK_MSG(no_put, "rank 2 (pid %d) runs without btl_tcp_flags=send,inplace,need-ack,need-csum",
             (int)victim);
   CHECK_MSG(thread, "rank 2 (pid %d) runs without btl_tcp_progress_thread=1", (int)victim);
+  CHECK_MSG(eager, "rank 2 (pid %d) runs without btl_tcp_eager_limit=1114112 (a 1 MiB ring "
+            "segment with its header)", (int)victim);
   CHECK_EQ_INT(ru_wait_exit_code(sg, 40), 1);
   char *err = ru_db_text(db, "SELECT error FROM runs WHERE status = 'failed'");
   CHECK_MSG(err && strstr(err, "rank 2"), "error: %s", err ? err : "(none)");
