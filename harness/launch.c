@@ -128,14 +128,37 @@ static int spawn(char *const *argv, const char *rank, const char *size, pid_t pg
   return SG_OK;
 }
 
+/* The TCP BTL between the hosts: a 1 MiB message goes eagerly, larger
+ * ones without put, and a progress thread answers the peer
+ * (docs/wire.md has the numbers).  Each fixes one way in which a message
+ * waits for its receiver:
+ *  - past the eager limit (64 KiB by default) a message waits for the
+ *    receiver's answer to its rendezvous, which crosses the opposite
+ *    direction behind the peer's own data.  With every ring segment
+ *    (1 MiB by default) a rendezvous, a 1 Gbit/s link carried 51-96 % of
+ *    its rate, by how the two directions' messages lined up.  An eager
+ *    limit that holds a default segment and ob1's header sends it at
+ *    once, as zmq does.
+ *  - put (on by default): a larger message is fetched by its receiver,
+ *    whose PUT requests wait behind the peer's bulk fragments (a put
+ *    fragment is by default the whole rest of the message).  Send-only,
+ *    the sender streams btl_tcp_max_send_size fragments after one ACK,
+ *    and control messages slip in between them.
+ *  - a rank's main thread polls: with more runnable threads than cores an
+ *    ACK waits for the peer's next timeslice.  The progress thread sleeps
+ *    in epoll, is woken by the arriving data and answers itself. */
+#define SG_CLUSTER_BTL_TCP_EAGER "1114112" /* 1 MiB + 64 KiB */
+#define SG_CLUSTER_BTL_TCP_FLAGS "send,inplace,need-ack,need-csum"
+
 /* mpirun across the hosts of an emulated cluster: rank r on host
  * host_of[r] (the sequential mapper reads one host per rank from the
  * hostfile), daemons started on the other hosts through sgdlab-nsexec
  * (next to sgdlab-rank) instead of ssh, and every byte between ranks over
  * TCP on the cluster's subnet: no shared memory (vader) and no other PML
  * (UCX would bring its own shared-memory transports), so what two hosts
- * exchange crosses their links.  The daemons stay attached (no
- * --daemonize): as mpirun's descendants, their ranks can be signalled. */
+ * exchange crosses their links; the TCP BTL tuned as above.  The daemons
+ * stay attached (no --daemonize): as mpirun's descendants, their ranks
+ * can be signalled. */
 static int cluster_args(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv, int *a) {
   const char *slash = strrchr(cfg->spec, '/');
   snprintf(l->hostfile, sizeof l->hostfile, "%.*smpirun-hosts", slash ? (int)(slash - cfg->spec) + 1 : 0,
@@ -163,7 +186,10 @@ static int cluster_args(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv,
                         "--leave-session-attached",
                         "--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
                         "--mca", "btl_tcp_if_include", l->subnet,
-                        "--mca", "oob_tcp_if_include", l->subnet, NULL};
+                        "--mca", "oob_tcp_if_include", l->subnet,
+                        "--mca", "btl_tcp_flags", SG_CLUSTER_BTL_TCP_FLAGS,
+                        "--mca", "btl_tcp_eager_limit", SG_CLUSTER_BTL_TCP_EAGER,
+                        "--mca", "btl_tcp_progress_thread", "1", NULL};
   for (int i = 0; args[i]; i++) argv[(*a)++] = args[i];
   setenv("SGDLAB_CLUSTER", sg_cluster_name(cfg->cluster), 1); /* for the agent, via mpirun */
   return SG_OK;

@@ -18,7 +18,9 @@
  *    started by mpirun, on 3 hosts equals local, and the links carried
  *    each rank's bytes; sgdlab-nsexec (the rsh agent) enters only hosts of
  *    the cluster SGDLAB_CLUSTER names; a rank killed under mpirun fails
- *    the run and leaves no process of the cluster behind.
+ *    the run and leaves no process of the cluster behind; the ranks got
+ *    the TCP BTL with a 1 MiB eager limit, without put (btl_tcp_flags)
+ *    and with its progress thread.
  *  - without CAP_NET_ADMIN (dropped from the bounding set before exec)
  *    `sgdlab run` refuses in one line, exit 2, before making anything.
  *
@@ -291,24 +293,29 @@ static pid_t start_long_run(const char *cfg, const char *db, char *name, size_t 
   return start_run_as(cfg, db, "", name, cap);
 }
 
+/* Whether process pid's environment holds the entry `want` (NAME=VALUE). */
+static int env_has(pid_t pid, const char *want) {
+  char path[64], env[16384];
+  snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+  FILE *f = pid > 1 && pid != getpid() ? fopen(path, "r") : NULL;
+  if (!f) return 0;
+  size_t len = fread(env, 1, sizeof env - 1, f);
+  fclose(f);
+  env[len] = '\0';
+  for (size_t at = 0; at < len; at += strlen(env + at) + 1)
+    if (!strcmp(env + at, want)) return 1;
+  return 0;
+}
+
 /* Processes whose environment holds SGDLAB_CLUSTER=name (mpirun's daemons
  * and ranks on the cluster inherit it). */
 static int cluster_procs(const char *name) {
-  char want[64], path[64], env[16384];
+  char want[64];
   snprintf(want, sizeof want, "SGDLAB_CLUSTER=%s", name);
   int n = 0;
   DIR *d = opendir("/proc");
   struct dirent *e;
-  while (d && (e = readdir(d))) {
-    pid_t pid = (pid_t)atoi(e->d_name);
-    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
-    FILE *f = pid > 1 && pid != getpid() ? fopen(path, "r") : NULL;
-    if (!f) continue;
-    size_t len = fread(env, 1, sizeof env - 1, f);
-    fclose(f);
-    env[len] = '\0';
-    for (size_t at = 0; at < len; at += strlen(env + at) + 1) n += !strcmp(env + at, want);
-  }
+  while (d && (e = readdir(d))) n += env_has((pid_t)atoi(e->d_name), want);
   if (d) closedir(d);
   return n;
 }
@@ -354,7 +361,18 @@ TEST(a_killed_rank_under_mpirun_fails_the_run_and_leaves_nothing) {
   pid_t victim = ru_find_rank(sg, 2);
   if (victim <= 0) kill(sg, SIGKILL), waitpid(sg, NULL, 0);
   CHECK_MSG(victim > 0, "rank 2 not found");
+  /* mpirun hands its --mca settings to the ranks as OMPI_MCA_ variables:
+   * the TCP BTL sends a 1 MiB segment eagerly, runs without put and with
+   * its progress thread (without them, 1 Gbit/s links carried 51-96 %) */
+  int no_put = env_has(victim, "OMPI_MCA_btl_tcp_flags=send,inplace,need-ack,need-csum");
+  int thread = env_has(victim, "OMPI_MCA_btl_tcp_progress_thread=1");
+  int eager = env_has(victim, "OMPI_MCA_btl_tcp_eager_limit=1114112");
   CHECK_EQ_INT(kill(victim, SIGKILL), 0);
+  CHECK_MSG(no_put, "rank 2 (pid %d) runs without btl_tcp_flags=send,inplace,need-ack,need-csum",
+            (int)victim);
+  CHECK_MSG(thread, "rank 2 (pid %d) runs without btl_tcp_progress_thread=1", (int)victim);
+  CHECK_MSG(eager, "rank 2 (pid %d) runs without btl_tcp_eager_limit=1114112 (a 1 MiB ring "
+            "segment with its header)", (int)victim);
   CHECK_EQ_INT(ru_wait_exit_code(sg, 40), 1);
   char *err = ru_db_text(db, "SELECT error FROM runs WHERE status = 'failed'");
   CHECK_MSG(err && strstr(err, "rank 2"), "error: %s", err ? err : "(none)");
