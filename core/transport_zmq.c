@@ -85,6 +85,7 @@
 #include "transport_impl.h"
 
 #define SG_ZMQ_DEFAULT_HWM 16
+#define SG_ZMQ_SEND_BLOCK_MS 1 /* see zq_push_frame */
 #define SG_ZMQ_ZEROCOPY_MIN (256u * 1024u)
 #define ZQ_ZEROCOPY 1u
 
@@ -119,6 +120,7 @@ typedef struct zcomm {
   sg_comm_t base;
   void *ctx;
   int own_ctx, linger_ms, hwm, inproc;
+  int rcvtimeo_ms; /* the PULL socket's ZMQ_RCVTIMEO as last set */
   const sg_keys_t *keys; /* CURVE (tcp) or NULL */
   sg_zap_t *zap;         /* this comm's ZAP handler (with keys) */
   size_t max_msg;
@@ -227,65 +229,86 @@ static int zq_header_ok(zcomm_t *z, zmq_msg_t *hdr, zq_hdr_t *h) {
   return 1;
 }
 
-/* Receive everything already waiting on the PULL socket (never blocks). */
-static int zq_drain(zcomm_t *z) {
-  for (;;) {
-    zmq_msg_t hdr, data;
-    zmq_msg_init(&hdr);
-    if (zmq_msg_recv(&hdr, z->pull, ZMQ_DONTWAIT) < 0) {
-      int e = zmq_errno();
-      zmq_msg_close(&hdr);
-      if (e == EAGAIN) return 0;
-      if (e == EINTR) continue;
-      return sg_err_set(SG_EIO, "rank %d: zmq receive: %s", z->base.rank,
-                        zmq_strerror(e));
-    }
-    zq_hdr_t h;
-    int ok = zq_header_ok(z, &hdr, &h), more = zmq_msg_more(&hdr);
+/* Receive one message from the PULL socket: flags 0 waits up to the
+ * socket's ZMQ_RCVTIMEO, ZMQ_DONTWAIT not at all.  1 when a message was
+ * taken (delivered, queued or dropped), 0 when none came in time. */
+static int zq_recv_one(zcomm_t *z, int flags) {
+  zmq_msg_t hdr, data;
+  zmq_msg_init(&hdr);
+  if (zmq_msg_recv(&hdr, z->pull, flags) < 0) {
+    int e = zmq_errno();
     zmq_msg_close(&hdr);
-    if (!ok) {
-      z->base.dropped++;
-      zq_discard_rest(z, more);
-      continue;
-    }
-    zmq_msg_init(&data);
-    /* The payload frame is already here: multipart messages are atomic. */
-    while (zmq_msg_recv(&data, z->pull, 0) < 0) {
-      if (zmq_errno() != EINTR) {
-        zmq_msg_close(&data);
-        return sg_err_set(SG_EIO, "rank %d: zmq receive from rank %d: %s",
-                          z->base.rank, h.src, zmq_strerror(zmq_errno()));
-      }
-    }
-    if (zmq_msg_size(&data) != h.len || zmq_msg_more(&data)) {
-      z->base.dropped++;
-      zq_discard_rest(z, zmq_msg_more(&data));
-      zmq_msg_close(&data);
-      continue;
-    }
-    SG_CHECK(zq_deliver(z, h.src, h.tag, h.flags, &data));
+    if (e == EAGAIN || e == EINTR) return 0;
+    return sg_err_set(SG_EIO, "rank %d: zmq receive: %s", z->base.rank,
+                      zmq_strerror(e));
   }
+  zq_hdr_t h;
+  int ok = zq_header_ok(z, &hdr, &h), more = zmq_msg_more(&hdr);
+  zmq_msg_close(&hdr);
+  if (!ok) {
+    z->base.dropped++;
+    zq_discard_rest(z, more);
+    return 1;
+  }
+  zmq_msg_init(&data);
+  /* The payload frame is already here: multipart messages are atomic. */
+  while (zmq_msg_recv(&data, z->pull, 0) < 0) {
+    if (zmq_errno() != EINTR) {
+      zmq_msg_close(&data);
+      return sg_err_set(SG_EIO, "rank %d: zmq receive from rank %d: %s",
+                        z->base.rank, h.src, zmq_strerror(zmq_errno()));
+    }
+  }
+  if (zmq_msg_size(&data) != h.len || zmq_msg_more(&data)) {
+    z->base.dropped++;
+    zq_discard_rest(z, zmq_msg_more(&data));
+    zmq_msg_close(&data);
+    return 1;
+  }
+  SG_CHECK(zq_deliver(z, h.src, h.tag, h.flags, &data));
+  return 1;
 }
 
-/* Wait at most timeout_s for something on the PULL socket, then drain. */
+/* Receive everything already waiting on the PULL socket (never blocks). */
+static int zq_drain(zcomm_t *z) {
+  int rc;
+  while ((rc = zq_recv_one(z, ZMQ_DONTWAIT)) > 0) {}
+  return rc;
+}
+
+/* Wait at most timeout_s for ONE message and take it.  A blocking receive
+ * (ZMQ_RCVTIMEO) rather than zmq_poll and a drain: zmq_poll costs a
+ * ZMQ_EVENTS check per call and a drain ends on a failing nonblocking
+ * receive, each a poll(2) of zmq's mailbox, 2.5x the system calls of a
+ * plain blocking zmq_recv per message at 1 MiB.  One message per call
+ * also leaves the rest in zmq's pipe (RCVHWM), so a fast sender is held
+ * back there instead of filling the unexpected queue. */
 static int zq_progress(zcomm_t *z, double timeout_s) {
-  long ms = timeout_s <= 0 ? 0 : (long)(timeout_s * 1e3) + 1;
-  zmq_pollitem_t it = {.socket = z->pull, .events = ZMQ_POLLIN};
-  if (zmq_poll(&it, 1, ms) < 0 && zmq_errno() != EINTR)
-    return sg_err_set(SG_EIO, "rank %d: zmq_poll: %s", z->base.rank,
-                      zmq_strerror(zmq_errno()));
-  return zq_drain(z);
+  int ms = timeout_s <= 0 ? 0 : timeout_s > 1e6 ? 1000000000 : (int)(timeout_s * 1e3) + 1;
+  if (ms != z->rcvtimeo_ms) {
+    if (zmq_setsockopt(z->pull, ZMQ_RCVTIMEO, &ms, sizeof ms) != 0)
+      return sg_err_set(SG_EIO, "rank %d: ZMQ_RCVTIMEO: %s", z->base.rank,
+                        zmq_strerror(zmq_errno()));
+    z->rcvtimeo_ms = ms;
+  }
+  int rc = zq_recv_one(z, 0);
+  return rc < 0 ? rc : 0;
 }
 
 /* ---- sending ---------------------------------------------------------- */
 
-/* Queue one frame to dst, draining our own PULL socket while dst's queue is
- * full.  On failure the frame is closed. */
+/* Queue one frame to dst.  First a blocking send of at most
+ * SG_ZMQ_SEND_BLOCK_MS (the push sockets' ZMQ_SNDTIMEO): the common wait,
+ * a peer a little behind, costs what a plain zmq_send costs.  Past it the
+ * peer may be waiting on us, so drain our own PULL socket while dst's
+ * queue is full (zmq_poll on both).  On failure the frame is closed. */
 static int zq_push_frame(zcomm_t *z, int dst, int tag, zmq_msg_t *m,
                          int more, double t0) {
-  int flags = ZMQ_DONTWAIT | (more ? ZMQ_SNDMORE : 0);
+  int flags = more ? ZMQ_SNDMORE : 0, blocked = 0;
   for (;;) {
-    if (zmq_msg_send(m, z->push[dst], flags) >= 0) return 0;
+    double left = t0 + z->base.deadline_s - sg_now();
+    int nb = blocked || left * 1e3 < SG_ZMQ_SEND_BLOCK_MS;
+    if (zmq_msg_send(m, z->push[dst], flags | (nb ? ZMQ_DONTWAIT : 0)) >= 0) return 0;
     int e = zmq_errno();
     if (e == EINTR) continue;
     if (e != EAGAIN) {
@@ -293,7 +316,11 @@ static int zq_push_frame(zcomm_t *z, int dst, int tag, zmq_msg_t *m,
       return sg_err_set(SG_EIO, "rank %d: zmq send to rank %d (%s): %s",
                         z->base.rank, dst, z->base.hosts[dst], zmq_strerror(e));
     }
-    double left = t0 + z->base.deadline_s - sg_now();
+    if (!nb) {
+      blocked = 1;
+      SG_CHECK(zq_drain(z));
+      continue;
+    }
     if (left <= 0) {
       zmq_msg_close(m);
       return sg_comm_send_timeout(&z->base, dst, tag, sg_now() - t0);
@@ -657,6 +684,10 @@ static void *zq_socket(zcomm_t *z, int type) {
   zmq_setsockopt(s, ZMQ_LINGER, &z->linger_ms, sizeof z->linger_ms);
   zmq_setsockopt(s, type == ZMQ_PULL ? ZMQ_RCVHWM : ZMQ_SNDHWM, &z->hwm,
                  sizeof z->hwm);
+  if (type == ZMQ_PUSH) {
+    int ms = SG_ZMQ_SEND_BLOCK_MS;
+    zmq_setsockopt(s, ZMQ_SNDTIMEO, &ms, sizeof ms);
+  }
   if (type == ZMQ_PULL) { /* a larger message drops its connection unread */
     int64_t max = (int64_t)z->max_msg;
     zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof max);
@@ -753,6 +784,7 @@ int sg_comm_zmq_new(sg_comm_t **out, const sg_zmq_cfg_t *cfg) {
   SG_TRY(sg_comm_init_common(&z->base, &zmq_ops, cfg->rank, cfg->size,
                              cfg->deadline_s));
   z->inproc = inproc;
+  z->rcvtimeo_ms = -1; /* zmq's default: block */
   z->hwm = cfg->sndhwm > 0 ? cfg->sndhwm : SG_ZMQ_DEFAULT_HWM;
   z->max_msg = cfg->max_msg ? cfg->max_msg : SG_ZMQ_MAX_MSG;
   z->linger_ms = cfg->deadline_s < 2.0 ? (int)(cfg->deadline_s * 1e3) : 2000;
