@@ -28,17 +28,22 @@
  * receive takes the oldest match from there.  SG_ANY_TAG matches user tags
  * only, never the barrier's internal tags (transport_impl.h).
  *
- * Progress.  There is no background thread: the PULL socket is drained
- * whenever a call waits (zmq_poll with the remaining deadline).  A send
- * that finds the peer's queue full (SNDHWM messages, default 16, bounded on
- * purpose) also drains its own PULL socket while it waits, so two ranks
- * sending to each other, or a ring of ranks in sendrecv, always progress;
- * only a peer that is in no transport call at all holds a sender back.
+ * Progress.  There is no background thread: a call that waits takes
+ * messages off the PULL socket one at a time with a blocking receive
+ * (ZMQ_RCVTIMEO = the time left), which costs what a plain zmq_recv costs;
+ * zmq_poll plus a nonblocking drain cost 2.5x the system calls per message.
+ * A send that finds the peer's queue full (SNDHWM messages, default 16,
+ * bounded on purpose) blocks for up to 1 ms, then drains its own PULL
+ * socket while it waits (zmq_poll on both), so two ranks sending to each
+ * other, or a ring of ranks in sendrecv, always progress; only a peer that
+ * is in no transport call at all holds a sender back.
  *
  * Copies per payload byte:
  *   send()          1 memcpy into a zmq message (the call returns at once,
  *                   so zmq cannot keep pointing at the caller's buffer)
- *   isend/sendrecv  0 for payloads >= SG_ZMQ_ZEROCOPY_MIN: zmq_msg_init_data
+ *   isend/sendrecv  ipc, >= SG_ZMQ_ZEROCOPY_MIN: 1 in all, the receiver's
+ *                   process_vm_readv from the sender's buffer (below)
+ *   isend/sendrecv  tcp/inproc, 0 for payloads >= SG_ZMQ_ZEROCOPY_MIN: zmq_msg_init_data
  *                   on the caller's buffer, which must stay valid until
  *                   wait() anyway; wait() returns when zmq releases it
  *                   (tcp/ipc: written to the kernel; inproc: the receiver
@@ -65,6 +70,26 @@
  * one (CMA).  Tried without gain beyond noise: ZMQ_IO_THREADS 2,
  * SNDBUF/RCVBUF 4 MiB, tcp instead of ipc, ring segments 256K-8M, an
  * eventfd for zero-copy release instead of the spin in zq_wait_req.
+ *
+ * Same-host sends read by the receiver (ipc).  Over a socket a byte is
+ * copied three times (into the kernel, out of it into zmq's message, into
+ * the receive buffer) where Open MPI's shared-memory transport copies it
+ * once (CMA: process_vm_readv).  So over ipc, whose ranks share a host, an
+ * isend of >= SG_ZMQ_ZEROCOPY_MIN sends only a descriptor {address, id}
+ * (flag ZQ_CMA); the receiver reads the payload from the sender's memory
+ * straight into the matching posted receive, or into a queued message
+ * when none is posted (so the sender never waits for a receive to be
+ * posted), and answers ZQ_ACK {id, errno} on the internal tag ZQ_TAG_ACK,
+ * which releases the sender's wait.  The peer's pid is the one in its ipc
+ * endpoint name.  Off where the kernel refuses the read (Yama
+ * ptrace_scope > 0, or process_vm_readv itself refused); a read that fails
+ * anyway fails the receive, and the send through the acknowledgement.  An
+ * acknowledgement never waits for room: one that the peer's full queue
+ * refuses is kept and retried every millisecond of any wait.  ipc is not
+ * authenticated (its socket files lie in the harness's run directory): a
+ * process that could connect could already inject any payload; with a
+ * descriptor it can make a receive fail (a bad address), which over ipc
+ * is therefore an error, not a dropped message.
  *
  * Shutdown.  ZMQ_LINGER is min(deadline, 2 s): enough for the last
  * messages to leave, and a dead peer cannot make destroy block longer.
