@@ -41,7 +41,7 @@
  * Copies per payload byte:
  *   send()          1 memcpy into a zmq message (the call returns at once,
  *                   so zmq cannot keep pointing at the caller's buffer)
- *   isend/sendrecv  ipc, >= SG_ZMQ_ZEROCOPY_MIN: 1 in all, the receiver's
+ *   isend/sendrecv  ipc, >= SG_ZMQ_CMA_MIN: 1 in all, the receiver's
  *                   process_vm_readv from the sender's buffer (below)
  *   isend/sendrecv  tcp/inproc, 0 for payloads >= SG_ZMQ_ZEROCOPY_MIN: zmq_msg_init_data
  *                   on the caller's buffer, which must stay valid until
@@ -75,7 +75,7 @@
  * copied three times (into the kernel, out of it into zmq's message, into
  * the receive buffer) where Open MPI's shared-memory transport copies it
  * once (CMA: process_vm_readv).  So over ipc, whose ranks share a host, an
- * isend of >= SG_ZMQ_ZEROCOPY_MIN sends only a descriptor {address, id}
+ * isend of >= SG_ZMQ_CMA_MIN sends only a descriptor {address, id}
  * (flag ZQ_CMA); the receiver reads the payload from the sender's memory
  * straight into the matching posted receive, or into a queued message
  * when none is posted (so the sender never waits for a receive to be
@@ -114,6 +114,12 @@
 #define SG_ZMQ_DEFAULT_HWM 16
 #define SG_ZMQ_SEND_BLOCK_MS 1 /* see zq_push_frame */
 #define SG_ZMQ_ZEROCOPY_MIN (256u * 1024u)
+/* ipc isends from here on are read by the receiver.  Each costs an
+ * acknowledgement's round trip through both I/O threads (~100 us on 2
+ * loaded cores), so an isend + wait of 256 KiB ran at 0.28x of a
+ * zero-copy socket send and 512 KiB at 0.57x; from 1 MiB it wins (1.3x,
+ * 2 MiB 2.1x: zmq_raw_bench --mode isend). */
+#define SG_ZMQ_CMA_MIN (1u << 20)
 #define ZQ_ZEROCOPY 1u
 #define ZQ_CMA 2u /* ipc: the payload frame is a zq_cma_t, the data stays with the sender */
 #define ZQ_ACK 4u /* the receiver has read that send (zq_cma_t: id, error) */
@@ -547,7 +553,8 @@ static int zq_send(zcomm_t *z, int dst, int tag, const void *buf, size_t len,
                         dst, SG_BLAME_PEER_CLOSED);
   c->sent[dst] += len;
   zq_hdr_t h = {.src = c->rank, .tag = tag, .len = len};
-  if (zc && dst != c->rank && z->pid && z->pid[dst]) { /* dst reads buf itself */
+  if (zc && dst != c->rank && z->pid && z->pid[dst] && len >= SG_ZMQ_CMA_MIN) {
+    /* dst reads buf itself */
     zq_cma_t d = {.addr = (uint64_t)(uintptr_t)buf, .id = ++z->cma_seq};
     zc->zerocopy = zc->cma = 1;
     zc->id = d.id;
