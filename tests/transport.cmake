@@ -26,3 +26,6 @@ foreach(case_timeout
 endforeach()
 # The rendezvous over CURVE: a rank registers only as itself.
 sg_add_test(test_rdv_auth SOURCES test_rdv_auth.c TIMEOUT 30)
+# ipc isends read from the sender's memory: both receive paths, and a read
+# that fails fails both ranks at once.
+sg_add_test(test_zmq_cma SOURCES test_zmq_cma.c TIMEOUT 90 LABELS transport)

@@ -17,7 +17,10 @@
  *        sg_wait (zero-copy from 256 KiB) on the sending side.
  * Each pair of runs is repeated R times (default 3), raw and sgdlab
  * interleaved; the table gives medians.  Output: one line per size with
- * MB/s and microseconds of both and their ratios.
+ * MB/s and microseconds of both and their ratios, and the CPU time each
+ * rank's process (main and zmq I/O thread) spent per GiB of the burst:
+ * on a loaded machine the wall clock says little, the CPU cost still
+ * compares the two.
  */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -44,9 +47,20 @@ typedef struct bench {
   char dir[64];
 } bench_t;
 
-typedef struct one { /* what one rank-0 pass measured, per size */
+typedef struct one { /* what one pass measured, per size */
   double mbs[MAX_SIZES], rtt_us[MAX_SIZES];
+  double cpu[2][MAX_SIZES]; /* CPU seconds per GiB of the burst, rank 0 and 1 */
+  int rank;                 /* which rank wrote it */
 } one_t;
+
+/* CPU time of the whole process (its zmq I/O thread included): what a rank
+ * spends per byte, which a loaded machine disturbs far less than the wall
+ * clock does. */
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static int iters_for(size_t size) { /* ~256 MiB per throughput burst, 8..2000 */
   size_t n = ((size_t)256 << 20) / size;
@@ -81,11 +95,12 @@ static int pattern(io_t *io, const bench_t *b, one_t *out, char *buf) {
       if (io->rank == 0 && (io->send(io, buf, s) || io->recv(io, buf, s))) return -1;
       if (io->rank == 1 && (io->recv(io, buf, s) || io->send(io, buf, s))) return -1;
     }
-    double t0 = sg_now();
+    double t0 = sg_now(), c0 = cpu_now();
     for (int i = 0; i < n; i++)
       if (io->rank == 0 ? io->send(io, buf, s) : io->recv(io, buf, s)) return -1;
     if (io->rank == 0 ? io->recv(io, buf, 0) : io->send(io, buf, 0)) return -1;
     out->mbs[k] = (double)s * n / (sg_now() - t0) / 1e6;
+    out->cpu[io->rank][k] = (cpu_now() - c0) / ((double)s * n / (1 << 30));
     double rtt[200];
     for (int i = 0; i < rt; i++) {
       double t1 = sg_now();
@@ -146,6 +161,7 @@ static int sg_recv_(io_t *io, void *buf, size_t cap) {
 
 static int sg_rank(const bench_t *b, int rank, const char *rdv, one_t *out, char *buf) {
   sg_comm_t *c = NULL;
+  sg_zmq_malloc_keep(); /* as sgdlab-rank's main does, and as the raw side does */
   sg_zmq_cfg_t cfg = {.rank = rank, .size = 2, .deadline_s = 60, .scheme = b->scheme,
                       .rendezvous = rdv, .ipc_dir = b->dir};
   if (sg_comm_zmq_new(&c, &cfg) < 0) {
@@ -171,11 +187,11 @@ static int pass(const bench_t *b, int sg, int port, one_t *out) {
     if ((pid[r] = fork()) == 0) {
       close(fd[0]);
       char *buf = malloc(b->max);
-      one_t res = {{0}, {0}};
+      one_t res = {.rank = r};
       if (!buf) _exit(1);
       memset(buf, r + 1, b->max);
       int rc = sg ? sg_rank(b, r, rdv_ep, &res, buf) : raw_rank(b, r, port, &res, buf);
-      if (r == 0 && rc == 0 && write(fd[1], &res, sizeof res) != (ssize_t)sizeof res) rc = -1;
+      if (rc == 0 && write(fd[1], &res, sizeof res) != (ssize_t)sizeof res) rc = -1;
       _exit(rc ? 1 : 0);
     }
   }
@@ -200,8 +216,15 @@ static int pass(const bench_t *b, int sg, int port, one_t *out) {
   }
   sg_rdv_destroy(&rdv);
   zmq_ctx_term(ctx);
-  int got = read(fd[0], out, sizeof *out) == (ssize_t)sizeof *out;
+  one_t res[2]; /* one from each rank, in either order (each write < PIPE_BUF: whole) */
+  int got = read(fd[0], &res[0], sizeof res[0]) == (ssize_t)sizeof res[0] &&
+            read(fd[0], &res[1], sizeof res[1]) == (ssize_t)sizeof res[1];
   close(fd[0]);
+  if (got) { /* rank 0 measured the wall clock; each rank its own CPU */
+    const one_t *r0 = res[0].rank == 0 ? &res[0] : &res[1], *r1 = r0 == res ? &res[1] : &res[0];
+    *out = *r0;
+    memcpy(out->cpu[1], r1->cpu[1], sizeof out->cpu[1]);
+  }
   return ok && got ? 0 : -1;
 }
 
@@ -220,19 +243,23 @@ static int usage(void) {
 }
 
 static void report(const bench_t *b, one_t *raw, one_t *sg) {
-  printf("# scheme %s, mode %s, median of %d interleaved passes\n", b->scheme, b->mode, b->reps);
-  printf("%10s %12s %12s %7s %12s %12s %7s\n", "size(B)", "raw MB/s", "sgdlab MB/s", "ratio",
-         "raw rtt us", "sgdlab rtt", "ratio");
+  printf("# scheme %s, mode %s, median of %d interleaved passes; cpu = CPU s per GiB of the\n"
+         "# burst, whole process (sender tx, receiver rx)\n", b->scheme, b->mode, b->reps);
+  printf("%10s %9s %9s %6s %9s %9s %6s %6s %6s %6s %6s %6s %6s\n", "size(B)", "raw MB/s",
+         "sg MB/s", "ratio", "raw rtt", "sg rtt", "ratio", "rawtx", "sgtx", "ratio", "rawrx",
+         "sgrx", "ratio");
   for (int k = 0; k < b->nsizes; k++) {
-    double v[4][MAX_REPS];
+    double v[8][MAX_REPS], m[8];
     for (int r = 0; r < b->reps; r++) {
       v[0][r] = raw[r].mbs[k], v[1][r] = sg[r].mbs[k];
       v[2][r] = raw[r].rtt_us[k], v[3][r] = sg[r].rtt_us[k];
+      v[4][r] = raw[r].cpu[0][k], v[5][r] = sg[r].cpu[0][k];
+      v[6][r] = raw[r].cpu[1][k], v[7][r] = sg[r].cpu[1][k];
     }
-    double m[4];
-    for (int i = 0; i < 4; i++) m[i] = median(v[i], b->reps);
-    printf("%10zu %12.0f %12.0f %7.2f %12.1f %12.1f %7.2f\n", b->min << k, m[0], m[1],
-           m[1] / m[0], m[2], m[3], m[3] / m[2]);
+    for (int i = 0; i < 8; i++) m[i] = median(v[i], b->reps);
+    printf("%10zu %9.0f %9.0f %6.2f %9.1f %9.1f %6.2f %6.3f %6.3f %6.2f %6.3f %6.3f %6.2f\n",
+           b->min << k, m[0], m[1], m[1] / m[0], m[2], m[3], m[3] / m[2], m[4], m[5],
+           m[5] / m[4], m[6], m[7], m[7] / m[6]);
   }
 }
 
