@@ -51,7 +51,13 @@ static int on_step(serve_t *s, int rank, const unsigned char *p) {
   if (ri->last_step < 0 && !(x.t_start <= s->times.first_step)) s->times.first_step = x.t_start;
   ri->last_step = x.step;
   s->armed = 1;
-  s->times.last_step_end = sg_wall() - s->times.t0;
+  /* the step's end on the rank's clock, not the record's arrival: step
+   * records travel in batches (records.h), and the last batch may leave
+   * only after the evaluation that follows the last step */
+  double end = x.t_start;
+  const double part[] = {x.compute_s, x.comm_s, x.wait_s};
+  for (int i = 0; i < 3; i++) end += isfinite(part[i]) && part[i] > 0 ? part[i] : 0;
+  if (isfinite(end) && !(end <= s->times.last_step_end)) s->times.last_step_end = end;
   sg_progress_step(s->env->progress, x.step, x.epoch);
   return SG_OK;
 }

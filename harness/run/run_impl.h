@@ -61,7 +61,7 @@ typedef struct run_times {
   int nhello;
   double last_hello;    /* sg_now() when the last HELLO came */
   double first_step;    /* latest first-step start of a rank, seconds since t0; NAN: none */
-  double last_step_end; /* latest step record's arrival, seconds since t0 */
+  double last_step_end; /* latest step end on the ranks' clocks, seconds since t0 */
   double last_done;     /* sg_now() of the last DONE, 0: none */
   double data_s, eval_s, eval_in_s; /* the ranks' own: max, sum, sum; NAN: none */
 } run_times_t;
