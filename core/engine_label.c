@@ -7,7 +7,8 @@
 
 /* Run and workload keys a label spells when they differ from the
  * default: they change what the run measures, not where it keeps files. */
-const char *const sg_engine_label_overrides[] = {"transport", "momentum", "lr_schedule", NULL};
+const char *const sg_engine_label_overrides[] = {"transport", "momentum", "lr_schedule",
+                                                 "zmq_cma",   "denormals", NULL};
 #define OVERRIDES sg_engine_label_overrides
 
 /* "1M" and "1048576" are the same value: numbers with a K/M/G suffix

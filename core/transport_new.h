@@ -45,7 +45,12 @@ typedef struct sg_zmq_cfg {
   const char *bind_addr;  /* tcp: the address to bind (a cluster host's, given by
                              the harness); NULL or "" = derived from the
                              rendezvous (loopback, or the address toward it) */
+  int no_cma;             /* ipc: 1 = never read a peer's memory (zmq_cma: off) */
 } sg_zmq_cfg_t;
+
+/* 1 when this zmq comm reads large ipc sends from the sender's memory
+ * (zmq_cma: auto where the kernel allows it), 0 otherwise. */
+int sg_comm_zmq_cma(const sg_comm_t *c);
 
 /* Default cap on one message's payload (ZMQ_MAXMSGSIZE of the receiving
  * socket): larger than any model or benchmark message sgdlab sends. */

@@ -1000,7 +1000,7 @@ static int zq_cma_works(void) {
  * (zq_bind), so large isends can be read by the receiver from the
  * sender's memory.  A peer whose endpoint does not parse keeps sockets. */
 static int zq_cma_setup(zcomm_t *z, const sg_zmq_cfg_t *cfg, char (*eps)[SG_ENDPOINT_MAX]) {
-  if (strcmp(cfg->scheme, "ipc") || !cfg->rendezvous || !zq_cma_works()) return 0;
+  if (cfg->no_cma || strcmp(cfg->scheme, "ipc") || !cfg->rendezvous || !zq_cma_works()) return 0;
   z->pid = calloc((size_t)cfg->size, sizeof *z->pid);
   if (!z->pid) return sg_err_set(SG_ENOMEM, "zmq transport: rank %d: no memory", cfg->rank);
   for (int r = 0; r < cfg->size; r++) {
@@ -1112,4 +1112,8 @@ int sg_zmq_max_sockets(void) {
   int n = z ? zmq_ctx_get(z, ZMQ_MAX_SOCKETS) : ZMQ_MAX_SOCKETS_DFLT;
   if (z) zmq_ctx_term(z);
   return n < 1 ? ZMQ_MAX_SOCKETS_DFLT : n;
+}
+
+int sg_comm_zmq_cma(const sg_comm_t *c) {
+  return c && c->ops == &zmq_ops && ((const zcomm_t *)c)->pid != NULL;
 }

@@ -105,6 +105,7 @@ static int rank_comm_zmq(sg_comm_t **comm, const sg_opts_t *o, int rank, int siz
                      .ipc_dir = sg_opts_str_or(o, "_rundir", NULL),
                      .keys = keys,
                      .bind_addr = addr,
+                     .no_cma = !strcmp(sg_opts_str_or(o, "zmq_cma", "auto"), "off"),
                      .rendezvous = rdv[0] ? rdv : NULL};
   sg_zmq_malloc_keep(); /* this process's allocator: this main decides */
   return sg_comm_zmq_new(comm, &zc);
@@ -180,6 +181,8 @@ int main(int argc, char **argv) {
     SG_TRY(rank_comm_mpi(&comm, rank, sh.size, sh.deadline, rec));
   else
     SG_TRY(rank_comm_zmq(&comm, o, rank, sh.size, sh.deadline, keys));
+  if (!mpi && rank == 0) /* which path large ipc sends took (zmq_cma) */
+    SG_TRY(sg_records_info(rec, "transport.zmq_cma", sg_comm_zmq_cma(comm) ? "on" : "off"));
 
   SG_TRY(sg_device_bind(comm, o)); /* device: cuda: this rank's GPU */
   /* the engine's start: its trainlog reports the data load from here */

@@ -32,6 +32,7 @@
 
 typedef struct result {
   int rc, bad_a, bad_b; /* bad_*: index of the first wrong byte + 1, or 0 */
+  int cma;              /* sg_comm_zmq_cma of the rank's comm */
   char msg[512];
 } result_t;
 
@@ -82,15 +83,18 @@ static int rank1(sg_comm_t *c, int to0, int from0, result_t *res) {
   return 0;
 }
 
+static int no_cma; /* zmq_cma: off for the next pair */
+
 static void child(int rank, const char *dir, const char *rdv, int broken, int p01[2],
                   int p10[2], int out) {
   result_t res = {0};
   sg_comm_t *c = NULL;
   sg_zmq_cfg_t cfg = {.rank = rank, .size = 2, .deadline_s = 10, .scheme = "ipc",
-                      .rendezvous = rdv, .ipc_dir = dir};
+                      .rendezvous = rdv, .ipc_dir = dir, .no_cma = no_cma};
   if (sg_comm_zmq_new(&c, &cfg) < 0) fail(&res, -1);
   else if (rank == 0) rank0(c, broken, p01[1], p10[0], &res);
   else rank1(c, p10[1], p01[0], &res);
+  res.cma = sg_comm_zmq_cma(c);
   sg_comm_destroy(&c);
   _exit(write(out, &res, sizeof res) == sizeof res ? 0 : 1);
 }
@@ -158,4 +162,20 @@ TEST(cma_read_failure_fails_both_ranks_loudly) {
   CHECK(strstr(res[1].msg, "cannot read a 1048579-byte message from rank 0"));
   CHECK_EQ_INT(res[0].rc, SG_EIO);
   CHECK(strstr(res[0].msg, "rank 1") && strstr(res[0].msg, "could not read"));
+}
+
+/* zmq_cma: off keeps every byte in ZeroMQ's sockets: the comm says so and
+ * the same transfers arrive byte for byte; auto (the pair above) reads. */
+TEST(cma_off_sends_through_the_sockets) {
+  result_t res[2] = {{0}, {0}};
+  CHECK_EQ_INT(run_pair(0, res), 0);
+  CHECK(res[0].cma == 1 && res[1].cma == 1);
+  no_cma = 1;
+  memset(res, 0, sizeof res);
+  CHECK_EQ_INT(run_pair(0, res), 0);
+  no_cma = 0;
+  CHECK(res[0].cma == 0 && res[1].cma == 0);
+  CHECK_MSG(res[0].rc == 0 && res[1].rc == 0, "%s / %s", res[0].msg, res[1].msg);
+  CHECK_MSG(res[1].bad_a == 0 && res[1].bad_b == 0, "bytes wrong: %d %d", res[1].bad_a,
+            res[1].bad_b);
 }
