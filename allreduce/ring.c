@@ -113,17 +113,19 @@ static void plan(ring_plan_t *p, int n, int r, size_t count, const sg_ar_opts_t 
   p->units = 2 * (size_t)(n - 1) * p->nseg;
 }
 
-/* Receive slots d, send slots q = nseg + d + 2: the loop below keeps
- * fewer than q sends in flight (it waits for send v - d once unit v is
- * received), so a send slot and its staging are free when reused. */
+/* Receive slots d, send slots q = nseg + 2d + 2.  The loop below waits
+ * for send v - d once unit v is received, so fewer than q sends are in
+ * flight; a recvReduceSend receive u is posted d - 1 units ahead, into the
+ * staging slot of send u + nseg, whose previous send u + nseg - q has then
+ * been waited for already (q > nseg + 2d - 1), so it never stalls. */
 static void ring_needs(int n, size_t count, const sg_ar_opts_t *o, size_t *scratch,
                        size_t *reqs) {
   ring_plan_t p;
   plan(&p, n, 0, count, o);
-  size_t d = depth_of(o), q = p.nseg + d + 2;
+  size_t d = depth_of(o), q = p.nseg + 2 * d + 2;
   size_t seg = p.seg < sg_ar_chunk_len(count, n, 0) ? p.seg : sg_ar_chunk_len(count, n, 0);
   *scratch = (d + q) * seg; /* receive slots, then staging slots */
-  *reqs = d + q;
+  *reqs = d + q + d;        /* receive, send requests; where receives land */
 }
 
 /* The state of one call: the plan and the primitives' slots. */
@@ -150,13 +152,19 @@ static int post_recvs(ring_run_t *k, size_t limit) {
   while (k->posted_recv < limit) {
     size_t v = k->posted_recv, off, len = unit_recvd(k, v, &off);
     float *dst = NULL;
+    int s = (int)(v / k->p.nseg);
+    if (s < k->p.n - 2) { /* recvReduceSend: lands where it is summed and sent on */
+      SG_CHECK(sg_prim_post_recv_fwd(&k->pr, v, s, v + k->p.nseg, len));
+      k->posted_recv++;
+      continue;
+    }
     if (v >= k->rs_units && !k->pr.half) {
       size_t twin = v - k->rs_units; /* the unit that sent from this segment */
       if (twin >= k->pr.posted_send) break;
       SG_CHECK(sg_prim_wait_sends(&k->pr, twin + 1));
       dst = k->buf + off;
     }
-    SG_CHECK(sg_prim_post_recv(&k->pr, v, (int)(v / k->p.nseg), dst, len));
+    SG_CHECK(sg_prim_post_recv(&k->pr, v, s, dst, len));
     k->posted_recv++;
   }
   return SG_OK;
@@ -197,12 +205,13 @@ static int ring_setup(ring_run_t *k, sg_comm_t *c, float *buf, size_t count,
   *pr = (sg_prim_t){.c = c, .left = (r + n - 1) % n, .right = (r + 1) % n,
                     .tag = SG_AR_TAG_RING, .d = depth_of(o),
                     .half = o->compress == SG_AR_COMPRESS_FP16};
-  pr->q = need_r - pr->d;
-  pr->slot_floats = need_s / need_r;
+  pr->q = need_r - 2 * pr->d;
+  pr->slot_floats = need_s / (pr->d + pr->q);
   pr->rslot = o->scratch;
   pr->stage = o->scratch + pr->d * pr->slot_floats;
   pr->rreq = (sg_req_t **)o->reqs;
   pr->sreq = (sg_req_t **)o->reqs + pr->d;
+  pr->rat = (float **)(o->reqs + pr->d + pr->q);
   return SG_OK;
 }
 
