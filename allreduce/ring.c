@@ -94,20 +94,11 @@ static size_t segment(const ring_plan_t *p, int c, size_t j, size_t *off) {
   return clen - lo < p->seg ? clen - lo : p->seg;
 }
 
-static size_t seg_floats(const sg_ar_opts_t *o) {
-  size_t b = o && o->segment_bytes ? o->segment_bytes : SG_AR_SEGMENT_DEFAULT;
-  size_t f = b / sizeof(float);
-  return f ? f : 1;
-}
-static size_t depth_of(const sg_ar_opts_t *o) {
-  return o && o->depth > 0 ? (size_t)o->depth : SG_AR_DEPTH_DEFAULT;
-}
-
 static void plan(ring_plan_t *p, int n, int r, size_t count, const sg_ar_opts_t *o) {
   p->n = n;
   p->r = r;
   p->count = count;
-  p->seg = seg_floats(o);
+  p->seg = sg_ar_seg_floats(o);
   size_t maxchunk = sg_ar_chunk_len(count, n, 0);
   p->nseg = (maxchunk + p->seg - 1) / p->seg;
   p->units = 2 * (size_t)(n - 1) * p->nseg;
@@ -122,7 +113,7 @@ static void ring_needs(int n, size_t count, const sg_ar_opts_t *o, size_t *scrat
                        size_t *reqs) {
   ring_plan_t p;
   plan(&p, n, 0, count, o);
-  size_t d = depth_of(o), q = p.nseg + 2 * d + 2;
+  size_t d = sg_ar_depth(o), q = p.nseg + 2 * d + 2;
   size_t seg = p.seg < sg_ar_chunk_len(count, n, 0) ? p.seg : sg_ar_chunk_len(count, n, 0);
   *scratch = (d + q) * seg; /* receive slots, then staging slots */
   *reqs = d + q + d;        /* receive, send requests; where receives land */
@@ -203,7 +194,7 @@ static int ring_setup(ring_run_t *k, sg_comm_t *c, float *buf, size_t count,
   k->posted_recv = 0;
   sg_prim_t *pr = &k->pr;
   *pr = (sg_prim_t){.c = c, .left = (r + n - 1) % n, .right = (r + 1) % n,
-                    .tag = SG_AR_TAG_RING, .d = depth_of(o),
+                    .tag = SG_AR_TAG_RING, .d = sg_ar_depth(o),
                     .half = o->compress == SG_AR_COMPRESS_FP16};
   pr->q = need_r - 2 * pr->d;
   pr->slot_floats = need_s / (pr->d + pr->q);

@@ -38,6 +38,9 @@ static inline float widen(uint16_t u) {
   }                                                                                     \
   attr static void acc16_##sfx(float *restrict d, const uint16_t *restrict s, size_t n) { \
     for (size_t i = 0; i < n; i++) d[i] += widen(s[i]);                                \
+  }                                                                                     \
+  attr static void round16_##sfx(float *x, size_t n) {                                  \
+    for (size_t i = 0; i < n; i++) x[i] = (float)(_Float16)x[i];                        \
   }
 
 KERNELS(soft, )
@@ -59,4 +62,8 @@ void sg_sum_f16(uint16_t *restrict dst, const float *restrict a, const uint16_t 
 void sg_acc_f16(float *restrict dst, const uint16_t *restrict src, size_t n) {
   if (have_f16c()) acc16_f16c(dst, src, n);
   else acc16_soft(dst, src, n);
+}
+void sg_round_f16(float *x, size_t n) {
+  if (have_f16c()) round16_f16c(x, n);
+  else round16_soft(x, n);
 }
