@@ -46,8 +46,8 @@ static int wait_recv(sg_prim_t *p, size_t u, size_t len) {
   if (!*rq) return SG_OK;
   SG_CHECK(sg_wait(p->c, rq, &st));
   if (st.bytes != wire(p, len))
-    return sg_err_set(SG_EPROTO, "ring: %zu B from rank %d, tag %d, where the segment is %zu B",
-                      st.bytes, p->left, st.tag, wire(p, len));
+    return sg_err_set(SG_EPROTO, "%s: %zu B from rank %d, tag %d, where the segment is %zu B",
+                      p->what, st.bytes, p->left, st.tag, wire(p, len));
   return SG_OK;
 }
 

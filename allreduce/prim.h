@@ -44,6 +44,7 @@
 
 typedef struct sg_prim {
   sg_comm_t *c;
+  const char *what;     /* "ring", "rhd": names the algorithm in errors */
   int left, right, tag; /* tag of step s = tag + s */
   size_t d, q;          /* receive slots; send slots */
   size_t slot_floats;   /* floats per receive / staging slot */

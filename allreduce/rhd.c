@@ -129,7 +129,7 @@ static int rhd_setup(rhd_run_t *k, sg_comm_t *c, float *buf, size_t count,
   k->buf = buf;
   k->seg = need_s / (2 * d);
   k->next_recv = 0;
-  k->pr = (sg_prim_t){.c = c, .tag = SG_AR_TAG_RHD, .d = d, .q = d, .slot_floats = k->seg,
+  k->pr = (sg_prim_t){.c = c, .what = "rhd", .tag = SG_AR_TAG_RHD, .d = d, .q = d, .slot_floats = k->seg,
                       .rslot = o->scratch, .stage = o->scratch + d * k->seg,
                       .rreq = (sg_req_t **)o->reqs, .sreq = (sg_req_t **)o->reqs + d,
                       .rat = (float **)(o->reqs + 2 * d),

@@ -193,7 +193,7 @@ static int ring_setup(ring_run_t *k, sg_comm_t *c, float *buf, size_t count,
   k->rs_units = (size_t)(n - 1) * k->p.nseg;
   k->posted_recv = 0;
   sg_prim_t *pr = &k->pr;
-  *pr = (sg_prim_t){.c = c, .left = (r + n - 1) % n, .right = (r + 1) % n,
+  *pr = (sg_prim_t){.c = c, .what = "ring", .left = (r + n - 1) % n, .right = (r + 1) % n,
                     .tag = SG_AR_TAG_RING, .d = sg_ar_depth(o),
                     .half = o->compress == SG_AR_COMPRESS_FP16};
   pr->q = need_r - 2 * pr->d;
