@@ -8,7 +8,7 @@
  *
  *   algorithm  file     bytes sent per rank (K = 4*count)   messages per rank
  *   ring       ring.c   2K(N-1)/N  (bandwidth optimal)      2(N-1) * segments
- *   rhd        rhd.c    2K(p-1)/p  (+K for folded ranks)    2 log2(p) (+1 or 2)
+ *   rhd        rhd.c    2K(p-1)/p  (+K for folded ranks)    (2 log2(p) (+1 or 2)) * segments
  *   native     native.c whatever Open MPI chooses           -
  *
  * (p = the largest power of two <= N.)
