@@ -17,16 +17,9 @@ static size_t wire(const sg_prim_t *p, size_t len) { return len * (p->half ? 2 :
 int sg_prim_post_recv(sg_prim_t *p, size_t u, int s, float *dst, size_t len) {
   sg_req_t **rq = &p->rreq[u % p->d];
   *rq = NULL;
-  float *at = dst && !p->half ? dst : rslot(p, u);
-  p->rat[u % p->d] = at;
   if (!len) return SG_OK;
+  void *at = dst && !p->half ? (void *)dst : (void *)rslot(p, u);
   return sg_irecv(p->c, p->left, p->tag + s, at, wire(p, len), rq);
-}
-
-int sg_prim_post_recv_fwd(sg_prim_t *p, size_t u, int s, size_t v, size_t len) {
-  if (p->half) return sg_prim_post_recv(p, u, s, NULL, len);
-  if (v >= p->q) SG_CHECK(sg_prim_wait_sends(p, v - p->q + 1));
-  return sg_prim_post_recv(p, u, s, stage(p, v), len);
 }
 
 int sg_prim_wait_sends(sg_prim_t *p, size_t limit) {
@@ -65,18 +58,18 @@ int sg_prim_send(sg_prim_t *p, size_t v, int s_send, const float *in, size_t len
   return post_send(p, v, s_send, stage16(p, v), len);
 }
 
-/* The staging slot of send unit v was last read by send v - q, which the
+/* The partial sum overwrites the input (prim.h).  With halves it goes to
+ * the staging slot of send unit v, last read by send v - q, which the
  * caller has waited for (it keeps fewer than q sends in flight). */
-int sg_prim_recv_reduce_send(sg_prim_t *p, size_t u, const float *in, size_t len, size_t v,
+int sg_prim_recv_reduce_send(sg_prim_t *p, size_t u, float *inout, size_t len, size_t v,
                              int s_send) {
-  if (len) {
-    SG_CHECK(wait_recv(p, u, len));
-    float *got = p->rat[u % p->d];
-    if (p->half) sg_sum_f16(stage16(p, v), in, rslot16(p, u), len);
-    else if (got == stage(p, v)) sg_sum_f32(got, in, len); /* in place: recv + in */
-    else sg_sum3_f32(stage(p, v), in, got, len);
+  if (len) SG_CHECK(wait_recv(p, u, len));
+  if (!p->half) {
+    sg_sum_f32(inout, rslot(p, u), len);
+    return post_send(p, v, s_send, inout, len);
   }
-  return post_send(p, v, s_send, stage(p, v), len);
+  sg_sum_f16(stage16(p, v), inout, rslot16(p, u), len);
+  return post_send(p, v, s_send, stage16(p, v), len);
 }
 
 /* With halves on the wire the owner keeps the rounded sum too, so that
@@ -85,7 +78,7 @@ int sg_prim_recv_reduce_copy_send(sg_prim_t *p, size_t u, float *inout, size_t l
                                   int s_send) {
   if (len) SG_CHECK(wait_recv(p, u, len));
   if (!p->half) {
-    sg_sum_f32(inout, p->rat[u % p->d], len);
+    sg_sum_f32(inout, rslot(p, u), len);
     return post_send(p, v, s_send, inout, len);
   }
   sg_sum_f16(stage16(p, v), inout, rslot16(p, u), len);
@@ -112,6 +105,6 @@ int sg_prim_recv_reduce_copy(sg_prim_t *p, size_t u, float *inout, size_t len) {
   if (!len) return SG_OK;
   SG_CHECK(wait_recv(p, u, len));
   if (p->half) sg_acc_f16(inout, rslot16(p, u), len);
-  else sg_sum_f32(inout, p->rat[u % p->d], len);
+  else sg_sum_f32(inout, rslot(p, u), len);
   return SG_OK;
 }

@@ -7,20 +7,22 @@
  * exactly one of these primitives:
  *
  *   send                 send my input                          (RS step 0)
- *   recvReduceSend       stage = in + recv; send stage          (RS middle)
+ *   recvReduceSend       in += recv;        send in             (RS middle)
  *   recvReduceCopySend   out = in + recv;   send out            (RS last)
  *   recvCopySend         recv lands in out; send out            (AG middle)
  *   recv                 recv lands in out                      (AG last)
  *
- * Partial sums never touch the user buffer: recvReduceSend writes them
- * into the staging slot of the send it feeds, so only recvReduceCopySend
- * (the final sum of a chunk) and the allgather's receives write there.
- * Its receive is posted with sg_prim_post_recv_fwd and lands in that
- * staging slot itself, so the partial sum is made in place there (input
- * read, slot updated while still in cache) and sent from there.  Summing
- * a receive slot and the input into a third buffer cost one more stream
- * through memory per element (the staging slot's lines read for
- * ownership, then written back): 6-20 % of the ring at N = 4.
+ * recvReduceSend writes the partial sum over its input segment, which the
+ * schedule never reads again (the allgather brings the chunk's final sum
+ * there), and sends it from there.  It is recvReduceCopySend with float32
+ * on the wire; with halves only recvReduceCopySend keeps the (rounded) sum.
+ * Partial sums kept out of the user buffer need a staging area of about
+ * a chunk (a partial sum waits nseg units for the neighbour to take it),
+ * never in cache: summing a receive slot and the input into it cost the
+ * reduce 38 % more CPU at N = 4 (its lines read for ownership, then
+ * written back), landing the receive in it instead cost the kernel's copy
+ * 6 % more; on two cores with four ranks the ring is CPU-bound, so either
+ * made it slower than the in-place ring (docs/engines/allreduce.md).
  *
  * Two more primitives serve the pairwise exchanges of rhd, where the
  * partner changes per step (the caller sets left = right = partner):
@@ -29,9 +31,8 @@
  *   and `recv` above                                            (doubling)
  *
  * Units are numbered 0, 1, ..; receive unit u uses request rreq[u % d]
- * and lands in receive slot u % d, the caller's buffer or (fwd) a staging
- * slot, recorded in rat[u % d]; send unit v uses request sreq[v % q] and,
- * when staged, staging slot v % q.  The caller keeps at most q sends in
+ * and lands in receive slot u % d or the caller's buffer; send unit v uses
+ * request sreq[v % q] and, when staged (halves), staging slot v % q.  The caller keeps at most q sends in
  * flight (sg_prim_wait_sends) and at most d receives posted.  A length of
  * 0 means an empty unit: nothing travels and both sides skip it.
  */
@@ -52,7 +53,6 @@ typedef struct sg_prim {
   float *stage;         /* q staging slots */
   sg_req_t **rreq;      /* d */
   sg_req_t **sreq;      /* q */
-  float **rat;          /* d: where receive unit u % d lands */
   size_t posted_send, sent_done; /* sends below are posted / complete */
   int half; /* compress: fp16 -- halves on the wire, every receive lands in
              * a slot and is widened into place; sums stay float32 */
@@ -60,17 +60,13 @@ typedef struct sg_prim {
 
 /* Post receive unit u of step s into dst (NULL: its receive slot). */
 int sg_prim_post_recv(sg_prim_t *p, size_t u, int s, float *dst, size_t len);
-/* Post receive unit u of step s, which recvReduceSend will reduce and
- * forward as send unit v: it lands in v's staging slot (float32; halves
- * land in the receive slot), once send v - q no longer reads that slot. */
-int sg_prim_post_recv_fwd(sg_prim_t *p, size_t u, int s, size_t v, size_t len);
 /* Wait for the sends below unit `limit`. */
 int sg_prim_wait_sends(sg_prim_t *p, size_t limit);
 
 /* The five primitives.  v is the send unit, s_send its step; u the
  * receive unit, len the floats of both (a ring forwards what it gets). */
 int sg_prim_send(sg_prim_t *p, size_t v, int s_send, const float *in, size_t len);
-int sg_prim_recv_reduce_send(sg_prim_t *p, size_t u, const float *in, size_t len, size_t v,
+int sg_prim_recv_reduce_send(sg_prim_t *p, size_t u, float *inout, size_t len, size_t v,
                              int s_send);
 int sg_prim_recv_reduce_copy_send(sg_prim_t *p, size_t u, float *inout, size_t len, size_t v,
                                   int s_send);

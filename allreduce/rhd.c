@@ -60,13 +60,13 @@ static int pow2_floor(int n) {
 }
 
 /* d receive slots and q = d staging slots (halves to send) of one
- * segment each; request slots for both and where each receive landed. */
+ * segment each, and a request slot for each. */
 static void rhd_needs(int n, size_t count, const sg_ar_opts_t *o, size_t *scratch,
                       size_t *reqs) {
   size_t d = sg_ar_depth(o), seg = sg_ar_seg_floats(o);
   if (seg > count) seg = count;
   *scratch = n == 1 ? 0 : 2 * d * seg;
-  *reqs = n == 1 ? 0 : 3 * d;
+  *reqs = n == 1 ? 0 : 2 * d;
 }
 
 /* Elements of blocks [lo, hi) of p: offset and length. */
@@ -125,14 +125,13 @@ static int rhd_setup(rhd_run_t *k, sg_comm_t *c, float *buf, size_t count,
   if (!o || !o->scratch || o->scratch_count < need_s || !o->reqs || o->reqs_count < need_r)
     return sg_err_set(SG_EINVAL, "rhd allreduce of %zu floats needs %zu scratch floats "
                       "and %zu request slots (context sized too small)", count, need_s, need_r);
-  size_t d = need_r / 3;
+  size_t d = need_r / 2;
   k->buf = buf;
   k->seg = need_s / (2 * d);
   k->next_recv = 0;
   k->pr = (sg_prim_t){.c = c, .what = "rhd", .tag = SG_AR_TAG_RHD, .d = d, .q = d, .slot_floats = k->seg,
                       .rslot = o->scratch, .stage = o->scratch + d * k->seg,
                       .rreq = (sg_req_t **)o->reqs, .sreq = (sg_req_t **)o->reqs + d,
-                      .rat = (float **)(o->reqs + 2 * d),
                       .half = o->compress == SG_AR_COMPRESS_FP16};
   return SG_OK;
 }
