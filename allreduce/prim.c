@@ -8,7 +8,9 @@
 #include "reduce.h"
 
 static float *rslot(sg_prim_t *p, size_t u) { return p->rslot + (u % p->d) * p->slot_floats; }
-static float *stage(sg_prim_t *p, size_t v) { return p->stage + (v % p->q) * p->slot_floats; }
+static float *stage(sg_prim_t *p, size_t v) {
+  return p->stage + (v % (p->qs ? p->qs : p->q)) * p->slot_floats;
+}
 /* The same slots hold halves when p->half (a slot of floats fits them). */
 static uint16_t *rslot16(sg_prim_t *p, size_t u) { return (uint16_t *)rslot(p, u); }
 static uint16_t *stage16(sg_prim_t *p, size_t v) { return (uint16_t *)stage(p, v); }
@@ -59,8 +61,8 @@ int sg_prim_send(sg_prim_t *p, size_t v, int s_send, const float *in, size_t len
 }
 
 /* The partial sum overwrites the input (prim.h).  With halves it goes to
- * the staging slot of send unit v, last read by send v - q, which the
- * caller has waited for (it keeps fewer than q sends in flight). */
+ * the staging slot of send unit v, last read by send v - qs, which the
+ * caller has waited for (it keeps fewer than qs sends in flight). */
 int sg_prim_recv_reduce_send(sg_prim_t *p, size_t u, float *inout, size_t len, size_t v,
                              int s_send) {
   if (len) SG_CHECK(wait_recv(p, u, len));

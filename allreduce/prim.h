@@ -32,7 +32,7 @@
  *
  * Units are numbered 0, 1, ..; receive unit u uses request rreq[u % d]
  * and lands in receive slot u % d or the caller's buffer; send unit v uses
- * request sreq[v % q] and, when staged (halves), staging slot v % q.  The caller keeps at most q sends in
+ * request sreq[v % q] and, when staged (halves), staging slot v % qs.  The caller keeps at most q sends in
  * flight (sg_prim_wait_sends) and at most d receives posted.  A length of
  * 0 means an empty unit: nothing travels and both sides skip it.
  */
@@ -47,7 +47,8 @@ typedef struct sg_prim {
   sg_comm_t *c;
   const char *what;     /* "ring", "rhd": names the algorithm in errors */
   int left, right, tag; /* tag of step s = tag + s */
-  size_t d, q;          /* receive slots; send slots */
+  size_t d, q;          /* receive slots; send (request) slots */
+  size_t qs;            /* staging slots (halves to send); 0: q of them */
   size_t slot_floats;   /* floats per receive / staging slot */
   float *rslot;         /* d receive slots */
   float *stage;         /* q staging slots */

@@ -38,9 +38,11 @@
  * recvReduceCopy of the whole vector and the unfold `send` / `recv`.
  * Partial sums stay in the user buffer, as in MPICH.  Every exchange is
  * cut into segments of o->segment_bytes (the ring's), so a received
- * segment is still in cache when it is added, and each side posts its
- * receives o->depth segments ahead and its sends before waiting for the
- * matching receive (so neither side can wait for the other).  Elementwise,
+ * segment is still in cache when it is added; each side posts all its
+ * sends first (halves: as its o->depth staging slots free up) and its
+ * receives o->depth segments ahead, and never waits for a send before
+ * the receives it has posted (so neither side can wait for the other).
+ * Elementwise,
  * the sums are those of the unsegmented exchange, bit for bit.
  *
  * compress: fp16: every exchange travels as halves, received halves are
@@ -48,6 +50,8 @@
  * own block to a half, so the doubling and unfold move exact halves and
  * every replica ends with the same bits.
  */
+#include <stdint.h>
+
 #include "allreduce.h"
 #include "compress_half.h"
 #include "err.h"
@@ -59,14 +63,18 @@ static int pow2_floor(int n) {
   return p;
 }
 
-/* d receive slots and q = d staging slots (halves to send) of one
- * segment each, and a request slot for each. */
+/* d receive slots and d staging slots (halves to send) of one segment
+ * each; d receive requests and a send request for every segment of the
+ * largest exchange (the fold's whole vector), so that all its sends can
+ * be posted at once. */
 static void rhd_needs(int n, size_t count, const sg_ar_opts_t *o, size_t *scratch,
                       size_t *reqs) {
   size_t d = sg_ar_depth(o), seg = sg_ar_seg_floats(o);
+  *scratch = *reqs = 0;
+  if (n == 1 || count == 0) return;
   if (seg > count) seg = count;
-  *scratch = n == 1 ? 0 : 2 * d * seg;
-  *reqs = n == 1 ? 0 : 2 * d;
+  *scratch = 2 * d * seg;
+  *reqs = d + (count + seg - 1) / seg;
 }
 
 /* Elements of blocks [lo, hi) of p: offset and length. */
@@ -88,31 +96,48 @@ static size_t unit_len(size_t len, size_t j, size_t seg) {
   return j * seg >= len ? 0 : (len - j * seg < seg ? len - j * seg : seg);
 }
 
+/* Post the sends of buf[soff, +slen) that are below segment `upto` and
+ * not yet posted (*sent of them are); halves wait for a staging slot. */
+static int send_upto(rhd_run_t *k, int s, size_t v0, size_t soff, size_t slen, size_t upto,
+                     size_t *sent) {
+  sg_prim_t *p = &k->pr;
+  const size_t ns = (slen + k->seg - 1) / k->seg;
+  for (; *sent < ns && *sent < upto; ++*sent) {
+    size_t v = v0 + *sent;
+    if (p->half && v >= p->qs) SG_CHECK(sg_prim_wait_sends(p, v - p->qs + 1));
+    SG_CHECK(sg_prim_send(p, v, s, k->buf + soff + *sent * k->seg,
+                          unit_len(slen, *sent, k->seg)));
+  }
+  return SG_OK;
+}
+
 /* One exchange with peer at tag step s: send buf[soff, +slen), receive
  * rlen floats into buf[roff, ..) (`recv`) or added to it (recvReduceCopy),
- * segment by segment.  The peer computes the same lengths swapped. */
+ * segment by segment.  The peer computes the same lengths swapped.  Every
+ * float32 send is posted first, so the partner can take all of them
+ * without this rank running (four ranks on two cores: a send per received
+ * segment made the pair wait for each other every segment); halves go as
+ * staging slots free up. */
 static int exchange(rhd_run_t *k, int peer, int s, size_t soff, size_t slen, size_t roff,
                     size_t rlen, int how) {
   sg_prim_t *p = &k->pr;
-  const size_t seg = k->seg, ns = (slen + seg - 1) / seg, nr = (rlen + seg - 1) / seg;
-  const size_t u0 = k->next_recv, v0 = p->posted_send, n = ns > nr ? ns : nr;
-  size_t posted = 0;
+  const size_t seg = k->seg, nr = (rlen + seg - 1) / seg;
+  const size_t u0 = k->next_recv, v0 = p->posted_send;
+  size_t posted = 0, sent = 0;
   p->left = p->right = peer;
-  for (size_t j = 0; j < n; j++) {
+  SG_CHECK(send_upto(k, s, v0, soff, slen, p->half ? p->qs : SIZE_MAX, &sent));
+  for (size_t j = 0; j < nr; j++) {
     for (; posted < nr && posted < j + p->d; posted++) {
       float *dst = how == RHD_RECV ? k->buf + roff + posted * seg : NULL;
       SG_CHECK(sg_prim_post_recv(p, u0 + posted, s, dst, unit_len(rlen, posted, seg)));
     }
-    if (j < ns) {
-      if (v0 + j >= p->q) SG_CHECK(sg_prim_wait_sends(p, v0 + j - p->q + 1));
-      SG_CHECK(sg_prim_send(p, v0 + j, s, k->buf + soff + j * seg, unit_len(slen, j, seg)));
-    }
-    if (j >= nr) continue;
+    SG_CHECK(send_upto(k, s, v0, soff, slen, j + p->qs, &sent));
     float *at = k->buf + roff + j * seg;
     size_t len = unit_len(rlen, j, seg);
     if (how == RHD_REDUCE) SG_CHECK(sg_prim_recv_reduce_copy(p, u0 + j, at, len));
     else SG_CHECK(sg_prim_recv(p, u0 + j, at, len));
   }
+  SG_CHECK(send_upto(k, s, v0, soff, slen, SIZE_MAX, &sent));
   k->next_recv = u0 + nr;
   /* The next exchange may receive into what these sends read. */
   return sg_prim_wait_sends(p, p->posted_send);
@@ -125,11 +150,11 @@ static int rhd_setup(rhd_run_t *k, sg_comm_t *c, float *buf, size_t count,
   if (!o || !o->scratch || o->scratch_count < need_s || !o->reqs || o->reqs_count < need_r)
     return sg_err_set(SG_EINVAL, "rhd allreduce of %zu floats needs %zu scratch floats "
                       "and %zu request slots (context sized too small)", count, need_s, need_r);
-  size_t d = need_r / 2;
+  size_t d = sg_ar_depth(o);
   k->buf = buf;
   k->seg = need_s / (2 * d);
   k->next_recv = 0;
-  k->pr = (sg_prim_t){.c = c, .what = "rhd", .tag = SG_AR_TAG_RHD, .d = d, .q = d, .slot_floats = k->seg,
+  k->pr = (sg_prim_t){.c = c, .what = "rhd", .tag = SG_AR_TAG_RHD, .d = d, .q = need_r - d, .qs = d, .slot_floats = k->seg,
                       .rslot = o->scratch, .stage = o->scratch + d * k->seg,
                       .rreq = (sg_req_t **)o->reqs, .sreq = (sg_req_t **)o->reqs + d,
                       .half = o->compress == SG_AR_COMPRESS_FP16};
