@@ -272,6 +272,35 @@ TEST(fp16_halves_bytes_within_tolerance_of_none) {
   fp16_against_none(dir, "rhd");
 }
 
+/* rhd takes fp16 now; native (MPI_Allreduce sums floats) and rhd with
+ * topk (a ring allgather) are still refused before anything launches. */
+TEST(compress_refused_where_not_implemented) {
+  const char *d = ru_scratch("arcmpref");
+  CHECK(d);
+  static const struct {
+    const char *engine, *want;
+  } cases[] = {
+      {"{engine: allreduce, algorithm: native, transport: mpi, compress: fp16}",
+       "compress: fp16 is implemented for algorithms ring and rhd on device cpu"},
+      {"{engine: allreduce, algorithm: rhd, compress: topk}",
+       "compress: topk is implemented for algorithm ring on device cpu"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char cfg[128], db[128], cmd[512], path[160];
+    snprintf(cfg, sizeof cfg, "%s/c%zu.yaml", d, i);
+    snprintf(db, sizeof db, "%s/c.db", d);
+    snprintf(path, sizeof path, "%s/err%zu", d, i);
+    CHECK_EQ_INT(ru_write_train_config(cfg, "compress-refused", cases[i].engine, "", "", 2, 10), 0);
+    snprintf(cmd, sizeof cmd, "'%s' run '%s' --db '%s' -q 2>'%s'", ru_sgdlab(), cfg, db, path);
+    CHECK_EQ_INT(ru_sh(cmd), 2);
+    char *err = ru_slurp(path, 4096);
+    CHECK(err);
+    fprintf(stderr, "  refused: %s", err);
+    CHECK_STR_CONTAINS(err, cases[i].want);
+    free(err);
+  }
+}
+
 TEST(topk_with_error_feedback_converges) {
   const char *dir = ru_scratch("artopk");
   CHECK(dir);
