@@ -1,4 +1,4 @@
-/* prim.c - the five ring primitives (prim.h). */
+/* prim.c - the primitives of ring and rhd (prim.h). */
 #include "prim.h"
 
 #include <string.h>

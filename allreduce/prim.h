@@ -1,4 +1,4 @@
-/* prim.h - the five ring primitives (as NCCL composes its collectives).
+/* prim.h - the primitives ring and rhd are composed of (as NCCL's).
  *
  * A rank of a ring receives only from its left neighbour and sends only to
  * its right one.  Every collective on a ring is a sequence of units (one
@@ -19,9 +19,9 @@
  * Partial sums kept out of the user buffer need a staging area of about
  * a chunk (a partial sum waits nseg units for the neighbour to take it),
  * never in cache: summing a receive slot and the input into it cost the
- * reduce 38 % more CPU at N = 4 (its lines read for ownership, then
+ * reduce 39 % more CPU at N = 4 (its lines read for ownership, then
  * written back), landing the receive in it instead cost the kernel's copy
- * 6 % more; on two cores with four ranks the ring is CPU-bound, so either
+ * 8 % more; on two cores with four ranks the ring is CPU-bound, so either
  * made it slower than the in-place ring (docs/engines/allreduce.md).
  *
  * Two more primitives serve the pairwise exchanges of rhd, where the
