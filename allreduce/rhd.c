@@ -154,7 +154,8 @@ static int rhd_setup(rhd_run_t *k, sg_comm_t *c, float *buf, size_t count,
   k->buf = buf;
   k->seg = need_s / (2 * d);
   k->next_recv = 0;
-  k->pr = (sg_prim_t){.c = c, .what = "rhd", .tag = SG_AR_TAG_RHD, .d = d, .q = need_r - d, .qs = d, .slot_floats = k->seg,
+  k->pr = (sg_prim_t){.c = c, .what = "rhd", .tag = SG_AR_TAG_RHD, .d = d, .q = need_r - d,
+                      .qs = d, .slot_floats = k->seg,
                       .rslot = o->scratch, .stage = o->scratch + d * k->seg,
                       .rreq = (sg_req_t **)o->reqs, .sreq = (sg_req_t **)o->reqs + d,
                       .half = o->compress == SG_AR_COMPRESS_FP16};
@@ -162,7 +163,7 @@ static int rhd_setup(rhd_run_t *k, sg_comm_t *c, float *buf, size_t count,
 }
 
 /* Recursive halving over newrank nr of p (x folded ranks): afterwards nr
- * holds the full sum of block nr; returns through *lo the block it holds. */
+ * holds the full sum of block nr. */
 static int halving(rhd_run_t *k, size_t count, int nr, int p, int x) {
   int lo = 0, hi = p, step = 1;
   for (int mask = p / 2; mask >= 1; mask /= 2, step++) {
