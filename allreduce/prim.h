@@ -32,9 +32,10 @@
  *
  * Units are numbered 0, 1, ..; receive unit u uses request rreq[u % d]
  * and lands in receive slot u % d or the caller's buffer; send unit v uses
- * request sreq[v % q] and, when staged (halves), staging slot v % qs.  The caller keeps at most q sends in
- * flight (sg_prim_wait_sends) and at most d receives posted.  A length of
- * 0 means an empty unit: nothing travels and both sides skip it.
+ * request sreq[v % q] and, when staged (halves), staging slot v % qs.
+ * The caller keeps at most q sends (qs with halves) in flight
+ * (sg_prim_wait_sends) and at most d receives posted.  A length of 0
+ * means an empty unit: nothing travels and both sides skip it.
  */
 #ifndef SG_AR_PRIM_H
 #define SG_AR_PRIM_H
