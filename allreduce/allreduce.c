@@ -94,9 +94,9 @@ int sg_ar_set_compress(sg_ar_t *a, const char *mode) {
   }
   if (strcmp(mode, "fp16") != 0)
     return sg_err_set(SG_ECONFIG, "compress: '%s' is not one of none|fp16", mode);
-  if (a->algo != &sg_ar_ring)
-    return sg_err_set(SG_ECONFIG, "compress: fp16 is implemented for algorithm ring, not %s",
-                      a->algo->name);
+  if (a->algo != &sg_ar_ring && a->algo != &sg_ar_rhd)
+    return sg_err_set(SG_ECONFIG, "compress: fp16 is implemented for algorithms ring and rhd, "
+                      "not %s", a->algo->name);
   a->o.compress = SG_AR_COMPRESS_FP16;
   return SG_OK;
 }

@@ -8,7 +8,7 @@
  *
  *   algorithm  file     bytes sent per rank (K = 4*count)   messages per rank
  *   ring       ring.c   2K(N-1)/N  (bandwidth optimal)      2(N-1) * segments
- *   rhd        rhd.c    2K(p-1)/p  (+K for folded ranks)    2 log2(p) (+1 or 2)
+ *   rhd        rhd.c    2K(p-1)/p  (+K for folded ranks)    (2 log2(p) (+1 or 2)) * segments
  *   native     native.c whatever Open MPI chooses           -
  *
  * (p = the largest power of two <= N.)
@@ -43,15 +43,15 @@ enum {
 #define SG_AR_DEPTH_DEFAULT 4              /* ring segments received ahead */
 
 typedef struct sg_ar_opts {
-  size_t segment_bytes; /* ring: pipeline segment (0 = default) */
-  int depth;            /* ring: receives posted ahead (0 = default) */
+  size_t segment_bytes; /* ring, rhd: pipeline segment (0 = default) */
+  int depth;            /* ring, rhd: receives posted ahead (0 = default) */
   float *scratch;       /* receive space of scratch_count floats */
   size_t scratch_count;
-  void **reqs;          /* ring: request slots, reqs_count of them */
+  void **reqs;          /* ring, rhd: request slots, reqs_count of them */
   size_t reqs_count;
   int plant_bug;        /* tests only: ring sends a wrong chunk once */
   int native_nonblocking; /* native: MPI_Iallreduce + Test loop (deadline) */
-  int compress;         /* SG_AR_COMPRESS_*; ring only (sg_ar_set_compress) */
+  int compress;         /* SG_AR_COMPRESS_*; ring and rhd (sg_ar_set_compress) */
 } sg_ar_opts_t;
 
 enum { SG_AR_COMPRESS_NONE, SG_AR_COMPRESS_FP16 };
@@ -96,7 +96,7 @@ int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm,
 /* Sum-allreduce buf[0..count), count <= max_count. */
 int sg_ar_run(sg_ar_t *a, float *buf, size_t count);
 const char *sg_ar_name(const sg_ar_t *a);
-/* "none" | "fp16" (ring: halves on the wire, float32 sums; see prim.h).
+/* "none" | "fp16" (ring, rhd: halves on the wire, float32 sums; prim.h).
  * A config error for any other name or algorithm. */
 int sg_ar_set_compress(sg_ar_t *a, const char *mode);
 /* Tests only: the ring sends a wrong chunk once per call, so a test can
@@ -139,6 +139,15 @@ int sg_ar_bcast(sg_comm_t *c, void *buf, size_t len, int root);
  * n doubles.  For benchmark timings and counts. */
 enum { SG_AR_MAX, SG_AR_SUM };
 int sg_ar_reduce_to0(sg_comm_t *c, double *v, size_t n, double *tmp, int op);
+
+/* Floats per pipeline segment and receives posted ahead (ring and rhd). */
+static inline size_t sg_ar_seg_floats(const sg_ar_opts_t *o) {
+  size_t b = o && o->segment_bytes ? o->segment_bytes : SG_AR_SEGMENT_DEFAULT;
+  return b / sizeof(float) ? b / sizeof(float) : 1;
+}
+static inline size_t sg_ar_depth(const sg_ar_opts_t *o) {
+  return o && o->depth > 0 ? (size_t)o->depth : SG_AR_DEPTH_DEFAULT;
+}
 
 /* Chunk c of N over count elements: the first count % N chunks get one
  * element more.  Used by ring and rhd alike. */

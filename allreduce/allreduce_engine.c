@@ -45,8 +45,8 @@
 /* clang-format off */
 static const sg_setting_t ar_options[] = {
   {"algorithm", SG_T_ENUM, "ring", "allreduce algorithm: ring (pipelined reduce-scatter + allgather), rhd (Rabenseifner), native (MPI_Allreduce; transport mpi); with device cuda also cuda-ring (GPUs of one host, CUDA IPC) and nccl (builds with NCCL)", SG_AR_ALGORITHMS "|" SG_AR_DEVICE_ALGORITHMS, 1, 0, SG_S_ENGINE},
-  {"segment", SG_T_INT, "1M", "ring: pipeline segment in bytes (K/M suffixes); cuda-ring: the chunk of a ring step", NULL, 4, 1 << 30, SG_S_ENGINE},
-  {"compress", SG_T_ENUM, "none", "gradient compression on the wire: none; fp16 (ring: IEEE halves on the wire, sums in float32; every replica keeps the rounded sum); topk (the topk fraction of largest entries as index/value pairs, allgathered around the ring, the rest carried over as error feedback)", "none|fp16|topk", 1, 0, SG_S_ENGINE},
+  {"segment", SG_T_INT, "1M", "ring, rhd: pipeline segment in bytes (K/M suffixes); cuda-ring: the chunk of a ring step", NULL, 4, 1 << 30, SG_S_ENGINE},
+  {"compress", SG_T_ENUM, "none", "gradient compression on the wire: none; fp16 (ring, rhd: IEEE halves on the wire, sums in float32; every replica keeps the rounded sum); topk (the topk fraction of largest entries as index/value pairs, allgathered around the ring, the rest carried over as error feedback)", "none|fp16|topk", 1, 0, SG_S_ENGINE},
   {"topk", SG_T_FLOAT, "0.01", "compress: topk: fraction of the gradient's entries each rank sends per step", NULL, 1e-6, 1, SG_S_ENGINE},
   {"overlap", SG_T_BOOL, "false", "allreduce the gradient in buckets while backward still computes the layers below (a compute thread runs backward; the rank's thread runs the allreduce); device cpu, compress none|fp16", NULL, 1, 0, SG_S_ENGINE},
   {"bucket", SG_T_INT, "512K", "overlap: bytes of gradient gathered before a bucket is allreduced (K/M suffixes)", NULL, 4, 1 << 30, SG_S_ENGINE},
@@ -71,10 +71,12 @@ static int ar_check_transport(const sg_opts_t *o, const char *transport) {
   const char *algo = sg_opts_str_or(o, "algorithm", "ring");
   SG_CHECK(ar_check_device(o, algo));
   const char *compress = sg_opts_str_or(o, "compress", "none");
+  int fp16 = !strcmp(compress, "fp16"), ring = !strcmp(algo, "ring");
   if (strcmp(compress, "none") != 0 &&
-      (strcmp(algo, "ring") != 0 || !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda")))
-    return sg_err_set(SG_ECONFIG, "compress: %s is implemented for algorithm ring on device cpu",
-                      compress);
+      ((!ring && !(fp16 && !strcmp(algo, "rhd"))) ||
+       !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda")))
+    return sg_err_set(SG_ECONFIG, "compress: %s is implemented for algorithm%s on device cpu",
+                      compress, fp16 ? "s ring and rhd" : " ring");
   if (!strcmp(sg_opts_str_or(o, "overlap", "false"), "true") &&
       (!strcmp(compress, "topk") || !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda")))
     return sg_err_set(SG_ECONFIG, "overlap: true needs device cpu and compress none or fp16");
@@ -237,7 +239,7 @@ extern const struct sg_bench_round sg_ar_bench_round; /* the benchmark round, ne
 extern const sg_engine_t sg_engine_allreduce;
 
 static const sg_option_need_t ar_needs[] = {
-    {"segment", "algorithm", "|ring|cuda-ring|"},
+    {"segment", "algorithm", "|ring|rhd|cuda-ring|"},
     {"stage_chunk", "device", "|cuda|"},
     {"topk", "compress", "|topk|"},
     {"bucket", "overlap", "|true|"},

@@ -1,4 +1,4 @@
-/* prim.c - the five ring primitives (prim.h). */
+/* prim.c - the primitives of ring and rhd (prim.h). */
 #include "prim.h"
 
 #include <string.h>
@@ -8,7 +8,9 @@
 #include "reduce.h"
 
 static float *rslot(sg_prim_t *p, size_t u) { return p->rslot + (u % p->d) * p->slot_floats; }
-static float *stage(sg_prim_t *p, size_t v) { return p->stage + (v % p->q) * p->slot_floats; }
+static float *stage(sg_prim_t *p, size_t v) {
+  return p->stage + (v % (p->qs ? p->qs : p->q)) * p->slot_floats;
+}
 /* The same slots hold halves when p->half (a slot of floats fits them). */
 static uint16_t *rslot16(sg_prim_t *p, size_t u) { return (uint16_t *)rslot(p, u); }
 static uint16_t *stage16(sg_prim_t *p, size_t v) { return (uint16_t *)stage(p, v); }
@@ -39,8 +41,8 @@ static int wait_recv(sg_prim_t *p, size_t u, size_t len) {
   if (!*rq) return SG_OK;
   SG_CHECK(sg_wait(p->c, rq, &st));
   if (st.bytes != wire(p, len))
-    return sg_err_set(SG_EPROTO, "ring: %zu B from rank %d, tag %d, where the segment is %zu B",
-                      st.bytes, p->left, st.tag, wire(p, len));
+    return sg_err_set(SG_EPROTO, "%s: %zu B from rank %d, tag %d, where the segment is %zu B",
+                      p->what, st.bytes, p->left, st.tag, wire(p, len));
   return SG_OK;
 }
 
@@ -58,16 +60,18 @@ int sg_prim_send(sg_prim_t *p, size_t v, int s_send, const float *in, size_t len
   return post_send(p, v, s_send, stage16(p, v), len);
 }
 
-/* The staging slot of send unit v was last read by send v - q, which the
- * caller has waited for (it keeps fewer than q sends in flight). */
-int sg_prim_recv_reduce_send(sg_prim_t *p, size_t u, const float *in, size_t len, size_t v,
+/* The partial sum overwrites the input (prim.h).  With halves it goes to
+ * the staging slot of send unit v, last read by send v - qs, which the
+ * caller has waited for (it keeps fewer than qs sends in flight). */
+int sg_prim_recv_reduce_send(sg_prim_t *p, size_t u, float *inout, size_t len, size_t v,
                              int s_send) {
-  if (len) {
-    SG_CHECK(wait_recv(p, u, len));
-    if (p->half) sg_sum_f16(stage16(p, v), in, rslot16(p, u), len);
-    else sg_sum3_f32(stage(p, v), in, rslot(p, u), len);
+  if (len) SG_CHECK(wait_recv(p, u, len));
+  if (!p->half) {
+    sg_sum_f32(inout, rslot(p, u), len);
+    return post_send(p, v, s_send, inout, len);
   }
-  return post_send(p, v, s_send, stage(p, v), len);
+  sg_sum_f16(stage16(p, v), inout, rslot16(p, u), len);
+  return post_send(p, v, s_send, stage16(p, v), len);
 }
 
 /* With halves on the wire the owner keeps the rounded sum too, so that
@@ -96,5 +100,13 @@ int sg_prim_recv_copy_send(sg_prim_t *p, size_t u, float *out, size_t len, size_
 int sg_prim_recv(sg_prim_t *p, size_t u, float *out, size_t len) {
   if (len) SG_CHECK(wait_recv(p, u, len));
   if (p->half && len) sg_f16_to_f32(out, rslot16(p, u), len);
+  return SG_OK;
+}
+
+int sg_prim_recv_reduce_copy(sg_prim_t *p, size_t u, float *inout, size_t len) {
+  if (!len) return SG_OK;
+  SG_CHECK(wait_recv(p, u, len));
+  if (p->half) sg_acc_f16(inout, rslot16(p, u), len);
+  else sg_sum_f32(inout, rslot(p, u), len);
   return SG_OK;
 }

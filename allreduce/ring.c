@@ -6,9 +6,9 @@
  * (mod N).  2(N-1) steps:
  *
  *   reduce-scatter, step s = 0 .. N-2:
- *     send chunk (r - s) mod N,  receive chunk (r - s - 1) mod N, add my
- *     input to it (a partial sum, kept in a staging slot, sent on at step
- *     s + 1; at s = N-2 the full sum, written to buf)
+ *     send chunk (r - s) mod N,  receive chunk (r - s - 1) mod N, add it
+ *     to my input in place (a partial sum, sent on at step s + 1; at
+ *     s = N-2 the full sum)
  *     -> afterwards rank r holds the full sum of chunk (r + 1) mod N
  *   allgather, step s = 0 .. N-2:
  *     send chunk (r + 1 - s) mod N,  receive chunk (r - s) mod N in place
@@ -18,8 +18,8 @@
  *
  *              rank 0            rank 1            rank 2
  *   RS s=0   send 0 recv 2     send 1 recv 0     send 2 recv 1
- *            st = a2 + c2      st = b0 + a0      st = c1 + b1
- *   RS s=1   send st recv 1    send st recv 2    send st recv 0
+ *            a2 += c2          b0 += a0          c1 += b1
+ *   RS s=1   send 2 recv 1     send 0 recv 2     send 1 recv 0
  *            a1 += (b1+c1)     b2 += (a2+c2)     c0 += (a0+b0)
  *            holds sum of 1    holds sum of 2    holds sum of 0
  *   AG s=0   send 1 recv 0     send 2 recv 1     send 0 recv 2
@@ -94,20 +94,11 @@ static size_t segment(const ring_plan_t *p, int c, size_t j, size_t *off) {
   return clen - lo < p->seg ? clen - lo : p->seg;
 }
 
-static size_t seg_floats(const sg_ar_opts_t *o) {
-  size_t b = o && o->segment_bytes ? o->segment_bytes : SG_AR_SEGMENT_DEFAULT;
-  size_t f = b / sizeof(float);
-  return f ? f : 1;
-}
-static size_t depth_of(const sg_ar_opts_t *o) {
-  return o && o->depth > 0 ? (size_t)o->depth : SG_AR_DEPTH_DEFAULT;
-}
-
 static void plan(ring_plan_t *p, int n, int r, size_t count, const sg_ar_opts_t *o) {
   p->n = n;
   p->r = r;
   p->count = count;
-  p->seg = seg_floats(o);
+  p->seg = sg_ar_seg_floats(o);
   size_t maxchunk = sg_ar_chunk_len(count, n, 0);
   p->nseg = (maxchunk + p->seg - 1) / p->seg;
   p->units = 2 * (size_t)(n - 1) * p->nseg;
@@ -115,12 +106,12 @@ static void plan(ring_plan_t *p, int n, int r, size_t count, const sg_ar_opts_t 
 
 /* Receive slots d, send slots q = nseg + d + 2: the loop below keeps
  * fewer than q sends in flight (it waits for send v - d once unit v is
- * received), so a send slot and its staging are free when reused. */
+ * received), so a send slot and its staging (halves) are free when reused. */
 static void ring_needs(int n, size_t count, const sg_ar_opts_t *o, size_t *scratch,
                        size_t *reqs) {
   ring_plan_t p;
   plan(&p, n, 0, count, o);
-  size_t d = depth_of(o), q = p.nseg + d + 2;
+  size_t d = sg_ar_depth(o), q = p.nseg + d + 2;
   size_t seg = p.seg < sg_ar_chunk_len(count, n, 0) ? p.seg : sg_ar_chunk_len(count, n, 0);
   *scratch = (d + q) * seg; /* receive slots, then staging slots */
   *reqs = d + q;
@@ -150,13 +141,14 @@ static int post_recvs(ring_run_t *k, size_t limit) {
   while (k->posted_recv < limit) {
     size_t v = k->posted_recv, off, len = unit_recvd(k, v, &off);
     float *dst = NULL;
+    int s = (int)(v / k->p.nseg);
     if (v >= k->rs_units && !k->pr.half) {
       size_t twin = v - k->rs_units; /* the unit that sent from this segment */
       if (twin >= k->pr.posted_send) break;
       SG_CHECK(sg_prim_wait_sends(&k->pr, twin + 1));
       dst = k->buf + off;
     }
-    SG_CHECK(sg_prim_post_recv(&k->pr, v, (int)(v / k->p.nseg), dst, len));
+    SG_CHECK(sg_prim_post_recv(&k->pr, v, s, dst, len));
     k->posted_recv++;
   }
   return SG_OK;
@@ -172,11 +164,11 @@ static int finish_unit(ring_run_t *k, size_t u) {
   if (s == last) return sg_prim_recv(&k->pr, u, at, len);
   if (s < last_rs) return sg_prim_recv_reduce_send(&k->pr, u, at, len, v, (int)s + 1);
   if (s > last_rs) return sg_prim_recv_copy_send(&k->pr, u, at, len, v, (int)s + 1);
-  /* Planted bug (tests only): the final reduce of one segment uses the
-   * staging primitive, so the full sum travels on but never reaches this
-   * rank's own buffer. */
+  /* Planted bug (tests only): the final reduce of one segment adds
+   * nothing: the owner sends on its own input, so the chunk's sum misses
+   * the other ranks' part of that segment everywhere. */
   if (k->o->plant_bug && u % k->p.nseg == 0 && len)
-    return sg_prim_recv_reduce_send(&k->pr, u, at, len, v, (int)s + 1);
+    return sg_prim_recv_copy_send(&k->pr, u, at, len, v, (int)s + 1);
   return sg_prim_recv_reduce_copy_send(&k->pr, u, at, len, v, (int)s + 1);
 }
 
@@ -194,8 +186,8 @@ static int ring_setup(ring_run_t *k, sg_comm_t *c, float *buf, size_t count,
   k->rs_units = (size_t)(n - 1) * k->p.nseg;
   k->posted_recv = 0;
   sg_prim_t *pr = &k->pr;
-  *pr = (sg_prim_t){.c = c, .left = (r + n - 1) % n, .right = (r + 1) % n,
-                    .tag = SG_AR_TAG_RING, .d = depth_of(o),
+  *pr = (sg_prim_t){.c = c, .what = "ring", .left = (r + n - 1) % n, .right = (r + 1) % n,
+                    .tag = SG_AR_TAG_RING, .d = sg_ar_depth(o),
                     .half = o->compress == SG_AR_COMPRESS_FP16};
   pr->q = need_r - pr->d;
   pr->slot_floats = need_s / need_r;

@@ -35,6 +35,12 @@ static inline float widen(uint16_t u) {
   attr static void sum16_##sfx(uint16_t *restrict d, const float *restrict a,           \
                                const uint16_t *restrict b, size_t n) {                  \
     for (size_t i = 0; i < n; i++) d[i] = bits((_Float16)(a[i] + widen(b[i])));        \
+  }                                                                                     \
+  attr static void acc16_##sfx(float *restrict d, const uint16_t *restrict s, size_t n) { \
+    for (size_t i = 0; i < n; i++) d[i] += widen(s[i]);                                \
+  }                                                                                     \
+  attr static void round16_##sfx(float *x, size_t n) {                                  \
+    for (size_t i = 0; i < n; i++) x[i] = (float)(_Float16)x[i];                        \
   }
 
 KERNELS(soft, )
@@ -52,4 +58,12 @@ void sg_sum_f16(uint16_t *restrict dst, const float *restrict a, const uint16_t 
                 size_t n) {
   if (have_f16c()) sum16_f16c(dst, a, b, n);
   else sum16_soft(dst, a, b, n);
+}
+void sg_acc_f16(float *restrict dst, const uint16_t *restrict src, size_t n) {
+  if (have_f16c()) acc16_f16c(dst, src, n);
+  else acc16_soft(dst, src, n);
+}
+void sg_round_f16(float *x, size_t n) {
+  if (have_f16c()) round16_f16c(x, n);
+  else round16_soft(x, n);
 }

@@ -14,5 +14,9 @@ void sg_f16_to_f32(float *restrict dst, const uint16_t *restrict src, size_t n);
 /* dst[i] = half(a[i] + float(b[i])). */
 void sg_sum_f16(uint16_t *restrict dst, const float *restrict a, const uint16_t *restrict b,
                 size_t n);
+/* dst[i] += float(src[i]) (the sum stays float32). */
+void sg_acc_f16(float *restrict dst, const uint16_t *restrict src, size_t n);
+/* x[i] = float(half(x[i])): the value a replica receives for it. */
+void sg_round_f16(float *x, size_t n);
 
 #endif

@@ -13,7 +13,9 @@
  */
 #include "test.h"
 
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 #include <zmq.h>
 
 #include "allreduce.h"
@@ -119,6 +121,178 @@ TEST(native_needs_mpi) {
   CHECK_EQ_INT(rc, SG_ECONFIG);
   CHECK_STR_CONTAINS(sg_err_msg(), "needs transport mpi");
   CHECK(sg_ar_algo_find("bogus") == NULL);
+}
+
+/* ---- rhd bit for bit, fp16 ------------------------------------------- */
+
+/* Inputs whose sums depend on the order of the additions (non-integers of
+ * varied magnitude), so a schedule that sums in another order shows. */
+static float rough_input(int r, size_t i) {
+  uint32_t h = (uint32_t)(i * 2654435761u) ^ (uint32_t)(r * 40503u + 17u);
+  h ^= h >> 13;
+  h *= 0x5bd1e995u;
+  h ^= h >> 15;
+  /* within +-64, well inside the range of a half */
+  return ((float)(h % 2000001u) - 1000000.0f) / 1e6f * (float)(1u << (h % 13)) / 64.0f;
+}
+
+typedef struct vec_arg {
+  const char *algo, *compress;
+  size_t count, segment;
+  float *out;     /* this rank's result */
+  uint64_t bytes; /* sent by this rank during the call */
+} vec_arg_t;
+
+static int vec_rank(sg_comm_t *c, void *p) {
+  vec_arg_t *a = p;
+  sg_ar_t *ar = NULL;
+  int rc;
+  SG_TRY(sg_ar_new(&ar, c, a->algo, a->segment, a->count));
+  SG_TRY(sg_ar_set_compress(ar, a->compress));
+  for (size_t i = 0; i < a->count; i++) a->out[i] = rough_input(c->rank, i);
+  uint64_t b0 = sg_comm_bytes_sent(c);
+  SG_TRY(sg_ar_run(ar, a->out, a->count));
+  a->bytes = sg_comm_bytes_sent(c) - b0;
+fail:
+  sg_ar_destroy(&ar);
+  return rc;
+}
+
+/* Every rank's result of one call, in out[r] (count floats each, the
+ * caller's); bytes[r] sent by rank r.  0 or a negative error. */
+static int run_vec(const char *algo, const char *compress, int n, size_t count, size_t segment,
+                   float **out, uint64_t *bytes) {
+  vec_arg_t args[8];
+  for (int r = 0; r < n; r++)
+    args[r] = (vec_arg_t){.algo = algo, .compress = compress, .count = count,
+                          .segment = segment, .out = out[r]};
+  tr_group_t g = {.n = n, .fn = vec_rank, .args = args, .stride = sizeof *args,
+                  .what = algo};
+  int rc = tr_run(&g);
+  for (int r = 0; r < n && bytes; r++) bytes[r] = args[r].bytes;
+  if (rc < 0) fprintf(stderr, "  %s\n", g.err);
+  return rc;
+}
+
+/* The schedule rhd had before it was segmented, serially: fold (odd +=
+ * even), recursive halving (kept half += the partner's copy of it),
+ * recursive doubling (copies), unfold.  v[r] is rank r's vector. */
+static void rhd_reference(int n, size_t count, float **v) {
+  int p = 1, lo[8], hi[8];
+  while (p * 2 <= n) p *= 2;
+  int x = n - p;
+  for (int i = 0; i < x; i++)
+    for (size_t e = 0; e < count; e++) v[2 * i + 1][e] += v[2 * i][e];
+#define RANK(nr) ((nr) < x ? 2 * (nr) + 1 : (nr) + x)
+  for (int nr = 0; nr < p; nr++) lo[nr] = 0, hi[nr] = p;
+  for (int mask = p / 2; mask >= 1; mask /= 2)
+    for (int nr = 0; nr < p; nr++) { /* pairs touch disjoint halves */
+      int mid = lo[nr] + (hi[nr] - lo[nr]) / 2;
+      if (nr & mask) lo[nr] = mid;
+      else hi[nr] = mid;
+      size_t a = sg_ar_chunk_off(count, p, lo[nr]), b = sg_ar_chunk_off(count, p, hi[nr]);
+      for (size_t e = a; e < b; e++) v[RANK(nr)][e] += v[RANK(nr ^ mask)][e];
+    }
+  for (int mask = 1; mask < p; mask *= 2)
+    for (int nr = 0; nr < p; nr++) {
+      int theirs = (nr ^ mask) / mask * mask;
+      size_t a = sg_ar_chunk_off(count, p, theirs), b = sg_ar_chunk_off(count, p, theirs + mask);
+      memcpy(v[RANK(nr)] + a, v[RANK(nr ^ mask)] + a, (b - a) * sizeof(float));
+    }
+  for (int i = 0; i < x; i++) memcpy(v[2 * i], v[2 * i + 1], count * sizeof(float));
+#undef RANK
+}
+
+typedef struct vecs {
+  float *v[8];
+} vecs_t;
+
+static int vecs_new(vecs_t *w, int n, size_t count) {
+  for (int r = 0; r < 8; r++) w->v[r] = r < n ? malloc(count * sizeof(float) + 1) : NULL;
+  for (int r = 0; r < n; r++)
+    if (!w->v[r]) return SG_ENOMEM;
+  return SG_OK;
+}
+static void vecs_free(vecs_t *w) {
+  for (int r = 0; r < 8; r++) free(w->v[r]);
+}
+
+/* rhd, now composed of the primitives and segmented, must give the old
+ * schedule's sums bit for bit, on every rank.  The inputs are sensitive to
+ * summation order: the plain left-to-right sum differs from the schedule's
+ * (checked, so the comparison can fail). */
+TEST(rhd_bit_equal_to_the_unsegmented_schedule) {
+  /* (0 = the default segment: one per exchange here; 64 B: many) */
+  static const int ns[] = {2, 3, 4, 5, 6, 8};
+  const size_t count = 30011;
+  for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+    int n = ns[k];
+    vecs_t got, ref;
+    CHECK_OK(vecs_new(&got, n, count));
+    CHECK_OK(vecs_new(&ref, n, count));
+    for (int r = 0; r < n; r++)
+      for (size_t i = 0; i < count; i++) ref.v[r][i] = rough_input(r, i);
+    size_t linear_differs = 0;
+    for (size_t i = 0; i < count; i++) {
+      float s = 0;
+      for (int r = 0; r < n; r++) s += ref.v[r][i];
+      got.v[0][i] = s;
+    }
+    rhd_reference(n, count, ref.v);
+    for (size_t i = 0; i < count; i++) linear_differs += got.v[0][i] != ref.v[0][i];
+    if (n >= 4) /* (N = 3 folds 0 into 1 and adds 2: the linear order) */
+      CHECK_MSG(linear_differs > 0, "N=%d: inputs not order-sensitive", n);
+    size_t segs[] = {0, 64};
+    for (int sgi = 0; sgi < 2; sgi++) {
+      CHECK_OK(run_vec("rhd", "none", n, count, segs[sgi], got.v, NULL));
+      for (int r = 0; r < n; r++)
+        CHECK_MSG(!memcmp(got.v[r], ref.v[r], count * sizeof(float)),
+                  "N=%d segment %zu: rank %d differs from the schedule", n, segs[sgi], r);
+    }
+    if (n == 4)
+      fprintf(stderr, "  N=4: the linear sum differs in %zu of %zu\n", linear_differs, count);
+    vecs_free(&got);
+    vecs_free(&ref);
+  }
+}
+
+/* compress: fp16 (ring and rhd): half the bytes of none, exactly; every
+ * replica the same bits; each element within a few half roundings of the
+ * exact sum (2^-8 of the sum of magnitudes), and not equal to none's
+ * result everywhere (the halves are really used). */
+static void fp16_case(const char *algo, int n, size_t count, size_t segment) {
+  vecs_t h, f;
+  uint64_t bh[8], bf[8];
+  CHECK_OK(vecs_new(&h, n, count));
+  CHECK_OK(vecs_new(&f, n, count));
+  CHECK_OK(run_vec(algo, "fp16", n, count, segment, h.v, bh));
+  CHECK_OK(run_vec(algo, "none", n, count, segment, f.v, bf));
+  size_t far = 0, differs = 0, unequal = 0;
+  for (size_t i = 0; i < count; i++) {
+    double mag = 0;
+    for (int r = 0; r < n; r++) mag += fabs((double)rough_input(r, i));
+    far += fabs((double)h.v[0][i] - (double)f.v[0][i]) > mag / 256;
+    differs += h.v[0][i] != f.v[0][i];
+  }
+  for (int r = 1; r < n; r++) unequal += memcmp(h.v[r], h.v[0], count * sizeof(float)) != 0;
+  for (int r = 0; r < n; r++)
+    CHECK_MSG(bh[r] * 2 == bf[r], "%s N=%d: rank %d sent %llu B with fp16, %llu without", algo,
+              n, r, (unsigned long long)bh[r], (unsigned long long)bf[r]);
+  CHECK_MSG(unequal == 0, "%s N=%d: %zu replicas differ from rank 0", algo, n, unequal);
+  CHECK_MSG(far == 0, "%s N=%d: %zu elements beyond 2^-8 of the magnitude", algo, n, far);
+  CHECK_MSG(differs > count / 4, "%s N=%d: only %zu of %zu elements rounded", algo, n, differs,
+            count);
+  vecs_free(&h);
+  vecs_free(&f);
+}
+
+TEST(fp16_halves_the_bytes_within_rounding) {
+  static const int ns[] = {2, 3, 4, 5, 8};
+  for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+    fp16_case("rhd", ns[k], 30011, 0);
+    fp16_case("rhd", ns[k], 30011, 256);
+    fp16_case("ring", ns[k], 30011, 256);
+  }
 }
 
 /* ---- broadcast ------------------------------------------------------- */

@@ -30,8 +30,9 @@
  *    wait_s (mean up by >= 15 ms) and not as comm_s (mean up by < 7.5 ms).
  *    Booking the wait as comm (the allreduce timed from its start) fails
  *    both bounds;
- *  - compress: fp16: 3 ring workers (mpi), 10 steps, once with none and
- *    once with fp16.  fp16 must send half the bytes (ratio 0.45 .. 0.55),
+ *  - compress: fp16: 3 workers (mpi), ring and rhd, 10 steps, once with
+ *    none and once with fp16.  fp16 must send half the bytes (ratio 0.45
+ *    .. 0.55 in all, and every rank's every step 1/2.2 .. 1/1.8 of none's),
  *    and its final parameters must differ from none's (an option that is
  *    silently ignored gives distance 0) by less than FP16_RTOL: the
  *    rounding is 2^-11 relative per gradient element (measured: 9e-6
@@ -231,29 +232,73 @@ TEST(straggler_wait_booked_as_wait) {
   }
 }
 
-TEST(fp16_halves_bytes_within_tolerance_of_none) {
-  const char *dir = ru_scratch("arfp16");
-  CHECK(dir);
+/* fp16 against none for one algorithm: bytes and final parameters. */
+static void fp16_against_none(const char *dir, const char *algo) {
   static const char *const mode[2] = {"none", "fp16"};
   char cfg[128], db[128], dump[2][160], engine[160];
-  double bytes[2];
-  snprintf(cfg, sizeof cfg, "%s/fp16.yaml", dir);
-  snprintf(db, sizeof db, "%s/fp16.db", dir);
+  double bytes[2], steps_half = 0;
+  snprintf(cfg, sizeof cfg, "%s/fp16-%s.yaml", dir, algo);
+  snprintf(db, sizeof db, "%s/fp16-%s.db", dir, algo);
   for (int m = 0; m < 2; m++) {
-    snprintf(dump[m], sizeof dump[m], "%s/%s.f32", dir, mode[m]);
+    snprintf(dump[m], sizeof dump[m], "%s/%s-%s.f32", dir, algo, mode[m]);
     snprintf(engine, sizeof engine,
-             "{engine: allreduce, algorithm: ring, segment: 4K, transport: mpi, compress: %s}",
-             mode[m]);
+             "{engine: allreduce, algorithm: %s, segment: 4K, transport: mpi, compress: %s}",
+             algo, mode[m]);
     CHECK_EQ_INT(ru_write_train_config(cfg, "allreduce-fp16", engine, "", dump[m], 3, 10), 0);
     CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
     bytes[m] = (double)ru_db_int(db, "SELECT SUM(bytes_sent) FROM steps "
                                      "WHERE run_id = (SELECT MAX(id) FROM runs)");
   }
+  /* every step of every rank, fp16's bytes against none's same step */
+  steps_half = (double)ru_db_int(db, "SELECT COUNT(*) FROM steps h JOIN steps f "
+                                     "ON h.rank = f.rank AND h.step = f.step "
+                                     "WHERE h.run_id = (SELECT MAX(id) FROM runs) "
+                                     "AND f.run_id = (SELECT MAX(id) FROM runs) - 1 "
+                                     "AND h.bytes_sent * 1.8 < f.bytes_sent "
+                                     "AND h.bytes_sent * 2.2 > f.bytes_sent");
   double ratio = bytes[1] / bytes[0], d = ru_rel_distance(dump[1], dump[0], NULL);
-  fprintf(stderr, "  fp16/none bytes sent %.3f, relative L2 distance %.3g\n", ratio, d);
-  CHECK_MSG(ratio > 0.45 && ratio < 0.55, "fp16 sent %.3f of none's bytes", ratio);
-  CHECK_MSG(d > 1e-7, "fp16 parameters equal none's (%.3g): halves not used", d);
-  CHECK_MSG(d < FP16_RTOL, "fp16 distance %.3g to none (tolerance %g)", d, FP16_RTOL);
+  fprintf(stderr, "  %s: fp16/none bytes sent %.3f (%.0f of 30 rank-steps near 1/2), "
+          "relative L2 distance %.3g\n", algo, ratio, steps_half, d);
+  CHECK_MSG(ratio > 0.45 && ratio < 0.55, "%s: fp16 sent %.3f of none's bytes", algo, ratio);
+  CHECK_MSG(steps_half == 30, "%s: %.0f of 30 rank-steps sent about half", algo, steps_half);
+  CHECK_MSG(d > 1e-7, "%s: fp16 parameters equal none's (%.3g): halves not used", algo, d);
+  CHECK_MSG(d < FP16_RTOL, "%s: fp16 distance %.3g to none (tolerance %g)", algo, d, FP16_RTOL);
+}
+
+TEST(fp16_halves_bytes_within_tolerance_of_none) {
+  const char *dir = ru_scratch("arfp16");
+  CHECK(dir);
+  fp16_against_none(dir, "ring");
+  fp16_against_none(dir, "rhd");
+}
+
+/* rhd takes fp16 now; native (MPI_Allreduce sums floats) and rhd with
+ * topk (a ring allgather) are still refused before anything launches. */
+TEST(compress_refused_where_not_implemented) {
+  const char *d = ru_scratch("arcmpref");
+  CHECK(d);
+  static const struct {
+    const char *engine, *want;
+  } cases[] = {
+      {"{engine: allreduce, algorithm: native, transport: mpi, compress: fp16}",
+       "compress: fp16 is implemented for algorithms ring and rhd on device cpu"},
+      {"{engine: allreduce, algorithm: rhd, compress: topk}",
+       "compress: topk is implemented for algorithm ring on device cpu"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char cfg[128], db[128], cmd[512], path[160];
+    snprintf(cfg, sizeof cfg, "%s/c%zu.yaml", d, i);
+    snprintf(db, sizeof db, "%s/c.db", d);
+    snprintf(path, sizeof path, "%s/err%zu", d, i);
+    CHECK_EQ_INT(ru_write_train_config(cfg, "compress-refused", cases[i].engine, "", "", 2, 10), 0);
+    snprintf(cmd, sizeof cmd, "'%s' run '%s' --db '%s' -q 2>'%s'", ru_sgdlab(), cfg, db, path);
+    CHECK_EQ_INT(ru_sh(cmd), 2);
+    char *err = ru_slurp(path, 4096);
+    CHECK(err);
+    fprintf(stderr, "  refused: %s", err);
+    CHECK_STR_CONTAINS(err, cases[i].want);
+    free(err);
+  }
 }
 
 TEST(topk_with_error_feedback_converges) {

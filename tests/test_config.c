@@ -518,8 +518,8 @@ TEST(options_no_run_uses_are_errors) {
             "t.yaml:2:31: staleness: only used with mode: ssp");
   CHECK_ERR("engines:\n  - {engine: mapreduce, depth: 3}\n",
             "t.yaml:2:25: depth: only used with aggregate: tree");
-  CHECK_ERR("engines:\n  - {engine: allreduce, algorithm: rhd, segment: 64K}\n",
-            "t.yaml:2:41: segment: only used with algorithm: ring/cuda-ring");
+  CHECK_ERR("engines:\n  - {engine: allreduce, algorithm: native, transport: mpi, segment: 64K}\n",
+            "t.yaml:2:60: segment: only used with algorithm: ring/rhd/cuda-ring");
   CHECK_ERR("workload: {holdout: 0.1}\nengines: [local]\n",
             "t.yaml:1:12: holdout: only used with dataset: libsvm");
   int rc;
