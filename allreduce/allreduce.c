@@ -108,3 +108,13 @@ void sg_ar_destroy(sg_ar_t **pa) {
   free(*pa);
   *pa = NULL;
 }
+
+int sg_ar_segment_opt(const sg_opts_t *o, int64_t *out) {
+  SG_CHECK(sg_opts_int_or(o, "segment", 0, out));
+  if (*out > 0) return SG_OK;
+  int zmq_ipc = !strcmp(sg_opts_str_or(o, "transport", "zmq"), "zmq") &&
+                !strcmp(sg_opts_str_or(o, "zmq_scheme", "ipc"), "ipc") &&
+                strcmp(sg_opts_str_or(o, "zmq_cma", "auto"), "off");
+  *out = zmq_ipc ? SG_AR_SEGMENT_ZMQ_IPC : SG_AR_SEGMENT_DEFAULT;
+  return SG_OK;
+}

@@ -64,7 +64,8 @@ static int nccl_fits(const sg_rank_ctx_t *ctx) {
 
 static int dc_new(dev_comm_t *dc, sg_rank_ctx_t *ctx, const char *algo, size_t n) {
   int64_t segment = 0, chunk = 0;
-  SG_CHECK(sg_opts_int_or(ctx->opts, "segment", SG_AR_SEGMENT_DEFAULT, &segment));
+  SG_CHECK(sg_opts_int_or(ctx->opts, "segment", 0, &segment));
+  if (segment <= 0) segment = SG_AR_SEGMENT_DEFAULT;
   SG_CHECK(sg_opts_int_or(ctx->opts, "stage_chunk", 4 << 20, &chunk));
   if (!strcmp(algo, "nccl")) {
     unsigned char id[SG_NCCL_ID_BYTES] = {0};

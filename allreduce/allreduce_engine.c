@@ -45,7 +45,7 @@
 /* clang-format off */
 static const sg_setting_t ar_options[] = {
   {"algorithm", SG_T_ENUM, "ring", "allreduce algorithm: ring (pipelined reduce-scatter + allgather), rhd (Rabenseifner), native (MPI_Allreduce; transport mpi); with device cuda also cuda-ring (GPUs of one host, CUDA IPC) and nccl (builds with NCCL)", SG_AR_ALGORITHMS "|" SG_AR_DEVICE_ALGORITHMS, 1, 0, SG_S_ENGINE},
-  {"segment", SG_T_INT, "1M", "ring, rhd: pipeline segment in bytes (K/M suffixes); cuda-ring: the chunk of a ring step", NULL, 4, 1 << 30, SG_S_ENGINE},
+  {"segment", SG_T_INT, "0", "ring, rhd: pipeline segment in bytes (K/M suffixes; 0 = 1M, and 4M for zmq over ipc with zmq_cma on); cuda-ring: the chunk of a ring step (0 = 1M)", NULL, 0, 1 << 30, SG_S_ENGINE},
   {"compress", SG_T_ENUM, "none", "gradient compression on the wire: none; fp16 (ring, rhd: IEEE halves on the wire, sums in float32; every replica keeps the rounded sum); topk (the topk fraction of largest entries as index/value pairs, allgathered around the ring, the rest carried over as error feedback)", "none|fp16|topk", 1, 0, SG_S_ENGINE},
   {"topk", SG_T_FLOAT, "0.01", "compress: topk: fraction of the gradient's entries each rank sends per step", NULL, 1e-6, 1, SG_S_ENGINE},
   {"overlap", SG_T_BOOL, "false", "allreduce the gradient in buckets while backward still computes the layers below (a compute thread runs backward; the rank's thread runs the allreduce); device cpu, compress none|fp16", NULL, 1, 0, SG_S_ENGINE},
@@ -80,6 +80,10 @@ static int ar_check_transport(const sg_opts_t *o, const char *transport) {
   if (!strcmp(sg_opts_str_or(o, "overlap", "false"), "true") &&
       (!strcmp(compress, "topk") || !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda")))
     return sg_err_set(SG_ECONFIG, "overlap: true needs device cpu and compress none or fp16");
+  int64_t segment = 0;
+  if (sg_opts_int_or(o, "segment", 0, &segment) == SG_OK && segment > 0 && segment < 4)
+    return sg_err_set(SG_ECONFIG, "segment: %lld bytes is less than one float (4; 0 = auto)",
+                      (long long)segment);
   if (strcmp(algo, "native") == 0 && strcmp(transport, "mpi") != 0)
     return sg_err_set(SG_ECONFIG,
                       "algorithm: native is MPI_Allreduce and needs transport mpi, not %s",
@@ -176,7 +180,7 @@ static int ar_setup(ar_loop_t *lp) {
   sg_rank_ctx_t *ctx = lp->ctx;
   int64_t segment = 0;
   const int root = ctx->rank == 0;
-  SG_CHECK(sg_opts_int_or(ctx->opts, "segment", SG_AR_SEGMENT_DEFAULT, &segment));
+  SG_CHECK(sg_ar_segment_opt(ctx->opts, &segment));
   const char *algo = sg_opts_str_or(ctx->opts, "algorithm", "ring");
   SG_CHECK(sg_workload_new(&lp->wl, ctx->opts, ctx->rank, ctx->size,
                            root ? SG_WL_ALL : SG_WL_TRAIN));
