@@ -18,7 +18,8 @@
  * the directory check works through a descriptor of the checked directory.
  * The directory's parents must not be changeable by another user: each is
  * owned by root or this user and writable by no one else unless sticky
- * (/tmp), checked component by component without following symlinks.
+ * (/tmp), checked component by component as the path is walked from /;
+ * a symlink on the way is followed only when root or this user owns it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -97,12 +98,84 @@ static int safe_parent(int fd, const char *path) {
   return SG_OK;
 }
 
+/* Component buf[c..e) of a walk (cut at e, keep the byte there) is the
+ * symlink st: followed only when root or we own it, its target put in its
+ * place in buf.  1: the target is absolute (the walk starts at / again),
+ * 0: relative (the walk goes on where it is), < 0: refused. */
+static int splice_link(int fd, const struct stat *st, char *buf, size_t c, size_t e, char keep,
+                       int *links) {
+  char link[PATH_MAX], next[PATH_MAX];
+  if (st->st_uid != 0 && st->st_uid != geteuid())
+    return sg_err_set(SG_EIO, "data cache: %s is a symlink owned by uid %u, not by root or uid %u",
+                      buf, (unsigned)st->st_uid, (unsigned)geteuid());
+  ssize_t n = readlinkat(fd, buf + c, link, sizeof link - 1);
+  if (n <= 0 || ++*links > 40)
+    return sg_err_set(SG_EIO, "data cache: %s: %s", buf, n <= 0 ? strerror(errno) : "too many symlinks");
+  link[n] = '\0';
+  buf[e] = keep;
+  int absolute = link[0] == '/';
+  if (snprintf(next, sizeof next, "%.*s%s%s", absolute ? 0 : (int)c, buf, link, buf + e) >=
+      (int)sizeof next)
+    return sg_err_set(SG_EIO, "data cache %s: path too long", buf);
+  memcpy(buf, next, strlen(next) + 1);
+  return absolute;
+}
+
+/* Open the directory `abs` (an absolute path) from / one component at a
+ * time, each directory checked by safe_parent as it is entered.  A
+ * symlink is followed only when root or we own it (its owner could
+ * repoint it), its target spliced into the rest of the path; ".." goes to
+ * the directory's real parent, as realpath would.  Nothing is resolved
+ * ahead of the walk, so there is nothing to swap between a check and its
+ * use.  Returns the descriptor or a negative SG_E*. */
+static int walk_checked(const char *abs) {
+  char buf[PATH_MAX];
+  int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC), links = 0, rc = SG_OK;
+  size_t at = 0; /* buf[0..at) is the part walked */
+  if (strlen(abs) >= sizeof buf) {
+    if (fd >= 0) close(fd);
+    return sg_err_set(SG_EIO, "data cache %.64s...: path too long", abs);
+  }
+  memcpy(buf, abs, strlen(abs) + 1);
+  if (fd < 0) return sg_err_set(SG_EIO, "data cache /: %s", strerror(errno));
+  if ((rc = safe_parent(fd, "/")) < 0) goto fail;
+  while (buf[at]) {
+    size_t c = at + strspn(buf + at, "/"), e = c + strcspn(buf + c, "/");
+    char keep = buf[e];
+    buf[e] = '\0';
+    if (!buf[c] || !strcmp(buf + c, ".")) {
+      buf[e] = keep, at = e;
+      continue;
+    }
+    int nfd = openat(fd, buf + c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (nfd < 0 && (errno == ELOOP || errno == ENOTDIR) &&
+        fstatat(fd, buf + c, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+      if ((rc = splice_link(fd, &st, buf, c, e, keep, &links)) < 0) goto fail;
+      if (rc == 1) { /* an absolute target: from / again */
+        close(fd);
+        if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) break;
+        at = 0;
+      }
+      continue;
+    }
+    rc = nfd < 0 ? sg_err_set(SG_EIO, "data cache: %s: %s", buf, strerror(errno)) : safe_parent(nfd, buf);
+    close(fd);
+    fd = nfd;
+    buf[e] = keep, at = e;
+    if (rc < 0) goto fail;
+  }
+  if (fd < 0) return sg_err_set(SG_EIO, "data cache /: %s", strerror(errno));
+  return fd;
+fail:
+  if (fd >= 0) close(fd);
+  return rc;
+}
+
 /* A descriptor of the checked parent of `dir`, its last component in
- * `leaf`.  The parent is resolved once (realpath) and then walked from /
- * one component at a time without following symlinks, each checked by
- * safe_parent: a component swapped after realpath fails the walk. */
+ * `leaf` (walk_checked; a relative dir from the working directory). */
 static int open_parent(const char *path, char *leaf, size_t cap) {
-  char dir[4096], par[4096], real[PATH_MAX];
+  char dir[4096], par[4096], abs[PATH_MAX + 4096], cwd[PATH_MAX];
   size_t len = strlen(path);
   while (len > 1 && path[len - 1] == '/') len--; /* "cache/" is "cache" */
   if (len >= sizeof dir) return sg_err_set(SG_EIO, "data cache %.64s...: path too long", path);
@@ -115,25 +188,12 @@ static int open_parent(const char *path, char *leaf, size_t cap) {
   snprintf(leaf, cap, "%s", name);
   snprintf(par, sizeof par, "%.*s", slash ? (int)(slash == dir ? 1 : slash - dir) : 1,
            slash ? dir : ".");
-  if (!realpath(par, real)) return sg_err_set(SG_EIO, "data cache %s: %s", par, strerror(errno));
-  int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = fd < 0 ? SG_EIO : safe_parent(fd, "/");
-  for (char *c = real + 1, *end; fd >= 0 && rc == SG_OK && *c; c = end) {
-    end = c + strcspn(c, "/");
-    char keep = *end;
-    *end = '\0';
-    int nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    rc = nfd < 0 ? sg_err_set(SG_EIO, "data cache: %s: %s", real, strerror(errno))
-                 : safe_parent(nfd, real);
-    close(fd);
-    fd = nfd;
-    *end = keep;
-    if (keep) end++;
-  }
-  if (rc != SG_OK || fd < 0) {
-    if (fd >= 0) close(fd);
-    return rc < 0 ? rc : sg_err_set(SG_EIO, "data cache /: %s", strerror(errno));
-  }
-  return fd;
+  if (par[0] != '/' && !getcwd(cwd, sizeof cwd))
+    return sg_err_set(SG_EIO, "data cache %s: the working directory: %s", dir, strerror(errno));
+  if (snprintf(abs, sizeof abs, "%s%s%s", par[0] == '/' ? "" : cwd, par[0] == '/' ? "" : "/",
+               par) >= PATH_MAX)
+    return sg_err_set(SG_EIO, "data cache %.64s...: path too long", path);
+  return walk_checked(abs);
 }
 
 /* dir: made 0700 when missing; refused unless a directory of ours that

@@ -160,7 +160,7 @@ struct sg_req {
   sg_status_t st;
   atomic_int released; /* zero-copy send: zmq (or, CMA, the reader) let go of buf */
   int zerocopy;
-  int cma, cma_err;     /* CMA send; errno the reader reported */
+  int cma, cma_err;     /* CMA send; errno the reader reported (recv: of its own read) */
   uint64_t id;          /* CMA send: matches the reader's ZQ_ACK */
   struct sg_req *cnext; /* CMA sends not yet acknowledged (zcomm.cma_wait) */
 };
@@ -389,6 +389,13 @@ static int zq_cma_read(zcomm_t *z, int src, void *buf, uint64_t addr, size_t len
   return 0;
 }
 
+/* The error of a failed read of a `len`-byte CMA send from rank src. */
+static int zq_cma_read_failed(zcomm_t *z, int src, uint64_t len, int err) {
+  return sg_err_set(SG_EIO, "rank %d: cannot read a %llu-byte message from rank %d (%s, "
+                    "pid %ld): %s", z->base.rank, (unsigned long long)len, src,
+                    z->base.hosts[src], (long)z->pid[src], strerror(err));
+}
+
 /* A CMA send arrived: read its payload from the sender's memory straight
  * into the matching posted receive (one copy, as Open MPI's CMA does,
  * where a socket costs three), or into a queued message when no receive
@@ -415,11 +422,13 @@ static int zq_deliver_cma(zcomm_t *z, const zq_hdr_t *h, zmq_msg_t *data) {
     if (!err && r) zq_complete_recv(z, r, h->src, h->tag, &m); /* truncated */
     else if (!err) SG_CHECK(zq_deliver(z, h->src, h->tag, 0, &m));
   }
+  if (err && r) { /* off the posted list: its own wait must fail, not time out */
+    r->st = (sg_status_t){.source = h->src, .tag = h->tag, .bytes = h->len};
+    r->cma_err = err;
+    r->done = 1;
+  }
   SG_CHECK(zq_ack(z, h->src, d.id, err));
-  if (!err) return 0;
-  return sg_err_set(SG_EIO, "rank %d: cannot read a %llu-byte message from rank %d (%s, "
-                    "pid %ld): %s", z->base.rank, (unsigned long long)h->len, h->src,
-                    z->base.hosts[h->src], (long)z->pid[h->src], strerror(err));
+  return err ? zq_cma_read_failed(z, h->src, h->len, err) : 0;
 }
 
 /* Receive one message from the PULL socket: flags 0 waits up to the
@@ -698,6 +707,8 @@ static int zq_wait_req(zcomm_t *z, sg_req_t *r, sg_status_t *st) {
     }
   }
   if (st) *st = r->st;
+  if (r->cma_err) /* its read failed while another call waited */
+    return zq_cma_read_failed(z, r->st.source, r->st.bytes, r->cma_err);
   if (r->trunc)
     return sg_comm_trunc(&z->base, r->st.source, r->st.tag, r->st.bytes,
                          r->cap);

@@ -131,6 +131,19 @@ static void forge_records(void *s, pid_t victim, int rank) {
   zmq_send(s, buf, record(buf, SG_REC_DONE, rank, done, sizeof d + 15), ZMQ_DONTWAIT);
 }
 
+/* 6: a compromised rank's own step batch (its key, its rank): steps far
+ * past the run's end, a NaN and a negative start, numbers going back.
+ * The harness's clock bounds them (rows.c): time.train_s must stay
+ * inside wall_s, where it used to take the rank's word (~1e9 s). */
+static void forge_steps(void *s, int rank) {
+  sg_step_rec_t st[4] = {{.step = 100000, .t_start = 1e9, .compute_s = 1e9, .loss = 1},
+                         {.step = 3, .t_start = NAN, .compute_s = INFINITY, .loss = 1},
+                         {.step = 2, .t_start = -5, .comm_s = 1e12, .loss = 1},
+                         {.step = 1, .t_start = 1e300, .wait_s = NAN, .loss = 1}};
+  unsigned char buf[64 + sizeof st];
+  zmq_send(s, buf, record(buf, SG_REC_STEPS, rank, st, sizeof st), ZMQ_DONTWAIT);
+}
+
 /* 3: raw bytes: garbage, then a ZMTP greeting and a 1.5 GB frame header. */
 static void raw_bytes(int port) {
   for (int round = 0; round < 2; round++) {
@@ -187,6 +200,16 @@ static void bad_frames(int port, int owner) {
   zmq_send(s, hok, sizeof hok, ZMQ_SNDMORE);
   zmq_send(s, junk, 4, ZMQ_SNDMORE);
   zmq_send(s, junk, 4, 0);
+  /* the ipc memory-read path's frames over tcp: a 1 MiB descriptor (flag
+   * 2) and an acknowledgement (flag 4, the last internal tag), each with a
+   * 16-byte {address, id}; tcp ranks know no peer's pid and must drop both */
+  int32_t hcma[6] = {(owner + 1) % NPROCS, 5, 1 << 20, 0, 2, 0};
+  int32_t hack[6] = {(owner + 1) % NPROCS, 32767 + 64, 16, 0, 4, 0};
+  uint64_t desc[2] = {(uint64_t)(uintptr_t)junk, 1};
+  zmq_send(s, hcma, sizeof hcma, ZMQ_SNDMORE);
+  zmq_send(s, desc, sizeof desc, 0);
+  zmq_send(s, hack, sizeof hack, ZMQ_SNDMORE);
+  zmq_send(s, desc, sizeof desc, 0);
   zmq_close(s);
   raw_bytes(port);
 }
@@ -247,6 +270,7 @@ static void attack(const port_t *ports, int np, pid_t victim, const sg_keys_t *s
     void *s = attacker_socket(ZMQ_PUSH, ports[i].port, stolen, 1, ports[i].owner);
     if (ports[i].owner == SG_AUTH_HARNESS) {
       forge_records(s, victim, 0);
+      forge_steps(s, 1);
       /* and, on the same ports, register as rank 2 (the hijack, keyed) */
       void *d = attacker_socket(ZMQ_DEALER, ports[i].port, stolen, 1, SG_AUTH_HARNESS);
       const char reg[] = "SGRDV1 2 3 evil tcp://127.0.0.1:9";
@@ -280,6 +304,7 @@ typedef struct outcome {
   long harness_kb;
   long long forged_evals, ranks_rows, records_dropped, transport_dropped, zap_refused;
   long long rdv_refused;
+  double train_s, wall_s; /* run_info time.train_s, runs.wall_s (-1: none) */
 } outcome_t;
 
 static void attack_case(const char *auth, int data_only, outcome_t *o) {
@@ -330,6 +355,10 @@ static void attack_case(const char *auth, int data_only, outcome_t *o) {
                                        "WHERE key LIKE 'transport.dropped.%'");
   o->rdv_refused = ru_db_int(db, "SELECT coalesce(sum(value), 0) FROM run_info "
                                  "WHERE key = 'rendezvous.refused'");
+  char v[64];
+  ru_db_text_into(db, "SELECT value FROM run_info WHERE key = 'time.train_s'", v, sizeof v);
+  o->train_s = v[0] ? atof(v) : -1;
+  o->wall_s = (double)ru_db_int(db, "SELECT coalesce(wall_s * 1000, -1000) FROM runs") / 1000;
   o->zap_refused = ru_db_int(db, "SELECT coalesce(sum(value), 0) FROM run_info "
                                  "WHERE key = 'auth.refused'");
 }
@@ -353,6 +382,9 @@ TEST(curve_keeps_outsiders_and_liars_out) {
   CHECK_MSG(o.transport_dropped >= 1, "the spoofed data header was not counted");
   CHECK_MSG(o.zap_refused >= 1, "the foreign key was not refused by the allow-list");
   CHECK_MSG(o.rdv_refused >= 1, "rank 1's key registered as rank 2 unnoticed");
+  fprintf(stderr, "curve: time.train_s %.3f, wall_s %.3f\n", o.train_s, o.wall_s);
+  CHECK_MSG(o.train_s > 0 && o.train_s < o.wall_s, "rank 1's forged steps: time.train_s %.3f, "
+            "wall_s %.3f", o.train_s, o.wall_s);
 }
 
 TEST(without_curve_the_same_attack_plants_records) {
@@ -376,7 +408,7 @@ TEST(garbage_on_the_data_path_is_dropped_not_fatal) {
   fprintf(stderr, "data path: exit %d, %d ports, data dropped %lld\n", o.exit_code, o.nports,
           o.transport_dropped);
   CHECK_EQ_INT(o.exit_code, 0);
-  CHECK_MSG(o.transport_dropped >= 3 * NPROCS, "dropped %lld", o.transport_dropped);
+  CHECK_MSG(o.transport_dropped >= 5 * NPROCS, "dropped %lld", o.transport_dropped);
 }
 
 /* 6: `n` idle connections to port (non-blocking connects: a full accept

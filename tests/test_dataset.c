@@ -815,3 +815,55 @@ TEST(shared_cache_parents_another_user_could_change_are_refused) {
     CHECK_MSG(access(cd, F_OK) != 0, "%s made under a refused parent", cd);
   }
 }
+
+/* A symlink on the way to the cache directory is a parent too: its owner
+ * can repoint it, so one owned by another user (nobody, in a sticky
+ * directory as /tmp) is refused with one line naming it, and nothing is
+ * made where it points; ours is followed, as are relative paths with
+ * "..".  Root only (it needs a second owner). */
+static int load_into(const char *base, const char *cache) {
+  unsigned char im[64], lb[16];
+  size_t ni = idx_images(im, 0x803), nl = idx_labels(lb, 5, 0);
+  char ip[300], lp[300];
+  snprintf(ip, sizeof ip, "%s/im", base);
+  snprintf(lp, sizeof lp, "%s/lb", base);
+  write_plain(ip, im, ni);
+  write_plain(lp, lb, nl);
+  sg_dataset_t *ds = NULL;
+  int rc = sg_dataset_load_idx_shared(&ds, ip, lp, 0, cache);
+  sg_dataset_destroy(&ds);
+  return rc;
+}
+
+TEST(shared_cache_through_another_users_symlink_is_refused) {
+  if (geteuid() != 0) {
+    fprintf(stderr, "  skipped: needs root for a second owner\n");
+    return;
+  }
+  const char *base = tmp("links");
+  char sub[300], sticky[300], theirs[320], mine[320], cd[340], cwd[512];
+  snprintf(sub, sizeof sub, "%s/sub", base);
+  snprintf(sticky, sizeof sticky, "%s/sticky", base);
+  snprintf(theirs, sizeof theirs, "%s/theirs", sticky);
+  snprintf(mine, sizeof mine, "%s/mine", sticky);
+  CHECK(mkdir(base, 0755) == 0 && mkdir(sub, 0700) == 0 && mkdir(sticky, 0755) == 0);
+  CHECK(chmod(sticky, 01777) == 0 && symlink(sub, theirs) == 0 && symlink("../sub", mine) == 0);
+  CHECK(lchown(theirs, 65534, 65534) == 0);
+  snprintf(cd, sizeof cd, "%s/cache", theirs);
+  int rc = load_into(base, cd);
+  fprintf(stderr, "  %s: %s\n", cd, rc ? sg_err_msg() : "accepted");
+  CHECK_EQ_INT(rc, SG_EIO);
+  CHECK(strstr(sg_err_msg(), theirs) && strstr(sg_err_msg(), "symlink owned by uid 65534"));
+  snprintf(cd, sizeof cd, "%s/cache", sub);
+  CHECK_MSG(access(cd, F_OK) != 0, "%s made through nobody's symlink", cd);
+  snprintf(cd, sizeof cd, "%s/cache", mine); /* ours, relative: followed */
+  CHECK_MSG(load_into(base, cd) == SG_OK, "%s", sg_err_msg());
+  snprintf(cd, sizeof cd, "%s/cache", sub);
+  CHECK(access(cd, F_OK) == 0);
+  CHECK(getcwd(cwd, sizeof cwd) != NULL && chdir(sticky) == 0);
+  rc = load_into(base, "../sub/./cache2/"); /* relative, "..", ".", trailing slash */
+  CHECK(chdir(cwd) == 0);
+  CHECK_MSG(rc == SG_OK, "%s", sg_err_msg());
+  snprintf(cd, sizeof cd, "%s/cache2", sub);
+  CHECK(access(cd, F_OK) == 0);
+}

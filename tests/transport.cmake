@@ -29,3 +29,7 @@ sg_add_test(test_rdv_auth SOURCES test_rdv_auth.c TIMEOUT 30)
 # ipc isends read from the sender's memory: both receive paths, and a read
 # that fails fails both ranks at once.
 sg_add_test(test_zmq_cma SOURCES test_zmq_cma.c TIMEOUT 90 LABELS transport)
+# The same path under forged frames from a local process: a descriptor
+# longer than the receive, one that wraps the address space, one of 0 bytes,
+# acknowledgements never asked for; another user cannot reach the socket.
+sg_add_test(test_zmq_cma_attack SOURCES test_zmq_cma_attack.c TIMEOUT 60 LABELS transport)

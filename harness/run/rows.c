@@ -40,6 +40,21 @@ static int on_hello(serve_t *s, int rank, const unsigned char *p) {
                           sg_run_cluster_host(s->cluster, rank), sg_run_cluster_addr(s->cluster, rank));
 }
 
+/* A step's start and end on the rank's clock (seconds since t0), bounded
+ * by the harness's clock when its record arrived: a record cannot leave
+ * before its step ends, so a rank whose clock runs ahead, or a buggy or
+ * lying one, cannot stretch time.train_s.  0 when the start is no time at
+ * all (not a number, before t0): the record then says nothing of when. */
+static int step_span(const serve_t *s, const sg_step_rec_t *x, double *start, double *end) {
+  double now = sg_wall() - s->times.t0;
+  if (!(x->t_start >= 0)) return 0;
+  *start = *end = x->t_start < now ? x->t_start : now;
+  const double part[] = {x->compute_s, x->comm_s, x->wait_s};
+  for (int i = 0; i < 3; i++) *end += isfinite(part[i]) && part[i] > 0 ? part[i] : 0;
+  if (!(*end <= now)) *end = now;
+  return 1;
+}
+
 static int on_step(serve_t *s, int rank, const unsigned char *p) {
   rank_info_t *ri = &s->ranks[rank];
   sg_step_rec_t x;
@@ -47,17 +62,17 @@ static int on_step(serve_t *s, int rank, const unsigned char *p) {
   SG_CHECK(sg_recorder_step(s->env->db, s->run_id, rank, ri->hello ? ri->role : "worker", &x));
   /* training is under way once every rank has begun: the latest first
    * step start (a rank that starts earlier waits on the evaluating
-   * rank's first evaluation inside its step) */
-  if (ri->last_step < 0 && !(x.t_start <= s->times.first_step)) s->times.first_step = x.t_start;
+   * rank's first evaluation inside its step).  The step's end on the
+   * rank's clock, not the record's arrival: step records travel in
+   * batches (records.h), and the last batch may leave only after the
+   * evaluation that follows the last step. */
+  double start, end;
+  if (step_span(s, &x, &start, &end)) {
+    if (ri->last_step < 0 && !(start <= s->times.first_step)) s->times.first_step = start;
+    if (!(end <= s->times.last_step_end)) s->times.last_step_end = end;
+  }
   ri->last_step = x.step;
   s->armed = 1;
-  /* the step's end on the rank's clock, not the record's arrival: step
-   * records travel in batches (records.h), and the last batch may leave
-   * only after the evaluation that follows the last step */
-  double end = x.t_start;
-  const double part[] = {x.compute_s, x.comm_s, x.wait_s};
-  for (int i = 0; i < 3; i++) end += isfinite(part[i]) && part[i] > 0 ? part[i] : 0;
-  if (isfinite(end) && !(end <= s->times.last_step_end)) s->times.last_step_end = end;
   sg_progress_step(s->env->progress, x.step, x.epoch);
   return SG_OK;
 }
