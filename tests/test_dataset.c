@@ -772,19 +772,12 @@ TEST(shared_cache_directory_swapped_for_a_symlink_after_its_check) {
  * one, like /tmp, is fine.  Root only (it needs a second owner). */
 static char par_dir[256];
 
+static int load_into(const char *base, const char *cache);
+
 static int load_under_par(void) {
-  unsigned char im[64], lb[16];
-  size_t ni = idx_images(im, 0x803), nl = idx_labels(lb, 5, 0);
-  char ip[300], lp[300], cd[300];
-  snprintf(ip, sizeof ip, "%s/im", par_dir);
-  snprintf(lp, sizeof lp, "%s/lb", par_dir);
+  char cd[300];
   snprintf(cd, sizeof cd, "%s/sub/cache", par_dir);
-  write_plain(ip, im, ni);
-  write_plain(lp, lb, nl);
-  sg_dataset_t *ds = NULL;
-  int rc = sg_dataset_load_idx_shared(&ds, ip, lp, 0, cd);
-  sg_dataset_destroy(&ds);
-  return rc;
+  return load_into(par_dir, cd);
 }
 
 TEST(shared_cache_parents_another_user_could_change_are_refused) {
