@@ -122,6 +122,7 @@ typedef struct ps_server_stats {
   int64_t pushes[PS_STATS_WORKERS]; /* pushes received from workers 0..15 */
   double train_s;       /* start barrier to the stop (sync: the last update) */
   int dead_workers;     /* async: workers declared dead */
+  int ignored_stop;     /* ssp/async: workers still training a deadline after the stop */
   int slices;           /* slices of the shard (1: unsliced) */
   int64_t max_ahead;    /* largest (clock of a released pull) - (pushes of
                            the slowest worker still training) */
@@ -151,6 +152,9 @@ typedef struct ps_cfg {
   /* Tests only: a sliced server applies a slice once N-1 workers pushed it
    * and ignores the last push (the equivalence check must catch it). */
   int plant_early_slice;
+  /* Tests only: worker 1 takes no STOP and goes on pushing (the servers
+   * must end without it, one deadline after their stop). */
+  int plant_ignore_stop;
   /* Tests only: server k writes its counts to stats[k] when it ends. */
   ps_server_stats_t *stats;
 } ps_cfg_t;

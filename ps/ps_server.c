@@ -85,6 +85,7 @@ typedef struct server {
   int64_t target;         /* ssp/async: updates to apply (N x sync steps) */
   int stopped;            /* ssp/async: target reached or budget spent */
   double t_start, t_stop; /* sg_now() at the start barrier / the stop */
+  int ignored_stop;        /* workers still training a deadline after the stop */
   int64_t dropped;        /* pushes that arrived after the stop */
   /* accounting for the step records */
   int64_t rejected, max_ahead;
@@ -561,6 +562,26 @@ static int check_dead(server_t *s, double now) {
   return SG_OK;
 }
 
+/* ssp/async: a worker still training one deadline after the stop (it
+ * keeps pushing and pulling, so it is never silent) has ignored every
+ * STOP: the server is done with it, as with a dead worker, so that one
+ * misbehaving worker cannot keep a finished run serving forever. */
+static int check_ignored_stop(server_t *s) {
+  if (!s->stopped || sg_now() - s->t_stop <= s->ctx->comm->deadline_s) return SG_OK;
+  for (int w = 0; w < s->N; w++) {
+    if (s->done[w] || s->dead[w]) continue;
+    char v[160];
+    snprintf(v, sizeof v, "worker rank %d (%s) still training %.1f s after the stop",
+             worker_rank(s, w), host_of(s, worker_rank(s, w)), sg_now() - s->t_stop);
+    fprintf(stderr, "ps server %d: %s; the run ends without it\n", s->k, v);
+    SG_CHECK(sg_records_info(s->ctx->rec, "ps.ignored_stop", v));
+    s->dead[w] = 1;
+    s->ignored_stop++;
+    s->ndone++;
+  }
+  return release_all(s); /* the FINAL pull, once every worker is done */
+}
+
 /* How long the next probe may wait.  async: until the deadline of the
  * live worker heard from longest ago, so that a silent worker is declared
  * dead one deadline after its last message even when nothing else
@@ -891,7 +912,10 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   s.rec_t0 = sg_records_elapsed(ctx->rec);
   s.sent0 = sg_comm_bytes_sent(ctx->comm);
   s.recv0 = sg_comm_bytes_recvd(ctx->comm);
-  while (s.ndone < s.N) SG_TRY(serve_one(&s));
+  while (s.ndone < s.N) {
+    SG_TRY(serve_one(&s));
+    SG_TRY(check_ignored_stop(&s));
+  }
   double train_s = (s.stopped ? s.t_stop : sg_now()) - s.t_start;
   if (s.k == 0 && cfg->mode != PS_SYNC) SG_TRY(report_stop(&s, train_s));
 
@@ -908,7 +932,7 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
     for (int w = 0; w < s.N; w++) dead += s.dead[w];
     cfg->stats[s.k] = (ps_server_stats_t){.rejected = s.rejected, .updates = s.version,
                                           .dropped = s.dropped, .train_s = train_s,
-                                          .dead_workers = dead, .max_ahead = s.max_ahead, .slices = s.nsl};
+                                          .dead_workers = dead, .ignored_stop = s.ignored_stop, .max_ahead = s.max_ahead, .slices = s.nsl};
     for (int w = 0; w < s.N && w < PS_STATS_WORKERS; w++) cfg->stats[s.k].pushes[w] = s.clock[w];
     memcpy(cfg->stats[s.k].first_reject, s.first_reject, sizeof s.first_reject);
   }

@@ -155,7 +155,7 @@ static size_t build_pull(worker_t *wk, int k, int64_t clock, int dense) {
 /* What every PARAMS from shard k tells besides the values. */
 static void note_reply(worker_t *wk, int k, const ps_hdr_t *h, double *held, int64_t *stale) {
   wk->ver[k] = h->version;
-  if (h->flags & PS_F_STOP) wk->stop = 1;
+  if ((h->flags & PS_F_STOP) && !(wk->cfg->plant_ignore_stop && wk->w == 1)) wk->stop = 1;
   if (h->held_s > *held) *held = h->held_s;
   if (h->staleness > *stale) *stale = h->staleness;
 }

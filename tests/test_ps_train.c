@@ -547,6 +547,37 @@ TEST(async_declares_a_silent_worker_dead_one_deadline_after_it_went_quiet) {
   CHECK_MSG(gap < 1.25 * 4.0, "the server ended %.2f s after the dead worker's push", gap);
 }
 
+/* A worker that ignores STOP (planted: worker 1, rank 2) keeps pushing
+ * and pulling after the servers' stop, so it is never silent.  The server
+ * must be done with it one deadline (2 s) after the stop, name it, and
+ * end; worker 0 gets its FINAL answer and ends ok; the ignoring worker's
+ * next exchange with the finished server fails within its own deadline.
+ * Without the bound the server serves it forever: the test hangs into its
+ * CTest timeout (checked: killed after 120 s with the bound removed). */
+TEST(async_ends_without_a_worker_that_ignores_stop) {
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  const char *kv[] = {"mode", "async", "max_steps", "40", "deadline", "2", NULL};
+  sg_opts_t *o = make_opts(3, "", kv);
+  ps_server_stats_t st[1] = {{0}};
+  rank_arg_t args[MAXR];
+  ps_cfg_t cfg;
+  CHECK(o && ps_cfg_from_opts(&cfg, o, 3) == SG_OK);
+  cfg.stats = st;
+  cfg.plant_ignore_stop = 1;
+  double t = sg_now();
+  run_ps(o, &cfg, NULL, 2.0, args);
+  double el = sg_now() - t;
+  fprintf(stderr, "  server rc %d, ignored_stop %d, ended %.2f s after the stop; worker 1: %s\n",
+          args[0].rc, st[0].ignored_stop, args[0].ended - t - st[0].train_s, args[2].err);
+  CHECK_MSG(args[0].rc == 0, "server: %s", args[0].err);
+  CHECK_EQ_INT(st[0].ignored_stop, 1);
+  CHECK_EQ_INT(st[0].updates, 3 * 40);
+  CHECK_MSG(args[1].rc == 0, "worker 0: %s", args[1].err);
+  CHECK_MSG(args[2].rc < 0, "the worker that ignores STOP ended ok");
+  CHECK_MSG(el < 3 * 2.0 + 10, "took %.1f s", el); /* stop + deadline + its deadline + loading */
+  sg_opts_destroy(&o);
+}
+
 /* Async turns speed into updates.  4 workers, worker 1 (rank 2) sleeps
  * 10 ms more per step (many times its compute), 150 sync steps.  sync
  * waits for it every step (>= 1.5 s); async ends when the server has
