@@ -156,11 +156,14 @@ TEST(worker_killed_fails_the_run_naming_it_mpi) { kill_case("mpi", 4, SIGKILL, "
  * state T at its next scan (<= 0.25 s + a 0.1 s poll after the signal),
  * fails the run 1.5 d = 6 s later and tears down (SIGKILL of the stopped
  * rank, SIGTERM of the others: well under 1 s): about 6.5 s, asserted
- * <= 2 d = 8 s by ru_fault_case.  The slowed rank 3 (100 ms a step) keeps
- * the run training the whole time, so only that check can end it. */
+ * <= 2 d = 8 s by ru_fault_case.  async ends when the servers have applied
+ * the sync step count's samples: with 1000 epochs that target (300000
+ * updates) is out of reach, so the run trains the whole time and only
+ * that check can end it (at one epoch the two fast workers reach it in
+ * under a second, before the test has found the processes). */
 TEST(stopped_async_worker_fails_the_run_within_two_deadlines_zmq) {
   ru_fault_t f = {.name = "zmq stopped async worker", .tag = "psrun", .config_name = "ps-test",
-                  .engine = "{engine: ps, mode: async, servers: 1, transport: zmq}",
+                  .engine = "{engine: ps, mode: async, servers: 1, transport: zmq, epochs: 1000}",
                   .workers = 3, .nranks = 4, .delay_rank = 3, .delay_ms = 100,
                   .watch_rank = 3, .victim = 2, .sig = SIGSTOP,
                   .deadline_s = DEADLINE_S, .gone_each_s = 3};
