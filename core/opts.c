@@ -124,6 +124,8 @@ bad:
   return sg_err_set(SG_ECONFIG, "%s: expected an integer, got '%s'", key, s);
 }
 
+int sg_parse_int(const char *key, const char *s, int64_t *out) { return parse_int(key, s, out); }
+
 int sg_opts_int(const sg_opts_t *o, const char *key, int64_t *out) {
   const char *s = sg_opts_get(o, key);
   if (!s) return missing(key);

@@ -36,6 +36,9 @@ const char *sg_opts_value(const sg_opts_t *o, size_t i);
 
 /* Typed getters: return 0, or SG_ECONFIG (message names the key) when the
  * key is absent or its value does not parse. */
+/* An integer setting's text ("1M", "131072") as sg_opts_int reads it:
+ * K/M/G are powers of two; key names it in the error. */
+int sg_parse_int(const char *key, const char *s, int64_t *out);
 int sg_opts_int(const sg_opts_t *o, const char *key, int64_t *out);
 int sg_opts_double(const sg_opts_t *o, const char *key, double *out);
 int sg_opts_bool(const sg_opts_t *o, const char *key, int *out);

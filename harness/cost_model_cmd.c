@@ -298,8 +298,13 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   r->c.K = k >= 0 ? k
                   : model_bytes(TXT(11), TXT(12), TXT(13), sqlite3_column_int(st, 14),
                                 sqlite3_column_int(st, 15));
-  r->c.slice = ps_slice_of(r, sqlite3_column_double(st, 17), sqlite3_column_double(st, 18),
-                           TXT(19));
+  /* slice and slice_from as written ("128K", "1M"): SQLite's numeric
+   * reading of "1M" is 1 */
+  int64_t slice = 0, from = 0;
+  if (sg_parse_int("slice", TXT(17), &slice) < 0) slice = 0;
+  if (sg_parse_int("slice_from", TXT(18), &from) < 0) from = 0;
+  sg_err_clear();
+  r->c.slice = ps_slice_of(r, (double)slice, (double)from, TXT(19));
   int hubs = !strcmp(r->engine, "ps") ? (r->c.S > 0 ? r->c.S : 1)
              : !strcmp(r->engine, "mapreduce") ? 1 : 0;
   r->procs = r->c.N + hubs;

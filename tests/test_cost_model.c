@@ -206,7 +206,10 @@ static const char FIXTURE[] =
     "INSERT INTO runs(id, experiment_id, engine, options_json, transport, workers, status) VALUES"
     " (1, 1, 'allreduce', '{\"algorithm\":\"ring\",\"model\":\"softmax\",\"dataset\":\"fashion-mnist\","
     "\"features\":0,\"classes\":10,\"cluster.link\":\"1gbit\",\"zmq_auth\":\"curve\"}', 'zmq', 2, 'ok'),"
-    " (2, 1, 'ps', '{\"mode\":\"sync\",\"servers\":2,\"model\":\"mlp\",\"hidden\":\"100\","
+    /* slice and slice_from as the harness records them, with suffixes:
+     * 159 KB shards are below 1M, so the run is unsliced */
+    " (2, 1, 'ps', '{\"mode\":\"sync\",\"servers\":2,\"slice\":\"128K\",\"slice_from\":\"1M\","
+    "\"model\":\"mlp\",\"hidden\":\"100\","
     "\"dataset\":\"fashion-mnist\",\"features\":0,\"classes\":10,\"cluster.link\":\"1gbit\","
     "\"zmq_auth\":\"curve\"}', 'zmq', 4, 'ok'),"
     " (3, 2, 'bench-allreduce', '{\"impl\":\"ring\",\"cluster.link\":\"1gbit\",\"zmq_auth\":\"curve\"}',"
