@@ -317,9 +317,13 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
 /* The bench ring rows with r's auth and transport, r's link first (else
  * the latest other link's): per np, the rows of the latest bench
  * experiment recorded before r's experiment (else the first after it), so
- * that a machine whose load drifts is measured as the run found it. */
+ * that a machine whose load drifts is measured as the run found it.  Each
+ * row's fastest iteration (t_min; the median where a row has none): on a
+ * rate-limited link noise only adds time, and one size whose median a
+ * loaded moment slowed (408 against 357 ms at 4 MiB, 100 Mbit/s) made
+ * a three-size fit's beta 18 % too large. */
 static const char BENCH_SQL[] =
-    "SELECT b.experiment_id, b.np, b.bytes, b.t_median,"
+    "SELECT b.experiment_id, b.np, b.bytes, coalesce(b.t_min, b.t_median),"
     " coalesce(json_extract(r.options_json, '$.\"cluster.link\"'), '') AS link"
     " FROM bench b JOIN runs r"
     " ON r.experiment_id = b.experiment_id AND coalesce(json_extract(r.options_json, '$.algorithm'),"
