@@ -60,32 +60,33 @@ int sg_prim_send(sg_prim_t *p, size_t v, int s_send, const float *in, size_t len
   return post_send(p, v, s_send, stage16(p, v), len);
 }
 
-/* The partial sum overwrites the input (prim.h).  With halves it goes to
- * the staging slot of send unit v, last read by send v - qs, which the
- * caller has waited for (it keeps fewer than qs sends in flight). */
-int sg_prim_recv_reduce_send(sg_prim_t *p, size_t u, float *inout, size_t len, size_t v,
-                             int s_send) {
+/* Receive unit u, add it into inout and send the sum as unit v.  float32:
+ * the sum overwrites the input (prim.h) and goes from there.  Halves: it
+ * goes to the staging slot of send unit v, last read by send v - qs, which
+ * the caller has waited for (it keeps fewer than qs sends in flight); keep
+ * also rounds inout to what was sent. */
+static int reduce_send(sg_prim_t *p, size_t u, float *inout, size_t len, size_t v, int s_send,
+                       int keep) {
   if (len) SG_CHECK(wait_recv(p, u, len));
   if (!p->half) {
     sg_sum_f32(inout, rslot(p, u), len);
     return post_send(p, v, s_send, inout, len);
   }
   sg_sum_f16(stage16(p, v), inout, rslot16(p, u), len);
+  if (keep) sg_f16_to_f32(inout, stage16(p, v), len);
   return post_send(p, v, s_send, stage16(p, v), len);
+}
+
+int sg_prim_recv_reduce_send(sg_prim_t *p, size_t u, float *inout, size_t len, size_t v,
+                             int s_send) {
+  return reduce_send(p, u, inout, len, v, s_send, 0);
 }
 
 /* With halves on the wire the owner keeps the rounded sum too, so that
  * every replica holds the same bits. */
 int sg_prim_recv_reduce_copy_send(sg_prim_t *p, size_t u, float *inout, size_t len, size_t v,
                                   int s_send) {
-  if (len) SG_CHECK(wait_recv(p, u, len));
-  if (!p->half) {
-    sg_sum_f32(inout, rslot(p, u), len);
-    return post_send(p, v, s_send, inout, len);
-  }
-  sg_sum_f16(stage16(p, v), inout, rslot16(p, u), len);
-  sg_f16_to_f32(inout, stage16(p, v), len);
-  return post_send(p, v, s_send, stage16(p, v), len);
+  return reduce_send(p, u, inout, len, v, s_send, 1);
 }
 
 int sg_prim_recv_copy_send(sg_prim_t *p, size_t u, float *out, size_t len, size_t v,
