@@ -586,3 +586,28 @@ double ru_final_acc(const char *db, long long id) {
   ru_db_text_into(db, sql, buf, sizeof buf);
   return buf[0] ? atof(buf) : -1;
 }
+
+int ru_none_vs_topk(const char *tag, const char *none, const char *topk, int min_rank,
+                    double acc[2], double bytes[2]) {
+  const char *dir = ru_scratch(tag);
+  char cfg[128], db[128], text[512];
+  acc[0] = acc[1] = -1;
+  bytes[0] = bytes[1] = 0;
+  if (!dir) return -1;
+  snprintf(cfg, sizeof cfg, "%s/topk.yaml", dir);
+  snprintf(db, sizeof db, "%s/topk.db", dir);
+  snprintf(text, sizeof text,
+           "name: %s\n"
+           "workload: {dataset: fashion-mnist, model: mlp, hidden: [128], batch: 64,\n"
+           "           lr: 0.1, momentum: 0.9, max_steps: 300, eval_every: 300, seed: 1}\n"
+           "workers: 3\nengines:\n  - %s\n  - %s\n", tag, none, topk);
+  if (ru_write_file(cfg, text) < 0 || ru_sgdlab_run(cfg, db) != 0) return -1;
+  for (int m = 0; m < 2; m++) {
+    char sql[256];
+    acc[m] = ru_final_acc(db, ru_db_int(db, "SELECT MIN(id) FROM runs") + m);
+    snprintf(sql, sizeof sql, "SELECT SUM(bytes_sent) FROM steps WHERE rank >= %d AND run_id = "
+             "(SELECT MIN(id) + %d FROM runs)", min_rank, m);
+    bytes[m] = (double)ru_db_int(db, sql);
+  }
+  return 0;
+}

@@ -109,6 +109,13 @@ char *ru_db_text(const char *db, const char *sql);
 /* The test accuracy of run `id`'s last evaluation; -1 when it has none. */
 double ru_final_acc(const char *db, long long id);
 
+/* Two engine entries (`none`, then `topk`, YAML flow maps) trained 300
+ * steps on the quickstart MLP by 3 workers in one experiment in scratch
+ * dir `tag`: acc[m] their final accuracies, bytes[m] the bytes sent by
+ * ranks >= min_rank over the run (0 when sgdlab failed). */
+int ru_none_vs_topk(const char *tag, const char *none, const char *topk, int min_rank,
+                    double acc[2], double bytes[2]);
+
 /* ... as text into out (empty when absent). */
 void ru_db_text_into(const char *db, const char *sql, char *out, size_t cap);
 

@@ -302,30 +302,13 @@ TEST(compress_refused_where_not_implemented) {
 }
 
 TEST(topk_with_error_feedback_converges) {
-  const char *dir = ru_scratch("artopk");
-  CHECK(dir);
-  char cfg[128], db[128];
-  snprintf(cfg, sizeof cfg, "%s/topk.yaml", dir);
-  snprintf(db, sizeof db, "%s/topk.db", dir);
-  FILE *f = fopen(cfg, "w");
-  CHECK(f);
-  fprintf(f, "name: allreduce-topk\n"
-             "workload: {dataset: fashion-mnist, model: mlp, hidden: [128], batch: 64,\n"
-             "           lr: 0.1, momentum: 0.9, max_steps: 300, eval_every: 300, seed: 1}\n"
-             "workers: 3\n"
-             "engines:\n"
-             "  - {engine: allreduce, algorithm: ring, transport: mpi, compress: none}\n"
-             "  - {engine: allreduce, algorithm: ring, transport: mpi, compress: topk, topk: 0.01}\n");
-  fclose(f);
-  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
   double acc[2], bytes[2];
-  for (int m = 0; m < 2; m++) {
-    char sql[256];
-    acc[m] = ru_final_acc(db, ru_db_int(db, "SELECT MIN(id) FROM runs") + m);
-    snprintf(sql, sizeof sql, "SELECT SUM(bytes_sent) FROM steps WHERE run_id = (SELECT MIN(id) "
-             "+ %d FROM runs)", m);
-    bytes[m] = (double)ru_db_int(db, sql);
-  }
+  CHECK_EQ_INT(ru_none_vs_topk("artopk",
+                               "{engine: allreduce, algorithm: ring, transport: mpi, compress: none}",
+                               "{engine: allreduce, algorithm: ring, transport: mpi, compress: topk,"
+                               " topk: 0.01}",
+                               0, acc, bytes),
+               0);
   fprintf(stderr, "  accuracy none %.4f topk %.4f, bytes topk/none %.4f\n", acc[0], acc[1],
           bytes[1] / bytes[0]);
   CHECK_MSG(bytes[0] > 0 && bytes[1] / bytes[0] < 0.05, "topk sent %.3f of none's bytes",

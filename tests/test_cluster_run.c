@@ -133,6 +133,27 @@ static void check_links(const char *db, long long id, const char *what) {
             "%s: sent %lld, links %lld", what, sent, link);
 }
 
+/* What every run on the cluster must show: its parameters within RTOL of
+ * local's (ref), its ranks placed as `hosts_sql` (1 when right) says,
+ * each host's link carrying its rank's bytes (check_links), and the
+ * cluster gone afterwards (test_failed_now_ tells whether they held). */
+static void cluster_run_checks(const char *db, long long id, const char *dump, const char *ref,
+                               const char *hosts_sql, const char *what) {
+  char sql[256], name[32], why[160];
+  double dist = ru_rel_distance(dump, ref, NULL);
+  fprintf(stderr, "  %s on the cluster: relative distance to local %.3g\n", what, dist);
+  CHECK_MSG(dist >= 0 && dist <= RTOL, "%s: distance %.3g > %g", what, dist, RTOL);
+  CHECK_MSG(ru_db_int(db, hosts_sql) == 1, "%s: ranks share a host or lack one", what);
+  check_links(db, id, what);
+  if (test_failed_now_) return;
+  snprintf(sql, sizeof sql, "SELECT value FROM run_info WHERE run_id = %lld AND "
+           "key = 'cluster.name'", id);
+  ru_db_text_into(db, sql, name, sizeof name);
+  CHECK_MSG(name[0] && cluster_gone(name, why, sizeof why), "%s: cluster '%s' left: %s", what,
+            name, why);
+  unlink(dump);
+}
+
 /* ---- every engine over the cluster ---------------------------------------- */
 
 TEST(every_engine_over_the_cluster_equals_local) {
@@ -145,7 +166,7 @@ TEST(every_engine_over_the_cluster_equals_local) {
   };
   const char *d = ru_scratch("clrun");
   CHECK(d);
-  char cfg[128], db[128], ref[128], dump[128], name[32], why[160];
+  char cfg[128], db[128], ref[128], dump[128];
   snprintf(cfg, sizeof cfg, "%s/eq.yaml", d);
   snprintf(db, sizeof db, "%s/eq.db", d);
   snprintf(ref, sizeof ref, "%s/local.bin", d);
@@ -157,22 +178,12 @@ TEST(every_engine_over_the_cluster_equals_local) {
     CHECK_OK(ru_write_train_config(cfg, "cluster-eq", variants[v][0], CLUSTER_5, dump, 4, 100));
     CHECK_MSG(ru_sgdlab_run(cfg, db) == 0, "%s: sgdlab run failed", what);
     long long id = ru_db_int(db, "SELECT max(id) FROM runs");
-    double dist = ru_rel_distance(dump, ref, NULL);
-    fprintf(stderr, "  %s on the cluster: relative distance to local %.3g\n", what, dist);
-    CHECK_MSG(dist >= 0 && dist <= RTOL, "%s: distance %.3g > %g", what, dist, RTOL);
     /* every rank on a host of its own, named with its address */
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(DISTINCT cluster_host) = count(*) AND "
              "count(DISTINCT address) = count(*) FROM ranks WHERE run_id = %lld", id);
-    CHECK_MSG(ru_db_int(db, sql) == 1, "%s: ranks share a host or lack one", what);
-    check_links(db, id, what);
+    cluster_run_checks(db, id, dump, ref, sql, what);
     if (test_failed_now_) return;
-    snprintf(sql, sizeof sql, "SELECT value FROM run_info WHERE run_id = %lld AND "
-             "key = 'cluster.name'", id);
-    ru_db_text_into(db, sql, name, sizeof name);
-    CHECK_MSG(name[0] && cluster_gone(name, why, sizeof why), "%s: cluster '%s' left: %s", what,
-              name, why);
-    unlink(dump);
   }
   /* zmq_scheme was tcp for them, and stays ipc for local */
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE options_json LIKE "
@@ -195,7 +206,7 @@ TEST(mpirun_across_the_cluster_equals_local) {
   };
   const char *d = ru_scratch("clmpi");
   CHECK(d);
-  char cfg[128], db[128], ref[128], dump[128], extra[256], name[32], why[160], sql[256];
+  char cfg[128], db[128], ref[128], dump[128], extra[256], sql[256];
   snprintf(cfg, sizeof cfg, "%s/m.yaml", d);
   snprintf(db, sizeof db, "%s/m.db", d);
   snprintf(ref, sizeof ref, "%s/local.bin", d);
@@ -212,20 +223,10 @@ TEST(mpirun_across_the_cluster_equals_local) {
     snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE id = %lld AND options_json LIKE "
              "'%%\"launcher\":\"mpirun\"%%'", id);
     CHECK_MSG(ru_db_int(db, sql) == 1, "%s: not launched by mpirun", what);
-    double dist = ru_rel_distance(dump, ref, NULL);
-    fprintf(stderr, "  %s on the cluster: relative distance to local %.3g\n", what, dist);
-    CHECK_MSG(dist >= 0 && dist <= RTOL, "%s: distance %.3g > %g", what, dist, RTOL);
     snprintf(sql, sizeof sql, "SELECT count(DISTINCT cluster_host) = 3 AND count(*) = 3 FROM "
              "ranks WHERE run_id = %lld", id);
-    CHECK_MSG(ru_db_int(db, sql) == 1, "%s: ranks share a host or lack one", what);
-    check_links(db, id, what);
+    cluster_run_checks(db, id, dump, ref, sql, what);
     if (test_failed_now_) return;
-    snprintf(sql, sizeof sql, "SELECT value FROM run_info WHERE run_id = %lld AND "
-             "key = 'cluster.name'", id);
-    ru_db_text_into(db, sql, name, sizeof name);
-    CHECK_MSG(name[0] && cluster_gone(name, why, sizeof why), "%s: cluster '%s' left: %s", what,
-              name, why);
-    unlink(dump);
   }
   unlink(ref);
 }

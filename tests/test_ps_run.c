@@ -228,31 +228,12 @@ TEST(async_worker_killed_the_run_goes_on_zmq) {
 }
 
 TEST(topk_push_converges_on_the_quickstart_workload) {
-  const char *dir = ru_scratch("pstopk");
-  CHECK(dir);
-  char cfg[128], db[128];
-  snprintf(cfg, sizeof cfg, "%s/topk.yaml", dir);
-  snprintf(db, sizeof db, "%s/topk.db", dir);
-  FILE *f = fopen(cfg, "w");
-  CHECK(f);
-  fprintf(f, "name: ps-topk\n"
-             "workload: {dataset: fashion-mnist, model: mlp, hidden: [128], batch: 64,\n"
-             "           lr: 0.1, momentum: 0.9, max_steps: 300, eval_every: 300, seed: 1}\n"
-             "workers: 3\n"
-             "engines:\n"
-             "  - {engine: ps, mode: sync, compress: none}\n"
-             "  - {engine: ps, mode: sync, compress: topk, topk: 0.01}\n");
-  CHECK(fclose(f) == 0);
-  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
   double acc[2], bytes[2];
-  for (int m = 0; m < 2; m++) {
-    char sql[256];
-    acc[m] = ru_final_acc(db, ru_db_int(db, "SELECT MIN(id) FROM runs") + m);
-    /* the workers' pushes (rank 0 is the server, whose replies stay float32) */
-    snprintf(sql, sizeof sql, "SELECT SUM(bytes_sent) FROM steps WHERE rank >= 1 AND run_id = "
-             "(SELECT MIN(id) + %d FROM runs)", m);
-    bytes[m] = (double)ru_db_int(db, sql);
-  }
+  /* the workers' pushes (rank 0 is the server, whose replies stay float32) */
+  CHECK_EQ_INT(ru_none_vs_topk("pstopk", "{engine: ps, mode: sync, compress: none}",
+                               "{engine: ps, mode: sync, compress: topk, topk: 0.01}", 1, acc,
+                               bytes),
+               0);
   fprintf(stderr, "  accuracy none %.4f topk %.4f, worker bytes topk/none %.4f\n", acc[0],
           acc[1], bytes[1] / bytes[0]);
   CHECK_MSG(bytes[0] > 0 && bytes[1] > 0 && bytes[1] / bytes[0] < 0.05,
