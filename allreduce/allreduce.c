@@ -6,6 +6,7 @@
 
 #include "allreduce.h"
 #include "err.h"
+#include "transport_new.h"
 
 static const sg_ar_algo_t *const algos[] = {&sg_ar_ring, &sg_ar_rhd, &sg_ar_native, NULL};
 
@@ -109,12 +110,8 @@ void sg_ar_destroy(sg_ar_t **pa) {
   *pa = NULL;
 }
 
-int sg_ar_segment_opt(const sg_opts_t *o, int64_t *out) {
+int sg_ar_segment_opt(const sg_opts_t *o, const sg_comm_t *comm, int64_t *out) {
   SG_CHECK(sg_opts_int_or(o, "segment", 0, out));
-  if (*out > 0) return SG_OK;
-  int zmq_ipc = !strcmp(sg_opts_str_or(o, "transport", "zmq"), "zmq") &&
-                !strcmp(sg_opts_str_or(o, "zmq_scheme", "ipc"), "ipc") &&
-                strcmp(sg_opts_str_or(o, "zmq_cma", "auto"), "off");
-  *out = zmq_ipc ? SG_AR_SEGMENT_ZMQ_IPC : SG_AR_SEGMENT_DEFAULT;
+  if (*out <= 0) *out = sg_comm_zmq_cma(comm) ? SG_AR_SEGMENT_ZMQ_IPC : SG_AR_SEGMENT_DEFAULT;
   return SG_OK;
 }

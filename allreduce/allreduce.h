@@ -42,10 +42,10 @@ enum {
 #define SG_AR_SEGMENT_DEFAULT (1u << 20)   /* bytes; see docs/engines/allreduce.md */
 #define SG_AR_SEGMENT_ZMQ_IPC (4u << 20)   /* zmq over ipc: fewer, larger reads */
 
-/* The run's `segment` (0 = auto: 4 MiB for zmq over ipc, whose large
- * sends the receiver reads from the sender's memory, measured faster from
- * 4 MiB up at N = 2; 1 MiB otherwise). */
-int sg_ar_segment_opt(const sg_opts_t *o, int64_t *out);
+/* The run's `segment` (0 = auto: 4 MiB where comm reads large sends from
+ * the sender's memory, zmq over ipc (sg_comm_zmq_cma), measured faster
+ * from 4 MiB up at N = 2; 1 MiB otherwise). */
+int sg_ar_segment_opt(const sg_opts_t *o, const sg_comm_t *comm, int64_t *out);
 #define SG_AR_DEPTH_DEFAULT 4              /* ring segments received ahead */
 
 typedef struct sg_ar_opts {

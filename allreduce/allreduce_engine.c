@@ -180,7 +180,7 @@ static int ar_setup(ar_loop_t *lp) {
   sg_rank_ctx_t *ctx = lp->ctx;
   int64_t segment = 0;
   const int root = ctx->rank == 0;
-  SG_CHECK(sg_ar_segment_opt(ctx->opts, &segment));
+  SG_CHECK(sg_ar_segment_opt(ctx->opts, ctx->comm, &segment));
   const char *algo = sg_opts_str_or(ctx->opts, "algorithm", "ring");
   SG_CHECK(sg_workload_new(&lp->wl, ctx->opts, ctx->rank, ctx->size,
                            root ? SG_WL_ALL : SG_WL_TRAIN));

@@ -25,7 +25,7 @@ static int ar_init(void **st, sg_rank_ctx_t *ctx, size_t max_count) {
   if (!b) return sg_err_set(SG_ENOMEM, "bench: no memory");
   *st = b;
   b->ctx = ctx;
-  SG_CHECK(sg_ar_segment_opt(ctx->opts, &segment));
+  SG_CHECK(sg_ar_segment_opt(ctx->opts, ctx->comm, &segment));
   SG_CHECK(sg_ar_new(&b->ar, ctx->comm, sg_opts_str_or(ctx->opts, "algorithm", "ring"),
                      (size_t)segment, max_count));
   sg_ar_plant_bug(b->ar, sg_ar_plant_requested(ctx->opts));
