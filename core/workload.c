@@ -193,6 +193,10 @@ static int attach_device(sg_workload_t *w, int max_rows) {
   return sg_cuda_wl_new(&w->dev, &d);
 }
 
+void sg_denormals_apply(const sg_opts_t *o) {
+  sg_denormals_flush(strcmp(sg_opts_str_or(o, "denormals", "flush"), "keep") != 0);
+}
+
 int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
                     int nworkers, unsigned what) {
   int rc = SG_OK;
@@ -244,7 +248,7 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
   w->seed = (uint64_t)seed;
   w->classes = (int)classes;
   sg_blas_set_threads((int)threads);
-  sg_denormals_flush(strcmp(sg_opts_str_or(o, "denormals", "flush"), "keep") != 0);
+  sg_denormals_apply(o);
 
   if (!strcmp(dataset, "fashion-mnist") || !strcmp(dataset, "mnist")) {
     SG_TRY(load_idx(w, o, dataset, what, ntrain_lim, ntest_lim));

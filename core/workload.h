@@ -154,6 +154,9 @@ const char *sg_blas_info(void);
 /* denormals: flush (1) or keep (0) in the calling thread (blas.c). */
 void sg_denormals_flush(int on);
 int sg_denormals_flushed(void);
+/* The run's `denormals` setting (flush unless "keep") in the calling
+ * thread; sg_workload_new applies it too. */
+void sg_denormals_apply(const sg_opts_t *o);
 /* Set the BLAS thread count for this process. */
 void sg_blas_set_threads(int n);
 

@@ -167,7 +167,7 @@ int main(int argc, char **argv) {
   if (keys_path[0]) SG_TRY(sg_keys_load(&keys, keys_path, sh.size));
   SG_TRY(sg_records_open(&rec, sg_opts_str_or(o, "_records", ""), rank, role, sh.t0, keys));
   sg_blas_set_threads((int)sh.threads);
-  sg_denormals_flush(strcmp(sg_opts_str_or(o, "denormals", "flush"), "keep") != 0);
+  sg_denormals_apply(o); /* before the BLAS line records it */
   if (rank == 0) SG_TRY(sg_records_info(rec, "blas", sg_blas_info()));
   if (rank == 0) { /* what the run is called, for the database's views */
     char own[256]; /* the harness's (_label: what differs in the experiment) */
