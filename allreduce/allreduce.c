@@ -112,6 +112,9 @@ void sg_ar_destroy(sg_ar_t **pa) {
 
 int sg_ar_segment_opt(const sg_opts_t *o, const sg_comm_t *comm, int64_t *out) {
   SG_CHECK(sg_opts_int_or(o, "segment", 0, out));
-  if (*out <= 0) *out = sg_comm_zmq_cma(comm) ? SG_AR_SEGMENT_ZMQ_IPC : SG_AR_SEGMENT_DEFAULT;
+  if (*out <= 0)
+    *out = sg_comm_zmq_cma(comm)     ? SG_AR_SEGMENT_ZMQ_IPC
+           : sg_comm_zmq_curve(comm) ? SG_AR_SEGMENT_CURVE
+                                     : SG_AR_SEGMENT_DEFAULT;
   return SG_OK;
 }

@@ -41,6 +41,7 @@ enum {
 
 #define SG_AR_SEGMENT_DEFAULT (1u << 20)   /* bytes; see docs/engines/allreduce.md */
 #define SG_AR_SEGMENT_ZMQ_IPC (4u << 20)   /* zmq over ipc: fewer, larger reads */
+#define SG_AR_SEGMENT_CURVE (256u << 10)   /* zmq with CURVE: shorter store-and-forward */
 
 /* The run's `segment` (0 = auto: 4 MiB where comm reads large sends from
  * the sender's memory, zmq over ipc (sg_comm_zmq_cma), measured faster

@@ -45,7 +45,7 @@
 /* clang-format off */
 static const sg_setting_t ar_options[] = {
   {"algorithm", SG_T_ENUM, "ring", "allreduce algorithm: ring (pipelined reduce-scatter + allgather), rhd (Rabenseifner), native (MPI_Allreduce; transport mpi); with device cuda also cuda-ring (GPUs of one host, CUDA IPC) and nccl (builds with NCCL)", SG_AR_ALGORITHMS "|" SG_AR_DEVICE_ALGORITHMS, 1, 0, SG_S_ENGINE},
-  {"segment", SG_T_INT, "0", "ring, rhd: pipeline segment in bytes (K/M suffixes; 0 = 1M, and 4M for zmq over ipc with zmq_cma on); cuda-ring: the chunk of a ring step (0 = 1M)", NULL, 0, 1 << 30, SG_S_ENGINE},
+  {"segment", SG_T_INT, "0", "ring, rhd: pipeline segment in bytes (K/M suffixes; 0 = auto: 4M for zmq over ipc with zmq_cma on, 256K for zmq with CURVE, else 1M); cuda-ring: the chunk of a ring step (0 = 1M)", NULL, 0, 1 << 30, SG_S_ENGINE},
   {"compress", SG_T_ENUM, "none", "gradient compression on the wire: none; fp16 (ring, rhd: IEEE halves on the wire, sums in float32; every replica keeps the rounded sum); topk (the topk fraction of largest entries as index/value pairs, allgathered around the ring, the rest carried over as error feedback)", "none|fp16|topk", 1, 0, SG_S_ENGINE},
   {"topk", SG_T_FLOAT, "0.01", "compress: topk: fraction of the gradient's entries each rank sends per step", NULL, 1e-6, 1, SG_S_ENGINE},
   {"overlap", SG_T_BOOL, "false", "allreduce the gradient in buckets while backward still computes the layers below (a compute thread runs backward; the rank's thread runs the allreduce); device cpu, compress none|fp16", NULL, 1, 0, SG_S_ENGINE},
@@ -199,6 +199,9 @@ static int ar_setup(ar_loop_t *lp) {
   if (root) {
     SG_CHECK(sg_records_info(ctx->rec, "workload", sg_workload_describe(lp->wl)));
     SG_CHECK(sg_records_info(ctx->rec, "blas", sg_blas_info()));
+    char seg[24];
+    snprintf(seg, sizeof seg, "%lld", (long long)segment);
+    SG_CHECK(sg_records_info(ctx->rec, "allreduce.segment", seg));
   }
   return SG_OK;
 }

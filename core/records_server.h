@@ -25,8 +25,10 @@ typedef struct sg_rec_in {
   const unsigned char *payload; /* h.len bytes */
 } sg_rec_in_t;
 
-/* Bind "ipc://DIR/rec" or "tcp://ADDR:*" for a run of nprocs ranks; keys
- * (tcp only, NULL: none) make it CURVE with ZAP.  Caller owns the result. */
+/* Bind "ipc://DIR/rec" or "tcp://ADDR:*" for a run of nprocs ranks.  keys
+ * (NULL: none) start the context's ZAP handler, which every CURVE server
+ * socket of the context needs (the rendezvous's too), and make a tcp
+ * endpoint CURVE.  Caller owns the result. */
 int sg_rec_server_open(sg_rec_server_t **out, const char *endpoint, int nprocs,
                        const struct sg_keys *keys);
 /* The endpoint ranks connect to (the port resolved). */

@@ -52,6 +52,11 @@ typedef struct sg_zmq_cfg {
  * (zmq_cma: auto where the kernel allows it), 0 otherwise. */
 int sg_comm_zmq_cma(const sg_comm_t *c);
 
+/* 1 when this zmq comm's sockets speak CURVE (tcp with the run's keys):
+ * every message is encrypted whole before its first byte leaves and
+ * decrypted whole after its last arrives. */
+int sg_comm_zmq_curve(const sg_comm_t *c);
+
 /* Default cap on one message's payload (ZMQ_MAXMSGSIZE of the receiving
  * socket): larger than any model or benchmark message sgdlab sends. */
 #define SG_ZMQ_MAX_MSG ((size_t)1 << 30)

@@ -1128,3 +1128,7 @@ int sg_zmq_max_sockets(void) {
 int sg_comm_zmq_cma(const sg_comm_t *c) {
   return c && c->ops == &zmq_ops && ((const zcomm_t *)c)->pid != NULL;
 }
+
+int sg_comm_zmq_curve(const sg_comm_t *c) {
+  return c && c->ops == &zmq_ops && ((const zcomm_t *)c)->keys != NULL;
+}

@@ -15,7 +15,8 @@
  *    mpi and N = 5 over zmq: every row of count >= 2 MUST report wrong
  *    elements (the check can fail; counts 0 and 1 have no chunk the bug
  *    can misplace);
- *  - equivalence: `sgdlab run` trains allreduce ring/rhd (zmq), ring/rhd/
+ *  - equivalence: `sgdlab run` trains allreduce ring/rhd (zmq ipc), ring
+ *    over zmq tcp (CURVE; its auto segment is checked as 256K), ring/rhd/
  *    native (mpi) with N = 4 workers of batch b = 16 for 100 steps, and
  *    `local` with batch 4b; the final parameters (dump_params) must agree
  *    within a relative L2 distance of 1e-4.  Why that bound: the engines
@@ -146,6 +147,7 @@ TEST(training_matches_local) {
   } runs[] = {
       {"local", "engine: local"},
       {"ring-zmq", "engine: allreduce, algorithm: ring, transport: zmq"},
+      {"ring-zmq-tcp", "engine: allreduce, algorithm: ring, transport: zmq, zmq_scheme: tcp"},
       {"rhd-zmq", "engine: allreduce, algorithm: rhd, transport: zmq"},
       {"ring-mpi", "engine: allreduce, algorithm: ring, segment: 4K, transport: mpi"},
       {"rhd-mpi", "engine: allreduce, algorithm: rhd, transport: mpi"},
@@ -177,6 +179,16 @@ TEST(training_matches_local) {
                              "WHERE r.engine = 'allreduce' AND r.transport = 'zmq' "
                              "AND s.bytes_sent = 0"),
                0);
+  /* The segment auto chose, per path: CURVE over tcp cuts it to 256K (a
+   * message is encrypted whole before it leaves), an explicit one stays. */
+  CHECK_EQ_INT(ru_db_int(db, "SELECT value FROM run_info i JOIN runs r ON r.id = i.run_id "
+                             "WHERE i.key = 'allreduce.segment' AND r.options_json "
+                             "LIKE '%\"zmq_scheme\":\"tcp\"%'"),
+               256 << 10);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT value FROM run_info i JOIN runs r ON r.id = i.run_id "
+                             "WHERE i.key = 'allreduce.segment' AND r.options_json "
+                             "LIKE '%\"segment\":4096%'"),
+               4096);
   char a[160], b[160];
   snprintf(b, sizeof b, "%s/local.f32", dir);
   for (int i = 1; i < nruns; i++) {

@@ -140,7 +140,7 @@ static int control_open(control_t *c, const sg_run_spec_t *run, const char *dir,
   char ep[256]; /* records: tcp (CURVE when keyed) toward remote hosts, else ipc */
   if (remote) snprintf(ep, sizeof ep, "tcp://%s:*", addr);
   else snprintf(ep, sizeof ep, "ipc://%s/rec", dir);
-  SG_CHECK(sg_rec_server_open(&c->rec, ep, run->nprocs, remote ? c->keys : NULL));
+  SG_CHECK(sg_rec_server_open(&c->rec, ep, run->nprocs, c->keys));
   if (zmq_ranks) {
     char base[256];
     if (rdv_tcp) snprintf(base, sizeof base, "tcp://%s:*", addr);
