@@ -124,6 +124,8 @@ typedef struct ps_server_stats {
   int dead_workers;     /* async: workers declared dead */
   int ignored_stop;     /* ssp/async: workers still training a deadline after the stop */
   int slices;           /* slices of the shard (1: unsliced) */
+  int max_lead;         /* sliced: the most slices a push ran ahead of the
+                           slices all N had pushed (< slice_window) */
   int64_t max_ahead;    /* largest (clock of a released pull) - (pushes of
                            the slowest worker still training) */
   char first_reject[200]; /* "from rank 2: sparse index ..." (empty: none) */
@@ -132,6 +134,7 @@ typedef struct ps_server_stats {
 /* The `slice` default in bytes (ps_engine.c; docs/engines/ps.md, Slices). */
 #define PS_SLICE_DEFAULT (128 * 1024)
 #define PS_SLICE_FROM_DEFAULT (1024 * 1024)
+#define PS_SLICE_WINDOW_DEFAULT 2 /* slices per server in flight (ps_window_lag) */
 
 typedef struct ps_cfg {
   ps_mode_t mode;
@@ -146,6 +149,7 @@ typedef struct ps_cfg {
    * 0 = the whole shard in one message; 0 in the other modes. */
   uint64_t slice_bytes;
   uint64_t slice_from;  /* shards below this many bytes go whole */
+  int slice_window;     /* slices per server a worker has in flight, 0 = all */
   /* Tests only: the server adds worker 0's sync push twice (a planted bug
    * the equivalence check must catch).  Never set by a setting. */
   int plant_double_count;

@@ -19,6 +19,7 @@ static const sg_setting_t ps_options[] = {
   {"sparse", SG_T_BOOL, "false", "ps: push only nonzero gradient coordinates, pull only those the next batch reads", NULL, NOB, SG_S_ENGINE},
   {"compress", SG_T_ENUM, "none", "ps, dense path: gradient compression of the push; none; fp16 (IEEE halves on the wire, the server sums in float32); topk (per shard the topk fraction of largest entries as index/value pairs, the worker keeps the rest as error feedback).  Parameters are pulled in float32 either way", "none|fp16|topk", NOB, SG_S_ENGINE},
   {"slice", SG_T_INT, "128K", "ps sync, dense path: bytes per slice of a shard; a worker pushes its slices back to back and a server sums, applies and sends back each slice as soon as all N workers pushed it, so the server link carries pushes in and parameters out at once; 0 = one message per shard.  Ignored with sparse: true or compress: topk", NULL, 0, 1e12, SG_S_ENGINE},
+  {"slice_window", SG_T_INT, "2", "ps sync, sliced shards: slices a worker has in flight per server; its next push waits for the parameters of the slice this many back, so no worker runs ahead of the others and each slice is complete at the server early (docs/engines/ps.md, Slices); 0 = no limit", NULL, 0, 1048576, SG_S_ENGINE},
   {"slice_from", SG_T_INT, "1M", "ps sync, dense path: shards smaller than this many bytes go whole (one message each way): on one host the extra messages of slicing cost more than the overlap gains", NULL, 0, 1e12, SG_S_ENGINE},
   {"topk", SG_T_FLOAT, "0.01", "ps compress: topk: fraction of each shard's gradient entries a worker pushes per step", NULL, 1e-6, 1, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
@@ -72,6 +73,12 @@ int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers) {
   if (slice < 0) return sg_err_set(SG_ECONFIG, "slice: must be >= 0 bytes, got %lld", (long long)slice);
   if (from < 0) return sg_err_set(SG_ECONFIG, "slice_from: must be >= 0 bytes, got %lld", (long long)from);
   cfg->slice_from = (uint64_t)from;
+  int64_t window;
+  SG_CHECK(sg_opts_int_or(o, "slice_window", PS_SLICE_WINDOW_DEFAULT, &window));
+  if (window < 0 || window > 1 << 20)
+    return sg_err_set(SG_ECONFIG, "slice_window: must be 0..1048576 slices, got %lld",
+                      (long long)window);
+  cfg->slice_window = (int)window;
   /* Slices are cut from a dense shard and applied once per sync step; the
    * sparse paths send (index, value) pairs of varying length. */
   int dense = !cfg->sparse && cfg->compress != PS_COMPRESS_TOPK;
@@ -134,6 +141,7 @@ static const sg_option_need_t ps_needs[] = {
     {"topk", "compress", "|topk|"},
     {"slice", "mode", "|sync|"},
     {"slice_from", "mode", "|sync|"},
+    {"slice_window", "mode", "|sync|"},
     {NULL, NULL, NULL},
 };
 

@@ -29,6 +29,16 @@ int ps_slice_count(size_t cnt, size_t elems) {
   return (int)((cnt + elems - 1) / elems);
 }
 
+int ps_push_order(int S, const int *nsl, int *k, int *sl) {
+  int most = 0, j = 0;
+  for (int x = 0; x < S; x++)
+    if (nsl[x] > most) most = nsl[x];
+  for (int c = 0; c < most; c++)
+    for (int x = 0; x < S; x++)
+      if (c < nsl[x]) k[j] = x, sl[j++] = c;
+  return j;
+}
+
 size_t ps_payload_bytes(int type, uint32_t flags, uint64_t count) {
   int sparse = (flags & PS_F_SPARSE) != 0;
   switch (type) {

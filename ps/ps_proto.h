@@ -82,6 +82,19 @@ size_t ps_slice_elems(size_t cnt, uint64_t slice_bytes);
 /* Number of slices of a shard of cnt floats cut every elems (at least 1:
  * an empty shard is one empty slice). */
 int ps_slice_count(size_t cnt, size_t elems);
+/* A sliced exchange's pushes in the order a worker sends them: slice 0
+ * of every shard, then slice 1 of every shard, and so on, so every
+ * server's link starts at once.  Push j is slice sl[j] of shard k[j]
+ * (both arrays hold the sum of nsl[0..S)); returns that count.  With a
+ * window of W slices per server, push j goes only once the PARAMS of
+ * push j - W*S are in (ps_window_lag): no worker runs more than W slices
+ * ahead of the slowest, so the server completes slices early and steadily
+ * and its link carries parameters out while pushes come in. */
+int ps_push_order(int S, const int *nsl, int *k, int *sl);
+/* The push whose PARAMS must be in before push j goes (-1: none). */
+static inline int ps_window_lag(int j, int window, int S) {
+  return window > 0 && j >= window * S ? j - window * S : -1;
+}
 
 /* Bytes of payload a message of this type/flags/count carries. */
 size_t ps_payload_bytes(int type, uint32_t flags, uint64_t count);

@@ -33,6 +33,9 @@ typedef struct ps_round {
   float *acc, *buf;
   int *got;             /* server: pushes of each slice so far */
   unsigned char **out, **in; /* worker: per shard, [hdr | floats] per slice */
+  size_t *off, *cnt, *elems; /* worker: per shard, this round's range and slice */
+  int *nsl, *rbase;     /* worker: per shard, slices and first reply request */
+  int *ok, *osl;        /* worker: the round's pushes (ps_push_order) */
   sg_req_t **req;
   int nreq;
 } ps_round_t;
@@ -61,7 +64,8 @@ static size_t slice_len(size_t cnt, size_t elems, int c) {
 }
 
 static int wait_all(ps_round_t *b) {
-  for (int i = 0; i < b->nreq; i++) SG_CHECK(sg_wait(b->ctx->comm, &b->req[i], NULL));
+  for (int i = 0; i < b->nreq; i++) /* NULL: taken already */
+    if (b->req[i]) SG_CHECK(sg_wait(b->ctx->comm, &b->req[i], NULL));
   b->nreq = 0;
   return SG_OK;
 }
@@ -115,42 +119,40 @@ static int server_round(ps_round_t *b, size_t count) {
   return wait_all(b);
 }
 
-/* Every reply receive is posted before the first push goes out, and the
- * pushes go slice by slice: the server can answer slice 0 while slice 1
- * is still on the way in. */
+/* Every reply receive is posted before the first push goes out; the
+ * pushes go in ps_push_order, each once the reply slice_window slices
+ * back is in (the engine's schedule, ps_worker.c): the server can answer
+ * slice 0 while slice 1 is still on the way in. */
 static int worker_round(ps_round_t *b, size_t count) {
   sg_comm_t *c = b->ctx->comm;
-  for (int k = 0; k < b->S; k++) {
-    size_t off, cnt, elems;
-    int nsl;
-    slicing(b, count, k, &off, &cnt, &elems, &nsl);
-    for (int sl = 0; sl < nsl; sl++)
-      SG_CHECK(sg_irecv(c, k, PS_TAG_REPLY, b->in[k] + (size_t)sl * (HS + 4 * elems),
-                        HS + elems * 4, &b->req[b->nreq++]));
+  int S = b->S, nr = 0;
+  for (int k = 0; k < S; k++) {
+    slicing(b, count, k, &b->off[k], &b->cnt[k], &b->elems[k], &b->nsl[k]);
+    b->rbase[k] = nr;
+    for (int sl = 0; sl < b->nsl[k]; sl++, nr++)
+      SG_CHECK(sg_irecv(c, k, PS_TAG_REPLY, b->in[k] + (size_t)sl * (HS + 4 * b->elems[k]),
+                        HS + b->elems[k] * 4, &b->req[nr]));
   }
-  for (int k = 0; k < b->S; k++) {
-    size_t off, cnt, elems;
-    int nsl;
-    slicing(b, count, k, &off, &cnt, &elems, &nsl);
-    for (int sl = 0; sl < nsl; sl++) {
-      size_t lo = (size_t)sl * elems, n = slice_len(cnt, elems, sl);
-      unsigned char *m = b->out[k] + (size_t)sl * (HS + 4 * elems);
-      ps_hdr_t h;
-      ps_hdr_init(&h, PS_PUSH, k, 0, 0, 0, off + lo, n);
-      memcpy(m, &h, HS);
-      memcpy(m + HS, b->buf + off + lo, n * 4);
-      SG_CHECK(sg_isend(c, k, PS_TAG_REQ, m, HS + n * 4, &b->req[b->nreq++]));
-    }
+  int np = ps_push_order(S, b->nsl, b->ok, b->osl), taken = 0;
+  for (int j = 0; j < np; j++, nr++) {
+    for (int lag; (lag = ps_window_lag(j, b->cfg.slice_window, S)) >= taken; taken++)
+      SG_CHECK(sg_wait(c, &b->req[b->rbase[b->ok[taken]] + b->osl[taken]], NULL));
+    int k = b->ok[j], sl = b->osl[j];
+    size_t elems = b->elems[k], lo = (size_t)sl * elems, n = slice_len(b->cnt[k], elems, sl);
+    unsigned char *m = b->out[k] + (size_t)sl * (HS + 4 * elems);
+    ps_hdr_t h;
+    ps_hdr_init(&h, PS_PUSH, k, 0, 0, 0, b->off[k] + lo, n);
+    memcpy(m, &h, HS);
+    memcpy(m + HS, b->buf + b->off[k] + lo, n * 4);
+    SG_CHECK(sg_isend(c, k, PS_TAG_REQ, m, HS + n * 4, &b->req[nr]));
   }
+  b->nreq = nr;
   SG_CHECK(wait_all(b));
-  for (int k = 0; k < b->S; k++) {
-    size_t off, cnt, elems;
-    int nsl;
-    slicing(b, count, k, &off, &cnt, &elems, &nsl);
-    for (int sl = 0; sl < nsl; sl++)
-      memcpy(b->buf + off + (size_t)sl * elems, b->in[k] + (size_t)sl * (HS + 4 * elems) + HS,
-             slice_len(cnt, elems, sl) * 4);
-  }
+  for (int k = 0; k < S; k++)
+    for (int sl = 0; sl < b->nsl[k]; sl++)
+      memcpy(b->buf + b->off[k] + (size_t)sl * b->elems[k],
+             b->in[k] + (size_t)sl * (HS + 4 * b->elems[k]) + HS,
+             slice_len(b->cnt[k], b->elems[k], sl) * 4);
   return SG_OK;
 }
 
@@ -186,6 +188,13 @@ static void ps_destroy(void **st) {
   free(b->out);
   free(b->in);
   free(b->req);
+  free(b->off);
+  free(b->cnt);
+  free(b->elems);
+  free(b->nsl);
+  free(b->rbase);
+  free(b->ok);
+  free(b->osl);
   free(b->msg);
   free(b->rep);
   free(b->got);
@@ -212,7 +221,11 @@ static int ps_init(void **st, sg_rank_ctx_t *ctx, size_t max_count) {
   if (!(b->msg = malloc(HS + maxc * 4)) || !(b->rep = malloc(sbuf)) ||
       !(b->got = calloc(most, sizeof *b->got)) || !(b->acc = malloc(maxc * 4)) ||
       !(b->buf = calloc(maxc, 4)) || !(b->out = calloc(S, sizeof *b->out)) ||
-      !(b->in = calloc(S, sizeof *b->in)) || !(b->req = calloc(nreq, sizeof *b->req)))
+      !(b->in = calloc(S, sizeof *b->in)) || !(b->req = calloc(nreq, sizeof *b->req)) ||
+      !(b->off = calloc(S, sizeof *b->off)) || !(b->cnt = calloc(S, sizeof *b->cnt)) ||
+      !(b->elems = calloc(S, sizeof *b->elems)) || !(b->nsl = calloc(S, sizeof *b->nsl)) ||
+      !(b->rbase = calloc(S, sizeof *b->rbase)) || !(b->ok = calloc(S * most, sizeof *b->ok)) ||
+      !(b->osl = calloc(S * most, sizeof *b->osl)))
     return sg_err_set(SG_ENOMEM, "bench: no memory for %zu floats", maxc);
   for (size_t k = 0; k < S; k++)
     if (!(b->out[k] = malloc(sbuf)) || !(b->in[k] = malloc(sbuf)))

@@ -89,6 +89,8 @@ typedef struct server {
   int64_t dropped;        /* pushes that arrived after the stop */
   /* accounting for the step records */
   int64_t rejected, max_ahead;
+  int complete, max_lead;   /* sliced: slices all N pushed this step; the most a
+                               push ran ahead of them (ps_window_lag) */
   char first_reject[200];
   double rec_t0, wait_s, comm_s, compute_s;
   uint64_t sent0, recv0;
@@ -431,6 +433,7 @@ static int finish_sliced_step(server_t *s) {
   s->version++;
   for (int c = 0; c < s->nsl; c++) s->got[c] = s->applied[c] = 0;
   for (int w = 0; w < s->N; w++) s->have[w] = 0;
+  s->complete = 0;
   return flush_record(s);
 }
 
@@ -444,6 +447,9 @@ static int on_slice_push(server_t *s, int w, const ps_hdr_t *h, char *why, size_
     return snprintf(why, wl, "PUSH of slice %d of step %lld, expected slice %d", c,
                     (long long)h->clock, s->next[w]), SG_EPROTO;
   s->arrived[(size_t)w * (size_t)s->nsl + (size_t)c] = sg_now();
+  /* Slices complete in order (each worker pushes them in order), so c
+   * minus the complete ones is how far this push ran ahead. */
+  if (c - s->complete > s->max_lead) s->max_lead = c - s->complete;
   s->stale[w] = s->version - h->version;
   if (++s->next[w] == s->nsl) {
     s->next[w] = 0;
@@ -454,7 +460,10 @@ static int on_slice_push(server_t *s, int w, const ps_hdr_t *h, char *why, size_
    * wait for it, so only the values are wrong) */
   int need = s->N - (s->cfg->plant_early_slice && s->N > 1);
   if (++s->got[c] >= need && !s->applied[c]) update_slice(s, c);
-  if (s->got[c] == s->N) SG_CHECK(reply_slice(s, c));
+  if (s->got[c] == s->N) {
+    s->complete++;
+    SG_CHECK(reply_slice(s, c));
+  }
   return finish_sliced_step(s);
 }
 
@@ -932,7 +941,7 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
     for (int w = 0; w < s.N; w++) dead += s.dead[w];
     cfg->stats[s.k] = (ps_server_stats_t){.rejected = s.rejected, .updates = s.version,
                                           .dropped = s.dropped, .train_s = train_s,
-                                          .dead_workers = dead, .ignored_stop = s.ignored_stop, .max_ahead = s.max_ahead, .slices = s.nsl};
+                                          .dead_workers = dead, .ignored_stop = s.ignored_stop, .max_ahead = s.max_ahead, .slices = s.nsl, .max_lead = s.max_lead};
     for (int w = 0; w < s.N && w < PS_STATS_WORKERS; w++) cfg->stats[s.k].pushes[w] = s.clock[w];
     memcpy(cfg->stats[s.k].first_reject, s.first_reject, sizeof s.first_reject);
   }

@@ -47,6 +47,8 @@ typedef struct worker {
   unsigned char **pull;    /* [S] [hdr | idx] */
   unsigned char **rep;     /* [S] [hdr | values] */
   int64_t *ver;            /* [S] version of the params last pulled from k */
+  int64_t *vpush;          /* [S] sliced: ver[k] when the step's pushes began (a
+                              reply taken mid-step moves ver[k] on) */
   sg_req_t **req;          /* [3S] */
   ps_needs_t *needs[2];    /* sparse: coordinates of steps t and t+1 (alternating) */
   ps_needs_t *pushn, *pulln; /* of this exchange's push (step t) and pull (t+1) */
@@ -57,6 +59,8 @@ typedef struct worker {
   int sliced;              /* sync, dense: shards go in slices (ps_slicing) */
   size_t *elems;           /* [S] floats per slice of shard k */
   int *nsl;                /* [S] slices of shard k */
+  int *rbase;              /* [S] request of shard k's slice 0 reply */
+  int npush, *ok, *osl;    /* sliced: pushes per step, their shard and slice (ps_push_order) */
   int stop;                /* ssp/async: a server answered with PS_F_STOP */
   int final;               /* the next pull is the FINAL one */
 } worker_t;
@@ -238,7 +242,7 @@ static size_t build_slice(worker_t *wk, int k, int sl, int64_t t) {
   const float *g = wk->grad + wk->off[k] + lo;
   int fp16 = wk->cfg->compress == PS_COMPRESS_FP16;
   ps_hdr_t h;
-  ps_hdr_init(&h, PS_PUSH, k, fp16 ? PS_F_FP16 : 0, t, wk->ver[k], wk->off[k] + lo, n);
+  ps_hdr_init(&h, PS_PUSH, k, fp16 ? PS_F_FP16 : 0, t, wk->vpush[k], wk->off[k] + lo, n);
   memcpy(m, &h, sizeof h);
   if (fp16) sg_f32_to_f16((uint16_t *)(m + sizeof h), g, n);
   else memcpy(m + sizeof h, g, n * sizeof(float));
@@ -267,15 +271,27 @@ static int take_slice(worker_t *wk, int k, int sl, size_t bytes, int64_t clock, 
   return SG_OK;
 }
 
-/* Post every slice's receive, then the pushes of step t slice by slice
- * (push) or the first PULL (!push); wait for the sends, then take the
- * slices in order. */
+/* Wait for the PARAMS of push j's slice (receive request rbase[k] + sl)
+ * and take them. */
+static int take_reply(worker_t *wk, int j, int64_t clock, double *held, int64_t *stale) {
+  sg_comm_t *c = wk->ctx->comm;
+  int k = wk->ok[j], sl = wk->osl[j], rc;
+  sg_status_t st;
+  if ((rc = sg_wait_within(c, server_wait(c), &wk->req[wk->rbase[k] + sl], &st)) < 0)
+    return peer_fail(wk, rc, k, "waiting for PARAMS of", clock);
+  return take_slice(wk, k, sl, st.bytes, clock, held, stale);
+}
+
+/* Post every slice's receive, then the pushes of step t in ps_push_order,
+ * each once the PARAMS slice_window slices back are in (push), or the
+ * first PULL of each shard (!push); wait for the sends, then take the
+ * slices not yet taken. */
 static int exchange_sliced(worker_t *wk, int push, int64_t t, int64_t clock, double *held,
                            int64_t *stale) {
   sg_comm_t *c = wk->ctx->comm;
   sg_req_t **r = wk->req;
   size_t nr = 0, ns;
-  int rc;
+  int rc, taken = 0, np = push ? wk->npush : wk->S;
   *held = 0;
   *stale = -1;
   for (int k = 0; k < wk->S; k++)
@@ -284,24 +300,22 @@ static int exchange_sliced(worker_t *wk, int push, int64_t t, int64_t clock, dou
                          slice_stride(wk, k), &r[nr++])) < 0)
         return peer_fail(wk, rc, k, "posting the receive of PARAMS for", clock);
   ns = nr;
-  for (int k = 0; k < wk->S; k++)
-    for (int sl = 0; sl < (push ? wk->nsl[k] : 1); sl++) {
-      unsigned char *m = push ? wk->push[k] + (size_t)sl * slice_stride(wk, k) : wk->pull[k];
-      size_t len = push ? build_slice(wk, k, sl, t) : build_pull(wk, k, clock, 1);
-      if ((rc = sg_isend(c, k, PS_TAG_REQ, m, len, &r[nr++])) < 0)
-        return peer_fail(wk, rc, k, push ? "sending PUSH of" : "sending PULL of", push ? t : clock);
-    }
-  for (int k = 0, i = (int)ns; k < wk->S; k++)
-    for (int sl = 0; sl < (push ? wk->nsl[k] : 1); sl++, i++)
-      if ((rc = sg_wait_within(c, server_wait(c), &r[i], NULL)) < 0)
-        return peer_fail(wk, rc, k, push ? "PUSH of" : "PULL of", push ? t : clock);
-  for (int k = 0, i = 0; k < wk->S; k++)
-    for (int sl = 0; sl < wk->nsl[k]; sl++, i++) {
-      sg_status_t st;
-      if ((rc = sg_wait_within(c, server_wait(c), &r[i], &st)) < 0)
-        return peer_fail(wk, rc, k, "waiting for PARAMS of", clock);
-      SG_CHECK(take_slice(wk, k, sl, st.bytes, clock, held, stale));
-    }
+  memcpy(wk->vpush, wk->ver, (size_t)wk->S * sizeof *wk->vpush);
+  for (int j = 0; j < np; j++) {
+    int k = push ? wk->ok[j] : j, sl = push ? wk->osl[j] : 0;
+    while (push && ps_window_lag(j, wk->cfg->slice_window, wk->S) >= taken)
+      SG_CHECK(take_reply(wk, taken++, clock, held, stale));
+    unsigned char *m = push ? wk->push[k] + (size_t)sl * slice_stride(wk, k) : wk->pull[k];
+    size_t len = push ? build_slice(wk, k, sl, t) : build_pull(wk, k, clock, 1);
+    if ((rc = sg_isend(c, k, PS_TAG_REQ, m, len, &r[nr++])) < 0)
+      return peer_fail(wk, rc, k, push ? "sending PUSH of" : "sending PULL of", push ? t : clock);
+  }
+  for (int j = 0; j < np; j++) {
+    int k = push ? wk->ok[j] : j;
+    if ((rc = sg_wait_within(c, server_wait(c), &r[ns + (size_t)j], NULL)) < 0)
+      return peer_fail(wk, rc, k, push ? "PUSH of" : "PULL of", push ? t : clock);
+  }
+  while (taken < wk->npush) SG_CHECK(take_reply(wk, taken++, clock, held, stale));
   return SG_OK;
 }
 
@@ -400,6 +414,10 @@ static void worker_free(worker_t *wk) {
   free(wk->req);
   free(wk->elems);
   free(wk->nsl);
+  free(wk->rbase);
+  free(wk->vpush);
+  free(wk->ok);
+  free(wk->osl);
   free(wk->params);
   free(wk->grad);
   free(wk->gval);
@@ -432,6 +450,12 @@ static int buffers_new(worker_t *wk) {
   }
   if (!(wk->req = calloc(nreq, sizeof *wk->req)))
     return sg_err_set(SG_ENOMEM, "ps worker %d: %zu requests", wk->w, nreq);
+  int total = 0;
+  for (int k = 0; k < wk->S; k++) wk->rbase[k] = total, total += wk->nsl[k];
+  if (!(wk->ok = malloc((size_t)total * sizeof *wk->ok)) ||
+      !(wk->osl = malloc((size_t)total * sizeof *wk->osl)))
+    return sg_err_set(SG_ENOMEM, "ps worker %d: push order of %d slices", wk->w, total);
+  wk->npush = ps_push_order(wk->S, wk->nsl, wk->ok, wk->osl);
   return SG_OK;
 }
 
@@ -467,7 +491,9 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   if (!(wk.off = calloc((size_t)S, sizeof *wk.off)) || !(wk.cnt = calloc((size_t)S, sizeof *wk.cnt)) ||
       !(wk.push = calloc((size_t)S, sizeof *wk.push)) || !(wk.pull = calloc((size_t)S, sizeof *wk.pull)) ||
       !(wk.rep = calloc((size_t)S, sizeof *wk.rep)) || !(wk.ver = calloc((size_t)S, sizeof *wk.ver)) ||
-      !(wk.elems = calloc((size_t)S, sizeof *wk.elems)) || !(wk.nsl = calloc((size_t)S, sizeof *wk.nsl)))
+      !(wk.elems = calloc((size_t)S, sizeof *wk.elems)) || !(wk.nsl = calloc((size_t)S, sizeof *wk.nsl)) ||
+      !(wk.rbase = calloc((size_t)S, sizeof *wk.rbase)) ||
+      !(wk.vpush = calloc((size_t)S, sizeof *wk.vpush)))
     goto fail;
   SG_TRY(buffers_new(&wk));
   if (cfg->compress == PS_COMPRESS_TOPK) SG_TRY(topk_alloc(&wk));

@@ -192,6 +192,26 @@ TEST(slices_cover_the_shard_aligned) {
 
 /* A sliced shard takes exactly its slices as dense PUSH/PARAMS, and the
  * whole shard only as a PULL. */
+/* Pushes go slice-major over the shards (every server's link starts at
+ * once), uneven shards included; push j waits for the reply window * S
+ * pushes back. */
+TEST(push_order_interleaves_shards_and_window_lags) {
+  const int nsl[3] = {3, 1, 2};
+  int k[6] = {0}, sl[6] = {0};
+  CHECK_EQ_INT(ps_push_order(3, nsl, k, sl), 6);
+  const int wk[6] = {0, 1, 2, 0, 2, 0}, wsl[6] = {0, 0, 0, 1, 1, 2};
+  for (int j = 0; j < 6; j++) {
+    CHECK_MSG(k[j] == wk[j] && sl[j] == wsl[j], "push %d: shard %d slice %d, expected %d %d", j,
+              k[j], sl[j], wk[j], wsl[j]);
+  }
+  CHECK_EQ_INT(ps_window_lag(2, 1, 3), -1); /* the first S pushes go at once */
+  CHECK_EQ_INT(ps_window_lag(3, 1, 3), 0);
+  CHECK_EQ_INT(ps_window_lag(5, 1, 3), 2);
+  CHECK_EQ_INT(ps_window_lag(5, 2, 3), -1);
+  CHECK_EQ_INT(ps_window_lag(7, 2, 3), 1);
+  CHECK_EQ_INT(ps_window_lag(100, 0, 3), -1); /* 0: no limit */
+}
+
 TEST(sliced_check_takes_slices_only) {
   static unsigned char b[4096];
   char why[200];

@@ -373,6 +373,29 @@ TEST(sliced_sync_is_bit_equal_to_unsliced) {
   CHECK_MSG(d == 0, "sliced parameters differ from unsliced: distance %.3g", d);
 }
 
+/* slice_window W: a worker pushes slice c only once it has the
+ * parameters of slice c - W, so at the server no push runs more than W-1
+ * slices ahead of the slices all N pushed (max_lead).  Two servers of 13
+ * slices, three workers: W = 1 and 3 hold their bound and stay bit-equal;
+ * without a window (a huge one) some push runs further ahead than 2, so
+ * the bound is something the window does, not the threads' timing. */
+TEST(slice_window_bounds_how_far_a_push_runs_ahead) {
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  static const char *const windows[] = {"1", "3", "1000"};
+  for (int i = 0; i < 3; i++) {
+    const char *kv[] = {"slice_window", windows[i], "max_steps", "60", NULL};
+    ps_server_stats_t st[2] = {{0}};
+    double d;
+    CHECK_OK(slices_case(2, 3, "4K", kv, 0, st, &d));
+    int lead = st[0].max_lead > st[1].max_lead ? st[0].max_lead : st[1].max_lead;
+    fprintf(stderr, "  slice_window %s: max lead %d slices\n", windows[i], lead);
+    CHECK_MSG(d == 0, "slice_window %s: distance to unsliced %.3g", windows[i], d);
+    if (i < 2) CHECK_MSG(lead < atoi(windows[i]), "slice_window %s: a push ran %d slices ahead",
+                         windows[i], lead);
+    else CHECK_MSG(lead > 2, "no window, yet no push ran more than 2 slices ahead (%d)", lead);
+  }
+}
+
 TEST(sliced_fp16_push_is_bit_equal_to_unsliced) {
   CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   const char *kv[] = {"compress", "fp16", "max_steps", "40", NULL};
