@@ -86,6 +86,33 @@ int sg_ar_run(sg_ar_t *a, float *buf, size_t count) {
   return a->algo->allreduce(a->comm, buf, count, &a->o);
 }
 
+int sg_ar_can_update(const sg_ar_t *a) {
+  return a->algo == &sg_ar_ring && a->o.compress == SG_AR_COMPRESS_NONE;
+}
+
+int sg_ar_run_update(sg_ar_t *a, float *grad, float *params, size_t count,
+                     void (*update)(void *arg, size_t off, size_t len), void *arg) {
+  if (!sg_ar_can_update(a))
+    return sg_err_set(SG_ECONFIG, "a sharded update needs algorithm ring with float32 on the "
+                      "wire, not %s%s", a->algo->name,
+                      a->o.compress == SG_AR_COMPRESS_FP16 ? " with fp16" : "");
+  if (count > a->max_count)
+    return sg_err_set(SG_EINVAL, "allreduce of %zu floats; context sized for %zu", count,
+                      a->max_count);
+  if (a->comm->size == 1) { /* nothing to sum: the whole vector is this rank's */
+    if (count) update(arg, 0, count);
+    return SG_OK;
+  }
+  a->o.update = update;
+  a->o.update_arg = arg;
+  a->o.agbuf = params;
+  int rc = a->algo->allreduce(a->comm, grad, count, &a->o);
+  a->o.update = NULL;
+  a->o.update_arg = NULL;
+  a->o.agbuf = NULL;
+  return rc;
+}
+
 const char *sg_ar_name(const sg_ar_t *a) { return a->algo->name; }
 
 int sg_ar_set_compress(sg_ar_t *a, const char *mode) {

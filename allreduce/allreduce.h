@@ -59,6 +59,12 @@ typedef struct sg_ar_opts {
   int plant_bug;        /* tests only: ring sends a wrong chunk once */
   int native_nonblocking; /* native: MPI_Iallreduce + Test loop (deadline) */
   int compress;         /* SG_AR_COMPRESS_*; ring and rhd (sg_ar_set_compress) */
+  /* ring, one call of sg_ar_run_update: the owner of each summed segment
+   * calls update(update_arg, off, len), and the allgather moves agbuf
+   * (the parameters) instead of the sums.  NULL otherwise. */
+  void (*update)(void *update_arg, size_t off, size_t len);
+  void *update_arg;
+  float *agbuf;
 } sg_ar_opts_t;
 
 enum { SG_AR_COMPRESS_NONE, SG_AR_COMPRESS_FP16 };
@@ -102,6 +108,17 @@ int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm,
               size_t segment_bytes, size_t max_count);
 /* Sum-allreduce buf[0..count), count <= max_count. */
 int sg_ar_run(sg_ar_t *a, float *buf, size_t count);
+/* The sharded update (ring, float32 on the wire): reduce-scatter grad,
+ * then each segment's owner calls update(arg, off, len) as soon as the
+ * segment's sum is complete (it updates params[off, off+len) from
+ * grad[off, off+len)), and the allgather sends the updated parameters
+ * instead of the sums.  Afterwards every rank holds the same params; grad
+ * holds the sums only in the ranges this rank owned.  A config error for
+ * any other algorithm or with compress: fp16 (sg_ar_can_update). */
+int sg_ar_run_update(sg_ar_t *a, float *grad, float *params, size_t count,
+                     void (*update)(void *arg, size_t off, size_t len), void *arg);
+/* Whether sg_ar_run_update works with this context. */
+int sg_ar_can_update(const sg_ar_t *a);
 const char *sg_ar_name(const sg_ar_t *a);
 /* "none" | "fp16" (ring, rhd: halves on the wire, float32 sums; prim.h).
  * A config error for any other name or algorithm. */

@@ -50,6 +50,7 @@ static const sg_setting_t ar_options[] = {
   {"topk", SG_T_FLOAT, "0.01", "compress: topk: fraction of the gradient's entries each rank sends per step", NULL, 1e-6, 1, SG_S_ENGINE},
   {"overlap", SG_T_BOOL, "false", "allreduce the gradient in buckets while backward still computes the layers below (a compute thread runs backward; the rank's thread runs the allreduce); device cpu, compress none|fp16", NULL, 1, 0, SG_S_ENGINE},
   {"bucket", SG_T_INT, "512K", "overlap: bytes of gradient gathered before a bucket is allreduced (K/M suffixes)", NULL, 4, 1 << 30, SG_S_ENGINE},
+  {"update", SG_T_ENUM, "auto", "where the optimizer runs: replicated (every rank updates the whole vector after the allreduce); sharded (ring, device cpu, compress none, no overlap: each rank updates the 1/N of the vector whose sum it completes, inside the reduce-scatter, and the allgather moves parameters instead of sums); auto = sharded where it applies, else replicated", "auto|sharded|replicated", 1, 0, SG_S_ENGINE},
   {"stage_chunk", SG_T_INT, "4M", "device cuda with ring/rhd/native: bytes per chunk copied between device and host, overlapped with the transport", NULL, 4, 1 << 30, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };
@@ -80,6 +81,12 @@ static int ar_check_transport(const sg_opts_t *o, const char *transport) {
   if (!strcmp(sg_opts_str_or(o, "overlap", "false"), "true") &&
       (!strcmp(compress, "topk") || !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda")))
     return sg_err_set(SG_ECONFIG, "overlap: true needs device cpu and compress none or fp16");
+  if (!strcmp(sg_opts_str_or(o, "update", "auto"), "sharded") &&
+      (strcmp(algo, "ring") != 0 || strcmp(compress, "none") != 0 ||
+       !strcmp(sg_opts_str_or(o, "overlap", "false"), "true") ||
+       !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda")))
+    return sg_err_set(SG_ECONFIG, "update: sharded needs algorithm ring, device cpu, compress "
+                      "none and overlap false");
   int64_t segment = 0;
   if (sg_opts_int_or(o, "segment", 0, &segment) == SG_OK && segment > 0 && segment < 4)
     return sg_err_set(SG_ECONFIG, "segment: %lld bytes is less than one float (4; 0 = auto)",
@@ -116,6 +123,9 @@ typedef struct ar_loop {
   sg_ar_overlap_t *ov; /* overlap: true */
   float *params, *grad;
   size_t n;
+  int sharded;         /* update: the ring's owners update (sg_ar_run_update) */
+  int64_t step;        /* the step being updated (for the update callback) */
+  float scale;         /* 1/N: the sum to the mean gradient */
 } ar_loop_t;
 
 /* Gradient, then barrier and allreduce.  Wait and comm booked apart
@@ -128,6 +138,28 @@ static int grad_then_reduce(ar_loop_t *lp, sg_step_rec_t *s, double t) {
   SG_CHECK(sg_barrier(lp->ctx->comm));
   double tw = sg_now();
   SG_CHECK(lp->tk ? sg_topk_run(lp->tk, lp->grad) : sg_ar_run(lp->ar, lp->grad, lp->n));
+  s->compute_s = t1 - t;
+  s->wait_s = tw - t1;
+  s->comm_s = sg_now() - tw;
+  return SG_OK;
+}
+
+/* The update of one owned range, called by the ring as the range's sum
+ * completes. */
+static void update_range(void *arg, size_t off, size_t len) {
+  ar_loop_t *lp = arg;
+  sg_optim_apply_range(lp->opt, lp->params, lp->grad, off, len, lp->scale, lp->step);
+}
+
+/* Gradient, barrier, then the ring with the owners updating: comm_s holds
+ * this rank's 1/N of the update. */
+static int grad_then_sharded(ar_loop_t *lp, sg_step_rec_t *s, double t) {
+  SG_CHECK(sg_workload_grad(lp->wl, lp->params, lp->grad, s->step, &s->loss));
+  double t1 = sg_now();
+  SG_CHECK(sg_barrier(lp->ctx->comm));
+  double tw = sg_now();
+  lp->step = s->step;
+  SG_CHECK(sg_ar_run_update(lp->ar, lp->grad, lp->params, lp->n, update_range, lp));
   s->compute_s = t1 - t;
   s->wait_s = tw - t1;
   s->comm_s = sg_now() - tw;
@@ -154,12 +186,14 @@ static int ar_step(ar_loop_t *lp, sg_trainlog_t *log, int64_t step, int64_t spe)
   uint64_t r0, s0 = bytes_moved(ctx->comm, &r0), r1;
   double t = sg_now();
   sg_engine_delay(ctx);
-  SG_CHECK(lp->ov ? grad_overlapped(lp, &s, t) : grad_then_reduce(lp, &s, t));
-  double t2 = sg_now();
-  const float scale = 1.0f / (float)ctx->size;
-  for (size_t i = 0; i < lp->n; i++) lp->grad[i] *= scale;
-  sg_optim_apply(lp->opt, lp->params, lp->grad, step);
-  s.compute_s += sg_now() - t2;
+  if (lp->sharded) {
+    SG_CHECK(grad_then_sharded(lp, &s, t));
+  } else {
+    SG_CHECK(lp->ov ? grad_overlapped(lp, &s, t) : grad_then_reduce(lp, &s, t));
+    double t2 = sg_now();
+    sg_optim_apply_range(lp->opt, lp->params, lp->grad, 0, lp->n, lp->scale, step);
+    s.compute_s += sg_now() - t2;
+  }
   s.bytes_sent = bytes_moved(ctx->comm, &r1) - s0;
   s.bytes_recv = r1 - r0;
   return sg_trainlog_step(log, &s, ctx->rank == 0 ? lp->params : NULL);
@@ -196,12 +230,17 @@ static int ar_setup(ar_loop_t *lp) {
   if (root) SG_CHECK(sg_workload_init_params(lp->wl, lp->params));
   SG_CHECK(sg_ar_bcast(ctx->comm, lp->params, n * sizeof *lp->params, 0));
   SG_CHECK(sg_workload_optim_new(lp->wl, ctx->opts, &lp->opt));
+  const char *update = sg_opts_str_or(ctx->opts, "update", "auto");
+  lp->scale = 1.0f / (float)ctx->size;
+  lp->sharded = ctx->size > 1 && strcmp(update, "replicated") != 0 && !lp->ov && !lp->tk &&
+                sg_ar_can_update(lp->ar); /* N = 1: the whole update, booked as compute */
   if (root) {
     SG_CHECK(sg_records_info(ctx->rec, "workload", sg_workload_describe(lp->wl)));
     SG_CHECK(sg_records_info(ctx->rec, "blas", sg_blas_info()));
     char seg[24];
     snprintf(seg, sizeof seg, "%lld", (long long)segment);
     SG_CHECK(sg_records_info(ctx->rec, "allreduce.segment", seg));
+    SG_CHECK(sg_records_info(ctx->rec, "allreduce.update", lp->sharded ? "sharded" : "replicated"));
   }
   return SG_OK;
 }

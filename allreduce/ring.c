@@ -53,6 +53,12 @@
  *    reduce-scatter step s SENT from: that send must be complete before the
  *    receive is posted (matters when (N-1) * nseg < depth).
  *
+ * Sharded update (sg_ar_run_update): the last reduce-scatter step sums
+ * into the caller's gradient (recvReduceCopy), the owner updates that
+ * segment of the parameters at once (o->update), and the allgather moves
+ * parameters instead of sums: each rank applies the optimizer to 1/N of
+ * the vector, while the other segments are still on the way.
+ *
  * Deadlock freedom: rank r waits for its send of unit v only once it has
  * posted its receives up to v + depth - 1 >= v; the right neighbour
  * needs nothing from r beyond sends r has already posted.
@@ -122,6 +128,7 @@ typedef struct ring_run {
   ring_plan_t p;
   sg_prim_t pr;
   float *buf;
+  float *agbuf;        /* what the allgather moves: buf, or o->agbuf (update) */
   const sg_ar_opts_t *o;
   size_t rs_units;     /* units of the reduce-scatter phase */
   size_t posted_recv;  /* receives below are posted */
@@ -146,7 +153,7 @@ static int post_recvs(ring_run_t *k, size_t limit) {
       size_t twin = v - k->rs_units; /* the unit that sent from this segment */
       if (twin >= k->pr.posted_send) break;
       SG_CHECK(sg_prim_wait_sends(&k->pr, twin + 1));
-      dst = k->buf + off;
+      dst = k->agbuf + off;
     }
     SG_CHECK(sg_prim_post_recv(&k->pr, v, s, dst, len));
     k->posted_recv++;
@@ -161,9 +168,15 @@ static int finish_unit(ring_run_t *k, size_t u) {
   size_t off, len = unit_recvd(k, u, &off);
   float *at = k->buf + off;
   size_t v = u + k->p.nseg;
-  if (s == last) return sg_prim_recv(&k->pr, u, at, len);
+  if (s == last) return sg_prim_recv(&k->pr, u, k->agbuf + off, len);
   if (s < last_rs) return sg_prim_recv_reduce_send(&k->pr, u, at, len, v, (int)s + 1);
-  if (s > last_rs) return sg_prim_recv_copy_send(&k->pr, u, at, len, v, (int)s + 1);
+  if (s > last_rs) return sg_prim_recv_copy_send(&k->pr, u, k->agbuf + off, len, v, (int)s + 1);
+  if (k->o->update) { /* sharded update: sum, update the owned segment, send it */
+    if (k->o->plant_bug && u % k->p.nseg == 0) SG_CHECK(sg_prim_recv(&k->pr, u, NULL, len));
+    else SG_CHECK(sg_prim_recv_reduce_copy(&k->pr, u, at, len));
+    if (len) k->o->update(k->o->update_arg, off, len);
+    return sg_prim_send(&k->pr, v, (int)s + 1, k->agbuf + off, len);
+  }
   /* Planted bug (tests only): the final reduce of one segment adds
    * nothing: the owner sends on its own input, so the chunk's sum misses
    * the other ranks' part of that segment everywhere. */
@@ -182,6 +195,7 @@ static int ring_setup(ring_run_t *k, sg_comm_t *c, float *buf, size_t count,
     return sg_err_set(SG_EINVAL, "ring allreduce of %zu floats needs %zu scratch floats "
                       "and %zu request slots (context sized too small)", count, need_s, need_r);
   k->buf = buf;
+  k->agbuf = o->update && o->agbuf ? o->agbuf : buf;
   k->o = o;
   k->rs_units = (size_t)(n - 1) * k->p.nseg;
   k->posted_recv = 0;

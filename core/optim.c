@@ -118,6 +118,24 @@ void sg_optim_apply(sg_optim_t *opt, float *params, const float *grad,
   }
 }
 
+void sg_optim_apply_range(sg_optim_t *opt, float *params, const float *grad, size_t off,
+                          size_t len, float scale, int64_t step) {
+  if (off > opt->n || len > opt->n - off) return; /* never: callers cut within n */
+  float *restrict p = params + off;
+  const float *restrict g = grad + off;
+  const float lr = (float)sg_optim_lr(opt, step), wd = (float)opt->wd;
+  if (!opt->v) {
+    for (size_t i = 0; i < len; i++) p[i] -= lr * (scale * g[i] + wd * p[i]);
+    return;
+  }
+  float *restrict v = opt->v + off;
+  const float mu = (float)opt->mu;
+  for (size_t i = 0; i < len; i++) {
+    v[i] = mu * v[i] + scale * g[i] + wd * p[i];
+    p[i] -= lr * v[i];
+  }
+}
+
 int sg_optim_sparse_exact(const sg_optim_t *opt) { return !opt->v && opt->wd == 0.0; }
 
 void sg_optim_apply_at(sg_optim_t *opt, float *params, const float *grad, const uint32_t *idx,

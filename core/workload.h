@@ -136,6 +136,13 @@ double sg_optim_lr(const sg_optim_t *opt, int64_t step);
 void sg_optim_apply(sg_optim_t *opt, float *params, const float *grad,
                     int64_t step);
 
+/* The update of params[off, off+len) from scale * grad[off, off+len)
+ * (the momentum state of the same range): what an allreduce worker
+ * applies to the sum of N gradients (scale 1/N), over the whole vector or
+ * over the range it owns (docs/engines/allreduce.md, sharded update). */
+void sg_optim_apply_range(sg_optim_t *opt, float *params, const float *grad, size_t off,
+                          size_t len, float scale, int64_t step);
+
 /* Whether a coordinate whose gradient is zero stays put (plain SGD: no
  * momentum, no weight decay), so that updating only the coordinates with
  * a gradient is the whole update exactly (a PS server's sparse path). */

@@ -25,6 +25,11 @@
  *    partial sums in ring or tree order), ~1e-7 relative per step, which
  *    100 steps of momentum SGD amplify to ~1e-6; a wrong reduction (a
  *    missing or doubled worker) moves the parameters by ~1e-2;
+ *    The ring's default sharded update (each owner updates its 1/N inside
+ *    the ring) must give the replicated update's parameters bit for bit
+ *    (ring-mpi against ring-mpi-replicated: distance exactly 0), and the
+ *    ring's planted bug under the sharded update (an owner skips its
+ *    reduce) must land beyond the tolerance from local;
  *  - time booking: 3 ring workers (zmq), once with rank 1 a 30 ms
  *    straggler and once without.  Each fast rank -- rank 2 right after
  *    the straggler and rank 0 two hops away -- must book the delay as
@@ -150,6 +155,8 @@ TEST(training_matches_local) {
       {"ring-zmq-tcp", "engine: allreduce, algorithm: ring, transport: zmq, zmq_scheme: tcp"},
       {"rhd-zmq", "engine: allreduce, algorithm: rhd, transport: zmq"},
       {"ring-mpi", "engine: allreduce, algorithm: ring, segment: 4K, transport: mpi"},
+      {"ring-mpi-replicated",
+       "engine: allreduce, algorithm: ring, segment: 4K, transport: mpi, update: replicated"},
       {"rhd-mpi", "engine: allreduce, algorithm: rhd, transport: mpi"},
       {"native-mpi", "engine: allreduce, algorithm: native, transport: mpi"},
   };
@@ -189,8 +196,37 @@ TEST(training_matches_local) {
                              "WHERE i.key = 'allreduce.segment' AND r.options_json "
                              "LIKE '%\"segment\":4096%'"),
                4096);
+  /* The sharded update (the default for ring) does per element what the
+   * replicated one does: the same parameters, bit for bit. */
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'allreduce.update' "
+                             "AND value = 'sharded'"), 3);
   char a[160], b[160];
+  snprintf(a, sizeof a, "%s/ring-mpi.f32", dir);
+  snprintf(b, sizeof b, "%s/ring-mpi-replicated.f32", dir);
+  double dr = ru_rel_distance(a, b, NULL);
+  CHECK_MSG(dr == 0, "sharded and replicated updates differ: distance %g", dr);
+  /* A sharded update that drops one segment's sum from the other ranks
+   * (the ring's planted bug on the owner's reduce) must fail the check. */
+  FILE *pf = fopen(cfg, "w");
+  CHECK(pf);
+  fprintf(pf,
+          "name: allreduce-sharded-planted\n"
+          "workload: {dataset: fashion-mnist, model: mlp, hidden: [32], batch: 16,\n"
+          "           lr: 0.1, momentum: 0.9, max_steps: 100, eval_every: 1000000, seed: 5}\n"
+          "workers: 4\n"
+          "engines:\n"
+          "  - {engine: allreduce, algorithm: ring, segment: 4K, transport: mpi,\n"
+          "     dump_params: '%s/planted.f32'}\n", dir);
+  fclose(pf);
+  snprintf(cmd, sizeof cmd, "'%s' run '%s' --db '%s' -q --plant-bug ring-skip >&2", ru_sgdlab(),
+           cfg, db);
+  CHECK_EQ_INT(ru_sh(cmd), 0);
+  snprintf(a, sizeof a, "%s/planted.f32", dir);
   snprintf(b, sizeof b, "%s/local.f32", dir);
+  double dp = ru_rel_distance(a, b, NULL);
+  fprintf(stderr, "planted sharded ring vs local: relative L2 distance %.3g\n", dp);
+  CHECK_MSG(dp > RTOL, "a sharded update missing a segment's sum passed: distance %g", dp);
+
   for (int i = 1; i < nruns; i++) {
     snprintf(a, sizeof a, "%s/%s.f32", dir, runs[i].name);
     long n;
@@ -296,6 +332,10 @@ TEST(compress_refused_where_not_implemented) {
        "compress: fp16 is implemented for algorithms ring and rhd on device cpu"},
       {"{engine: allreduce, algorithm: rhd, compress: topk}",
        "compress: topk is implemented for algorithm ring on device cpu"},
+      {"{engine: allreduce, algorithm: rhd, update: sharded}",
+       "update: sharded needs algorithm ring, device cpu, compress none and overlap false"},
+      {"{engine: allreduce, algorithm: ring, compress: fp16, update: sharded}",
+       "update: sharded needs algorithm ring, device cpu, compress none and overlap false"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char cfg[128], db[128], cmd[512], path[160];
