@@ -51,14 +51,18 @@ static double rhd(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_sp
 
 /* Parameter server: each of S servers takes N pushes of K/S (incast on
  * its link) while each worker sends its K through its own link, so a
- * phase lasts as long as the slower of the two, T; it sums them, then
- * answers N pulls of K/S the same way.  Whole shards: the two phases do
- * not overlap (a sync server answers the pulls only after the N-th push):
- * 2 (alpha + T) + N K/S gamma.  Sliced (sync, C slices of a shard): slice
- * c goes out while slice c+1 comes in, so the link's two directions
- * overlap and only the last slice's reply (and its sum) follows the last
- * push: 2 alpha + T (1 + 1/C) + N K/S gamma / C, which is the whole-shard
- * formula at C = 1.  Sparse: K is the measured bytes per worker step. */
+ * phase lasts as long as the slower of the two; it sums them, then
+ * answers N pulls of K/S the same way.  Whole shards: a sync server
+ * answers only after the N-th push, but its N replies do not end
+ * together: the first one ends early (measured: the next step's pushes
+ * begin while the replies still go out, docs/model.md), and that worker's
+ * next push crosses the server's link during the other replies.  So the
+ * out phase carries N K/S and the in phase after it (N-1) K/S (one push
+ * when N = 1): 2 alpha + T_out + T_in + N K/S gamma.  Sliced (sync, C > 1
+ * slices of a shard): slice c goes out while slice c+1 comes in, so the
+ * link's two directions overlap and only the last slice's reply (and its
+ * sum) follows the last push: 2 alpha + T (1 + 1/C) + N K/S gamma / C.
+ * Sparse: K is the measured bytes per worker step. */
 static double ps(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
   double s = c->S > 0 ? c->S : 1, per = c->N * c->K / s;
   /* sync and ssp wait for the slowest worker, async only for its own link */
@@ -73,8 +77,10 @@ static double ps(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_spl
   if (async) return p->alpha + T + per * p->gamma;
   int sliced = c->slice > 0 && !c->sparse && c->variant && !strcmp(c->variant, "sync");
   double C = sliced ? ceil(c->K / s / c->slice) : 1;
-  if (C < 1) C = 1;
-  return 2 * p->alpha + T * (1 + 1 / C) + per * p->gamma / C;
+  if (C > 1) return 2 * p->alpha + T * (1 + 1 / C) + per * p->gamma / C;
+  double after = c->N > 1 ? (c->N - 1) / (double)c->N : 1; /* of the hub's bytes */
+  double hub_in = hub * after, T_in = hub_in > worker ? hub_in : worker;
+  return 2 * p->alpha + T + T_in + per * p->gamma;
 }
 
 /* Mapreduce broadcast: flat, the driver's link sends N copies; tree
@@ -100,8 +106,11 @@ static int fanin(int n, int d) {
 
 /* Mapreduce aggregate: flat, N gradients of K into the driver, summed
  * there; tree of depth d, d-1 rounds where a leader takes (f-1)K from its
- * group, then the driver takes ceil(N / f^(d-1)) K.  *sent: messages of K
- * sent in all. */
+ * group, then the driver takes ceil(N / f^(d-1)) K.  After a flat
+ * broadcast, as with a ps server's replies, the first executor's gradient
+ * comes in while the other copies still go out, so the driver's link
+ * takes N-1 of them after the broadcast (flat_after).  *sent: messages
+ * of K sent in all. */
 static double mr_aggregate(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link,
                            double *sent) {
   int d = c->tree_aggregate && c->depth > 1 ? c->depth : 1, f = fanin(c->N, d);
@@ -114,7 +123,8 @@ static double mr_aggregate(const sg_cost_case_t *c, const sg_cost_params_t *p, d
   }
   *link = last * c->K;
   *sent += last;
-  return t + p->alpha + last * c->K * (p->beta * mult(c->hub) + p->gamma);
+  double after = d == 1 && !strcmp(c->variant, "flat") && c->N > 1 ? last - 1 : last;
+  return t + p->alpha + after * c->K * p->beta * mult(c->hub) + last * c->K * p->gamma;
 }
 
 static double mapreduce(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
