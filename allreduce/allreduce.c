@@ -91,7 +91,8 @@ int sg_ar_can_update(const sg_ar_t *a) {
 }
 
 int sg_ar_run_update(sg_ar_t *a, float *grad, float *params, size_t count,
-                     void (*update)(void *arg, size_t off, size_t len), void *arg) {
+                     void (*update)(void *arg, size_t off, size_t len, const float *recv),
+                     void *arg) {
   if (!sg_ar_can_update(a))
     return sg_err_set(SG_ECONFIG, "a sharded update needs algorithm ring with float32 on the "
                       "wire, not %s%s", a->algo->name,
@@ -100,7 +101,7 @@ int sg_ar_run_update(sg_ar_t *a, float *grad, float *params, size_t count,
     return sg_err_set(SG_EINVAL, "allreduce of %zu floats; context sized for %zu", count,
                       a->max_count);
   if (a->comm->size == 1) { /* nothing to sum: the whole vector is this rank's */
-    if (count) update(arg, 0, count);
+    if (count) update(arg, 0, count, NULL);
     return SG_OK;
   }
   a->o.update = update;

@@ -60,9 +60,9 @@ typedef struct sg_ar_opts {
   int native_nonblocking; /* native: MPI_Iallreduce + Test loop (deadline) */
   int compress;         /* SG_AR_COMPRESS_*; ring and rhd (sg_ar_set_compress) */
   /* ring, one call of sg_ar_run_update: the owner of each summed segment
-   * calls update(update_arg, off, len), and the allgather moves agbuf
-   * (the parameters) instead of the sums.  NULL otherwise. */
-  void (*update)(void *update_arg, size_t off, size_t len);
+   * calls update(update_arg, off, len, recv), and the allgather moves
+   * agbuf (the parameters) instead of the sums.  NULL otherwise. */
+  void (*update)(void *update_arg, size_t off, size_t len, const float *recv);
   void *update_arg;
   float *agbuf;
 } sg_ar_opts_t;
@@ -109,14 +109,16 @@ int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm,
 /* Sum-allreduce buf[0..count), count <= max_count. */
 int sg_ar_run(sg_ar_t *a, float *buf, size_t count);
 /* The sharded update (ring, float32 on the wire): reduce-scatter grad,
- * then each segment's owner calls update(arg, off, len) as soon as the
- * segment's sum is complete (it updates params[off, off+len) from
- * grad[off, off+len)), and the allgather sends the updated parameters
- * instead of the sums.  Afterwards every rank holds the same params; grad
- * holds the sums only in the ranges this rank owned.  A config error for
- * any other algorithm or with compress: fp16 (sg_ar_can_update). */
+ * then each segment's owner calls update(arg, off, len, recv) as soon as
+ * the segment's last part has arrived: the sum is grad[off + i] + recv[i]
+ * for i < len (recv NULL: grad[off + i] alone, N = 1), never stored; the
+ * callback updates params[off, off+len) from it.  The allgather then
+ * sends the updated parameters instead of sums.  Afterwards every rank
+ * holds the same params; grad holds partial sums.  A config error for any
+ * other algorithm or with compress: fp16 (sg_ar_can_update). */
 int sg_ar_run_update(sg_ar_t *a, float *grad, float *params, size_t count,
-                     void (*update)(void *arg, size_t off, size_t len), void *arg);
+                     void (*update)(void *arg, size_t off, size_t len, const float *recv),
+                     void *arg);
 /* Whether sg_ar_run_update works with this context. */
 int sg_ar_can_update(const sg_ar_t *a);
 const char *sg_ar_name(const sg_ar_t *a);

@@ -146,9 +146,9 @@ static int grad_then_reduce(ar_loop_t *lp, sg_step_rec_t *s, double t) {
 
 /* The update of one owned range, called by the ring as the range's sum
  * completes. */
-static void update_range(void *arg, size_t off, size_t len) {
+static void update_range(void *arg, size_t off, size_t len, const float *recv) {
   ar_loop_t *lp = arg;
-  sg_optim_apply_range(lp->opt, lp->params, lp->grad, off, len, lp->scale, lp->step);
+  sg_optim_apply_range2(lp->opt, lp->params, lp->grad, recv, off, len, lp->scale, lp->step);
 }
 
 /* Gradient, barrier, then the ring with the owners updating: comm_s holds

@@ -104,6 +104,11 @@ int sg_prim_recv(sg_prim_t *p, size_t u, float *out, size_t len) {
   return SG_OK;
 }
 
+const float *sg_prim_recv_slot(sg_prim_t *p, size_t u, size_t len, int *rc) {
+  *rc = len ? wait_recv(p, u, len) : SG_OK;
+  return *rc < 0 ? NULL : rslot(p, u);
+}
+
 int sg_prim_recv_reduce_copy(sg_prim_t *p, size_t u, float *inout, size_t len) {
   if (!len) return SG_OK;
   SG_CHECK(wait_recv(p, u, len));

@@ -75,6 +75,9 @@ int sg_prim_recv_reduce_copy_send(sg_prim_t *p, size_t u, float *inout, size_t l
 int sg_prim_recv_copy_send(sg_prim_t *p, size_t u, float *out, size_t len, size_t v,
                            int s_send);
 int sg_prim_recv(sg_prim_t *p, size_t u, float *out, size_t len);
+/* Wait for receive unit u (float32, in its receive slot) and return the
+ * slot: the caller reads it before the slot's next receive is posted. */
+const float *sg_prim_recv_slot(sg_prim_t *p, size_t u, size_t len, int *rc);
 /* inout += recv, summed in float32 (halves widened first); no send. */
 int sg_prim_recv_reduce_copy(sg_prim_t *p, size_t u, float *inout, size_t len);
 

@@ -53,11 +53,12 @@
  *    reduce-scatter step s SENT from: that send must be complete before the
  *    receive is posted (matters when (N-1) * nseg < depth).
  *
- * Sharded update (sg_ar_run_update): the last reduce-scatter step sums
- * into the caller's gradient (recvReduceCopy), the owner updates that
- * segment of the parameters at once (o->update), and the allgather moves
- * parameters instead of sums: each rank applies the optimizer to 1/N of
- * the vector, while the other segments are still on the way.
+ * Sharded update (sg_ar_run_update): at the last reduce-scatter step the
+ * owner updates its segment of the parameters from its partial sum plus
+ * the part just received, in one pass (o->update; the sum is never
+ * stored), and the allgather moves parameters instead of sums: each rank
+ * applies the optimizer to 1/N of the vector while the other segments
+ * are still on the way.
  *
  * Deadlock freedom: rank r waits for its send of unit v only once it has
  * posted its receives up to v + depth - 1 >= v; the right neighbour
@@ -171,10 +172,13 @@ static int finish_unit(ring_run_t *k, size_t u) {
   if (s == last) return sg_prim_recv(&k->pr, u, k->agbuf + off, len);
   if (s < last_rs) return sg_prim_recv_reduce_send(&k->pr, u, at, len, v, (int)s + 1);
   if (s > last_rs) return sg_prim_recv_copy_send(&k->pr, u, k->agbuf + off, len, v, (int)s + 1);
-  if (k->o->update) { /* sharded update: sum, update the owned segment, send it */
-    if (k->o->plant_bug && u % k->p.nseg == 0) SG_CHECK(sg_prim_recv(&k->pr, u, NULL, len));
-    else SG_CHECK(sg_prim_recv_reduce_copy(&k->pr, u, at, len));
-    if (len) k->o->update(k->o->update_arg, off, len);
+  if (k->o->update) { /* sharded update: the owner updates its segment from
+                         * its part plus the last one received, and sends it */
+    int rc;
+    const float *recv = sg_prim_recv_slot(&k->pr, u, len, &rc);
+    SG_CHECK(rc);
+    if (k->o->plant_bug && u % k->p.nseg == 0) recv = NULL; /* planted: the sum misses it */
+    if (len) k->o->update(k->o->update_arg, off, len, recv);
     return sg_prim_send(&k->pr, v, (int)s + 1, k->agbuf + off, len);
   }
   /* Planted bug (tests only): the final reduce of one segment adds

@@ -136,6 +136,32 @@ void sg_optim_apply_range(sg_optim_t *opt, float *params, const float *grad, siz
   }
 }
 
+void sg_optim_apply_range2(sg_optim_t *opt, float *params, const float *grad,
+                           const float *more, size_t off, size_t len, float scale, int64_t step) {
+  if (!more) {
+    sg_optim_apply_range(opt, params, grad, off, len, scale, step);
+    return;
+  }
+  if (off > opt->n || len > opt->n - off) return;
+  float *restrict p = params + off;
+  const float *restrict g = grad + off, *restrict m = more;
+  const float lr = (float)sg_optim_lr(opt, step), wd = (float)opt->wd;
+  if (!opt->v) {
+    for (size_t i = 0; i < len; i++) {
+      const float gi = g[i] + m[i];
+      p[i] -= lr * (scale * gi + wd * p[i]);
+    }
+    return;
+  }
+  float *restrict v = opt->v + off;
+  const float mu = (float)opt->mu;
+  for (size_t i = 0; i < len; i++) {
+    const float gi = g[i] + m[i];
+    v[i] = mu * v[i] + scale * gi + wd * p[i];
+    p[i] -= lr * v[i];
+  }
+}
+
 int sg_optim_sparse_exact(const sg_optim_t *opt) { return !opt->v && opt->wd == 0.0; }
 
 void sg_optim_apply_at(sg_optim_t *opt, float *params, const float *grad, const uint32_t *idx,

@@ -142,6 +142,11 @@ void sg_optim_apply(sg_optim_t *opt, float *params, const float *grad,
  * over the range it owns (docs/engines/allreduce.md, sharded update). */
 void sg_optim_apply_range(sg_optim_t *opt, float *params, const float *grad, size_t off,
                           size_t len, float scale, int64_t step);
+/* The same with the gradient given as two parts, grad[off + i] + more[i]
+ * for i < len (more NULL: grad alone), added in float32 and never
+ * stored: the same bits as storing the sum and calling the above. */
+void sg_optim_apply_range2(sg_optim_t *opt, float *params, const float *grad,
+                           const float *more, size_t off, size_t len, float scale, int64_t step);
 
 /* Whether a coordinate whose gradient is zero stays put (plain SGD: no
  * momentum, no weight decay), so that updating only the coordinates with
