@@ -35,6 +35,10 @@ bench() {
     timed "bench ring np $np 1gbit" $SG bench allreduce --np "$np" --transport zmq --launcher local \
       --impl ring --sizes 4K:16M --iters 5 --warmup 2 --set cluster.hosts="$np" \
       --set cluster.link=1gbit --db "$DB" -q
+    # the same over MPI, for the runs with transport: mpi
+    timed "bench ring np $np 1gbit mpi" $SG bench allreduce --np "$np" --transport mpi \
+      --impl ring --sizes 4K:16M --iters 5 --warmup 2 --set cluster.hosts="$np" \
+      --set cluster.link=1gbit --db "$DB" -q
     # the 100 Mbit/s runs' own alpha and beta (kappa: the least of the links')
     timed "bench ring np $np 100mbit" $SG bench allreduce --np "$np" --transport zmq \
       --launcher local --impl ring --sizes 1M:4M --iters 5 --warmup 2 --set cluster.hosts="$np" \
