@@ -311,6 +311,10 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   link_rates(r->link, r->procs, hubs, &r->rate_min, &r->rate_hub, &r->rate_med);
   char label[sizeof r->label];
   sg_cost_label(&r->c, label, sizeof label);
+  /* ring and rhd run over either transport: name MPI's (native is MPI's) */
+  if (!strcmp(r->transport, "mpi") && r->c.variant &&
+      (!strcmp(r->c.variant, "ring") || !strcmp(r->c.variant, "rhd")))
+    snprintf(label + strlen(label), sizeof label - strlen(label), "-mpi");
   safe(label, r->label, sizeof r->label);
 }
 

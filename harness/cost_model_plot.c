@@ -63,7 +63,16 @@ int sg_cost_plot(const char *dir, const char *name, int x_is_rate, const sg_cost
   sg_plot_set_text(gp, "xlabel", x_is_rate ? "slowest link (Mbit/s)" : "workers N");
   sg_plot_set_text(gp, "ylabel", "ms per step");
   fputs(x_is_rate ? "set logscale x 2\n" : "set xtics 2\n", gp);
-  fputs("set yrange [0:*]\nplot \\\n", gp);
+  /* times that span more than 30x (a small gradient next to a slow
+   * outlier) go on a log axis, so the small ones stay apart */
+  double lo = 0, hi = 0;
+  for (size_t i = 0; i < n; i++)
+    for (int j = 0; j < 2; j++) {
+      double v = j ? pts[i].measured : pts[i].predicted;
+      if (v > 0 && (lo == 0 || v < lo)) lo = v;
+      if (v > hi) hi = v;
+    }
+  fputs(lo > 0 && hi > 30 * lo ? "set logscale y 10\nplot \\\n" : "set yrange [0:*]\nplot \\\n", gp);
   char file[4096];
   snprintf(file, sizeof file, "%s.tsv", name);
   for (size_t b = 0; b < k; b++) {

@@ -402,4 +402,15 @@ TEST(cli_plot_writes_the_figure) {
   free(tsv);
   snprintf(path, sizeof path, "%s/fig.png", dir);
   CHECK(access(path, F_OK) == 0);
+  /* times 2.45..20 ms: a linear axis from 0; 0.2..50 ms (over 30x): log */
+  snprintf(path, sizeof path, "%s/fig.gp", dir);
+  char *gp = ru_slurp(path, 1 << 20);
+  CHECK(gp != NULL && strstr(gp, "set yrange [0:*]") && !strstr(gp, "logscale y"));
+  free(gp);
+  sg_cost_point_t pts[2] = {{"ring", 2, 2e-4, 2.5e-4}, {"native", 4, 3e-4, 5e-2}};
+  CHECK_OK(sg_cost_plot(dir, "wide", 0, pts, 2));
+  snprintf(path, sizeof path, "%s/wide.gp", dir);
+  gp = ru_slurp(path, 1 << 20);
+  CHECK(gp != NULL && strstr(gp, "set logscale y 10") && !strstr(gp, "yrange [0:*]"));
+  free(gp);
 }
