@@ -9,10 +9,16 @@
  *     g_r  = grad(params, batch_t of worker r)        compute_s
  *     barrier                     (the slowest rank)    wait_s
  *     g    = allreduce_sum(g_r)  (ring | rhd | native) comm_s
- *     g   /= N                    -> the mean over the global batch N*b
- *     params = apply(params, g, t) -- the same on every rank, so the
+ *     params = apply(params, g / N, t) -- the mean over the global batch
+ *                                     N*b, the same on every rank, so the
  *                                     replicas stay identical bit for bit
  *   rank 0 evaluates every eval_every steps and dumps the final params.
+ *
+ * update: sharded (the float32 ring's default) moves the apply into the
+ * ring (sg_ar_run_update): the owner of each chunk's sum updates that
+ * chunk of params as the sum completes, and the allgather moves params
+ * instead of sums; comm_s then holds this rank's 1/N of the update.  The
+ * same arithmetic per element, so the same bits as the replicated apply.
  *
  * overlap: true (overlap.h) replaces "grad, barrier, allreduce" by a
  * compute thread that runs backward and hands the gradient over in
