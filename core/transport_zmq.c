@@ -85,7 +85,9 @@
  * ptrace_scope > 0, or process_vm_readv itself refused); a read that fails
  * anyway fails the receive, and the send through the acknowledgement.  An
  * acknowledgement never waits for room: one that the peer's full queue
- * refuses is kept and retried every millisecond of any wait.  ipc is not
+ * refuses is kept and retried every millisecond of any wait, and at
+ * destroy for up to the linger (the reader of a run's last message leaves
+ * at once; its sender waits on that acknowledgement).  ipc is not
  * authenticated (its socket files lie in the harness's run directory): a
  * process that could connect could already inject any payload; with a
  * descriptor it can make a receive fail (a bad address), which over ipc
@@ -859,8 +861,25 @@ static int zmq_barrier_(sg_comm_t *c) {
   return 0;
 }
 
+/* Acknowledgements still kept when the comm goes: their senders wait on
+ * them (the last message of a run is the common case, its reader leaving
+ * at once), so they go before the sockets close, for at most the linger.
+ * zmq_poll makes the socket take in the room its reader has returned; a
+ * nonblocking send may not have seen it yet (zmq hands the reader's count
+ * back every few messages and a send looks for it at most once a
+ * millisecond), which is why an acknowledgement is kept now and then even
+ * when the peer has almost nothing queued. */
+static void zq_flush_acks_on_exit(zcomm_t *z) {
+  double give_up = sg_now() + z->linger_ms / 1e3;
+  while (z->acks && zq_flush_acks(z) == 0 && z->acks && sg_now() < give_up) {
+    zmq_pollitem_t it = {.socket = z->push[z->acks->dst], .events = ZMQ_POLLOUT};
+    if (zmq_poll(&it, 1, 1) < 0 && zmq_errno() != EINTR) break;
+  }
+}
+
 static void zmq_destroy_(sg_comm_t *c) {
   zcomm_t *z = (zcomm_t *)c;
+  if (z->push && z->acks) zq_flush_acks_on_exit(z);
   if (z->push)
     for (int i = 0; i < c->size; i++)
       if (z->push[i]) zmq_close(z->push[i]);
