@@ -46,6 +46,9 @@ typedef struct sg_zmq_cfg {
                              the harness); NULL or "" = derived from the
                              rendezvous (loopback, or the address toward it) */
   int no_cma;             /* ipc: 1 = never read a peer's memory (zmq_cma: off) */
+  int plant_keep_acks;    /* tests only: every acknowledgement is kept, as one
+                             the peer's full queue refused, and only destroy
+                             sends it (the reader that leaves at once) */
 } sg_zmq_cfg_t;
 
 /* 1 when this zmq comm reads large ipc sends from the sender's memory
