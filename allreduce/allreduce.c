@@ -79,10 +79,15 @@ nomem:
   return sg_err_set(SG_ENOMEM, "allreduce %s: no memory for %zu scratch floats", algorithm, ns);
 }
 
-int sg_ar_run(sg_ar_t *a, float *buf, size_t count) {
+static int fits(const sg_ar_t *a, size_t count) {
   if (count > a->max_count)
     return sg_err_set(SG_EINVAL, "allreduce of %zu floats; context sized for %zu", count,
                       a->max_count);
+  return SG_OK;
+}
+
+int sg_ar_run(sg_ar_t *a, float *buf, size_t count) {
+  SG_CHECK(fits(a, count));
   return a->algo->allreduce(a->comm, buf, count, &a->o);
 }
 
@@ -97,9 +102,7 @@ int sg_ar_run_update(sg_ar_t *a, float *grad, float *params, size_t count,
     return sg_err_set(SG_ECONFIG, "a sharded update needs algorithm ring with float32 on the "
                       "wire, not %s%s", a->algo->name,
                       a->o.compress == SG_AR_COMPRESS_FP16 ? " with fp16" : "");
-  if (count > a->max_count)
-    return sg_err_set(SG_EINVAL, "allreduce of %zu floats; context sized for %zu", count,
-                      a->max_count);
+  SG_CHECK(fits(a, count));
   if (a->comm->size == 1) { /* nothing to sum: the whole vector is this rank's */
     if (count) update(arg, 0, count, NULL);
     return SG_OK;

@@ -138,34 +138,24 @@ typedef struct ar_loop {
  * (docs/engines/allreduce.md): the barrier returns once the slowest rank
  * has its gradient, so the allreduce after it moves bytes between ranks
  * that are all ready. */
-static int grad_then_reduce(ar_loop_t *lp, sg_step_rec_t *s, double t) {
-  SG_CHECK(sg_workload_grad(lp->wl, lp->params, lp->grad, s->step, &s->loss));
-  double t1 = sg_now();
-  SG_CHECK(sg_barrier(lp->ctx->comm));
-  double tw = sg_now();
-  SG_CHECK(lp->tk ? sg_topk_run(lp->tk, lp->grad) : sg_ar_run(lp->ar, lp->grad, lp->n));
-  s->compute_s = t1 - t;
-  s->wait_s = tw - t1;
-  s->comm_s = sg_now() - tw;
-  return SG_OK;
-}
-
 /* The update of one owned range, called by the ring as the range's sum
- * completes. */
+ * completes (update: sharded). */
 static void update_range(void *arg, size_t off, size_t len, const float *recv) {
   ar_loop_t *lp = arg;
   sg_optim_apply_range2(lp->opt, lp->params, lp->grad, recv, off, len, lp->scale, lp->step);
 }
 
-/* Gradient, barrier, then the ring with the owners updating: comm_s holds
- * this rank's 1/N of the update. */
-static int grad_then_sharded(ar_loop_t *lp, sg_step_rec_t *s, double t) {
+static int grad_then_reduce(ar_loop_t *lp, sg_step_rec_t *s, double t) {
   SG_CHECK(sg_workload_grad(lp->wl, lp->params, lp->grad, s->step, &s->loss));
   double t1 = sg_now();
   SG_CHECK(sg_barrier(lp->ctx->comm));
   double tw = sg_now();
   lp->step = s->step;
-  SG_CHECK(sg_ar_run_update(lp->ar, lp->grad, lp->params, lp->n, update_range, lp));
+  /* sharded: the owners update inside the ring, so comm_s holds this
+   * rank's 1/N of the update */
+  SG_CHECK(lp->sharded ? sg_ar_run_update(lp->ar, lp->grad, lp->params, lp->n, update_range, lp)
+           : lp->tk    ? sg_topk_run(lp->tk, lp->grad)
+                       : sg_ar_run(lp->ar, lp->grad, lp->n));
   s->compute_s = t1 - t;
   s->wait_s = tw - t1;
   s->comm_s = sg_now() - tw;
@@ -192,10 +182,8 @@ static int ar_step(ar_loop_t *lp, sg_trainlog_t *log, int64_t step, int64_t spe)
   uint64_t r0, s0 = bytes_moved(ctx->comm, &r0), r1;
   double t = sg_now();
   sg_engine_delay(ctx);
-  if (lp->sharded) {
-    SG_CHECK(grad_then_sharded(lp, &s, t));
-  } else {
-    SG_CHECK(lp->ov ? grad_overlapped(lp, &s, t) : grad_then_reduce(lp, &s, t));
+  SG_CHECK(lp->ov ? grad_overlapped(lp, &s, t) : grad_then_reduce(lp, &s, t));
+  if (!lp->sharded) {
     double t2 = sg_now();
     sg_optim_apply_range(lp->opt, lp->params, lp->grad, 0, lp->n, lp->scale, step);
     s.compute_s += sg_now() - t2;

@@ -118,37 +118,19 @@ void sg_optim_apply(sg_optim_t *opt, float *params, const float *grad,
   }
 }
 
-void sg_optim_apply_range(sg_optim_t *opt, float *params, const float *grad, size_t off,
-                          size_t len, float scale, int64_t step) {
+/* The update of params[off, off+len) from scale * (grad[off + i] + more[i])
+ * (more NULL: grad alone).  Inlined with `more` a constant NULL or not, so
+ * each caller gets its own loop without a test per element. */
+static inline void apply_range(sg_optim_t *opt, float *params, const float *grad,
+                               const float *more, size_t off, size_t len, float scale,
+                               int64_t step) {
   if (off > opt->n || len > opt->n - off) return; /* never: callers cut within n */
-  float *restrict p = params + off;
-  const float *restrict g = grad + off;
-  const float lr = (float)sg_optim_lr(opt, step), wd = (float)opt->wd;
-  if (!opt->v) {
-    for (size_t i = 0; i < len; i++) p[i] -= lr * (scale * g[i] + wd * p[i]);
-    return;
-  }
-  float *restrict v = opt->v + off;
-  const float mu = (float)opt->mu;
-  for (size_t i = 0; i < len; i++) {
-    v[i] = mu * v[i] + scale * g[i] + wd * p[i];
-    p[i] -= lr * v[i];
-  }
-}
-
-void sg_optim_apply_range2(sg_optim_t *opt, float *params, const float *grad,
-                           const float *more, size_t off, size_t len, float scale, int64_t step) {
-  if (!more) {
-    sg_optim_apply_range(opt, params, grad, off, len, scale, step);
-    return;
-  }
-  if (off > opt->n || len > opt->n - off) return;
   float *restrict p = params + off;
   const float *restrict g = grad + off, *restrict m = more;
   const float lr = (float)sg_optim_lr(opt, step), wd = (float)opt->wd;
   if (!opt->v) {
     for (size_t i = 0; i < len; i++) {
-      const float gi = g[i] + m[i];
+      const float gi = m ? g[i] + m[i] : g[i];
       p[i] -= lr * (scale * gi + wd * p[i]);
     }
     return;
@@ -156,10 +138,21 @@ void sg_optim_apply_range2(sg_optim_t *opt, float *params, const float *grad,
   float *restrict v = opt->v + off;
   const float mu = (float)opt->mu;
   for (size_t i = 0; i < len; i++) {
-    const float gi = g[i] + m[i];
+    const float gi = m ? g[i] + m[i] : g[i];
     v[i] = mu * v[i] + scale * gi + wd * p[i];
     p[i] -= lr * v[i];
   }
+}
+
+void sg_optim_apply_range(sg_optim_t *opt, float *params, const float *grad, size_t off,
+                          size_t len, float scale, int64_t step) {
+  apply_range(opt, params, grad, NULL, off, len, scale, step);
+}
+
+void sg_optim_apply_range2(sg_optim_t *opt, float *params, const float *grad,
+                           const float *more, size_t off, size_t len, float scale, int64_t step) {
+  if (more) apply_range(opt, params, grad, more, off, len, scale, step);
+  else apply_range(opt, params, grad, NULL, off, len, scale, step);
 }
 
 int sg_optim_sparse_exact(const sg_optim_t *opt) { return !opt->v && opt->wd == 0.0; }

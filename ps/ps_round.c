@@ -135,7 +135,7 @@ static int worker_round(ps_round_t *b, size_t count) {
   }
   int np = ps_push_order(S, b->nsl, b->ok, b->osl), taken = 0;
   for (int j = 0; j < np; j++, nr++) {
-    for (int lag; (lag = ps_window_lag(j, b->cfg.slice_window, S)) >= taken; taken++)
+    for (; ps_window_lag(j, b->cfg.slice_window, S) >= taken; taken++)
       SG_CHECK(sg_wait(c, &b->req[b->rbase[b->ok[taken]] + b->osl[taken]], NULL));
     int k = b->ok[j], sl = b->osl[j];
     size_t elems = b->elems[k], lo = (size_t)sl * elems, n = slice_len(b->cnt[k], elems, sl);

@@ -201,6 +201,16 @@ static int run_ps(const sg_opts_t *o, ps_cfg_t *cfg, const int *behaviour, doubl
   return tr_run(&g);
 }
 
+/* Remove a case's two parameter dumps and its directory; free its options. */
+static void drop_pair(const char *dir, const char *a, const char *b, sg_opts_t **oa,
+                      sg_opts_t **ob) {
+  unlink(a);
+  unlink(b);
+  rmdir(dir);
+  sg_opts_destroy(oa);
+  sg_opts_destroy(ob);
+}
+
 /* One configuration against local with the same settings. */
 static int compare_case(int S, int N, const char *const *kv, int plant, const int *behaviour,
                         ps_server_stats_t *stats, double *dist) {
@@ -221,11 +231,7 @@ static int compare_case(int S, int N, const char *const *kv, int plant, const in
   *dist = rc ? -1 : ru_rel_distance(ps, local, NULL);
   fprintf(stderr, "  S=%d N=%d mode=%s plant=%d distance %.3g\n", S, N, ps_mode_name(cfg.mode),
           plant, *dist);
-  unlink(local);
-  unlink(ps);
-  rmdir(dir);
-  sg_opts_destroy(&ol);
-  sg_opts_destroy(&op);
+  drop_pair(dir, local, ps, &ol, &op);
   return rc;
 }
 
@@ -348,11 +354,7 @@ static int slices_case(int S, int N, const char *slice, const char *const *kv, i
   *dist = rc ? -1 : ru_rel_distance(a, b, NULL);
   fprintf(stderr, "  S=%d N=%d slice=%s plant=%d: %d slices, distance to unsliced %.3g\n", S, N,
           slice, plant, stats ? stats[0].slices : -1, *dist);
-  unlink(a);
-  unlink(b);
-  rmdir(dir);
-  sg_opts_destroy(&oa);
-  sg_opts_destroy(&ob);
+  drop_pair(dir, a, b, &oa, &ob);
   return rc;
 }
 
