@@ -411,7 +411,7 @@ TEST(pending_runs_stay_pending_across_reconciliation) {
   sqlite3 *db = sg_recorder_sqlite(r);
   CHECK_EQ_INT(count(db, "SELECT count(*) FROM runs WHERE status='pending' AND started_at IS NULL"
                          " AND harness_pid IS NULL"), 2);
-  CHECK_OK(sg_recorder_run_start(r, b));
+  CHECK_EQ_INT(sg_recorder_run_claim(r, b), 1);
   char q[160];
   snprintf(q, sizeof q, "SELECT count(*) FROM runs WHERE id=%lld AND status='running' AND "
            "harness_pid=%d AND started_at IS NOT NULL", (long long)b, (int)getpid());

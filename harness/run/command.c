@@ -29,7 +29,8 @@ static void run_usage(FILE *f) {
           "  -n, --dry-run    validate and list the resolved runs; launch nothing\n"
           "  --resume         run only the runs of the latest experiment of this name\n"
           "                   and file text (same --set options) in --db that are not\n"
-          "                   ok: pending (never started), interrupted or failed\n"
+          "                   ok: pending (never started), interrupted or failed; a run\n"
+          "                   another sgdlab is running, or claims first, is skipped\n"
           "  --force          run even when a run's memory estimate exceeds what this\n"
           "                   host has available (hard process limits still refuse)\n"
           "  -q, --quiet      print nothing but errors (one line per failed run)\n"
@@ -109,7 +110,10 @@ static int plan_rows(sg_recorder_t *db, int64_t exp_id, const sg_experiment_t *x
     while (j < nhave && (!have[j].options_json || strcmp(have[j].options_json, json))) j++;
     int rc = SG_OK;
     if (j < nhave) { /* each row answers for one run: identical runs take one each */
-      ids[i] = strcmp(have[j].status, "ok") ? have[j].id : -1;
+      /* ok: done; running: another harness runs it (reconciliation, at
+       * open, has failed the rows of dead harnesses of this host) */
+      int done = !strcmp(have[j].status, "ok") || !strcmp(have[j].status, "running");
+      ids[i] = done ? -1 : have[j].id;
       free(have[j].options_json);
       have[j].options_json = NULL;
     } else {
@@ -229,10 +233,11 @@ static int open_rows(const run_args_t *a, sg_recorder_t *db, const sg_experiment
   return 0;
 }
 
-/* Execute every run still to do; returns the exit code. */
+/* Execute every run still to do; returns the exit code.  A run another
+ * harness claimed first (two --resume of one experiment) is skipped. */
 static int run_all(const run_args_t *a, const sg_experiment_t *x, const sg_run_env_t *env,
                    size_t todo) {
-  size_t failed = 0;
+  size_t failed = 0, skipped = 0;
   for (size_t i = 0; i < x->nruns; i++) {
     if (env->run_ids[i] < 0) continue; /* --resume: ok already */
     sg_run_result_t res;
@@ -248,6 +253,12 @@ static int run_all(const run_args_t *a, const sg_experiment_t *x, const sg_run_e
       fprintf(stderr, "sgdlab run: %s\n", sg_err_msg());
       return 1;
     }
+    if (res.skipped) {
+      skipped++;
+      if (!a->quiet)
+        printf("run %lld: another sgdlab claimed it first; skipped\n", (long long)res.run_id);
+      continue;
+    }
     if (!res.ok) {
       failed++;
       if (a->quiet) fprintf(stderr, "sgdlab run: run %lld failed: %s\n", (long long)res.run_id, res.error);
@@ -255,7 +266,8 @@ static int run_all(const run_args_t *a, const sg_experiment_t *x, const sg_run_e
   }
   if (!a->quiet)
     printf("experiment '%s' (id %lld): %zu run%s, %zu failed; results in %s\n", x->name,
-           (long long)env->exp_id, todo, todo == 1 ? "" : "s", failed, a->db_path);
+           (long long)env->exp_id, todo - skipped, todo - skipped == 1 ? "" : "s", failed,
+           a->db_path);
   return failed ? 1 : 0;
 }
 
