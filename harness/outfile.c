@@ -113,7 +113,7 @@ static int follow(walk_t *w, const char *comp, const struct stat *lsb) {
   if (strlen(rest) >= sizeof w->rest) return refuse(w, "the path is too long");
   memcpy(w->rest, rest, strlen(rest) + 1);
   if (target[0] == '/') {
-    int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (root < 0) return sg_err_set(SG_EIO, "cannot open /: %s", strerror(errno));
     close(w->fd);
     w->fd = root;
@@ -144,7 +144,8 @@ static int step(walk_t *w, const char *comp, int create) {
     snprintf(why, sizeof why, "%s/%s is not a directory", w->real, comp);
     return refuse(w, why);
   }
-  int fd = openat(w->fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  /* O_PATH: directories on the way need only be searchable */
+  int fd = openat(w->fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 || fstat(fd, &sb) != 0) {
     int e = errno;
     if (fd >= 0) close(fd);
@@ -167,7 +168,7 @@ static int step(walk_t *w, const char *comp, int create) {
 static int walk(walk_t *w, int create) {
   char comp[NAME_MAX + 1];
   struct stat sb;
-  w->fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  w->fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (w->fd < 0 || fstat(w->fd, &sb) != 0)
     return sg_err_set(SG_EIO, "cannot open /: %s", strerror(errno));
   w->real[0] = '\0';
@@ -211,6 +212,13 @@ int sg_out_dir_open(const char *dir, int create, const char *what) {
   size_t len = strlen(w->rest);
   snprintf(w->rest + len, sizeof w->rest - len, "/%s", dir);
   if ((rc = walk(w, create)) < 0) goto out;
+  int rd = openat(w->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* to list it */
+  if (rd < 0) {
+    rc = sg_err_set(SG_EIO, "%s: cannot open %s: %s", what, w->real, strerror(errno));
+    goto out;
+  }
+  close(w->fd);
+  w->fd = rd;
   if (g_ndirs == MAX_DIRS) {
     rc = sg_err_set(SG_EINTERNAL, "%s: too many output directories", what);
     goto out;

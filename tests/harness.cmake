@@ -27,3 +27,8 @@ set_property(TEST test_run_times APPEND PROPERTY ENVIRONMENT "SGDLAB_CMAKE=${CMA
 add_test(NAME harness_function_lengths
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/func_lengths.sh ${CMAKE_SOURCE_DIR})
 set_tests_properties(harness_function_lengths PROPERTIES TIMEOUT 30)
+# Outputs only into the user's own directories and files (root with
+# `nobody` as the other user: planted links and files), several harnesses
+# on one database (two --resume, two runs), read-only readers.
+sg_add_test(test_outputs SOURCES test_outputs.c TIMEOUT 400 LIBS PkgConfig::SQLITE)
+add_dependencies(test_outputs sgdlab sgdlab-rank)
