@@ -28,9 +28,8 @@ typedef struct out_file {
   char tmp[NAME_MAX + 1], name[NAME_MAX + 1];
 } out_file_t;
 
-static out_dir_t g_dirs[MAX_DIRS];
+static out_dir_t g_dirs[MAX_DIRS]; /* given == NULL: a free slot */
 static out_file_t g_files[MAX_FILES];
-static size_t g_ndirs;
 
 /* A walk from "/" to the output directory. */
 typedef struct walk {
@@ -188,9 +187,26 @@ static int walk(walk_t *w, int create) {
 }
 
 static const out_dir_t *find_dir(const char *dir) {
-  for (size_t i = 0; i < g_ndirs; i++)
-    if (!strcmp(g_dirs[i].given, dir)) return &g_dirs[i];
+  for (size_t i = 0; i < MAX_DIRS; i++)
+    if (g_dirs[i].given && !strcmp(g_dirs[i].given, dir)) return &g_dirs[i];
   return NULL;
+}
+
+static out_dir_t *free_dir(void) {
+  for (size_t i = 0; i < MAX_DIRS; i++)
+    if (!g_dirs[i].given) return &g_dirs[i];
+  return NULL;
+}
+
+void sg_out_dir_close(const char *dir) {
+  out_dir_t *d = (out_dir_t *)find_dir(dir);
+  if (!d) return;
+  for (size_t i = 0; i < MAX_FILES; i++)
+    if (g_files[i].f && g_files[i].dir == d) return; /* still in use */
+  close(d->fd);
+  free(d->given);
+  free(d->real);
+  *d = (out_dir_t){.fd = -1};
 }
 
 int sg_out_dir_open(const char *dir, int create, const char *what) {
@@ -219,19 +235,19 @@ int sg_out_dir_open(const char *dir, int create, const char *what) {
   }
   close(w->fd);
   w->fd = rd;
-  if (g_ndirs == MAX_DIRS) {
+  out_dir_t *d = free_dir();
+  if (!d) {
     rc = sg_err_set(SG_EINTERNAL, "%s: too many output directories", what);
     goto out;
   }
-  out_dir_t *d = &g_dirs[g_ndirs];
   if (!(d->given = strdup(dir)) || !(d->real = strdup(w->real[0] ? w->real : "/"))) {
     free(d->given);
+    d->given = NULL;
     rc = sg_err_set(SG_ENOMEM, "out of memory");
     goto out;
   }
   d->fd = w->fd;
   w->fd = -1;
-  g_ndirs++;
   rc = d->fd;
 out:
   if (w->fd >= 0) close(w->fd);

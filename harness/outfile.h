@@ -43,6 +43,10 @@
  * every message: the output and its path ("report directory out/"). */
 int sg_out_dir_open(const char *dir, int create, const char *what);
 
+/* Forget an opened dir (its descriptor closed) unless a file of it is
+ * still open. */
+void sg_out_dir_close(const char *dir);
+
 /* The canonical path of an opened dir (no symbolic links, no . or ..);
  * NULL when `dir` was not opened. */
 const char *sg_out_dir_real(const char *dir);

@@ -164,11 +164,13 @@ static int check_db_path(const char *path, char *real, size_t cap) {
     if (rc < 0) {
       char why[1024];
       snprintf(why, sizeof why, "%s", sg_err_msg());
+      sg_out_dir_close(dir);
       return sg_err_set(rc, "results db %s: %s", path, why);
     }
   }
   const char *d = sg_out_dir_real(dir);
   snprintf(real, cap, "%s/%s", strcmp(d, "/") ? d : "", name);
+  sg_out_dir_close(dir); /* SQLite opens by that path from here */
   return SG_OK;
 }
 
