@@ -122,8 +122,8 @@ static int exists(const char *path) {
 
 /* How many entries (not . and ..) dir holds; -1 when it cannot be read. */
 static int entries(const char *dir) {
-  char cmd[1024], out[64];
-  snprintf(cmd, sizeof cmd, "ls -A '%s' | wc -l", dir);
+  char cmd[1200], out[64];
+  snprintf(cmd, sizeof cmd, "ls -A '%.1000s' | wc -l", dir);
   FILE *p = popen(cmd, "r");
   if (!p) return -1;
   int n = fgets(out, sizeof out, p) ? atoi(out) : -1;
@@ -296,7 +296,8 @@ TEST(run_refuses_a_planted_database) {
   CHECK_EQ_INT(runs, 1);
   /* in a directory of ours: a database file, or a -wal, of another user */
   CHECK(mkdir(path_in(dir, sizeof dir, "dbs"), 0755) == 0);
-  snprintf(p, sizeof p, "cp %s %s/r.db && chown %u %s/r.db", g_db, dir, (unsigned)g_nobody, dir);
+  snprintf(p, sizeof p, "cp %.400s %.400s/r.db && chown %u %.400s/r.db", g_db, dir,
+           (unsigned)g_nobody, dir);
   CHECK_EQ_INT(ru_sh(p), 0);
   snprintf(p, sizeof p, "%s/r.db", dir);
   CHECK_EQ_INT(SGDLAB(0, NULL, out, "run", cfg, "--db", p), 2);
@@ -466,7 +467,7 @@ TEST(readonly_database_is_readable) {
  * to fail the 'running' row of a harness that is gone (the next `run`
  * that opens it to write does that). */
 TEST(readers_never_write) {
-  char dir[1024], db[1536], copy[1536], sql[4096], out[8192];
+  char dir[1024], db[1536], copy[1536], sql[8192], out[8192];
   CHECK_OK(setup());
   CHECK(mkdir(path_in(dir, sizeof dir, "readers"), 0755) == 0);
   snprintf(db, sizeof db, "%s/r.db", dir);

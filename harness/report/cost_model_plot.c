@@ -8,6 +8,7 @@
 #include "err.h"
 #include "outfile.h"
 #include "plot.h"
+#include "report.h"
 
 /* Distinct labels of pts in order of first appearance, as indexes. */
 static size_t distinct(const sg_cost_point_t *pts, size_t n, size_t *first) {

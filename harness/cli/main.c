@@ -11,7 +11,8 @@
 #include "commands.h"
 #include "device.h"
 #include "engine.h"
-#include "cost_model.h"
+#include "report.h"
+#include "run.h"
 #include "settings.h"
 
 static void usage(FILE *f) {
