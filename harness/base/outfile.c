@@ -403,7 +403,7 @@ int sg_out_fclose(FILE *f) {
   out_file_t *o = file_of(f);
   if (!o) return sg_err_set(SG_EINTERNAL, "sg_out_fclose: not an output file");
   int bad = ferror(f), rc = SG_OK;
-  if (fflush(f) != 0 || fsync(fileno(f)) != 0) bad = 1;
+  if (fflush(f) != 0) bad = 1;
   if (fclose(f) != 0) bad = 1;
   o->f = NULL;
   if (bad) rc = sg_err_set(SG_EIO, "cannot write %s/%s: %s", o->dir->given, o->name, strerror(errno));
