@@ -340,9 +340,9 @@ TEST(two_resumes_run_each_run_once) {
            " harness_pid=NULL; DELETE FROM steps; DELETE FROM evals; DELETE FROM ranks;"
            " DELETE FROM run_info;\"", db);
   CHECK_EQ_INT(ru_sh(sql), 0);
-  char *a_argv[] = {NULL, "run", cfg, "--db", db, "--resume", "-q", NULL};
-  snprintf(got, sizeof got, "%s/a.txt", dir);
-  pid_t a = ru_start(a_argv, got, 1, NULL);
+  char *a_argv[] = {NULL, "run", cfg, "--db", db, "--resume", NULL}, a_log[1600];
+  snprintf(a_log, sizeof a_log, "%s/a.txt", dir);
+  pid_t a = ru_start(a_argv, a_log, 1, NULL);
   CHECK(a > 0);
   int st = 0, w = ru_db_wait(db, "SELECT count(*) FROM runs WHERE status='running'", 1, 60, a, &st);
   CHECK_MSG(w == 0, "the first resume claimed no run (%d, status %d)", w, st);
@@ -358,7 +358,14 @@ TEST(two_resumes_run_each_run_once) {
   }
   CHECK_EQ_INT(a_code, 0);
   CHECK_EQ_INT(b_code, 0);
-  CHECK_STR_CONTAINS(out, "claimed it first; skipped");
+  /* between them, the two ran three runs: a run line each ("[i/3] ... ok") */
+  char *alog = ru_slurp(a_log, 1 << 16);
+  int lines = 0;
+  for (const char *t = alog; t && (t = strstr(t, "/3] local")); t++) lines++;
+  for (const char *t = out; (t = strstr(t, "/3] local")); t++) lines++;
+  fprintf(stderr, "  the first resume:\n%s", alog ? alog : "");
+  free(alog);
+  CHECK_EQ_INT(lines, 3);
 }
 
 /* A second `sgdlab run` (NSHORT short runs) while another harness records

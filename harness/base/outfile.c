@@ -78,13 +78,16 @@ static int check_final(const walk_t *w, const struct stat *sb) {
   return SG_OK;
 }
 
-/* The next component of w->rest into comp (empty when none is left). */
-static void next_comp(walk_t *w, char *comp, size_t cap) {
+/* The next component of w->rest into comp (empty when none is left);
+ * -1 when it is longer than a file name can be. */
+static int next_comp(walk_t *w, char *comp, size_t cap) {
   char *s = w->rest;
   while (*s == '/') s++;
   size_t n = strcspn(s, "/");
-  snprintf(comp, cap, "%.*s", (int)(n < cap ? n : cap - 1), s);
+  if (n >= cap) return -1;
+  snprintf(comp, cap, "%.*s", (int)n, s);
   memmove(w->rest, s + n, strlen(s + n) + 1);
+  return 0;
 }
 
 static int last_comp(const walk_t *w) { return w->rest[strspn(w->rest, "/")] == '\0'; }
@@ -173,7 +176,7 @@ static int walk(walk_t *w, int create) {
   w->real[0] = '\0';
   SG_CHECK(last_comp(w) ? check_final(w, &sb) : check_on_way(w, &sb));
   while (!last_comp(w)) {
-    next_comp(w, comp, sizeof comp);
+    if (next_comp(w, comp, sizeof comp) < 0) return refuse(w, "a name in the path is too long");
     if (!strcmp(comp, ".")) {
       if (last_comp(w)) { /* "dir/." is dir: check it as the output directory */
         if (fstat(w->fd, &sb) != 0) return sg_err_set(SG_EIO, "fstat: %s", strerror(errno));
