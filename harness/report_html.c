@@ -48,6 +48,16 @@ static void text_cell(page_t *p, const char *s) {
   fputs("</td>", p->f);
 }
 
+/* A variant's key (the figures name variants by it) and its label, which
+ * may wrap: long labels would otherwise widen the table past the page. */
+static void key_label_cells(page_t *p, const sg_rrun_t *r, const char *label) {
+  char key[16];
+  fprintf(p->f, "<td class=\"key\">%s</td><td class=\"lab\">",
+          sg_rkey_text(r->key, key, sizeof key));
+  esc(p, label);
+  fputs("</td>", p->f);
+}
+
 /* <table class="sortable" id="tbl-ID"><thead>...: headers separated by |,
  * a leading '#' marks a numeric (right-aligned) column. */
 static void table_head(page_t *p, const char *id, const char *heads) {
@@ -67,7 +77,7 @@ static void table_end(page_t *p) { fputs("</tbody></table></div>\n", p->f); }
 static const char STYLE[] =
     "body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;"
     "color:#1b1f24;background:#f6f7f9}\n"
-    "main,header>*{max-width:1240px;margin-left:auto;margin-right:auto;"
+    "main,header>*{max-width:1320px;margin-left:auto;margin-right:auto;"
     "padding-left:20px;padding-right:20px}\n"
     "main{padding-top:8px;padding-bottom:40px}\n"
     "header{background:#1f3a5f;color:#fff;padding:18px 0}\n"
@@ -82,7 +92,9 @@ static const char STYLE[] =
     "th,td{border:1px solid #d5dae1;padding:3px 8px;text-align:left;vertical-align:top;"
     "white-space:nowrap}\n"
     "td.wrap{white-space:normal;min-width:16em}\n"
-    "th{background:#eef1f5;white-space:nowrap}\n"
+    "td.lab{white-space:normal;min-width:9em;max-width:22em}\n"
+    "td.key{font-weight:600;text-align:center}\n"
+    "th{background:#eef1f5;white-space:normal;min-width:3em}\n"
     "table.js th{cursor:pointer;user-select:none}\n"
     "table.js th:after{content:' \\2195';color:#9aa4b1}\n"
     "th[aria-sort=ascending]:after{content:' \\25B2';color:#1f3a5f}\n"
@@ -186,14 +198,14 @@ static int summary_table(page_t *p) {
   char b[160], lab[256];
   SG_CHECK(sg_rrows(s, &rows, &n));
   fprintf(p->f, "<section id=\"summary\"><h2>Summary</h2>\n");
-  snprintf(b, sizeof b, "variant|#workers|#runs|status|#time to %.3g acc (s)|"
+  snprintf(b, sizeof b, "key|variant|#workers|#runs|status|#time to %.3g acc (s)|"
            "#final accuracy|#samples/s|#bytes/step, busiest rank", s->target);
   table_head(p, "summary", b);
   for (size_t g = 0; g < n; g++) {
     const sg_rrow_t *w = &rows[g];
     const sg_rrun_t *r = &s->runs[w->first];
     fputs("<tr>", p->f);
-    text_cell(p, r->variant);
+    key_label_cells(p, r, r->variant);
     snprintf(b, sizeof b, "%d", r->workers);
     num_cell(p, r->workers, b);
     snprintf(b, sizeof b, "%d", w->runs);
@@ -235,10 +247,10 @@ static void runs_table(page_t *p) {
   int errors = 0;
   for (size_t i = 0; i < s->n; i++) errors |= *s->runs[i].error != '\0';
   fprintf(p->f, "<section id=\"runs\"><h2>Runs</h2>\n");
-  table_head(p, "runs", errors ? "#run|variant|#N|#rep|status|#wall (s)|"
+  table_head(p, "runs", errors ? "#run|key|variant|#N|#rep|status|#wall (s)|"
                                  "#to target (s)|#final acc|#samples/s|"
                                  "#bytes/step|#compute ms|#comm ms|#wait ms|error"
-                               : "#run|variant|#N|#rep|status|#wall (s)|"
+                               : "#run|key|variant|#N|#rep|status|#wall (s)|"
                                  "#to target (s)|#final acc|#samples/s|"
                                  "#bytes/step|#compute ms|#comm ms|#wait ms");
   for (size_t i = 0; i < s->n; i++) {
@@ -246,7 +258,7 @@ static void runs_table(page_t *p) {
     fputs("<tr>", p->f);
     snprintf(b, sizeof b, "%lld", (long long)r->id);
     num_cell(p, (double)r->id, b);
-    text_cell(p, sg_rrun_label(s, r, lab, sizeof lab));
+    key_label_cells(p, r, sg_rrun_label(s, r, lab, sizeof lab));
     snprintf(b, sizeof b, "%d", r->workers);
     num_cell(p, r->workers, b);
     snprintf(b, sizeof b, "%d", r->repeat);
@@ -572,7 +584,7 @@ static int options_diff(page_t *p) {
     fprintf(p->f, "<p class=\"note\">The %d option%s that differ between the runs"
                   " (&mdash;: not set in that run).</p>\n", ndiff, ndiff == 1 ? "" : "s");
     fprintf(p->f, "<div class=\"scroll\"><table class=\"sortable\" id=\"tbl-options\">"
-                  "<thead><tr><th class=\"n\">run</th><th>variant</th>");
+                  "<thead><tr><th class=\"n\">run</th><th>key</th><th>variant</th>");
     for (size_t k = 0; k < m.nkeys; k++) {
       if (!optm_differs(&m, s->n, k)) continue;
       fputs("<th>", p->f);
@@ -584,7 +596,7 @@ static int options_diff(page_t *p) {
       fputs("<tr>", p->f);
       snprintf(b, sizeof b, "%lld", (long long)s->runs[r].id);
       num_cell(p, (double)s->runs[r].id, b);
-      text_cell(p, sg_rrun_label(s, &s->runs[r], lab, sizeof lab));
+      key_label_cells(p, &s->runs[r], sg_rrun_label(s, &s->runs[r], lab, sizeof lab));
       for (size_t k = 0; k < m.nkeys; k++) {
         const char *v = m.val[r * m.cap + k];
         if (optm_differs(&m, s->n, k)) text_cell(p, v ? v : "\xe2\x80\x94");

@@ -95,14 +95,14 @@ static int run_table(FILE *f, const sg_rset_t *s) {
   char buf[64];
   SG_CHECK(sg_rrows(s, &rows, &nrows));
   fprintf(f,
-          "| variant | workers | runs | status | time to %.3g acc (s) |"
+          "| key | variant | workers | runs | status | time to %.3g acc (s) |"
           " final accuracy | samples/s | bytes/step, busiest rank |\n"
-          "|---|---:|---:|---|---:|---:|---:|---:|\n",
+          "|---|---|---:|---:|---|---:|---:|---:|---:|\n",
           s->target);
   for (size_t g = 0; g < nrows; g++) {
     const sg_rrow_t *w = &rows[g];
     const sg_rrun_t *ri = &s->runs[w->first];
-    fputs("| ", f);
+    fprintf(f, "| %s | ", sg_rkey_text(ri->key, buf, sizeof buf));
     md_text(f, ri->variant);
     fprintf(f, " | %d | %d | ", ri->workers, w->runs);
     if (w->ok == w->runs) fputs("ok", f);

@@ -252,7 +252,7 @@ TEST(report_of_several_experiments) {
   CHECK(html);
   CHECK_STR_CONTAINS(html, "Experiments x&lt;script&gt;");
   CHECK_STR_CONTAINS(html, "(id 1, 2)");
-  CHECK_STR_CONTAINS(html, "<td>plain: local</td>");
+  CHECK_STR_CONTAINS(html, "<td class=\"lab\">plain: local</td>");
   free(html);
   snprintf(dir, sizeof dir, "%s/multi", tmpdir);
   CHECK((md = file_in(dir, "summary.md")));
