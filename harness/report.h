@@ -167,11 +167,18 @@ int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
                       size_t nfigs);
 
 /* The report's runs whose 1-minute load average, before or after the run,
- * exceeded the host's cores (run_info load.*, cores): their ids, ", "
+ * exceeded both the host's cores and the run's own process count
+ * (run_info load.*, cores; runs.processes): a run of 4 processes on 2
+ * cores makes a load of 4 by itself.  Their ids, ", "
  * between, into out (cap bytes, shortened with "..."); the count, or a
  * negative SG_E* code. */
 int sg_report_loaded_runs(sqlite3 *db, const sg_rset_t *s, int single_run, char *out,
                           size_t cap);
+
+/* The loaded-host warning after its heading, one wording for summary.md
+ * and index.html (plain text: the caller escapes it): "N runs (IDS)
+ * started or ended with ...". */
+void sg_report_loaded_text(char *buf, size_t cap, int n, const char *ids);
 
 /* Prepare `sql` or set an error naming the statement. */
 int sg_rdb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);

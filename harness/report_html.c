@@ -104,6 +104,8 @@ static const char STYLE[] =
     ".bad{color:#b3261e;font-weight:600}\n"
     ".note{color:#4a5563;font-size:13px;max-width:980px}\n"
     ".warn{color:#8a1c1c;font-size:13px;max-width:980px}\n"
+    ".warn.top{font-size:14px;background:#fdecea;border:1px solid #f2b8b5;padding:8px 12px;"
+    "max-width:none}\n"
     "figure{background:#fff;border:1px solid #d5dae1;margin:12px 0;padding:10px}\n"
     "figure svg{width:100%;max-width:1000px;height:auto;display:block}\n"
     "figcaption{color:#4a5563;font-size:13px;margin-top:6px}\n"
@@ -408,17 +410,16 @@ fail:
   return rc;
 }
 
-/* Runs that ran on a host busier than its cores: one warning line. */
+/* Runs that ran on a host busier than they make it: one warning line,
+ * first on the page. */
 static int loaded_warning(page_t *p) {
-  char ids[512];
+  char ids[512], text[1024];
   int n = sg_report_loaded_runs(p->db, p->s, p->single_run, ids, sizeof ids);
   if (n <= 0) return n;
-  fprintf(p->f, "<p class=\"warn\"><strong>Loaded host:</strong> %d run%s (", n,
-          n == 1 ? "" : "s");
-  esc(p, ids);
-  fputs(") started or ended with a 1-minute load average above the host's core count"
-        " (run_info load.before / load.after &gt; cores): their times are suspect.</p>\n",
-        p->f);
+  sg_report_loaded_text(text, sizeof text, n, ids);
+  fputs("<p class=\"warn top\"><strong>Warning: loaded host.</strong> ", p->f);
+  esc(p, text);
+  fputs("</p>\n", p->f);
   return SG_OK;
 }
 
@@ -428,7 +429,6 @@ static int environment(page_t *p) {
   int rc = SG_OK;
   char b[32];
   fputs("<section id=\"environment\"><h2>Environment</h2>\n", p->f);
-  SG_TRY(loaded_warning(p));
   SG_TRY(sg_rdb_prepare(p->db,
                         "SELECT id, name, started_at, host, version FROM experiments"
                         " WHERE id IN (SELECT value FROM json_each(?1)) ORDER BY id",
@@ -648,6 +648,7 @@ int sg_report_html(sqlite3 *db, const char *db_path, const sg_rset_t *s,
     return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
   head(&p, db_path, nonce);
   if (s->n) {
+    SG_TRY(loaded_warning(&p));
     SG_TRY(summary_table(&p));
     failed_note(&p);
     runs_table(&p);
