@@ -218,6 +218,7 @@ typedef struct zoom {
   double *late, *run; /* run: the current run's values */
   size_t nlate, caplate, nrun, caprun, total;
   double min, max;
+  double xmax; /* the largest x of the values, where the caller tracks it */
 } zoom_t;
 
 static int push(double **v, size_t *n, size_t *cap, double x) {
@@ -285,13 +286,14 @@ typedef struct series_fig {
   const int *block;
   double ylim[2]; /* NaN: autoscale */
   double hline;   /* a dashed reference line (the target); NaN: none */
+  double xmax;    /* the largest x drawn (panels: tick spacing); NaN: unknown */
 } series_fig_t;
 
 /* Up to this many variants share one plot; more get a panel each. */
 #define OVERLAY_MAX 4
 #define PANEL_W 250  /* pixels per panel column, about */
 #define PANEL_H 215
-#define PANEL_CHARS 30 /* a panel title's label, at most */
+#define PANEL_CHARS 28 /* a panel title's label, at most */
 
 /* "A  local": a variant's key and its label, shortened to `max` bytes. */
 static const char *key_label(report_t *rp, size_t i, size_t max, char *buf, size_t len) {
@@ -303,6 +305,14 @@ static const char *key_label(report_t *rp, size_t i, size_t max, char *buf, size
 
 static void series_ranges(FILE *gp, const series_fig_t *fig) {
   if (!isnan(fig->ylim[0])) fprintf(gp, "set yrange [%.6g:%.6g]\n", fig->ylim[0], fig->ylim[1]);
+}
+
+/* A panel is narrow: x ticks 1, 2 or 5 x 10^k apart, about three of them. */
+static void panel_xtics(FILE *gp, double xmax) {
+  if (isnan(xmax) || xmax <= 0) return;
+  double raw = xmax / 3, p = pow(10, floor(log10(raw))), m = raw / p;
+  double step = (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+  fprintf(gp, "set xtics %.6g\n", step);
 }
 
 /* `FILE index B using X:Y WITH` for run i, in the run's color (or grey). */
@@ -361,6 +371,13 @@ static void grid(int n, int *rows, int *cols, int *w, int *h) {
   *h = *rows * PANEL_H + 70;
 }
 
+/* `set title 'A  local' font ',9' noenhanced`: a panel's title. */
+static void panel_title(FILE *gp, const char *text) {
+  fputs("set title ", gp);
+  sg_plot_quote(gp, text);
+  fputs(" font ',9' noenhanced\n", gp);
+}
+
 /* The axis labels of a grid, once for all its panels: labels 101 and 102
  * at the bottom and the left edge (unset after the first panel). */
 static void shared_axis_labels(FILE *gp, const char *x, const char *y, int w, int h) {
@@ -380,8 +397,9 @@ static int series_panels(report_t *rp, const series_fig_t *fig, int nkeys) {
   char t[320];
   grid(nkeys, &rows, &cols, &w, &h);
   SG_TRY(sg_plot_begin_size(&gp, rp->dir, fig->name, fig->title, w, h));
-  fputs("unset key\nset tics font ',9'\nset title font ',10'\n", gp);
+  fputs("unset key\nset tics font ',9'\n", gp);
   series_ranges(gp, fig);
+  panel_xtics(gp, fig->xmax);
   sg_plot_multi_begin(gp, fig->name, w, h, rows, cols, fig->title);
   shared_axis_labels(gp, fig->xlabel, fig->ylabel, w, h);
   for (int k = 0; k < rp->ncolors; k++) {
@@ -389,7 +407,7 @@ static int series_panels(report_t *rp, const series_fig_t *fig, int nkeys) {
     for (size_t i = 0; i < s->n && first == s->n; i++)
       if (rp->color[i] == k && fig->block[i] >= 0) first = i;
     if (first == s->n) continue;
-    sg_plot_set_text(gp, "title", key_label(rp, first, PANEL_CHARS, t, sizeof t));
+    panel_title(gp, key_label(rp, first, PANEL_CHARS, t, sizeof t));
     fputs("plot \\\n", gp);
     for (size_t i = 0; i < s->n; i++)
       if (fig->block[i] >= 0 && rp->color[i] != k) series_line(rp, gp, fig, i, 1);
@@ -425,7 +443,7 @@ static int series_figure(report_t *rp, const series_fig_t *fig, int *titled) {
 
 /* evals.tsv: one block per run with evaluations; block[i] is run i's
  * block (gnuplot index), -1 for a run without any */
-static int evals_data(report_t *rp, int *block, int *nblocks, zoom_t z[2]) {
+static int evals_data(report_t *rp, int *block, int *nblocks, zoom_t z[2], double xmax[2]) {
   const sg_rset_t *s = rp->set;
   sqlite3_stmt *st = NULL;
   FILE *f = NULL;
@@ -451,6 +469,8 @@ static int evals_data(report_t *rp, int *block, int *nblocks, zoom_t z[2]) {
               (long long)sqlite3_column_int64(st, 2), sg_rdb_double(st, 3),
               sg_rdb_double(st, 4), sg_rdb_double(st, 5),
               (long long)sqlite3_column_int64(st, 6));
+      for (int c = 0; c < 2; c++) /* step, wall_s */
+        if (sg_rdb_double(st, c) > xmax[c]) xmax[c] = sg_rdb_double(st, c);
       SG_TRY(zoom_value(&z[0], sg_rdb_double(st, 3)));
       SG_TRY(zoom_value(&z[1], sg_rdb_double(st, 4)));
     }
@@ -479,20 +499,23 @@ static int fig_evals(report_t *rp) {
   series_fig_t figs[] = {
       {"acc_vs_time", "Test accuracy vs training time",
        "training wall time (s, evaluation excluded)", "test accuracy", "evals.tsv",
-       "with linespoints pt 7 ps 0.5 lw 1.5", 2, 4, NULL, {NAN, NAN}, s->target},
+       "with linespoints pt 7 ps 0.5 lw 1.5", 2, 4, NULL, {NAN, NAN}, s->target, NAN},
       {"acc_vs_step", "Test accuracy vs step", "step (synchronous update)", "test accuracy",
-       "evals.tsv", "with linespoints pt 7 ps 0.5 lw 1.5", 1, 4, NULL, {NAN, NAN}, s->target},
+       "evals.tsv", "with linespoints pt 7 ps 0.5 lw 1.5", 1, 4, NULL, {NAN, NAN}, s->target,
+       NAN},
       {"test_loss_vs_time", "Test loss vs training time",
        "training wall time (s, evaluation excluded)", "test loss (cross-entropy)", "evals.tsv",
-       "with linespoints pt 7 ps 0.5 lw 1.5", 2, 5, NULL, {NAN, NAN}, NAN},
+       "with linespoints pt 7 ps 0.5 lw 1.5", 2, 5, NULL, {NAN, NAN}, NAN, NAN},
   };
+  double xmax[2] = {0, 0}; /* step, wall_s */
   block = calloc(s->n ? s->n : 1, sizeof *block);
   titled = calloc((size_t)rp->ncolors + 1, sizeof *titled);
   if (!block || !titled) {
     rc = sg_err_set(SG_ENOMEM, "report: out of memory");
     goto fail;
   }
-  SG_TRY(evals_data(rp, block, &nblocks, z));
+  SG_TRY(evals_data(rp, block, &nblocks, z, xmax));
+  for (size_t k = 0; k < sizeof figs / sizeof figs[0]; k++) figs[k].xmax = xmax[figs[k].xcol - 1];
   if (nblocks == 0) goto fail; /* nothing to draw: rc is SG_OK */
   zoom_range(&z[0], 1, figs[0].ylim);
   if (!isnan(figs[0].ylim[1]) && figs[0].ylim[1] > 1) figs[0].ylim[1] = 1;
@@ -571,6 +594,7 @@ static int loss_block(report_t *rp, sqlite3_stmt *st, FILE *f, size_t i, int w, 
     fprintf(f, "%lld\t%.6g\t%.6g\t%d\n", (long long)sqlite3_column_int64(st, 0), loss,
             sum / (k < w ? k : w), sqlite3_column_int(st, 2));
     SG_CHECK(zoom_value(z, sum / (k < w ? k : w)));
+    if ((double)sqlite3_column_int64(st, 0) > z->xmax) z->xmax = (double)sqlite3_column_int64(st, 0);
   }
   return zoom_run_end(z);
 }
@@ -607,7 +631,7 @@ static int fig_loss(report_t *rp) {
   series_fig_t fig = {"loss_vs_step",
                       w > 1 ? "Training loss vs step (smoothed)" : "Training loss vs step",
                       "step", "training loss (minibatch cross-entropy)", "loss.tsv",
-                      "with lines lw 1.5", 1, 3, block, {NAN, NAN}, NAN};
+                      "with lines lw 1.5", 1, 3, block, {NAN, NAN}, NAN, z.xmax};
   zoom_range(&z, 0, fig.ylim);
   zoom_note(note, sizeof note, fig.ylim, 0, "steps");
   SG_TRY(series_figure(rp, &fig, titled));
@@ -1039,7 +1063,7 @@ static int timeline_plot(report_t *rp, const size_t *blocks, int nblocks, double
   static const char *const title = "The servers' and the driver's time per step, over the run";
   if (nblocks > 1) grid(nblocks, &rows, &cols, &w, &h);
   SG_TRY(sg_plot_begin_size(&gp, rp->dir, "server_timeline", title, w, h));
-  fputs("set tics font ',9'\nset title font ',10'\n", gp);
+  fputs("set tics font ',9'\n", gp);
   /* one key for every panel, in the figure's bottom right corner */
   if (nblocks > 1) fputs("set key at screen 0.995,0.005 bottom right horizontal maxrows 1 samplen 2 font ',9'\n", gp);
   else fputs("set key inside top right horizontal\n", gp);
@@ -1053,7 +1077,14 @@ static int timeline_plot(report_t *rp, const size_t *blocks, int nblocks, double
     axis_labels(gp, "seconds since the run started (step start)", "ms per step record");
   }
   for (int b = 0; b < nblocks; b++) {
-    sg_plot_set_text(gp, "title", key_label(rp, blocks[b], PANEL_CHARS, t, sizeof t));
+    key_label(rp, blocks[b], PANEL_CHARS, t, sizeof t);
+    if (nblocks > 1) {
+      panel_title(gp, t);
+    } else { /* one variant: the figure's title names it */
+      char one[400];
+      snprintf(one, sizeof one, "%s: %s", title, t);
+      sg_plot_set_text(gp, "title", one);
+    }
     fputs("plot \\\n", gp);
     timeline_series(gp, b, b == 0);
     if (b == 0 && nblocks > 1) fputs("unset key\nunset label 101\nunset label 102\n", gp);

@@ -164,9 +164,9 @@ TEST(ten_variants_get_keys_panels_and_zoomed_axes) {
   CHECK(gp);
   /* small multiples: 10 panels of 4 columns, one per key */
   CHECK_STR_CONTAINS(gp, "layout 3,4 margins");
-  CHECK_STR_CONTAINS(gp, "set title 'A  local' noenhanced");
-  CHECK_STR_CONTAINS(gp, "set title 'J  allreduce native transport=mpi' noenhanced");
-  CHECK_STR_CONTAINS(gp, "set title 'C  ps ssp(2) momen...edule=cosine' noenhanced");
+  CHECK_STR_CONTAINS(gp, "set title 'A  local' font ',9' noenhanced");
+  CHECK_STR_CONTAINS(gp, "set title 'I  allreduce rhd transport=mpi' font ',9' noenhanced");
+  CHECK_STR_CONTAINS(gp, "set title 'C  ps ssp(2) mome...dule=cosine' font ',9' noenhanced");
   CHECK_STR_CONTAINS(gp, "unset key\n"); /* the panel titles say which */
   /* accuracy zoomed to where the runs end (about 0.85), not 0.1-1 */
   char *yr = strstr(gp, "set yrange [");
