@@ -94,6 +94,7 @@ static const char STYLE[] =
     "td.wrap{white-space:normal;min-width:16em}\n"
     "td.lab{white-space:normal;min-width:9em;max-width:22em}\n"
     "td.key{font-weight:600;text-align:center}\n"
+    "td.opts{white-space:normal;min-width:20em}td.opts span{white-space:nowrap;margin-right:.6em}\n"
     "th{background:#eef1f5;white-space:normal;min-width:3em}\n"
     "table.js th{cursor:pointer;user-select:none}\n"
     "table.js th:after{content:' \\2195';color:#9aa4b1}\n"
@@ -572,45 +573,58 @@ static int optm_differs(const optm_t *m, size_t nruns, size_t k) {
   return 0;
 }
 
+/* Key k is shown: not an internal one (_label, ...). */
+static int optm_shown(const optm_t *m, size_t k) { return m->keys[k][0] != '_'; }
+
+/* One row per run: its id, key, label and the options that differ, as
+ * key=value items that wrap (a column per option would not fit a page:
+ * the quickstart's runs differ in 25). */
+static void options_rows(page_t *p, const optm_t *m) {
+  const sg_rset_t *s = p->s;
+  char lab[256], b[32];
+  table_head(p, "options", "#run|key|variant|options that differ");
+  for (size_t r = 0; r < s->n; r++) {
+    fputs("<tr>", p->f);
+    snprintf(b, sizeof b, "%lld", (long long)s->runs[r].id);
+    num_cell(p, (double)s->runs[r].id, b);
+    key_label_cells(p, &s->runs[r], sg_rrun_label(s, &s->runs[r], lab, sizeof lab));
+    fputs("<td class=\"opts\">", p->f);
+    for (size_t k = 0; k < m->nkeys; k++) {
+      const char *v = m->val[r * m->cap + k];
+      if (!optm_shown(m, k) || !optm_differs(m, s->n, k)) continue;
+      fputs("<span><code>", p->f);
+      esc(p, m->keys[k]);
+      fputs("</code>=", p->f);
+      esc(p, v ? v : "\xe2\x80\x94");
+      fputs("</span> ", p->f);
+    }
+    fputs("</td></tr>\n", p->f);
+  }
+  table_end(p);
+}
+
 static int options_diff(page_t *p) {
   const sg_rset_t *s = p->s;
   optm_t m = {0};
-  char lab[256], b[32];
-  int rc = SG_OK, ndiff = 0;
+  int rc = SG_OK, ndiff = 0, nsame = 0;
   SG_TRY(optm_load(p, &m));
   fputs("<section id=\"options\"><h2>Options</h2>\n", p->f);
-  for (size_t k = 0; k < m.nkeys; k++) ndiff += optm_differs(&m, s->n, k);
+  for (size_t k = 0; k < m.nkeys; k++) {
+    if (!optm_shown(&m, k)) continue;
+    if (optm_differs(&m, s->n, k)) ndiff++;
+    else nsame++;
+  }
   if (ndiff) {
     fprintf(p->f, "<p class=\"note\">The %d option%s that differ between the runs"
                   " (&mdash;: not set in that run).</p>\n", ndiff, ndiff == 1 ? "" : "s");
-    fprintf(p->f, "<div class=\"scroll\"><table class=\"sortable\" id=\"tbl-options\">"
-                  "<thead><tr><th class=\"n\">run</th><th>key</th><th>variant</th>");
-    for (size_t k = 0; k < m.nkeys; k++) {
-      if (!optm_differs(&m, s->n, k)) continue;
-      fputs("<th>", p->f);
-      esc(p, m.keys[k]);
-      fputs("</th>", p->f);
-    }
-    fputs("</tr></thead><tbody>\n", p->f);
-    for (size_t r = 0; r < s->n; r++) {
-      fputs("<tr>", p->f);
-      snprintf(b, sizeof b, "%lld", (long long)s->runs[r].id);
-      num_cell(p, (double)s->runs[r].id, b);
-      key_label_cells(p, &s->runs[r], sg_rrun_label(s, &s->runs[r], lab, sizeof lab));
-      for (size_t k = 0; k < m.nkeys; k++) {
-        const char *v = m.val[r * m.cap + k];
-        if (optm_differs(&m, s->n, k)) text_cell(p, v ? v : "\xe2\x80\x94");
-      }
-      fputs("</tr>\n", p->f);
-    }
-    table_end(p);
+    options_rows(p, &m);
   } else {
     fprintf(p->f, "<p class=\"note\">No option differs between the runs.</p>\n");
   }
-  if ((size_t)ndiff < m.nkeys) {
+  if (nsame) {
     fputs("<h3>The same in every run</h3>\n<div class=\"same\">", p->f);
     for (size_t k = 0; k < m.nkeys; k++) {
-      if (optm_differs(&m, s->n, k)) continue;
+      if (!optm_shown(&m, k) || optm_differs(&m, s->n, k)) continue;
       fputs("<div><code>", p->f);
       esc(p, m.keys[k]);
       fputs("</code> = <code>", p->f);
