@@ -878,7 +878,7 @@ static int draw_stacked(report_t *rp, const char *name, const char *file,
               "set yrange [%g:-0.6]\nset xrange [0:*]\n"
               "set style fill solid 0.85 border -1\n"
               "set format x '%%g'\nset mxtics 2\nset grid xtics noytics\n"
-              "set border 1\nset key outside bottom center horizontal noreverse Right\n"
+              "set border 1\nset key outside right top vertical Left reverse\n"
               "plot ",
           n - 0.4);
   /* box b, part c: from the sum of the parts before it, the part's width */
