@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "report.h"
 #include "err.h"
 #include "run_util.h"
 #include "test.h"
