@@ -170,13 +170,16 @@ static const char CLUSTER_INTRO[] =
     "`cluster: {hosts: 4, link: 1gbit}` runs the ranks on an emulated cluster\n"
     "made for the run and removed after it (docs/cluster.md): each host a\n"
     "network namespace, its link rate-limited in both directions.  Needs root\n"
-    "(CAP_NET_ADMIN and CAP_SYS_ADMIN), transport zmq and the local launcher;\n"
-    "ranks talk tcp over the links (zmq_scheme is set to tcp, CURVE as\n"
-    "zmq_auth says), the harness's records and rendezvous stay on ipc.  The\n"
+    "(CAP_NET_ADMIN and CAP_SYS_ADMIN).  Any transport: zmq ranks talk tcp over\n"
+    "the links (zmq_scheme is set to tcp, CURVE as zmq_auth says); with\n"
+    "transport mpi (or launcher mpirun) mpirun runs across the hosts, one\n"
+    "daemon per host.  The harness's records and rendezvous stay on ipc.  The\n"
     "keys are written `cluster.KEY` with --set (`--set cluster.hosts=4`); a\n"
     "per-host list sweeps as a list of lists (`link: [[1gbit], [100mbit]]`).\n"
-    "The `ranks` table records each rank's `cluster_host` and `address`,\n"
-    "run_info the cluster's name and every link's byte counters.\n";
+    "The run line says the run is on a cluster; `run -n -v` prints where each\n"
+    "rank goes, `run -v` each rank's host and address once the cluster is up,\n"
+    "and `sgdlab show RUN` its rank table (ranks.cluster_host, address);\n"
+    "run_info has the cluster's name and every link's byte counters.\n";
 
 static const char EXAMPLE[] =
     "name: quickstart\n"
