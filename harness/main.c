@@ -113,7 +113,19 @@ static const char CONFIG_INTRO[] =
     "Transport zmq is a full mesh: more processes than libzmq's sockets per\n"
     "process or the open-file limit allow are refused (`--force` does not\n"
     "apply); more processes than 4x the cores is a warning.  The datasets are\n"
-    "opened (IDX headers read, LIBSVM files loaded) once per experiment.\n";
+    "opened (IDX headers read, LIBSVM files loaded) once per experiment.\n"
+    "\n"
+    "Data files (`train_file`, `test_file`, the IDX files in `data_dir`) must\n"
+    "be regular files: each is opened without waiting and checked before a\n"
+    "byte is read, so a FIFO, a device such as `/dev/zero` or a directory is\n"
+    "one error naming the file and what it is (symlinks are followed; what\n"
+    "they name must be a regular file).  A LIBSVM line may be at most 16 MiB\n"
+    "(a longer one is one `file:line:` error, read no further than that) and a\n"
+    "LIBSVM file at most 64 GiB (the loader holds up to about three bytes per\n"
+    "byte of text); a NUL byte is an error at its line.  IDX files need no cap\n"
+    "of their own: the sizes in their headers are checked against the file's\n"
+    "size before anything is allocated.  A sweep expands to at most 100,000\n"
+    "runs.\n";
 
 static const char CLUSTER_INTRO[] =
     "`cluster: {hosts: 4, link: 1gbit}` runs the ranks on an emulated cluster\n"

@@ -27,3 +27,6 @@ set_property(TEST test_run_times APPEND PROPERTY ENVIRONMENT "SGDLAB_CMAKE=${CMA
 add_test(NAME harness_function_lengths
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/func_lengths.sh ${CMAKE_SOURCE_DIR})
 set_tests_properties(harness_function_lengths PROPERTIES TIMEOUT 30)
+# inputs refused before launch and the 100,000-run dry run (its TIMEOUT is
+# generous: the test checks the count, not the time)
+sg_add_test(test_inputs SOURCES test_inputs.c TIMEOUT 300)

@@ -511,6 +511,13 @@ TEST(every_key_error_of_a_file_is_reported_at_once) {
             "t.yaml:2:12: engines: belongs at the top level");
 }
 
+/* A value quoted in an error is data: its control characters are escaped,
+ * so a terminal escape in an experiment file cannot drive the terminal. */
+TEST(config_errors_escape_control_characters) {
+  CHECK_ERR("workload: {lr: \"\\e]2;x\\a\\e[31m\"}\nengines: [local]\n",
+            "t.yaml:1:16: lr: expected a number, got '\\x1b]2;x\\x07\\x1b[31m'");
+}
+
 /* An option only some variant of its engine reads is an error when no run
  * of the entry uses that variant, naming what makes it meaningful. */
 TEST(options_no_run_uses_are_errors) {
