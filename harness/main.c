@@ -305,6 +305,30 @@ static void env_db(int *argcp, char ***argvp) {
   *argvp = a;
 }
 
+/* Every command takes a long option's value as --opt=VALUE too: such an
+ * argument becomes "--opt" "VALUE" before the command parses its argv
+ * (the new array lives to exit). */
+static void split_long_values(int *argcp, char ***argvp) {
+  int argc = *argcp, n = 0, more = 0;
+  char **argv = *argvp;
+  for (int i = 2; i < argc; i++) more += !strncmp(argv[i], "--", 2) && strchr(argv[i], '=');
+  if (!more) return;
+  static char **a; /* lives to exit (a static: leak checkers see it held) */
+  if (!(a = calloc((size_t)(argc + more + 1), sizeof *a))) return;
+  for (int i = 0; i < argc; i++) {
+    char *eq = i >= 2 && !strncmp(argv[i], "--", 2) ? strchr(argv[i], '=') : NULL;
+    if (!eq) {
+      a[n++] = argv[i];
+      continue;
+    }
+    *eq = '\0'; /* argv's strings are ours to change */
+    a[n++] = argv[i];
+    a[n++] = eq + 1;
+  }
+  *argcp = n;
+  *argvp = a;
+}
+
 static int wants_help(int argc, char **argv) {
   for (int i = 2; i < argc; i++)
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
@@ -335,6 +359,7 @@ int main(int argc, char **argv) {
       {"trace", sg_cmd_trace},   {"export", sg_cmd_export},
       {"model", sg_cmd_model},
   };
+  split_long_values(&argc, &argv);
   int help = takes_db(argc, argv) && wants_help(argc, argv);
   env_db(&argc, &argv);
   if (!strcmp(cmd, "list") || !strcmp(cmd, "show") || !strcmp(cmd, "report"))

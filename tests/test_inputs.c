@@ -111,3 +111,79 @@ TEST(sweep_of_100000_runs_is_listed) {
   CHECK_EQ_INT((int)runs, 100000);
   CHECK_MSG(!strncmp(last, "[100000/100000] local momentum=0.0099 workers=1 lr=1 ", 53), "%s", last);
 }
+
+/* ---- workload keys that do nothing ---------------------------------------- */
+
+TEST(train_file_without_libsvm_is_an_error_not_fashion_mnist) {
+  char *out = NULL;
+  const char *cfg = in_dir("tf.yaml");
+  ru_write_file(cfg, "name: t\nworkload: {train_file: a.svm, epochs: 1}\nengines: [local]\n");
+  CHECK_EQ_INT(SG(&out, "run", cfg, "-n"), 2);
+  one_line(out, "tf.yaml:2:12: train_file: only used with dataset: libsvm");
+  free(out);
+  ru_write_file(cfg, "name: t\nworkload: {dataset: synthetic, model: softmax}\nengines: [local]\n");
+  CHECK_EQ_INT(SG(&out, "run", cfg, "-n", "--set", "hidden=[64]"), 2);
+  one_line(out, "--set hidden=[64]: hidden: only used with model: mlp");
+  free(out);
+}
+
+/* ---- mpirun habits and option syntax ---------------------------------------- */
+
+TEST(mpirun_habits_say_what_to_type) {
+  char *out = NULL, want[512];
+  const char *cfg = in_dir("h.yaml");
+  ru_write_file(cfg, "name: h\nworkload: {dataset: synthetic, model: softmax}\nengines: [local]\n");
+  static const char *const habits[][2] = {{"-n", "4"}, {"-np", "4"}, {"--workers", "4"},
+                                          {"--workers=4", NULL}, {"--np", "4"}};
+  for (size_t i = 0; i < sizeof habits / sizeof *habits; i++) {
+    int code = SG(&out, "run", cfg, habits[i][0], habits[i][1]);
+    CHECK_MSG(code == 2, "case %zu: exit %d: %s", i, code, out);
+    snprintf(want, sizeof want, "type: sgdlab run %s --set workers=4\n", cfg);
+    one_line(out, want);
+    CHECK_MSG(!strstr(out, "[1/1]"), "case %zu listed runs: %s", i, out);
+    free(out);
+  }
+  CHECK_EQ_INT(SG(&out, "run", "-n", "4", cfg), 2);
+  one_line(out, "sgdlab run: -n is --dry-run (list the runs, launch nothing), not a process count");
+  free(out);
+}
+
+TEST(long_options_take_their_value_after_an_equals_sign) {
+  char *out = NULL;
+  const char *cfg = in_dir("eq.yaml"), *db = in_dir("eq.db");
+  ru_write_file(cfg, "name: eq\nworkload: {dataset: synthetic, model: softmax, features: 8,"
+                     " train_samples: 64, test_samples: 32, max_steps: 2}\nengines: [local]\n");
+  char dbopt[300];
+  snprintf(dbopt, sizeof dbopt, "--db=%s", db);
+  CHECK_EQ_INT(SG(&out, "run", cfg, dbopt, "--set=seed=[1,2]", "-q"), 0);
+  free(out);
+  CHECK_EQ_INT((int)ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 2);
+  CHECK_EQ_INT(SG(&out, "export", dbopt, "--format=csv", "--table=evals"), 0);
+  CHECK_STR_CONTAINS(out, "run_id,step,epoch");
+  free(out);
+  CHECK_EQ_INT(SG(&out, "list", dbopt), 0);
+  CHECK_STR_CONTAINS(out, "eq");
+  free(out);
+}
+
+/* --resume -n lists what --resume would run (here: the failed run only)
+ * and writes nothing. */
+TEST(resume_dry_run_lists_only_the_runs_resume_would_run) {
+  char *out = NULL, text[512];
+  const char *cfg = in_dir("res.yaml"), *db = in_dir("res.db"), *ok = in_dir("ok.bin");
+  snprintf(text, sizeof text, "name: res\nworkload: {dataset: synthetic, model: softmax,"
+           " features: 8, train_samples: 64, test_samples: 32, max_steps: 2,"
+           " dump_params: [%s, /nonexistent/p]}\nengines: [local]\n", ok);
+  ru_write_file(cfg, text);
+  CHECK_EQ_INT(SG(&out, "run", cfg, "--db", db, "-q"), 1);
+  free(out);
+  long long rows = ru_db_int(db, "SELECT count(*) FROM runs");
+  CHECK_EQ_INT(SG(&out, "run", cfg, "--db", db, "--resume", "-n"), 0);
+  CHECK_STR_CONTAINS(out, "resuming experiment 'res' (id 1): 1 of 2 runs to do\n");
+  CHECK_STR_CONTAINS(out, "[2/2] local workers=1 dump_params=/nonexistent/p  processes=1 "
+                          "repeat=0 (failed)\n");
+  CHECK_MSG(!strstr(out, "[1/2]"), "the ok run is listed: %s", out);
+  free(out);
+  CHECK(ru_db_int(db, "SELECT count(*) FROM runs") == rows);
+  CHECK_EQ_INT((int)ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'failed'"), 1);
+}

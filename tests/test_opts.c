@@ -1,4 +1,5 @@
 /* Options store and settings-table validation. */
+#include "deadline.h"
 #include "err.h"
 #include "opts.h"
 #include "settings.h"
@@ -145,4 +146,14 @@ TEST(printable_escapes_controls_and_keeps_utf8) {
   CHECK_PRINTABLE(6, "ab\x1b", "ab");
   CHECK_PRINTABLE(4, "a\xc3\xa9", "a\xc3\xa9");
   CHECK_PRINTABLE(3, "a\xc3\xa9", "a");
+}
+
+/* Seconds in messages: a 0.05 s deadline reads "0.05", not "0.1". */
+TEST(seconds_below_one_keep_two_significant_digits) {
+  char b[32];
+  CHECK_MSG(!strcmp(sg_fmt_secs(b, 0.05), "0.05"), "%s", b);
+  CHECK_MSG(!strcmp(sg_fmt_secs(b, 0.0513), "0.051"), "%s", b);
+  CHECK_MSG(!strcmp(sg_fmt_secs(b, 0.5), "0.5"), "%s", b);
+  CHECK_MSG(!strcmp(sg_fmt_secs(b, 30.0), "30.0"), "%s", b);
+  CHECK_MSG(!strcmp(sg_fmt_secs(b, 1.5), "1.5"), "%s", b);
 }
