@@ -62,6 +62,14 @@ uint64_t sg_dataset_checksum_(const void *p, size_t n);
  * the cache directory and the write into it, so a test can change the
  * directory at that exact moment (NULL: nothing). */
 extern void (*sg_dataset_cache_race_hook_)(void);
+/* <dir>/<base>.gz, else <dir>/<base>, into out; SG_ENOTFOUND when neither
+ * is readable, with a message that says what to do: which four files
+ * `dataset` (mnist, fashion-mnist) needs and where they go, that MNIST
+ * has no Debian package while Fashion-MNIST has (dataset-fashion-mnist);
+ * dir_given: the directory came from data_dir. */
+int sg_idx_find(char *out, size_t cap, const char *dir, const char *base, const char *dataset,
+                int dir_given);
+
 /* Header only: rows and features of an IDX image file (no pixels read). */
 int sg_dataset_probe_idx(const char *images, int64_t *n, int64_t *d);
 

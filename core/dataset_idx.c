@@ -211,6 +211,28 @@ static int open_images(idx_file_t *f, const char *path, uint32_t *dims) {
   return check_room(f, 16, (uint64_t)dims[0] * dims[1] * dims[2], "pixels");
 }
 
+int sg_idx_find(char *out, size_t cap, const char *dir, const char *base, const char *dataset,
+                int dir_given) {
+  static const char four[] = "train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+                             "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz";
+  snprintf(out, cap, "%s/%s.gz", dir, base);
+  if (access(out, R_OK) == 0) return SG_OK;
+  snprintf(out, cap, "%s/%s", dir, base);
+  if (access(out, R_OK) == 0) return SG_OK;
+  if (!strcmp(dataset, "fashion-mnist") && !dir_given)
+    return sg_err_set(SG_ENOTFOUND, "%s: no %s[.gz]: install Fashion-MNIST with "
+                      "'apt-get install dataset-fashion-mnist', or set data_dir to a directory "
+                      "holding its four IDX files (%s)", dir, base, four);
+  if (!strcmp(dataset, "mnist"))
+    return sg_err_set(SG_ENOTFOUND, "%s: no %s[.gz]: MNIST has no Debian package; put its four "
+                      "IDX files (%s, from the MNIST distribution, gzip or plain) in %s%s, or "
+                      "use dataset: fashion-mnist (packaged: apt-get install "
+                      "dataset-fashion-mnist)", dir, base, four, dir,
+                      dir_given ? "" : " (or in a directory named by data_dir)");
+  return sg_err_set(SG_ENOTFOUND, "%s: no %s[.gz]: data_dir must hold the four IDX files (%s)",
+                    dir, base, four);
+}
+
 /* The header only; for gzip the pixels are bounded (check_room) but not
  * read, so a short gzip body shows when a rank loads the file. */
 int sg_dataset_probe_idx(const char *images, int64_t *n, int64_t *d) {

@@ -187,3 +187,22 @@ TEST(resume_dry_run_lists_only_the_runs_resume_would_run) {
   CHECK(ru_db_int(db, "SELECT count(*) FROM runs") == rows);
   CHECK_EQ_INT((int)ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'failed'"), 1);
 }
+
+/* ---- a dataset that is not there ---------------------------------------------- */
+
+TEST(missing_mnist_says_which_files_go_where) {
+  char *out = NULL, text[512], want[1024];
+  const char *data = in_dir("nomnist"), *cfg = in_dir("mnist.yaml");
+  CHECK(mkdir(data, 0700) == 0);
+  snprintf(text, sizeof text, "name: m\nworkload: {dataset: mnist, data_dir: %s}\n"
+           "engines: [local]\n", data);
+  ru_write_file(cfg, text);
+  CHECK_EQ_INT(SG(&out, "run", cfg, "-n"), 2);
+  snprintf(want, sizeof want, "%s: no train-images-idx3-ubyte[.gz]: MNIST has no Debian package; "
+           "put its four IDX files (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+           "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz, from the MNIST distribution, "
+           "gzip or plain) in %s, or use dataset: fashion-mnist (packaged: apt-get install "
+           "dataset-fashion-mnist)\n", data, data);
+  one_line(out, want);
+  free(out);
+}
