@@ -858,7 +858,7 @@ static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const e
   r->nprocs = nprocs;
   r->repeat = repeat;
   r->seed = seed;
-  snprintf(r->label, sizeof r->label, "%s", label);
+  sg_printable(r->label, sizeof r->label, label); /* it quotes values: printed on terminals */
   x->nruns++;
 fail:
   return rc;
@@ -953,7 +953,8 @@ static int label_what_differs(sg_experiment_t *x) {
       snprintf(tok, sizeof tok, " %s=%s", *k, v ? v : "");
       if (v && !strstr(r->label, tok)) cut_token(eng, tok);
     }
-    SG_CHECK(sg_opts_set(r->opts, "_label", eng));
+    char shown[sizeof eng];
+    SG_CHECK(sg_opts_set(r->opts, "_label", sg_printable(shown, sizeof shown, eng)));
   }
   return SG_OK;
 }

@@ -206,3 +206,16 @@ TEST(missing_mnist_says_which_files_go_where) {
   one_line(out, want);
   free(out);
 }
+
+/* A run's label quotes config values: printed escaped (run -n, the run
+ * line, the database's _label). */
+TEST(run_labels_escape_control_characters) {
+  char *out = NULL;
+  const char *cfg = in_dir("lab.yaml");
+  ru_write_file(cfg, "name: e\nworkload: {dataset: synthetic, model: softmax,"
+                     " dump_params: [\"/tmp/a\\e]2;x\\a\", /tmp/b]}\nengines: [local]\n");
+  CHECK_EQ_INT(SG(&out, "run", cfg, "-n"), 0);
+  CHECK_STR_CONTAINS(out, "[1/2] local workers=1 dump_params=/tmp/a\\x1b]2;x\\x07  processes=1");
+  for (const char *c = out; *c; c++) CHECK_MSG((unsigned char)*c >= 0x20 || *c == '\n', "%s", out);
+  free(out);
+}
