@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "admit.h"
-#include "commands.h"
+#include "db_path.h"
 #include "err.h"
 
 /* ---- sgdlab run -------------------------------------------------------- */
