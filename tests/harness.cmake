@@ -40,3 +40,6 @@ set_tests_properties(doc_paths_catches_a_missing_path PROPERTIES TIMEOUT 30)
 # on one database (two --resume, two runs), read-only readers.
 sg_add_test(test_outputs SOURCES test_outputs.c TIMEOUT 400 LIBS PkgConfig::SQLITE)
 add_dependencies(test_outputs sgdlab sgdlab-rank)
+# inputs refused before launch and the 100,000-run dry run (its TIMEOUT is
+# generous: the test checks the count, not the time)
+sg_add_test(test_inputs SOURCES test_inputs.c TIMEOUT 300)

@@ -5,6 +5,10 @@
  * JSON is one array of objects, one per row, keys the column names; NULL
  * is null; strings escaped by sg_json_str().  Reals are written with the
  * fewest digits that read back exactly.
+ * A CSV text cell that starts with = + - @ TAB or CR would be a formula to
+ * a spreadsheet (an experiment named =HYPERLINK(...)): it is written with
+ * a leading ' (OWASP's CSV-injection rule).  Numbers are stored as numbers
+ * and written as they are, so -0.5 in a numeric column stays a number.
  */
 #include <errno.h>
 #include <math.h>
@@ -50,6 +54,21 @@ static const struct {
 };
 #define NTABLES (sizeof TABLES / sizeof TABLES[0])
 
+/* A CSV text cell; one a spreadsheet would read as a formula is written
+ * quoted with a leading ' ("'=1+1"), quotes doubled. */
+static void csv_text(FILE *f, const char *s) {
+  if (!*s || !strchr("=+-@\t\r", *s)) {
+    sg_csv_field(f, s);
+    return;
+  }
+  fputs("\"'", f);
+  for (; *s; s++) {
+    if (*s == '"') fputc('"', f);
+    fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
 /* Column c of the current row as a CSV field or a JSON value. */
 static void value(FILE *f, sqlite3_stmt *st, int c, int json) {
   char b[40];
@@ -64,7 +83,7 @@ static void value(FILE *f, sqlite3_stmt *st, int c, int json) {
   }
   default:
     if (json) sg_json_str(f, sg_rdb_text(st, c));
-    else sg_csv_field(f, sg_rdb_text(st, c));
+    else csv_text(f, sg_rdb_text(st, c));
   }
 }
 
