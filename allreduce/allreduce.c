@@ -8,7 +8,8 @@
 #include "err.h"
 #include "transport_new.h"
 
-static const sg_ar_algo_t *const algos[] = {&sg_ar_ring, &sg_ar_rhd, &sg_ar_native, NULL};
+static const sg_ar_algo_t *const algos[] = {&sg_ar_ring, &sg_ar_rhd, &sg_ar_tree, &sg_ar_hier,
+                                            &sg_ar_native, NULL};
 
 const sg_ar_algo_t *sg_ar_algo_find(const char *name) {
   for (const sg_ar_algo_t *const *a = algos; *a; a++)
@@ -43,6 +44,30 @@ static int env_flag(const char *name) {
 }
 
 void sg_ar_plant_bug(sg_ar_t *a, int on) { a->o.plant_bug = on; }
+
+void sg_ar_set_group(sg_ar_t *a, int group) { a->o.group = group > 0 ? group : 0; }
+
+/* Ranks from rank 0 on that share rank 0's address in the list "a,b,..". */
+static int64_t leading_same(const char *list) {
+  size_t first = strcspn(list, ",");
+  int64_t n = 0;
+  for (const char *p = list; *p;) {
+    size_t len = strcspn(p, ",");
+    if (len != first || strncmp(p, list, first) != 0) break;
+    n++;
+    p += len;
+    if (*p == ',') p++;
+  }
+  return n;
+}
+
+int sg_ar_group_opt(const sg_opts_t *o, const sg_comm_t *comm, int64_t *out) {
+  SG_CHECK(sg_opts_int_or(o, "group", 0, out));
+  if (*out > 0) return SG_OK;
+  const char *addrs = sg_opts_str_or(o, "_rank_addrs", "");
+  *out = addrs[0] ? leading_same(addrs) : comm->size;
+  return SG_OK;
+}
 
 int sg_ar_plant_requested(const sg_opts_t *o) {
   return !strcmp(sg_opts_str_or(o, "_plant_bug", ""), "ring-skip");
