@@ -67,9 +67,9 @@ static void ar_destroy(void **st) {
 
 static const sg_bench_variant_t ar_variants[] = {
     {"ring", "algorithm: ring%G", "ring reduce-scatter + allgather, pipelined", NULL, 1},
-    {"rhd", "algorithm: rhd", "recursive halving/doubling (Rabenseifner)", NULL, 1},
-    {"tree", "algorithm: tree%G", "pipelined binary tree: reduce to rank 0, broadcast", NULL, 1},
-    {"hier", "algorithm: hier%G", "reduce-scatter in groups, ring across, allgather in groups", NULL, 1},
+    {"rhd", "algorithm: rhd%G", "recursive halving/doubling (Rabenseifner)", NULL, 1},
+    {"tree", "algorithm: tree%G", "pipelined binary tree: reduce to rank 0, broadcast", NULL, 0},
+    {"hier", "algorithm: hier%G", "reduce-scatter in groups (group), ring across, allgather in groups", NULL, 0},
     {"native", "algorithm: native", "MPI_Allreduce", "mpi", 1},
     {NULL, NULL, NULL, NULL, 0},
 };

@@ -222,7 +222,9 @@ static const char RUN_SQL[] =
     " coalesce(json_extract(options_json, '$.classes'), 10), experiment_id,"
     " coalesce(json_extract(options_json, '$.slice'), 0),"
     " coalesce(json_extract(options_json, '$.slice_from'), 0),"
-    " coalesce(json_extract(options_json, '$.compress'), 'none')"
+    " coalesce(json_extract(options_json, '$.compress'), 'none'),"
+    " coalesce(json_extract(options_json, '$.group'), 0),"
+    " coalesce(json_extract(options_json, '$.segment'), 0)"
     " FROM runs WHERE experiment_id = ?1 AND status = 'ok'"
     " AND json_extract(options_json, '$._bench_max_bytes') IS NULL ORDER BY id";
 
@@ -303,7 +305,11 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   int64_t slice = 0, from = 0;
   if (sg_parse_int("slice", TXT(17), &slice) < 0) slice = 0;
   if (sg_parse_int("slice_from", TXT(18), &from) < 0) from = 0;
+  int64_t seg = 0; /* hier's group (0: auto, one host here), tree's segment */
+  if (sg_parse_int("segment", TXT(21), &seg) < 0) seg = 0;
   sg_err_clear();
+  r->c.group = sqlite3_column_int(st, 20);
+  r->c.segment = (double)seg;
   r->c.slice = ps_slice_of(r, (double)slice, (double)from, TXT(19));
   int hubs = !strcmp(r->engine, "ps") ? (r->c.S > 0 ? r->c.S : 1)
              : !strcmp(r->engine, "mapreduce") ? 1 : 0;
@@ -311,9 +317,10 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   link_rates(r->link, r->procs, hubs, &r->rate_min, &r->rate_hub, &r->rate_med);
   char label[sizeof r->label];
   sg_cost_label(&r->c, label, sizeof label);
-  /* ring and rhd run over either transport: name MPI's (native is MPI's) */
-  if (!strcmp(r->transport, "mpi") && r->c.variant &&
-      (!strcmp(r->c.variant, "ring") || !strcmp(r->c.variant, "rhd")))
+  /* ring, rhd, tree and hier run over either transport: name MPI's
+   * (native is MPI's) */
+  if (!strcmp(r->transport, "mpi") && r->c.variant && strcmp(r->c.variant, "native") &&
+      !strcmp(r->engine, "allreduce"))
     snprintf(label + strlen(label), sizeof label - strlen(label), "-mpi");
   safe(label, r->label, sizeof r->label);
 }

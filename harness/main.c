@@ -24,7 +24,7 @@ static void usage(FILE *f) {
           "\n"
           "commands:\n"
           "  run CONFIG       run an experiment file (sweeps, repeats) and record it\n"
-          "  bench allreduce  one step of communication per size: ring, rhd, native,\n"
+          "  bench allreduce  one step of communication per size: ring, rhd, tree, hier, native,\n"
           "                   ps, mapreduce (time, algbw, busbw)\n"
           "  bench step       single-process training-step throughput vs its sgemm bound\n"
           "  report           figures, summary.md and index.html from the database\n"
