@@ -91,5 +91,7 @@ int sg_cost_plot(const char *dir, const char *name, int x_is_rate, const sg_cost
 
 /* `sgdlab model` */
 int sg_cmd_model(int argc, char **argv);
+/* `sgdlab model --what-if` (cost_whatif.c): no database, no run. */
+int sg_cmd_model_whatif(int argc, char **argv);
 
 #endif

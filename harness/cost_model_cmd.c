@@ -21,6 +21,7 @@ static void usage(FILE *f) {
           "                    [--gamma S_PER_BYTE] [--kappa S_PER_BYTE] [--cores C] [--k BYTES]\n"
           "                    [--warmup STEPS] [--fit-min BYTES] [--fit-max BYTES]\n"
           "                    [--plot NAME [--plot-dir DIR] [--x workers|rate]]\n"
+          "       sgdlab model --what-if --link RATE --bytes B [...]   (no run: --what-if --help)\n"
           "\n"
           "Predict each run's step time with the alpha-beta-gamma model (docs/model.md) and\n"
           "print it beside the measured one.  compute = the run's own median compute_s\n"
@@ -605,6 +606,8 @@ int sg_cmd_model(int argc, char **argv) {
   sqlite3 *db = NULL;
   int64_t exp;
   double gamma;
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--what-if")) return sg_cmd_model_whatif(argc, argv);
   int pr = parse_args(argc, argv, &a);
   if (pr) return pr > 0 ? 0 : 2;
   if (sg_rdb_open(&db, a.db) < 0 || sg_rdb_experiment(db, a.sel, &exp) < 0) {

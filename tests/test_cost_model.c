@@ -12,6 +12,7 @@
 
 #include "cost_model.h"
 #include "err.h"
+#include "json_check.h"
 #include "recorder.h"
 #include "run_util.h"
 #include "test.h"
@@ -413,4 +414,127 @@ TEST(cli_plot_writes_the_figure) {
   gp = ru_slurp(path, 1 << 20);
   CHECK(gp != NULL && strstr(gp, "set logscale y 10") && !strstr(gp, "yrange [0:*]"));
   free(gp);
+}
+
+/* ---- tree, hier, two levels, and `sgdlab model --what-if` ----------- */
+
+static double comm_case(sg_cost_case_t c) {
+  double t;
+  return sg_cost_comm(&c, &P, &t) == 0 ? t : NAN;
+}
+
+static sg_cost_case_t ar_case(const char *variant, int N, int group) {
+  sg_cost_case_t c = {.engine = "allreduce", .variant = variant, .N = N, .K = K, .group = group};
+  return c;
+}
+
+TEST(tree_and_hier_match_hand_values) {
+  /* hier N=8, G=4: a whole ring of 4 on K inside (6 alpha + 1.5 K beta +
+   * 0.75 K gamma), a ring of 2 on K/4 across (2 alpha + 0.25 K beta +
+   * 0.125 K gamma) */
+  REL(comm_case(ar_case("hier", 8, 4)), 6e-5 + 0.012 + 7.5e-5 + 2e-5 + 0.002 + 1.25e-5);
+  /* G = 1 and G = N are the flat ring */
+  REL(comm_case(ar_case("hier", 8, 1)), comm_case(ar_case("ring", 8, 0)));
+  REL(comm_case(ar_case("hier", 8, 8)), comm_case(ar_case("ring", 8, 0)));
+  /* N=5, G=2: two groups of 2 (ring of 2 on K, ring of 2 on K/2) and the
+   * fifth rank folded in and out: 2 (alpha + K beta) + K gamma */
+  REL(comm_case(ar_case("hier", 5, 2)), (2e-5 + 0.008 + 5e-5) + (2e-5 + 0.004 + 2.5e-5) +
+                                            2 * (1e-5 + 0.008) + 1e-4);
+  /* tree N=4 in 4 segments of K/4: depth 2, 5 stages up and 5 down; a
+   * stage takes two children's segments: 5 (2 alpha + 4 m beta + 2 m gamma) */
+  sg_cost_case_t t = ar_case("tree", 4, 0);
+  t.segment = K / 4;
+  REL(comm_case(t), 5 * (2e-5 + 4 * 250000 * 8e-9 + 2 * 250000 * 1e-10));
+  /* N = 2: one child, K up then K down */
+  t.N = 2, t.segment = K;
+  REL(comm_case(t), 2e-5 + 2 * 0.008 + 1e-4);
+}
+
+TEST(two_level_network_favours_hier) {
+  /* racks of 4, uplink oversubscribed 8:1 (half a link for 4 ranks),
+   * 100 us more per message between racks.  ring N=8: one flow per
+   * uplink, beta x 8/4 = 2, every step crosses: 14 (alpha + 100 us) */
+  sg_cost_case_t r = ar_case("ring", 8, 0), h = ar_case("hier", 8, 4);
+  r.rack = h.rack = 4, r.oversub = h.oversub = 8, r.rack_alpha = h.rack_alpha = 1e-4;
+  REL(comm_case(r), 14 * 1.1e-4 + 2 * 0.875 * K * 16e-9 + 0.875 * K * 1e-10);
+  /* hier with G = 4 = rack: inside as flat; across, 4 flows per uplink
+   * (beta x 4 x 8 / 4 = 8), 2 steps of alpha + 100 us */
+  REL(comm_case(h), 6e-5 + 0.012 + 7.5e-5 + 2 * 1.1e-4 + 0.25 * K * 64e-9 + 1.25e-5);
+  CHECK(comm_case(h) < comm_case(r));
+  /* not oversubscribed and no extra latency: the flat numbers */
+  r.oversub = h.oversub = 1, r.rack_alpha = h.rack_alpha = 0;
+  REL(comm_case(r), comm_case(ar_case("ring", 8, 0)));
+  REL(comm_case(h), comm_case(ar_case("hier", 8, 4)));
+}
+
+/* The number in `"key": value` after the n-th (0-based) occurrence of
+ * `"case": "<label>"` in JSON text; NAN when absent. */
+static double json_num(const char *text, const char *label, int n, const char *key) {
+  char pat[64], kp[48];
+  snprintf(pat, sizeof pat, "\"case\": \"%s\"", label);
+  snprintf(kp, sizeof kp, "\"%s\": ", key);
+  const char *p = text;
+  for (int i = 0; i <= n && p; i++)
+    if ((p = strstr(p, pat))) p += strlen(pat);
+  const char *end = p ? strchr(p, '}') : NULL, *k = p ? strstr(p, kp) : NULL;
+  return k && k < end ? strtod(k + strlen(kp), NULL) : NAN;
+}
+
+/* Gibiansky's worked numbers: 300M parameters (1.2 GB) at 1 GB/s, through
+ * one root: 1.2 s for 2 GPUs, 10.8 s for 10; the ring at 6 GB/s:
+ * 2(N-1)/N x 1.2 GB / 6 GB/s, 0.2 s at N = 2 rising to about 0.4 s,
+ * whatever N. */
+TEST(whatif_reproduces_the_worked_numbers) {
+  char out[16384];
+  char *root[] = {"sgdlab", "model", "--what-if", "--params", "300M", "--link", "1GB/s",
+                  "--latency", "0", "--gamma", "0", "--workers", "2,10", "--engines", "root",
+                  "--json", NULL};
+  CHECK_EQ_INT(ru_run(root, 1, NULL, out, sizeof out), 0);
+  fprintf(stderr, "%s", out);
+  size_t where = 0;
+  CHECK_MSG(jc_valid(out, &where), "not JSON at byte %zu", where);
+  REL(json_num(out, "root", 0, "step_s"), 1.2);
+  REL(json_num(out, "root", 1, "step_s"), 10.8);
+  REL(json_num(out, "root", 1, "beta_s"), 10.8); /* all of it is bandwidth */
+  char *ring[] = {"sgdlab", "model", "--what-if", "--bytes", "1.2G", "--link", "6GB/s",
+                  "--latency", "0", "--gamma", "0", "--workers", "2,10,40,1000", "--engines",
+                  "ring", "--json", NULL};
+  CHECK_EQ_INT(ru_run(ring, 1, NULL, out, sizeof out), 0);
+  fprintf(stderr, "%s", out);
+  CHECK(jc_valid(out, NULL));
+  const int ns[] = {2, 10, 40, 1000};
+  for (int i = 0; i < 4; i++) {
+    double t = json_num(out, "ring", i, "step_s");
+    REL(t, 2.0 * (ns[i] - 1) / ns[i] * 1.2e9 / 6e9);
+    CHECK(t <= 0.4 && t >= 0.2);
+  }
+  CHECK_NEAR(json_num(out, "ring", 3, "step_s"), 0.4, 1e-3);
+  /* the table: each term and the step, in ms */
+  char *table[] = {"sgdlab", "model", "--what-if", "--bytes", "1.2G", "--link", "6GB/s",
+                   "--latency", "10us", "--gamma", "0", "--workers", "40", "--engines", "ring",
+                   NULL};
+  CHECK_EQ_INT(ru_run(table, 1, NULL, out, sizeof out), 0);
+  fprintf(stderr, "%s", out);
+  CHECK_STR_CONTAINS(out, "ring                       40       0.7800      390.0000       "
+                          "0.0000     390.7800");
+}
+
+TEST(whatif_refuses_bad_input_with_one_line) {
+  static const struct {
+    const char *arg, *val, *msg;
+  } bad[] = {
+      {"--engines", "bogus", "--engines: 'bogus' is not a case"},
+      {"--engines", "gossip:x", "no cost formula for engine 'gossip' variant 'x'"},
+      {"--link", "6GB/sec", "--link: '6GB/sec' is not a non-negative quantity"},
+      {"--workers", "0", "--workers: '0' is not a whole number"},
+      {"--rack", "4", "--rack R goes with --topology two-level"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char out[2048];
+    char *argv[] = {"sgdlab", "model", "--what-if", "--bytes", "1M", "--link", "1gbit",
+                    "--gamma", "0", (char *)bad[i].arg, (char *)bad[i].val, NULL};
+    CHECK_EQ_INT(ru_run(argv, 1, NULL, out, sizeof out), 2);
+    CHECK_STR_CONTAINS(out, bad[i].msg);
+    CHECK_MSG(jc_count(out, "\n") == 1, "%s %s: not one line: %s", bad[i].arg, bad[i].val, out);
+  }
 }
