@@ -16,7 +16,7 @@
  * (cost_model.c) with the references that belong to no engine (root); the
  * fit of alpha and beta from `bench allreduce` rows; `sgdlab model`
  * (cost_model_cmd.c) puts the prediction next to a run's measured step
- * time, and `sgdlab model --what-if` (cost_whatif.c) evaluates the table
+ * time, and `sgdlab model --what-if` (cost_model_whatif.c) evaluates the table
  * for any case without a run.
  */
 #ifndef SG_MODEL_COST_H
@@ -91,7 +91,7 @@ int sg_cost_plot(const char *dir, const char *name, int x_is_rate, const sg_cost
 
 /* `sgdlab model` */
 int sg_cmd_model(int argc, char **argv);
-/* `sgdlab model --what-if` (cost_whatif.c): no database, no run. */
+/* `sgdlab model --what-if` (cost_model_whatif.c): no database, no run. */
 int sg_cmd_model_whatif(int argc, char **argv);
 
 #endif

@@ -33,9 +33,9 @@ sg_add_test(test_results_e2e SOURCES test_results_e2e.c json_check.c TIMEOUT 300
 add_dependencies(test_results_e2e sgdlab sgdlab-rank)
 # The benchmark command, the registry and the report know engines only
 # through the engine table: no engine name as a string literal there.
-# Every harness source but the cost model's: the α-β-γ model is the one
-# place that describes each engine's communication analytically (its
-# formulas, per engine and algorithm, written once: docs/model.md).
+# Every harness source but the cost model's: the α-β-γ model reads each
+# engine's options and names its cases (`sgdlab model`, `--what-if`); the
+# formulas themselves live with the engines (core/cost.h, docs/model.md).
 file(GLOB SG_HARNESS_SRCS ${CMAKE_SOURCE_DIR}/harness/*.c ${CMAKE_SOURCE_DIR}/harness/run/*.c)
 list(FILTER SG_HARNESS_SRCS EXCLUDE REGEX "/cost_model[^/]*\\.c$")
 add_test(NAME no_engine_names_in_harness

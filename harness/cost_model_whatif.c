@@ -1,4 +1,4 @@
-/* cost_whatif.c - `sgdlab model --what-if`: the formula table (cost_model.h)
+/* cost_model_whatif.c - `sgdlab model --what-if`: the formula table (cost_model.h)
  * evaluated for any engine and algorithm, N, gradient size, link rate,
  * latency, servers and topology, without any recorded run.  Every formula
  * is linear in alpha, beta and gamma, so each term is the formula with the
