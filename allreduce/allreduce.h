@@ -139,9 +139,10 @@ const char *sg_ar_name(const sg_ar_t *a);
 int sg_ar_set_compress(sg_ar_t *a, const char *mode);
 /* hier: ranks per group (consecutive ranks; 0 = one group of all). */
 void sg_ar_set_group(sg_ar_t *a, int group);
-/* The run's `group` (0 = auto: the ranks that share rank 0's host, from
- * the cluster's rank addresses (`_rank_addrs`); every rank when the run
- * has no cluster, which is one host). */
+/* The run's `group` (0 = auto: the ranks from rank 0 on that share rank
+ * 0's host, or with cluster.racks its rack, from the cluster's rank
+ * addresses (`_rank_addrs`); every rank when the run has no cluster,
+ * which is one host). */
 int sg_ar_group_opt(const sg_opts_t *o, const sg_comm_t *comm, int64_t *out);
 /* Tests only: the ring sends a wrong chunk once per call, so a test can
  * show its check catches it.  Processes get it from the spec key
