@@ -5,7 +5,7 @@
  * `cost` hook (core/engine.h): allreduce/allreduce_cost.c,
  * ps/ps_cost.c, mapreduce/mapreduce_cost.c.  The harness holds the table
  * that calls them, the fit of the constants and `sgdlab model`
- * (harness/cost_model.h).
+ * (harness/model/cost_model.h).
  */
 #ifndef SG_COST_H
 #define SG_COST_H

@@ -5,7 +5,7 @@
 # bug, and training equivalence with `local`.  test_allreduce_run took ~70 s
 # here on a loaded 2-core host with 30 bench launches (18 under mpirun); it
 # has 54 now (30 under mpirun).
-sg_add_test(test_allreduce SOURCES test_allreduce.c TIMEOUT 150 LABELS allreduce)
+sg_add_test(test_allreduce SOURCES test_allreduce.c TIMEOUT 150 LABELS allreduce INTERNALS allreduce)
 sg_add_test(test_allreduce_run SOURCES test_allreduce_run.c TIMEOUT 500 LABELS allreduce
   LIBS PkgConfig::SQLITE)
 # runs the real sgdlab and sgdlab-rank

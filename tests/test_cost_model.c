@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cost_model.h"
+#include "report.h"
 #include "err.h"
 #include "json_check.h"
 #include "recorder.h"
