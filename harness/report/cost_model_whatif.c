@@ -47,7 +47,8 @@ static void usage(FILE *f) {
           "                   ranks, whose uplink carries rack x RATE / --oversub\n"
           "                   (default 1); --rack-latency more per message between racks\n"
           "  --compute T      compute seconds per step added to every row (default 0)\n"
-          "  --json           one JSON object instead of the table\n");
+          "  --json           one JSON object instead of the table\n"
+          "  --db PATH        ignored (no database is read)\n");
 }
 
 typedef struct wargs {
@@ -144,6 +145,7 @@ static int parse_args(int argc, char **argv, wargs_t *a) {
     int t;
     if (!strcmp(s, "-h") || !strcmp(s, "--help")) return usage(stdout), 1;
     if (!strcmp(s, "--what-if")) continue;
+    if (!strcmp(s, "--db") && v) { i++; continue; } /* $SGDLAB_DB's: no database here */
     if (!strcmp(s, "--json")) { a->json = 1; continue; }
     if (!strcmp(s, "--topology") && v && (!strcmp(v, "flat") || !strcmp(v, "two-level"))) {
       snprintf(topo, sizeof topo, "%s", argv[++i]);

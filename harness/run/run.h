@@ -1,5 +1,5 @@
 /* run.h - executing resolved runs: spec, launch, serve, record, judge
- * (the code: harness/run/, one file per job, see run/run_impl.h).
+ * (the code: harness/run/, one file per job, see run/internal/run_impl.h).
  *
  * For one run the harness
  *   1. inserts the run (status 'running') and writes its spec file (every
