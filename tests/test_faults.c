@@ -144,9 +144,9 @@ typedef struct fault {
                         not checked) */
 } fault_t;
 
-/* The run's error names the victim (first, with its state, when it was
- * stopped), and the blame recorded as data names it too. */
-static void check_named(const fault_t *f, const char *db) {
+/* The run's recorded error names the victim (first, with its state, when
+ * stopped) and the blame fields say the same (fault_case). */
+static void check_fault_error(const fault_t *f, const char *db) {
   char err[1024], want[64];
   query_text(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
   fprintf(stderr, "  %s: %s\n", f->name, err);
@@ -228,7 +228,8 @@ static void fault_case(const fault_t *f) {
             code, 4 * deadline + 10);
   CHECK_MSG(took <= f->bound, "%s: took %.2f s after the signal (bound %.1f s, deadline %.0f s)",
             f->name, took, f->bound, deadline);
-  check_named(f, db);
+  check_fault_error(f, db);
+  if (test_failed_now_) return;
   for (int r = 0; r < 3; r++)
     CHECK_MSG(wait_gone(pids[r], 3.0), "%s: rank %d (pid %d) still there", f->name, r, pids[r]);
   if (mpirun) CHECK_MSG(wait_gone(mpirun, 3.0), "%s: mpirun (pid %d) still there", f->name, mpirun);

@@ -1,7 +1,7 @@
 /* test_report.c - `sgdlab report`, `list` and `show` over fixture databases.
  *
  * The fixture is a real SQLite file with the results schema (the same
- * CREATE statements as harness/recorder.c) and synthetic rows whose summary
+ * CREATE statements as harness/run/recorder.c) and synthetic rows whose summary
  * numbers are worked out by hand below.  Commands run in forked children
  * so their output and exit codes are checked as a user would see them;
  * gnuplot is the real one.
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "report.h"
 #include "err.h"
 #include "run_util.h"
 #include "test.h"
@@ -78,7 +78,35 @@ static int add_steps(sqlite3 *db, int run, int rank, const char *role, int sent_
   return 0;
 }
 
-/* make_fixture's experiment 1: runs 1-7 with their evaluations and steps. */
+/* Experiment 1 "fixture": every figure's data.  Hand-computed rows
+ * (samples/s: worker step rows from the first eval after training on,
+ * times batch 64 (local: workers * 64), over earliest start to latest end
+ * (t_start + 0.007) of those rows; server rows do not count):
+ *   local, N=1, run 1: target 0.85 reached at the 3rd eval (acc == target):
+ *     1.00 s; final 0.8500; window from step 10 (the step-0 eval is not
+ *     after training): 20 rows * 64 / (0.297 - 0.10) = 6497.5 -> "6497"
+ *     (all 30 steps would be 6465); 0 B.
+ *   ps sync, N=2, runs 2 and 3: t_target 2.0 and 4.5 -> median 3.25;
+ *     final 0.88, 0.90 -> 0.8900; samples/s: run 2 (dt 0.01) 40 * 64 /
+ *     0.197 = 12994.9, run 3 (dt 0.015) 2560 / (0.442 - 0.15) = 8767.1 ->
+ *     median 10881.0 -> "10881" (with the server's rows: 16322); busiest
+ *     rank = server: 4000 and 5000 B per step -> 4500 B = "4.39 KiB".
+ *   ps ssp(2), N=2, run 4: one eval: 1.00 s, 0.9000; worker 1 steps every
+ *     0.01 s from 0, worker 2 every 0.02 s from 0.005: 40 rows * 64 over
+ *     0.10 .. 0.592 = 2560 / 0.492 = 5203.3 -> "5203" (worker 1 alone over
+ *     its own span: 6497).
+ *   allreduce ring, N=2, run 5: never reaches 0.85 -> "—"; 0.7000;
+ *     dt 0.02: 2560 / (0.587 - 0.2) = 6615.0 -> "6615"; rank 0 alternates
+ *     1000/3000 sent + 500 recv (mean 2500), rank 1 2400 + 500 = 2900 ->
+ *     max of means 2900 B = "2.83 KiB" (the max of maxima would be 3500 B
+ *     = 3.42 KiB).
+ *   allreduce ring, N=4, run 6: 1.00 s; 0.8700; 80 * 64 / 0.197 =
+ *     25989.8 -> "25990", efficiency 25989.8 * 2 / (4 * 6615.0) = 1.9645;
+ *     3000 B = 2.93 KiB.
+ *   mapreduce aggregate=tree, N=2, run 7: failed, no evals.
+ * Experiment 2 "never": one local run, N=2 (batch 128 per step row), that
+ * never reaches 0.85: 20 * 128 / 0.197 = 12994.9 -> "12995". */
+/* Experiment 1's runs 1-7 (make_fixture). */
 static int fixture_runs(sqlite3 *db) {
   /* run 1: local */
   if (add_run(db, 1, 1, "local", "\"model\": \"mlp\"", "zmq", 1, 0, 0, "ok", NULL) ||
@@ -129,7 +157,7 @@ static int fixture_runs(sqlite3 *db) {
   return 0;
 }
 
-/* make_fixture's ranks, run_info, bench rows and experiments 2 and 3. */
+/* Run 2's ranks and run_info, the bench rows, experiments 2 and 3. */
 static int fixture_rest(sqlite3 *db) {
   /* ranks and run_info of run 2 */
   if (execf(db, "INSERT INTO ranks VALUES(2, 0, 'server', 'hostA', 100),"
@@ -166,34 +194,6 @@ static int fixture_rest(sqlite3 *db) {
   return 0;
 }
 
-/* Experiment 1 "fixture": every figure's data.  Hand-computed rows
- * (samples/s: worker step rows from the first eval after training on,
- * times batch 64 (local: workers * 64), over earliest start to latest end
- * (t_start + 0.007) of those rows; server rows do not count):
- *   local, N=1, run 1: target 0.85 reached at the 3rd eval (acc == target):
- *     1.00 s; final 0.8500; window from step 10 (the step-0 eval is not
- *     after training): 20 rows * 64 / (0.297 - 0.10) = 6497.5 -> "6497"
- *     (all 30 steps would be 6465); 0 B.
- *   ps sync, N=2, runs 2 and 3: t_target 2.0 and 4.5 -> median 3.25;
- *     final 0.88, 0.90 -> 0.8900; samples/s: run 2 (dt 0.01) 40 * 64 /
- *     0.197 = 12994.9, run 3 (dt 0.015) 2560 / (0.442 - 0.15) = 8767.1 ->
- *     median 10881.0 -> "10881" (with the server's rows: 16322); busiest
- *     rank = server: 4000 and 5000 B per step -> 4500 B = "4.39 KiB".
- *   ps ssp(2), N=2, run 4: one eval: 1.00 s, 0.9000; worker 1 steps every
- *     0.01 s from 0, worker 2 every 0.02 s from 0.005: 40 rows * 64 over
- *     0.10 .. 0.592 = 2560 / 0.492 = 5203.3 -> "5203" (worker 1 alone over
- *     its own span: 6497).
- *   allreduce ring, N=2, run 5: never reaches 0.85 -> "—"; 0.7000;
- *     dt 0.02: 2560 / (0.587 - 0.2) = 6615.0 -> "6615"; rank 0 alternates
- *     1000/3000 sent + 500 recv (mean 2500), rank 1 2400 + 500 = 2900 ->
- *     max of means 2900 B = "2.83 KiB" (the max of maxima would be 3500 B
- *     = 3.42 KiB).
- *   allreduce ring, N=4, run 6: 1.00 s; 0.8700; 80 * 64 / 0.197 =
- *     25989.8 -> "25990", efficiency 25989.8 * 2 / (4 * 6615.0) = 1.9645;
- *     3000 B = 2.93 KiB.
- *   mapreduce aggregate=tree, N=2, run 7: failed, no evals.
- * Experiment 2 "never": one local run, N=2 (batch 128 per step row), that
- * never reaches 0.85: 20 * 128 / 0.197 = 12994.9 -> "12995". */
 static int make_fixture(const char *path) {
   sqlite3 *db = NULL;
   int rc = -1;
@@ -419,7 +419,7 @@ TEST(report_server_time) {
   snprintf(p, sizeof p, "%s/server_time.gp", dir);
   char *gp = read_file(p);
   CHECK(gp);
-  CHECK_STR_CONTAINS(gp, "using ($2*1000)");
+  CHECK_STR_CONTAINS(gp, "using ($2*500):1:($2*500):(0.32) with boxxyerror");
   CHECK_STR_CONTAINS(gp, "title 'waiting for workers' noenhanced");
   free(gp);
   snprintf(p, sizeof p, "%s/server_time.png", dir);
@@ -446,14 +446,15 @@ TEST(report_server_time) {
   CHECK_STR_CONTAINS(t, "variant\n0\t0.004\t0.002\t0.003\tmapreduce");
   free(t);
   snprintf(dir, sizeof dir, "%s/rep-server", tmpdir);
-  /* time_breakdown: milliseconds, upright labels, a margin that holds the
-   * longest ("allreduce ring, N=4", 19 characters: 3 + 0.45 * 19 lines) */
+  /* time_breakdown: milliseconds, horizontal bars stacked left to right,
+   * each labelled upright on the left with its key and label */
   snprintf(p, sizeof p, "%s/time_breakdown.gp", dir);
   gp = read_file(p);
   CHECK(gp);
-  CHECK_STR_CONTAINS(gp, "using ($2*1000)");
-  CHECK_STR_CONTAINS(gp, ") rotate by 90 right noenhanced\nset bmargin 12\n");
-  CHECK_STR_CONTAINS(gp, "set ylabel 'ms per step (worker mean)");
+  CHECK_STR_CONTAINS(gp, "using (($2+$3/2)*1000):1:($3*500):(0.32) with boxxyerror");
+  CHECK_STR_CONTAINS(gp, "'A  local, N=1' 0, 'B  ps sync, N=2' 1");
+  CHECK(!strstr(gp, "rotate"));
+  CHECK_STR_CONTAINS(gp, "set xlabel 'ms per step (worker mean)");
   free(gp);
 }
 

@@ -12,7 +12,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "commands.h"
 #include "err.h"
 #include "escape.h"
 #include "json_check.h"
@@ -238,11 +237,10 @@ TEST(html_has_tables_figures_environment_options) {
   CHECK_STR_CONTAINS(p, "<td>1,2</td>");
   /* options: the differing keys, the same ones listed once */
   CHECK((p = strstr(html, "id=\"options\"")));
-  CHECK_STR_CONTAINS(p, "<th>evil</th>");
-  CHECK_STR_CONTAINS(p, "<th>algorithm</th>");
-  CHECK_STR_CONTAINS(p, "<td>ring</td>");
+  CHECK_STR_CONTAINS(p, "<span><code>evil</code>=");
+  CHECK_STR_CONTAINS(p, "<span><code>algorithm</code>=ring</span>");
   CHECK_STR_CONTAINS(p, "<code>lr</code> = <code>0.05</code>");
-  CHECK(!strstr(p, "<th>lr</th>"));
+  CHECK(!strstr(p, "<span><code>lr</code>="));
   free(html);
 }
 
@@ -252,7 +250,7 @@ TEST(report_of_several_experiments) {
   CHECK(html);
   CHECK_STR_CONTAINS(html, "Experiments x&lt;script&gt;");
   CHECK_STR_CONTAINS(html, "(id 1, 2)");
-  CHECK_STR_CONTAINS(html, "<td>plain: local</td>");
+  CHECK_STR_CONTAINS(html, "<td class=\"lab\">plain: local</td>");
   free(html);
   snprintf(dir, sizeof dir, "%s/multi", tmpdir);
   CHECK((md = file_in(dir, "summary.md")));

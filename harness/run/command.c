@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "admit.h"
-#include "commands.h"
+#include "db_path.h"
 #include "err.h"
 
 /* ---- sgdlab run -------------------------------------------------------- */
@@ -189,8 +189,12 @@ static int parse_args(int argc, char **argv, run_args_t *a) {
 static void list_runs(const sg_experiment_t *x, int verbose) {
   for (size_t i = 0; i < x->nruns; i++) {
     const sg_run_spec_t *r = &x->runs[i];
-    printf("[%zu/%zu] %s  processes=%d repeat=%d\n", i + 1, x->nruns, r->label, r->nprocs,
-           r->repeat);
+    char where[256], ranks[2048];
+    sg_run_placement(r, where, sizeof where);
+    printf("[%zu/%zu] %s  processes=%d repeat=%d%s\n", i + 1, x->nruns, r->label, r->nprocs,
+           r->repeat, where);
+    if (verbose && sg_run_placement_ranks(r, ranks, sizeof ranks))
+      printf("  placement: %s\n", ranks);
     if (verbose) {
       char *j = sg_opts_json(r->opts);
       printf("  %s\n", j ? j : "?");

@@ -173,6 +173,17 @@ static void control_close(control_t *c) {
   memset(c, 0, sizeof *c);
 }
 
+/* -v: where each rank of a cluster run runs, its host and address. */
+static void print_placement(const sg_run_cluster_t *c, const sg_run_spec_t *run, int64_t run_id) {
+  fprintf(stderr, "%ssgdlab: run %lld: placement:", isatty(STDERR_FILENO) ? "\r\033[K" : "",
+          (long long)run_id);
+  for (int r = 0; r < run->nprocs; r++)
+    fprintf(stderr, "%s rank %d %s on %s (%s)", r ? "," : "", r,
+            sg_engine_role(run->engine, run->opts, run->workers, r), sg_run_cluster_host(c, r),
+            sg_run_cluster_addr(c, r));
+  fputc('\n', stderr);
+}
+
 /* The run's emulated cluster (cluster.hosts > 0), made before anything
  * listens or launches: its name, subnet, hosts and setup time go to
  * run_info.  *out stays NULL for a run without one. */
@@ -184,6 +195,7 @@ static int cluster_open(sg_run_cluster_t **out, const sg_run_env_t *env, const s
   char v[32];
   snprintf(v, sizeof v, "%.3f", sg_now() - t0);
   SG_CHECK(sg_recorder_info(env->db, run_id, "cluster.setup_s", v));
+  if (env->verbose) print_placement(*out, run, run_id);
   return sg_run_cluster_record_start(*out, env->db, run_id);
 }
 
@@ -283,6 +295,8 @@ static int begin_row(serve_t *s, size_t index, char *shown, size_t cap) {
   free(json);
   SG_CHECK(rc);
   variant_label(run, shown, cap);
+  size_t len = strlen(shown);
+  sg_run_placement(run, shown + len, cap - len); /* " on an emulated cluster of 4 hosts ..." */
   sg_progress_run_begin(s->env->progress, index, shown);
   return SG_OK;
 }

@@ -63,6 +63,8 @@ typedef struct sg_rrun {
                        the traffic) */
   double compute_s, comm_s, wait_s; /* per step, worker ranks; NaN: none */
   int has_staleness;
+  int key; /* index of its label among the set's distinct labels, in order
+              of first appearance (sg_rkey_text: A, B, ..., Z, AA, ...) */
 } sg_rrun_t;
 
 #define SG_RSET_MAX_EXP 16 /* experiments in one report */
@@ -124,6 +126,11 @@ int sg_rdb_run_experiment(sqlite3 *db, int64_t run_id, int64_t *exp_id);
 const char *sg_rrun_label(const sg_rset_t *s, const sg_rrun_t *r, char *buf,
                           size_t len);
 
+/* The short key of label number k: "A".."Z", "AA".."ZZ", ... Returns
+ * buf.  Figures name variants by key (and a shortened label); the
+ * summary tables give each key its full label. */
+const char *sg_rkey_text(int k, char *buf, size_t len);
+
 /* printf(fmt, v) into buf, or "—" when v is NaN.  Returns buf. */
 const char *sg_rfmt(char *buf, size_t len, const char *fmt, double v);
 /* "1.5 KiB", "12.0 MiB", ... or "—" when NaN.  Returns buf. */
@@ -135,7 +142,7 @@ double sg_rmedian(double *v, size_t n);
 /* A figure drawn by the report: DIR/name.png, DIR/name.svg. */
 typedef struct sg_rfig {
   char name[32];
-  char caption[320]; /* what is plotted and how (smoothing, definitions) */
+  char caption[640]; /* what is plotted and how (smoothing, definitions) */
 } sg_rfig_t;
 
 /* ---- report_summary.c ------------------------------------------------- */
@@ -160,11 +167,18 @@ int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
                       size_t nfigs);
 
 /* The report's runs whose 1-minute load average, before or after the run,
- * exceeded the host's cores (run_info load.*, cores): their ids, ", "
+ * exceeded both the host's cores and the run's own process count
+ * (run_info load.*, cores; runs.processes): a run of 4 processes on 2
+ * cores makes a load of 4 by itself.  Their ids, ", "
  * between, into out (cap bytes, shortened with "..."); the count, or a
  * negative SG_E* code. */
 int sg_report_loaded_runs(sqlite3 *db, const sg_rset_t *s, int single_run, char *out,
                           size_t cap);
+
+/* The loaded-host warning after its heading, one wording for summary.md
+ * and index.html (plain text: the caller escapes it): "N runs (IDS)
+ * started or ended with ...". */
+void sg_report_loaded_text(char *buf, size_t cap, int n, const char *ids);
 
 /* Prepare `sql` or set an error naming the statement. */
 int sg_rdb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);
@@ -206,5 +220,33 @@ int sg_rfiles_is_report_name(const char *name);
  * *removed (may be NULL) gets the count. */
 int sg_rfiles_commit(const sg_rfiles_t *w, const char *dir, int *removed);
 void sg_rfiles_free(sg_rfiles_t *w);
+
+/* ---- the cost model over the database (cost_model_cmd.c, cost_model_plot.c) */
+
+/* The "Cost model" section of summary.md for the experiments' runs on a
+ * cluster that have matching bench rows; nothing when none has. */
+int sg_cost_summary_md(FILE *f, sqlite3 *db, const int64_t *exps, size_t nexp);
+
+/* One run in a figure of `sgdlab model --plot`. */
+typedef struct sg_cost_point {
+  char label[48]; /* engine/variant, already safe text */
+  double x;       /* workers, or the slowest link in Mbit/s */
+  double predicted, measured; /* seconds per step */
+} sg_cost_point_t;
+
+/* DIR/NAME.png (.svg, .gp, .tsv): measured ms/step as points and
+ * predicted as lines, one colour per label, against x (workers, or rate
+ * when x_is_rate); SG_EIO when gnuplot fails. */
+int sg_cost_plot(const char *dir, const char *name, int x_is_rate, const sg_cost_point_t *pts,
+                 size_t n);
+
+/* ---- the commands over the database (argv[0] is the command's name;
+ * exit code: 0 ok, 1 failure, 2 usage) */
+int sg_cmd_report(int argc, char **argv);  /* report.c */
+int sg_cmd_list(int argc, char **argv);    /* show.c */
+int sg_cmd_show(int argc, char **argv);    /* show.c */
+int sg_cmd_trace(int argc, char **argv);   /* trace.c */
+int sg_cmd_export(int argc, char **argv);  /* export.c */
+int sg_cmd_model(int argc, char **argv);   /* cost_model_cmd.c */
 
 #endif

@@ -62,20 +62,27 @@ void sg_plot_quote(FILE *gp, const char *s) {
 /* A UTF-8 continuation byte: not a place to cut. */
 static int utf8_cont(const char *p) { return ((unsigned char)*p & 0xC0) == 0x80; }
 
-void sg_plot_label(FILE *gp, const char *s) {
-  char buf[SG_PLOT_LABEL_MAX + 8];
-  size_t len = strlen(s), head = SG_PLOT_LABEL_MAX / 2, tail;
-  if (len <= SG_PLOT_LABEL_MAX) {
-    sg_plot_quote(gp, s);
-    return;
+const char *sg_plot_shorten(const char *s, size_t max, char *buf, size_t cap) {
+  size_t len = strlen(s), head, tail;
+  if (max < 8) max = 8;
+  if (max + 1 > cap) max = cap - 1;
+  if (len <= max) {
+    snprintf(buf, cap, "%s", s);
+    return buf;
   }
   /* head ... tail: the ends tell variants apart (engine first, swept
    * settings and N last) */
+  head = max / 2;
   while (head > 0 && utf8_cont(s + head)) head--;
-  tail = len - (SG_PLOT_LABEL_MAX - 3 - SG_PLOT_LABEL_MAX / 2);
+  tail = len - (max - 3 - max / 2);
   while (tail < len && utf8_cont(s + tail)) tail++;
-  snprintf(buf, sizeof buf, "%.*s...%s", (int)head, s, s + tail);
-  sg_plot_quote(gp, buf);
+  snprintf(buf, cap, "%.*s...%s", (int)head, s, s + tail);
+  return buf;
+}
+
+void sg_plot_label(FILE *gp, const char *s) {
+  char buf[SG_PLOT_LABEL_MAX + 8];
+  sg_plot_quote(gp, sg_plot_shorten(s, SG_PLOT_LABEL_MAX, buf, sizeof buf));
 }
 
 void sg_plot_set_text(FILE *gp, const char *what, const char *text) {
@@ -108,6 +115,11 @@ static void set_output(FILE *f, const char *name, const char *ext) {
 
 int sg_plot_begin(FILE **gp, const char *dir, const char *name,
                   const char *title) {
+  return sg_plot_begin_size(gp, dir, name, title, PLOT_W, PLOT_H);
+}
+
+int sg_plot_begin_size(FILE **gp, const char *dir, const char *name,
+                       const char *title, int w, int h) {
   char path[PATH_MAX];
   FILE *f;
   snprintf(path, sizeof path, "%s/%s.gp", dir, name);
@@ -124,7 +136,7 @@ int sg_plot_begin(FILE **gp, const char *dir, const char *name,
           "} else {\n"
           "  set terminal png size %d,%d noenhanced\n"
           "}\n",
-          name, name, PLOT_W, PLOT_H, PLOT_W, PLOT_H);
+          name, name, w, h, w, h);
   set_output(f, name, "png");
   fputs("set datafile separator tab\n"
         "set datafile missing 'nan'\n"
@@ -196,20 +208,48 @@ static int run_gnuplot(const char *dir, const char *script) {
                     dir, script);
 }
 
-int sg_plot_end(FILE **gp, const char *dir, const char *name) {
+void sg_plot_multi_begin(FILE *gp, const char *name, int w, int h, int rows, int cols,
+                         const char *title) {
+  /* replot redraws only a multiplot's last panel: the panels are drawn
+   * twice, once per output */
+  fprintf(gp, "unset title\ndo for [sg_pass = 1:2] {\nif (sg_pass == 2) {\n"
+              "set terminal svg size %d,%d dynamic font 'sans,11' noenhanced\n", w, h);
+  set_output(gp, name, "svg");
+  fputs("}\nset multiplot title ", gp);
+  sg_plot_quote(gp, title);
+  /* fixed room in pixels: the title, tick labels, axis and panel titles */
+  fprintf(gp, " noenhanced layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f\n",
+          rows, cols, 78.0 / w, 1 - 20.0 / w, 50.0 / h, 1 - 62.0 / h, 55.0 / w, 58.0 / h);
+}
+
+/* Close the script (after the plot commands of a single plot, or the
+ * panels of a multiplot) and run gnuplot. */
+static int plot_finish(FILE **gp, const char *dir, const char *name, int multi) {
   char script[PATH_MAX];
   FILE *f = *gp;
   int bad;
   *gp = NULL;
   if (!f) return sg_err_set(SG_EINVAL, "sg_plot_end: no script open");
-  fprintf(f, "set terminal svg size %d,%d dynamic font 'sans,11' noenhanced\n",
-          PLOT_W, PLOT_H);
-  set_output(f, name, "svg");
-  fputs("replot\nunset output\n", f);
+  if (multi) {
+    fputs("unset multiplot\n}\nunset output\n", f);
+  } else {
+    fprintf(f, "set terminal svg size %d,%d dynamic font 'sans,11' noenhanced\n",
+            PLOT_W, PLOT_H);
+    set_output(f, name, "svg");
+    fputs("replot\nunset output\n", f);
+  }
   bad = ferror(f);
   if (fclose(f) != 0 || bad)
     return sg_err_set(SG_EIO, "cannot write %s/%s.gp", dir, name);
   snprintf(script, sizeof script, "%s.gp", name);
   SG_CHECK(run_gnuplot(dir, script));
   return SG_OK;
+}
+
+int sg_plot_end(FILE **gp, const char *dir, const char *name) {
+  return plot_finish(gp, dir, name, 0);
+}
+
+int sg_plot_multi_end(FILE **gp, const char *dir, const char *name) {
+  return plot_finish(gp, dir, name, 1);
 }

@@ -428,6 +428,36 @@ fail:
   return rc;
 }
 
+/* runs[i].key for every run: labels numbered in order of first appearance
+ * (`first` holds, per key so far, a run with that label). */
+static int assign_keys(sg_rset_t *s) {
+  size_t *first = calloc(s->n ? s->n : 1, sizeof *first), nkeys = 0;
+  char a[256], b[256];
+  if (!first) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  for (size_t i = 0; i < s->n; i++) {
+    size_t k = 0;
+    sg_rrun_label(s, &s->runs[i], a, sizeof a);
+    while (k < nkeys && strcmp(a, sg_rrun_label(s, &s->runs[first[k]], b, sizeof b))) k++;
+    if (k == nkeys) first[nkeys++] = i;
+    s->runs[i].key = (int)k;
+  }
+  free(first);
+  return SG_OK;
+}
+
+const char *sg_rkey_text(int k, char *buf, size_t len) {
+  char rev[16];
+  int n = 0;
+  do { /* bijective base 26: A..Z, AA..ZZ, AAA.. */
+    rev[n++] = (char)('A' + k % 26);
+    k = k / 26 - 1;
+  } while (k >= 0 && n < (int)sizeof rev);
+  size_t at = 0;
+  while (n > 0 && at + 1 < len) buf[at++] = rev[--n];
+  if (len) buf[at] = '\0';
+  return buf;
+}
+
 int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
                  sg_rset_t **out) {
   sg_rset_t *s = NULL;
@@ -461,6 +491,7 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
       if (!strcmp(s->runs[i].variant, s->runs[j].variant) &&
           s->runs[i].workers != s->runs[j].workers)
         s->workers_vary = 1;
+  SG_TRY(assign_keys(s));
   *out = s;
   s = NULL;
 fail:
@@ -534,7 +565,7 @@ int sg_rset_merge(sg_rset_t *into, sg_rset_t **addp) {
   snprintf(into->name + len, sizeof into->name - len, " + %s", add->name);
   into->workers_vary |= add->workers_vary;
   sg_rset_destroy(addp);
-  return SG_OK;
+  return assign_keys(into);
 }
 
 const char *sg_rset_ids_json(const sg_rset_t *s, char *buf, size_t len) {
