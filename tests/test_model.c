@@ -256,16 +256,17 @@ static void record_range(void *arg, size_t off, size_t len) {
   r->n++;
 }
 
-/* dW blocks depend on the layer's shape only: 784 inputs, 40 outputs ->
- * rows [24, 40), [8, 24), [0, 8); the gradient with the hook set equals
+/* dW blocks depend on the layer's shape only: 784 inputs, 150 outputs ->
+ * rows [86, 150), [22, 86), [0, 22); the gradient with the hook set equals
  * the one without it byte for byte (the same sgemm calls), and the hook
  * sees every block, last first, adjoining, covering the vector once. */
 TEST(dw_blocks_fixed_by_shape_hook_changes_no_bit) {
-  CHECK_EQ_INT(sg_model_dw_rows(784, 40), 16);
-  CHECK_EQ_INT(sg_model_dw_rows(256, 256), 32);
+  CHECK_EQ_INT(sg_model_dw_rows(784, 150), 64);
+  CHECK_EQ_INT(sg_model_dw_rows(784, 40), 40);
+  CHECK_EQ_INT(sg_model_dw_rows(256, 256), 192);
   CHECK_EQ_INT(sg_model_dw_rows(32, 10), 10);
   CHECK_EQ_INT(sg_model_dw_rows(100000, 64), 16);
-  const int rows = 16, in = 784, hid = 40, C = 10;
+  const int rows = 16, in = 784, hid = 150, C = 10;
   const int64_t h[] = {hid};
   sg_model_t *m = NULL;
   CHECK_OK(sg_model_new(&m, "mlp", in, C, h, 1, 0, rows));
@@ -286,7 +287,7 @@ TEST(dw_blocks_fixed_by_shape_hook_changes_no_bit) {
   sg_model_set_grad_hook(m, NULL, NULL);
   CHECK(memcmp(g0, g1, n * sizeof *g0) == 0);
   CHECK(l0 == l1);
-  /* b1, dW1 (one block), b0, dW0 rows [24,40), [8,24), [0,8) */
+  /* b1, dW1 (one block), b0, dW0 rows [86,150), [22,86), [0,22) */
   CHECK_EQ_INT(r.n, 6);
   size_t hi = n;
   for (int i = 0; i < r.n && i < 64; i++) {
@@ -294,13 +295,13 @@ TEST(dw_blocks_fixed_by_shape_hook_changes_no_bit) {
     hi = r.off[i];
   }
   CHECK_EQ_INT(hi, 0);
-  CHECK_EQ_INT(r.len[3], 16 * in);
-  CHECK_EQ_INT(r.len[4], 16 * in);
-  CHECK_EQ_INT(r.len[5], 8 * in);
+  CHECK_EQ_INT(r.len[3], 64 * in);
+  CHECK_EQ_INT(r.len[4], 64 * in);
+  CHECK_EQ_INT(r.len[5], 22 * in);
   /* the bench's list of the step's sgemm calls has the same blocks */
   sg_gemm_shape_t gs[16];
   CHECK_EQ_INT(sg_model_gemms(m, rows, gs, 16), 7); /* fwd0 fwd1 dW1 dX1 dW0 x 3 */
-  CHECK(gs[4].m == 16 && gs[5].m == 16 && gs[6].m == 8 && gs[6].n == in && gs[6].k == rows);
+  CHECK(gs[4].m == 64 && gs[5].m == 64 && gs[6].m == 22 && gs[6].n == in && gs[6].k == rows);
   free(p);
   free(g0);
   free(g1);
