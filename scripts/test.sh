@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Set up, build and run every test (README command 2; .ci/run runs this).
 #
-# Two passes:
+# Three passes:
 #  1. the whole suite on the normal build (build/);
-#  2. ASan + UBSan (build-asan/) over the tests that feed untrusted or
+#  2. the tests that claim exact equality of floats computed two ways,
+#     once per BLAS kernel family this CPU can run (scripts/exact-kernels.sh),
+#     so that a claim that holds only on one CPU fails on any machine;
+#  3. ASan + UBSan (build-asan/) over the tests that feed untrusted or
 #     malformed input to sgdlab's own code (the fuzz corpus replay of every
 #     parser, configs, datasets, records, the attacks on a real run, the
 #     report and terminal output), the transport and collectives as thread
@@ -24,6 +27,8 @@ ctest --test-dir build --output-on-failure -j2 "$@" || rc=$?
 # SKIP; CTest keeps that output in its log only, so show it here.
 grep -h '^SKIP' build/Testing/Temporary/LastTest*.log 2>/dev/null | sort -u || true
 [ "$rc" -eq 0 ] || exit "$rc"
+
+bash scripts/exact-kernels.sh build
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSGDLAB_SANITIZE=ON -DSGDLAB_CUDA=OFF >/dev/null
 cmake --build build-asan -j"$(nproc)"
