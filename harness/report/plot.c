@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "outfile.h"
 
 /* Figures are 1000x560: wide enough for a key outside the plot area. */
 #define PLOT_W 1000
@@ -120,13 +121,11 @@ int sg_plot_begin(FILE **gp, const char *dir, const char *name,
 
 int sg_plot_begin_size(FILE **gp, const char *dir, const char *name,
                        const char *title, int w, int h) {
-  char path[PATH_MAX];
+  char file[PATH_MAX];
   FILE *f;
-  snprintf(path, sizeof path, "%s/%s.gp", dir, name);
+  snprintf(file, sizeof file, "%s.gp", name);
   *gp = NULL;
-  f = fopen(path, "w");
-  if (!f)
-    return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
+  SG_CHECK(sg_out_fopen(&f, dir, file));
   /* Constant strings below are single-quoted like all text (plot.h). */
   fprintf(f,
           "# %s.gp - written by `sgdlab report` from the results database.\n"
@@ -149,10 +148,12 @@ int sg_plot_begin_size(FILE **gp, const char *dir, const char *name,
   return SG_OK;
 }
 
-/* Run gnuplot on `script` with cwd `dir`; stderr (where gnuplot reports)
+/* Run gnuplot on `script` with cwd `dir` (its checked descriptor,
+ * outfile.h: gnuplot writes its images there by name); stderr (where gnuplot reports)
  * is collected to quote its first line on failure. */
 static int run_gnuplot(const char *dir, const char *script) {
-  int pipefd[2], status = 0;
+  int pipefd[2], status = 0, dirfd = sg_out_dir_fd(dir);
+  if (dirfd < 0) return sg_err_set(SG_EINTERNAL, "gnuplot: %s was not opened as an output", dir);
   char out[4096];
   size_t used = 0;
   pid_t pid;
@@ -173,7 +174,7 @@ static int run_gnuplot(const char *dir, const char *script) {
     dup2(pipefd[1], 2);
     close(pipefd[0]);
     close(pipefd[1]);
-    if (chdir(dir) != 0) _exit(126);
+    if (fchdir(dirfd) != 0) _exit(126);
     execlp(sg_plot_program(), sg_plot_program(), script, (char *)NULL);
     _exit(127);
   }
@@ -227,7 +228,6 @@ void sg_plot_multi_begin(FILE *gp, const char *name, int w, int h, int rows, int
 static int plot_finish(FILE **gp, const char *dir, const char *name, int multi) {
   char script[PATH_MAX];
   FILE *f = *gp;
-  int bad;
   *gp = NULL;
   if (!f) return sg_err_set(SG_EINVAL, "sg_plot_end: no script open");
   if (multi) {
@@ -238,9 +238,13 @@ static int plot_finish(FILE **gp, const char *dir, const char *name, int multi) 
     set_output(f, name, "svg");
     fputs("replot\nunset output\n", f);
   }
-  bad = ferror(f);
-  if (fclose(f) != 0 || bad)
-    return sg_err_set(SG_EIO, "cannot write %s/%s.gp", dir, name);
+  SG_CHECK(sg_out_fclose(f));
+  /* gnuplot opens its images by name: only absent ones or our own files */
+  static const char *const images[] = {"png", "svg"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(script, sizeof script, "%s.%s", name, images[i]);
+    SG_CHECK(sg_out_check_entry(dir, script));
+  }
   snprintf(script, sizeof script, "%s.gp", name);
   SG_CHECK(run_gnuplot(dir, script));
   return SG_OK;

@@ -27,6 +27,7 @@
 
 #include "db_path.h"
 #include "err.h"
+#include "outfile.h"
 #include "plot.h"
 #include "engine.h"
 #include "report.h"
@@ -65,7 +66,8 @@ static const char usage[] =
     "  --db PATH     results database (default " SG_DEFAULT_DB ")\n"
     "  --out DIR     output directory (default results/<experiment-name>/,\n"
     "                with --run: results/<experiment-name>/run-<ID>/; several\n"
-    "                experiments: results/<name1>_<name2>.../)\n"
+    "                experiments: results/<name1>_<name2>.../); yours and\n"
+    "                writable by no one else (made 0755 when missing)\n"
     "  --target ACC  test accuracy for the time-to-target column (default 0.85)\n"
     "\n"
     "Each figure NAME comes with NAME.gp and its .tsv data in DIR: redraw it\n"
@@ -81,38 +83,17 @@ static int is_baseline(const sg_rrun_t *r) {
   return e && e->baseline;
 }
 
-static int mkdir_p(const char *path) {
-  char buf[PATH_MAX];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1;; p++) {
-    if (*p == '/' || *p == '\0') {
-      char c = *p;
-      *p = '\0';
-      if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return sg_err_set(SG_EIO, "cannot create directory %s: %s", buf,
-                          strerror(errno));
-      *p = c;
-      if (!c) break;
-    }
-  }
-  return SG_OK;
-}
-
 static int open_data(report_t *rp, const char *file, FILE **f) {
-  char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/%s", rp->dir, file);
-  *f = fopen(path, "w");
-  if (!*f)
-    return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
+  SG_CHECK(sg_out_fopen(f, rp->dir, file));
   return sg_rfiles_add(&rp->written, file);
 }
 
 static int close_data(report_t *rp, const char *file, FILE **f) {
-  int bad = ferror(*f);
-  if (fclose(*f) != 0) bad = 1;
+  (void)rp;
+  (void)file;
+  int rc = sg_out_fclose(*f);
   *f = NULL;
-  if (bad) return sg_err_set(SG_EIO, "cannot write %s/%s", rp->dir, file);
-  return SG_OK;
+  return rc;
 }
 
 static void add_fig(report_t *rp, const char *name, const char *fmt, ...)
@@ -358,7 +339,7 @@ static int series_overlay(report_t *rp, const series_fig_t *fig, int *titled) {
   series_hline(gp, fig, 1);
   SG_TRY(sg_plot_end(&gp, rp->dir, fig->name));
 fail:
-  if (gp) fclose(gp);
+  if (gp) sg_out_discard(gp);
   return rc;
 }
 
@@ -421,7 +402,7 @@ static int series_panels(report_t *rp, const series_fig_t *fig, int nkeys) {
   }
   SG_TRY(sg_plot_multi_end(&gp, rp->dir, fig->name));
 fail:
-  if (gp) fclose(gp);
+  if (gp) sg_out_discard(gp);
   return rc;
 }
 
@@ -479,7 +460,7 @@ static int evals_data(report_t *rp, int *block, int *nblocks, zoom_t z[2], doubl
   }
   SG_TRY(close_data(rp, "evals.tsv", &f));
 fail:
-  if (f) fclose(f);
+  if (f) sg_out_discard(f);
   sqlite3_finalize(st);
   return rc;
 }
@@ -645,7 +626,7 @@ static int fig_loss(report_t *rp) {
             "Training loss per step: the mean over worker ranks of each "
             "rank's minibatch loss (not smoothed).%s", note);
 fail:
-  if (f) fclose(f);
+  if (f) sg_out_discard(f);
   sqlite3_finalize(st);
   zoom_free(&z);
   free(block);
@@ -742,7 +723,7 @@ static int fig_efficiency(report_t *rp, const size_t *blk, const int *band, int 
             "throughput(N0)), N0 = the smallest worker count measured for the "
             "variant (1 when measured); 1 is linear; band: min to max over repeats.");
 fail:
-  if (gp) fclose(gp);
+  if (gp) sg_out_discard(gp);
   return rc;
 }
 
@@ -789,11 +770,9 @@ static int fig_scaling(report_t *rp) {
   fprintf(gp, "  NaN notitle\n");
   SG_TRY(close_data(rp, "scaling.tsv", &f));
   if (nblocks == 0) { /* no ok run has throughput: drop the script */
-    char path[PATH_MAX + 32];
-    fclose(gp);
+    sg_out_discard(gp);
     gp = NULL;
-    snprintf(path, sizeof path, "%s/throughput.gp", rp->dir);
-    unlink(path);
+    SG_TRY(sg_out_unlink(rp->dir, "throughput.gp"));
     goto fail;
   }
   SG_TRY(sg_plot_end(&gp, rp->dir, "throughput"));
@@ -803,8 +782,8 @@ static int fig_scaling(report_t *rp) {
           "spans min to max where a variant has repeats) vs workers; samples/s: every worker's samples from the first evaluation period on over the wall-clock span of those steps.");
   SG_TRY(fig_efficiency(rp, blk, band, nblocks, base_is_one));
 fail:
-  if (gp) fclose(gp);
-  if (f) fclose(f);
+  if (gp) sg_out_discard(gp);
+  if (f) sg_out_discard(f);
   free(v);
   free(first);
   free(blk);
@@ -896,8 +875,8 @@ static int draw_stacked(report_t *rp, const char *name, const char *file,
   fputc('\n', gp);
   SG_TRY(sg_plot_end(&gp, rp->dir, name));
 fail:
-  if (gp) fclose(gp);
-  if (f) fclose(f);
+  if (gp) sg_out_discard(gp);
+  if (f) sg_out_discard(f);
   return rc;
 }
 
@@ -1092,7 +1071,7 @@ static int timeline_plot(report_t *rp, const size_t *blocks, int nblocks, double
   if (nblocks > 1) SG_TRY(sg_plot_multi_end(&gp, rp->dir, "server_timeline"));
   else SG_TRY(sg_plot_end(&gp, rp->dir, "server_timeline"));
 fail:
-  if (gp) fclose(gp);
+  if (gp) sg_out_discard(gp);
   return rc;
 }
 
@@ -1122,9 +1101,7 @@ static int fig_server_timeline(report_t *rp) {
   }
   if (f) SG_TRY(close_data(rp, "server_timeline.tsv", &f));
   if (!nblocks) { /* no server or driver rows: no figure, no data file */
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/server_timeline.tsv", rp->dir);
-    if (f || access(path, F_OK) == 0) unlink(path);
+    SG_TRY(sg_out_unlink(rp->dir, "server_timeline.tsv"));
     goto fail;
   }
   timeline_zoom(&z, &top, note, sizeof note);
@@ -1136,7 +1113,7 @@ static int fig_server_timeline(report_t *rp) {
           "in ms, at the step's start time.%s", note);
 fail:
   sqlite3_finalize(st);
-  if (f) fclose(f);
+  if (f) sg_out_discard(f);
   zoom_free(&z);
   free(blocks);
   return rc;
@@ -1204,11 +1181,9 @@ static int fig_bytes(report_t *rp) {
   fputs("  NaN notitle\n", gp);
   SG_TRY(close_data(rp, "bytes_vs_workers.tsv", &f));
   if (!nblocks) { /* nothing to draw: drop the script */
-    char path[PATH_MAX + 32];
-    fclose(gp);
+    sg_out_discard(gp);
     gp = NULL;
-    snprintf(path, sizeof path, "%s/bytes_vs_workers.gp", rp->dir);
-    unlink(path);
+    SG_TRY(sg_out_unlink(rp->dir, "bytes_vs_workers.gp"));
     goto fail;
   }
   SG_TRY(sg_plot_end(&gp, rp->dir, "bytes_vs_workers"));
@@ -1218,8 +1193,8 @@ static int fig_bytes(report_t *rp) {
           "(2K(N-1)/N each way, flat in N), one ps server 2NK (grows with N). "
           "allreduce native not drawn: MPI moves its bytes.");
 fail:
-  if (gp) fclose(gp);
-  if (f) fclose(f);
+  if (gp) sg_out_discard(gp);
+  if (f) sg_out_discard(f);
   free(v);
   return rc;
 }
@@ -1373,8 +1348,8 @@ static int fig_bench(report_t *rp) {
   bench_captions(rp);
 fail:
   for (int k = 0; k < 2; k++)
-    if (gp[k]) fclose(gp[k]);
-  if (f) fclose(f);
+    if (gp[k]) sg_out_discard(gp[k]);
+  if (f) sg_out_discard(f);
   sqlite3_finalize(st);
   return rc;
 }
@@ -1509,8 +1484,8 @@ static int staleness_plot(report_t *rp, const size_t *first, size_t nlab, const 
           "repeats pooled. The axis ends at the largest 99th percentile; the rare "
           "larger values are one bar (staleness.tsv has each).");
 fail:
-  if (gp) fclose(gp);
-  if (f) fclose(f);
+  if (gp) sg_out_discard(gp);
+  if (f) sg_out_discard(f);
   return rc;
 }
 
@@ -1614,7 +1589,6 @@ static int load_set(report_t *rp, const char *const *sels, int nsel, int64_t run
 
 /* Draw everything into rp->dir, then drop what an earlier report left. */
 static int draw(report_t *rp, int *removed) {
-  SG_CHECK(mkdir_p(rp->dir));
   SG_CHECK(assign_colors(rp));
   SG_CHECK(fig_evals(rp));
   SG_CHECK(fig_loss(rp));
@@ -1712,6 +1686,22 @@ static void report_dir(report_t *rp, const report_args_t *ra) {
   }
 }
 
+/* What an earlier report wrote into a directory, and its file list. */
+static int report_entry(const char *name) {
+  return sg_rfiles_is_report_name(name) || !strcmp(name, SG_REPORT_MANIFEST);
+}
+
+/* The output directory, checked (outfile.h) before anything is written:
+ * a refusal is exit code 2 (*code). */
+static int open_out(report_t *rp, int *code) {
+  char what[PATH_MAX + 32];
+  snprintf(what, sizeof what, "report directory %s", rp->dir);
+  int rc = sg_out_dir_open(rp->dir, 1, what);
+  if (rc >= 0) rc = sg_out_check_entries(rp->dir, report_entry);
+  if (rc == SG_EINVAL) *code = 2;
+  return rc < 0 ? rc : SG_OK;
+}
+
 /* The one line that says what was written, and for what. */
 static void print_done(const report_t *rp, int64_t run_id, int removed) {
   printf("report: %s/summary.md, index.html and %zu figure%s (PNG and SVG) for %s",
@@ -1739,16 +1729,18 @@ int sg_cmd_report(int argc, char **argv) {
   SG_TRY(sg_rdb_open(&rp.db, ra.db_path));
   SG_TRY(load_set(&rp, ra.sels, ra.nsel, ra.run_id, ra.target));
   report_dir(&rp, &ra);
+  SG_TRY(open_out(&rp, &code));
   SG_TRY(draw(&rp, &removed));
   print_done(&rp, ra.run_id, removed);
 fail:
   if (rc < 0)
     fprintf(stderr, "sgdlab report: %s\n",
             *sg_err_msg() ? sg_err_msg() : sg_strerror(rc));
+  if (rc < 0 && code == 2) rc = 2; /* a refused output directory */
   free(rp.color);
   free(rp.vcolor);
   sg_rfiles_free(&rp.written);
   sg_rset_destroy(&rp.set);
   sqlite3_close(rp.db);
-  return rc < 0 ? 1 : 0;
+  return rc == 2 ? 2 : rc < 0 ? 1 : 0;
 }

@@ -4,6 +4,7 @@
  * over the results tables' columns; options come from runs.options_json
  * through SQLite's JSON functions.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -37,47 +38,75 @@ static void copy_str(char *dst, size_t len, const char *src) {
   snprintf(dst, len, "%s", src ? src : "");
 }
 
+/* "file:PATH?QUERY" with PATH percent-encoded (SQLite's URI form). */
+static char *db_uri(const char *path, const char *query) {
+  size_t n = strlen(path);
+  char *u = malloc(3 * n + strlen(query) + 8), *o = u;
+  if (!u) return NULL;
+  o += sprintf(o, "file:");
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+    if (isalnum(*p) || strchr("/-._~", *p)) *o++ = (char)*p;
+    else o += sprintf(o, "%%%02X", *p);
+  }
+  sprintf(o, "?%s", query);
+  return u;
+}
+
+/* Open path read-only (query "mode=ro" or "immutable=1") and count its
+ * experiments and runs tables: 0 with *ntables set, or the SQLite code
+ * of what failed (*db open or NULL; the caller closes it). */
+static int open_ro(sqlite3 **db, const char *path, const char *query, int *ntables) {
+  sqlite3_stmt *st = NULL;
+  char *uri = db_uri(path, query);
+  if (!uri) return SQLITE_NOMEM;
+  int rc = sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+  free(uri);
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_busy_timeout(*db, 5000); /* a run may be committing right now */
+  rc = sqlite3_prepare_v2(*db,
+                          "SELECT count(*) FROM sqlite_master WHERE type='table'"
+                          " AND name IN ('experiments','runs')",
+                          -1, &st, NULL);
+  if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    *ntables = sqlite3_column_int(st, 0);
+    rc = SQLITE_OK;
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Readers never write: mode=ro, and where the -shm that WAL needs cannot
+ * be made (a directory this user cannot write), immutable=1, which reads
+ * the file as it is on disk. */
 int sg_rdb_open(sqlite3 **out, const char *path) {
   struct stat sb;
   sqlite3 *db = NULL;
-  sqlite3_stmt *st = NULL;
-  int rc = SG_OK;
+  int rc = SG_OK, n = 0, e;
   *out = NULL;
   if (stat(path, &sb) != 0)
     return sg_err_set(SG_ENOTFOUND, "cannot open database %s: %s", path,
                       strerror(errno));
-  /* Keep the file's views current for sqlite3 users (only when it is
-   * ours and writable; else this connection gets TEMP views below). */
-  sg_views_ensure(path);
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-    rc = sg_err_set(SG_EIO, "cannot open database %s: %s", path,
-                    db ? sqlite3_errmsg(db) : "out of memory");
+  e = open_ro(&db, path, "mode=ro", &n);
+  if ((e & 0xff) == SQLITE_CANTOPEN || (e & 0xff) == SQLITE_READONLY) {
+    sqlite3_close(db);
+    db = NULL;
+    e = open_ro(&db, path, "immutable=1", &n);
+  }
+  if (e != SQLITE_OK) {
+    rc = sg_err_set(SG_EFORMAT, "%s is not a readable SQLite database: %s", path,
+                    db ? sqlite3_errmsg(db) : sqlite3_errstr(e));
     goto fail;
   }
-  sqlite3_busy_timeout(db, 5000); /* a run may be committing right now */
-  /* An sgdlab database has a runs table; anything else is the wrong file. */
-  if (sqlite3_prepare_v2(db,
-                         "SELECT count(*) FROM sqlite_master WHERE type='table'"
-                         " AND name IN ('experiments','runs')",
-                         -1, &st, NULL) != SQLITE_OK ||
-      sqlite3_step(st) != SQLITE_ROW) {
-    rc = sg_err_set(SG_EFORMAT, "%s is not a readable SQLite database: %s",
-                    path, sqlite3_errmsg(db));
-    goto fail;
-  }
-  if (sqlite3_column_int(st, 0) != 2) {
+  if (n != 2) {
     rc = sg_err_set(SG_EFORMAT,
                     "%s is not an sgdlab results database (no experiments/runs"
                     " tables)", path);
     goto fail;
   }
-  sqlite3_finalize(st);
-  st = NULL;
   SG_TRY(sg_views_ready(db));
   *out = db;
   return SG_OK;
 fail:
-  sqlite3_finalize(st);
   sqlite3_close(db);
   return rc;
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "outfile.h"
 #include "escape.h"
 #include "report.h"
 
@@ -652,14 +653,12 @@ static void failed_note(page_t *p) {
 int sg_report_html(sqlite3 *db, const char *db_path, const sg_rset_t *s,
                    int single_run, const char *dir, const sg_rfig_t *figs,
                    size_t nfigs) {
-  char path[PATH_MAX + 16], nonce[33];
+  char nonce[33];
   page_t p = {.db = db, .s = s, .single_run = single_run};
-  int rc = SG_OK, bad;
+  int rc = SG_OK;
   sg_rset_ids_json(s, p.ids, sizeof p.ids);
   SG_CHECK(make_nonce(nonce));
-  snprintf(path, sizeof path, "%s/index.html", dir);
-  if (!(p.f = fopen(path, "w")))
-    return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
+  SG_CHECK(sg_out_fopen(&p.f, dir, "index.html"));
   head(&p, db_path, nonce);
   if (s->n) {
     SG_TRY(loaded_warning(&p));
@@ -677,8 +676,7 @@ int sg_report_html(sqlite3 *db, const char *db_path, const sg_rset_t *s,
   fprintf(p.f, "</main>\n<script nonce=\"%s\">\n%s</script>\n</body></html>\n", nonce,
           SCRIPT);
 fail:
-  bad = ferror(p.f);
-  if (fclose(p.f) != 0 || bad)
-    if (rc == SG_OK) rc = sg_err_set(SG_EIO, "cannot write %s", path);
+  if (rc < 0) sg_out_discard(p.f);
+  else rc = sg_out_fclose(p.f);
   return rc;
 }

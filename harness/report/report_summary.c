@@ -14,6 +14,7 @@
 
 #include "cost_model.h"
 #include "err.h"
+#include "outfile.h"
 #include "report.h"
 
 /* Text from the database in Markdown, a table cell or prose: what
@@ -281,12 +282,9 @@ fail:
 int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
                       int single_run, const char *dir, const sg_rfig_t *figs,
                       size_t nfigs) {
-  char path[PATH_MAX];
   FILE *f;
-  int rc = SG_OK, bad;
-  snprintf(path, sizeof path, "%s/summary.md", dir);
-  f = fopen(path, "w");
-  if (!f) return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
+  int rc = SG_OK;
+  SG_CHECK(sg_out_fopen(&f, dir, "summary.md"));
   if (single_run && s->n)
     fprintf(f, "# Run %lld of experiment ", (long long)s->runs[0].id);
   else
@@ -349,8 +347,7 @@ int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
   }
   SG_TRY(info_table(f, db, s, single_run));
 fail:
-  bad = ferror(f);
-  if (fclose(f) != 0 || bad)
-    if (rc == SG_OK) rc = sg_err_set(SG_EIO, "cannot write %s", path);
+  if (rc < 0) sg_out_discard(f);
+  else rc = sg_out_fclose(f);
   return rc;
 }

@@ -275,7 +275,8 @@ static int record_env(const serve_t *s, const char *load_before) {
   return SG_OK;
 }
 
-/* The run's row (planned, or inserted now) and its progress line. */
+/* The run's row (planned and claimed, or inserted now) and its progress
+ * line; 1 when another harness claimed the planned row first. */
 static int begin_row(serve_t *s, size_t index, char *shown, size_t cap) {
   const sg_run_spec_t *run = s->run;
   char *json = sg_opts_json(run->opts);
@@ -288,12 +289,14 @@ static int begin_row(serve_t *s, size_t index, char *shown, size_t cap) {
   int rc;
   if (s->env->run_ids && s->env->run_ids[index]) {
     s->run_id = s->env->run_ids[index];
-    rc = sg_recorder_run_start(s->env->db, s->run_id);
+    rc = sg_recorder_run_claim(s->env->db, s->run_id);
   } else {
     rc = sg_recorder_run_begin(s->env->db, s->env->exp_id, &row, &s->run_id);
+    rc = rc < 0 ? rc : 1;
   }
   free(json);
   SG_CHECK(rc);
+  if (rc == 0) return 1; /* another harness has it */
   variant_label(run, shown, cap);
   size_t len = strlen(shown);
   sg_run_placement(run, shown + len, cap - len); /* " on an emulated cluster of 4 hosts ..." */
@@ -411,6 +414,11 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   SG_TRY(sg_opts_double_or(run->opts, "deadline", 30, &s.deadline));
   SG_TRY(begin_row(&s, index, shown, sizeof shown));
   res->run_id = s.run_id;
+  if (rc == 1) { /* claimed by another harness: not ours to run */
+    res->skipped = 1;
+    free(s.ranks);
+    return SG_OK;
+  }
   if (!mkdtemp(dir)) {
     rc = sg_err_set(SG_EIO, "cannot create a temp dir under /tmp: %s", strerror(errno));
     goto fail;
