@@ -80,6 +80,9 @@ TEST(every_impl_exact_over_zmq) {
   /* each row printed once, in the table (no second line per size from a rank) */
   snprintf(cmd, sizeof cmd, "grep -c ': median' '%s/out'", dir);
   CHECK_MSG(sh(cmd) != 0, "a rank printed its rows a second time (see %s/out)", dir);
+  /* the header carries the units */
+  snprintf(cmd, sizeof cmd, "grep -q 'size(B).*median(us).*algbw(GB/s) *busbw(GB/s)' '%s/out'", dir);
+  CHECK_MSG(sh(cmd) == 0, "the table header has no units (see %s/out)", dir);
   snprintf(cmd, sizeof cmd, "grep -c '^ *65536 ' '%s/out' | grep -qx 5", dir);
   CHECK_MSG(sh(cmd) == 0, "64K is not printed once per implementation");
   static const char *const impls[] = {"ring", "ps-S1", "ps-S2", "mapreduce-flat", "mapreduce-tree"};

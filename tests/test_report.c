@@ -525,6 +525,24 @@ TEST(report_one_run_default_dir) {
   CHECK(!exists(dir, "allreduce_time.png"));
 }
 
+/* `sgdlab bench` warns under its table from one run's recorded load: a
+ * load above the cores and the run's processes is named, a light one not. */
+TEST(run_loaded_names_one_run) {
+  setup();
+  sqlite3 *db = NULL;
+  char text[1024] = "";
+  CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
+  CHECK_OK(execf(db, "BEGIN"));
+  CHECK_OK(execf(db, "INSERT INTO run_info VALUES(3, 'cores', '2'), (3, 'load.after', '99.5'),"
+                     " (2, 'cores', '2'), (2, 'load.after', '0.5')"));
+  CHECK_EQ_INT(sg_report_run_loaded(db, 3, text, sizeof text), 1);
+  CHECK_STR_CONTAINS(text, "1 run (3) started or ended with a 1-minute load average above");
+  CHECK_EQ_INT(sg_report_run_loaded(db, 2, text, sizeof text), 0);
+  CHECK_EQ_INT(sg_report_run_loaded(db, 999, text, sizeof text), 0);
+  CHECK_OK(execf(db, "ROLLBACK"));
+  sqlite3_close(db);
+}
+
 TEST(report_errors) {
   char *out = NULL, missing[512];
   setup();

@@ -10,7 +10,7 @@
  * streams one SG_REC_BENCH record per size into the `bench` table; after
  * each run this command prints that run's rows from the database:
  *
- *   size  count  median(us)  min(us)  max(us)  algbw  busbw(GB/s)  #wrong
+ *   size(B)  count(f32)  median(us)  min(us)  max(us)  algbw(GB/s)  busbw(GB/s)  #wrong
  *
  * bench step: single-process training-step throughput
  * (core/bench_step.h).
@@ -28,6 +28,7 @@
 #include "err.h"
 #include "launch.h"
 #include "recorder.h"
+#include "report.h"
 #include "run.h"
 #include "settings.h"
 
@@ -94,7 +95,11 @@ static void ar_usage(FILE *f) {
           "'bench-allreduce'); `sgdlab report` plots time and busbw against size.\n");
 }
 
-/* Print the rows of impl recorded under exp_id since row id > after. */
+/* A row whose max time is this many times its min ran on a busy host. */
+#define SPREAD_WILD 10
+
+/* Print the rows of impl recorded under exp_id since row id > after, and a
+ * warning on stderr for rows whose min/max spread is wild. */
 static int print_rows(sg_recorder_t *db, int64_t exp_id, const char *impl, const char *extra,
                       int64_t after, int64_t *last) {
   sqlite3 *h = sg_recorder_sqlite(db);
@@ -109,25 +114,30 @@ static int print_rows(sg_recorder_t *db, int64_t exp_id, const char *impl, const
   sqlite3_bind_int64(st, 1, exp_id);
   sqlite3_bind_text(st, 2, impl, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 3, after);
-  int header = 0;
+  int header = 0, wild = 0;
   while (sqlite3_step(st) == SQLITE_ROW) {
     if (!header) {
       printf("# %s %s, transport %s, np %d workers%s\n", sqlite3_column_text(st, 11), impl,
              sqlite3_column_text(st, 9), sqlite3_column_int(st, 10), extra);
-      printf("%12s %11s %6s %11s %11s %11s %9s %9s %7s\n", "size(B)", "count", "iters",
-             "median(us)", "min(us)", "max(us)", "algbw", "busbw", "#wrong");
+      printf("%12s %11s %6s %11s %11s %11s %11s %11s %7s\n", "size(B)", "count(f32)", "iters",
+             "median(us)", "min(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
       header = 1;
     }
     int64_t bytes = sqlite3_column_int64(st, 1);
-    printf("%12" PRId64 " %11" PRId64 " %6d %11.1f %11.1f %11.1f %9.3f %9.3f %7" PRId64 "\n",
+    printf("%12" PRId64 " %11" PRId64 " %6d %11.1f %11.1f %11.1f %11.3f %11.3f %7" PRId64 "\n",
            bytes, bytes / 4, sqlite3_column_int(st, 2), sqlite3_column_double(st, 3) * 1e6,
            sqlite3_column_double(st, 4) * 1e6, sqlite3_column_double(st, 5) * 1e6,
            sqlite3_column_double(st, 6), sqlite3_column_double(st, 7),
            (int64_t)sqlite3_column_int64(st, 8));
     *last = sqlite3_column_int64(st, 0) > *last ? sqlite3_column_int64(st, 0) : *last;
+    if (sqlite3_column_double(st, 5) > SPREAD_WILD * sqlite3_column_double(st, 4)) wild++;
   }
   fflush(stdout);
   sqlite3_finalize(st);
+  if (wild)
+    fprintf(stderr, "Warning: unsteady host. %d row%s of %s took more than %d x their min as"
+            " max: other work competed for the CPUs, so these times are suspect.\n", wild,
+            wild == 1 ? "" : "s", impl, SPREAD_WILD);
   return SG_OK;
 }
 
@@ -366,6 +376,9 @@ static int ar_execute(const ar_args_t *a, const sg_experiment_t *x, sg_recorder_
     if (rc < 0) return fprintf(stderr, "sgdlab bench allreduce: %s\n", sg_err_msg()), 1;
     if (print_rows(db, env->exp_id, impl, extra, last, &last) < 0)
       fprintf(stderr, "sgdlab bench allreduce: %s\n", sg_err_msg());
+    char warn[1024];
+    if (sg_report_run_loaded(sg_recorder_sqlite(db), res.run_id, warn, sizeof warn) > 0)
+      fprintf(stderr, "Warning: loaded host. %s\n", warn);
     if (!res.ok) {
       failed++;
       fprintf(stderr, "sgdlab bench allreduce: %s failed (run %lld): %s\n", impl,

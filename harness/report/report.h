@@ -180,6 +180,11 @@ int sg_report_loaded_runs(sqlite3 *db, const sg_rset_t *s, int single_run, char 
  * started or ended with ...". */
 void sg_report_loaded_text(char *buf, size_t cap, int n, const char *ids);
 
+/* Whether run run_id is one sg_report_loaded_runs would name: 1 with
+ * the warning's text (sg_report_loaded_text) in buf, 0, or a negative
+ * SG_E* code.  `sgdlab bench` prints it under its table. */
+int sg_report_run_loaded(sqlite3 *db, int64_t run_id, char *buf, size_t cap);
+
 /* Prepare `sql` or set an error naming the statement. */
 int sg_rdb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);
 /* Column as text, "" for NULL. */

@@ -232,6 +232,28 @@ void sg_report_loaded_text(char *buf, size_t cap, int n, const char *ids) {
            " runs.processes).", n, n == 1 ? "" : "s", ids);
 }
 
+int sg_report_run_loaded(sqlite3 *db, int64_t run_id, char *buf, size_t cap) {
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK;
+  char id[24];
+  SG_TRY(sg_rdb_prepare(
+      db,
+      "SELECT 1 FROM runs r JOIN run_info c ON c.run_id = r.id AND c.key = 'cores'"
+      " WHERE r.id = ?1 AND EXISTS (SELECT 1 FROM run_info l WHERE l.run_id = r.id"
+      "   AND l.key IN ('load.before', 'load.after')"
+      "   AND CAST(l.value AS REAL) > max(CAST(c.value AS REAL), r.processes))",
+      &st));
+  sqlite3_bind_int64(st, 1, run_id);
+  rc = sqlite3_step(st) == SQLITE_ROW;
+  if (rc) {
+    snprintf(id, sizeof id, "%lld", (long long)run_id);
+    sg_report_loaded_text(buf, cap, 1, id);
+  }
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
 /* A warning line when some runs ran on a host busier than they make it. */
 static int loaded_warning(FILE *f, sqlite3 *db, const sg_rset_t *s, int single_run) {
   char ids[512], text[1024];
