@@ -535,7 +535,22 @@ TEST(list_json_and_filter) {
   size_t at = 0;
   CHECK_MSG(jc_valid(out, &at), "invalid JSON at byte %zu", at);
   CHECK_EQ_INT((int)jc_count(out, "\"bench_rows\":"), 2);
-  CHECK_STR_CONTAINS(out, "\"final_acc\":0.90000000000000002");
+  /* the shortest form that reads back: 0.9, not 0.90000000000000002 */
+  CHECK_STR_CONTAINS(out, "\"final_acc\":0.9,");
+  CHECK(!strstr(out, "0000000"));
+  free(out);
+  /* --limit 1: the last experiment, and how many are hidden */
+  CHECK_EQ_INT(run_cmd(sg_cmd_list, &out, "list", "--limit", "1", "--db", db_path, NULL), 0);
+  CHECK_STR_CONTAINS(out, "experiment 2  plain");
+  CHECK(!strstr(out, "experiment 1 "));
+  CHECK_STR_CONTAINS(out, "(1 older experiment hidden: --limit 0 lists all)");
+  free(out);
+  CHECK_EQ_INT(run_cmd(sg_cmd_list, &out, "list", "--limit=0", "--db", db_path, NULL), 0);
+  CHECK_STR_CONTAINS(out, "experiment 1 ");
+  CHECK(!strstr(out, "hidden"));
+  free(out);
+  CHECK_EQ_INT(run_cmd(sg_cmd_list, &out, "list", "--limit", "-3", "--db", db_path, NULL), 2);
+  CHECK_STR_CONTAINS(out, "--limit: expected a count >= 0, got '-3'");
   free(out);
   CHECK_EQ_INT(run_cmd(sg_cmd_list, &out, "list", "lai", "--db", db_path, NULL), 0);
   CHECK_STR_CONTAINS(out, "experiment 2  plain");

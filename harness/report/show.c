@@ -5,6 +5,7 @@
  * show: everything recorded about one run: its row, options, ranks,
  * run_info, evaluations and a per-rank summary of its steps.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,13 +17,16 @@
 #include "report.h"
 
 static const char list_usage[] =
-    "usage: sgdlab list [NAME-FILTER] [--json] [--db PATH]\n"
+    "usage: sgdlab list [NAME-FILTER] [--limit N] [--json] [--db PATH]\n"
     "\n"
     "List the experiments in the results database with their runs: id,\n"
     "variant, workers, status, wall time and final test accuracy.\n"
     "\n"
     "  NAME-FILTER only experiments whose name contains this text\n"
-    "  --json      one JSON array of experiments, each with its runs\n"
+    "  --limit N   only the last N experiments (default 20; 0: all); the\n"
+    "              number hidden is said after the list (on stderr with --json)\n"
+    "  --json      one JSON array of experiments, each with its runs (numbers\n"
+    "              in their shortest form: times to 6 significant digits)\n"
     "  --db PATH   results database (default " SG_DEFAULT_DB ")\n";
 
 static const char show_usage[] =
@@ -34,12 +38,20 @@ static const char show_usage[] =
     "\n"
     "  --db PATH   results database (default " SG_DEFAULT_DB ")\n";
 
-/* Parse [POSITIONAL] [--db PATH] [--json] [--help]; want_pos: 0 none, 1
- * required, 2 optional; json NULL: no --json.  0 ok, 1 help shown, 2
- * usage. */
+/* --limit's value: a count >= 0, or -1. */
+static long limit_value(const char *v) {
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  return *v >= '0' && *v <= '9' && !*end && !errno && n <= 1000000000L ? n : -1;
+}
+
+/* Parse [POSITIONAL] [--db PATH] [--json] [--limit N] [--help]; want_pos:
+ * 0 none, 1 required, 2 optional; json NULL: no --json; limit NULL: no
+ * --limit.  0 ok, 1 help shown, 2 usage. */
 static int parse_args(int argc, char **argv, const char *cmd,
                       const char *usage, const char **db, const char **pos,
-                      int want_pos, int *json) {
+                      int want_pos, int *json, long *limit) {
   *db = SG_DEFAULT_DB;
   *pos = NULL;
   for (int i = 1; i < argc; i++) {
@@ -49,6 +61,12 @@ static int parse_args(int argc, char **argv, const char *cmd,
       return 1;
     } else if (json && !strcmp(a, "--json")) {
       *json = 1;
+    } else if (limit && (!strcmp(a, "--limit") || !strncmp(a, "--limit=", 8))) {
+      const char *v = a[7] == '=' ? a + 8 : i + 1 < argc ? argv[++i] : "";
+      if ((*limit = limit_value(v)) < 0) {
+        fprintf(stderr, "sgdlab %s: --limit: expected a count >= 0, got '%s'\n", cmd, v);
+        return 2;
+      }
     } else if (!strcmp(a, "--db")) {
       if (i + 1 >= argc) {
         fprintf(stderr, "sgdlab %s: --db needs a value\n%s", cmd, usage);
@@ -171,10 +189,19 @@ fail:
   return rc;
 }
 
-/* A number or null. */
-static void json_num(double v, const char *fmt) {
-  if (isnan(v) || isinf(v)) fputs("null", stdout);
-  else printf(fmt, v);
+/* A number or null: the fewest significant digits (at most `digits`) that
+ * read back as v, so 0.85 prints as 0.85, not 0.84999999999999998. */
+static void json_num(double v, int digits) {
+  char buf[40];
+  if (isnan(v) || isinf(v)) {
+    fputs("null", stdout);
+    return;
+  }
+  for (int d = 1; d <= digits; d++) {
+    snprintf(buf, sizeof buf, "%.*g", d, v);
+    if (d == digits || strtod(buf, NULL) == v) break;
+  }
+  fputs(buf, stdout);
 }
 
 /* One experiment as a JSON object (list --json). */
@@ -199,11 +226,11 @@ static int list_experiment_json(sqlite3 *db, int64_t id, int first) {
     printf(",\"workers\":%d,\"repeat\":%d,\"status\":", r->workers, r->repeat);
     sg_json_str(stdout, r->status);
     fputs(",\"wall_s\":", stdout);
-    json_num(r->wall_s, "%.17g");
+    json_num(r->wall_s, 6);
     fputs(",\"final_acc\":", stdout);
-    json_num(r->final_acc, "%.17g");
+    json_num(r->final_acc, 17);
     fputs(",\"samples_per_s\":", stdout);
-    json_num(r->samples_per_s, "%.17g");
+    json_num(r->samples_per_s, 6);
     fputs(",\"error\":", stdout);
     if (*r->error) sg_json_str(stdout, r->error);
     else fputs("null", stdout);
@@ -223,17 +250,22 @@ int sg_cmd_list(int argc, char **argv) {
   const char *db_path, *filter;
   sqlite3 *db = NULL;
   sqlite3_stmt *st = NULL;
-  int rc = SG_OK, n = 0, json = 0;
-  int a = parse_args(argc, argv, "list", list_usage, &db_path, &filter, 2, &json);
+  int rc = SG_OK, n = 0, json = 0, total = 0;
+  long limit = 20;
+  int a = parse_args(argc, argv, "list", list_usage, &db_path, &filter, 2, &json, &limit);
   if (a) return a == 1 ? 0 : 2;
   sg_err_clear();
   SG_TRY(sg_rdb_open(&db, db_path));
   /* instr, not LIKE: the filter is plain text, % and _ included */
-  SG_TRY(sg_rdb_prepare(db, "SELECT id FROM experiments WHERE ?1 IS NULL"
-                            " OR instr(name, ?1) > 0 ORDER BY id", &st));
+  /* the last `limit` matches, oldest first, each with the count of all */
+  SG_TRY(sg_rdb_prepare(db, "SELECT id, n FROM (SELECT id, count(*) OVER () AS n"
+                            " FROM experiments WHERE ?1 IS NULL OR instr(name, ?1) > 0"
+                            " ORDER BY id DESC LIMIT ?2) ORDER BY id", &st));
   if (filter) sqlite3_bind_text(st, 1, filter, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
   if (json) putchar('[');
   while (sqlite3_step(st) == SQLITE_ROW) {
+    total = sqlite3_column_int(st, 1);
     if (!json && n) putchar('\n');
     if (json) SG_TRY(list_experiment_json(db, sqlite3_column_int64(st, 0), !n));
     else SG_TRY(list_experiment(db, sqlite3_column_int64(st, 0)));
@@ -242,6 +274,9 @@ int sg_cmd_list(int argc, char **argv) {
   if (json) fputs("\n]\n", stdout);
   else if (!n && filter) printf("%s: no experiment name contains '%s'\n", db_path, filter);
   else if (!n) printf("%s: no experiments yet\n", db_path);
+  if (total > n)
+    fprintf(json ? stderr : stdout, "%s(%d older experiment%s hidden: --limit 0 lists all)\n",
+            json ? "sgdlab list: " : "\n", total - n, total - n == 1 ? "" : "s");
 fail:
   sqlite3_finalize(st);
   sqlite3_close(db);
@@ -431,7 +466,7 @@ int sg_cmd_show(int argc, char **argv) {
   int rc = SG_OK;
   char *end;
   long long id;
-  int a = parse_args(argc, argv, "show", show_usage, &db_path, &pos, 1, NULL);
+  int a = parse_args(argc, argv, "show", show_usage, &db_path, &pos, 1, NULL, NULL);
   if (a) return a == 1 ? 0 : 2;
   id = strtoll(pos, &end, 10);
   if (end == pos || *end || id < 0) {
