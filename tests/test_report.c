@@ -601,7 +601,7 @@ TEST(list_and_show) {
   CHECK_STR_CONTAINS(out, "run 2 of experiment 1 (fixture)");
   CHECK_STR_CONTAINS(out, "variant          ps sync");
   CHECK_STR_CONTAINS(out, "finished_at      2024-01-01T00:00:09Z");
-  CHECK_STR_CONTAINS(out, "staleness        2");
+  CHECK_STR_CONTAINS(out, " staleness=2");
   CHECK_STR_CONTAINS(out, "hostB");
   CHECK_STR_CONTAINS(out, "OpenBLAS 0.3.21 Haswell");
   CHECK_STR_CONTAINS(out, "0.86");

@@ -59,5 +59,14 @@ TEST(list_and_show_escape_terminal_controls_from_the_database) {
   code = ru_run(show, 1, NULL, out, sizeof out);
   check_output("show", code, out);
   CHECK_STR_CONTAINS(out, "/nonexistent\\x1b[2J/p: No such file");
+  /* the options that apply to a local run, the set ones first; never an
+   * internal `_` key nor another engine's option */
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs r, json_each(r.options_json) j"
+                             " WHERE j.key = '_label'"), 1);
+  const char *opts = strstr(out, "\noptions:\n"), *defs = strstr(out, "options at their defaults:");
+  CHECK(opts && defs && opts < defs);
+  CHECK(strstr(opts, "  max_steps ") && strstr(opts, "  max_steps ") < defs);
+  CHECK(strstr(defs, " lr=0.05"));
+  CHECK_MSG(!strstr(out, "_label"), "%.2000s", out);
   ru_rm_rf(dir);
 }

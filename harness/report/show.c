@@ -13,8 +13,10 @@
 
 #include "db_path.h"
 #include "err.h"
+#include "engine.h"
 #include "escape.h"
 #include "report.h"
+#include "settings.h"
 
 static const char list_usage[] =
     "usage: sgdlab list [NAME-FILTER] [--limit N] [--json] [--db PATH]\n"
@@ -33,7 +35,9 @@ static const char show_usage[] =
     "usage: sgdlab show RUN [--db PATH]\n"
     "\n"
     "Show everything recorded about run RUN (an id from `sgdlab list`): its\n"
-    "settings, options, ranks, run info, evaluations and per-rank step\n"
+    "settings, the options that apply to its engine (set ones first, one a\n"
+    "line; those at their defaults packed after; never internal `_` keys),\n"
+    "ranks, run info, evaluations and per-rank step\n"
     "summary, and its error if it failed.\n"
     "\n"
     "  --db PATH   results database (default " SG_DEFAULT_DB ")\n";
@@ -403,6 +407,59 @@ static void show_placement(sqlite3 *db, int64_t run_id) {
   sqlite3_finalize(st);
 }
 
+/* The setting `key` names for a run of engine e: a workload or run key, or
+ * one of e's own options; NULL for another engine's option or an internal
+ * `_` key. */
+static const sg_setting_t *run_setting(const sg_engine_t *e, const char *key) {
+  if (key[0] == '_') return NULL;
+  const sg_setting_t *s = e && e->options ? sg_setting_find(e->options, key) : NULL;
+  return s ? s : sg_setting_find(sg_settings, key);
+}
+
+/* The run's options that apply to its engine, never internal `_` keys:
+ * those at non-default values one a line (pass 0), then those at their
+ * defaults as key=value, packed into lines of about 76 columns. */
+static int show_options(sqlite3 *db, const sg_rrun_t *r) {
+  sqlite3_stmt *st = NULL;
+  const sg_engine_t *e = sg_engine_find(r->engine);
+  char t1[1024];
+  int n = 0, col = 0;
+  SG_CHECK(sg_rdb_prepare(db,
+                          "SELECT j.key, CASE j.type WHEN 'true' THEN 'true'"
+                          " WHEN 'false' THEN 'false' ELSE j.value END"
+                          " FROM runs r, json_each(r.options_json) j"
+                          " WHERE r.id = ?1 AND json_valid(r.options_json) ORDER BY j.key",
+                          &st));
+  sqlite3_bind_int64(st, 1, r->id);
+  for (int pass = 0; pass < 2; pass++) {
+    int m = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      const char *key = sg_rdb_text(st, 0), *value = sg_rdb_text(st, 1);
+      const sg_setting_t *set = run_setting(e, key);
+      if (!set || !!sg_setting_is_default(set, value) != pass) continue;
+      if (!m++) printf(pass ? "\noptions at their defaults:\n" : "\noptions:\n");
+      tty(t1, sizeof t1, key);
+      if (!pass) {
+        printf("  %-16s ", t1);
+        put_tty(value);
+        putchar('\n');
+      } else {
+        size_t w = strlen(t1) + 1 + strlen(value);
+        if (col && col + 1 + w > 76) putchar('\n'), col = 0;
+        col += printf("%s%s=", col ? " " : "  ", t1);
+        col += (int)w - (int)strlen(t1);
+        put_tty(value);
+      }
+      n++;
+    }
+    if (!pass && !m) printf("\noptions:\n  (all at their defaults)\n");
+    if (pass && col) putchar('\n');
+    sqlite3_reset(st);
+  }
+  sqlite3_finalize(st);
+  return n;
+}
+
 static int show_run_head(sqlite3 *db, const sg_rset_t *s, const sg_rrun_t *r) {
   char buf[64], t1[1024];
   printf("run %lld of experiment %lld (%s)\n", (long long)r->id,
@@ -426,12 +483,7 @@ static int show_run(sqlite3 *db, int64_t run_id) {
   int rc = SG_OK;
   SG_TRY(sg_rset_load_run(db, run_id, &s, &r));
   SG_TRY(show_run_head(db, s, r));
-  SG_TRY(show_pairs(db, "options",
-                    "SELECT j.key, CASE j.type WHEN 'true' THEN 'true'"
-                    " WHEN 'false' THEN 'false' ELSE j.value END"
-                    " FROM runs r, json_each(r.options_json) j"
-                    " WHERE r.id = ?1 AND json_valid(r.options_json)",
-                    run_id, "none recorded"));
+  SG_TRY(show_options(db, r));
   /* a cluster run's ranks: the emulated host and address each ran on
    * (every rank's `host` is this machine's name there) */
   SG_TRY(print_query(db, "ranks",
