@@ -32,8 +32,9 @@ static const char usage[] =
     "                 default: the latest experiment\n"
     "  --format F     csv or json\n"
     "  --table TABLE  runs (default), steps, evals, bench, ranks, run_info, or\n"
-    "                 summary (the run_summary view: one row per run with its\n"
-    "                 variant, final accuracy, samples/s, bytes/step)\n"
+    "                 run_summary (the view: one row per run with its variant,\n"
+    "                 final accuracy, samples/s, bytes/step; not the report's\n"
+    "                 Summary, which is one row per variant over its repeats)\n"
     "  --db PATH      results database (default " SG_DEFAULT_DB ")\n"
     "  --out FILE     write to FILE (default: standard output)\n";
 
@@ -50,7 +51,7 @@ static const struct {
               " WHERE r.experiment_id = ?1 ORDER BY k.run_id, k.rank"},
     {"run_info", "SELECT i.* FROM run_info i JOIN runs r ON r.id = i.run_id"
                  " WHERE r.experiment_id = ?1 ORDER BY i.run_id, i.key"},
-    {"summary", "SELECT * FROM run_summary WHERE experiment_id = ?1 ORDER BY run_id"},
+    {"run_summary", "SELECT * FROM run_summary WHERE experiment_id = ?1 ORDER BY run_id"},
 };
 #define NTABLES (sizeof TABLES / sizeof TABLES[0])
 
@@ -160,8 +161,12 @@ static int parse(int argc, char **argv, args_t *a) {
   a->json = !strcmp(format, "json");
   for (size_t t = 0; t < NTABLES; t++)
     if (!strcmp(a->table, TABLES[t].name)) return 0;
-  fprintf(stderr, "sgdlab export: --table: no table '%s' (runs, steps, evals, bench,"
-                  " ranks, run_info, summary)\n", a->table);
+  if (!strcmp(a->table, "summary"))
+    fprintf(stderr, "sgdlab export: --table: 'summary' is called run_summary (one row per"
+                    " run; the report's Summary is one row per variant)\n");
+  else
+    fprintf(stderr, "sgdlab export: --table: no table '%s' (runs, steps, evals, bench,"
+                    " ranks, run_info, run_summary)\n", a->table);
   return 2;
 }
 
