@@ -512,3 +512,22 @@ TEST(libsvm_pm1_with_holdout_runs_from_another_directory) {
   CHECK(ru_db_int(db, "SELECT count(*) FROM evals WHERE run_id=1 AND test_acc >= 0.99") >= 1);
   ru_rm_rf(dir);
 }
+
+/* `sgdlab help COMMAND [SUB]` prints that command's --help; `help config`
+ * the keys; an unknown topic is one line and exit 2. */
+TEST(help_command_is_the_commands_help) {
+  char out[65536];
+  char *run[] = {NULL, "help", "run", NULL};
+  CHECK_EQ_INT(ru_run(run, 1, NULL, out, sizeof out), 0);
+  CHECK_STR_CONTAINS(out, "usage: sgdlab run CONFIG");
+  CHECK_STR_CONTAINS(out, "SGDLAB_DB");
+  char *bench[] = {NULL, "help", "bench", "step", NULL};
+  CHECK_EQ_INT(ru_run(bench, 1, NULL, out, sizeof out), 0);
+  CHECK_STR_CONTAINS(out, "usage: sgdlab bench step");
+  char *config[] = {NULL, "help", "config", NULL};
+  CHECK_EQ_INT(ru_run(config, 1, NULL, out, sizeof out), 0);
+  CHECK_STR_CONTAINS(out, "An experiment file is YAML.");
+  char *nope[] = {NULL, "help", "nope", NULL};
+  CHECK_EQ_INT(ru_run(nope, 1, NULL, out, sizeof out), 2);
+  CHECK_STR_CONTAINS(out, "sgdlab help: no command or topic 'nope'");
+}

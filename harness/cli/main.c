@@ -54,8 +54,8 @@ static const cmd_t CMDS[] = {
     {"cluster", NULL, sg_cmd_cluster, "cluster",
      "an emulated cluster in this machine: network namespaces\n"
      "joined by rate-limited links (up, status, exec, down)\n", 0},
-    {"help", NULL, sg_cmd_help, "help config", "every experiment-file key (--markdown for docs)\n",
-     0},
+    {"help", NULL, sg_cmd_help, "help config", "every experiment-file key (--markdown for docs);\n"
+     "help COMMAND: that command's --help\n", 0},
 };
 enum { NCMDS = sizeof CMDS / sizeof CMDS[0] };
 
@@ -279,13 +279,34 @@ static void help_config(FILE *f, int markdown) {
   }
 }
 
+/* `sgdlab help COMMAND [SUB]`: that command's --help (argv as help's). */
+static int help_command(int argc, char **argv) {
+  const cmd_t *c = find_cmd(argc, argv);
+  if (!c || c->fn == sg_cmd_help) return -1;
+  char *a[] = {argv[1], c->sub ? (char *)c->sub : "--help", c->sub ? "--help" : NULL, NULL};
+  int code = c->fn(c->sub ? 3 : 2, a);
+  if (c->db && code == 0)
+    printf("\nenvironment:\n"
+           "  SGDLAB_DB   the database when --db is not given; unset or empty:\n"
+           "              %s, relative to the current directory\n", SG_DEFAULT_DB);
+  return code;
+}
+
 int sg_cmd_help(int argc, char **argv) {
   int markdown = 0;
   const char *topic = NULL;
+  if (argc >= 2 && strcmp(argv[1], "config") && argv[1][0] != '-') {
+    int code = help_command(argc, argv);
+    if (code >= 0) return code;
+    fprintf(stderr, "sgdlab help: no command or topic '%s' (sgdlab --help lists the commands;"
+                    " sgdlab help config: the experiment-file keys)\n", argv[1]);
+    return 2;
+  }
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--markdown")) markdown = 1;
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      printf("usage: sgdlab help config [--markdown]\n\n"
+      printf("usage: sgdlab help config [--markdown]\n"
+             "       sgdlab help COMMAND   (the same as sgdlab COMMAND --help)\n\n"
              "Print every experiment-file key (type, default, allowed values, meaning)\n"
              "and every engine's options.\n"
              "  --markdown   the same as Markdown (docs/config.md is this output)\n");
