@@ -531,3 +531,17 @@ TEST(help_command_is_the_commands_help) {
   CHECK_EQ_INT(ru_run(nope, 1, NULL, out, sizeof out), 2);
   CHECK_STR_CONTAINS(out, "sgdlab help: no command or topic 'nope'");
 }
+
+/* `bench step --set` takes a list as `run --set` does: [32, 16] is one
+ * value of a list setting; a sweep is one line and exit 2. */
+TEST(bench_step_takes_the_run_list_syntax) {
+  char out[65536];
+  char *list[] = {NULL, "bench", "step", "--set", "dataset=synthetic", "--set", "features=64",
+                  "--set", "train_samples=2000", "--set", "model=mlp", "--set",
+                  "hidden=[32, 16]", "--set", "batch=16", NULL};
+  CHECK_EQ_INT(ru_run(list, 1, NULL, out, sizeof out), 0);
+  CHECK_STR_CONTAINS(out, "mlp 64-32-16-10");
+  char *sweep[] = {NULL, "bench", "step", "--set", "lr=[0.1,0.2]", NULL};
+  CHECK_EQ_INT(ru_run(sweep, 1, NULL, out, sizeof out), 2);
+  CHECK_STR_CONTAINS(out, "lr: '[0.1,0.2]' is a sweep; bench step measures one value");
+}

@@ -438,7 +438,8 @@ static void step_usage(FILE *f) {
           "\n"
           "  --set key=value  any experiment-file key (sgdlab help config), e.g.\n"
           "                   --set model=softmax --set batch=256; defaults: model mlp,\n"
-          "                   hidden 256, batch 64, dataset Fashion-MNIST\n"
+          "                   hidden 256, batch 64, dataset Fashion-MNIST; a list as\n"
+          "                   run takes it: --set hidden=[2048,2048] (no sweeps)\n"
           "  -h, --help       this text\n");
 }
 
@@ -447,6 +448,22 @@ static void bench_usage(FILE *f) {
           "usage: sgdlab bench allreduce [options]   one step of communication per message size\n"
           "       sgdlab bench step [--set k=v]...    training-step throughput vs its sgemm bound\n"
           "       (sgdlab bench allreduce --help, sgdlab bench step --help)\n");
+}
+
+/* A --set value as `run` spells it: a list setting's "[2048, 2048]" (or
+ * "2048,2048") becomes "2048,2048" in out; any other "[...]" is a sweep,
+ * which one measurement cannot take: -1 with why. */
+static int step_value(const sg_setting_t *s, const char *v, char *out, size_t cap,
+                      char *why, size_t wcap) {
+  size_t n = strlen(v), len = 0;
+  int listy = s->type == SG_T_INTLIST || s->type == SG_T_STRLIST;
+  if (n < 2 || v[0] != '[' || v[n - 1] != ']') return snprintf(out, cap, "%s", v) < (int)cap ? 0 : -1;
+  if (!listy || strchr(v + 1, '['))
+    return snprintf(why, wcap, "'%s' is a sweep; bench step measures one value", v), -1;
+  for (size_t i = 1; i + 1 < n && len + 1 < cap; i++)
+    if (v[i] != ' ' && v[i] != '\t') out[len++] = v[i];
+  out[len] = '\0';
+  return len + 1 < cap ? 0 : (snprintf(why, wcap, "value too long"), -1);
 }
 
 static int bench_step_cmd(int argc, char **argv) {
@@ -471,13 +488,14 @@ static int bench_step_cmd(int argc, char **argv) {
     char key[64];
     snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
     const sg_setting_t *s = sg_setting_find(sg_settings, key);
-    char why[128];
-    if (!s || sg_setting_check(s, eq + 1, why, sizeof why) < 0) {
+    char why[128], val[1024];
+    if (!s || step_value(s, eq + 1, val, sizeof val, why, sizeof why) < 0 ||
+        sg_setting_check(s, val, why, sizeof why) < 0) {
       fprintf(stderr, "sgdlab bench step: %s: %s\n", key, s ? why : "unknown setting");
       code = 2;
       goto out;
     }
-    sg_opts_set(o, key, eq + 1);
+    sg_opts_set(o, key, val);
   }
   if (sg_bench_step(o, stdout) < 0) {
     fprintf(stderr, "sgdlab bench step: %s\n", sg_err_msg());
