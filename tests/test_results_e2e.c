@@ -354,6 +354,17 @@ TEST(trace_html_in_a_browser) {
   CHECK_STR_CONTAINS(dom, ">rank 2 worker<");
   CHECK(!strstr(dom, "data-pwned=\""));
   CHECK_STR_CONTAINS(dom, "&lt;img src=x onerror=");
+  /* zoom and pan: the page's own buttons */
+  CHECK_STR_CONTAINS(dom, "<button id=\"zin\">zoom in</button>");
+  CHECK_STR_CONTAINS(dom, "<button id=\"left\">");
+  free(dom);
+  /* opened zoomed in (#view=A,B, seconds): only the slices in that window */
+  snprintf(url, sizeof url, "file://%s/ps.html#view=0,0.00002", tmpdir);
+  CHECK_EQ_INT(browse("--dump-dom", url, path), 0);
+  dom = ru_slurp(path, 1 << 24);
+  CHECK(dom && strstr(dom, "</html>"));
+  int zoomed = (int)jc_count(dom, "<rect class=");
+  CHECK_MSG(zoomed < want / 2, "zoomed to 20 us: %d of %lld slices drawn", zoomed, want);
   free(dom);
 
   /* and it is a picture, not a blank page */
