@@ -12,7 +12,6 @@
 #include "device.h"
 #include "engine.h"
 #include "cost_model.h"
-#include "reconcile.h"
 #include "settings.h"
 
 static void usage(FILE *f) {
@@ -238,25 +237,6 @@ int sg_cmd_help(int argc, char **argv) {
   return 0;
 }
 
-/* Commands that only read the database (list, show, report) first bring
- * it up to date: runs whose harness died are marked failed (reconcile.h;
- * run and bench do it when they open it).  The --db value as those
- * commands read it; help asked for: nothing. */
-static void reconcile_for(int argc, char **argv) {
-  const char *db = SG_DEFAULT_DB;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return;
-    if (!strncmp(a, "--db=", 5)) db = a + 5;
-    else if (i + 1 < argc && (!strcmp(a, "--db") || !strcmp(a, "--out") || !strcmp(a, "--run") ||
-                              !strcmp(a, "--target"))) {
-      if (!strcmp(a, "--db")) db = argv[i + 1];
-      i++; /* the option's value */
-    }
-  }
-  sg_reconcile_path(db);
-}
-
 /* Commands that take --db; bench's only under `bench allreduce`. */
 static int takes_db(int argc, char **argv) {
   static const char *const cmds[] = {"run", "report", "list", "show", "trace", "export", NULL};
@@ -320,8 +300,6 @@ int main(int argc, char **argv) {
   };
   int help = takes_db(argc, argv) && wants_help(argc, argv);
   env_db(&argc, &argv);
-  if (!strcmp(cmd, "list") || !strcmp(cmd, "show") || !strcmp(cmd, "report"))
-    reconcile_for(argc - 1, argv + 1);
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     if (strcmp(cmd, cmds[i].name)) continue;
     int code = cmds[i].fn(argc - 1, argv + 1);

@@ -9,8 +9,9 @@
  *  - a harness killed with SIGKILL mid-run, local launcher and mpirun: no
  *    rank process (nor mpirun) of the run is left within 5 s (ranks and
  *    mpirun die by PR_SET_PDEATHSIG, ranks under mpirun also by their
- *    lifeline), and the next `sgdlab list` marks the run failed "harness
- *    died" and removes its temp dir;
+ *    lifeline); `sgdlab list` changes nothing, and the next `sgdlab run`
+ *    into the database marks the run failed "harness died" and removes
+ *    its directory;
  *  - the lifeline alone: a rank process whose harness (a process holding
  *    the records PULL socket) is killed exits within 5 s with status
  *    SG_LIFELINE_EXIT and says why; one that finishes normally exits 0;
@@ -209,11 +210,17 @@ static void harness_killed_case(const char *text, int nprocs, int mpirun) {
   ru_db_text_into(db, "SELECT status || ': ' || coalesce(error, '') FROM runs WHERE id=1", err,
                   sizeof err);
   CHECK_MSG(!strcmp(err, "running: "), "before reconciliation the run reads '%s'", err);
+  /* list only reads: the row and the directory stay as they are */
   char *argv[] = {NULL, "list", "--db", db, NULL};
   int code = ru_run(argv, 1, NULL, out, sizeof out);
-  fprintf(stderr, "%s", out);
   CHECK_EQ_INT(code, 0);
-  CHECK_STR_CONTAINS(out, "harness died");
+  CHECK_MSG(!strstr(out, "harness died"), "list reconciled: %s", out);
+  CHECK_MSG(dir_exists(tmp), "list removed the run's directory %s", tmp);
+  /* the next run into the database reconciles: failed, directory gone */
+  char small[128];
+  snprintf(small, sizeof small, "%s/small.yaml", dir);
+  CHECK_OK(ru_write_train_config(small, "after", "local", NULL, "", 1, 1));
+  CHECK_EQ_INT(ru_sgdlab_run(small, db), 0);
   ru_db_text_into(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
   CHECK_MSG(!strcmp(err, "failed: harness died"), "%s", err);
   CHECK_MSG(!dir_exists(tmp), "the dead run's temp dir %s is still there", tmp);
