@@ -259,10 +259,10 @@ TEST(the_remover_survives_an_attacker_swapping_a_symlink) {
   int left = count_files(victim, NFILES);
   fprintf(stderr, "  %ld swaps; remover: %s; victim files left %d of %d\n", rounds,
           rc == SG_OK ? "ok" : sg_err_msg(), left, NFILES);
-  CHECK(rounds > 0);
-  CHECK_EQ_INT(left, NFILES);
   ru_rm_rf(top);
   ru_rm_rf(victim);
+  CHECK(rounds > 0);
+  CHECK_EQ_INT(left, NFILES);
 }
 
 /* ---- a cluster's teardown ------------------------------------------------------------ */
@@ -304,12 +304,12 @@ TEST(cluster_down_deletes_nothing_through_another_users_link) {
   int left = count_files(victim, NFILES);
   fprintf(stderr, "  cluster down exit %d; %ld swaps; victim files left %d of %d\n", code, rounds,
           left, NFILES);
+  for (int h = 0; h < 2; h++) ru_rm_rf(dirs[h]);
+  ru_rm_rf(victim);
   CHECK_MSG(code == 0, "cluster down: %s", out ? out : "");
   free(out);
   CHECK(rounds > 0);
   CHECK_EQ_INT(left, NFILES);
-  for (int h = 0; h < 2; h++) ru_rm_rf(dirs[h]);
-  ru_rm_rf(victim);
   char ns[64];
   snprintf(ns, sizeof ns, "sgc-%s-", name);
   CHECK_EQ_INT(tc_ns_count(ns), 0);
@@ -492,7 +492,6 @@ TEST(a_killed_mpirun_harness_leaves_no_host_directory) {
   CHECK_EQ_INT(ru_wait_exit_code(sg, 10), 128 + SIGKILL);
   fprintf(stderr, "  while running: %s %s; %d /tmp/sgdlab-orted-%s-*\n", hdir,
           inside ? "exists" : "missing", outside, name);
-  CHECK_MSG(inside, "host 1's daemon directory %s was not in the run directory", hdir);
   CHECK_OK(ru_write_train_config(small, "after", "local", NULL, "", 1, 1));
   CHECK_EQ_INT(ru_sgdlab_run(small, db), 0);
   char *err = ru_db_text(db, "SELECT status || ': ' || coalesce(error, '') FROM runs WHERE id = 1");
@@ -503,6 +502,7 @@ TEST(a_killed_mpirun_harness_leaves_no_host_directory) {
   free(err);
   CHECK_MSG(!exists(tmp), "%s is still there", tmp);
   CHECK_EQ_INT(left, 0);
+  CHECK_MSG(inside, "host 1's daemon directory %s was not in the run directory", hdir);
 }
 
 /* ---- a forged database ------------------------------------------------------------------ */
