@@ -123,7 +123,9 @@ static int rm_subdir(int dfd, const char *name, dev_t dev, int depth) {
                     name);
   else rc = rm_entries(fd, dev, depth);
   close(fd);
-  if (rc == SG_OK && unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+  /* gone or replaced by something else since (ENOTDIR): the next pass
+   * looks at whatever the name is now */
+  if (rc == SG_OK && unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && errno != ENOTDIR)
     rc = sg_err_set(SG_EIO, "%s: %s", name, strerror(errno));
   return rc;
 }
@@ -165,6 +167,9 @@ static int rm_entries(int dfd, dev_t dev, int depth) {
     if (rc < 0 || !left) break;
   }
   closedir(d);
+  if (rc == SG_OK && left)
+    rc = sg_err_set(SG_EIO, "a directory still had entries after %d passes (being written?)",
+                    RM_PASSES);
   return rc;
 }
 

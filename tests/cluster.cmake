@@ -21,7 +21,7 @@ set_tests_properties(test_cluster_run PROPERTIES RESOURCE_LOCK sgdlab_cluster)
 # cluster's teardown against planted per-host directories, mpirun cluster
 # runs, a killed harness, a forged database.  Root and network namespaces
 # for most cases (they skip with the reason otherwise).
-sg_add_test(test_teardown SOURCES test_teardown.c TIMEOUT 300
+sg_add_test(test_teardown SOURCES test_teardown.c TIMEOUT 600
   LIBS sgtestcluster sgharness PkgConfig::SQLITE)
 add_dependencies(test_teardown sgdlab sgdlab-rank sgdlab-nsexec)
 set_tests_properties(test_teardown PROPERTIES RESOURCE_LOCK sgdlab_cluster)

@@ -12,8 +12,10 @@
  *  - the race on a cluster's teardown: nobody plants the per-host
  *    directories an older sgdlab used (/tmp/sgdlab-orted-NAME-hI) full of
  *    files and swaps their subdirectory for a symlink to a root-only
- *    directory while root runs `sgdlab cluster down NAME`: every file
- *    survives;
+ *    directory while root runs `sgdlab cluster down NAME`, and while a
+ *    `sgdlab run` (zmq ranks) trains on and removes a cluster of its own
+ *    (its random name is public in /run/netns; the test hands it over):
+ *    every file survives;
  *  - an mpirun run on a cluster whose per-host directories nobody planted
  *    the moment its namespaces appeared (inotify on /run/netns) ends ok;
  *    an agent that refuses a host makes the run's error one line naming
@@ -51,7 +53,8 @@
 #include "test_cluster_util.h"
 
 #define NOBODY 65534
-#define NFILES 2000
+#define NFILES 10000 /* as many as the red team's probe: a walk long enough to be caught */
+#define RUN_NFILES 5000 /* planted while a run is going: fewer, so it is in time */
 #define ATTACK_S 30.0 /* the attacker's own bound */
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -83,7 +86,7 @@ static int exists(const char *p) {
 
 /* In a forked child: become nobody for good. */
 static void become_nobody(void) {
-  alarm((unsigned)ATTACK_S + 30);
+  alarm((unsigned)ATTACK_S + 120); /* staging and the run come before ATTACK_S starts */
   if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
       setresuid(NOBODY, NOBODY, NOBODY) < 0)
     _exit(90);
@@ -96,32 +99,64 @@ static int told_to_stop(int fd) {
 }
 
 /* An attacker that, as nobody, swaps dirs[i]/d (a directory) for a
- * symlink to victim and back until told to stop (or ATTACK_S): rename d
- * away, symlink victim as d, unlink it, rename the directory back.  It
- * writes one byte on `ready` after its first round and the rounds it
- * made (a long) on `result` at the end. */
+ * symlink to victim until told to stop (or ATTACK_S).  Blindly, round
+ * after round: rename d away, symlink victim as d, unlink it, rename the
+ * directory back.  And aimed: the moment a file in d is deleted (inotify:
+ * a removal is walking d), rename d away and leave the symlink to victim
+ * in its place, so that a remover going by path continues in victim.  It
+ * writes one byte on `ready` after its first round and, at the end, the
+ * rounds made and the aimed swaps (swap_result_t) on `result`. */
 typedef struct swapper {
   pid_t pid;
   int stop_w, result_r;
 } swapper_t;
 
+typedef struct swap_result {
+  long rounds, aimed;
+} swap_result_t;
+
+/* Aimed swaps for the deletions inotify reported (wd[i]: dirs[i]/d). */
+static void swap_aimed(int in, const int *wd, int *done, char dirs[][256], int ndirs,
+                       const char *victim, swap_result_t *r) {
+  char buf[4096] __attribute__((aligned(8))), d[320], x[320];
+  ssize_t n;
+  while ((n = read(in, buf, sizeof buf)) > 0)
+    for (ssize_t at = 0; at < n;) {
+      struct inotify_event *e = (struct inotify_event *)(buf + at);
+      for (int i = 0; i < ndirs; i++)
+        if (e->wd == wd[i] && !done[i]) {
+          snprintf(d, sizeof d, "%s/d", dirs[i]);
+          snprintf(x, sizeof x, "%s/x", dirs[i]);
+          done[i] = rename(d, x) == 0 && symlink(victim, d) == 0;
+          r->aimed += done[i];
+        }
+      at += (ssize_t)sizeof *e + e->len;
+    }
+}
+
 static void swap_loop(char dirs[][256], int ndirs, const char *victim, int stop, int ready,
                       int result) {
-  long rounds = 0;
+  swap_result_t r = {0, 0};
   double t0 = sg_now();
   char d[320], x[320];
+  int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC), wd[8], done[8] = {0};
+  for (int i = 0; i < ndirs && i < 8; i++) {
+    snprintf(d, sizeof d, "%s/d", dirs[i]);
+    if (in < 0 || (wd[i] = inotify_add_watch(in, d, IN_DELETE)) < 0) _exit(98);
+  }
   while (!told_to_stop(stop) && sg_now() - t0 < ATTACK_S) {
+    swap_aimed(in, wd, done, dirs, ndirs, victim, &r);
     for (int i = 0; i < ndirs; i++) {
       snprintf(d, sizeof d, "%s/d", dirs[i]);
       snprintf(x, sizeof x, "%s/x", dirs[i]);
-      if (rename(d, x) == 0) {
+      if (!done[i] && rename(d, x) == 0) {
         if (symlink(victim, d) == 0) unlink(d);
         rename(x, d);
       }
     }
-    if (rounds++ == 0 && write(ready, "r", 1) != 1) _exit(91);
+    if (r.rounds++ == 0 && write(ready, "r", 1) != 1) _exit(91);
   }
-  if (write(result, &rounds, sizeof rounds) != (ssize_t)sizeof rounds) _exit(92);
+  if (write(result, &r, sizeof r) != (ssize_t)sizeof r) _exit(92);
   _exit(0);
 }
 
@@ -145,14 +180,14 @@ static int swapper_start(swapper_t *s, char dirs[][256], int ndirs, const char *
   return ok ? 0 : -1;
 }
 
-/* Stop it; the rounds it made, or -1. */
-static long swapper_stop(swapper_t *s) {
-  long rounds = -1;
+/* Stop it; what it did (rounds -1: unknown). */
+static swap_result_t swapper_stop(swapper_t *s) {
+  swap_result_t r = {-1, -1};
   close(s->stop_w);
-  if (tc_read_full(s->result_r, &rounds, sizeof rounds, 10.0) < 0) rounds = -1;
+  if (tc_read_full(s->result_r, &r, sizeof r, 10.0) < 0) r.rounds = r.aimed = -1;
   close(s->result_r);
   tc_wait(s->pid, 10.0);
-  return rounds;
+  return r;
 }
 
 /* A root-only directory (0700) with NFILES files f0..: the victim. */
@@ -255,13 +290,14 @@ TEST(the_remover_survives_an_attacker_swapping_a_symlink) {
   CHECK(fd >= 0);
   int rc = sg_rmtree_fd(fd);
   close(fd);
-  long rounds = swapper_stop(&s);
+  swap_result_t r = swapper_stop(&s);
   int left = count_files(victim, NFILES);
-  fprintf(stderr, "  %ld swaps; remover: %s; victim files left %d of %d\n", rounds,
-          rc == SG_OK ? "ok" : sg_err_msg(), left, NFILES);
+  fprintf(stderr, "  %ld swap rounds, %ld aimed at a deletion; remover: %s; victim files left %d "
+          "of %d\n", r.rounds, r.aimed, rc == SG_OK ? "ok" : sg_err_msg(), left, NFILES);
   ru_rm_rf(top);
   ru_rm_rf(victim);
-  CHECK(rounds > 0);
+  CHECK(r.rounds > 0);
+  CHECK_MSG(r.aimed == 1, "the attacker did not swap d while it was being emptied");
   CHECK_EQ_INT(left, NFILES);
 }
 
@@ -300,19 +336,129 @@ TEST(cluster_down_deletes_nothing_through_another_users_link) {
   swapper_t s;
   CHECK_OK(swapper_start(&s, dirs, 2, victim));
   code = ru_sgdlab_in(NULL, &out, "cluster", "down", name, NULL);
-  long rounds = swapper_stop(&s);
+  swap_result_t r = swapper_stop(&s);
   int left = count_files(victim, NFILES);
-  fprintf(stderr, "  cluster down exit %d; %ld swaps; victim files left %d of %d\n", code, rounds,
-          left, NFILES);
+  fprintf(stderr, "  cluster down exit %d; %ld swap rounds, %ld aimed at a deletion; victim files "
+          "left %d of %d\n", code, r.rounds, r.aimed, left, NFILES);
   for (int h = 0; h < 2; h++) ru_rm_rf(dirs[h]);
   ru_rm_rf(victim);
   CHECK_MSG(code == 0, "cluster down: %s", out ? out : "");
   free(out);
-  CHECK(rounds > 0);
+  CHECK(r.rounds > 0);
   CHECK_EQ_INT(left, NFILES);
   char ns[64];
   snprintf(ns, sizeof ns, "sgc-%s-", name);
   CHECK_EQ_INT(tc_ns_count(ns), 0);
+}
+
+/* As nobody: stage the trees first, /tmp/sgdlab-stage-PID/hI/d with
+ * RUN_NFILES files each (hosts 0 and 1), and say so (one byte on ready);
+ * then read the cluster's name from `told` (public: /run/netns lists it;
+ * the test hands it over, as other users' clusters come and go there
+ * too), rename the staged trees to the per-host directories an older
+ * sgdlab used for it, /tmp/sgdlab-orted-NAME-hI, and swap_loop them
+ * against victim. */
+static void run_attacker(const char *victim, int told, int stop, int ready, int result) {
+  char name[16] = "", dirs[2][256], stage[2][256], d[600];
+  umask(022);
+  snprintf(d, sizeof d, "/tmp/sgdlab-stage-%d", (int)getpid());
+  if (mkdir(d, 0755) < 0) _exit(97);
+  for (int h = 0; h < 2; h++) {
+    snprintf(stage[h], sizeof stage[h], "/tmp/sgdlab-stage-%d/h%d", (int)getpid(), h);
+    snprintf(d, sizeof d, "%s/d", stage[h]);
+    if (mkdir(stage[h], 0755) < 0 || mkdir(d, 0755) < 0 || make_files(d, RUN_NFILES) < 0) _exit(97);
+  }
+  if (write(ready, "s", 1) != 1) _exit(91);
+  if (tc_read_full(told, name, sizeof name, ATTACK_S) < 0) _exit(96);
+  name[sizeof name - 1] = '\0';
+  for (int h = 0; h < 2; h++) {
+    snprintf(dirs[h], sizeof dirs[h], "/tmp/sgdlab-orted-%s-h%d", name, h);
+    if (rename(stage[h], dirs[h]) < 0) _exit(97);
+  }
+  swap_loop(dirs, 2, victim, stop, ready, result);
+}
+
+typedef struct run_attack {
+  int code, swapping, left; /* sgdlab's exit; the attacker swapped before it ended */
+} run_attack_t;
+
+/* The run's side: once the run's cluster has a name, hand it to the
+ * attacker (tell); then wait for the run.  sgdlab's exit code or -1. */
+static int run_and_tell(const char *cfg, const char *db, int tell, char *name, size_t cap) {
+  pid_t sg = ru_spawn_sgdlab_run(cfg, db);
+  int st = 0;
+  if (sg < 0) return -1;
+  if (ru_db_wait(db, "SELECT count(*) FROM run_info WHERE key = 'cluster.name'", 1, 60, sg,
+                 &st) == 0) {
+    char buf[16] = "";
+    ru_db_text_into(db, "SELECT value FROM run_info WHERE key = 'cluster.name'", name, cap);
+    snprintf(buf, sizeof buf, "%s", name);
+    if (write(tell, buf, sizeof buf) != (ssize_t)sizeof buf) name[0] = '\0';
+  }
+  return ru_wait_exit_code(sg, 120);
+}
+
+/* One `sgdlab run` of cfg into db with run_attacker against victim. */
+static run_attack_t run_attacked(const char *cfg, const char *db, const char *victim) {
+  run_attack_t a = {-1, 0, -1};
+  int stop[2], ready[2], result[2], told[2];
+  if (pipe2(stop, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 || pipe2(result, O_CLOEXEC) < 0 ||
+      pipe2(told, O_CLOEXEC) < 0)
+    return a;
+  fflush(NULL);
+  pid_t p = fork();
+  if (p == 0) {
+    become_nobody();
+    close(stop[1]), close(ready[0]), close(result[0]), close(told[1]);
+    run_attacker(victim, told[0], stop[0], ready[1], result[1]);
+  }
+  close(stop[0]), close(ready[1]), close(result[1]), close(told[0]);
+  char staged, stage[64], name[32] = "";
+  snprintf(stage, sizeof stage, "/tmp/sgdlab-stage-%d", (int)p);
+  if (tc_read_full(ready[0], &staged, 1, 120.0) == 0)
+    a.code = run_and_tell(cfg, db, told[1], name, sizeof name);
+  struct pollfd pr = {.fd = ready[0], .events = POLLIN};
+  a.swapping = poll(&pr, 1, 0) == 1 && (pr.revents & POLLIN); /* before the run ended */
+  close(stop[1]), close(told[1]);
+  swap_result_t r = {-1, -1};
+  if (tc_read_full(result[0], &r, sizeof r, 10.0) < 0) r.rounds = r.aimed = -1;
+  close(ready[0]), close(result[0]);
+  int attacker = tc_wait(p, 10.0);
+  char *st = ru_db_text(db, "SELECT status FROM runs ORDER BY id DESC");
+  a.left = count_files(victim, RUN_NFILES);
+  fprintf(stderr, "  sgdlab run exit %d (run %s, cluster %s); attacker swapping before the end: "
+          "%s, %ld swap rounds, %ld aimed at a deletion; victim files left %d of %d (attacker "
+          "exit %d)\n", a.code, st ? st : "?", name, a.swapping ? "yes" : "no", r.rounds, r.aimed,
+          a.left, RUN_NFILES, attacker);
+  for (int h = 0; name[0] && h < 2; h++) {
+    char dir[128];
+    snprintf(dir, sizeof dir, "/tmp/sgdlab-orted-%s-h%d", name, h);
+    ru_rm_rf(dir);
+  }
+  ru_rm_rf(stage);
+  free(st);
+  return a;
+}
+
+/* The same attack on a run's own cluster (zmq ranks, which never used
+ * those directories): nobody plants and swaps while the run trains and
+ * removes its cluster. */
+TEST(a_cluster_run_deletes_nothing_through_another_users_link) {
+  if (!tc_root_or_skip("a_cluster_run_deletes_nothing_through_another_users_link")) return;
+  const char *d = ru_scratch("tdzmq");
+  CHECK(d);
+  char cfg[128], db[128], victim[128];
+  snprintf(cfg, sizeof cfg, "%s/z.yaml", d);
+  snprintf(db, sizeof db, "%s/z.db", d);
+  CHECK_OK(make_victim(victim, sizeof victim));
+  CHECK_OK(ru_write_train_config(cfg, "swapped", "{engine: allreduce, algorithm: ring}",
+                                 "cluster: {hosts: 2, link: 1gbit}\n", "", 2, 300));
+  run_attack_t a = run_attacked(cfg, db, victim);
+  ru_rm_rf(victim);
+  CHECK_MSG(a.swapping, "the attacker was not swapping before the run ended: the case tested "
+            "nothing");
+  CHECK_EQ_INT(a.code, 0);
+  CHECK_EQ_INT(a.left, RUN_NFILES);
 }
 
 /* ---- mpirun on a cluster ---------------------------------------------------------------- */
