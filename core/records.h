@@ -3,7 +3,7 @@
  * Each rank opens a ZeroMQ PUSH socket to the harness's PULL endpoint and
  * streams fixed-size binary records (all ranks of a run share one host
  * architecture).  The harness commits them to SQLite in batched
- * transactions while the run goes on (harness/recorder.c), so a crashed run
+ * transactions while the run goes on (harness/run/recorder.c), so a crashed run
  * keeps everything sent before the crash.
  *
  * Columns map one-to-one onto the tables steps(...), evals(...), and
@@ -95,7 +95,7 @@ int sg_records_done(sg_records_t *r, int status, const char *message, int blamed
 double sg_records_elapsed(const sg_records_t *r);
 void sg_records_close(sg_records_t **r);
 
-/* ---- wire format (shared with harness/recorder.c) -------------------- */
+/* ---- wire format (shared with harness/run/recorder.c) -------------------- */
 typedef struct sg_rec_header {
   uint32_t magic;
   uint32_t type;

@@ -65,7 +65,7 @@ const sg_setting_t sg_settings[] = {
   {"delay_rank", SG_T_INT, "-1", "rank to slow down on purpose (-1 = none)", NULL, -1, 1e6, SG_S_RUN},
   {"delay_ms", SG_T_FLOAT, "0", "milliseconds added to every step of delay_rank", NULL, 0, 1e6, SG_S_RUN},
 
-  /* cluster: an emulated cluster for the run (harness/cluster.h) */
+  /* cluster: an emulated cluster for the run (harness/cluster/cluster.h) */
   {"cluster.hosts", SG_T_INT, "0", "hosts of an emulated cluster the run's ranks are placed on (network namespaces on rate-limited links; needs root); 0 = no cluster, the ranks share this host. Hosts no rank is placed on are not created", NULL, 0, 64, SG_S_CLUSTER},
   {"cluster.link", SG_T_STRLIST, "1gbit", "rate of each host's link in both directions: one for every host, or a list with one per host (bit, kbit, mbit, gbit, tbit; 1mbit .. 100gbit)", NULL, NOB, SG_S_CLUSTER},
   {"cluster.loss", SG_T_STRLIST, "0", "fraction of the packets each host's link drops in each direction (0.01 or 1%), one for every host or one per host", NULL, NOB, SG_S_CLUSTER},

@@ -1,27 +1,28 @@
-# The emulated cluster (harness/cluster.c): network namespaces and
+# The emulated cluster (harness/cluster/cluster.c): network namespaces and
 # rate-limited links.  Needs root; the tests skip with the reason
 # otherwise.  RESOURCE_LOCK: the shaping and timing checks do not run next
 # to each other (the machine may have 2 cores).
 add_library(sgtestcluster STATIC test_cluster_util.c)
-target_link_libraries(sgtestcluster PUBLIC sgtest sgharness)
-sg_add_test(test_cluster SOURCES test_cluster.c TIMEOUT 120 LIBS sgtestcluster sgharness)
+target_link_libraries(sgtestcluster PUBLIC sgtest sgrun)
+sg_add_test(test_cluster SOURCES test_cluster.c TIMEOUT 120 LIBS sgtestcluster sgrun)
 add_dependencies(test_cluster sgdlab)
-sg_add_test(test_cluster_net SOURCES test_cluster_net.c TIMEOUT 120 LIBS sgtestcluster sgharness)
+sg_add_test(test_cluster_net SOURCES test_cluster_net.c TIMEOUT 120 LIBS sgtestcluster sgrun)
 set_tests_properties(test_cluster test_cluster_net PROPERTIES RESOURCE_LOCK sgdlab_cluster)
 # `sgdlab run` on a cluster: placement, every engine equal to local over
 # the links, the links' byte counters, cleanup after a killed rank and a
 # killed harness, refusal without CAP_NET_ADMIN (~25 s here).
 sg_add_test(test_cluster_run SOURCES test_cluster_run.c TIMEOUT 300
-  LIBS sgtestcluster sgharness PkgConfig::SQLITE)
+  LIBS sgtestcluster sgrun PkgConfig::SQLITE)
 add_dependencies(test_cluster_run sgdlab sgdlab-rank sgdlab-nsexec)
 set_tests_properties(test_cluster_run PROPERTIES RESOURCE_LOCK sgdlab_cluster)
 # What a run or a cluster leaves on disk is removed through checked
-# descriptors, and only when proven the user's (harness/rundir.h): the
+# descriptors, and only when proven the user's (harness/base/safedir.h,
+# harness/run/rundir.h): the
 # remover, its race with a symlink-swapping attacker (nobody), a
 # cluster's teardown against planted per-host directories, mpirun cluster
 # runs, a killed harness, a forged database.  Root and network namespaces
 # for most cases (they skip with the reason otherwise).
 sg_add_test(test_teardown SOURCES test_teardown.c TIMEOUT 600
-  LIBS sgtestcluster sgharness PkgConfig::SQLITE)
+  LIBS sgtestcluster sgrun PkgConfig::SQLITE)
 add_dependencies(test_teardown sgdlab sgdlab-rank sgdlab-nsexec)
 set_tests_properties(test_teardown PROPERTIES RESOURCE_LOCK sgdlab_cluster)

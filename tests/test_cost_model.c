@@ -1,4 +1,4 @@
-/* The alpha-beta-gamma cost model (harness/cost_model.h, docs/model.md):
+/* The alpha-beta-gamma cost model (harness/model/cost_model.h, docs/model.md):
  * every formula against values computed by hand, the directions in which
  * N, K and S move them, the least-squares fit recovering alpha and beta
  * exactly from synthetic bench rows, and `sgdlab model` on a fixture
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cost_model.h"
+#include "report.h"
 #include "err.h"
 #include "recorder.h"
 #include "run_util.h"

@@ -160,6 +160,11 @@ TEST(installed_copy_runs_from_elsewhere_with_sgdlab_db) {
   CHECK_EQ_INT(run_in(run, work, dbpath, 120), 0);
   /* the database is where SGDLAB_DB says, not results/ under the cwd */
   CHECK(ru_db_int(dbpath, "SELECT count(*) FROM runs WHERE status='ok'") == 1);
+  /* model, like every command that takes --db, reads SGDLAB_DB's (a flag of
+   * its entry in the CLI's command table): no results/sgdlab.db here */
+  char *model[] = {sgdlab, "model", "installed", "--gamma", "1e-10", "--alpha", "1e-5",
+                   "--beta", "8e-9", NULL};
+  CHECK_EQ_INT(run_in(model, work, dbpath, 60), 0);
   char rel[400];
   snprintf(rel, sizeof rel, "%s/results", work);
   CHECK_MSG(access(rel, F_OK) != 0, "%s exists: SGDLAB_DB ignored", rel);

@@ -1,5 +1,6 @@
 /* test_teardown.c - nothing outside the user can make sgdlab delete or
- * refuse through what a run or a cluster leaves on disk (harness/rundir.h),
+ * refuse through what a run or a cluster leaves on disk (harness/run/rundir.h,
+ * harness/base/safedir.h),
  * with the attacker as user nobody (uid 65534) in a forked child:
  *
  *  - the remover (sg_rmtree_*): a symlink in the tree is unlinked, never
@@ -49,6 +50,7 @@
 #include "clock.h"
 #include "err.h"
 #include "rundir.h"
+#include "safedir.h"
 #include "run_util.h"
 #include "test_cluster_util.h"
 

@@ -1,7 +1,9 @@
-/* main.c - the `sgdlab` CLI: dispatch, `engines`, `help config`.
+/* main.c - the `sgdlab` CLI: the command table, dispatch, `engines`,
+ * `help config`.
  *
- * Each subcommand lives in its own file (commands.h) and returns the exit
- * code; only main() exits.
+ * Each subcommand lives in its own file (declared by its library: run.h,
+ * report.h, cluster.h, or commands.h here) and returns the exit code; only
+ * main() exits.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,34 +13,83 @@
 #include "commands.h"
 #include "device.h"
 #include "engine.h"
-#include "cost_model.h"
+#include "report.h"
+#include "run.h"
 #include "settings.h"
 
+/* ---- the commands ------------------------------------------------------ */
+
+/* One entry per command (two for bench: its subcommands differ in --db).
+ * main() dispatches on name (and sub, when the entry has one), usage()
+ * prints usage and help, and db says whether the command takes --db, so
+ * that $SGDLAB_DB applies to exactly those.  No command reconciles before
+ * it runs: a command that only reads never writes (reconcile.h). */
+typedef struct cmd {
+  const char *name;
+  const char *sub; /* this entry only for `name sub ...`; NULL: any */
+  int (*fn)(int argc, char **argv);
+  const char *usage; /* as sgdlab --help shows it */
+  const char *help;  /* one or more lines, each '\n'-ended */
+  int db;            /* takes --db (and so $SGDLAB_DB) */
+} cmd_t;
+
+static const cmd_t CMDS[] = {
+    {"run", NULL, sg_cmd_run, "run CONFIG",
+     "run an experiment file (sweeps, repeats) and record it\n", 1},
+    {"bench", "allreduce", sg_cmd_bench, "bench allreduce", /* not an engine: the collective */
+     "one step of communication per size: ring, rhd, native,\n"
+     "ps, mapreduce (time, algbw, busbw)\n", 1},
+    {"bench", "step", sg_cmd_bench, "bench step",
+     "single-process training-step throughput vs its sgemm bound\n", 0},
+    {"report", NULL, sg_cmd_report, "report",
+     "figures, summary.md and index.html from the database\n", 1},
+    {"list", NULL, sg_cmd_list, "list", "experiments and runs in the database (--json)\n", 1},
+    {"show", NULL, sg_cmd_show, "show RUN", "one run: options, status, ranks, evaluations\n", 1},
+    {"trace", NULL, sg_cmd_trace, "trace RUN",
+     "a run's steps as a Perfetto / chrome://tracing timeline\n", 1},
+    {"export", NULL, sg_cmd_export, "export", "an experiment's rows as CSV or JSON\n", 1},
+    {"model", NULL, sg_cmd_model, "model",
+     "predicted (alpha-beta-gamma) vs measured step time per run\n", 1},
+    {"engines", NULL, sg_cmd_engines, "engines", "the engines and their options\n", 0},
+    {"cluster", NULL, sg_cmd_cluster, "cluster",
+     "an emulated cluster in this machine: network namespaces\n"
+     "joined by rate-limited links (up, status, exec, down)\n", 0},
+    {"help", NULL, sg_cmd_help, "help config", "every experiment-file key (--markdown for docs)\n",
+     0},
+};
+enum { NCMDS = sizeof CMDS / sizeof CMDS[0] };
+
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: sgdlab COMMAND [options]      (sgdlab COMMAND --help for its options)\n"
-          "\n"
-          "Run one data-parallel SGD workload under interchangeable synchronization\n"
-          "engines, record timing and convergence into SQLite, and plot them.\n"
-          "\n"
-          "commands:\n"
-          "  run CONFIG       run an experiment file (sweeps, repeats) and record it\n"
-          "  bench allreduce  one step of communication per size: ring, rhd, native,\n"
-          "                   ps, mapreduce (time, algbw, busbw)\n"
-          "  bench step       single-process training-step throughput vs its sgemm bound\n"
-          "  report           figures, summary.md and index.html from the database\n"
-          "  list             experiments and runs in the database (--json)\n"
-          "  show RUN         one run: options, status, ranks, evaluations\n"
-          "  trace RUN        a run's steps as a Perfetto / chrome://tracing timeline\n"
-          "  export           an experiment's rows as CSV or JSON\n"
-          "  model            predicted (alpha-beta-gamma) vs measured step time per run\n"
-          "  engines          the engines and their options\n"
-          "  cluster          an emulated cluster in this machine: network namespaces\n"
-          "                   joined by rate-limited links (up, status, exec, down)\n"
-          "  help config      every experiment-file key (--markdown for docs)\n"
-          "\n"
-          "  --version        print the version\n"
-          "  -h, --help       this help\n");
+  fprintf(f, "usage: sgdlab COMMAND [options]      (sgdlab COMMAND --help for its options)\n"
+             "\n"
+             "Run one data-parallel SGD workload under interchangeable synchronization\n"
+             "engines, record timing and convergence into SQLite, and plot them.\n"
+             "\n"
+             "commands:\n");
+  for (int i = 0; i < NCMDS; i++) {
+    const char *h = CMDS[i].help;
+    for (int first = 1; *h; first = 0) { /* the help's lines, under the usage column */
+      const char *nl = strchr(h, '\n');
+      int len = nl ? (int)(nl - h) : (int)strlen(h);
+      fprintf(f, "  %-16s %.*s\n", first ? CMDS[i].usage : "", len, h);
+      h += len + (nl != NULL);
+    }
+  }
+  fprintf(f, "\n"
+             "  --version        print the version\n"
+             "  -h, --help       this help\n");
+}
+
+/* The entry of `sgdlab argv[1] [argv[2]]`: the one whose sub matches,
+ * else the first of that name (the command reports a bad subcommand). */
+static const cmd_t *find_cmd(int argc, char **argv) {
+  const cmd_t *first = NULL;
+  for (int i = 0; i < NCMDS; i++) {
+    if (strcmp(argv[1], CMDS[i].name)) continue;
+    if (!CMDS[i].sub || (argc > 2 && !strcmp(argv[2], CMDS[i].sub))) return &CMDS[i];
+    if (!first) first = &CMDS[i];
+  }
+  return first;
 }
 
 /* ---- sgdlab engines ---------------------------------------------------- */
@@ -237,29 +288,21 @@ int sg_cmd_help(int argc, char **argv) {
   return 0;
 }
 
-/* Commands that take --db; bench's only under `bench allreduce`. */
-static int takes_db(int argc, char **argv) {
-  static const char *const cmds[] = {"run", "report", "list", "show", "trace", "export", NULL};
-  for (int i = 0; cmds[i]; i++)
-    if (!strcmp(argv[1], cmds[i])) return 1;
-  return !strcmp(argv[1], "bench") && argc > 2 && !strcmp(argv[2], "allreduce"); /* not an engine: the collective */
-}
-
 /* $SGDLAB_DB, when set and not empty, is the database of a command that
  * takes --db and was given none: "--db VALUE" goes in right after the
  * command's name (after `bench allreduce`), so the command reads it as if
  * typed.  argv is replaced (*argvp) when it is; the new array lives to
  * exit.  Otherwise results/sgdlab.db, relative to the current directory. */
-static void env_db(int *argcp, char ***argvp) {
+static void env_db(const cmd_t *c, int *argcp, char ***argvp) {
   int argc = *argcp;
   char **argv = *argvp;
   const char *env = getenv("SGDLAB_DB");
-  if (!env || !*env || !takes_db(argc, argv)) return;
+  if (!env || !*env || !c->db) return;
   for (int i = 2; i < argc; i++)
     if (!strcmp(argv[i], "--db") || !strncmp(argv[i], "--db=", 5)) return;
   static char **a; /* lives to exit (a static: leak checkers see it held) */
   if (!(a = calloc((size_t)argc + 3, sizeof *a))) return;
-  int at = !strcmp(argv[1], "bench") ? 3 : 2, n = 0;
+  int at = c->sub ? 3 : 2, n = 0;
   for (int i = 0; i < at; i++) a[n++] = argv[i];
   a[n++] = "--db";
   a[n++] = (char *)env;
@@ -288,27 +331,17 @@ int main(int argc, char **argv) {
     printf("sgdlab %s\n", SGDLAB_VERSION);
     return 0;
   }
-  static const struct {
-    const char *name;
-    int (*fn)(int, char **);
-  } cmds[] = {
-      {"run", sg_cmd_run},       {"bench", sg_cmd_bench},     {"report", sg_cmd_report},
-      {"list", sg_cmd_list},     {"show", sg_cmd_show},       {"engines", sg_cmd_engines},
-      {"help", sg_cmd_help},     {"cluster", sg_cmd_cluster},
-      {"trace", sg_cmd_trace},   {"export", sg_cmd_export},
-      {"model", sg_cmd_model},
-  };
-  int help = takes_db(argc, argv) && wants_help(argc, argv);
-  env_db(&argc, &argv);
-  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
-    if (strcmp(cmd, cmds[i].name)) continue;
-    int code = cmds[i].fn(argc - 1, argv + 1);
-    if (help && code == 0) /* every command's help says where --db defaults to */
-      printf("\nenvironment:\n"
-             "  SGDLAB_DB   the database when --db is not given; unset or empty:\n"
-             "              %s, relative to the current directory\n", SG_DEFAULT_DB);
-    return code;
+  const cmd_t *c = find_cmd(argc, argv);
+  if (!c) {
+    fprintf(stderr, "sgdlab: unknown command '%s' (sgdlab --help lists them)\n", cmd);
+    return 2;
   }
-  fprintf(stderr, "sgdlab: unknown command '%s' (sgdlab --help lists them)\n", cmd);
-  return 2;
+  int help = c->db && wants_help(argc, argv);
+  env_db(c, &argc, &argv);
+  int code = c->fn(argc - 1, argv + 1);
+  if (help && code == 0) /* every command's help says where --db defaults to */
+    printf("\nenvironment:\n"
+           "  SGDLAB_DB   the database when --db is not given; unset or empty:\n"
+           "              %s, relative to the current directory\n", SG_DEFAULT_DB);
+  return code;
 }

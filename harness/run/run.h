@@ -1,5 +1,5 @@
 /* run.h - executing resolved runs: spec, launch, serve, record, judge
- * (the code: harness/run/, one file per job, see run/run_impl.h).
+ * (the code: harness/run/, one file per job, see run/internal/run_impl.h).
  *
  * For one run the harness
  *   1. inserts the run (status 'running') and writes its spec file (every
@@ -112,5 +112,9 @@ int sg_run_signal(void);
  * env points into db, *prog and rank_bin. */
 int sg_run_begin(sg_recorder_t *db, const sg_experiment_t *x, int quiet, int verbose,
                  const char *rank_bin, sg_progress_t **prog, sg_run_env_t *env);
+
+/* `sgdlab run` (command.c): argv[0] is "run"; exit code 0 ok, 1 a run
+ * failed, 2 usage or configuration error. */
+int sg_cmd_run(int argc, char **argv);
 
 #endif

@@ -16,7 +16,7 @@
  * The daemons mpirun starts this way get TMPDIR = RUNDIR/hN (N: the
  * host's index), made 0700 in the run's private directory that the
  * harness names in SGDLAB_RUNDIR, which must be a directory of this user
- * that no one else may enter (rundir.h): every emulated host has the
+ * that no one else may enter (run/rundir.h): every emulated host has the
  * machine's name and /tmp, so the daemons would otherwise share one
  * session directory and race on it; and nothing of theirs is made where
  * another user could name it first.
@@ -37,7 +37,7 @@
 
 #include "cluster.h"
 #include "err.h"
-#include "rundir.h"
+#include "safedir.h"
 
 static int refuse(const char *what) {
   fprintf(stderr, "sgdlab-nsexec: %s\n", what);

@@ -9,11 +9,8 @@
  * sgdlab-nsexec).  Nothing of a run is made anywhere else, so no other
  * user can name, pre-create or replace any of it.
  *
- * Removal never goes by path: a directory is opened with O_NOFOLLOW |
- * O_DIRECTORY, checked (fstat: the user's, on the same file system), and
- * emptied with unlinkat relative to that descriptor; a symlink is unlinked
- * itself, never followed; a subdirectory that is not the user's, or is
- * another file system, is refused (left, with an error).
+ * Removal never goes by path (base/safedir.h): through the descriptor,
+ * with unlinkat, never following a link.
  *
  * Proof of ownership: the run directory holds a file `owner` (0600):
  * a random secret and the identity of the harness that made it
@@ -51,21 +48,6 @@ int sg_rundir_remove(sg_rundir_t *rd);
  * directory's name, gone, not the user's private directory, no owner
  * file, a proof that does not match, or its harness still runs. */
 int sg_rundir_reclaim(const char *dir, const char *proof, int *removed);
-
-/* Open `name` under `at` (AT_FDCWD: a path) as a directory without
- * following a symlink, and check it: the user's, no permission for group
- * or others.  The descriptor, or a negative SG_E* code (message set). */
-int sg_dir_open_private(int at, const char *name);
-
-/* Remove everything in the directory open as dfd (above: never follows a
- * link, never re-resolves a path; subdirectories not the user's or on
- * another file system are refused).  The directory itself stays.  SG_OK,
- * or the first error. */
-int sg_rmtree_fd(int dfd);
-
-/* sg_dir_open_private(at, name), empty it, then remove it from at.  A
- * missing name is SG_OK. */
-int sg_rmtree_at(int at, const char *name);
 
 /* SHA-256 of n bytes, as 64 lower-case hex digits and a NUL. */
 void sg_sha256_hex(const void *p, size_t n, char out[SG_RUNDIR_PROOF_LEN + 1]);
