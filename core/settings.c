@@ -23,7 +23,7 @@ const sg_setting_t sg_settings[] = {
   /* workload: data */
   {"dataset", SG_T_ENUM, "fashion-mnist", "training data", "fashion-mnist|mnist|libsvm|synthetic|synthetic-sparse", NOB, SG_S_WORKLOAD},
   {"data_cache", SG_T_STR, "", "IDX training set: directory of the per-host decoded cache, mapped read-only and shared by the ranks (default: $XDG_CACHE_HOME/sgdlab or ~/.cache/sgdlab; 'off': each rank decodes its own copy)", NULL, NOB, SG_S_WORKLOAD},
-  {"data_dir", SG_T_STR, "", "directory of the IDX files (default: /usr/share/datasets/<dataset>; relative: to the experiment file's directory)", NULL, NOB, SG_S_WORKLOAD},
+  {"data_dir", SG_T_STR, "", "directory of the IDX files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte (each .gz or plain; default: /usr/share/datasets/<dataset>, where Debian's dataset-fashion-mnist puts Fashion-MNIST; MNIST has no Debian package: put its four files from the MNIST distribution in /usr/share/datasets/mnist or here; relative: to the experiment file's directory)", NULL, NOB, SG_S_WORKLOAD},
   {"train_file", SG_T_STR, "", "libsvm: training file (relative: to the experiment file's directory). Labels -1/+1 become 0/1; labels from 1 with no 0 become 0..C-1; others are taken as is", NULL, NOB, SG_S_WORKLOAD},
   {"test_file", SG_T_STR, "", "libsvm: test file (relative: to the experiment file's directory; --set: to the current one)", NULL, NOB, SG_S_WORKLOAD},
   {"features", SG_T_INT, "0", "input dimension (synthetic; libsvm: 0 = infer from the files)", NULL, 0, 1e9, SG_S_WORKLOAD},

@@ -38,16 +38,6 @@ struct sg_workload {
 
 static void wl_sparse_free(struct sg_wl_sparse **ps);
 
-/* <dir>/<base>.gz, else <dir>/<base>. */
-static int find_idx(char *out, size_t cap, const char *dir, const char *base) {
-  snprintf(out, cap, "%s/%s.gz", dir, base);
-  if (access(out, R_OK) == 0) return SG_OK;
-  snprintf(out, cap, "%s/%s", dir, base);
-  if (access(out, R_OK) == 0) return SG_OK;
-  return sg_err_set(SG_ENOTFOUND, "%s: no %s[.gz] (set data_dir, or install the dataset)",
-                    dir, base);
-}
-
 /* The training set through the per-host cache (dataset_cache.c) unless
  * data_cache is 'off'; no usable cache directory (no HOME) decodes a
  * private copy. */
@@ -80,12 +70,13 @@ static int load_idx(sg_workload_t *w, const sg_opts_t *o, const char *name,
                     unsigned what, int64_t ntrain_lim, int64_t ntest_lim) {
   char dflt[256], ti[1024], tl[1024], ei[1024], el[1024];
   const char *dir = sg_opts_str_or(o, "data_dir", "");
-  if (!*dir) {
+  int given = *dir != '\0';
+  if (!given) {
     snprintf(dflt, sizeof dflt, "/usr/share/datasets/%s", name);
     dir = dflt;
   }
-  SG_CHECK(find_idx(ti, sizeof ti, dir, "train-images-idx3-ubyte"));
-  SG_CHECK(find_idx(tl, sizeof tl, dir, "train-labels-idx1-ubyte"));
+  SG_CHECK(sg_idx_find(ti, sizeof ti, dir, "train-images-idx3-ubyte", name, given));
+  SG_CHECK(sg_idx_find(tl, sizeof tl, dir, "train-labels-idx1-ubyte", name, given));
   w->classes = 10;
   if (what & SG_WL_TRAIN) {
     SG_CHECK(load_train_idx(w, o, ti, tl, ntrain_lim));
@@ -96,8 +87,8 @@ static int load_idx(sg_workload_t *w, const sg_opts_t *o, const char *name,
     if (ntrain_lim > 0 && ntrain_lim < w->ntrain) w->ntrain = ntrain_lim;
   }
   if (what & SG_WL_TEST) {
-    SG_CHECK(find_idx(ei, sizeof ei, dir, "t10k-images-idx3-ubyte"));
-    SG_CHECK(find_idx(el, sizeof el, dir, "t10k-labels-idx1-ubyte"));
+    SG_CHECK(sg_idx_find(ei, sizeof ei, dir, "t10k-images-idx3-ubyte", name, given));
+    SG_CHECK(sg_idx_find(el, sizeof el, dir, "t10k-labels-idx1-ubyte", name, given));
     SG_CHECK(sg_dataset_load_idx(&w->test, ei, el, ntest_lim));
     if (w->test->d != w->d)
       return sg_err_set(SG_EFORMAT, "%s: %lld features per image, training set has %lld", ei,

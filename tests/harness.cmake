@@ -35,3 +35,11 @@ set_tests_properties(doc_paths_exist PROPERTIES TIMEOUT 60)
 add_test(NAME doc_paths_catches_a_missing_path
   COMMAND sh -c "f=$(mktemp) && printf 'see %s/%s\\n' core no_such_file.c > \"$f\" && sh ${CMAKE_CURRENT_SOURCE_DIR}/doc_paths.sh ${CMAKE_SOURCE_DIR} \"$f\" > \"$f.out\"; rc=$?; grep -q '/no_such_file.c does not exist' \"$f.out\"; g=$?; rm -f \"$f\" \"$f.out\"; test $rc -eq 1 -a $g -eq 0")
 set_tests_properties(doc_paths_catches_a_missing_path PROPERTIES TIMEOUT 30)
+# Outputs only into the user's own directories and files (root with
+# `nobody` as the other user: planted links and files), several harnesses
+# on one database (two --resume, two runs), read-only readers.
+sg_add_test(test_outputs SOURCES test_outputs.c TIMEOUT 400 LIBS PkgConfig::SQLITE)
+add_dependencies(test_outputs sgdlab sgdlab-rank)
+# inputs refused before launch and the 100,000-run dry run (its TIMEOUT is
+# generous: the test checks the count, not the time)
+sg_add_test(test_inputs SOURCES test_inputs.c TIMEOUT 300)

@@ -378,6 +378,39 @@ TEST(cli_without_bench_rows_names_the_link) {
   CHECK_STR_CONTAINS(out, "[given; no bench rows");
 }
 
+/* A run on one host (cluster.hosts 0) is not asked for a cluster bench of
+ * its default link; a fit that gives no positive beta says what to do. */
+TEST(cli_one_host_run_and_a_failed_fit_say_what_to_do) {
+  const char *dir = ru_scratch("costmodel");
+  char db[512], out[4096];
+  sqlite3 *h = NULL;
+  CHECK(dir != NULL);
+  if (!dir) return;
+  snprintf(db, sizeof db, "%s/fx.db", dir);
+  CHECK_OK(make_fixture(db));
+  CHECK(sqlite3_open(db, &h) == SQLITE_OK);
+  CHECK(sqlite3_exec(h, "INSERT INTO experiments(id, name, config_text, started_at) VALUES"
+                        " (9, 'onehost', '', 't');"
+                        "INSERT INTO runs(id, experiment_id, engine, options_json, transport,"
+                        " workers, status) VALUES (90, 9, 'allreduce', '{\"algorithm\":\"ring\","
+                        "\"model\":\"softmax\",\"dataset\":\"fashion-mnist\",\"features\":0,"
+                        "\"classes\":10,\"cluster.hosts\":0,\"cluster.link\":\"1gbit\","
+                        "\"zmq_auth\":\"curve\"}', 'zmq', 2, 'ok')",
+                    NULL, NULL, NULL) == SQLITE_OK);
+  sqlite3_close(h);
+  char *argv[] = {"sgdlab", "model", "9", "--db", db, "--gamma", "0", "--fit-min", "67108864", NULL};
+  CHECK_EQ_INT(ru_run(argv, 1, NULL, out, sizeof out), 2);
+  CHECK_STR_CONTAINS(out, "run 90 ran on one host (no cluster, so its link does not apply)");
+  CHECK_STR_CONTAINS(out, "run `sgdlab bench allreduce --impl ring --transport zmq --db ");
+  CHECK(!strstr(out, "link '1gbit'") && !strstr(out, "cluster.hosts=2"));
+  /* summation alone (gamma) slower than the rows' slope: no positive beta */
+  char *fit[] = {"sgdlab", "model", "fx", "--db", db, "--gamma", "1e-6", NULL};
+  CHECK_EQ_INT(ru_run(fit, 1, NULL, out, sizeof out), 1);
+  CHECK_STR_CONTAINS(out, "gives no positive beta: the ring rows of np 2 (bench experiment 2, "
+                          "link 1gbit) grow no faster");
+  CHECK_STR_CONTAINS(out, "or give --alpha and --beta");
+}
+
 /* --plot: the figure's data holds every run's measured and predicted
  * ms/step under its label; a path in the name is refused before anything. */
 TEST(cli_plot_writes_the_figure) {

@@ -419,7 +419,7 @@ TEST(report_server_time) {
   snprintf(p, sizeof p, "%s/server_time.gp", dir);
   char *gp = read_file(p);
   CHECK(gp);
-  CHECK_STR_CONTAINS(gp, "using ($2*1000)");
+  CHECK_STR_CONTAINS(gp, "using ($2*500):1:($2*500):(0.32) with boxxyerror");
   CHECK_STR_CONTAINS(gp, "title 'waiting for workers' noenhanced");
   free(gp);
   snprintf(p, sizeof p, "%s/server_time.png", dir);
@@ -446,14 +446,15 @@ TEST(report_server_time) {
   CHECK_STR_CONTAINS(t, "variant\n0\t0.004\t0.002\t0.003\tmapreduce");
   free(t);
   snprintf(dir, sizeof dir, "%s/rep-server", tmpdir);
-  /* time_breakdown: milliseconds, upright labels, a margin that holds the
-   * longest ("allreduce ring, N=4", 19 characters: 3 + 0.45 * 19 lines) */
+  /* time_breakdown: milliseconds, horizontal bars stacked left to right,
+   * each labelled upright on the left with its key and label */
   snprintf(p, sizeof p, "%s/time_breakdown.gp", dir);
   gp = read_file(p);
   CHECK(gp);
-  CHECK_STR_CONTAINS(gp, "using ($2*1000)");
-  CHECK_STR_CONTAINS(gp, ") rotate by 90 right noenhanced\nset bmargin 12\n");
-  CHECK_STR_CONTAINS(gp, "set ylabel 'ms per step (worker mean)");
+  CHECK_STR_CONTAINS(gp, "using (($2+$3/2)*1000):1:($3*500):(0.32) with boxxyerror");
+  CHECK_STR_CONTAINS(gp, "'A  local, N=1' 0, 'B  ps sync, N=2' 1");
+  CHECK(!strstr(gp, "rotate"));
+  CHECK_STR_CONTAINS(gp, "set xlabel 'ms per step (worker mean)");
   free(gp);
 }
 

@@ -392,12 +392,14 @@ static int bench_allreduce(int argc, char **argv) {
   if ((code = ar_experiment(&a, &x))) goto out;
   char rank_bin[4096];
   sg_run_env_t env;
+  int db_rc = 0; /* a database path refused (outfile.h): exit 2 */
   if (ar_mark(&a, x) < 0 || !(ids = calloc(x->nruns, sizeof *ids)) ||
-      sg_launch_find_rank_bin(rank_bin, sizeof rank_bin) < 0 || sg_recorder_open(&db, a.db_path) < 0 ||
+      sg_launch_find_rank_bin(rank_bin, sizeof rank_bin) < 0 ||
+      (db_rc = sg_recorder_open(&db, a.db_path)) < 0 ||
       sg_run_begin(db, x, 1, a.verbose, rank_bin, &prog, &env) < 0 ||
       ar_plan(db, env.exp_id, x, ids) < 0) {
     fprintf(stderr, "sgdlab bench allreduce: %s\n", ids ? sg_err_msg() : "no memory");
-    code = 1;
+    code = db_rc == SG_EINVAL ? 2 : 1;
     goto out;
   }
   env.run_ids = ids;

@@ -22,8 +22,7 @@
 /* One entry per command (two for bench: its subcommands differ in --db).
  * main() dispatches on name (and sub, when the entry has one), usage()
  * prints usage and help, and db says whether the command takes --db, so
- * that $SGDLAB_DB applies to exactly those.  No command reconciles before
- * it runs: a command that only reads never writes (reconcile.h). */
+ * that $SGDLAB_DB applies to exactly those. */
 typedef struct cmd {
   const char *name;
   const char *sub; /* this entry only for `name sub ...`; NULL: any */
@@ -149,7 +148,12 @@ static const char CONFIG_INTRO[] =
     "`file:line:col: key: what is wrong` and exit status 2.  Numbers must be\n"
     "finite (`nan`, `inf`, `.nan`, `.inf` are refused) and integers fit 64 bits\n"
     "with their K/M/G suffix; a file holds one YAML document nested at most 64\n"
-    "levels deep.\n"
+    "levels deep.  A key that no run reads is an error naming what would make\n"
+    "it count, for workload keys as for engine options: `train_file` and\n"
+    "`test_file` need `dataset: libsvm`, `hidden` needs `model: mlp`, `nnz`\n"
+    "needs `dataset: synthetic-sparse`, `lr_gamma` and `lr_step_epochs` need\n"
+    "`lr_schedule: step` (a key of the whole experiment needs one run of any\n"
+    "entry that reads it; a key of one entry, one run of that entry).\n"
     "\n"
     "Admission: `sgdlab run` (and `run -n`) then checks every run against this\n"
     "host.  Total steps come from the data's real row count (0 steps, or more\n"
@@ -163,19 +167,34 @@ static const char CONFIG_INTRO[] =
     "Transport zmq is a full mesh: more processes than libzmq's sockets per\n"
     "process or the open-file limit allow are refused (`--force` does not\n"
     "apply); more processes than 4x the cores is a warning.  The datasets are\n"
-    "opened (IDX headers read, LIBSVM files loaded) once per experiment.\n";
+    "opened (IDX headers read, LIBSVM files loaded) once per experiment.\n"
+    "\n"
+    "Data files (`train_file`, `test_file`, the IDX files in `data_dir`) must\n"
+    "be regular files: each is opened without waiting and checked before a\n"
+    "byte is read, so a FIFO, a device such as `/dev/zero` or a directory is\n"
+    "one error naming the file and what it is (symlinks are followed; what\n"
+    "they name must be a regular file).  A LIBSVM line may be at most 16 MiB\n"
+    "(a longer one is one `file:line:` error, read no further than that) and a\n"
+    "LIBSVM file at most 64 GiB (the loader holds up to about three bytes per\n"
+    "byte of text); a NUL byte is an error at its line.  IDX files need no cap\n"
+    "of their own: the sizes in their headers are checked against the file's\n"
+    "size before anything is allocated.  A sweep expands to at most 100,000\n"
+    "runs.\n";
 
 static const char CLUSTER_INTRO[] =
     "`cluster: {hosts: 4, link: 1gbit}` runs the ranks on an emulated cluster\n"
     "made for the run and removed after it (docs/cluster.md): each host a\n"
     "network namespace, its link rate-limited in both directions.  Needs root\n"
-    "(CAP_NET_ADMIN and CAP_SYS_ADMIN), transport zmq and the local launcher;\n"
-    "ranks talk tcp over the links (zmq_scheme is set to tcp, CURVE as\n"
-    "zmq_auth says), the harness's records and rendezvous stay on ipc.  The\n"
+    "(CAP_NET_ADMIN and CAP_SYS_ADMIN).  Any transport: zmq ranks talk tcp over\n"
+    "the links (zmq_scheme is set to tcp, CURVE as zmq_auth says); with\n"
+    "transport mpi (or launcher mpirun) mpirun runs across the hosts, one\n"
+    "daemon per host.  The harness's records and rendezvous stay on ipc.  The\n"
     "keys are written `cluster.KEY` with --set (`--set cluster.hosts=4`); a\n"
     "per-host list sweeps as a list of lists (`link: [[1gbit], [100mbit]]`).\n"
-    "The `ranks` table records each rank's `cluster_host` and `address`,\n"
-    "run_info the cluster's name and every link's byte counters.\n";
+    "The run line says the run is on a cluster; `run -n -v` prints where each\n"
+    "rank goes, `run -v` each rank's host and address once the cluster is up,\n"
+    "and `sgdlab show RUN` its rank table (ranks.cluster_host, address);\n"
+    "run_info has the cluster's name and every link's byte counters.\n";
 
 static const char EXAMPLE[] =
     "name: quickstart\n"
@@ -311,6 +330,30 @@ static void env_db(const cmd_t *c, int *argcp, char ***argvp) {
   *argvp = a;
 }
 
+/* Every command takes a long option's value as --opt=VALUE too: such an
+ * argument becomes "--opt" "VALUE" before the command parses its argv
+ * (the new array lives to exit). */
+static void split_long_values(int *argcp, char ***argvp) {
+  int argc = *argcp, n = 0, more = 0;
+  char **argv = *argvp;
+  for (int i = 2; i < argc; i++) more += !strncmp(argv[i], "--", 2) && strchr(argv[i], '=');
+  if (!more) return;
+  static char **a; /* lives to exit (a static: leak checkers see it held) */
+  if (!(a = calloc((size_t)(argc + more + 1), sizeof *a))) return;
+  for (int i = 0; i < argc; i++) {
+    char *eq = i >= 2 && !strncmp(argv[i], "--", 2) ? strchr(argv[i], '=') : NULL;
+    if (!eq) {
+      a[n++] = argv[i];
+      continue;
+    }
+    *eq = '\0'; /* argv's strings are ours to change */
+    a[n++] = argv[i];
+    a[n++] = eq + 1;
+  }
+  *argcp = n;
+  *argvp = a;
+}
+
 static int wants_help(int argc, char **argv) {
   for (int i = 2; i < argc; i++)
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
@@ -336,6 +379,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "sgdlab: unknown command '%s' (sgdlab --help lists them)\n", cmd);
     return 2;
   }
+  split_long_values(&argc, &argv);
   int help = c->db && wants_help(argc, argv);
   env_db(c, &argc, &argv);
   int code = c->fn(argc - 1, argv + 1);

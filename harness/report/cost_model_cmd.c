@@ -131,6 +131,7 @@ typedef struct mrun {
   sg_cost_case_t c;
   double compute, measured, hub_compute; /* hub: ps servers', driver's compute_s */
   int procs;                             /* ranks of the run: N (+ S, + 1 driver) */
+  int hosts;                             /* cluster.hosts: 0 = one host; -1 = not recorded */
   double rate_min, rate_hub, rate_med;   /* bit/s: slowest link, hub's, median worker's; 0: none */
 } mrun_t;
 
@@ -222,7 +223,8 @@ static const char RUN_SQL[] =
     " coalesce(json_extract(options_json, '$.classes'), 10), experiment_id,"
     " coalesce(json_extract(options_json, '$.slice'), 0),"
     " coalesce(json_extract(options_json, '$.slice_from'), 0),"
-    " coalesce(json_extract(options_json, '$.compress'), 'none')"
+    " coalesce(json_extract(options_json, '$.compress'), 'none'),"
+    " coalesce(json_extract(options_json, '$.\"cluster.hosts\"'), -1)"
     " FROM runs WHERE experiment_id = ?1 AND status = 'ok'"
     " AND json_extract(options_json, '$._bench_max_bytes') IS NULL ORDER BY id";
 
@@ -290,6 +292,7 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   snprintf(r->link, sizeof r->link, "%s", TXT(8));
   snprintf(r->auth, sizeof r->auth, "%s", TXT(9));
   snprintf(r->transport, sizeof r->transport, "%s", TXT(10));
+  r->hosts = sqlite3_column_int(st, 20);
   r->c = (sg_cost_case_t){.engine = r->engine, .variant = r->variant,
                           .N = sqlite3_column_int(st, 2), .S = sqlite3_column_int(st, 4),
                           .sparse = sqlite3_column_int(st, 5),
@@ -448,6 +451,16 @@ static int fit_for(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma, doubl
   char l[64], au[16], tr[16];
   safe(r->link, l, sizeof l), safe(r->auth, au, sizeof au), safe(r->transport, tr, sizeof tr);
   int g0 = smallest_np(f), g = -1;
+  if ((g0 < 0 || f->n[g0] < 2) && r->hosts == 0) { /* cluster.link is only a default here */
+    char d[256];
+    rc = sg_err_set(SG_ENOTFOUND,
+                    "run %lld ran on one host (no cluster, so its link does not apply) and the "
+                    "database has no bench ring rows >= %.0f B for transport '%s', zmq_auth '%s' "
+                    "to fit alpha and beta: run `sgdlab bench allreduce --impl ring --transport "
+                    "%s --db %s`, then sgdlab model again; or give --alpha and --beta "
+                    "(docs/model.md)", r->id, a->fit_min, tr, au, tr, safe(a->db, d, sizeof d));
+    goto fail;
+  }
   if (g0 < 0 || f->n[g0] < 2) {
     rc = sg_err_set(SG_ENOTFOUND,
                     "no bench ring rows >= %.0f B%s for link '%s' (or any other), zmq_auth '%s', "
@@ -457,7 +470,16 @@ static int fit_for(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma, doubl
                     l, au, tr, tr, l[0] ? l : "RATE");
     goto fail;
   }
-  SG_TRY(sg_cost_fit_ring(f->x[g0], f->t[g0], f->n[g0], f->np[g0], gamma, p));
+  if ((rc = sg_cost_fit_ring(f->x[g0], f->t[g0], f->n[g0], f->np[g0], gamma, p)) == SG_ERANGE) {
+    char fl[64], m[256];
+    snprintf(m, sizeof m, "%s", sg_err_msg());
+    rc = sg_err_set(SG_ERANGE, "%s: the ring rows of np %d (bench experiment %lld, link %s) grow "
+                    "no faster with the size than summation alone, as a bench on a loaded host "
+                    "or below the link's token bucket does: rerun the bench on an idle host, "
+                    "fit larger sizes only (--fit-min), or give --alpha and --beta", m, f->np[g0],
+                    f->exp[g0], safe(f->link, fl, sizeof fl));
+  }
+  SG_TRY(rc);
   p->cores = cores;
   SG_TRY(fit_kappa_at(f, nearest_np(f, r->procs), cores, &p->kappa, &g));
   /* another link's fit: beta scales with the rate (the wire's share) */

@@ -91,6 +91,7 @@ typedef struct sg_run_result {
   char error[512];   /* the one-line reason when failed */
   double wall_s;
   double final_acc;  /* last test_acc received; NaN when none */
+  int skipped;       /* the planned row was claimed by another harness first */
 } sg_run_result_t;
 
 /* Execute run `index` of `nruns` (for progress).  Returns 0 when the run
