@@ -10,6 +10,7 @@
 #ifndef SG_ENGINE_H
 #define SG_ENGINE_H
 
+#include "cost.h"
 #include "opts.h"
 #include "records.h"
 #include "settings.h"
@@ -89,6 +90,9 @@ typedef struct sg_engine {
    * parameters, a gradient, optimizer state, the training set, the test
    * set on rank 0, activations of one batch. */
   void (*memory)(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *m);
+  /* The alpha-beta-gamma formula of one step's communication (core/cost.h,
+   * docs/model.md); NULL = none (`sgdlab model` says so). */
+  sg_cost_fn cost;
 } sg_engine_t;
 
 /* The registry (rank/registry.c): NULL-terminated. */

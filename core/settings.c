@@ -69,6 +69,8 @@ const sg_setting_t sg_settings[] = {
   {"cluster.hosts", SG_T_INT, "0", "hosts of an emulated cluster the run's ranks are placed on (network namespaces on rate-limited links; needs root); 0 = no cluster, the ranks share this host. Hosts no rank is placed on are not created", NULL, 0, 64, SG_S_CLUSTER},
   {"cluster.link", SG_T_STRLIST, "1gbit", "rate of each host's link in both directions: one for every host, or a list with one per host (bit, kbit, mbit, gbit, tbit; 1mbit .. 100gbit)", NULL, NOB, SG_S_CLUSTER},
   {"cluster.loss", SG_T_STRLIST, "0", "fraction of the packets each host's link drops in each direction (0.01 or 1%), one for every host or one per host", NULL, NOB, SG_S_CLUSTER},
+  {"cluster.racks", SG_T_INT, "0", "two levels: hosts per rack (consecutive hosts, each rack under a bridge of its own, joined to the core bridge by an uplink); 0 = one bridge for every host", NULL, 0, 64, SG_S_CLUSTER},
+  {"cluster.uplink", SG_T_STRLIST, "0", "cluster.racks: rate of each rack's uplink in both directions (as cluster.link); 0 = not shaped", NULL, NOB, SG_S_CLUSTER},
   {"cluster.placement", SG_T_ENUM, "spread", "spread: ps servers and the mapreduce driver get hosts of their own first, then workers round-robin over the other hosts; pack: fill hosts in order, ceil(processes / hosts) ranks per host", "spread|pack", NOB, SG_S_CLUSTER},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };

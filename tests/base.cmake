@@ -23,5 +23,5 @@ add_test(NAME install_into_a_prefix
 set_tests_properties(install_into_a_prefix PROPERTIES TIMEOUT 120)
 # ... and the link check can fail: a Markdown file with a broken link.
 add_test(NAME install_check_catches_a_broken_link
-  COMMAND sh -c "d=$(mktemp -d) && printf 'see [x](docs/missing.md) and [y](https://e.x)\\n' > \"$d/R.md\" && sh ${CMAKE_CURRENT_SOURCE_DIR}/install_check.sh --links \"$d\"; rc=$?; rm -rf \"$d\"; test $rc -eq 1")
+  COMMAND sh -c "d=$(mktemp -d) && printf 'see [x](gone/missing.md) and [y](https://e.x)\\n' > \"$d/R.md\" && sh ${CMAKE_CURRENT_SOURCE_DIR}/install_check.sh --links \"$d\"; rc=$?; rm -rf \"$d\"; test $rc -eq 1")
 set_tests_properties(install_check_catches_a_broken_link PROPERTIES TIMEOUT 30)

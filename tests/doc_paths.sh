@@ -20,10 +20,12 @@ if [ $# -eq 0 ]; then
 fi
 dirs='core|harness|rank|ps|allreduce|mapreduce|gossip|tests|docs|scripts|configs|cmake|tools'
 status=0
+hits=$(mktemp) || exit 2
+trap 'rm -f "$hits"' EXIT
 for f in "$@"; do
   [ -r "$f" ] || { echo "doc_paths: cannot read $f"; exit 2; }
   grep -noE "(^|[^A-Za-z0-9_./~\$%-])($dirs)/[A-Za-z0-9_./-]*" "$f" |
-    sed -E 's/^([0-9]+):[^a-z]?/\1 /; s/[.]+$//' > "${TMPDIR:-/tmp}/sgdlab-docpaths.$$"
+    sed -E 's/^([0-9]+):[^a-z]?/\1 /; s/[.]+$//' > "$hits"
   while read -r line path; do
     case $path in
       */) ;;
@@ -32,7 +34,6 @@ for f in "$@"; do
       *) continue ;;
     esac
     [ -e "$path" ] || { echo "$f:$line: $path does not exist"; status=1; }
-  done < "${TMPDIR:-/tmp}/sgdlab-docpaths.$$"
+  done < "$hits"
 done
-rm -f "${TMPDIR:-/tmp}/sgdlab-docpaths.$$"
 exit $status

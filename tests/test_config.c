@@ -420,7 +420,7 @@ TEST(cluster_errors_name_the_key_and_its_place) {
             "t.yaml:1:31: cluster.loss: loss '1.5': must be in [0, 1)");
   CHECK_ERR("cluster: {hosts: 300}\nengines: [ps]\n", "t.yaml:1:18: cluster.hosts: must be <= 64");
   CHECK_ERR("cluster: {hosts: 3, links: 1gbit}\nengines: [ps]\n",
-            "t.yaml:1:21: cluster.links: unknown cluster key (hosts, link, loss, placement)");
+            "t.yaml:1:21: cluster.links: unknown cluster key (hosts, link, loss, placement, racks, uplink)");
   CHECK_ERR("cluster.hosts: 3\nengines: [ps]\n",
             "t.yaml:1:1: cluster.hosts: belongs under cluster: (cluster: {hosts: ...})");
   CHECK_ERR("cluster: 3\nengines: [ps]\n",
@@ -561,7 +561,7 @@ TEST(options_no_run_uses_are_errors) {
   CHECK_ERR("engines:\n  - {engine: mapreduce, depth: 3}\n",
             "t.yaml:2:25: depth: only used with aggregate: tree");
   CHECK_ERR("engines:\n  - {engine: allreduce, algorithm: native, transport: mpi, segment: 64K}\n",
-            "t.yaml:2:60: segment: only used with algorithm: ring/rhd/cuda-ring");
+            "t.yaml:2:60: segment: only used with algorithm: ring/rhd/tree/hier/cuda-ring");
   CHECK_ERR("workload: {holdout: 0.1}\nengines: [local]\n",
             "t.yaml:1:12: holdout: only used with dataset: libsvm");
   int rc;

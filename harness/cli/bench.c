@@ -59,7 +59,7 @@ static void ar_usage(FILE *f) {
           "  --sizes MIN:MAX message sizes in bytes, powers of two from MIN to MAX (K/M/G\n"
           "                  suffixes are powers of two; default 4K:256M; ps needs >= 64)\n"
           "  --counts LIST   exact element counts (floats) instead of --sizes, for the\n"
-          "                  implementations that take them (ring, rhd, native),\n"
+          "                  implementations that take them (ring, rhd, tree, hier, native),\n"
           "                  comma-separated, 0 allowed (e.g. 0,1,3,5,1001: the uneven\n"
           "                  chunks a correctness check wants)\n"
           "  --impl LIST     comma-separated (default: those marked *, on this transport):\n");
@@ -73,7 +73,7 @@ static void ar_usage(FILE *f) {
           "  --iters I       timed iterations per size (default 0: about 0.2 s worth,\n"
           "                  5..1000; ps, which has no estimate, then uses 20)\n"
           "  --warmup W      untimed iterations per size (default 3)\n"
-          "  --segment B     ring, rhd pipeline segment in bytes (default: the\n"
+          "  --segment B     ring, rhd, tree, hier: pipeline segment (default: the\n"
           "                  engine's auto; `sgdlab help config` segment)\n"
           "  --set KEY=VALUE any run setting, as in `sgdlab run` (e.g. zmq_scheme=tcp,\n"
           "                  zmq_auth=none to measure what CURVE costs); repeatable\n"

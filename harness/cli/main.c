@@ -36,8 +36,8 @@ static const cmd_t CMDS[] = {
     {"run", NULL, sg_cmd_run, "run CONFIG",
      "run an experiment file (sweeps, repeats) and record it\n", 1},
     {"bench", "allreduce", sg_cmd_bench, "bench allreduce", /* not an engine: the collective */
-     "one step of communication per size: ring, rhd, native,\n"
-     "ps, mapreduce (time, algbw, busbw)\n", 1},
+     "one step of communication per size: ring, rhd, tree, hier,\n"
+     "native, ps, mapreduce (time, algbw, busbw)\n", 1},
     {"bench", "step", sg_cmd_bench, "bench step",
      "single-process training-step throughput vs its sgemm bound\n", 0},
     {"report", NULL, sg_cmd_report, "report",
@@ -48,7 +48,8 @@ static const cmd_t CMDS[] = {
      "a run's steps as a Perfetto / chrome://tracing timeline\n", 1},
     {"export", NULL, sg_cmd_export, "export", "an experiment's rows as CSV or JSON\n", 1},
     {"model", NULL, sg_cmd_model, "model",
-     "predicted (alpha-beta-gamma) vs measured step time per run\n", 1},
+     "predicted (alpha-beta-gamma) vs measured step time per run;\n"
+     "--what-if: the formulas for any case, without a run\n", 1},
     {"engines", NULL, sg_cmd_engines, "engines", "the engines and their options\n", 0},
     {"cluster", NULL, sg_cmd_cluster, "cluster",
      "an emulated cluster in this machine: network namespaces\n"

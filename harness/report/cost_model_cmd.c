@@ -21,6 +21,7 @@ static void usage(FILE *f) {
           "                    [--gamma S_PER_BYTE] [--kappa S_PER_BYTE] [--cores C] [--k BYTES]\n"
           "                    [--warmup STEPS] [--fit-min BYTES] [--fit-max BYTES]\n"
           "                    [--plot NAME [--plot-dir DIR] [--x workers|rate]]\n"
+          "       sgdlab model --what-if --link RATE --bytes B [...]   (no run: --what-if --help)\n"
           "\n"
           "Predict each run's step time with the alpha-beta-gamma model (docs/model.md) and\n"
           "print it beside the measured one.  compute = the run's own median compute_s\n"
@@ -224,7 +225,9 @@ static const char RUN_SQL[] =
     " coalesce(json_extract(options_json, '$.slice'), 0),"
     " coalesce(json_extract(options_json, '$.slice_from'), 0),"
     " coalesce(json_extract(options_json, '$.compress'), 'none'),"
-    " coalesce(json_extract(options_json, '$.\"cluster.hosts\"'), -1)"
+    " coalesce(json_extract(options_json, '$.\"cluster.hosts\"'), -1),"
+    " coalesce(json_extract(options_json, '$.group'), 0),"
+    " coalesce(json_extract(options_json, '$.segment'), 0)"
     " FROM runs WHERE experiment_id = ?1 AND status = 'ok'"
     " AND json_extract(options_json, '$._bench_max_bytes') IS NULL ORDER BY id";
 
@@ -306,7 +309,11 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   int64_t slice = 0, from = 0;
   if (sg_parse_int("slice", TXT(17), &slice) < 0) slice = 0;
   if (sg_parse_int("slice_from", TXT(18), &from) < 0) from = 0;
+  int64_t seg = 0; /* hier's group (0: auto, one host here), tree's segment */
+  if (sg_parse_int("segment", TXT(22), &seg) < 0) seg = 0;
   sg_err_clear();
+  r->c.group = sqlite3_column_int(st, 21);
+  r->c.segment = (double)seg;
   r->c.slice = ps_slice_of(r, (double)slice, (double)from, TXT(19));
   int hubs = !strcmp(r->engine, "ps") ? (r->c.S > 0 ? r->c.S : 1)
              : !strcmp(r->engine, "mapreduce") ? 1 : 0;
@@ -314,9 +321,10 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   link_rates(r->link, r->procs, hubs, &r->rate_min, &r->rate_hub, &r->rate_med);
   char label[sizeof r->label];
   sg_cost_label(&r->c, label, sizeof label);
-  /* ring and rhd run over either transport: name MPI's (native is MPI's) */
-  if (!strcmp(r->transport, "mpi") && r->c.variant &&
-      (!strcmp(r->c.variant, "ring") || !strcmp(r->c.variant, "rhd")))
+  /* ring, rhd, tree and hier run over either transport: name MPI's
+   * (native is MPI's) */
+  if (!strcmp(r->transport, "mpi") && r->c.variant && strcmp(r->c.variant, "native") &&
+      !strcmp(r->engine, "allreduce"))
     snprintf(label + strlen(label), sizeof label - strlen(label), "-mpi");
   safe(label, r->label, sizeof r->label);
 }
@@ -620,6 +628,8 @@ int sg_cmd_model(int argc, char **argv) {
   sqlite3 *db = NULL;
   int64_t exp;
   double gamma;
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--what-if")) return sg_cmd_model_whatif(argc, argv);
   int pr = parse_args(argc, argv, &a);
   if (pr) return pr > 0 ? 0 : 2;
   if (sg_rdb_open(&db, a.db) < 0 || sg_rdb_experiment(db, a.sel, &exp) < 0) {

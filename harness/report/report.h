@@ -248,5 +248,7 @@ int sg_cmd_show(int argc, char **argv);    /* show.c */
 int sg_cmd_trace(int argc, char **argv);   /* trace.c */
 int sg_cmd_export(int argc, char **argv);  /* export.c */
 int sg_cmd_model(int argc, char **argv);   /* cost_model_cmd.c */
+/* `sgdlab model --what-if` (cost_model_whatif.c): no database, no run. */
+int sg_cmd_model_whatif(int argc, char **argv);
 
 #endif

@@ -265,6 +265,8 @@ static int cluster_item(const sg_setting_t *s, const char *item, pos_t p) {
   int rc = SG_OK;
   if (!strcmp(s->name, "cluster.link")) rc = sg_cluster_parse_rate(item, "rate", &bps);
   else if (!strcmp(s->name, "cluster.loss")) rc = sg_cluster_parse_loss(item, "loss", &f);
+  else if (!strcmp(s->name, "cluster.uplink") && strcmp(item, "0") != 0)
+    rc = sg_cluster_parse_rate(item, "uplink", &bps);
   if (rc < 0) {
     char why[512];
     snprintf(why, sizeof why, "%s", sg_err_msg());
@@ -447,7 +449,7 @@ static int parse_cluster(parser_t *p, yaml_node_t *v, pos_t kp, layer_t *into) {
     snprintf(full, sizeof full, "cluster.%s", scalar(k));
     const sg_setting_t *s = sg_setting_find(sg_settings, full);
     if (!s || s->section != SG_S_CLUSTER)
-      return perr(node_pos(p, k), full, "unknown cluster key (hosts, link, loss, placement)");
+      return perr(node_pos(p, k), full, "unknown cluster key (hosts, link, loss, placement, racks, uplink)");
     vset_t vs;
     SG_CHECK(node_values(p, s, val, node_pos(p, val), 1, &vs));
     vs.pos = node_pos(p, k);
@@ -818,6 +820,10 @@ static int check_cluster(const parser_t *p, const entry_t *e, sg_opts_t *o) {
     if (n != 1 && n != hosts)
       return perr(lv ? lv->pos : at, lists[i], "%lld values for %lld hosts (give one for every "
                   "host, or one per host)", (long long)n, (long long)hosts);
+  }
+  if (list_len(sg_opts_get(o, "cluster.uplink")) != 1) {
+    const vset_t *uv = choose(p, e, "cluster.uplink");
+    return perr(uv ? uv->pos : at, "cluster.uplink", "one rate for every rack's uplink");
   }
   return sg_opts_set(o, "zmq_scheme", "tcp"); /* ranks talk over the links */
 }

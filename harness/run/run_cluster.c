@@ -90,7 +90,14 @@ static int describe(sg_cluster_desc_t *d, const sg_run_spec_t *run, int used) {
   char link[1024], loss[1024];
   first_items(sg_opts_str_or(run->opts, "cluster.link", "1gbit"), used, link, sizeof link);
   first_items(sg_opts_str_or(run->opts, "cluster.loss", "0"), used, loss, sizeof loss);
-  return sg_cluster_desc_parse(d, used, link, loss);
+  SG_CHECK(sg_cluster_desc_parse(d, used, link, loss));
+  int64_t rack = 0; /* two levels: cluster.racks hosts per rack (of those used) */
+  const char *uplink = sg_opts_str_or(run->opts, "cluster.uplink", "0");
+  SG_CHECK(sg_opts_int_or(run->opts, "cluster.racks", 0, &rack));
+  d->rack = rack > used ? used : (int)rack;
+  if (d->rack > 0 && strcmp(uplink, "0") != 0)
+    SG_CHECK(sg_cluster_parse_rate(uplink, "cluster.uplink", &d->uplink_bps));
+  return SG_OK;
 }
 
 int sg_run_cluster_up(sg_run_cluster_t **out, const sg_run_spec_t *run,
