@@ -2,8 +2,6 @@
  * supervision (supervise.c), and what is recorded when it ends (run.h). */
 #include "run_impl.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +12,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "err.h"
+#include "rundir.h"
 #include "sg_revision.h" /* SG_REVISION, generated at build time */
 
 #if defined(__clang__)
@@ -53,21 +52,6 @@ int sg_run_begin(sg_recorder_t *db, const sg_experiment_t *x, int quiet, int ver
   *env = (sg_run_env_t){.db = db, .exp_id = exp_id, .progress = *prog, .verbose = verbose,
                         .rank_bin = rank_bin};
   return SG_OK;
-}
-
-static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *e;
-    char p[4200];
-    while ((e = readdir(d)))
-      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-      }
-    closedir(d);
-  }
-  rmdir(dir);
 }
 
 /* What the progress line calls the run: its label (the engine's,
@@ -327,11 +311,15 @@ fail:
   return rc;
 }
 
-/* The run's directory, cluster and sockets; then its spec. */
-static int prepare(serve_t *s, control_t *ctl, sg_run_cluster_t **rcl, const char *dir,
+/* The run's directory, cluster and sockets; then its spec.  The row
+ * names the directory and the hash of its owner file: reconcile.h removes
+ * it if we die, and nothing else (rundir.h). */
+static int prepare(serve_t *s, control_t *ctl, sg_run_cluster_t **rcl, const sg_rundir_t *rd,
                    char *spec_path, size_t cap) {
   const sg_run_env_t *env = s->env;
-  SG_CHECK(sg_recorder_run_dir(env->db, s->run_id, dir)); /* removed by reconcile.h if we die */
+  const char *dir = rd->path;
+  SG_CHECK(sg_recorder_run_dir(env->db, s->run_id, dir));
+  SG_CHECK(sg_recorder_info(env->db, s->run_id, "tmp_dir.proof", rd->proof));
   SG_CHECK(cluster_open(rcl, env, s->run, s->run_id));
   s->cluster = *rcl;
   SG_CHECK(control_open(ctl, s->run, dir, sg_opts_str_or(s->run->opts, "hosts", ""), *rcl != NULL));
@@ -396,9 +384,9 @@ static void end_row_on_error(serve_t *s, int rc) {
 int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t index, size_t nruns,
                    sg_run_result_t *res) {
   int rc = SG_OK, ended = 0;
-  char dir[] = "/tmp/sgdlab-XXXXXX", spec_path[128], shown[256], load_before[32];
+  char spec_path[128], shown[256], load_before[32];
   const char *status = "failed";
-  int have_dir = 0;
+  sg_rundir_t rd = {.fd = -1};
   sg_run_cluster_t *rcl = NULL;
   control_t ctl = {0};
   sg_launch_t *launch_h = NULL;
@@ -419,12 +407,8 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
     free(s.ranks);
     return SG_OK;
   }
-  if (!mkdtemp(dir)) {
-    rc = sg_err_set(SG_EIO, "cannot create a temp dir under /tmp: %s", strerror(errno));
-    goto fail;
-  }
-  have_dir = 1;
-  SG_TRY(prepare(&s, &ctl, &rcl, dir, spec_path, sizeof spec_path));
+  SG_TRY(sg_rundir_create(&rd));
+  SG_TRY(prepare(&s, &ctl, &rcl, &rd, spec_path, sizeof spec_path));
   load_text(load_before, sizeof load_before);
   double start = sg_now(), reaped;
   SG_TRY(launch(&s, spec_path, rcl, &launch_h));
@@ -439,7 +423,7 @@ fail:
   sg_launch_destroy(&launch_h); /* every rank reaped: their namespaces can go */
   cluster_close(&rcl, s.run_id);
   control_close(&ctl);
-  if (have_dir) remove_dir(dir);
+  sg_rundir_remove(&rd); /* after the cluster: its hosts' daemons kept files there */
   free(s.ranks);
   return rc;
 }

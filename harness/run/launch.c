@@ -192,6 +192,12 @@ static int cluster_args(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv,
                         "--mca", "btl_tcp_progress_thread", "1", NULL};
   for (int i = 0; args[i]; i++) argv[(*a)++] = args[i];
   setenv("SGDLAB_CLUSTER", sg_cluster_name(cfg->cluster), 1); /* for the agent, via mpirun */
+  /* the run's private directory, where the agent makes each host's
+   * temporary directory (rundir.h) */
+  char dir[sizeof l->hostfile];
+  slash = strrchr(cfg->spec, '/');
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - cfg->spec) : 1, slash ? cfg->spec : ".");
+  setenv("SGDLAB_RUNDIR", dir, 1);
   return SG_OK;
 }
 
@@ -213,8 +219,12 @@ static int mpirun_argv(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv, 
     argv[a++] = "-H";
     argv[a++] = (char *)cfg->hosts;
   }
-  if (cfg->cluster) SG_TRY(cluster_args(l, cfg, argv, &a));
-  else unsetenv("SGDLAB_CLUSTER"); /* an earlier run's, in this harness */
+  if (cfg->cluster) {
+    SG_TRY(cluster_args(l, cfg, argv, &a));
+  } else { /* an earlier run's, in this harness */
+    unsetenv("SGDLAB_CLUSTER");
+    unsetenv("SGDLAB_RUNDIR");
+  }
   if (geteuid() == 0) argv[a++] = "--allow-run-as-root";
   argv[a++] = "--bind-to";
   argv[a++] = "none";

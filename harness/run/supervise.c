@@ -42,6 +42,11 @@ void run_describe_exit(serve_t *s, const sg_exit_t *ex) {
     if (ex->rank >= 0 && s->ranks[ex->rank].done && s->ranks[ex->rank].msg[0])
       run_fail(s, "%s: %s", who, s->ranks[ex->rank].msg);
     else if (ex->rank < 0) {
+      run_mpirun_read(s); /* the agent's refusal, when that is why */
+      if (s->agent[0]) {
+        run_fail(s, "mpirun could not start its daemon on a cluster host: %s", s->agent);
+        return;
+      }
       /* mpirun: name the first rank that did not finish */
       for (int r = 0; r < s->nprocs; r++)
         if (!s->ranks[r].done || s->ranks[r].status) {

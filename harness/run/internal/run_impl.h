@@ -83,6 +83,7 @@ typedef struct serve {
   sg_mpirun_notice_t notice;
   char line[1024];
   size_t line_len;
+  char agent[512];      /* sgdlab-nsexec's first refusal ("host ADDRESS: why"), or "" */
   char tail[TAIL_CAP];
   size_t tail_len;
   int first_fail;       /* rank whose DONE error failed the run, or -1 */
