@@ -18,7 +18,7 @@
  *; it needs the MPI transport.
  */
 #include <limits.h>
-#include <mpi.h>
+#include "sg_mpi.h"
 
 #include "allreduce.h"
 #include "clock.h"

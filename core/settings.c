@@ -69,6 +69,18 @@ const sg_setting_t sg_settings[] = {
   {"cluster.hosts", SG_T_INT, "0", "hosts of an emulated cluster the run's ranks are placed on (network namespaces on rate-limited links; needs root); 0 = no cluster, the ranks share this host. Hosts no rank is placed on are not created", NULL, 0, 64, SG_S_CLUSTER},
   {"cluster.link", SG_T_STRLIST, "1gbit", "rate of each host's link in both directions: one for every host, or a list with one per host (bit, kbit, mbit, gbit, tbit; 1mbit .. 100gbit)", NULL, NOB, SG_S_CLUSTER},
   {"cluster.loss", SG_T_STRLIST, "0", "fraction of the packets each host's link drops in each direction (0.01 or 1%), one for every host or one per host", NULL, NOB, SG_S_CLUSTER},
+  /* simulate: the run's ranks as simulated processes on a SimGrid SMPI platform (docs/simulate.md) */
+  {"simulate", SG_T_BOOL, "false", "run the ranks in simulation (SimGrid SMPI, sgdlab-rank-smpi): set by a simulate: section, not by hand", NULL, NOB, SG_S_SIMULATE},
+  {"simulate.hosts", SG_T_INT, "0", "hosts of the simulated platform; rank r runs on host r mod hosts; 0 = one host per process", NULL, 0, 1048576, SG_S_SIMULATE},
+  {"simulate.link", SG_T_STR, "10gbit", "rate of each host's link (and of every link of a fat-tree or torus), both directions (bit, kbit, mbit, gbit, tbit)", NULL, NOB, SG_S_SIMULATE},
+  {"simulate.latency", SG_T_STR, "1us", "latency of each link (s, ms, us, ns), e.g. 1us, 50us", NULL, NOB, SG_S_SIMULATE},
+  {"simulate.topology", SG_T_ENUM, "flat", "flat: every host on its own link to one non-blocking switch; two-level: racks of hosts, each rack switch linked to one top switch (racks, oversubscription); fat-tree: SMPI's FAT_TREE (fat_tree); torus: SMPI's TORUS (torus)", "flat|two-level|fat-tree|torus", NOB, SG_S_SIMULATE},
+  {"simulate.racks", SG_T_INT, "2", "two-level: racks (hosts divide evenly among them)", NULL, 1, 65536, SG_S_SIMULATE},
+  {"simulate.oversubscription", SG_T_INT, "1", "two-level: a rack's hosts per uplink (its uplinks = hosts per rack / this, which must divide evenly); 1 = full bisection", NULL, 1, 65536, SG_S_SIMULATE},
+  {"simulate.fat_tree", SG_T_STR, "", "fat-tree: SMPI's topo_parameters LEVELS;DOWN,...;UP,...;PARALLEL,... (e.g. 2;4,4;1,2;1,2); the DOWN counts multiply to hosts", NULL, NOB, SG_S_SIMULATE},
+  {"simulate.torus", SG_T_STR, "", "torus: dimensions D1,D2,... (e.g. 4,4,4) that multiply to hosts", NULL, NOB, SG_S_SIMULATE},
+  {"simulate.compute", SG_T_ENUM, "executed", "executed: every rank computes its real gradients, each step's computation charged at the host speed (1 s of this core = 1 s simulated); modeled: each step charged the step time measured for this model and batch before launch, nothing computed, large buffers folded across ranks (timing studies at scale; losses and accuracies are not real)", "executed|modeled", NOB, SG_S_SIMULATE},
+  {"simulate.host_speed", SG_T_FLOAT, "0", "flop/s of a simulated host (smpi/host-speed and the platform's speed, equal, so that 1 s here is 1 s simulated); 0 = the sgemm rate of one core of this machine, measured before launch", NULL, 0, 1e18, SG_S_SIMULATE},
   {"cluster.placement", SG_T_ENUM, "spread", "spread: ps servers and the mapreduce driver get hosts of their own first, then workers round-robin over the other hosts; pack: fill hosts in order, ceil(processes / hosts) ranks per host", "spread|pack", NOB, SG_S_CLUSTER},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };

@@ -26,7 +26,7 @@
  * single-copy CMA (process_vm_readv) when the kernel permits, else 2.
  */
 #include <limits.h>
-#include <mpi.h>
+#include "sg_mpi.h"
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>

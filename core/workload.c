@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #include "cuda/sg_cuda.h"
+#ifdef SG_SMPI
+#include "sg_mpi.h" /* smpi_execute (simulated runs) */
+#endif
 #include "dataset.h"
 #include "device.h"
 #include "err.h"
@@ -34,6 +37,7 @@ struct sg_workload {
   char desc[512];
   struct sg_wl_sparse *sp; /* sparse step buffers (sg_workload_grad_sparse) */
   sg_cuda_wl_t *dev;       /* device: cuda -- the data and the step on the device */
+  double modeled_s; /* simulated run, compute modeled (_sim_step_s): a step's charge, 0: computed */
 };
 
 static void wl_sparse_free(struct sg_wl_sparse **ps);
@@ -223,6 +227,7 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
   SG_TRY(sg_opts_int_or(o, "nnz", 100, &nnz));
   SG_TRY(sg_opts_int_or(o, "max_steps", 0, &max_steps));
   SG_TRY(sg_opts_double_or(o, "epochs", 1.0, &epochs));
+  SG_TRY(sg_opts_double_or(o, "_sim_step_s", 0, &w->modeled_s));
   if (!strcmp(model, "mlp")) {
     if (!sg_opts_has(o, "hidden")) {
       hidden[0] = 128;
@@ -375,6 +380,13 @@ int sg_workload_grad_slice(sg_workload_t *w, const float *params, float *grad,
   if (first < 0 || count < 1 || count > w->batch - first)
     return sg_err_set(SG_EINVAL, "grad: slice [%lld, %lld) is not inside the batch of %d",
                       (long long)first, (long long)(first + count), w->batch);
+#ifdef SG_SMPI
+  if (w->modeled_s > 0) { /* simulate: compute: modeled -- charge the step, compute nothing */
+    smpi_execute(w->modeled_s * (double)count / (double)w->batch);
+    *loss = NAN;
+    return SG_OK;
+  }
+#endif
   step_indices(w, step);
   if (w->dev)
     return sg_cuda_wl_grad_host(w->dev, params, grad, w->idx + first, (int)count, loss);
