@@ -14,6 +14,7 @@
 #include "cuda/sg_cuda.h"
 #ifdef SG_SMPI
 #include "sg_mpi.h" /* smpi_execute (simulated runs) */
+#include "share.h"
 #endif
 #include "dataset.h"
 #include "device.h"
@@ -38,6 +39,7 @@ struct sg_workload {
   struct sg_wl_sparse *sp; /* sparse step buffers (sg_workload_grad_sparse) */
   sg_cuda_wl_t *dev;       /* device: cuda -- the data and the step on the device */
   double modeled_s; /* simulated run, compute modeled (_sim_step_s): a step's charge, 0: computed */
+  int borrowed;     /* train and test belong to the process (share.h), not to this workload */
 };
 
 static void wl_sparse_free(struct sg_wl_sparse **ps);
@@ -189,6 +191,63 @@ static int load_synth(sg_workload_t *w, unsigned what, int sparse, int64_t featu
   return SG_OK;
 }
 
+typedef struct data_args {
+  const char *dataset;
+  unsigned what;
+  int64_t features, nnz, ntrain_lim, ntest_lim;
+} data_args_t;
+
+static int load_data(sg_workload_t *w, const sg_opts_t *o, const data_args_t *a) {
+  if (!strcmp(a->dataset, "fashion-mnist") || !strcmp(a->dataset, "mnist"))
+    return load_idx(w, o, a->dataset, a->what, a->ntrain_lim, a->ntest_lim);
+  if (!strcmp(a->dataset, "libsvm"))
+    return load_libsvm(w, o, a->what, a->features, a->ntrain_lim, a->ntest_lim);
+  if (!strcmp(a->dataset, "synthetic") || !strcmp(a->dataset, "synthetic-sparse"))
+    return load_synth(w, a->what, a->dataset[9] == '-', a->features, a->nnz, a->ntrain_lim,
+                      a->ntest_lim);
+  return sg_err_set(SG_ECONFIG, "dataset: unknown dataset '%s'", a->dataset);
+}
+
+#ifdef SG_SMPI
+/* What a rank's data depends on: the spec's data keys and what it loads. */
+static void data_key(const sg_opts_t *o, unsigned what, char *out, size_t cap) {
+  static const char *const keys[] = {"dataset", "data_dir", "data_cache", "train_file",
+      "test_file", "features", "classes", "holdout", "train_samples", "test_samples", "nnz",
+      "seed", "device", NULL};
+  size_t n = (size_t)snprintf(out, cap, "data %u", what);
+  for (int i = 0; keys[i] && n < cap; i++)
+    n += (size_t)snprintf(out + n, cap - n, "|%s", sg_opts_str_or(o, keys[i], ""));
+}
+
+/* Simulated ranks (one process): the first loads, the rest borrow. */
+static int load_data_once(sg_workload_t *w, const sg_opts_t *o, const data_args_t *a) {
+  char key[2048];
+  data_key(o, a->what, key, sizeof key);
+  sg_workload_t *held = sg_share_get(key);
+  if (!held) {
+    SG_CHECK(load_data(w, o, a));
+    if (!(held = calloc(1, sizeof *held))) return SG_OK; /* this rank keeps its own */
+    *held = *w;
+    if (sg_share_put(key, held) < 0) {
+      free(held);
+      return SG_OK;
+    }
+  }
+  w->train = held->train;
+  w->test = held->test;
+  w->ntrain = held->ntrain;
+  w->ntest = held->ntest;
+  w->d = held->d;
+  w->classes = held->classes;
+  w->borrowed = 1;
+  return SG_OK;
+}
+#else
+static int load_data_once(sg_workload_t *w, const sg_opts_t *o, const data_args_t *a) {
+  return load_data(w, o, a);
+}
+#endif
+
 /* device: cuda: the same model and data on the device (core/cuda). */
 static int attach_device(sg_workload_t *w, int max_rows) {
   int64_t dims[SG_MODEL_MAX_LAYERS + 1];
@@ -255,16 +314,10 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
   sg_blas_set_threads((int)threads);
   sg_denormals_apply(o);
 
-  if (!strcmp(dataset, "fashion-mnist") || !strcmp(dataset, "mnist")) {
-    SG_TRY(load_idx(w, o, dataset, what, ntrain_lim, ntest_lim));
-  } else if (!strcmp(dataset, "libsvm")) {
-    SG_TRY(load_libsvm(w, o, what, features, ntrain_lim, ntest_lim));
-  } else if (!strcmp(dataset, "synthetic") || !strcmp(dataset, "synthetic-sparse")) {
-    SG_TRY(load_synth(w, what, dataset[9] == '-', features, nnz, ntrain_lim, ntest_lim));
-  } else {
-    rc = sg_err_set(SG_ECONFIG, "dataset: unknown dataset '%s'", dataset);
-    goto fail;
-  }
+  /* compute modeled: no step reads the data; its shape is enough */
+  if (w->modeled_s > 0 && strcmp(dataset, "libsvm")) what &= ~(unsigned)SG_WL_ALL;
+  data_args_t da = {dataset, what, features, nnz, ntrain_lim, ntest_lim};
+  SG_TRY(load_data_once(w, o, &da));
 
   int sparse = (w->train && sg_dataset_sparse(w->train)) ||
                (w->test && sg_dataset_sparse(w->test));
@@ -325,8 +378,8 @@ void sg_workload_destroy(sg_workload_t **pw) {
   if (!pw || !*pw) return;
   sg_workload_t *w = *pw;
   sg_model_destroy(&w->model);
-  sg_dataset_destroy(&w->train);
-  sg_dataset_destroy(&w->test);
+  if (!w->borrowed) sg_dataset_destroy(&w->train);
+  if (!w->borrowed) sg_dataset_destroy(&w->test);
   sg_batch_buf_destroy(&w->bbuf);
   free(w->perm);
   free(w->idx);
@@ -374,19 +427,20 @@ int sg_workload_grad_device(sg_workload_t *w, const float *dparams, float *dgrad
 
 int sg_workload_grad_slice(sg_workload_t *w, const float *params, float *grad,
                            int64_t step, int64_t first, int64_t count, double *loss) {
+#ifdef SG_SMPI
+  if (w->modeled_s > 0 && count >= 1 && count <= w->batch) {
+    /* simulate: compute: modeled -- charge the step, compute nothing */
+    smpi_execute(w->modeled_s * (double)count / (double)w->batch);
+    *loss = NAN;
+    return SG_OK;
+  }
+#endif
   if (!w->train)
     return sg_err_set(SG_EINVAL, "grad: workload was created without the training set");
   if (step < 0) return sg_err_set(SG_EINVAL, "grad: step %lld < 0", (long long)step);
   if (first < 0 || count < 1 || count > w->batch - first)
     return sg_err_set(SG_EINVAL, "grad: slice [%lld, %lld) is not inside the batch of %d",
                       (long long)first, (long long)(first + count), w->batch);
-#ifdef SG_SMPI
-  if (w->modeled_s > 0) { /* simulate: compute: modeled -- charge the step, compute nothing */
-    smpi_execute(w->modeled_s * (double)count / (double)w->batch);
-    *loss = NAN;
-    return SG_OK;
-  }
-#endif
   step_indices(w, step);
   if (w->dev)
     return sg_cuda_wl_grad_host(w->dev, params, grad, w->idx + first, (int)count, loss);
@@ -397,6 +451,10 @@ int sg_workload_grad_slice(sg_workload_t *w, const float *params, float *grad,
 }
 
 int sg_workload_evaluate(sg_workload_t *w, const float *params, sg_eval_t *out) {
+  if (w->modeled_s > 0 && !w->test) { /* compute modeled: nothing real to evaluate */
+    out->test_loss = out->test_acc = NAN;
+    return SG_OK;
+  }
   if (!w->test || w->ntest < 1)
     return sg_err_set(SG_EINVAL, "evaluate: workload has no test set (libsvm: set test_file)");
   double loss = 0.0;
