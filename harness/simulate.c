@@ -149,8 +149,11 @@ int sg_sim_cfg_read(const sg_opts_t *o, int nprocs, sg_sim_cfg_t *c) {
   SG_CHECK(sg_opts_int_or(o, "simulate.hosts", 0, &hosts));
   c->hosts = hosts > 0 ? (int)hosts : nprocs;
   if (sg_cluster_parse_rate(sg_opts_str_or(o, "simulate.link", "10gbit"), "simulate.link",
-                            &c->bps) < 0)
-    return sg_err_set(SG_ECONFIG, "%s", sg_err_msg());
+                            &c->bps) < 0) {
+    char m[512]; /* its message, as a configuration error */
+    snprintf(m, sizeof m, "%s", sg_err_msg());
+    return sg_err_set(SG_ECONFIG, "%s", m);
+  }
   SG_CHECK(sg_sim_parse_latency(sg_opts_str_or(o, "simulate.latency", "1us"), &c->lat_s));
   c->modeled = !strcmp(sg_opts_str_or(o, "simulate.compute", "executed"), "modeled");
   SG_CHECK(sg_opts_double_or(o, "simulate.host_speed", 0, &c->host_speed));
@@ -163,7 +166,7 @@ int sg_sim_platform_write(const sg_sim_cfg_t *c, FILE *f) {
              "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
              "<platform version=\"4.1\">\n");
   fprintf(f, "  <cluster id=\"sgdlab\" prefix=\"host\" suffix=\"\" radical=\"0-%d\" "
-             "speed=\"%.17gf\" bw=\"%.17gBps\" lat=\"%.17gs\"", c->hosts - 1, c->host_speed,
+             "speed=\"%.12gf\" bw=\"%.12gBps\" lat=\"%.12gs\"", c->hosts - 1, c->host_speed,
           (double)c->bps / 8.0, c->lat_s);
   if (c->topo != SG_SIM_FLAT)
     fprintf(f, " topology=\"%s\" topo_parameters=\"%s\"", topo[c->topo], c->topo_params);
