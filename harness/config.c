@@ -872,7 +872,7 @@ static int check_simulate(const parser_t *p, const entry_t *e, sg_opts_t *o, int
   if (mh && *mh) return perr(at, "simulate", "hosts '%s' (an mpirun host list) and simulate: "
                              "exclude each other", mh);
   sg_sim_cfg_t c;
-  if (sg_sim_cfg_read(o, nprocs, &c) < 0 || sg_sim_check_host(&c, nprocs) < 0) {
+  if (sg_sim_cfg_read(o, nprocs, &c) < 0 || sg_sim_check_host() < 0) {
     char m[512], key[48]; /* "simulate.torus '4,4': ...": the key, then the rest */
     snprintf(m, sizeof m, "%s", sg_err_msg());
     size_t kl = strcspn(m, " :");

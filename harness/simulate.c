@@ -18,7 +18,7 @@
  * computed steps every rank holds its model, buffers and batch; modeled
  * steps fold the large buffers across ranks. */
 #define SIM_RANK_EXECUTED_B (24.0 * 1024 * 1024)
-#define SIM_RANK_MODELED_B (4.0 * 1024 * 1024)
+#define SIM_RANK_MODELED_B (12.0 * 1024 * 1024)
 #define SIM_BASE_B (256.0 * 1024 * 1024) /* the simulator and the shared data */
 
 int sg_sim_enabled(const sg_opts_t *o) {
@@ -183,29 +183,12 @@ double sg_sim_mem_estimate(const sg_sim_cfg_t *c, int nprocs) {
   return SIM_BASE_B + (double)nprocs * (c->modeled ? SIM_RANK_MODELED_B : SIM_RANK_EXECUTED_B);
 }
 
-/* MemAvailable of /proc/meminfo in bytes, or -1. */
-static double mem_available(void) {
-  FILE *f = fopen("/proc/meminfo", "r");
-  char line[256];
-  double kb = -1;
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-  if (f) fclose(f);
-  return kb < 0 ? -1 : kb * 1024;
-}
-
-int sg_sim_check_host(const sg_sim_cfg_t *c, int nprocs) {
+int sg_sim_check_host(void) {
   char bin[4096];
   if (sg_launch_find_bin("sgdlab-rank-smpi", bin, sizeof bin) < 0)
     return sg_err_set(SG_ECONFIG, "simulate: this build has no sgdlab-rank-smpi (SimGrid's smpicc "
                       "was not found when it was configured; scripts/setup.sh installs libsimgrid-dev)");
   if (!sg_launch_on_path("smpirun"))
     return sg_err_set(SG_ECONFIG, "simulate: smpirun is not on PATH (install libsimgrid-dev)");
-  double need = sg_sim_mem_estimate(c, nprocs), have = mem_available();
-  if (have > 0 && need > 0.9 * have)
-    return sg_err_set(SG_ECONFIG, "simulate: %d processes need about %.1f GiB (%s compute, "
-                      "estimated), this machine has %.1f GiB available%s", nprocs,
-                      need / 1073741824.0, c->modeled ? "modeled" : "executed", have / 1073741824.0,
-                      c->modeled ? "" : "; compute: modeled folds the buffers");
   return SG_OK;
 }

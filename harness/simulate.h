@@ -50,13 +50,15 @@ int sg_sim_cfg_read(const sg_opts_t *o, int nprocs, sg_sim_cfg_t *c);
 int sg_sim_platform_write(const sg_sim_cfg_t *c, FILE *f);
 int sg_sim_hostfile_write(const sg_sim_cfg_t *c, int nprocs, FILE *f);
 
-/* Bytes of memory a simulation of nprocs ranks needs, about (an estimate
- * from measured runs: per rank, executed or modeled compute). */
+/* Bytes of memory the simulator needs for nprocs ranks, about (from
+ * measured runs: a base plus a fixed amount per rank, executed or
+ * modeled compute; the data, loaded once, is the caller's to add).
+ * admit.c holds it against the memory available before launch. */
 double sg_sim_mem_estimate(const sg_sim_cfg_t *c, int nprocs);
 
-/* Refuse, with one line, what cannot run here: SimGrid not built
- * (sgdlab-rank-smpi next to sgdlab, smpirun on PATH), or more memory than
- * this machine has available. */
-int sg_sim_check_host(const sg_sim_cfg_t *c, int nprocs);
+/* Refuse, with one line, a build or machine that cannot simulate:
+ * sgdlab-rank-smpi not next to sgdlab (SimGrid's smpicc was not found
+ * when the build was configured) or smpirun not on PATH. */
+int sg_sim_check_host(void);
 
 #endif

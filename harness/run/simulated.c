@@ -136,7 +136,7 @@ static void sim_args(run_sim_t *m, int nprocs) {
 
 int run_sim_prepare(run_sim_t *m, const sg_run_spec_t *run, const char *dir) {
   SG_CHECK(sg_sim_cfg_read(run->opts, run->nprocs, &m->cfg));
-  SG_CHECK(sg_sim_check_host(&m->cfg, run->nprocs));
+  SG_CHECK(sg_sim_check_host());
   SG_CHECK(sim_measure(m, run->opts));
   snprintf(m->platform, sizeof m->platform, "%s/platform.xml", dir);
   snprintf(m->hostfile, sizeof m->hostfile, "%s/hostfile", dir);
