@@ -14,12 +14,12 @@ message(STATUS "SimGrid SMPI: ${SG_SMPICC}: building sgdlab-rank-smpi (simulate:
 include(ExternalProject)
 set(_sg_smpi_args -DCMAKE_C_COMPILER=${SG_SMPICC} -DSGDLAB_SMPI_RANK=ON -DSGDLAB_CUDA=OFF
   -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE}
-  -DSGDLAB_WERROR=${SGDLAB_WERROR} -DSG_SMPI_OUT=${CMAKE_CURRENT_BINARY_DIR})
+  -DSGDLAB_WERROR=${SGDLAB_WERROR} -DSG_SMPI_OUT=${SG_BIN_DIR})
 ExternalProject_Add(sgdlab_rank_smpi
   SOURCE_DIR ${CMAKE_SOURCE_DIR}
   BINARY_DIR ${CMAKE_BINARY_DIR}/smpi
   CMAKE_ARGS ${_sg_smpi_args}
   BUILD_ALWAYS ON
   INSTALL_COMMAND ""
-  BUILD_BYPRODUCTS ${CMAKE_CURRENT_BINARY_DIR}/sgdlab-rank-smpi)
+  BUILD_BYPRODUCTS ${SG_BIN_DIR}/sgdlab-rank-smpi)
 add_dependencies(sgdlab sgdlab_rank_smpi)

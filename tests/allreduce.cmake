@@ -4,7 +4,7 @@
 # one launch per N, transport and implementation), the planted bug, and
 # training equivalence with `local`.  test_allreduce_run takes ~70 s here
 # on a loaded 2-core host (30 bench launches, 18 of them under mpirun).
-sg_add_test(test_allreduce SOURCES test_allreduce.c TIMEOUT 60 LABELS allreduce)
+sg_add_test(test_allreduce SOURCES test_allreduce.c TIMEOUT 60 LABELS allreduce INTERNALS allreduce)
 sg_add_test(test_allreduce_run SOURCES test_allreduce_run.c TIMEOUT 300 LABELS allreduce
   LIBS PkgConfig::SQLITE)
 # runs the real sgdlab and sgdlab-rank

@@ -3,15 +3,15 @@
 # otherwise.  RESOURCE_LOCK: the shaping and timing checks do not run next
 # to each other (the machine may have 2 cores).
 add_library(sgtestcluster STATIC test_cluster_util.c)
-target_link_libraries(sgtestcluster PUBLIC sgtest sgharness)
-sg_add_test(test_cluster SOURCES test_cluster.c TIMEOUT 120 LIBS sgtestcluster sgharness)
+target_link_libraries(sgtestcluster PUBLIC sgtest sgrun)
+sg_add_test(test_cluster SOURCES test_cluster.c TIMEOUT 120 LIBS sgtestcluster sgrun)
 add_dependencies(test_cluster sgdlab)
-sg_add_test(test_cluster_net SOURCES test_cluster_net.c TIMEOUT 120 LIBS sgtestcluster sgharness)
+sg_add_test(test_cluster_net SOURCES test_cluster_net.c TIMEOUT 120 LIBS sgtestcluster sgrun)
 set_tests_properties(test_cluster test_cluster_net PROPERTIES RESOURCE_LOCK sgdlab_cluster)
 # `sgdlab run` on a cluster: placement, every engine equal to local over
 # the links, the links' byte counters, cleanup after a killed rank and a
 # killed harness, refusal without CAP_NET_ADMIN (~25 s here).
 sg_add_test(test_cluster_run SOURCES test_cluster_run.c TIMEOUT 300
-  LIBS sgtestcluster sgharness PkgConfig::SQLITE)
+  LIBS sgtestcluster sgrun PkgConfig::SQLITE)
 add_dependencies(test_cluster_run sgdlab sgdlab-rank sgdlab-nsexec)
 set_tests_properties(test_cluster_run PROPERTIES RESOURCE_LOCK sgdlab_cluster)

@@ -20,4 +20,4 @@ fi
 grep -q 'planted.c:1: planted: 81 lines' "$tmp/out" || { echo "FAIL: not named:"; cat "$tmp/out"; exit 1; }
 plant 80
 awk -v LIMIT=80 -f "$awk" "$tmp/planted.c" > "$tmp/out" || { echo "FAIL: 80 lines refused"; cat "$tmp/out"; exit 1; }
-awk -v LIMIT=80 -f "$awk" "$src"/harness/*.c "$src"/harness/*/*.c
+awk -v LIMIT=80 -f "$awk" "$src"/harness/*/*.c "$src"/rank/*.c

@@ -10,16 +10,19 @@ add_library(sgfuzz STATIC fuzz/fuzz_util.c)
 target_include_directories(sgfuzz PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
 target_link_libraries(sgfuzz PUBLIC ZLIB::ZLIB)
 
-# sg_fuzz_target(NAME LIBS ... [TIMEOUT s] [NO_CORPUS]): NO_CORPUS builds the
-# replay binary only (its tests are added by hand).
+# sg_fuzz_target(NAME LIBS ... [TIMEOUT s] [NO_CORPUS] [INTERNALS folder...]):
+# NO_CORPUS builds the replay binary only (its tests are added by hand);
+# INTERNALS as in sg_add_test (an engine's own headers).
 function(sg_fuzz_target name)
-  cmake_parse_arguments(F "NO_CORPUS" "TIMEOUT" "LIBS" ${ARGN})
+  cmake_parse_arguments(F "NO_CORPUS" "TIMEOUT" "LIBS;INTERNALS" ${ARGN})
+  list(TRANSFORM F_INTERNALS PREPEND ${CMAKE_SOURCE_DIR}/)
   if(NOT F_TIMEOUT)
     set(F_TIMEOUT 60)
   endif()
   set(src ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_${name}.c)
   add_executable(fuzz_${name}_replay ${src} fuzz/fuzz_replay.c)
   target_link_libraries(fuzz_${name}_replay PRIVATE sgfuzz ${F_LIBS})
+  target_include_directories(fuzz_${name}_replay PRIVATE ${F_INTERNALS})
   if(F_NO_CORPUS)
     return()
   endif()
@@ -29,6 +32,7 @@ function(sg_fuzz_target name)
   if(SGDLAB_FUZZ)
     add_executable(fuzz_${name} ${src})
     target_link_libraries(fuzz_${name} PRIVATE sgfuzz ${F_LIBS})
+    target_include_directories(fuzz_${name} PRIVATE ${F_INTERNALS})
     target_link_options(fuzz_${name} PRIVATE -fsanitize=fuzzer)
     set_target_properties(fuzz_${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
   endif()
@@ -36,8 +40,8 @@ endfunction()
 
 sg_fuzz_target(idx LIBS sgcore)
 sg_fuzz_target(libsvm LIBS sgcore)
-sg_fuzz_target(config LIBS sgharness)
-sg_fuzz_target(ps_hdr LIBS sgengines)
+sg_fuzz_target(config LIBS sgrun)
+sg_fuzz_target(ps_hdr LIBS sgengines INTERNALS ps)
 sg_fuzz_target(records LIBS sgcore)
 sg_fuzz_target(rendezvous LIBS sgcore)
 

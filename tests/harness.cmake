@@ -1,12 +1,12 @@
 # Harness: experiment files, the SQLite recorder, `sgdlab run` end to end.
-sg_add_test(test_config SOURCES test_config.c TIMEOUT 30 LIBS sgharness)
-sg_add_test(test_recorder SOURCES test_recorder.c TIMEOUT 30 LIBS sgharness)
+sg_add_test(test_config SOURCES test_config.c TIMEOUT 30 LIBS sgrun)
+sg_add_test(test_recorder SOURCES test_recorder.c TIMEOUT 30 LIBS sgrun)
 # Runs the real sgdlab / sgdlab-rank on real Fashion-MNIST.
-sg_add_test(test_run_cli SOURCES test_run_cli.c TIMEOUT 300 LIBS sgharness PkgConfig::SQLITE)
+sg_add_test(test_run_cli SOURCES test_run_cli.c TIMEOUT 300 LIBS sgrun PkgConfig::SQLITE)
 add_dependencies(test_run_cli sgdlab sgdlab-rank)
 # A real run attacked over loopback: forged records, rendezvous hijack,
 # raw bytes, foreign and stolen keys (CURVE on, and off as the control).
-sg_add_test(test_attack SOURCES test_attack.c TIMEOUT 400 LIBS sgharness PkgConfig::SQLITE)
+sg_add_test(test_attack SOURCES test_attack.c TIMEOUT 400 LIBS sgrun PkgConfig::SQLITE)
 add_dependencies(test_attack sgdlab sgdlab-rank)
 # Admission before launch, through `sgdlab run -n` (no rank is started).
 sg_add_test(test_admit SOURCES test_admit.c TIMEOUT 60)
@@ -14,10 +14,10 @@ add_dependencies(test_admit sgdlab)
 # The harness's death and the processes it may signal (real sgdlab runs,
 # mpirun among them; ~5 s here).
 sg_add_test(test_harness_death SOURCES test_harness_death.c TIMEOUT 240
-  LIBS sgharness PkgConfig::SQLITE)
+  LIBS sgrun PkgConfig::SQLITE)
 add_dependencies(test_harness_death sgdlab sgdlab-rank)
 # `sgdlab list` / `show` with terminal controls in the database's text.
-sg_add_test(test_show_text SOURCES test_show_text.c TIMEOUT 60 LIBS sgharness)
+sg_add_test(test_show_text SOURCES test_show_text.c TIMEOUT 60 LIBS sgrun)
 add_dependencies(test_show_text sgdlab sgdlab-rank)
 # time.* and environment keys of real runs; an installed copy with SGDLAB_DB
 sg_add_test(test_run_times SOURCES test_run_times.c TIMEOUT 240 LIBS PkgConfig::SQLITE)

@@ -36,7 +36,7 @@ add_dependencies(test_results_e2e sgdlab sgdlab-rank)
 # Every harness source but the cost model's: the α-β-γ model is the one
 # place that describes each engine's communication analytically (its
 # formulas, per engine and algorithm, written once: docs/model.md).
-file(GLOB SG_HARNESS_SRCS ${CMAKE_SOURCE_DIR}/harness/*.c ${CMAKE_SOURCE_DIR}/harness/run/*.c)
+file(GLOB SG_HARNESS_SRCS ${CMAKE_SOURCE_DIR}/harness/*/*.c ${CMAKE_SOURCE_DIR}/rank/*.c)
 list(FILTER SG_HARNESS_SRCS EXCLUDE REGEX "/cost_model[^/]*\\.c$")
 add_test(NAME no_engine_names_in_harness
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/no_engine_names.sh ${SG_HARNESS_SRCS})
@@ -47,5 +47,5 @@ add_test(NAME no_engine_names_catches_a_literal
 set_tests_properties(no_engine_names_catches_a_literal PROPERTIES TIMEOUT 30)
 # Two ps runs that differ only in servers read differently in the run
 # line, `list` and the report's key (the engine table names runs).
-sg_add_test(test_labels SOURCES test_labels.c TIMEOUT 120 LIBS sgharness)
+sg_add_test(test_labels SOURCES test_labels.c TIMEOUT 120 LIBS sgrun)
 add_dependencies(test_labels sgdlab sgdlab-rank)

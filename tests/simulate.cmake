@@ -4,7 +4,7 @@
 # line, only when this build has no sgdlab-rank-smpi, i.e. SimGrid's
 # smpicc was not found; scripts/setup.sh installs it).
 sg_add_test(test_simulate_platform SOURCES test_simulate_platform.c TIMEOUT 30 LABELS simulate
-  LIBS sgharness)
+  LIBS sgrun)
 sg_add_test(test_simulate_run SOURCES test_simulate_run.c TIMEOUT 400 LABELS simulate
   LIBS PkgConfig::SQLITE)
 add_dependencies(test_simulate_run sgdlab sgdlab-rank)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cost_model.h"
+#include "report.h"
 #include "err.h"
 #include "recorder.h"
 #include "run_util.h"

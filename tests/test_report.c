@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "report.h"
 #include "err.h"
 #include "run_util.h"
 #include "test.h"

@@ -12,7 +12,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "commands.h"
 #include "err.h"
 #include "escape.h"
 #include "json_check.h"

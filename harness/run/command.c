@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "admit.h"
-#include "commands.h"
+#include "db_path.h"
 #include "err.h"
 
 /* ---- sgdlab run -------------------------------------------------------- */

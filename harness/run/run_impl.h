@@ -31,6 +31,7 @@ enum { POLL_MS = 100 };
  * mpirun's launch). */
 #define WATCHDOG_FACTOR SG_DL_WATCHDOG /* 1.5: past every engine's wait (deadline.h) */
 #define SILENCE_MARGIN_S 30.0
+#define SIM_WATCHDOG_RANKS 64 /* a simulated run's bounds scale with nprocs / this */
 #define STOP_GRACE_S 2.0      /* SIGTERM -> SIGKILL */
 #define DRAIN_S 0.5           /* after an exit, wait this long for the rank's DONE */
 #define NOTICE_WAIT_S 3.0     /* a rank found dead under mpirun: wait this long for

@@ -7,6 +7,7 @@
 #include "cost_model.h"
 #include "err.h"
 #include "plot.h"
+#include "report.h"
 
 /* Distinct labels of pts in order of first appearance, as indexes. */
 static size_t distinct(const sg_cost_point_t *pts, size_t n, size_t *first) {

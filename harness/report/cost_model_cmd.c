@@ -10,7 +10,7 @@
 #include "bench_method.h"
 #include "err.h"
 #include "cost_model.h"
-#include "commands.h"
+#include "db_path.h"
 #include "report.h"
 #include <strings.h>
 #include <unistd.h>

@@ -12,16 +12,14 @@
  *          every process of the run shares; fitted from bench rows with as
  *          many processes as the run has.
  * One formula per engine and variant, in one table (cost_model.c); the fit of
- * alpha and beta from `bench allreduce` rows; `sgdlab model` (cost_model_cmd.c)
- * puts the prediction next to a run's measured step time.
+ * alpha and beta from `bench allreduce` rows; `sgdlab model`
+ * (report/cost_model_cmd.c, over the results database) puts the prediction next to a run's measured step time.
  */
 #ifndef SG_MODEL_COST_H
 #define SG_MODEL_COST_H
 
-#include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 typedef struct sg_cost_params {
   double alpha, beta, gamma;
@@ -99,25 +97,5 @@ int sg_cost_fit_kappa(const double *bytes, const double *t, size_t n, int N, dou
 /* gamma on this host: seconds per byte of sg_sum_f32 over two buffers of
  * `bytes` (median of `reps`); SG_ENOMEM. */
 int sg_cost_measure_gamma(size_t bytes, int reps, double *gamma);
-
-/* The "Cost model" section of summary.md for the experiments' runs on a
- * cluster that have matching bench rows; nothing when none has. */
-int sg_cost_summary_md(FILE *f, sqlite3 *db, const int64_t *exps, size_t nexp);
-
-/* One run in a figure of `sgdlab model --plot`. */
-typedef struct sg_cost_point {
-  char label[48]; /* engine/variant, already safe text */
-  double x;       /* workers, or the slowest link in Mbit/s */
-  double predicted, measured; /* seconds per step */
-} sg_cost_point_t;
-
-/* DIR/NAME.png (.svg, .gp, .tsv): measured ms/step as points and
- * predicted as lines, one colour per label, against x (workers, or rate
- * when x_is_rate); SG_EIO when gnuplot fails. */
-int sg_cost_plot(const char *dir, const char *name, int x_is_rate, const sg_cost_point_t *pts,
-                 size_t n);
-
-/* `sgdlab model` */
-int sg_cmd_model(int argc, char **argv);
 
 #endif

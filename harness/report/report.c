@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "db_path.h"
 #include "err.h"
 #include "plot.h"
 #include "engine.h"

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
+#include "db_path.h"
 #include "err.h"
 #include "escape.h"
 #include "report.h"

@@ -207,4 +207,32 @@ int sg_rfiles_is_report_name(const char *name);
 int sg_rfiles_commit(const sg_rfiles_t *w, const char *dir, int *removed);
 void sg_rfiles_free(sg_rfiles_t *w);
 
+/* ---- the cost model over the database (cost_model_cmd.c, cost_model_plot.c) */
+
+/* The "Cost model" section of summary.md for the experiments' runs on a
+ * cluster that have matching bench rows; nothing when none has. */
+int sg_cost_summary_md(FILE *f, sqlite3 *db, const int64_t *exps, size_t nexp);
+
+/* One run in a figure of `sgdlab model --plot`. */
+typedef struct sg_cost_point {
+  char label[48]; /* engine/variant, already safe text */
+  double x;       /* workers, or the slowest link in Mbit/s */
+  double predicted, measured; /* seconds per step */
+} sg_cost_point_t;
+
+/* DIR/NAME.png (.svg, .gp, .tsv): measured ms/step as points and
+ * predicted as lines, one colour per label, against x (workers, or rate
+ * when x_is_rate); SG_EIO when gnuplot fails. */
+int sg_cost_plot(const char *dir, const char *name, int x_is_rate, const sg_cost_point_t *pts,
+                 size_t n);
+
+/* ---- the commands over the database (argv[0] is the command's name;
+ * exit code: 0 ok, 1 failure, 2 usage) */
+int sg_cmd_report(int argc, char **argv);  /* report.c */
+int sg_cmd_list(int argc, char **argv);    /* show.c */
+int sg_cmd_show(int argc, char **argv);    /* show.c */
+int sg_cmd_trace(int argc, char **argv);   /* trace.c */
+int sg_cmd_export(int argc, char **argv);  /* export.c */
+int sg_cmd_model(int argc, char **argv);   /* cost_model_cmd.c */
+
 #endif

@@ -11,8 +11,9 @@
 #include "commands.h"
 #include "device.h"
 #include "engine.h"
-#include "cost_model.h"
 #include "reconcile.h"
+#include "report.h"
+#include "run.h"
 #include "settings.h"
 
 static void usage(FILE *f) {

@@ -113,4 +113,8 @@ int sg_run_signal(void);
 int sg_run_begin(sg_recorder_t *db, const sg_experiment_t *x, int quiet, int verbose,
                  const char *rank_bin, sg_progress_t **prog, sg_run_env_t *env);
 
+/* `sgdlab run` (command.c): argv[0] is "run"; exit code 0 ok, 1 a run
+ * failed, 2 usage or configuration error. */
+int sg_cmd_run(int argc, char **argv);
+
 #endif
