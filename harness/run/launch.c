@@ -102,6 +102,10 @@ static void print_cmd(char *const *argv) {
 typedef struct spawn_at {
   const sg_cluster_t *cluster; /* NULL: stay in this namespace */
   int host;
+  /* the simulator (smpirun): no transparent huge pages, inherited across
+   * exec -- the first touch of each simulated rank's stack otherwise
+   * zeroes a 2 MiB page (256 ranks: 835 MB of huge pages) */
+  int no_thp;
 } spawn_at_t;
 
 static int spawn(char *const *argv, const char *rank, const char *size, pid_t pgid, int err_fd,
@@ -118,6 +122,7 @@ static int spawn(char *const *argv, const char *rank, const char *size, pid_t pg
     }
     signal(SIGINT, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
+    if (at.no_thp) prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
     if (rank) setenv("SGDLAB_RANK", rank, 1);
     if (size) setenv("SGDLAB_SIZE", size, 1);
     if (at.cluster && sg_cluster_enter(at.cluster, at.host) < 0) {
@@ -280,7 +285,7 @@ static int start_mpirun(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *
   fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
   /* on a cluster mpirun itself runs on rank 0's host: its daemons on
    * the other hosts reach its out-of-band channel over the links */
-  spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[0] : 0};
+  spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[0] : 0, cfg->sim_argv != NULL};
   rc = spawn(argv, NULL, NULL, 0, p[1], at, &l->pid[0]);
   close(p[1]);
   SG_TRY(rc);
@@ -300,7 +305,7 @@ static int start_local(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *s
   for (int r = 0; r < cfg->nprocs; r++) {
     char rank[16];
     snprintf(rank, sizeof rank, "%d", r);
-    spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[r] : 0};
+    spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[r] : 0, 0};
     SG_TRY(spawn(argv, rank, sizes, l->pgid, -1, at, &l->pid[r]));
     l->n = r + 1;
     if (r == 0) l->pgid = l->pid[0];

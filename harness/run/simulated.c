@@ -124,6 +124,10 @@ static void sim_args(run_sim_t *m, int nprocs) {
    * cross-traffic takes 5 % of the reverse direction) */
   snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=network/crosstraffic:0");
   snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/privatization:dlopen");
+  /* collectives (MPI_Allgather at setup, allreduce native) as Open MPI
+   * chooses them: SMPI's default allgather posts N receives and waits on
+   * them one by one, O(N^2) per rank (256 ranks took minutes to start) */
+  snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/coll-selector:ompi");
   snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--log=root.thres:warning");
   if (m->cfg.modeled) { /* only the injected step time counts; big buffers folded */
     snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/simulate-computation:no");
