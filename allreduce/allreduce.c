@@ -8,7 +8,8 @@
 #include "err.h"
 #include "transport_new.h"
 
-static const sg_ar_algo_t *const algos[] = {&sg_ar_ring, &sg_ar_rhd, &sg_ar_native, NULL};
+static const sg_ar_algo_t *const algos[] = {&sg_ar_ring, &sg_ar_rhd, &sg_ar_tree, &sg_ar_hier,
+                                            &sg_ar_native, NULL};
 
 const sg_ar_algo_t *sg_ar_algo_find(const char *name) {
   for (const sg_ar_algo_t *const *a = algos; *a; a++)
@@ -49,6 +50,45 @@ static int env_flag(const char *name) {
 }
 
 void sg_ar_plant_bug(sg_ar_t *a, int on) { a->o.plant_bug = on; }
+
+void sg_ar_set_group(sg_ar_t *a, int group) { a->o.group = group > 0 ? group : 0; }
+
+/* The rack of an address 198.18.S.<h+1> (host h) with `rack` hosts per
+ * rack; -1 when it does not parse. */
+static long rack_of(const char *addr, size_t len, int64_t rack) {
+  size_t i = len;
+  while (i > 0 && addr[i - 1] != '.') i--;
+  long h = i > 0 ? strtol(addr + i, NULL, 10) - 1 : -1;
+  return h < 0 || rack <= 0 ? -1 : h / rack;
+}
+
+/* Ranks from rank 0 on that share rank 0's address in the list "a,b,..",
+ * or with rack > 0 rank 0's rack. */
+static int64_t leading_same(const char *list, int64_t rack) {
+  size_t first = strcspn(list, ",");
+  long r0 = rack_of(list, first, rack);
+  int64_t n = 0;
+  for (const char *p = list; *p;) {
+    size_t len = strcspn(p, ",");
+    if (rack > 0 ? rack_of(p, len, rack) != r0 || r0 < 0
+                 : len != first || strncmp(p, list, first) != 0)
+      break;
+    n++;
+    p += len;
+    if (*p == ',') p++;
+  }
+  return n ? n : 1;
+}
+
+int sg_ar_group_opt(const sg_opts_t *o, const sg_comm_t *comm, int64_t *out) {
+  SG_CHECK(sg_opts_int_or(o, "group", 0, out));
+  if (*out > 0) return SG_OK;
+  const char *addrs = sg_opts_str_or(o, "_rank_addrs", "");
+  int64_t rack = 0;
+  SG_CHECK(sg_opts_int_or(o, "cluster.racks", 0, &rack));
+  *out = addrs[0] ? leading_same(addrs, rack) : comm->size;
+  return SG_OK;
+}
 
 int sg_ar_plant_requested(const sg_opts_t *o) {
   return !strcmp(sg_opts_str_or(o, "_plant_bug", ""), "ring-skip");

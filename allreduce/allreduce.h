@@ -9,9 +9,13 @@
  *   algorithm  file     bytes sent per rank (K = 4*count)   messages per rank
  *   ring       ring.c   2K(N-1)/N  (bandwidth optimal)      2(N-1) * segments
  *   rhd        rhd.c    2K(p-1)/p  (+K for folded ranks)    (2 log2(p) (+1 or 2)) * segments
+ *   tree       tree.c   K up + c K down, c K up + K down      2 (D + S - 1) stages
+ *              (c <= 2 children; the root, leaves less)
+ *   hier       hier.c   2(G-1)/G K + 2(m-1)/m K/G            (2(G-1) + 2(m-1)) * segments
  *   native     native.c whatever Open MPI chooses           -
  *
- * (p = the largest power of two <= N.)
+ * (p = the largest power of two <= N; D = floor(log2 N) the tree's depth,
+ * S its segments; G ranks per group, m = floor(N/G) groups.)
  *
  * Scratch: the algorithms never allocate.  The receive space they need is
  * passed in o->scratch; sg_ar_t (below) allocates it once per engine run,
@@ -37,7 +41,12 @@ enum {
   SG_AR_TAG_BCAST = 20600,
   SG_AR_TAG_GATHER = 20601,
   SG_AR_TAG_TOPK = 20608, /* + step, 0 .. N-2 (topk.c) */
+  SG_AR_TAG_TREE = 22528,     /* up, + 1 down (tree.c) */
+  SG_AR_TAG_HIER = 22532,     /* fold up, + 1 unfold (hier.c) */
+  SG_AR_TAG_HIER_IN = 22540,  /* + step inside a group, < 2(G-1) */
+  SG_AR_TAG_HIER_X = 24600,   /* + step across groups, < 2(m-1) */
 };
+#define SG_AR_HIER_MAX 1024 /* ranks hier plans for (its tag ranges) */
 
 #define SG_AR_SEGMENT_DEFAULT (1u << 20)   /* bytes; see docs/engines/allreduce.md */
 #define SG_AR_SEGMENT_ZMQ_IPC (4u << 20)   /* zmq over ipc: fewer, larger reads */
@@ -59,6 +68,7 @@ typedef struct sg_ar_opts {
   int plant_bug;        /* tests only: ring sends a wrong chunk once */
   int native_nonblocking; /* native: MPI_Iallreduce + Test loop (deadline) */
   int compress;         /* SG_AR_COMPRESS_*; ring and rhd (sg_ar_set_compress) */
+  int group;            /* hier: ranks per group (0 = all; sg_ar_set_group) */
   /* ring, one call of sg_ar_run_update: the owner of each summed segment
    * calls update(update_arg, off, len, recv), and the allgather moves
    * agbuf (the parameters) instead of the sums.  NULL otherwise. */
@@ -88,11 +98,13 @@ int sg_allreduce_rhd(sg_comm_t *c, float *buf, size_t count,
                      const sg_ar_opts_t *o);
 int sg_allreduce_native(sg_comm_t *c, float *buf, size_t count,
                         const sg_ar_opts_t *o);
+int sg_allreduce_tree(sg_comm_t *c, float *buf, size_t count, const sg_ar_opts_t *o);
+int sg_allreduce_hier(sg_comm_t *c, float *buf, size_t count, const sg_ar_opts_t *o);
 
-extern const sg_ar_algo_t sg_ar_ring, sg_ar_rhd, sg_ar_native;
-/* "ring" | "rhd" | "native", or NULL. */
+extern const sg_ar_algo_t sg_ar_ring, sg_ar_rhd, sg_ar_native, sg_ar_tree, sg_ar_hier;
+/* "ring" | "rhd" | "tree" | "hier" | "native", or NULL. */
 const sg_ar_algo_t *sg_ar_algo_find(const char *name);
-#define SG_AR_ALGORITHMS "ring|rhd|native"
+#define SG_AR_ALGORITHMS "ring|rhd|tree|hier|native"
 
 /* ---- an allreduce context: one algorithm and its scratch ------------- */
 
@@ -125,6 +137,13 @@ const char *sg_ar_name(const sg_ar_t *a);
 /* "none" | "fp16" (ring, rhd: halves on the wire, float32 sums; prim.h).
  * A config error for any other name or algorithm. */
 int sg_ar_set_compress(sg_ar_t *a, const char *mode);
+/* hier: ranks per group (consecutive ranks; 0 = one group of all). */
+void sg_ar_set_group(sg_ar_t *a, int group);
+/* The run's `group` (0 = auto: the ranks from rank 0 on that share rank
+ * 0's host, or with cluster.racks its rack, from the cluster's rank
+ * addresses (`_rank_addrs`); every rank when the run has no cluster,
+ * which is one host). */
+int sg_ar_group_opt(const sg_opts_t *o, const sg_comm_t *comm, int64_t *out);
 /* Tests only: the ring sends a wrong chunk once per call, so a test can
  * show its check catches it.  Processes get it from the spec key
  * _plant_bug = ring-skip (`sgdlab run|bench --plant-bug ring-skip`). */
@@ -133,6 +152,11 @@ void sg_ar_plant_bug(sg_ar_t *a, int on);
 int sg_ar_plant_requested(const sg_opts_t *o);
 /* NULL-safe; nulls the pointer. */
 void sg_ar_destroy(sg_ar_t **a);
+
+/* The engine's alpha-beta-gamma formulas, per algorithm (allreduce_cost.c;
+ * core/cost.h); negative for an algorithm without one. */
+#include "cost.h"
+double sg_ar_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o);
 
 /* ---- device: cuda (allreduce_device.c, docs/cuda.md) ------------------ */
 

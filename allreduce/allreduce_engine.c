@@ -50,8 +50,9 @@
 
 /* clang-format off */
 static const sg_setting_t ar_options[] = {
-  {"algorithm", SG_T_ENUM, "ring", "allreduce algorithm: ring (pipelined reduce-scatter + allgather), rhd (Rabenseifner), native (MPI_Allreduce; transport mpi); with device cuda also cuda-ring (GPUs of one host, CUDA IPC) and nccl (builds with NCCL)", SG_AR_ALGORITHMS "|" SG_AR_DEVICE_ALGORITHMS, 1, 0, SG_S_ENGINE},
-  {"segment", SG_T_INT, "0", "ring, rhd: pipeline segment in bytes (K/M suffixes; 0 = auto: 4M for zmq over ipc with zmq_cma on, 256K for zmq with CURVE, else 1M); cuda-ring: the chunk of a ring step (0 = 1M)", NULL, 0, 1 << 30, SG_S_ENGINE},
+  {"algorithm", SG_T_ENUM, "ring", "allreduce algorithm: ring (pipelined reduce-scatter + allgather), rhd (Rabenseifner), tree (pipelined binary tree: reduce to rank 0, broadcast back), hier (hierarchical: reduce-scatter inside groups of `group` ranks, ring across groups, allgather inside), native (MPI_Allreduce; transport mpi); with device cuda also cuda-ring (GPUs of one host, CUDA IPC) and nccl (builds with NCCL)", SG_AR_ALGORITHMS "|" SG_AR_DEVICE_ALGORITHMS, 1, 0, SG_S_ENGINE},
+  {"group", SG_T_INT, "0", "hier: ranks per group, consecutive ranks (0 = auto: on an emulated cluster the ranks from rank 0 on that share rank 0's host (cluster.placement: pack) or, with cluster.racks, its rack; every rank without a cluster, which is one host)", NULL, 0, 1024, SG_S_ENGINE},
+  {"segment", SG_T_INT, "0", "ring, rhd, tree, hier: pipeline segment in bytes (K/M suffixes; 0 = auto: 4M for zmq over ipc with zmq_cma on, 256K for zmq with CURVE, else 1M); cuda-ring: the chunk of a ring step (0 = 1M)", NULL, 0, 1 << 30, SG_S_ENGINE},
   {"compress", SG_T_ENUM, "none", "gradient compression on the wire: none; fp16 (ring, rhd: IEEE halves on the wire, sums in float32; every replica keeps the rounded sum); topk (the topk fraction of largest entries as index/value pairs, allgathered around the ring, the rest carried over as error feedback)", "none|fp16|topk", 1, 0, SG_S_ENGINE},
   {"topk", SG_T_FLOAT, "0.01", "compress: topk: fraction of the gradient's entries each rank sends per step", NULL, 1e-6, 1, SG_S_ENGINE},
   {"overlap", SG_T_BOOL, "false", "allreduce the gradient in buckets while backward still computes the layers below (a compute thread runs backward; the rank's thread runs the allreduce); device cpu, compress none|fp16", NULL, 1, 0, SG_S_ENGINE},
@@ -219,6 +220,9 @@ static int ar_setup(ar_loop_t *lp) {
     return sg_err_set(SG_ENOMEM, "allreduce: no memory for %zu parameters", n);
   SG_CHECK(sg_ar_new(&lp->ar, ctx->comm, algo, (size_t)segment, n));
   sg_ar_plant_bug(lp->ar, sg_ar_plant_requested(ctx->opts));
+  int64_t group = 0;
+  SG_CHECK(sg_ar_group_opt(ctx->opts, ctx->comm, &group));
+  sg_ar_set_group(lp->ar, (int)group);
   SG_CHECK(compress_new(ctx, lp->ar, n, &lp->tk));
   SG_CHECK(overlap_new(lp));
   if (root) SG_CHECK(sg_workload_init_params(lp->wl, lp->params));
@@ -279,7 +283,8 @@ extern const struct sg_bench_round sg_ar_bench_round; /* the benchmark round, ne
 extern const sg_engine_t sg_engine_allreduce;
 
 static const sg_option_need_t ar_needs[] = {
-    {"segment", "algorithm", "|ring|rhd|cuda-ring|"},
+    {"segment", "algorithm", "|ring|rhd|tree|hier|cuda-ring|"},
+    {"group", "algorithm", "|hier|"},
     {"stage_chunk", "device", "|cuda|"},
     {"topk", "compress", "|topk|"},
     {"bucket", "overlap", "|true|"},
@@ -303,7 +308,7 @@ static void ar_label(const sg_opts_t *o, char *out, size_t cap) {
 
 const sg_engine_t sg_engine_allreduce = {
     .name = "allreduce",
-    .summary = "every worker a replica: gradients summed by allreduce (ring, rhd or native MPI), same update everywhere",
+    .summary = "every worker a replica: gradients summed by allreduce (ring, rhd, tree, hier or native MPI), same update everywhere",
     .options = ar_options,
     .layout = NULL,
     .role = NULL,
@@ -312,6 +317,7 @@ const sg_engine_t sg_engine_allreduce = {
     .label = ar_label,
     .needs = ar_needs,
     .memory = ar_memory,
+    .cost = sg_ar_cost, /* allreduce_cost.c */
     .bench = &sg_ar_bench_round,
     .bytes_uncounted = ar_bytes_uncounted,
 };

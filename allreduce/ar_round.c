@@ -29,6 +29,9 @@ static int ar_init(void **st, sg_rank_ctx_t *ctx, size_t max_count) {
   SG_CHECK(sg_ar_new(&b->ar, ctx->comm, sg_opts_str_or(ctx->opts, "algorithm", "ring"),
                      (size_t)segment, max_count));
   sg_ar_plant_bug(b->ar, sg_ar_plant_requested(ctx->opts));
+  int64_t group = 0;
+  SG_CHECK(sg_ar_group_opt(ctx->opts, ctx->comm, &group));
+  sg_ar_set_group(b->ar, (int)group);
   if (!(b->buf = sg_ar_alloc(max_count * sizeof(float)))) /* touched, huge pages */
     return sg_err_set(SG_ENOMEM, "bench: no memory for %zu floats", max_count);
   return SG_OK;
@@ -64,7 +67,9 @@ static void ar_destroy(void **st) {
 
 static const sg_bench_variant_t ar_variants[] = {
     {"ring", "algorithm: ring%G", "ring reduce-scatter + allgather, pipelined", NULL, 1},
-    {"rhd", "algorithm: rhd", "recursive halving/doubling (Rabenseifner)", NULL, 1},
+    {"rhd", "algorithm: rhd%G", "recursive halving/doubling (Rabenseifner)", NULL, 1},
+    {"tree", "algorithm: tree%G", "pipelined binary tree: reduce to rank 0, broadcast", NULL, 0},
+    {"hier", "algorithm: hier%G", "reduce-scatter in groups (group), ring across, allgather in groups", NULL, 0},
     {"native", "algorithm: native", "MPI_Allreduce", "mpi", 1},
     {NULL, NULL, NULL, NULL, 0},
 };

@@ -69,13 +69,16 @@
 
 #include "allreduce.h"
 #include "err.h"
+#include "compose.h"
 #include "prim.h"
 
 typedef struct ring_plan {
-  int n, r;
+  int n, r;          /* ring members; this rank's place among them */
   size_t count, seg; /* seg in floats */
   size_t nseg;       /* segments of the largest chunk */
-  size_t units;      /* 2 (N-1) nseg */
+  size_t s0;         /* first phase step run: 0, or N-1 (allgather only) */
+  size_t units;      /* units run: (phase steps run) * nseg */
+  int rs_only;       /* reduce-scatter without the allgather */
 } ring_plan_t;
 
 /* Chunk sent / received at phase step s (0 .. 2N-3) by rank r. */
@@ -101,23 +104,26 @@ static size_t segment(const ring_plan_t *p, int c, size_t j, size_t *off) {
   return clen - lo < p->seg ? clen - lo : p->seg;
 }
 
-static void plan(ring_plan_t *p, int n, int r, size_t count, const sg_ar_opts_t *o) {
+static void plan(ring_plan_t *p, int n, int r, size_t count, const sg_ar_opts_t *o,
+                 int phases) {
   p->n = n;
   p->r = r;
   p->count = count;
   p->seg = sg_ar_seg_floats(o);
   size_t maxchunk = sg_ar_chunk_len(count, n, 0);
   p->nseg = (maxchunk + p->seg - 1) / p->seg;
-  p->units = 2 * (size_t)(n - 1) * p->nseg;
+  p->s0 = phases == SG_RING_AG ? (size_t)(n - 1) : 0;
+  p->rs_only = phases == SG_RING_RS;
+  p->units = (phases == (SG_RING_RS | SG_RING_AG) ? 2 : 1) * (size_t)(n - 1) * p->nseg;
 }
 
 /* Receive slots d, send slots q = nseg + d + 2: the loop below keeps
  * fewer than q sends in flight (it waits for send v - d once unit v is
  * received), so a send slot and its staging (halves) are free when reused. */
-static void ring_needs(int n, size_t count, const sg_ar_opts_t *o, size_t *scratch,
-                       size_t *reqs) {
+void sg_ar_ring_needs(int n, size_t count, const sg_ar_opts_t *o, size_t *scratch,
+                      size_t *reqs) {
   ring_plan_t p;
-  plan(&p, n, 0, count, o);
+  plan(&p, n, 0, count, o, SG_RING_RS | SG_RING_AG);
   size_t d = sg_ar_depth(o), q = p.nseg + d + 2;
   size_t seg = p.seg < sg_ar_chunk_len(count, n, 0) ? p.seg : sg_ar_chunk_len(count, n, 0);
   *scratch = (d + q) * seg; /* receive slots, then staging slots */
@@ -135,9 +141,12 @@ typedef struct ring_run {
   size_t posted_recv;  /* receives below are posted */
 } ring_run_t;
 
-/* Segment of unit v (step v / nseg) that rank r receives, or sends. */
+/* The phase step of unit v (units count from the first step run). */
+static size_t step_of(const ring_run_t *k, size_t v) { return k->p.s0 + v / k->p.nseg; }
+
+/* Segment of unit v that rank r receives. */
 static size_t unit_recvd(const ring_run_t *k, size_t v, size_t *off) {
-  return segment(&k->p, chunk_recvd(&k->p, v / k->p.nseg), v % k->p.nseg, off);
+  return segment(&k->p, chunk_recvd(&k->p, step_of(k, v)), v % k->p.nseg, off);
 }
 
 /* Post the receives of units < limit that can be posted now: a
@@ -149,12 +158,12 @@ static int post_recvs(ring_run_t *k, size_t limit) {
   while (k->posted_recv < limit) {
     size_t v = k->posted_recv, off, len = unit_recvd(k, v, &off);
     float *dst = NULL;
-    int s = (int)(v / k->p.nseg);
+    int s = (int)step_of(k, v);
     if (v >= k->rs_units && !k->pr.half) {
       size_t twin = v - k->rs_units; /* the unit that sent from this segment */
-      if (twin >= k->pr.posted_send) break;
-      SG_CHECK(sg_prim_wait_sends(&k->pr, twin + 1));
-      dst = k->agbuf + off;
+      if (k->rs_units && twin >= k->pr.posted_send) break;
+      if (k->rs_units) SG_CHECK(sg_prim_wait_sends(&k->pr, twin + 1));
+      dst = k->agbuf + off; /* (allgather alone: no send of this call read it) */
     }
     SG_CHECK(sg_prim_post_recv(&k->pr, v, s, dst, len));
     k->posted_recv++;
@@ -162,13 +171,26 @@ static int post_recvs(ring_run_t *k, size_t limit) {
   return SG_OK;
 }
 
+/* The last reduce-scatter step when the allgather does not follow (hier):
+ * the sum stays here.  The planted bug drops one segment's part. */
+static int finish_rs_only(ring_run_t *k, size_t u, float *at, size_t len) {
+  if (k->o->plant_bug && u % k->p.nseg == 0 && len) {
+    int rc;
+    (void)sg_prim_recv_slot(&k->pr, u, len, &rc);
+    return rc;
+  }
+  return sg_prim_recv_reduce_copy(&k->pr, u, at, len);
+}
+
 /* Unit u has been posted: finish it with the primitive its step calls
  * for; the send it feeds (if any) is unit u + nseg of step s + 1. */
 static int finish_unit(ring_run_t *k, size_t u) {
-  const size_t s = u / k->p.nseg, last_rs = (size_t)k->p.n - 2, last = k->p.units / k->p.nseg - 1;
+  const size_t s = step_of(k, u), last_rs = (size_t)k->p.n - 2;
+  const size_t last = k->p.s0 + k->p.units / k->p.nseg - 1;
   size_t off, len = unit_recvd(k, u, &off);
   float *at = k->buf + off;
   size_t v = u + k->p.nseg;
+  if (s == last && k->p.rs_only) return finish_rs_only(k, u, at, len);
   if (s == last) return sg_prim_recv(&k->pr, u, k->agbuf + off, len);
   if (s < last_rs) return sg_prim_recv_reduce_send(&k->pr, u, at, len, v, (int)s + 1);
   if (s > last_rs) return sg_prim_recv_copy_send(&k->pr, u, k->agbuf + off, len, v, (int)s + 1);
@@ -189,24 +211,25 @@ static int finish_unit(ring_run_t *k, size_t u) {
   return sg_prim_recv_reduce_copy_send(&k->pr, u, at, len, v, (int)s + 1);
 }
 
-static int ring_setup(ring_run_t *k, sg_comm_t *c, float *buf, size_t count,
-                      const sg_ar_opts_t *o) {
-  int n = c->size, r = c->rank;
-  plan(&k->p, n, r, count, o);
+static int ring_setup(ring_run_t *k, sg_comm_t *c, const sg_ar_ring_sub_t *g, float *buf,
+                      size_t count, const sg_ar_opts_t *o) {
+  int n = g->n, r = g->me;
+  plan(&k->p, n, r, count, o, g->phases);
   size_t need_s, need_r;
-  ring_needs(n, count, o, &need_s, &need_r);
+  sg_ar_ring_needs(n, count, o, &need_s, &need_r);
   if (!o || !o->scratch || o->scratch_count < need_s || !o->reqs || o->reqs_count < need_r)
     return sg_err_set(SG_EINVAL, "ring allreduce of %zu floats needs %zu scratch floats "
                       "and %zu request slots (context sized too small)", count, need_s, need_r);
   k->buf = buf;
   k->agbuf = o->update && o->agbuf ? o->agbuf : buf;
   k->o = o;
-  k->rs_units = (size_t)(n - 1) * k->p.nseg;
+  k->rs_units = g->phases & SG_RING_RS ? (size_t)(n - 1) * k->p.nseg : 0;
   k->posted_recv = 0;
   sg_prim_t *pr = &k->pr;
-  *pr = (sg_prim_t){.c = c, .what = "ring", .left = (r + n - 1) % n, .right = (r + 1) % n,
-                    .tag = SG_AR_TAG_RING, .d = sg_ar_depth(o),
-                    .half = o->compress == SG_AR_COMPRESS_FP16};
+  int left = (r + n - 1) % n, right = (r + 1) % n;
+  *pr = (sg_prim_t){.c = c, .what = "ring", .left = g->members ? g->members[left] : left,
+                    .right = g->members ? g->members[right] : right, .tag = g->tag,
+                    .d = sg_ar_depth(o), .half = o->compress == SG_AR_COMPRESS_FP16};
   pr->q = need_r - pr->d;
   pr->slot_floats = need_s / need_r;
   pr->rslot = o->scratch;
@@ -219,16 +242,20 @@ static int ring_setup(ring_run_t *k, sg_comm_t *c, float *buf, size_t count,
 /* The ring composed of the primitives (prim.h): per segment,
  *   reduce-scatter  send, recvReduceSend x (N-2), recvReduceCopySend
  *   allgather       recvCopySend x (N-2), recv
- * pipelined over segments as described at the top of this file. */
-int sg_allreduce_ring(sg_comm_t *c, float *buf, size_t count, const sg_ar_opts_t *o) {
-  if (c->size == 1 || count == 0) return SG_OK;
+ * pipelined over segments as described at the top of this file; either
+ * phase alone (hier.c) ends or starts at the chunk rank r owns, (r+1) mod N. */
+int sg_ar_ring_sub(sg_comm_t *c, const sg_ar_ring_sub_t *g, float *buf, size_t count,
+                   const sg_ar_opts_t *o) {
+  if (g->n == 1 || count == 0) return SG_OK;
   ring_run_t k;
-  SG_CHECK(ring_setup(&k, c, buf, count, o));
+  SG_CHECK(ring_setup(&k, c, g, buf, count, o));
   const size_t units = k.p.units, nseg = k.p.nseg, d = k.pr.d;
-  /* Step 0's sends read the input alone: all ready at once. */
+  /* The first step's sends read the input alone (the allgather alone:
+   * the owned chunk): all ready at once. */
+  float *first = k.p.s0 ? k.agbuf : buf;
   for (size_t v = 0; v < nseg; v++) {
-    size_t off, len = segment(&k.p, chunk_sent(&k.p, 0), v, &off);
-    SG_CHECK(sg_prim_send(&k.pr, v, 0, buf + off, len));
+    size_t off, len = segment(&k.p, chunk_sent(&k.p, k.p.s0), v, &off);
+    SG_CHECK(sg_prim_send(&k.pr, v, (int)k.p.s0, first + off, len));
   }
   for (size_t u = 0; u < units; u++) {
     SG_CHECK(post_recvs(&k, u + d));
@@ -243,10 +270,16 @@ int sg_allreduce_ring(sg_comm_t *c, float *buf, size_t count, const sg_ar_opts_t
   return SG_OK;
 }
 
+int sg_allreduce_ring(sg_comm_t *c, float *buf, size_t count, const sg_ar_opts_t *o) {
+  sg_ar_ring_sub_t all = {.members = NULL, .n = c->size, .me = c->rank,
+                          .phases = SG_RING_RS | SG_RING_AG, .tag = SG_AR_TAG_RING};
+  return sg_ar_ring_sub(c, &all, buf, count, o);
+}
+
 const sg_ar_algo_t sg_ar_ring = {
     .name = "ring",
     .summary = "reduce-scatter + allgather around a ring, segmented and pipelined",
     .allreduce = sg_allreduce_ring,
-    .needs = ring_needs,
+    .needs = sg_ar_ring_needs,
     .needs_mpi = 0,
 };

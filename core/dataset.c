@@ -1,13 +1,50 @@
 /* dataset.c - what every loader shares: allocation, release, densify. */
 #include "dataset.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "rng.h"
+
+static const char *file_kind(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a plain file";
+}
+
+int sg_data_open(const char *path, uint64_t *size) {
+  struct stat st;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return sg_err_set(SG_EIO, "%s: cannot open: %s", path, strerror(errno));
+  if (fstat(fd, &st) < 0) {
+    int e = errno;
+    close(fd);
+    return sg_err_set(SG_EIO, "%s: cannot open: %s", path, strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return sg_err_set(SG_EIO, "%s: not a regular file (%s); data files must be regular files",
+                      path, file_kind(st.st_mode));
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+    int e = errno;
+    close(fd);
+    return sg_err_set(SG_EIO, "%s: cannot open: %s", path, strerror(e));
+  }
+  if (size) *size = (uint64_t)st.st_size;
+  return fd;
+}
 
 sg_dataset_t *sg_dataset_alloc_(void) { return calloc(1, sizeof(sg_dataset_t)); }
 

@@ -38,6 +38,16 @@ typedef struct sg_dataset {
 /* Which split a synthetic generator draws. */
 enum { SG_SPLIT_TRAIN = 0, SG_SPLIT_TEST = 1 };
 
+/* Open a data file for reading; the descriptor, or a negative SG_E*.  It
+ * must be a regular file: it is opened non-blocking (a FIFO's open would
+ * wait for a writer) and checked with fstat before a byte is read, so a
+ * FIFO, a device (/dev/zero) or a directory is one error that names it
+ * ("PATH: not a regular file (a FIFO)"); the descriptor is then made
+ * blocking again.  Symlinks are followed: a data file is only read, and
+ * whatever a link names must itself be a regular file.  *size (may be
+ * NULL) gets the file's size. */
+int sg_data_open(const char *path, uint64_t *size);
+
 /* IDX image + label files.  `limit` > 0 keeps only the first `limit`
  * rows.  Caller owns the result. */
 int sg_dataset_load_idx(sg_dataset_t **out, const char *images,
@@ -48,6 +58,18 @@ int sg_dataset_load_idx(sg_dataset_t **out, const char *images,
 int sg_dataset_load_idx_shared(sg_dataset_t **out, const char *images, const char *labels,
                                int64_t limit, const char *dir);
 uint64_t sg_dataset_checksum_(const void *p, size_t n);
+/* Tests only: called by sg_dataset_load_idx_shared between the check of
+ * the cache directory and the write into it, so a test can change the
+ * directory at that exact moment (NULL: nothing). */
+extern void (*sg_dataset_cache_race_hook_)(void);
+/* <dir>/<base>.gz, else <dir>/<base>, into out; SG_ENOTFOUND when neither
+ * is readable, with a message that says what to do: which four files
+ * `dataset` (mnist, fashion-mnist) needs and where they go, that MNIST
+ * has no Debian package while Fashion-MNIST has (dataset-fashion-mnist);
+ * dir_given: the directory came from data_dir. */
+int sg_idx_find(char *out, size_t cap, const char *dir, const char *base, const char *dataset,
+                int dir_given);
+
 /* Header only: rows and features of an IDX image file (no pixels read). */
 int sg_dataset_probe_idx(const char *images, int64_t *n, int64_t *d);
 
@@ -56,6 +78,15 @@ int sg_dataset_probe_idx(const char *images, int64_t *n, int64_t *d);
  * (tens of millions of features).  Indices are sparse, so the loader's
  * memory follows the nonzeros, never the index. */
 #define SG_LIBSVM_MAX_INDEX 1000000000LL
+
+/* The longest LIBSVM line accepted (16 MiB: a million nonzeros at
+ * typical widths; the widest public sets have rows of thousands) and the
+ * largest LIBSVM file (64 GiB: the loader holds up to about 3 bytes per
+ * byte of text).  A longer line is one "file:line: line longer than"
+ * error, read no further than the cap; a larger file is refused from its
+ * size before reading, and one that grows while read stops at the cap. */
+#define SG_LIBSVM_MAX_LINE ((size_t)16 << 20)
+#define SG_LIBSVM_MAX_BYTES ((uint64_t)64 << 30)
 
 /* How LIBSVM labels become 0..classes-1.  SG_LABELS_DECIDE picks from the
  * set of labels in the file (the training file; its test file then uses

@@ -350,6 +350,8 @@ static int write_cache(int dfd, const char *dir, const char *name, const char *p
   return SG_OK;
 }
 
+void (*sg_dataset_cache_race_hook_)(void);
+
 int sg_dataset_load_idx_shared(sg_dataset_t **out, const char *images, const char *labels,
                                int64_t limit, const char *dir) {
   uint64_t key = 0;
@@ -366,6 +368,7 @@ int sg_dataset_load_idx_shared(sg_dataset_t **out, const char *images, const cha
       fprintf(stderr, "sgdlab: rebuilding the data cache: %s\n", sg_err_msg());
     sg_err_clear();
     SG_TRY(sg_dataset_load_idx(&ds, images, labels, limit));
+    if (sg_dataset_cache_race_hook_) sg_dataset_cache_race_hook_();
     SG_TRY(write_cache(dfd, dir, name, path, key, ds));
     rc = map_cache(dfd, name, path, key, out);
   }

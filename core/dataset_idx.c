@@ -35,25 +35,21 @@
 typedef struct {
   gzFile gz;
   const char *path;
-  int regular;   /* a regular file: size is known */
   int plain;     /* not gzip: the body is exactly the rest of the file */
-  uint64_t size; /* bytes on disk (regular files) */
+  uint64_t size; /* bytes on disk (sg_data_open: a regular file) */
 } idx_file_t;
 
 static int idx_open(idx_file_t *f, const char *path) {
-  struct stat st;
   memset(f, 0, sizeof *f);
   f->path = path;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return sg_err_set(SG_EIO, "%s: cannot open: %s", path, strerror(errno));
-  if (fstat(fd, &st) < 0 || !(f->gz = gzdopen(fd, "rb"))) {
+  int fd = sg_data_open(path, &f->size); /* regular files only */
+  if (fd < 0) return fd;
+  if (!(f->gz = gzdopen(fd, "rb"))) {
     int e = errno;
     close(fd);
     return sg_err_set(SG_EIO, "%s: cannot open: %s", path, strerror(e));
   }
   gzbuffer(f->gz, 1 << 20);
-  f->regular = S_ISREG(st.st_mode);
-  f->size = (uint64_t)st.st_size;
   f->plain = gzdirect(f->gz); /* peeks at the first bytes */
   return SG_OK;
 }
@@ -140,9 +136,8 @@ static int check_dims(const char *path, const uint32_t *dims) {
  *     crafted file states any value.  What holds for every deflate stream
  *     is the GZ_MAX_RATIO bound; it is loose (a 1 MB file may hold 1 GB),
  *     so read_body also allocates only as the data arrives.
- *   not a regular file (a pipe): read_body's growth is the only bound. */
+ * Only regular files are opened (sg_data_open), so the size is known. */
 static int check_room(const idx_file_t *f, size_t hdr, uint64_t body, const char *what) {
-  if (!f->regular) return SG_OK;
   uint64_t have = f->size > hdr ? f->size - hdr : 0;
   if (f->plain && body > have)
     return sg_err_set(SG_EFORMAT,
@@ -170,7 +165,7 @@ static int check_room(const idx_file_t *f, size_t hdr, uint64_t body, const char
 static int read_body(idx_file_t *f, size_t off, size_t len, const char *what,
                      unsigned char **out) {
   int rc = SG_OK;
-  size_t cap = (f->plain && f->regular) || len < GZ_FIRST_CHUNK ? len : GZ_FIRST_CHUNK;
+  size_t cap = f->plain || len < GZ_FIRST_CHUNK ? len : GZ_FIRST_CHUNK;
   size_t got = 0, k;
   unsigned char *buf = malloc(cap + 1), *nb;
   if (!buf) goto nomem;
@@ -214,6 +209,28 @@ static int open_images(idx_file_t *f, const char *path, uint32_t *dims) {
   SG_CHECK(read_header(f, IDX_IMAGES, dims, 3));
   SG_CHECK(check_dims(path, dims));
   return check_room(f, 16, (uint64_t)dims[0] * dims[1] * dims[2], "pixels");
+}
+
+int sg_idx_find(char *out, size_t cap, const char *dir, const char *base, const char *dataset,
+                int dir_given) {
+  static const char four[] = "train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+                             "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz";
+  snprintf(out, cap, "%s/%s.gz", dir, base);
+  if (access(out, R_OK) == 0) return SG_OK;
+  snprintf(out, cap, "%s/%s", dir, base);
+  if (access(out, R_OK) == 0) return SG_OK;
+  if (!strcmp(dataset, "fashion-mnist") && !dir_given)
+    return sg_err_set(SG_ENOTFOUND, "%s: no %s[.gz]: install Fashion-MNIST with "
+                      "'apt-get install dataset-fashion-mnist', or set data_dir to a directory "
+                      "holding its four IDX files (%s)", dir, base, four);
+  if (!strcmp(dataset, "mnist"))
+    return sg_err_set(SG_ENOTFOUND, "%s: no %s[.gz]: MNIST has no Debian package; put its four "
+                      "IDX files (%s, from the MNIST distribution, gzip or plain) in %s%s, or "
+                      "use dataset: fashion-mnist (packaged: apt-get install "
+                      "dataset-fashion-mnist)", dir, base, four, dir,
+                      dir_given ? "" : " (or in a directory named by data_dir)");
+  return sg_err_set(SG_ENOTFOUND, "%s: no %s[.gz]: data_dir must hold the four IDX files (%s)",
+                    dir, base, four);
 }
 
 /* The header only; for gzip the pixels are bounded (check_room) but not

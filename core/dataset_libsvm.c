@@ -7,6 +7,10 @@
  * 0..classes-1 by a rule (dataset.h: as is, -1/+1, or 1-based) decided
  * from the training file.  Any malformed token is SG_EFORMAT naming
  * file:line.
+ * The file must be a regular file (sg_data_open); lines are read with a
+ * cap (SG_LIBSVM_MAX_LINE), never whole whatever their length, and the
+ * file's bytes with another (SG_LIBSVM_MAX_BYTES); a NUL byte is an
+ * error (not a text file).
  * Indices are legitimately large in sparse data, so they are bounded by
  * SG_LIBSVM_MAX_INDEX, not by the file; every allocation here grows with
  * the rows and nonzeros read, none with an index.
@@ -14,10 +18,12 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dataset.h"
 #include "err.h"
@@ -146,13 +152,48 @@ static int parse_pairs(const where_t *w, char *p, csr_builder_t *b, int64_t *max
   }
 }
 
+/* The next line of f into *line (NUL-terminated, newline kept): 1, or 0
+ * at the end of the file.  At most SG_LIBSVM_MAX_LINE bytes are held: a
+ * longer line is an error at its number without reading the rest of it;
+ * a NUL byte is an error; *total counts the bytes against
+ * SG_LIBSVM_MAX_BYTES. */
+static int read_line(const where_t *w, FILE *f, char **line, size_t *cap, uint64_t *total) {
+  size_t len = 0;
+  int c = EOF;
+  while ((c = getc_unlocked(f)) != EOF) {
+    if (len == *cap) { /* *cap bytes and the terminator */
+      if (*cap >= SG_LIBSVM_MAX_LINE)
+        return sg_err_set(SG_EFORMAT, "%s:%ld: line longer than %zu bytes (the LIBSVM line cap)",
+                          w->path, w->lineno + 1, SG_LIBSVM_MAX_LINE);
+      size_t nc = *cap ? 2 * *cap : 4096;
+      if (nc > SG_LIBSVM_MAX_LINE) nc = SG_LIBSVM_MAX_LINE;
+      char *nl = realloc(*line, nc + 1);
+      if (!nl) return sg_err_set(SG_ENOMEM, "%s:%ld: %zu bytes", w->path, w->lineno + 1, nc);
+      *line = nl;
+      *cap = nc;
+    }
+    if (c == 0)
+      return sg_err_set(SG_EFORMAT, "%s:%ld: a NUL byte (not a LIBSVM text file)", w->path,
+                        w->lineno + 1);
+    (*line)[len++] = (char)c;
+    if (c == '\n') break;
+  }
+  if (len == 0) return 0;
+  (*line)[len] = '\0';
+  if ((*total += len) > SG_LIBSVM_MAX_BYTES)
+    return sg_err_set(SG_EFORMAT, "%s:%ld: more than %" PRIu64 " bytes (the LIBSVM file cap)",
+                      w->path, w->lineno + 1, SG_LIBSVM_MAX_BYTES);
+  return 1;
+}
+
 /* Every row of f (at most `limit` when > 0) into b. */
 static int parse_file(where_t *w, FILE *f, int64_t limit, csr_builder_t *b, int64_t *maxidx,
                       int64_t *maxrow) {
-  int rc = SG_OK;
+  int rc = SG_OK, got;
   char *line = NULL;
   size_t linecap = 0;
-  while (getline(&line, &linecap, f) >= 0) {
+  uint64_t total = 0;
+  while ((got = read_line(w, f, &line, &linecap, &total)) > 0) {
     w->lineno++;
     char *hash = strchr(line, '#');
     if (hash) *hash = '\0';
@@ -168,7 +209,8 @@ static int parse_file(where_t *w, FILE *f, int64_t limit, csr_builder_t *b, int6
     if ((int64_t)(b->nnz - row_start) > *maxrow) *maxrow = (int64_t)(b->nnz - row_start);
     SG_TRY(add_row(b, label));
   }
-  if (ferror(f)) rc = sg_err_set(SG_EIO, "%s:%ld: read error", w->path, w->lineno);
+  if (got < 0) rc = got;
+  else if (ferror(f)) rc = sg_err_set(SG_EIO, "%s:%ld: read error", w->path, w->lineno);
 fail:
   free(line);
   return rc;
@@ -235,7 +277,18 @@ int sg_dataset_load_libsvm_labels(sg_dataset_t **out, const char *path, int64_t 
   if (features > SG_LIBSVM_MAX_INDEX)
     return sg_err_set(SG_ERANGE, "%s: features %lld above the maximum %lld", path,
                       (long long)features, SG_LIBSVM_MAX_INDEX);
-  if (!(f = fopen(path, "r"))) return sg_err_set(SG_EIO, "%s: cannot open", path);
+  uint64_t size = 0;
+  int fd = sg_data_open(path, &size); /* regular files only: no FIFO, no /dev/zero */
+  if (fd < 0) return fd;
+  if (size > SG_LIBSVM_MAX_BYTES) {
+    close(fd);
+    return sg_err_set(SG_EFORMAT, "%s: %" PRIu64 " bytes, more than %" PRIu64
+                      " (the LIBSVM file cap)", path, size, SG_LIBSVM_MAX_BYTES);
+  }
+  if (!(f = fdopen(fd, "r"))) {
+    close(fd);
+    return sg_err_set(SG_EIO, "%s: cannot open: %s", path, strerror(errno));
+  }
   SG_TRY(grow((void **)&b.rowptr, &b.pcap, 2, sizeof *b.rowptr));
   b.rowptr[0] = 0;
   SG_TRY(parse_file(&w, f, limit, &b, &maxidx, &maxrow));

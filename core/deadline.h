@@ -32,6 +32,8 @@
 #ifndef SG_DEADLINE_H
 #define SG_DEADLINE_H
 
+#include <stdio.h>
+
 #define SG_DL_STEP 0.15 /* per level of a wait chain, in deadlines */
 #define SG_DL_HOP 0.05  /* per forwarding hop of a tree, in deadlines */
 #define SG_DL_MAX 1.35  /* no engine waits longer than this many deadlines */
@@ -41,6 +43,14 @@
 static inline double sg_deadline_factor(int level, int hops) {
   double f = 1.0 + SG_DL_STEP * level + SG_DL_HOP * hops;
   return f < SG_DL_MAX ? f : SG_DL_MAX;
+}
+
+/* Seconds for a message: one decimal from 1 s up ("30.0"), two
+ * significant digits below ("0.05", not "0.1": a 0.05 s deadline reads as
+ * what was set).  buf holds at least 32 bytes; returns buf. */
+static inline const char *sg_fmt_secs(char *buf, double s) {
+  snprintf(buf, 32, s < 1 ? "%.2g" : "%.1f", s);
+  return buf;
 }
 
 #endif

@@ -1,7 +1,7 @@
 /* engine.h - how an engine plugs in.
  *
  * An engine is one const sg_engine_t (designated initializers) registered
- * by name in harness/registry.c.  The harness knows engines only through
+ * by name in rank/registry.c.  The harness knows engines only through
  * this table: it validates their options, computes how many processes a run
  * needs, and starts `sgdlab-rank`, which looks the engine up and calls its
  * run() on every rank.  Adding an engine = one folder or file + one
@@ -10,6 +10,7 @@
 #ifndef SG_ENGINE_H
 #define SG_ENGINE_H
 
+#include "cost.h"
 #include "opts.h"
 #include "records.h"
 #include "settings.h"
@@ -30,13 +31,13 @@ struct sg_bench_round; /* bench_method.h */
 /* An option that means something only when another key has one of some
  * values ("staleness" only with mode: ssp): set in an entry none of
  * whose runs meets the condition, it is a config error that names the
- * condition (harness/config.c). */
+ * condition (harness/run/config.c). */
 typedef struct sg_option_need {
   const char *key, *when, *values; /* values: "|a|b|" */
 } sg_option_need_t;
 
 /* What one rank holds, for the admission check's memory estimate
- * (harness/admit.c), in units of P, the model's parameter bytes, besides
+ * (harness/run/admit.c), in units of P, the model's parameter bytes, besides
  * its dataset shard and activations. */
 typedef struct sg_mem_plan {
   double params;     /* parameter copies (1 on most ranks) */
@@ -89,9 +90,12 @@ typedef struct sg_engine {
    * parameters, a gradient, optimizer state, the training set, the test
    * set on rank 0, activations of one batch. */
   void (*memory)(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *m);
+  /* The alpha-beta-gamma formula of one step's communication (core/cost.h,
+   * docs/model.md); NULL = none (`sgdlab model` says so). */
+  sg_cost_fn cost;
 } sg_engine_t;
 
-/* The registry (harness/registry.c): NULL-terminated. */
+/* The registry (rank/registry.c): NULL-terminated. */
 extern const sg_engine_t *const sg_engines[];
 const sg_engine_t *sg_engine_find(const char *name);
 const char *sg_engine_role(const sg_engine_t *e, const sg_opts_t *o,
@@ -106,7 +110,7 @@ void sg_engine_label(const sg_engine_t *e, const sg_opts_t *o, char *out, size_t
 /* The run-wide keys sg_engine_label spells when not at their default
  * ("transport", "momentum", "lr_schedule"); NULL-terminated.  An
  * experiment whose runs all share one value leaves it out of its labels
- * (harness/config.c): a label names what differs. */
+ * (harness/run/config.c): a label names what differs. */
 extern const char *const sg_engine_label_overrides[];
 /* Append " key=value" for every option of e not at its default and not in
  * skip (NULL-terminated, may be NULL) at out+len; the new length. */

@@ -28,13 +28,57 @@ const char *sg_strerror(int code) {
   }
 }
 
+/* Length of the UTF-8 sequence at p that is a printable character (2..4
+ * bytes, C1 controls U+0080..U+009F excluded), else 0. */
+static size_t utf8_printable(const unsigned char *p) {
+  size_t n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+  if (!n || p[0] > 0xf4) return 0;
+  for (size_t i = 1; i < n; i++)
+    if ((p[i] & 0xc0) != 0x80) return 0;
+  if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) return 0;          /* C1 control */
+  if (n == 3 && p[0] == 0xe0 && p[1] < 0xa0) return 0;          /* overlong */
+  if (n == 3 && p[0] == 0xed && p[1] >= 0xa0) return 0;         /* surrogate */
+  if (n == 4 && ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))) return 0;
+  return n;
+}
+
+char *sg_printable(char *out, size_t cap, const char *in) {
+  const unsigned char *p = (const unsigned char *)in;
+  size_t len = 0;
+  while (*p) {
+    char piece[8];
+    size_t n = 1;
+    if (*p >= 0x20 && *p < 0x7f) piece[0] = (char)*p;
+    else if (*p >= 0x80 && (n = utf8_printable(p))) memcpy(piece, p, n);
+    else if (*p == '\n' || *p == '\t' || *p == '\r')
+      n = (size_t)snprintf(piece, sizeof piece, "\\%c", *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
+    else n = (size_t)snprintf(piece, sizeof piece, "\\x%02x", *p);
+    if (len + n >= cap) break;
+    memcpy(out + len, piece, n);
+    len += n;
+    p += *p >= 0x80 && utf8_printable(p) ? n : 1;
+  }
+  out[len] = '\0';
+  return out;
+}
+
 int sg_err_set(int code, const char *fmt, ...) {
+  char raw[sizeof err_msg];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
+  sg_printable(err_msg, sizeof err_msg, raw);
   err_trace[0] = '\0';
   blame_rank = -1; /* a new message: the old blame was about the old one */
+  blame_reason = SG_BLAME_NONE;
+  return code;
+}
+
+int sg_err_set_lines(int code, const char *lines) {
+  snprintf(err_msg, sizeof err_msg, "%s", lines);
+  err_trace[0] = '\0';
+  blame_rank = -1;
   blame_reason = SG_BLAME_NONE;
   return code;
 }

@@ -43,9 +43,24 @@ const char *sg_errname(int code);
 const char *sg_strerror(int code);
 
 /* Set the detail message for the error being returned (printf-style).
- * Returns `code` so callers can write `return sg_err_set(SG_EIO, ...)`. */
+ * Returns `code` so callers can write `return sg_err_set(SG_EIO, ...)`.
+ * Messages quote data (a token of a data file, a config value, a path),
+ * so the message is made printable (sg_printable): a terminal escape in
+ * a data file never reaches the terminal raw. */
 int sg_err_set(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Set the message to lines that were each made printable already (each
+ * the message of an sg_err_set), joined by newlines: a parser's report of
+ * every error of a file at once.  Returns `code`. */
+int sg_err_set_lines(int code, const char *lines);
+
+/* in as one printable line into out (cap > 0, always terminated): control
+ * characters (C0, DEL, C1) and bytes that are not UTF-8 become \xHH
+ * (newline \n, tab \t, carriage return \r); printable UTF-8 is kept and
+ * a backslash stays as is.  Stops at whole characters when out is full.
+ * Returns out. */
+char *sg_printable(char *out, size_t cap, const char *in);
+
 /* The current thread's detail message ("" if none). */
 const char *sg_err_msg(void);
 /* The file:line trail appended by SG_CHECK/SG_TRY ("" if none). */

@@ -1,7 +1,7 @@
 /* lifeline.h - a rank ends itself when its harness is gone.
  *
  * Local ranks and mpirun die with the harness (PR_SET_PDEATHSIG,
- * harness/launch.c), but ranks started by mpirun are mpirun's children,
+ * harness/run/launch.c), but ranks started by mpirun are mpirun's children,
  * on this host or another.  Their link to the harness is the records
  * connection (records.h), so a small thread watches that socket
  * (zmq_socket_monitor): once it has connected, a disconnection means the

@@ -11,11 +11,21 @@
 
 #include "err.h"
 
+/* keys[i] with its hash hash[i]: a lookup compares hashes and only a
+ * match's string, so a run's ~60 settings cost one pass of integer
+ * compares (a 100,000-run sweep looks keys up tens of millions of times). */
 struct sg_opts {
   size_t n, cap;
   char **keys;
   char **vals;
+  uint32_t *hash;
 };
+
+static uint32_t key_hash(const char *k) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (; *k; k++) h = (h ^ (unsigned char)*k) * 16777619u;
+  return h;
+}
 
 sg_opts_t *sg_opts_new(void) { return calloc(1, sizeof(sg_opts_t)); }
 
@@ -28,29 +38,60 @@ void sg_opts_destroy(sg_opts_t **po) {
   }
   free(o->keys);
   free(o->vals);
+  free(o->hash);
   free(o);
   *po = NULL;
 }
 
-sg_opts_t *sg_opts_dup(const sg_opts_t *o) {
-  sg_opts_t *d = sg_opts_new();
-  if (!d) return NULL;
-  for (size_t i = 0; i < o->n; i++)
-    if (sg_opts_set(d, o->keys[i], o->vals[i]) < 0) {
-      sg_opts_destroy(&d);
-      return NULL;
-    }
-  return d;
+static int reserve(sg_opts_t *o, size_t need) {
+  if (need <= o->cap) return SG_OK;
+  size_t cap = o->cap ? 2 * o->cap : 32;
+  while (cap < need) cap *= 2;
+  char **k = realloc(o->keys, cap * sizeof *k);
+  if (!k) return SG_ENOMEM;
+  o->keys = k;
+  char **vv = realloc(o->vals, cap * sizeof *vv);
+  if (!vv) return SG_ENOMEM;
+  o->vals = vv;
+  uint32_t *h = realloc(o->hash, cap * sizeof *h);
+  if (!h) return SG_ENOMEM;
+  o->hash = h;
+  o->cap = cap;
+  return SG_OK;
 }
 
-static long find(const sg_opts_t *o, const char *key) {
+/* The keys of o are distinct: copied as they are, none looked up. */
+sg_opts_t *sg_opts_dup(const sg_opts_t *o) {
+  sg_opts_t *d = sg_opts_new();
+  if (!d || reserve(d, o->n) < 0) goto nomem;
+  for (size_t i = 0; i < o->n; i++) {
+    char *k = strdup(o->keys[i]), *v = strdup(o->vals[i]);
+    if (!k || !v) {
+      free(k);
+      free(v);
+      goto nomem;
+    }
+    d->keys[d->n] = k;
+    d->vals[d->n] = v;
+    d->hash[d->n++] = o->hash[i];
+  }
+  return d;
+nomem:
+  sg_opts_destroy(&d);
+  return NULL;
+}
+
+static long find_h(const sg_opts_t *o, const char *key, uint32_t h) {
   for (size_t i = 0; i < o->n; i++)
-    if (strcmp(o->keys[i], key) == 0) return (long)i;
+    if (o->hash[i] == h && strcmp(o->keys[i], key) == 0) return (long)i;
   return -1;
 }
 
+static long find(const sg_opts_t *o, const char *key) { return find_h(o, key, key_hash(key)); }
+
 int sg_opts_set(sg_opts_t *o, const char *key, const char *value) {
-  long i = find(o, key);
+  uint32_t h = key_hash(key);
+  long i = find_h(o, key, h);
   char *v = strdup(value ? value : "");
   if (!v) return SG_ENOMEM;
   if (i >= 0) {
@@ -58,18 +99,10 @@ int sg_opts_set(sg_opts_t *o, const char *key, const char *value) {
     o->vals[i] = v;
     return SG_OK;
   }
-  if (o->n == o->cap) {
-    size_t cap = o->cap ? 2 * o->cap : 32;
-    char **k = realloc(o->keys, cap * sizeof *k);
-    if (!k) goto nomem;
-    o->keys = k;
-    char **vv = realloc(o->vals, cap * sizeof *vv);
-    if (!vv) goto nomem;
-    o->vals = vv;
-    o->cap = cap;
-  }
+  if (reserve(o, o->n + 1) < 0) goto nomem;
   o->keys[o->n] = strdup(key);
   if (!o->keys[o->n]) goto nomem;
+  o->hash[o->n] = h;
   o->vals[o->n++] = v;
   return SG_OK;
 nomem:

@@ -5,8 +5,9 @@
  * architecture).  In a simulated run (every rank an actor of one smpirun
  * process) the endpoint is "file://PATH": each rank appends the same
  * messages, each behind its uint32_t length, to its own file PATH.RANK in
- * the run's private directory, and the harness reads them as they grow.  The harness commits them to SQLite in batched
- * transactions while the run goes on (harness/recorder.c), so a crashed run
+ * the run's private directory, and the harness reads them as they grow.
+ * The harness commits them to SQLite in batched
+ * transactions while the run goes on (harness/run/recorder.c), so a crashed run
  * keeps everything sent before the crash.
  *
  * Columns map one-to-one onto the tables steps(...), evals(...), and
@@ -98,7 +99,7 @@ int sg_records_done(sg_records_t *r, int status, const char *message, int blamed
 double sg_records_elapsed(const sg_records_t *r);
 void sg_records_close(sg_records_t **r);
 
-/* ---- wire format (shared with harness/recorder.c) -------------------- */
+/* ---- wire format (shared with harness/run/recorder.c) -------------------- */
 typedef struct sg_rec_header {
   uint32_t magic;
   uint32_t type;

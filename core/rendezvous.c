@@ -31,6 +31,7 @@
 
 #include "auth.h"
 #include "clock.h"
+#include "deadline.h"
 #include "err.h"
 #include "rendezvous.h"
 #include "transport_impl.h"
@@ -311,9 +312,10 @@ int sg_rdv_exchange(void *zctx, const char *rdv, int rank, int size,
   for (;;) {
     double left = t0 + deadline_s - sg_now();
     if (left <= 0) {
+      char ws[32];
       rc = sg_err_set(SG_ETIMEOUT, "rank %d (%s): rendezvous %s sent no table "
-                      "of the %d ranks within %.1f s (deadline)", rank, host,
-                      rdv, size, sg_now() - t0);
+                      "of the %d ranks within %s s (deadline)", rank, host,
+                      rdv, size, sg_fmt_secs(ws, sg_now() - t0));
       goto fail;
     }
     zmq_pollitem_t it = {.socket = s, .events = ZMQ_POLLIN};

@@ -23,7 +23,7 @@ const sg_setting_t sg_settings[] = {
   /* workload: data */
   {"dataset", SG_T_ENUM, "fashion-mnist", "training data", "fashion-mnist|mnist|libsvm|synthetic|synthetic-sparse", NOB, SG_S_WORKLOAD},
   {"data_cache", SG_T_STR, "", "IDX training set: directory of the per-host decoded cache, mapped read-only and shared by the ranks (default: $XDG_CACHE_HOME/sgdlab or ~/.cache/sgdlab; 'off': each rank decodes its own copy)", NULL, NOB, SG_S_WORKLOAD},
-  {"data_dir", SG_T_STR, "", "directory of the IDX files (default: /usr/share/datasets/<dataset>; relative: to the experiment file's directory)", NULL, NOB, SG_S_WORKLOAD},
+  {"data_dir", SG_T_STR, "", "directory of the IDX files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte (each .gz or plain; default: /usr/share/datasets/<dataset>, where Debian's dataset-fashion-mnist puts Fashion-MNIST; MNIST has no Debian package: put its four files from the MNIST distribution in /usr/share/datasets/mnist or here; relative: to the experiment file's directory)", NULL, NOB, SG_S_WORKLOAD},
   {"train_file", SG_T_STR, "", "libsvm: training file (relative: to the experiment file's directory). Labels -1/+1 become 0/1; labels from 1 with no 0 become 0..C-1; others are taken as is", NULL, NOB, SG_S_WORKLOAD},
   {"test_file", SG_T_STR, "", "libsvm: test file (relative: to the experiment file's directory; --set: to the current one)", NULL, NOB, SG_S_WORKLOAD},
   {"features", SG_T_INT, "0", "input dimension (synthetic; libsvm: 0 = infer from the files)", NULL, 0, 1e9, SG_S_WORKLOAD},
@@ -65,7 +65,7 @@ const sg_setting_t sg_settings[] = {
   {"delay_rank", SG_T_INT, "-1", "rank to slow down on purpose (-1 = none)", NULL, -1, 1e6, SG_S_RUN},
   {"delay_ms", SG_T_FLOAT, "0", "milliseconds added to every step of delay_rank", NULL, 0, 1e6, SG_S_RUN},
 
-  /* cluster: an emulated cluster for the run (harness/cluster.h) */
+  /* cluster: an emulated cluster for the run (harness/cluster/cluster.h) */
   {"cluster.hosts", SG_T_INT, "0", "hosts of an emulated cluster the run's ranks are placed on (network namespaces on rate-limited links; needs root); 0 = no cluster, the ranks share this host. Hosts no rank is placed on are not created", NULL, 0, 64, SG_S_CLUSTER},
   {"cluster.link", SG_T_STRLIST, "1gbit", "rate of each host's link in both directions: one for every host, or a list with one per host (bit, kbit, mbit, gbit, tbit; 1mbit .. 100gbit)", NULL, NOB, SG_S_CLUSTER},
   {"cluster.loss", SG_T_STRLIST, "0", "fraction of the packets each host's link drops in each direction (0.01 or 1%), one for every host or one per host", NULL, NOB, SG_S_CLUSTER},
@@ -81,6 +81,8 @@ const sg_setting_t sg_settings[] = {
   {"simulate.torus", SG_T_STR, "", "torus: dimensions D1,D2,... (e.g. 4,4,4) that multiply to hosts", NULL, NOB, SG_S_SIMULATE},
   {"simulate.compute", SG_T_ENUM, "executed", "executed: every rank computes its real gradients, each step's computation charged at the host speed (1 s of this core = 1 s simulated); modeled: each step charged the step time measured for this model and batch before launch, nothing computed, large buffers folded across ranks (timing studies at scale; losses and accuracies are not real)", "executed|modeled", NOB, SG_S_SIMULATE},
   {"simulate.host_speed", SG_T_FLOAT, "0", "flop/s of a simulated host (smpi/host-speed and the platform's speed, equal, so that 1 s here is 1 s simulated); 0 = the sgemm rate of one core of this machine, measured before launch", NULL, 0, 1e18, SG_S_SIMULATE},
+  {"cluster.racks", SG_T_INT, "0", "two levels: hosts per rack (consecutive hosts, each rack under a bridge of its own, joined to the core bridge by an uplink); 0 = one bridge for every host", NULL, 0, 64, SG_S_CLUSTER},
+  {"cluster.uplink", SG_T_STRLIST, "0", "cluster.racks: rate of each rack's uplink in both directions (as cluster.link); 0 = not shaped", NULL, NOB, SG_S_CLUSTER},
   {"cluster.placement", SG_T_ENUM, "spread", "spread: ps servers and the mapreduce driver get hosts of their own first, then workers round-robin over the other hosts; pack: fill hosts in order, ceil(processes / hosts) ranks per host", "spread|pack", NOB, SG_S_CLUSTER},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };

@@ -3,6 +3,8 @@
  * for timeouts and truncation (one wording for MPI and ZeroMQ). */
 #include "transport_impl.h"
 
+#include "deadline.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -121,12 +123,12 @@ int sg_wait_within(sg_comm_t *c, double deadline_s, sg_req_t **r, sg_status_t *s
 }
 
 int sg_comm_recv_timeout(const sg_comm_t *c, int src, int tag, double waited) {
-  char tb[32];
+  char tb[32], ws[32];
   if (src != SG_ANY_SOURCE)
     return sg_err_blame(sg_err_set(SG_ETIMEOUT,
-                                   "rank %d (%s) sent nothing for %.1f s (deadline; rank %d "
+                                   "rank %d (%s) sent nothing for %s s (deadline; rank %d "
                                    "waiting for %s)",
-                                   src, c->hosts[src], waited, c->rank, tag_text(tag, tb)),
+                                   src, c->hosts[src], sg_fmt_secs(ws, waited), c->rank, tag_text(tag, tb)),
                         src, SG_BLAME_PEER_TIMEOUT);
   /* Any source: name the ranks it could have come from. */
   char list[512];
@@ -138,17 +140,17 @@ int sg_comm_recv_timeout(const sg_comm_t *c, int src, int tag, double waited) {
                           n ? ", " : "", r, c->hosts[r]);
   }
   return sg_err_set(SG_ETIMEOUT,
-                    "none of ranks %s sent anything for %.1f s (deadline; "
+                    "none of ranks %s sent anything for %s s (deadline; "
                     "rank %d waiting for %s from any source)",
-                    list, waited, c->rank, tag_text(tag, tb));
+                    list, sg_fmt_secs(ws, waited), c->rank, tag_text(tag, tb));
 }
 
 int sg_comm_send_timeout(const sg_comm_t *c, int dst, int tag, double waited) {
-  char tb[32];
+  char tb[32], ws[32];
   return sg_err_blame(sg_err_set(SG_ETIMEOUT,
-                                 "rank %d (%s) accepted nothing for %.1f s (deadline; rank "
+                                 "rank %d (%s) accepted nothing for %s s (deadline; rank "
                                  "%d sending %s)",
-                                 dst, c->hosts[dst], waited, c->rank, tag_text(tag, tb)),
+                                 dst, c->hosts[dst], sg_fmt_secs(ws, waited), c->rank, tag_text(tag, tb)),
                       dst, SG_BLAME_PEER_TIMEOUT);
 }
 

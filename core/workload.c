@@ -44,16 +44,6 @@ struct sg_workload {
 
 static void wl_sparse_free(struct sg_wl_sparse **ps);
 
-/* <dir>/<base>.gz, else <dir>/<base>. */
-static int find_idx(char *out, size_t cap, const char *dir, const char *base) {
-  snprintf(out, cap, "%s/%s.gz", dir, base);
-  if (access(out, R_OK) == 0) return SG_OK;
-  snprintf(out, cap, "%s/%s", dir, base);
-  if (access(out, R_OK) == 0) return SG_OK;
-  return sg_err_set(SG_ENOTFOUND, "%s: no %s[.gz] (set data_dir, or install the dataset)",
-                    dir, base);
-}
-
 /* The training set through the per-host cache (dataset_cache.c) unless
  * data_cache is 'off'; no usable cache directory (no HOME) decodes a
  * private copy. */
@@ -86,12 +76,13 @@ static int load_idx(sg_workload_t *w, const sg_opts_t *o, const char *name,
                     unsigned what, int64_t ntrain_lim, int64_t ntest_lim) {
   char dflt[256], ti[1024], tl[1024], ei[1024], el[1024];
   const char *dir = sg_opts_str_or(o, "data_dir", "");
-  if (!*dir) {
+  int given = *dir != '\0';
+  if (!given) {
     snprintf(dflt, sizeof dflt, "/usr/share/datasets/%s", name);
     dir = dflt;
   }
-  SG_CHECK(find_idx(ti, sizeof ti, dir, "train-images-idx3-ubyte"));
-  SG_CHECK(find_idx(tl, sizeof tl, dir, "train-labels-idx1-ubyte"));
+  SG_CHECK(sg_idx_find(ti, sizeof ti, dir, "train-images-idx3-ubyte", name, given));
+  SG_CHECK(sg_idx_find(tl, sizeof tl, dir, "train-labels-idx1-ubyte", name, given));
   w->classes = 10;
   if (what & SG_WL_TRAIN) {
     SG_CHECK(load_train_idx(w, o, ti, tl, ntrain_lim));
@@ -102,8 +93,8 @@ static int load_idx(sg_workload_t *w, const sg_opts_t *o, const char *name,
     if (ntrain_lim > 0 && ntrain_lim < w->ntrain) w->ntrain = ntrain_lim;
   }
   if (what & SG_WL_TEST) {
-    SG_CHECK(find_idx(ei, sizeof ei, dir, "t10k-images-idx3-ubyte"));
-    SG_CHECK(find_idx(el, sizeof el, dir, "t10k-labels-idx1-ubyte"));
+    SG_CHECK(sg_idx_find(ei, sizeof ei, dir, "t10k-images-idx3-ubyte", name, given));
+    SG_CHECK(sg_idx_find(el, sizeof el, dir, "t10k-labels-idx1-ubyte", name, given));
     SG_CHECK(sg_dataset_load_idx(&w->test, ei, el, ntest_lim));
     if (w->test->d != w->d)
       return sg_err_set(SG_EFORMAT, "%s: %lld features per image, training set has %lld", ei,
@@ -191,21 +182,70 @@ static int load_synth(sg_workload_t *w, unsigned what, int sparse, int64_t featu
   return SG_OK;
 }
 
-typedef struct data_args {
-  const char *dataset;
-  unsigned what;
-  int64_t features, nnz, ntrain_lim, ntest_lim;
-} data_args_t;
+/* device: cuda: the same model and data on the device (core/cuda). */
+static int attach_device(sg_workload_t *w, int max_rows) {
+  int64_t dims[SG_MODEL_MAX_LAYERS + 1];
+  sg_cuda_wl_desc_t d = {.dims = dims, .max_rows = max_rows, .train = w->train, .test = w->test};
+  d.L = sg_model_dims(w->model, dims);
+  return sg_cuda_wl_new(&w->dev, &d);
+}
 
-static int load_data(sg_workload_t *w, const sg_opts_t *o, const data_args_t *a) {
-  if (!strcmp(a->dataset, "fashion-mnist") || !strcmp(a->dataset, "mnist"))
-    return load_idx(w, o, a->dataset, a->what, a->ntrain_lim, a->ntest_lim);
-  if (!strcmp(a->dataset, "libsvm"))
-    return load_libsvm(w, o, a->what, a->features, a->ntrain_lim, a->ntest_lim);
-  if (!strcmp(a->dataset, "synthetic") || !strcmp(a->dataset, "synthetic-sparse"))
-    return load_synth(w, a->what, a->dataset[9] == '-', a->features, a->nnz, a->ntrain_lim,
-                      a->ntest_lim);
-  return sg_err_set(SG_ECONFIG, "dataset: unknown dataset '%s'", a->dataset);
+void sg_denormals_apply(const sg_opts_t *o) {
+  sg_denormals_flush(strcmp(sg_opts_str_or(o, "denormals", "flush"), "keep") != 0);
+}
+
+/* The workload's settings, read and checked once (sg_workload_new). */
+typedef struct wl_cfg {
+  const char *dataset, *model;
+  int64_t batch, seed, threads, classes, features, ntrain_lim, ntest_lim, nnz, max_steps;
+  int64_t hidden[SG_MODEL_MAX_LAYERS];
+  size_t nhidden;
+  double epochs;
+} wl_cfg_t;
+
+static int wl_read_opts(const sg_opts_t *o, wl_cfg_t *c) {
+  c->dataset = sg_opts_str_or(o, "dataset", "fashion-mnist");
+  c->model = sg_opts_str_or(o, "model", "mlp");
+  SG_CHECK(sg_opts_int_or(o, "batch", 64, &c->batch));
+  SG_CHECK(sg_opts_int_or(o, "seed", 1, &c->seed));
+  SG_CHECK(sg_opts_int_or(o, "threads", 1, &c->threads));
+  SG_CHECK(sg_opts_int_or(o, "classes", 0, &c->classes));
+  SG_CHECK(sg_opts_int_or(o, "features", 0, &c->features));
+  SG_CHECK(sg_opts_int_or(o, "train_samples", 0, &c->ntrain_lim));
+  SG_CHECK(sg_opts_int_or(o, "test_samples", 0, &c->ntest_lim));
+  SG_CHECK(sg_opts_int_or(o, "nnz", 100, &c->nnz));
+  SG_CHECK(sg_opts_int_or(o, "max_steps", 0, &c->max_steps));
+  SG_CHECK(sg_opts_double_or(o, "epochs", 1.0, &c->epochs));
+  c->nhidden = 0;
+  if (!strcmp(c->model, "mlp")) {
+    if (!sg_opts_has(o, "hidden")) {
+      c->hidden[0] = 128;
+      c->nhidden = 1;
+    } else {
+      SG_CHECK(sg_opts_intlist(o, "hidden", c->hidden, SG_MODEL_MAX_LAYERS - 1, &c->nhidden));
+    }
+  }
+  if (c->batch < 1 || c->batch > (1 << 24))
+    return sg_err_set(SG_ECONFIG, "batch: %lld out of range", (long long)c->batch);
+  /* 0: libsvm infers it from the training file, synthetic data has 10 */
+  const int libsvm = !strcmp(c->dataset, "libsvm");
+  if (c->classes == 0 && !libsvm) c->classes = 10;
+  if ((c->classes < 2 && (c->classes != 0 || !libsvm)) || c->classes > 100000)
+    return sg_err_set(SG_ECONFIG, "classes: %lld out of range 2..100000 (0 = infer)",
+                      (long long)c->classes);
+  return SG_OK;
+}
+
+static int wl_load_data(sg_workload_t *w, const sg_opts_t *o, const wl_cfg_t *c,
+                        unsigned what) {
+  const char *ds = c->dataset;
+  if (!strcmp(ds, "fashion-mnist") || !strcmp(ds, "mnist"))
+    return load_idx(w, o, ds, what, c->ntrain_lim, c->ntest_lim);
+  if (!strcmp(ds, "libsvm"))
+    return load_libsvm(w, o, what, c->features, c->ntrain_lim, c->ntest_lim);
+  if (!strcmp(ds, "synthetic") || !strcmp(ds, "synthetic-sparse"))
+    return load_synth(w, what, ds[9] == '-', c->features, c->nnz, c->ntrain_lim, c->ntest_lim);
+  return sg_err_set(SG_ECONFIG, "dataset: unknown dataset '%s'", ds);
 }
 
 #ifdef SG_SMPI
@@ -220,12 +260,13 @@ static void data_key(const sg_opts_t *o, unsigned what, char *out, size_t cap) {
 }
 
 /* Simulated ranks (one process): the first loads, the rest borrow. */
-static int load_data_once(sg_workload_t *w, const sg_opts_t *o, const data_args_t *a) {
+static int load_data_once(sg_workload_t *w, const sg_opts_t *o, const wl_cfg_t *c,
+                          unsigned what) {
   char key[2048];
-  data_key(o, a->what, key, sizeof key);
+  data_key(o, what, key, sizeof key);
   sg_workload_t *held = sg_share_get(key);
   if (!held) {
-    SG_CHECK(load_data(w, o, a));
+    SG_CHECK(wl_load_data(w, o, c, what));
     if (!(held = calloc(1, sizeof *held))) return SG_OK; /* this rank keeps its own */
     *held = *w;
     if (sg_share_put(key, held) < 0) {
@@ -243,30 +284,31 @@ static int load_data_once(sg_workload_t *w, const sg_opts_t *o, const data_args_
   return SG_OK;
 }
 #else
-static int load_data_once(sg_workload_t *w, const sg_opts_t *o, const data_args_t *a) {
-  return load_data(w, o, a);
+static int load_data_once(sg_workload_t *w, const sg_opts_t *o, const wl_cfg_t *c,
+                          unsigned what) {
+  return wl_load_data(w, o, c, what);
 }
 #endif
 
-/* device: cuda: the same model and data on the device (core/cuda). */
-static int attach_device(sg_workload_t *w, int max_rows) {
-  int64_t dims[SG_MODEL_MAX_LAYERS + 1];
-  sg_cuda_wl_desc_t d = {.dims = dims, .max_rows = max_rows, .train = w->train, .test = w->test};
-  d.L = sg_model_dims(w->model, dims);
-  return sg_cuda_wl_new(&w->dev, &d);
-}
-
-void sg_denormals_apply(const sg_opts_t *o) {
-  sg_denormals_flush(strcmp(sg_opts_str_or(o, "denormals", "flush"), "keep") != 0);
+/* Steps per epoch and in all, and the training buffers. */
+static int wl_plan(sg_workload_t *w, const wl_cfg_t *c) {
+  w->spe = sg_shard_steps_per_epoch(w->ntrain, w->nworkers, w->batch);
+  if (w->spe < 1)
+    return sg_err_set(SG_ECONFIG, "batch: workers x batch = %d x %d exceeds the %lld training "
+                      "samples", w->nworkers, w->batch, (long long)w->ntrain);
+  SG_CHECK(sg_workload_plan_steps(c->epochs, w->spe, c->max_steps, &w->total));
+  if (!w->train) return SG_OK;
+  w->perm = malloc((size_t)w->ntrain * sizeof *w->perm);
+  w->idx = malloc((size_t)w->batch * sizeof *w->idx);
+  if (!w->perm || !w->idx)
+    return sg_err_set(SG_ENOMEM, "permutation of %lld samples", (long long)w->ntrain);
+  return sg_batch_buf_new(&w->bbuf, w->train, w->batch);
 }
 
 int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
                     int nworkers, unsigned what) {
   int rc = SG_OK;
-  int64_t batch, seed, threads, classes, features, ntrain_lim, ntest_lim, nnz, max_steps;
-  int64_t hidden[SG_MODEL_MAX_LAYERS];
-  size_t nhidden = 0;
-  double epochs;
+  wl_cfg_t c;
   sg_workload_t *w = calloc(1, sizeof *w);
   if (!w) return SG_ENOMEM;
   w->perm_epoch = -1;
@@ -274,80 +316,32 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
     rc = sg_err_set(SG_EINVAL, "worker %d of %d", worker, nworkers);
     goto fail;
   }
-  const char *dataset = sg_opts_str_or(o, "dataset", "fashion-mnist");
-  const char *model = sg_opts_str_or(o, "model", "mlp");
-  SG_TRY(sg_opts_int_or(o, "batch", 64, &batch));
-  SG_TRY(sg_opts_int_or(o, "seed", 1, &seed));
-  SG_TRY(sg_opts_int_or(o, "threads", 1, &threads));
-  SG_TRY(sg_opts_int_or(o, "classes", 0, &classes));
-  SG_TRY(sg_opts_int_or(o, "features", 0, &features));
-  SG_TRY(sg_opts_int_or(o, "train_samples", 0, &ntrain_lim));
-  SG_TRY(sg_opts_int_or(o, "test_samples", 0, &ntest_lim));
-  SG_TRY(sg_opts_int_or(o, "nnz", 100, &nnz));
-  SG_TRY(sg_opts_int_or(o, "max_steps", 0, &max_steps));
-  SG_TRY(sg_opts_double_or(o, "epochs", 1.0, &epochs));
+  SG_TRY(wl_read_opts(o, &c));
   SG_TRY(sg_opts_double_or(o, "_sim_step_s", 0, &w->modeled_s));
-  if (!strcmp(model, "mlp")) {
-    if (!sg_opts_has(o, "hidden")) {
-      hidden[0] = 128;
-      nhidden = 1;
-    } else {
-      SG_TRY(sg_opts_intlist(o, "hidden", hidden, SG_MODEL_MAX_LAYERS - 1, &nhidden));
-    }
-  }
-  if (batch < 1 || batch > (1 << 24)) {
-    rc = sg_err_set(SG_ECONFIG, "batch: %lld out of range", (long long)batch);
-    goto fail;
-  }
-  /* 0: libsvm infers it from the training file, synthetic data has 10 */
-  if (classes == 0 && strcmp(dataset, "libsvm")) classes = 10;
-  if ((classes < 2 && (classes != 0 || strcmp(dataset, "libsvm"))) || classes > 100000) {
-    rc = sg_err_set(SG_ECONFIG, "classes: %lld out of range 2..100000 (0 = infer)",
-                    (long long)classes);
-    goto fail;
-  }
   w->worker = worker;
   w->nworkers = nworkers;
-  w->batch = (int)batch;
-  w->seed = (uint64_t)seed;
-  w->classes = (int)classes;
-  sg_blas_set_threads((int)threads);
+  w->batch = (int)c.batch;
+  w->seed = (uint64_t)c.seed;
+  w->classes = (int)c.classes;
+  sg_blas_set_threads((int)c.threads);
   sg_denormals_apply(o);
-
   /* compute modeled: no step reads the data; its shape is enough */
-  if (w->modeled_s > 0 && strcmp(dataset, "libsvm")) what &= ~(unsigned)SG_WL_ALL;
-  data_args_t da = {dataset, what, features, nnz, ntrain_lim, ntest_lim};
-  SG_TRY(load_data_once(w, o, &da));
+  if (w->modeled_s > 0 && strcmp(c.dataset, "libsvm")) what &= ~(unsigned)SG_WL_ALL;
+  SG_TRY(load_data_once(w, o, &c, what));
 
   int sparse = (w->train && sg_dataset_sparse(w->train)) ||
                (w->test && sg_dataset_sparse(w->test));
   int max_rows = w->batch > EVAL_CHUNK ? w->batch : EVAL_CHUNK;
-  SG_TRY(sg_model_new(&w->model, model, w->d, w->classes, hidden, nhidden, sparse, max_rows));
-
-  w->spe = sg_shard_steps_per_epoch(w->ntrain, nworkers, w->batch);
-  if (w->spe < 1) {
-    rc = sg_err_set(SG_ECONFIG, "batch: workers x batch = %d x %d exceeds the %lld training samples",
-                    nworkers, w->batch, (long long)w->ntrain);
-    goto fail;
-  }
-  SG_TRY(sg_workload_plan_steps(epochs, w->spe, max_steps, &w->total));
-
-  if (w->train) {
-    w->perm = malloc((size_t)w->ntrain * sizeof *w->perm);
-    w->idx = malloc((size_t)w->batch * sizeof *w->idx);
-    if (!w->perm || !w->idx) {
-      rc = sg_err_set(SG_ENOMEM, "permutation of %lld samples", (long long)w->ntrain);
-      goto fail;
-    }
-    SG_TRY(sg_batch_buf_new(&w->bbuf, w->train, w->batch));
-  }
+  SG_TRY(sg_model_new(&w->model, c.model, w->d, w->classes, c.hidden, c.nhidden, sparse,
+                      max_rows));
+  SG_TRY(wl_plan(w, &c));
   if (!strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda") && (w->train || w->test))
     SG_TRY(attach_device(w, max_rows));
   char ntest[32] = "-", on[32] = "";
   if (w->test) snprintf(ntest, sizeof ntest, "%lld", (long long)w->ntest);
   if (w->dev) snprintf(on, sizeof on, ", on cuda:%d", sg_device_current());
   snprintf(w->desc, sizeof w->desc, "%s, %s %lld/%s, batch %d%s", sg_model_describe(w->model),
-           dataset, (long long)w->ntrain, ntest, w->batch, on);
+           c.dataset, (long long)w->ntrain, ntest, w->batch, on);
   *out = w;
   return SG_OK;
 fail:

@@ -51,7 +51,7 @@
  *          no other message comes (the others finished, or wait at the
  *          start barrier).  A worker that is stopped rather than dead
  *          never exits: the harness fails the run once it has been
- *          stopped 1.5 deadlines (harness/run.h).
+ *          stopped 1.5 deadlines (harness/run/run.h).
  *
  * End: sync runs the quota (every worker the same steps).  ssp and async
  * end by the servers: a shard stops at N x the sync step count of applied

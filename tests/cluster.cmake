@@ -1,4 +1,4 @@
-# The emulated cluster (harness/cluster.c): network namespaces and
+# The emulated cluster (harness/cluster/cluster.c): network namespaces and
 # rate-limited links.  Needs root; the tests skip with the reason
 # otherwise.  RESOURCE_LOCK: the shaping and timing checks do not run next
 # to each other (the machine may have 2 cores).

@@ -22,8 +22,24 @@ add_dependencies(test_show_text sgdlab sgdlab-rank)
 # time.* and environment keys of real runs; an installed copy with SGDLAB_DB
 sg_add_test(test_run_times SOURCES test_run_times.c TIMEOUT 240 LIBS PkgConfig::SQLITE)
 set_property(TEST test_run_times APPEND PROPERTY ENVIRONMENT "SGDLAB_CMAKE=${CMAKE_COMMAND}")
-# No harness function over 80 lines (an awk script; it is shown to catch a
-# planted long function first).
-add_test(NAME harness_function_lengths
+# No C function of the tree over 80 lines but the allow-listed (an awk
+# script; it is shown to catch a planted long function first).
+add_test(NAME function_lengths
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/func_lengths.sh ${CMAKE_SOURCE_DIR})
-set_tests_properties(harness_function_lengths PROPERTIES TIMEOUT 30)
+set_tests_properties(function_lengths PROPERTIES TIMEOUT 30)
+# Every repository path the docs and the sources cite exists ...
+add_test(NAME doc_paths_exist
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/doc_paths.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(doc_paths_exist PROPERTIES TIMEOUT 60)
+# ... and the check can fail: a planted citation of a missing file is named.
+add_test(NAME doc_paths_catches_a_missing_path
+  COMMAND sh -c "f=$(mktemp) && printf 'see %s/%s\\n' core no_such_file.c > \"$f\" && sh ${CMAKE_CURRENT_SOURCE_DIR}/doc_paths.sh ${CMAKE_SOURCE_DIR} \"$f\" > \"$f.out\"; rc=$?; grep -q '/no_such_file.c does not exist' \"$f.out\"; g=$?; rm -f \"$f\" \"$f.out\"; test $rc -eq 1 -a $g -eq 0")
+set_tests_properties(doc_paths_catches_a_missing_path PROPERTIES TIMEOUT 30)
+# Outputs only into the user's own directories and files (root with
+# `nobody` as the other user: planted links and files), several harnesses
+# on one database (two --resume, two runs), read-only readers.
+sg_add_test(test_outputs SOURCES test_outputs.c TIMEOUT 400 LIBS PkgConfig::SQLITE)
+add_dependencies(test_outputs sgdlab sgdlab-rank)
+# inputs refused before launch and the 100,000-run dry run (its TIMEOUT is
+# generous: the test checks the count, not the time)
+sg_add_test(test_inputs SOURCES test_inputs.c TIMEOUT 300)

@@ -28,6 +28,7 @@
 typedef struct rank_arg {
   const char *algo;
   size_t count, segment;
+  int group;     /* hier: ranks per group (0: all) */
   int plant;     /* sg_ar_plant_bug: the ring's planted bug */
   int64_t wrong; /* elements that differ from the exact sum */
 } rank_arg_t;
@@ -39,6 +40,7 @@ static int ar_rank(sg_comm_t *c, void *p) {
   int rc;
   SG_TRY(sg_ar_new(&ar, c, a->algo, a->segment, a->count));
   sg_ar_plant_bug(ar, a->plant);
+  sg_ar_set_group(ar, a->group);
   buf = malloc((a->count + 1) * sizeof *buf);
   if (!buf) {
     rc = SG_ENOMEM;
@@ -62,18 +64,24 @@ fail:
 
 /* Run one allreduce on n threads; returns the number of wrong elements
  * over all ranks, or a negative error. */
-static int64_t run(const char *algo, int n, size_t count, size_t segment, int plant) {
+static int64_t run_g(const char *algo, int n, size_t count, size_t segment, int plant,
+                     int group) {
   rank_arg_t args[16];
   char what[64];
   if (n > 16) return SG_EINVAL;
   for (int r = 0; r < n; r++)
-    args[r] = (rank_arg_t){.algo = algo, .count = count, .segment = segment, .plant = plant};
-  snprintf(what, sizeof what, "%s N=%d count=%zu", algo, n, count);
+    args[r] = (rank_arg_t){.algo = algo, .count = count, .segment = segment, .plant = plant,
+                           .group = group};
+  snprintf(what, sizeof what, "%s N=%d G=%d count=%zu", algo, n, group, count);
   tr_group_t g = {.n = n, .fn = ar_rank, .args = args, .stride = sizeof *args, .what = what};
   int rc = tr_run(&g);
   int64_t wrong = 0;
   for (int r = 0; r < n; r++) wrong += args[r].wrong;
   return rc < 0 ? rc : wrong;
+}
+
+static int64_t run(const char *algo, int n, size_t count, size_t segment, int plant) {
+  return run_g(algo, n, count, segment, plant, 0);
 }
 
 static const int sizes_n[] = {1, 2, 3, 4, 5, 8};
@@ -97,6 +105,48 @@ static void exact_for(const char *algo) {
 
 TEST(ring_exact) { exact_for("ring"); }
 TEST(rhd_exact) { exact_for("rhd"); }
+
+/* tree and hier: every N from 1 to 9, counts 0, 1, N-1, N+1, odd, and
+ * 1M+3; tiny segments (8 B) so that the pipelines hold many segments.
+ * hier with group sizes 1 to 4 (1: the flat ring; N: one group; N not a
+ * multiple: the extra ranks fold in; 1M+3 with groups of 2 only, so that
+ * the sanitizer pass stays within its time) and every group size of
+ * N = 6 and 7. */
+static void exact_1_to_9(const char *algo, int group, int big) {
+  for (int n = 1; n <= 9; n++) {
+    size_t counts[] = {0, 1, (size_t)n - 1, (size_t)n + 1, 1001, (1u << 20) + 3};
+    for (size_t j = 0; j < sizeof counts / sizeof *counts - !big; j++) {
+      int64_t w = run_g(algo, n, counts[j], 0, 0, group);
+      CHECK_MSG(w == 0, "%s N=%d G=%d count=%zu: %lld wrong (or error)", algo, n, group,
+                counts[j], (long long)w);
+      if (counts[j] > 1u << 20) continue;
+      w = run_g(algo, n, counts[j], 8, 0, group);
+      CHECK_MSG(w == 0, "%s N=%d G=%d count=%zu segment 8: %lld wrong (or error)", algo, n,
+                group, counts[j], (long long)w);
+    }
+  }
+}
+
+TEST(tree_exact) { exact_1_to_9("tree", 0, 1); }
+
+TEST(hier_exact) {
+  for (int g = 1; g <= 4; g++) exact_1_to_9("hier", g, g == 2); /* 1M+3: one group size */
+  /* every group size of N = 6 and 7, 1001 floats in 8-byte segments */
+  for (int n = 6; n <= 7; n++)
+    for (int g = 0; g <= n + 1; g++)
+      CHECK_MSG(run_g("hier", n, 1001, 8, 0, g) == 0, "hier N=%d G=%d", n, g);
+}
+
+TEST(tree_and_hier_planted_bug_is_caught) {
+  /* tree: the root leaves out a child's first segment; hier: the owner of
+   * a chunk inside a group leaves out the last part of its sum */
+  CHECK_MSG(run("tree", 2, 1001, 0, 1) > 0, "tree N=2: planted bug not detected");
+  CHECK_MSG(run("tree", 5, 1001, 8, 1) > 0, "tree N=5: planted bug not detected");
+  CHECK_MSG(run_g("hier", 4, 1001, 0, 1, 2) > 0, "hier N=4 G=2: planted bug not detected");
+  CHECK_MSG(run_g("hier", 7, 1001, 8, 1, 3) > 0, "hier N=7 G=3: planted bug not detected");
+  CHECK_EQ_INT(run("tree", 5, 1001, 8, 0), 0);
+  CHECK_EQ_INT(run_g("hier", 7, 1001, 8, 0, 3), 0);
+}
 
 TEST(ring_planted_bug_is_caught) {
   /* The same check, with the ring sending a wrong chunk once. */

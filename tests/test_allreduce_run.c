@@ -4,20 +4,22 @@
  *    --counts` (the check itself is the integer-valued one of
  *    core/bench_method.h: small integers in floats, so every summation
  *    order gives the same bits) over workers N = 1, 2, 3, 4, 5, 8, per
- *    transport -- mpirun + MPI running ring, rhd and native, forked ranks
- *    + ZeroMQ ipc running ring and rhd -- with the element counts 0 .. 9
- *    (so 0, 1, N-1, N and N+1 for every N: empty, fewer elements than
- *    ranks, uneven chunks), the odd 1001 and 1M+3.  30 launches, 360
- *    rows; every expected row must exist and say 0 wrong elements (a run
- *    that writes nothing cannot pass);
+ *    transport -- mpirun + MPI running ring, rhd, tree, hier and native,
+ *    forked ranks + ZeroMQ ipc running ring, rhd, tree and hier (hier
+ *    with group: 2, so N = 3, 5 fold an extra rank in) -- with the element
+ *    counts 0 .. 9 (so 0, 1, N-1, N and N+1 for every N: empty, fewer
+ *    elements than ranks, uneven chunks), the odd 1001 and 1M+3.  54
+ *    launches, 648 rows; every expected row must exist and say 0 wrong
+ *    elements (a run that writes nothing cannot pass);
  *  - the planted bug: `sgdlab bench allreduce --counts` with
  *    --plant-bug ring-skip (spec key _plant_bug), ring, N = 4 over
- *    mpi and N = 5 over zmq: every row of count >= 2 MUST report wrong
- *    elements (the check can fail; counts 0 and 1 have no chunk the bug
- *    can misplace);
- *  - equivalence: `sgdlab run` trains allreduce ring/rhd (zmq ipc), ring
- *    over zmq tcp (CURVE; its auto segment is checked as 256K), ring/rhd/
- *    native (mpi) with N = 4 workers of batch b = 16 for 100 steps, and
+ *    mpi and N = 5 over zmq, and hier (group 2: an owner inside a group
+ *    skips its last reduce), N = 4 over mpi: every row of count >= 2 MUST
+ *    report wrong elements (the check can fail; counts 0 and 1 have no
+ *    chunk the bug can misplace);
+ *  - equivalence: `sgdlab run` trains allreduce ring/rhd/hier with group 2
+ *    (zmq ipc), ring over zmq tcp (CURVE; its auto segment is checked as
+ *    256K), ring/rhd/tree/native (mpi) with N = 4 workers of batch b = 16 for 100 steps, and
  *    `local` with batch 4b; the final parameters (dump_params) must agree
  *    within a relative L2 distance of 1e-4.  Why that bound: the engines
  *    perform the same updates, differing only in float summation order
@@ -69,12 +71,13 @@ static const int NS[] = {1, 2, 3, 4, 5, 8};
 #define NN ((int)(sizeof NS / sizeof *NS))
 #define COUNTS "0,1,2,3,4,5,6,7,8,9,1001,1048579"
 #define NCOUNTS 12
+/* hier, the last of each list, runs in a launch of its own with group 2 */
 static const struct {
-  const char *transport, *impls[3];
+  const char *transport, *impls[5];
   int nimpl;
 } TRANSPORTS[] = {
-    {"mpi", {"ring", "rhd", "native"}, 3},
-    {"zmq", {"ring", "rhd", NULL}, 2},
+    {"mpi", {"ring", "rhd", "tree", "native", "hier"}, 5},
+    {"zmq", {"ring", "rhd", "tree", "hier", NULL}, 4},
 };
 
 TEST(exact_as_processes) {
@@ -87,17 +90,21 @@ TEST(exact_as_processes) {
     for (int t = 0; t < 2; t++) {
       int len = snprintf(cmd, sizeof cmd, "'%s' bench allreduce -q --np %d --transport %s --impl ",
                          ru_sgdlab(), NS[i], TRANSPORTS[t].transport);
-      for (int k = 0; k < TRANSPORTS[t].nimpl; k++)
+      for (int k = 0; k < TRANSPORTS[t].nimpl - 1; k++)
         len += snprintf(cmd + len, sizeof cmd - (size_t)len, "%s%s", k ? "," : "",
                         TRANSPORTS[t].impls[k]);
       snprintf(cmd + len, sizeof cmd - (size_t)len,
                " --counts " COUNTS " --iters 1 --warmup 0 --db '%s' >&2", db);
       CHECK_EQ_INT(ru_sh(cmd), 0);
+      snprintf(cmd, sizeof cmd, "'%s' bench allreduce -q --np %d --transport %s --impl hier "
+               "--set group=2 --counts " COUNTS " --iters 1 --warmup 0 --db '%s' >&2",
+               ru_sgdlab(), NS[i], TRANSPORTS[t].transport, db);
+      CHECK_EQ_INT(ru_sh(cmd), 0);
     }
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 5 * NN);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE launcher = 'mpirun'"), 3 * NN);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE launcher = 'local'"), 2 * NN);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench"), NN * (3 + 2) * NCOUNTS);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 9 * NN);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE launcher = 'mpirun'"), 5 * NN);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE launcher = 'local'"), 4 * NN);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench"), NN * (5 + 4) * NCOUNTS);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE wrong != 0"), 0);
   /* Every (N, transport, impl) has each required count exactly once,
    * checked with 0 wrong: 0, 1, N-1, N+1, 1001, 1M+3. */
@@ -121,13 +128,15 @@ TEST(exact_as_processes) {
                0);
 }
 
-/* `sgdlab bench allreduce --counts` of ring with the planted bug. */
-static int bench_planted(const char *db, const char *transport, int n, const char *counts) {
+/* `sgdlab bench allreduce --counts` of impl (extra: more arguments) with
+ * the planted bug. */
+static int bench_planted(const char *db, const char *transport, int n, const char *counts,
+                         const char *impl) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd,
-           "'%s' bench allreduce --plant-bug ring-skip --np %d --transport %s --impl ring "
+           "'%s' bench allreduce --plant-bug ring-skip --np %d --transport %s --impl %s "
            "--counts %s --iters 1 --warmup 0 --db '%s' >&2",
-           ru_sgdlab(), n, transport, counts, db);
+           ru_sgdlab(), n, transport, impl, counts, db);
   return ru_sh(cmd);
 }
 
@@ -137,11 +146,12 @@ TEST(planted_bug_caught_as_processes) {
   char db[128];
   snprintf(db, sizeof db, "%s/plant.db", dir);
   /* 0, 1, N-1, N+1, 1001, 1M+3 for N = 4 (mpi) and N = 5 (zmq) */
-  CHECK_EQ_INT(bench_planted(db, "mpi", 4, "0,1,3,5,1001,1048579"), 0); /* runs complete */
-  CHECK_EQ_INT(bench_planted(db, "zmq", 5, "0,1,4,6,1001,1048579"), 0);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE transport = 'mpi' AND np = 4"), 6);
+  CHECK_EQ_INT(bench_planted(db, "mpi", 4, "0,1,3,5,1001,1048579", "ring"), 0); /* runs complete */
+  CHECK_EQ_INT(bench_planted(db, "zmq", 5, "0,1,4,6,1001,1048579", "ring"), 0);
+  CHECK_EQ_INT(bench_planted(db, "mpi", 4, "0,1,3,5,1001,1048579", "hier --set group=2"), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE transport = 'mpi' AND np = 4"), 12);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE transport = 'zmq' AND np = 5"), 6);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE bytes >= 8 AND wrong > 0"), 8);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM bench WHERE bytes >= 8 AND wrong > 0"), 12);
 }
 
 TEST(training_matches_local) {
@@ -154,10 +164,12 @@ TEST(training_matches_local) {
       {"ring-zmq", "engine: allreduce, algorithm: ring, transport: zmq"},
       {"ring-zmq-tcp", "engine: allreduce, algorithm: ring, transport: zmq, zmq_scheme: tcp"},
       {"rhd-zmq", "engine: allreduce, algorithm: rhd, transport: zmq"},
+      {"hier-zmq", "engine: allreduce, algorithm: hier, group: 2, transport: zmq"},
       {"ring-mpi", "engine: allreduce, algorithm: ring, segment: 4K, transport: mpi"},
       {"ring-mpi-replicated",
        "engine: allreduce, algorithm: ring, segment: 4K, transport: mpi, update: replicated"},
       {"rhd-mpi", "engine: allreduce, algorithm: rhd, transport: mpi"},
+      {"tree-mpi", "engine: allreduce, algorithm: tree, segment: 4K, transport: mpi"},
       {"native-mpi", "engine: allreduce, algorithm: native, transport: mpi"},
   };
   const int nruns = (int)(sizeof runs / sizeof *runs);

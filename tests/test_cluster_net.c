@@ -13,6 +13,9 @@
  *             this kernel: the latency is the veths' and the bridge's).
  *   loss      UDP through a host with --loss 0.2 arrives at 80 % +- 5 %
  *             in both directions; between two other hosts at >= 99 %.
+ *   racks     two levels: traffic between racks crosses the shaped uplinks
+ *             (their counters, at most their rate), traffic inside a rack
+ *             does not.
  *
  * SGDLAB_CLUSTER_RATE (default 200mbit) and SGDLAB_CLUSTER_BYTES (default
  * 16000000) change the shaping case's rate and transfer size for
@@ -205,6 +208,48 @@ TEST(shaping_holds_the_rate_and_counts_bytes) {
   fprintf(stderr, "cluster %s: tbf burst %llu B, latency %d ms\n", sg_cluster_name(cl),
           (unsigned long long)sg_cluster_tbf_burst(d.rate_bps[0]), SG_CLUSTER_TBF_LATENCY_MS);
   shaping_checks(cl, d.rate_bps[0], bytes);
+  CHECK_OK(tc_down(&cl));
+}
+
+/* ---- two levels: racks ------------------------------------------------------------ */
+
+/* 4 hosts at 200mbit in racks of 2 under a 50mbit uplink: a transfer from
+ * h0 to h2 crosses rack 0's uplink outwards and rack 1's inwards (their tc
+ * byte counters grow by at least the bytes sent) and is held to the
+ * uplink's rate (at most 110 %); one from h0 to h1 stays in rack 0 (no
+ * uplink counter grows by a hundredth of it).  A flat cluster (one bridge)
+ * would pass neither: its transfer runs at the host link's 200mbit. */
+TEST(racks_send_cross_rack_traffic_through_the_shaped_uplink) {
+  if (!tc_root_or_skip("racks_send_cross_rack_traffic_through_the_shaped_uplink")) return;
+  const long long bytes = 3000000;
+  static sg_cluster_desc_t d;
+  CHECK_OK(sg_cluster_desc_parse(&d, 4, "200mbit", NULL));
+  d.rack = 2;
+  CHECK_OK(sg_cluster_parse_rate("50mbit", "uplink", &d.uplink_bps));
+  sg_cluster_t *cl = NULL;
+  CHECK_OK(tc_up(&cl, &d));
+  if (!cl) return;
+  CHECK_EQ_INT(sg_cluster_nracks(cl), 2);
+  uint64_t o0, i0, o1, i1, o0b, i0b, o1b, i1b;
+  CHECK_OK(sg_cluster_uplink_stats(cl, 0, &o0, &i0));
+  CHECK_OK(sg_cluster_uplink_stats(cl, 1, &o1, &i1));
+  double r = transfer(cl, 0, 2, bytes);
+  print_rate("h0 -> h2, across racks", r, d.uplink_bps);
+  CHECK_MSG(r > 0 && r <= 1.1 * (double)d.uplink_bps, "%.1f Mbit/s", r / 1e6);
+  CHECK_OK(sg_cluster_uplink_stats(cl, 0, &o0b, &i0b));
+  CHECK_OK(sg_cluster_uplink_stats(cl, 1, &o1b, &i1b));
+  fprintf(stderr, "uplinks: rack 0 out +%llu, rack 1 in +%llu (sent %lld)\n",
+          (unsigned long long)(o0b - o0), (unsigned long long)(i1b - i1), bytes);
+  CHECK(o0b - o0 >= (uint64_t)bytes);
+  CHECK(i1b - i1 >= (uint64_t)bytes);
+  r = transfer(cl, 0, 1, bytes);
+  print_rate("h0 -> h1, inside rack 0", r, d.rate_bps[0]);
+  CHECK(r > 0);
+  CHECK_OK(sg_cluster_uplink_stats(cl, 0, &o0, &i0));
+  CHECK_OK(sg_cluster_uplink_stats(cl, 1, &o1, &i1));
+  CHECK_MSG(o0 - o0b < (uint64_t)bytes / 100 && i0 - i0b < (uint64_t)bytes / 100,
+            "rack 0's uplink carried %llu / %llu B of an in-rack transfer",
+            (unsigned long long)(o0 - o0b), (unsigned long long)(i0 - i0b));
   CHECK_OK(tc_down(&cl));
 }
 

@@ -227,8 +227,44 @@ TEST(mpirun_across_the_cluster_equals_local) {
              "ranks WHERE run_id = %lld", id);
     cluster_run_checks(db, id, dump, ref, sql, what);
     if (test_failed_now_) return;
+    /* show: each rank's emulated host and address, not this machine */
+    char idtext[32], *out = NULL;
+    snprintf(idtext, sizeof idtext, "%lld", id);
+    CHECK_EQ_INT(ru_sgdlab_in(NULL, &out, "show", idtext, "--db", db, NULL), 0);
+    CHECK_MSG(out && strstr(out, "emulated cluster ") && strstr(out, " h0 rank 0 worker,") &&
+                  strstr(out, " h2 rank 2 worker\n") && strstr(out, "address") &&
+                  strstr(out, "198.1"),
+              "%s: show: %s", what, out ? out : "");
+    free(out);
   }
   unlink(ref);
+}
+
+/* A cluster run says so before it starts: `run -n` names the cluster on
+ * the run line, -v each rank's host (the placement the run will make). */
+TEST(a_cluster_run_says_where_it_runs) {
+  if (!tc_root_or_skip("a_cluster_run_says_where_it_runs")) return;
+  const char *d = ru_scratch("clsay");
+  CHECK(d);
+  char cfg[128], db[128], *out = NULL;
+  snprintf(cfg, sizeof cfg, "%s/s.yaml", d);
+  snprintf(db, sizeof db, "%s/s.db", d);
+  CHECK_OK(ru_write_file(cfg, "name: say\nworkers: 3\nengines: [ps, allreduce]\n"
+                              "workload: {epochs: 1}\ncluster: {hosts: 3, link: 100mbit}\n"));
+  CHECK_EQ_INT(ru_sgdlab_in(NULL, &out, "run", cfg, "--db", db, "-n", "-v", NULL), 0);
+  CHECK_MSG(out && strstr(out, "repeat=0 on an emulated cluster of 3 hosts (link 100mbit, "
+                               "spread)\n  placement: h0: rank 0 server, h1: rank 1 worker, "
+                               "h2: rank 2 worker, h1: rank 3 worker\n"),
+            "%s", out ? out : "");
+  CHECK_MSG(out && strstr(out, "h0: rank 0 worker, h1: rank 1 worker, h2: rank 2 worker\n"),
+            "%s", out ? out : "");
+  free(out);
+  /* a run on this host alone says nothing of the sort */
+  CHECK_OK(ru_write_file(cfg, "name: say\nworkers: 2\nengines: [ps]\nworkload: {epochs: 1}\n"));
+  CHECK_EQ_INT(ru_sgdlab_in(NULL, &out, "run", cfg, "--db", db, "-n", "-v", NULL), 0);
+  CHECK_MSG(out && strstr(out, "repeat=0\n") && !strstr(out, "emulated cluster") &&
+                !strstr(out, "placement:"), "%s", out ? out : "");
+  free(out);
 }
 
 /* sgdlab-nsexec, mpirun's rsh agent: enters a host of the cluster that

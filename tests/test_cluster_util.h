@@ -1,7 +1,7 @@
 /* test_cluster_util.h - what the emulated-cluster tests share: root
  * checks, running commands (optionally inside a namespace) with their
  * output, looking for namespaces and links, and processes placed on a
- * cluster host.  Independent of harness/cluster.c where it checks it
+ * cluster host.  Independent of harness/cluster/cluster.c where it checks it
  * (namespaces and links are looked at with `ip` and /run/netns). */
 #ifndef SG_TEST_CLUSTER_UTIL_H
 #define SG_TEST_CLUSTER_UTIL_H

@@ -425,7 +425,7 @@ TEST(cluster_errors_name_the_key_and_its_place) {
             "t.yaml:1:31: cluster.loss: loss '1.5': must be in [0, 1)");
   CHECK_ERR("cluster: {hosts: 300}\nengines: [ps]\n", "t.yaml:1:18: cluster.hosts: must be <= 64");
   CHECK_ERR("cluster: {hosts: 3, links: 1gbit}\nengines: [ps]\n",
-            "t.yaml:1:21: cluster.links: unknown cluster key (hosts, link, loss, placement)");
+            "t.yaml:1:21: cluster.links: unknown cluster key (hosts, link, loss, placement, racks, uplink)");
   CHECK_ERR("cluster.hosts: 3\nengines: [ps]\n",
             "t.yaml:1:1: cluster.hosts: belongs under cluster: (cluster: {hosts: ...})");
   CHECK_ERR("cluster: 3\nengines: [ps]\n",
@@ -516,6 +516,48 @@ TEST(every_key_error_of_a_file_is_reported_at_once) {
             "t.yaml:2:12: engines: belongs at the top level");
 }
 
+/* Workload keys that do nothing for any run are errors, like engine
+ * options: the key's place, the key, the condition that makes it count. */
+TEST(workload_keys_no_run_uses_are_errors) {
+  CHECK_ERR("workload: {train_file: a.svm}\nengines: [local]\n",
+            "t.yaml:1:12: train_file: only used with dataset: libsvm");
+  CHECK_ERR("workload: {model: softmax, hidden: [64]}\nengines: [local]\n",
+            "t.yaml:1:28: hidden: only used with model: mlp");
+  CHECK_ERR("workload: {dataset: synthetic, nnz: 10}\nengines: [local]\n",
+            "t.yaml:1:32: nnz: only used with dataset: synthetic-sparse");
+  CHECK_ERR("workload: {nnz: 10}\nengines: [local]\n",
+            "t.yaml:1:12: nnz: only used with dataset: synthetic-sparse");
+  CHECK_ERR("workload: {lr_gamma: 0.5}\nengines: [local]\n",
+            "t.yaml:1:12: lr_gamma: only used with lr_schedule: step");
+  CHECK_ERR("workload: {lr_schedule: cosine, lr_step_epochs: 2}\nengines: [local]\n",
+            "t.yaml:1:33: lr_step_epochs: only used with lr_schedule: step");
+  CHECK_ERR("workload: {classes: 5}\nengines: [local]\n",
+            "t.yaml:1:12: classes: only used with dataset: libsvm/synthetic/synthetic-sparse");
+  CHECK_ERR("workload: {dataset: synthetic, data_dir: /x}\nengines: [local]\n",
+            "t.yaml:1:32: data_dir: only used with dataset: fashion-mnist/mnist");
+  /* in one entry: that entry's runs must use it */
+  CHECK_ERR("engines:\n  - local\n  - {engine: local, model: softmax, hidden: [8]}\n",
+            "t.yaml:3:37: hidden: only used with model: mlp");
+  /* for the whole experiment: one run of any entry is enough */
+  int rc;
+  sg_experiment_t *x = parse("workload: {hidden: [8]}\n"
+                             "engines:\n  - local\n  - {engine: local, model: softmax}\n",
+                             NULL, 0, &rc);
+  CHECK_MSG(x != NULL, "%s", sg_err_msg());
+  sg_experiment_destroy(&x);
+  x = parse("workload: {model: [softmax, mlp], hidden: [8], lr_schedule: [constant, step],"
+            " lr_gamma: 0.5}\nengines: [local]\n", NULL, 0, &rc);
+  CHECK_MSG(x != NULL, "%s", sg_err_msg());
+  sg_experiment_destroy(&x);
+}
+
+/* A value quoted in an error is data: its control characters are escaped,
+ * so a terminal escape in an experiment file cannot drive the terminal. */
+TEST(config_errors_escape_control_characters) {
+  CHECK_ERR("workload: {lr: \"\\e]2;x\\a\\e[31m\"}\nengines: [local]\n",
+            "t.yaml:1:16: lr: expected a number, got '\\x1b]2;x\\x07\\x1b[31m'");
+}
+
 /* An option only some variant of its engine reads is an error when no run
  * of the entry uses that variant, naming what makes it meaningful. */
 TEST(options_no_run_uses_are_errors) {
@@ -524,7 +566,7 @@ TEST(options_no_run_uses_are_errors) {
   CHECK_ERR("engines:\n  - {engine: mapreduce, depth: 3}\n",
             "t.yaml:2:25: depth: only used with aggregate: tree");
   CHECK_ERR("engines:\n  - {engine: allreduce, algorithm: native, transport: mpi, segment: 64K}\n",
-            "t.yaml:2:60: segment: only used with algorithm: ring/rhd/cuda-ring");
+            "t.yaml:2:60: segment: only used with algorithm: ring/rhd/tree/hier/cuda-ring");
   CHECK_ERR("workload: {holdout: 0.1}\nengines: [local]\n",
             "t.yaml:1:12: holdout: only used with dataset: libsvm");
   int rc;

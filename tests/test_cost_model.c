@@ -1,4 +1,4 @@
-/* The alpha-beta-gamma cost model (harness/cost_model.h, docs/model.md):
+/* The alpha-beta-gamma cost model (harness/model/cost_model.h, docs/model.md):
  * every formula against values computed by hand, the directions in which
  * N, K and S move them, the least-squares fit recovering alpha and beta
  * exactly from synthetic bench rows, and `sgdlab model` on a fixture
@@ -13,6 +13,7 @@
 #include "cost_model.h"
 #include "report.h"
 #include "err.h"
+#include "json_check.h"
 #include "recorder.h"
 #include "run_util.h"
 #include "test.h"
@@ -21,13 +22,13 @@ static const sg_cost_params_t P = {1e-5, 8e-9, 1e-10, 0, 0}; /* alpha, beta, gam
 static const double K = 1e6;
 
 static double comm(const char *engine, const char *variant, int N, int S, int tree_agg, int depth) {
-  sg_cost_case_t c = {engine, variant, N, S, 0, tree_agg, depth, K, 1, 1, 1, 0};
+  sg_cost_case_t c = {engine, variant, N, S, 0, tree_agg, depth, K, 1, 1, 1, 0, 0, 0, 0, 0, 0};
   double t;
   return sg_cost_comm(&c, &P, &t) == 0 ? t : NAN; /* NAN fails every comparison */
 }
 
 static double link_bytes(const char *engine, const char *variant, int N, int S, double k) {
-  sg_cost_case_t c = {engine, variant, N, S, 0, 0, 1, k, 1, 1, 1, 0};
+  sg_cost_case_t c = {engine, variant, N, S, 0, 0, 1, k, 1, 1, 1, 0, 0, 0, 0, 0, 0};
   return sg_cost_link_bytes(&c);
 }
 
@@ -59,7 +60,7 @@ TEST(ps_and_mapreduce_match_hand_values) {
       4 * (1e-5 + 0.008) + (1e-5 + 2 * (0.008 + 1e-4)) + (1e-5 + 3 * (0.008 + 1e-4)));
   /* the driver's link, busier direction (docs/engines/mapreduce.md): tree/tree
    * sends 4K and receives 3K; tree/flat receives 8K */
-  sg_cost_case_t c = {"mapreduce", "tree", 8, 0, 0, 1, 2, K, 1, 1, 1, 0};
+  sg_cost_case_t c = {"mapreduce", "tree", 8, 0, 0, 1, 2, K, 1, 1, 1, 0, 0, 0, 0, 0, 0};
   REL(sg_cost_link_bytes(&c), 4 * K);
   c.tree_aggregate = 0;
   REL(sg_cost_link_bytes(&c), 8 * K);
@@ -82,7 +83,7 @@ TEST(link_bytes_move_the_right_way) {
 }
 
 TEST(unknown_engine_is_not_found) {
-  sg_cost_case_t c = {"gossip", "x", 4, 1, 0, 0, 1, K, 1, 1, 1, 0};
+  sg_cost_case_t c = {"gossip", "x", 4, 1, 0, 0, 1, K, 1, 1, 1, 0, 0, 0, 0, 0, 0};
   double t;
   CHECK(sg_cost_comm(&c, &P, &t) == SG_ENOTFOUND);
   CHECK_STR_CONTAINS(sg_err_msg(), "gossip");
@@ -121,7 +122,7 @@ TEST(gamma_is_measured) {
  * takes the larger of the links' and the CPU's time, not their sum. */
 TEST(cpu_bound_is_the_larger_of_the_two) {
   sg_cost_params_t p = P;
-  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 1, 1, 1, 0};
+  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0};
   sg_cost_split_t s;
   double t;
   p.kappa = 4e-9, p.cores = 2;
@@ -135,7 +136,7 @@ TEST(cpu_bound_is_the_larger_of_the_two) {
   CHECK_OK(sg_cost_comm(&c, &p, &t));
   REL(t, 6e-5 + 0.012 + 7.5e-5); /* cpu 6 ms < link */
   /* ps N=4: workers 2K each, servers 2NK: 16 K through the CPUs */
-  sg_cost_case_t q = {"ps", "sync", 4, 2, 0, 0, 0, K, 1, 1, 1, 0};
+  sg_cost_case_t q = {"ps", "sync", 4, 2, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0};
   CHECK_OK(sg_cost_detail(&q, &p, &s));
   REL(s.cpu_bytes, 16 * K);
 }
@@ -143,17 +144,17 @@ TEST(cpu_bound_is_the_larger_of_the_two) {
 /* A slow link: the ring goes at its pace; a sync ps phase lasts as long as
  * the slower of the server's incast and the slow worker's own transfer. */
 TEST(slowest_link_sets_the_pace) {
-  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 5, 1, 1, 0};
+  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0};
   double t;
   CHECK_OK(sg_cost_comm(&c, &P, &t));
   REL(t, 6e-5 + 5 * 0.012 + 7.5e-5);
-  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 5, 1, 1, 0};
+  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0};
   CHECK_OK(sg_cost_comm(&q, &P, &t));
   REL(t, 2 * (1e-5 + 5 * K * 8e-9) + 4e-4); /* 5 K beta > the server's 4 K beta */
   q.slow = 2; /* 2 K beta < 4 K and 3 K beta: the server's link decides again */
   CHECK_OK(sg_cost_comm(&q, &P, &t));
   REL(t, 2 * 1e-5 + 7 * K * 8e-9 + 4e-4);
-  sg_cost_case_t as = {"ps", "async", 4, 1, 0, 0, 0, K, 5, 1, 1, 0};
+  sg_cost_case_t as = {"ps", "async", 4, 1, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0};
   CHECK_OK(sg_cost_comm(&as, &P, &t)); /* async: the median worker's link, not the slowest, */
   REL(t, 1e-5 + 4 * K * 8e-9 + 4e-4); /* pushes and pulls at once on the full-duplex link */
   q.hub = 2; /* the server on a link half as fast */
@@ -166,7 +167,7 @@ TEST(slowest_link_sets_the_pace) {
  * sum; one slice is the whole-shard formula; ssp, async and sparse runs
  * are never sliced. */
 TEST(sliced_ps_sync_overlaps_the_two_directions) {
-  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 1, 1, 1, 0};
+  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0};
   double whole, t, T = 4 * K * 8e-9;
   CHECK_OK(sg_cost_comm(&q, &P, &whole));
   REL(whole, 2 * 1e-5 + T + 0.75 * T + 4e-4);
@@ -378,6 +379,39 @@ TEST(cli_without_bench_rows_names_the_link) {
   CHECK_STR_CONTAINS(out, "[given; no bench rows");
 }
 
+/* A run on one host (cluster.hosts 0) is not asked for a cluster bench of
+ * its default link; a fit that gives no positive beta says what to do. */
+TEST(cli_one_host_run_and_a_failed_fit_say_what_to_do) {
+  const char *dir = ru_scratch("costmodel");
+  char db[512], out[4096];
+  sqlite3 *h = NULL;
+  CHECK(dir != NULL);
+  if (!dir) return;
+  snprintf(db, sizeof db, "%s/fx.db", dir);
+  CHECK_OK(make_fixture(db));
+  CHECK(sqlite3_open(db, &h) == SQLITE_OK);
+  CHECK(sqlite3_exec(h, "INSERT INTO experiments(id, name, config_text, started_at) VALUES"
+                        " (9, 'onehost', '', 't');"
+                        "INSERT INTO runs(id, experiment_id, engine, options_json, transport,"
+                        " workers, status) VALUES (90, 9, 'allreduce', '{\"algorithm\":\"ring\","
+                        "\"model\":\"softmax\",\"dataset\":\"fashion-mnist\",\"features\":0,"
+                        "\"classes\":10,\"cluster.hosts\":0,\"cluster.link\":\"1gbit\","
+                        "\"zmq_auth\":\"curve\"}', 'zmq', 2, 'ok')",
+                    NULL, NULL, NULL) == SQLITE_OK);
+  sqlite3_close(h);
+  char *argv[] = {"sgdlab", "model", "9", "--db", db, "--gamma", "0", "--fit-min", "67108864", NULL};
+  CHECK_EQ_INT(ru_run(argv, 1, NULL, out, sizeof out), 2);
+  CHECK_STR_CONTAINS(out, "run 90 ran on one host (no cluster, so its link does not apply)");
+  CHECK_STR_CONTAINS(out, "run `sgdlab bench allreduce --impl ring --transport zmq --db ");
+  CHECK(!strstr(out, "link '1gbit'") && !strstr(out, "cluster.hosts=2"));
+  /* summation alone (gamma) slower than the rows' slope: no positive beta */
+  char *fit[] = {"sgdlab", "model", "fx", "--db", db, "--gamma", "1e-6", NULL};
+  CHECK_EQ_INT(ru_run(fit, 1, NULL, out, sizeof out), 1);
+  CHECK_STR_CONTAINS(out, "gives no positive beta: the ring rows of np 2 (bench experiment 2, "
+                          "link 1gbit) grow no faster");
+  CHECK_STR_CONTAINS(out, "or give --alpha and --beta");
+}
+
 /* --plot: the figure's data holds every run's measured and predicted
  * ms/step under its label; a path in the name is refused before anything. */
 TEST(cli_plot_writes_the_figure) {
@@ -414,4 +448,127 @@ TEST(cli_plot_writes_the_figure) {
   gp = ru_slurp(path, 1 << 20);
   CHECK(gp != NULL && strstr(gp, "set logscale y 10") && !strstr(gp, "yrange [0:*]"));
   free(gp);
+}
+
+/* ---- tree, hier, two levels, and `sgdlab model --what-if` ----------- */
+
+static double comm_case(sg_cost_case_t c) {
+  double t;
+  return sg_cost_comm(&c, &P, &t) == 0 ? t : NAN;
+}
+
+static sg_cost_case_t ar_case(const char *variant, int N, int group) {
+  sg_cost_case_t c = {.engine = "allreduce", .variant = variant, .N = N, .K = K, .group = group};
+  return c;
+}
+
+TEST(tree_and_hier_match_hand_values) {
+  /* hier N=8, G=4: a whole ring of 4 on K inside (6 alpha + 1.5 K beta +
+   * 0.75 K gamma), a ring of 2 on K/4 across (2 alpha + 0.25 K beta +
+   * 0.125 K gamma) */
+  REL(comm_case(ar_case("hier", 8, 4)), 6e-5 + 0.012 + 7.5e-5 + 2e-5 + 0.002 + 1.25e-5);
+  /* G = 1 and G = N are the flat ring */
+  REL(comm_case(ar_case("hier", 8, 1)), comm_case(ar_case("ring", 8, 0)));
+  REL(comm_case(ar_case("hier", 8, 8)), comm_case(ar_case("ring", 8, 0)));
+  /* N=5, G=2: two groups of 2 (ring of 2 on K, ring of 2 on K/2) and the
+   * fifth rank folded in and out: 2 (alpha + K beta) + K gamma */
+  REL(comm_case(ar_case("hier", 5, 2)), (2e-5 + 0.008 + 5e-5) + (2e-5 + 0.004 + 2.5e-5) +
+                                            2 * (1e-5 + 0.008) + 1e-4);
+  /* tree N=4 in 4 segments of K/4: depth 2, 5 stages up and 5 down; a
+   * stage takes two children's segments: 5 (2 alpha + 4 m beta + 2 m gamma) */
+  sg_cost_case_t t = ar_case("tree", 4, 0);
+  t.segment = K / 4;
+  REL(comm_case(t), 5 * (2e-5 + 4 * 250000 * 8e-9 + 2 * 250000 * 1e-10));
+  /* N = 2: one child, K up then K down */
+  t.N = 2, t.segment = K;
+  REL(comm_case(t), 2e-5 + 2 * 0.008 + 1e-4);
+}
+
+TEST(two_level_network_favours_hier) {
+  /* racks of 4, uplink oversubscribed 8:1 (half a link for 4 ranks),
+   * 100 us more per message between racks.  ring N=8: one flow per
+   * uplink, beta x 8/4 = 2, every step crosses: 14 (alpha + 100 us) */
+  sg_cost_case_t r = ar_case("ring", 8, 0), h = ar_case("hier", 8, 4);
+  r.rack = h.rack = 4, r.oversub = h.oversub = 8, r.rack_alpha = h.rack_alpha = 1e-4;
+  REL(comm_case(r), 14 * 1.1e-4 + 2 * 0.875 * K * 16e-9 + 0.875 * K * 1e-10);
+  /* hier with G = 4 = rack: inside as flat; across, 4 flows per uplink
+   * (beta x 4 x 8 / 4 = 8), 2 steps of alpha + 100 us */
+  REL(comm_case(h), 6e-5 + 0.012 + 7.5e-5 + 2 * 1.1e-4 + 0.25 * K * 64e-9 + 1.25e-5);
+  CHECK(comm_case(h) < comm_case(r));
+  /* not oversubscribed and no extra latency: the flat numbers */
+  r.oversub = h.oversub = 1, r.rack_alpha = h.rack_alpha = 0;
+  REL(comm_case(r), comm_case(ar_case("ring", 8, 0)));
+  REL(comm_case(h), comm_case(ar_case("hier", 8, 4)));
+}
+
+/* The number in `"key": value` after the n-th (0-based) occurrence of
+ * `"case": "<label>"` in JSON text; NAN when absent. */
+static double json_num(const char *text, const char *label, int n, const char *key) {
+  char pat[64], kp[48];
+  snprintf(pat, sizeof pat, "\"case\": \"%s\"", label);
+  snprintf(kp, sizeof kp, "\"%s\": ", key);
+  const char *p = text;
+  for (int i = 0; i <= n && p; i++)
+    if ((p = strstr(p, pat))) p += strlen(pat);
+  const char *end = p ? strchr(p, '}') : NULL, *k = p ? strstr(p, kp) : NULL;
+  return k && k < end ? strtod(k + strlen(kp), NULL) : NAN;
+}
+
+/* Gibiansky's worked numbers: 300M parameters (1.2 GB) at 1 GB/s, through
+ * one root: 1.2 s for 2 GPUs, 10.8 s for 10; the ring at 6 GB/s:
+ * 2(N-1)/N x 1.2 GB / 6 GB/s, 0.2 s at N = 2 rising to about 0.4 s,
+ * whatever N. */
+TEST(whatif_reproduces_the_worked_numbers) {
+  char out[16384];
+  char *root[] = {"sgdlab", "model", "--what-if", "--params", "300M", "--link", "1GB/s",
+                  "--latency", "0", "--gamma", "0", "--workers", "2,10", "--engines", "root",
+                  "--json", NULL};
+  CHECK_EQ_INT(ru_run(root, 1, NULL, out, sizeof out), 0);
+  fprintf(stderr, "%s", out);
+  size_t where = 0;
+  CHECK_MSG(jc_valid(out, &where), "not JSON at byte %zu", where);
+  REL(json_num(out, "root", 0, "step_s"), 1.2);
+  REL(json_num(out, "root", 1, "step_s"), 10.8);
+  REL(json_num(out, "root", 1, "beta_s"), 10.8); /* all of it is bandwidth */
+  char *ring[] = {"sgdlab", "model", "--what-if", "--bytes", "1.2G", "--link", "6GB/s",
+                  "--latency", "0", "--gamma", "0", "--workers", "2,10,40,1000", "--engines",
+                  "ring", "--json", NULL};
+  CHECK_EQ_INT(ru_run(ring, 1, NULL, out, sizeof out), 0);
+  fprintf(stderr, "%s", out);
+  CHECK(jc_valid(out, NULL));
+  const int ns[] = {2, 10, 40, 1000};
+  for (int i = 0; i < 4; i++) {
+    double t = json_num(out, "ring", i, "step_s");
+    REL(t, 2.0 * (ns[i] - 1) / ns[i] * 1.2e9 / 6e9);
+    CHECK(t <= 0.4 && t >= 0.2);
+  }
+  CHECK_NEAR(json_num(out, "ring", 3, "step_s"), 0.4, 1e-3);
+  /* the table: each term and the step, in ms */
+  char *table[] = {"sgdlab", "model", "--what-if", "--bytes", "1.2G", "--link", "6GB/s",
+                   "--latency", "10us", "--gamma", "0", "--workers", "40", "--engines", "ring",
+                   NULL};
+  CHECK_EQ_INT(ru_run(table, 1, NULL, out, sizeof out), 0);
+  fprintf(stderr, "%s", out);
+  CHECK_STR_CONTAINS(out, "ring                       40       0.7800      390.0000       "
+                          "0.0000     390.7800");
+}
+
+TEST(whatif_refuses_bad_input_with_one_line) {
+  static const struct {
+    const char *arg, *val, *msg;
+  } bad[] = {
+      {"--engines", "bogus", "--engines: 'bogus' is not a case"},
+      {"--engines", "gossip:x", "no cost formula for engine 'gossip' variant 'x'"},
+      {"--link", "6GB/sec", "--link: '6GB/sec' is not a non-negative quantity"},
+      {"--workers", "0", "--workers: '0' is not a whole number"},
+      {"--rack", "4", "--rack R goes with --topology two-level"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char out[2048];
+    char *argv[] = {"sgdlab", "model", "--what-if", "--bytes", "1M", "--link", "1gbit",
+                    "--gamma", "0", (char *)bad[i].arg, (char *)bad[i].val, NULL};
+    CHECK_EQ_INT(ru_run(argv, 1, NULL, out, sizeof out), 2);
+    CHECK_STR_CONTAINS(out, bad[i].msg);
+    CHECK_MSG(jc_count(out, "\n") == 1, "%s %s: not one line: %s", bad[i].arg, bad[i].val, out);
+  }
 }

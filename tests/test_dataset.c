@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -395,6 +396,79 @@ TEST(libsvm_errors_name_file_and_line) {
   CHECK(ds == NULL);
 }
 
+/* Data files must be regular files, checked before a byte is read: a FIFO
+ * (whose open would wait for a writer forever) and /dev/zero (read
+ * without end) are one error each, at once. */
+static int load_fifo_libsvm(void) {
+  sg_dataset_t *ds = NULL;
+  return expect_err(sg_dataset_load_libsvm(&ds, tmp("fifo.svm"), 0, 3, 0), SG_EIO,
+                    "fifo.svm: not a regular file (a FIFO)");
+}
+
+static int load_fifo_idx(void) {
+  sg_dataset_t *ds = NULL;
+  int64_t n, d;
+  if (expect_err(sg_dataset_probe_idx(tmp("fifo.svm"), &n, &d), SG_EIO, "(a FIFO)")) return 1;
+  return expect_err(sg_dataset_load_idx(&ds, tmp("ok-im"), tmp("fifo.svm"), 0), SG_EIO,
+                    "fifo.svm: not a regular file (a FIFO)");
+}
+
+static int load_dev_zero(void) {
+  sg_dataset_t *ds = NULL;
+  return expect_err(sg_dataset_load_libsvm(&ds, "/dev/zero", 0, 3, 0), SG_EIO,
+                    "/dev/zero: not a regular file (a character device)");
+}
+
+TEST(data_files_must_be_regular_files) {
+  unsigned char im[64];
+  write_plain(tmp("ok-im"), im, idx_images(im, 0x803));
+  unlink(tmp("fifo.svm"));
+  CHECK(mkfifo(tmp("fifo.svm"), 0600) == 0);
+  /* in a child with a 10 s alarm: a hang is a failed check, not a stuck test */
+  CHECK_EQ_INT(run_limited(load_fifo_libsvm, (size_t)1 << 28), 0);
+  CHECK_EQ_INT(run_limited(load_fifo_idx, (size_t)1 << 28), 0);
+  CHECK_EQ_INT(run_limited(load_dev_zero, (size_t)1 << 28), 0);
+}
+
+/* A line longer than SG_LIBSVM_MAX_LINE is one file:line error, read no
+ * further than the cap (in a child whose address space allows the cap
+ * and a little, not the whole line); a NUL byte is an error at its line. */
+static int load_long_line(void) {
+  sg_dataset_t *ds = NULL;
+  char want[64];
+  snprintf(want, sizeof want, "long.svm:2: line longer than %zu bytes", SG_LIBSVM_MAX_LINE);
+  return expect_err(sg_dataset_load_libsvm(&ds, tmp("long.svm"), 0, 3, 0), SG_EFORMAT, want);
+}
+
+TEST(libsvm_line_cap_and_nul_bytes) {
+  FILE *f = fopen(tmp("long.svm"), "w");
+  CHECK(f != NULL);
+  fputs("1 1:1\n0", f);
+  for (size_t n = 0; n < SG_LIBSVM_MAX_LINE / 4 + 16; n++) fputs(" 1:1", f);
+  fputs("\n", f);
+  CHECK(fclose(f) == 0);
+  CHECK_EQ_INT(run_limited(load_long_line, 3 * SG_LIBSVM_MAX_LINE), 0);
+  sg_dataset_t *ds = NULL;
+  static const char nul[] = "1 1:1\n0 2:1\n1 1\0:1\n";
+  write_plain(tmp("nul.svm"), (const unsigned char *)nul, sizeof nul - 1);
+  CHECK_EQ_INT(sg_dataset_load_libsvm(&ds, tmp("nul.svm"), 0, 3, 0), SG_EFORMAT);
+  CHECK_STR_CONTAINS(sg_err_msg(), "nul.svm:3: a NUL byte");
+  CHECK(ds == NULL);
+}
+
+/* A terminal escape in a data file reaches a message escaped (\x1b), so
+ * printing the message cannot drive the terminal. */
+TEST(libsvm_errors_escape_control_characters) {
+  sg_dataset_t *ds = NULL;
+  write_text(tmp("esc.svm"), "\x1b]2;pwned\x07\x1b[31m 1:1\n");
+  CHECK_EQ_INT(sg_dataset_load_libsvm(&ds, tmp("esc.svm"), 0, 3, 0), SG_EFORMAT);
+  CHECK_STR_CONTAINS(sg_err_msg(), ":1: bad label '\\x1b]2;pwned\\x07\\x1b[31m'");
+  for (const char *c = sg_err_msg(); *c; c++) CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
+  write_text(tmp("esc2.svm"), "1 1:1\n0 3:\xc2\x9b" "2J\n");
+  CHECK_EQ_INT(sg_dataset_load_libsvm(&ds, tmp("esc2.svm"), 0, 3, 0), SG_EFORMAT);
+  CHECK_STR_CONTAINS(sg_err_msg(), ":2: malformed token '3:\\xc2\\x9b2J'");
+}
+
 /* LIBSVM files as people write them: -1/+1 and 1-based labels, classes
  * left to the file; the test file follows the training file's rule. */
 TEST(libsvm_labels_pm1_and_one_based_are_mapped) {
@@ -697,21 +771,40 @@ TEST(shared_cache_header_whose_sizes_wrap_is_rebuilt_not_followed) {
  * sits in a directory another user can write (data_cache: or
  * XDG_CACHE_HOME under /tmp): that user tries to rename our checked,
  * private cache directory away and put a symlink to a directory of ours
- * in its place, while we decode (the labels are a FIFO the attacker
- * feeds, so the moment is exact).  As root the other user is nobody and
- * the shared directory is sticky like /tmp (a non-sticky one is refused
- * before anything: shared_cache_parents_another_user_could_change_are_refused),
+ * in its place, while we decode (the attacker runs from the loader's
+ * test hook, after the check and before the write, so the moment is
+ * exact; data files are regular files only, so a FIFO can no longer hold
+ * the loader there).  As root the other user is nobody and the shared
+ * directory is sticky like /tmp (a non-sticky one is refused before
+ * anything: shared_cache_parents_another_user_could_change_are_refused),
  * so the rename itself fails; as any other user the "attacker" is that
  * same user and the swap happens.  Either way the cache file must land
  * in the directory that was checked, never behind the symlink. */
-static char race_im[256], race_lb[256], race_dir[256];
+static char race_im[256], race_lb[256], race_dir[256], race_moved[256], race_target[256];
+static int race_attacker = -1; /* the attacker's exit code */
 
+static void race_swap(void) {
+  fflush(NULL);
+  pid_t a = fork();
+  if (a == 0) {
+    alarm(10);
+    if (geteuid() == 0 && (setgid(65534) < 0 || setuid(65534) < 0)) _exit(90);
+    int swapped = rename(race_dir, race_moved) == 0 && symlink(race_target, race_dir) == 0;
+    _exit(swapped ? 0 : 91);
+  }
+  int st = 0;
+  if (a > 0 && waitpid(a, &st, 0) == a && WIFEXITED(st)) race_attacker = WEXITSTATUS(st);
+}
+
+/* 0: loaded; else 1 + the attacker's exit code (so the parent sees both). */
 static int load_race_victim(void) {
   sg_dataset_t *ds = NULL;
+  sg_dataset_cache_race_hook_ = race_swap;
   int rc = sg_dataset_load_idx_shared(&ds, race_im, race_lb, 0, race_dir);
   if (rc < 0) fprintf(stderr, "victim: %s\n", sg_err_msg());
   sg_dataset_destroy(&ds);
-  return rc < 0;
+  fprintf(stderr, "attacker exit %d\n", race_attacker);
+  return rc < 0 ? 1 : race_attacker == 0 ? 0 : race_attacker == 91 ? 2 : 3;
 }
 
 static int entries_named(const char *dir, const char *prefix) {
@@ -725,44 +818,28 @@ static int entries_named(const char *dir, const char *prefix) {
 TEST(shared_cache_directory_swapped_for_a_symlink_after_its_check) {
   unsigned char im[64], lb[16];
   size_t ni = idx_images(im, 0x803), nl = idx_labels(lb, 5, 0);
-  char shared[160], moved[256], target[256];
+  char shared[160];
   int root = geteuid() == 0;
   snprintf(shared, sizeof shared, "%.150s", tmp("shared"));
-  snprintf(moved, sizeof moved, "%s/moved", shared);
-  snprintf(target, sizeof target, "%s", tmp("mine"));
+  snprintf(race_moved, sizeof race_moved, "%s/moved", shared);
+  snprintf(race_target, sizeof race_target, "%s", tmp("mine"));
   snprintf(race_im, sizeof race_im, "%s", tmp("rim"));
-  snprintf(race_lb, sizeof race_lb, "%s/labels.fifo", shared);
+  snprintf(race_lb, sizeof race_lb, "%s", tmp("rlb"));
   snprintf(race_dir, sizeof race_dir, "%s/cache", shared);
   write_plain(race_im, im, ni);
-  CHECK(mkdir(shared, 0755) == 0 && mkdir(target, 0700) == 0 && mkfifo(race_lb, 0644) == 0);
+  write_plain(race_lb, lb, nl);
+  CHECK(mkdir(shared, 0755) == 0 && mkdir(race_target, 0700) == 0);
   /* as root: the other user is nobody; the shared directory is /tmp-like */
-  if (root)
-    CHECK(chmod(tmpdir, 0711) == 0 && chmod(shared, 01777) == 0 &&
-          chown(race_lb, 65534, 65534) == 0);
-  fflush(NULL);
-  pid_t attacker = fork();
-  if (attacker == 0) {
-    alarm(10);
-    if (root && (setgid(65534) < 0 || setuid(65534) < 0)) _exit(90);
-    int fd = open(race_lb, O_WRONLY); /* returns once the victim reads: after its checks */
-    if (fd < 0) _exit(93);
-    int swapped = rename(race_dir, moved) == 0 && symlink(target, race_dir) == 0;
-    if (write(fd, lb, nl) != (ssize_t)nl || close(fd) != 0) _exit(92);
-    _exit(swapped ? 0 : 91);
-  }
-  CHECK(attacker > 0);
+  if (root) CHECK(chmod(tmpdir, 0711) == 0 && chmod(shared, 01777) == 0);
   int victim = run_limited(load_race_victim, (size_t)1 << 30);
-  int st = 0;
-  CHECK(waitpid(attacker, &st, 0) == attacker);
   /* root: the sticky bit stops nobody's rename (91); otherwise it swaps */
-  CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == (root ? 91 : 0), "attacker status 0x%x", st);
-  if (root) snprintf(moved, sizeof moved, "%s", race_dir);
-  CHECK_EQ_INT(victim, 0);
+  CHECK_MSG(victim == (root ? 2 : 0), "victim/attacker code %d", victim);
+  const char *checked = root ? race_dir : race_moved;
   fprintf(stderr, "  cache files: %d behind the symlink, %d in the checked directory\n",
-          entries_named(target, "idx-") + entries_named(target, ".tmp"),
-          entries_named(moved, "idx-"));
-  CHECK_EQ_INT(entries_named(target, "idx-") + entries_named(target, ".tmp"), 0);
-  CHECK_EQ_INT(entries_named(moved, "idx-"), 1);
+          entries_named(race_target, "idx-") + entries_named(race_target, ".tmp"),
+          entries_named(checked, "idx-"));
+  CHECK_EQ_INT(entries_named(race_target, "idx-") + entries_named(race_target, ".tmp"), 0);
+  CHECK_EQ_INT(entries_named(checked, "idx-"), 1);
   if (root) CHECK(chmod(tmpdir, 0700) == 0);
 }
 

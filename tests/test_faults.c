@@ -144,9 +144,38 @@ typedef struct fault {
                         not checked) */
 } fault_t;
 
+/* The run's recorded error names the victim (first, with its state, when
+ * stopped) and the blame fields say the same (fault_case). */
+static void check_fault_error(const fault_t *f, const char *db) {
+  char err[1024], want[64];
+  query_text(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
+  fprintf(stderr, "  %s: %s\n", f->name, err);
+  CHECK_MSG(!strncmp(err, "failed: ", 8), "%s: %s", f->name, err);
+  snprintf(want, sizeof want, "rank %d (", f->victim);
+  CHECK_STR_CONTAINS(err, want);
+  if (f->sig == SIGSTOP) { /* named first, with its process state */
+    snprintf(want, sizeof want, "failed: rank %d (", f->victim);
+    CHECK_MSG(!strncmp(err, want, strlen(want)), "%s: the error does not begin with %s", f->name,
+              want);
+    CHECK_STR_CONTAINS(err, "is stopped (state T)");
+  }
+  if (f->also) CHECK_STR_CONTAINS(err, f->also);
+  if (f->blame) { /* the blame came as data: the DONE's blamed rank and reason fields */
+    char got[256] = "";
+    query_text(db, "SELECT value FROM run_info WHERE run_id=1 AND key='blame.rank'", got, sizeof got);
+    fprintf(stderr, "  %s: blame.rank = %s\n", f->name, got);
+    snprintf(want, sizeof want, "rank %d (", f->victim);
+    CHECK_MSG(!strncmp(got, want, strlen(want)), "%s: blame.rank '%s', expected %s...", f->name,
+              got, want);
+    query_text(db, "SELECT value FROM run_info WHERE run_id=1 AND key='blame.reason'", got,
+               sizeof got);
+    CHECK_MSG(!strcmp(got, f->blame), "%s: blame.reason '%s', expected %s", f->name, got, f->blame);
+  }
+}
+
 static void fault_case(const fault_t *f) {
   const double deadline = DEADLINE_S;
-  char dir[64], cfg[128], db[128], errpath[128], text[512], err[1024], want[64], sql[96];
+  char dir[64], cfg[128], db[128], errpath[128], text[512], sql[96];
   snprintf(dir, sizeof dir, "/tmp/sgdlab-faults-XXXXXX");
   CHECK(mkdtemp(dir));
   snprintf(cfg, sizeof cfg, "%s/run.yaml", dir);
@@ -199,29 +228,8 @@ static void fault_case(const fault_t *f) {
             code, 4 * deadline + 10);
   CHECK_MSG(took <= f->bound, "%s: took %.2f s after the signal (bound %.1f s, deadline %.0f s)",
             f->name, took, f->bound, deadline);
-  query_text(db, "SELECT status || ': ' || error FROM runs WHERE id=1", err, sizeof err);
-  fprintf(stderr, "  %s: %s\n", f->name, err);
-  CHECK_MSG(!strncmp(err, "failed: ", 8), "%s: %s", f->name, err);
-  snprintf(want, sizeof want, "rank %d (", f->victim);
-  CHECK_STR_CONTAINS(err, want);
-  if (f->sig == SIGSTOP) { /* named first, with its process state */
-    snprintf(want, sizeof want, "failed: rank %d (", f->victim);
-    CHECK_MSG(!strncmp(err, want, strlen(want)), "%s: the error does not begin with %s", f->name,
-              want);
-    CHECK_STR_CONTAINS(err, "is stopped (state T)");
-  }
-  if (f->also) CHECK_STR_CONTAINS(err, f->also);
-  if (f->blame) { /* the blame came as data: the DONE's blamed rank and reason fields */
-    char got[256] = "";
-    query_text(db, "SELECT value FROM run_info WHERE run_id=1 AND key='blame.rank'", got, sizeof got);
-    fprintf(stderr, "  %s: blame.rank = %s\n", f->name, got);
-    snprintf(want, sizeof want, "rank %d (", f->victim);
-    CHECK_MSG(!strncmp(got, want, strlen(want)), "%s: blame.rank '%s', expected %s...", f->name,
-              got, want);
-    query_text(db, "SELECT value FROM run_info WHERE run_id=1 AND key='blame.reason'", got,
-               sizeof got);
-    CHECK_MSG(!strcmp(got, f->blame), "%s: blame.reason '%s', expected %s", f->name, got, f->blame);
-  }
+  check_fault_error(f, db);
+  if (test_failed_now_) return;
   for (int r = 0; r < 3; r++)
     CHECK_MSG(wait_gone(pids[r], 3.0), "%s: rank %d (pid %d) still there", f->name, r, pids[r]);
   if (mpirun) CHECK_MSG(wait_gone(mpirun, 3.0), "%s: mpirun (pid %d) still there", f->name, mpirun);

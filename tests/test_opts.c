@@ -1,4 +1,5 @@
 /* Options store and settings-table validation. */
+#include "deadline.h"
 #include "err.h"
 #include "opts.h"
 #include "settings.h"
@@ -126,4 +127,33 @@ TEST(error_table_names) {
   CHECK(strcmp(sg_strerror(SG_ETIMEOUT), "deadline exceeded") == 0);
   CHECK(sg_err_set(SG_EIO, "file %s offset %d", "f", 16) == SG_EIO);
   CHECK(strcmp(sg_err_msg(), "file f offset 16") == 0);
+}
+
+/* sg_printable: what every error message goes through.  C0 and C1
+ * controls, DEL and bytes that are not UTF-8 become \xHH; printable UTF-8
+ * stays; a full buffer ends at a whole character. */
+#define CHECK_PRINTABLE(cap, in, want)                                                 \
+  do {                                                                                 \
+    char out_[64];                                                                     \
+    sg_printable(out_, (cap), (in));                                                   \
+    CHECK_MSG(!strcmp(out_, (want)), "got '%s' want '%s'", out_, (want));              \
+  } while (0)
+
+TEST(printable_escapes_controls_and_keeps_utf8) {
+  CHECK_PRINTABLE(64, "a\x1b[31mb\n\t\r\x7f", "a\\x1b[31mb\\n\\t\\r\\x7f");
+  CHECK_PRINTABLE(64, "\xc2\x9b" "2J \xff \xc3\xa9 \xe2\x82\xac",
+                  "\\xc2\\x9b2J \\xff \xc3\xa9 \xe2\x82\xac");
+  CHECK_PRINTABLE(6, "ab\x1b", "ab");
+  CHECK_PRINTABLE(4, "a\xc3\xa9", "a\xc3\xa9");
+  CHECK_PRINTABLE(3, "a\xc3\xa9", "a");
+}
+
+/* Seconds in messages: a 0.05 s deadline reads "0.05", not "0.1". */
+TEST(seconds_below_one_keep_two_significant_digits) {
+  char b[32];
+  CHECK_MSG(!strcmp(sg_fmt_secs(b, 0.05), "0.05"), "%s", b);
+  CHECK_MSG(!strcmp(sg_fmt_secs(b, 0.0513), "0.051"), "%s", b);
+  CHECK_MSG(!strcmp(sg_fmt_secs(b, 0.5), "0.5"), "%s", b);
+  CHECK_MSG(!strcmp(sg_fmt_secs(b, 30.0), "30.0"), "%s", b);
+  CHECK_MSG(!strcmp(sg_fmt_secs(b, 1.5), "1.5"), "%s", b);
 }

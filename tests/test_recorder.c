@@ -411,11 +411,80 @@ TEST(pending_runs_stay_pending_across_reconciliation) {
   sqlite3 *db = sg_recorder_sqlite(r);
   CHECK_EQ_INT(count(db, "SELECT count(*) FROM runs WHERE status='pending' AND started_at IS NULL"
                          " AND harness_pid IS NULL"), 2);
-  CHECK_OK(sg_recorder_run_start(r, b));
+  CHECK_EQ_INT(sg_recorder_run_claim(r, b), 1);
   char q[160];
   snprintf(q, sizeof q, "SELECT count(*) FROM runs WHERE id=%lld AND status='running' AND "
            "harness_pid=%d AND started_at IS NOT NULL", (long long)b, (int)getpid());
   CHECK_EQ_INT(count(db, q), 1);
   sg_recorder_close(&r);
+  cleanup(dir);
+}
+
+/* A claim takes a row once: a second claim of it, by this harness or
+ * another, gets 0; so does a failed row another harness started after
+ * this one opened the database.  A row that was failed before is taken
+ * again (what --resume does). */
+TEST(a_run_is_claimed_once) {
+  char dir[64];
+  const char *path = tmp_db(dir, sizeof dir);
+  sg_recorder_t *a = NULL, *b = NULL;
+  CHECK_OK(sg_recorder_open(&a, path));
+  int64_t exp, r1, r2;
+  CHECK_OK(sg_recorder_experiment(a, "e", "engines: [local]\n", &exp));
+  sg_run_row_t row = {.engine = "local", .options_json = "{}", .transport = "zmq",
+                      .launcher = "local", .workers = 1, .processes = 1, .seed = 7};
+  CHECK_OK(sg_recorder_run_plan(a, exp, &row, &r1));
+  CHECK_OK(sg_recorder_run_plan(a, exp, &row, &r2));
+  CHECK_OK(sg_recorder_run_end(a, r2, "failed", "earlier", 1.0));
+  CHECK_OK(sg_recorder_open(&b, path));
+  CHECK_EQ_INT(sg_recorder_run_claim(a, r1), 1);
+  CHECK_EQ_INT(sg_recorder_run_claim(b, r1), 0); /* running: someone else's */
+  CHECK_EQ_INT(sg_recorder_run_claim(a, r1), 0);
+  CHECK_OK(sg_recorder_run_end(a, r1, "failed", "x", 1.0));
+  CHECK_EQ_INT(sg_recorder_run_claim(b, r1), 0); /* started after b opened */
+  CHECK_EQ_INT(sg_recorder_run_claim(b, r2), 1); /* failed before: b takes it again */
+  sg_recorder_close(&a);
+  sg_recorder_close(&b);
+  cleanup(dir);
+}
+
+/* Records wait in memory until a batch is written: nothing is held open
+ * in between, so another connection can write at once. */
+TEST(no_write_transaction_between_batches) {
+  char dir[64];
+  const char *path = tmp_db(dir, sizeof dir);
+  sg_recorder_t *r = NULL;
+  CHECK_OK(sg_recorder_open(&r, path));
+  int64_t exp, run;
+  CHECK_OK(sg_recorder_experiment(r, "e", "engines: [local]\n", &exp));
+  sg_run_row_t row = {.engine = "local", .options_json = "{}", .transport = "zmq",
+                      .launcher = "local", .workers = 1, .processes = 1, .seed = 7};
+  CHECK_OK(sg_recorder_run_begin(r, exp, &row, &run));
+  sg_step_rec_t s = {.step = 1, .loss = 1.0f, .staleness = -1};
+  CHECK_OK(sg_recorder_step(r, run, 0, "worker", &s));
+  sqlite3 *other = NULL;
+  CHECK(sqlite3_open_v2(path, &other, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
+  sqlite3_busy_timeout(other, 0);
+  CHECK_MSG(sqlite3_exec(other, "BEGIN IMMEDIATE; COMMIT", NULL, NULL, NULL) == SQLITE_OK,
+            "a pending batch holds the write lock: %s", sqlite3_errmsg(other));
+  CHECK_EQ_INT(count(other, "SELECT count(*) FROM steps"), 0);
+  CHECK_OK(sg_recorder_flush(r));
+  CHECK_EQ_INT(count(other, "SELECT count(*) FROM steps"), 1);
+  sqlite3_close(other);
+  sg_recorder_close(&r);
+  cleanup(dir);
+}
+
+/* More databases in more directories than the output table holds at
+ * once: the directory of each is checked, then let go. */
+TEST(many_databases_in_one_process) {
+  char dir[64], path[256];
+  CHECK(tmp_db(dir, sizeof dir));
+  for (int i = 0; i < 80; i++) {
+    sg_recorder_t *r = NULL;
+    snprintf(path, sizeof path, "%s/d%d/x.db", dir, i);
+    CHECK_OK(sg_recorder_open(&r, path));
+    sg_recorder_close(&r);
+  }
   cleanup(dir);
 }

@@ -1,7 +1,7 @@
 /* test_report.c - `sgdlab report`, `list` and `show` over fixture databases.
  *
  * The fixture is a real SQLite file with the results schema (the same
- * CREATE statements as harness/recorder.c) and synthetic rows whose summary
+ * CREATE statements as harness/run/recorder.c) and synthetic rows whose summary
  * numbers are worked out by hand below.  Commands run in forked children
  * so their output and exit codes are checked as a user would see them;
  * gnuplot is the real one.
@@ -106,22 +106,14 @@ static int add_steps(sqlite3 *db, int run, int rank, const char *role, int sent_
  *   mapreduce aggregate=tree, N=2, run 7: failed, no evals.
  * Experiment 2 "never": one local run, N=2 (batch 128 per step row), that
  * never reaches 0.85: 20 * 128 / 0.197 = 12994.9 -> "12995". */
-static int make_fixture(const char *path) {
-  sqlite3 *db = NULL;
-  int rc = -1;
-  unlink(path);
-  if (sqlite3_open(path, &db) != SQLITE_OK) goto done;
-  if (execf(db, "%s", SCHEMA) || execf(db, "BEGIN")) goto done;
-  if (execf(db, "INSERT INTO experiments VALUES(1, 'fixture', 'name: fixture',"
-                " '2024-01-01T00:00:00Z', 'testhost', '0.1.0'),"
-                " (2, 'never', 'name: never', '2024-01-02T00:00:00Z', 'testhost', '0.1.0')"))
-    goto done;
+/* Experiment 1's runs 1-7 (make_fixture). */
+static int fixture_runs(sqlite3 *db) {
   /* run 1: local */
   if (add_run(db, 1, 1, "local", "\"model\": \"mlp\"", "zmq", 1, 0, 0, "ok", NULL) ||
       add_eval(db, 1, 0, 0.0, 0, 0.1) || add_eval(db, 1, 10, 0.6, 640, 0.6) ||
       add_eval(db, 1, 20, 1.0, 1280, 0.85) ||
       add_steps(db, 1, 0, "worker", 0, 0, 0, 0, 0, 0.01))
-    goto done;
+    return -1;
   /* runs 2, 3: ps sync, two repeats */
   for (int r = 2; r <= 3; r++) {
     double k = r == 2 ? 1.0 : 1.5, dt = 0.01 * k;
@@ -133,7 +125,7 @@ static int make_fixture(const char *path) {
         add_steps(db, r, 0, "server", 2000, 2000, r == 2 ? 2000 : 3000, 0, 0, dt) ||
         add_steps(db, r, 1, "worker", 1000, 1000, 1000, 0, 0, dt) ||
         add_steps(db, r, 2, "worker", 1000, 1000, 1000, 0, 0, dt))
-      goto done;
+      return -1;
   }
   /* run 4: ps ssp(2) */
   if (add_run(db, 4, 1, "ps", "\"mode\": \"ssp\", \"staleness\": 2, \"servers\": 1",
@@ -142,32 +134,37 @@ static int make_fixture(const char *path) {
       add_steps(db, 4, 0, "server", 2000, 2000, 2000, 0, 0, 0.01) ||
       add_steps(db, 4, 1, "worker", 1000, 1000, 1000, 1, 0, 0.01) ||
       add_steps(db, 4, 2, "worker", 1000, 1000, 1000, 1, 0.005, 0.02))
-    goto done;
+    return -1;
   /* runs 5, 6: allreduce ring with 2 and 4 workers */
   if (add_run(db, 5, 1, "allreduce", "\"algorithm\": \"ring\"", "zmq", 2, 0, 0, "ok", NULL) ||
       add_eval(db, 5, 10, 2.0, 1280, 0.5) || add_eval(db, 5, 20, 4.0, 2560, 0.7) ||
       add_steps(db, 5, 0, "worker", 1000, 3000, 500, 0, 0, 0.02) ||
       add_steps(db, 5, 1, "worker", 2400, 2400, 500, 0, 0, 0.02))
-    goto done;
+    return -1;
   if (add_run(db, 6, 1, "allreduce", "\"algorithm\": \"ring\"", "zmq", 4, 0, 0, "ok", NULL) ||
       add_eval(db, 6, 10, 1.0, 2560, 0.86) || add_eval(db, 6, 20, 2.0, 5120, 0.87))
-    goto done;
+    return -1;
   for (int rank = 0; rank < 4; rank++)
-    if (add_steps(db, 6, rank, "worker", 1500, 1500, 1500, 0, 0, 0.01)) goto done;
+    if (add_steps(db, 6, rank, "worker", 1500, 1500, 1500, 0, 0, 0.01)) return -1;
   /* a server's step 0 holds the start barrier: 2 s of waiting that the
    * server_time figure leaves out */
   if (execf(db, "UPDATE steps SET wait_s = 2.0 WHERE role = 'server' AND step = 0"))
-    goto done;
+    return -1;
   /* run 7: mapreduce, failed */
   if (add_run(db, 7, 1, "mapreduce", "\"aggregate\": \"tree\"", "zmq", 2, 0, 0,
               "failed", "rank 2 (executor) on node1: deadline exceeded"))
-    goto done;
+    return -1;
+  return 0;
+}
+
+/* Run 2's ranks and run_info, the bench rows, experiments 2 and 3. */
+static int fixture_rest(sqlite3 *db) {
   /* ranks and run_info of run 2 */
   if (execf(db, "INSERT INTO ranks VALUES(2, 0, 'server', 'hostA', 100),"
                 " (2, 1, 'worker', 'hostA', 101), (2, 2, 'worker', 'hostB', 102)") ||
       execf(db, "INSERT INTO run_info VALUES(2, 'blas', 'OpenBLAS 0.3.21 Haswell'),"
                 " (3, 'blas', 'OpenBLAS 0.3.21 Haswell')"))
-    goto done;
+    return -1;
   /* allreduce bench: ring/zmq and native/mpi, 4 KiB .. 1 MiB */
   for (int b = 4096, i = 0; b <= 1 << 20; b *= 4, i++) {
     double t = 12e-6 * (1 + i * i);
@@ -177,13 +174,13 @@ static int make_fixture(const char *path) {
                   " (1, 'allreduce', 'native', 'mpi', 4, %d, 20, %g, %g, %g, %g, %g, 0)",
               b, 0.9 * t, t, 1.3 * t, b / t / 1e9, 1.5 * b / t / 1e9, b, 0.5 * t,
               0.6 * t, 0.8 * t, b / t / 0.6e9, 1.5 * b / t / 0.6e9))
-      goto done;
+      return -1;
   }
   /* experiment 2: never reaches the target */
   if (add_run(db, 8, 2, "local", "\"model\": \"mlp\"", "zmq", 2, 0, 0, "ok", NULL) ||
       add_eval(db, 8, 10, 1.0, 1280, 0.5) || add_eval(db, 8, 20, 2.0, 2560, 0.6) ||
       add_steps(db, 8, 0, "worker", 0, 0, 0, 0, 0, 0.01))
-    goto done;
+    return -1;
   /* experiment 3: a mapreduce run, its driver (rank 0) and executors */
   if (execf(db, "INSERT INTO experiments VALUES(3, 'mr', 'name: mr',"
                 " '2024-01-03T00:00:00Z', 'testhost', '0.1.0')") ||
@@ -193,7 +190,21 @@ static int make_fixture(const char *path) {
       add_steps(db, 9, 0, "driver", 2000, 2000, 2000, 0, 0, 0.01) ||
       add_steps(db, 9, 1, "executor", 1000, 1000, 1000, 0, 0, 0.01) ||
       add_steps(db, 9, 2, "executor", 1000, 1000, 1000, 0, 0, 0.01))
+    return -1;
+  return 0;
+}
+
+static int make_fixture(const char *path) {
+  sqlite3 *db = NULL;
+  int rc = -1;
+  unlink(path);
+  if (sqlite3_open(path, &db) != SQLITE_OK) goto done;
+  if (execf(db, "%s", SCHEMA) || execf(db, "BEGIN")) goto done;
+  if (execf(db, "INSERT INTO experiments VALUES(1, 'fixture', 'name: fixture',"
+                " '2024-01-01T00:00:00Z', 'testhost', '0.1.0'),"
+                " (2, 'never', 'name: never', '2024-01-02T00:00:00Z', 'testhost', '0.1.0')"))
     goto done;
+  if (fixture_runs(db) || fixture_rest(db)) goto done;
   if (execf(db, "COMMIT")) goto done;
   rc = 0;
 done:
@@ -408,7 +419,7 @@ TEST(report_server_time) {
   snprintf(p, sizeof p, "%s/server_time.gp", dir);
   char *gp = read_file(p);
   CHECK(gp);
-  CHECK_STR_CONTAINS(gp, "using ($2*1000)");
+  CHECK_STR_CONTAINS(gp, "using ($2*500):1:($2*500):(0.32) with boxxyerror");
   CHECK_STR_CONTAINS(gp, "title 'waiting for workers' noenhanced");
   free(gp);
   snprintf(p, sizeof p, "%s/server_time.png", dir);
@@ -435,14 +446,15 @@ TEST(report_server_time) {
   CHECK_STR_CONTAINS(t, "variant\n0\t0.004\t0.002\t0.003\tmapreduce");
   free(t);
   snprintf(dir, sizeof dir, "%s/rep-server", tmpdir);
-  /* time_breakdown: milliseconds, upright labels, a margin that holds the
-   * longest ("allreduce ring, N=4", 19 characters: 3 + 0.45 * 19 lines) */
+  /* time_breakdown: milliseconds, horizontal bars stacked left to right,
+   * each labelled upright on the left with its key and label */
   snprintf(p, sizeof p, "%s/time_breakdown.gp", dir);
   gp = read_file(p);
   CHECK(gp);
-  CHECK_STR_CONTAINS(gp, "using ($2*1000)");
-  CHECK_STR_CONTAINS(gp, ") rotate by 90 right noenhanced\nset bmargin 12\n");
-  CHECK_STR_CONTAINS(gp, "set ylabel 'ms per step (worker mean)");
+  CHECK_STR_CONTAINS(gp, "using (($2+$3/2)*1000):1:($3*500):(0.32) with boxxyerror");
+  CHECK_STR_CONTAINS(gp, "'A  local, N=1' 0, 'B  ps sync, N=2' 1");
+  CHECK(!strstr(gp, "rotate"));
+  CHECK_STR_CONTAINS(gp, "set xlabel 'ms per step (worker mean)");
   free(gp);
 }
 

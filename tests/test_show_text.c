@@ -45,7 +45,11 @@ TEST(list_and_show_escape_terminal_controls_from_the_database) {
   char *run[] = {NULL, "run", cfg, "--db", db, "-q", NULL};
   int code = ru_run(run, 1, NULL, out, sizeof out);
   CHECK_MSG(code == 1, "the run should fail on dump_params: exit %d: %s", code, out);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE instr(error, char(27)) > 0"), 1);
+  /* the rank's message quotes the path escaped already (sg_err_set), so
+   * the row holds no control byte; the experiment's name below is stored
+   * raw and is what list and show must escape */
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE instr(error, char(27)) > 0"), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE instr(error, '\\x1b[2J') > 0"), 1);
 
   char *list[] = {NULL, "list", "--db", db, NULL};
   code = ru_run(list, 1, NULL, out, sizeof out);

@@ -59,7 +59,7 @@ static void ar_usage(FILE *f) {
           "  --sizes MIN:MAX message sizes in bytes, powers of two from MIN to MAX (K/M/G\n"
           "                  suffixes are powers of two; default 4K:256M; ps needs >= 64)\n"
           "  --counts LIST   exact element counts (floats) instead of --sizes, for the\n"
-          "                  implementations that take them (ring, rhd, native),\n"
+          "                  implementations that take them (ring, rhd, tree, hier, native),\n"
           "                  comma-separated, 0 allowed (e.g. 0,1,3,5,1001: the uneven\n"
           "                  chunks a correctness check wants)\n"
           "  --impl LIST     comma-separated (default: those marked *, on this transport):\n");
@@ -73,7 +73,7 @@ static void ar_usage(FILE *f) {
           "  --iters I       timed iterations per size (default 0: about 0.2 s worth,\n"
           "                  5..1000; ps, which has no estimate, then uses 20)\n"
           "  --warmup W      untimed iterations per size (default 3)\n"
-          "  --segment B     ring, rhd pipeline segment in bytes (default: the\n"
+          "  --segment B     ring, rhd, tree, hier: pipeline segment (default: the\n"
           "                  engine's auto; `sgdlab help config` segment)\n"
           "  --set KEY=VALUE any run setting, as in `sgdlab run` (e.g. zmq_scheme=tcp,\n"
           "                  zmq_auth=none to measure what CURVE costs); repeatable\n"
@@ -392,12 +392,14 @@ static int bench_allreduce(int argc, char **argv) {
   if ((code = ar_experiment(&a, &x))) goto out;
   char rank_bin[4096];
   sg_run_env_t env;
+  int db_rc = 0; /* a database path refused (outfile.h): exit 2 */
   if (ar_mark(&a, x) < 0 || !(ids = calloc(x->nruns, sizeof *ids)) ||
-      sg_launch_find_rank_bin(rank_bin, sizeof rank_bin) < 0 || sg_recorder_open(&db, a.db_path) < 0 ||
+      sg_launch_find_rank_bin(rank_bin, sizeof rank_bin) < 0 ||
+      (db_rc = sg_recorder_open(&db, a.db_path)) < 0 ||
       sg_run_begin(db, x, 1, a.verbose, rank_bin, &prog, &env) < 0 ||
       ar_plan(db, env.exp_id, x, ids) < 0) {
     fprintf(stderr, "sgdlab bench allreduce: %s\n", ids ? sg_err_msg() : "no memory");
-    code = 1;
+    code = db_rc == SG_EINVAL ? 2 : 1;
     goto out;
   }
   env.run_ids = ids;

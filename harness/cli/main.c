@@ -1,7 +1,9 @@
-/* main.c - the `sgdlab` CLI: dispatch, `engines`, `help config`.
+/* main.c - the `sgdlab` CLI: the command table, dispatch, `engines`,
+ * `help config`.
  *
- * Each subcommand lives in its own file (commands.h) and returns the exit
- * code; only main() exits.
+ * Each subcommand lives in its own file (declared by its library: run.h,
+ * report.h, cluster.h, or commands.h here) and returns the exit code; only
+ * main() exits.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,36 +13,83 @@
 #include "commands.h"
 #include "device.h"
 #include "engine.h"
-#include "reconcile.h"
 #include "report.h"
 #include "run.h"
 #include "settings.h"
 
+/* ---- the commands ------------------------------------------------------ */
+
+/* One entry per command (two for bench: its subcommands differ in --db).
+ * main() dispatches on name (and sub, when the entry has one), usage()
+ * prints usage and help, and db says whether the command takes --db, so
+ * that $SGDLAB_DB applies to exactly those. */
+typedef struct cmd {
+  const char *name;
+  const char *sub; /* this entry only for `name sub ...`; NULL: any */
+  int (*fn)(int argc, char **argv);
+  const char *usage; /* as sgdlab --help shows it */
+  const char *help;  /* one or more lines, each '\n'-ended */
+  int db;            /* takes --db (and so $SGDLAB_DB) */
+} cmd_t;
+
+static const cmd_t CMDS[] = {
+    {"run", NULL, sg_cmd_run, "run CONFIG",
+     "run an experiment file (sweeps, repeats) and record it\n", 1},
+    {"bench", "allreduce", sg_cmd_bench, "bench allreduce", /* not an engine: the collective */
+     "one step of communication per size: ring, rhd, tree, hier,\n"
+     "native, ps, mapreduce (time, algbw, busbw)\n", 1},
+    {"bench", "step", sg_cmd_bench, "bench step",
+     "single-process training-step throughput vs its sgemm bound\n", 0},
+    {"report", NULL, sg_cmd_report, "report",
+     "figures, summary.md and index.html from the database\n", 1},
+    {"list", NULL, sg_cmd_list, "list", "experiments and runs in the database (--json)\n", 1},
+    {"show", NULL, sg_cmd_show, "show RUN", "one run: options, status, ranks, evaluations\n", 1},
+    {"trace", NULL, sg_cmd_trace, "trace RUN",
+     "a run's steps as a Perfetto / chrome://tracing timeline\n", 1},
+    {"export", NULL, sg_cmd_export, "export", "an experiment's rows as CSV or JSON\n", 1},
+    {"model", NULL, sg_cmd_model, "model",
+     "predicted (alpha-beta-gamma) vs measured step time per run;\n"
+     "--what-if: the formulas for any case, without a run\n", 1},
+    {"engines", NULL, sg_cmd_engines, "engines", "the engines and their options\n", 0},
+    {"cluster", NULL, sg_cmd_cluster, "cluster",
+     "an emulated cluster in this machine: network namespaces\n"
+     "joined by rate-limited links (up, status, exec, down)\n", 0},
+    {"help", NULL, sg_cmd_help, "help config", "every experiment-file key (--markdown for docs)\n",
+     0},
+};
+enum { NCMDS = sizeof CMDS / sizeof CMDS[0] };
+
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: sgdlab COMMAND [options]      (sgdlab COMMAND --help for its options)\n"
-          "\n"
-          "Run one data-parallel SGD workload under interchangeable synchronization\n"
-          "engines, record timing and convergence into SQLite, and plot them.\n"
-          "\n"
-          "commands:\n"
-          "  run CONFIG       run an experiment file (sweeps, repeats) and record it\n"
-          "  bench allreduce  one step of communication per size: ring, rhd, native,\n"
-          "                   ps, mapreduce (time, algbw, busbw)\n"
-          "  bench step       single-process training-step throughput vs its sgemm bound\n"
-          "  report           figures, summary.md and index.html from the database\n"
-          "  list             experiments and runs in the database (--json)\n"
-          "  show RUN         one run: options, status, ranks, evaluations\n"
-          "  trace RUN        a run's steps as a Perfetto / chrome://tracing timeline\n"
-          "  export           an experiment's rows as CSV or JSON\n"
-          "  model            predicted (alpha-beta-gamma) vs measured step time per run\n"
-          "  engines          the engines and their options\n"
-          "  cluster          an emulated cluster in this machine: network namespaces\n"
-          "                   joined by rate-limited links (up, status, exec, down)\n"
-          "  help config      every experiment-file key (--markdown for docs)\n"
-          "\n"
-          "  --version        print the version\n"
-          "  -h, --help       this help\n");
+  fprintf(f, "usage: sgdlab COMMAND [options]      (sgdlab COMMAND --help for its options)\n"
+             "\n"
+             "Run one data-parallel SGD workload under interchangeable synchronization\n"
+             "engines, record timing and convergence into SQLite, and plot them.\n"
+             "\n"
+             "commands:\n");
+  for (int i = 0; i < NCMDS; i++) {
+    const char *h = CMDS[i].help;
+    for (int first = 1; *h; first = 0) { /* the help's lines, under the usage column */
+      const char *nl = strchr(h, '\n');
+      int len = nl ? (int)(nl - h) : (int)strlen(h);
+      fprintf(f, "  %-16s %.*s\n", first ? CMDS[i].usage : "", len, h);
+      h += len + (nl != NULL);
+    }
+  }
+  fprintf(f, "\n"
+             "  --version        print the version\n"
+             "  -h, --help       this help\n");
+}
+
+/* The entry of `sgdlab argv[1] [argv[2]]`: the one whose sub matches,
+ * else the first of that name (the command reports a bad subcommand). */
+static const cmd_t *find_cmd(int argc, char **argv) {
+  const cmd_t *first = NULL;
+  for (int i = 0; i < NCMDS; i++) {
+    if (strcmp(argv[1], CMDS[i].name)) continue;
+    if (!CMDS[i].sub || (argc > 2 && !strcmp(argv[2], CMDS[i].sub))) return &CMDS[i];
+    if (!first) first = &CMDS[i];
+  }
+  return first;
 }
 
 /* ---- sgdlab engines ---------------------------------------------------- */
@@ -100,7 +149,12 @@ static const char CONFIG_INTRO[] =
     "`file:line:col: key: what is wrong` and exit status 2.  Numbers must be\n"
     "finite (`nan`, `inf`, `.nan`, `.inf` are refused) and integers fit 64 bits\n"
     "with their K/M/G suffix; a file holds one YAML document nested at most 64\n"
-    "levels deep.\n"
+    "levels deep.  A key that no run reads is an error naming what would make\n"
+    "it count, for workload keys as for engine options: `train_file` and\n"
+    "`test_file` need `dataset: libsvm`, `hidden` needs `model: mlp`, `nnz`\n"
+    "needs `dataset: synthetic-sparse`, `lr_gamma` and `lr_step_epochs` need\n"
+    "`lr_schedule: step` (a key of the whole experiment needs one run of any\n"
+    "entry that reads it; a key of one entry, one run of that entry).\n"
     "\n"
     "Admission: `sgdlab run` (and `run -n`) then checks every run against this\n"
     "host.  Total steps come from the data's real row count (0 steps, or more\n"
@@ -114,19 +168,34 @@ static const char CONFIG_INTRO[] =
     "Transport zmq is a full mesh: more processes than libzmq's sockets per\n"
     "process or the open-file limit allow are refused (`--force` does not\n"
     "apply); more processes than 4x the cores is a warning.  The datasets are\n"
-    "opened (IDX headers read, LIBSVM files loaded) once per experiment.\n";
+    "opened (IDX headers read, LIBSVM files loaded) once per experiment.\n"
+    "\n"
+    "Data files (`train_file`, `test_file`, the IDX files in `data_dir`) must\n"
+    "be regular files: each is opened without waiting and checked before a\n"
+    "byte is read, so a FIFO, a device such as `/dev/zero` or a directory is\n"
+    "one error naming the file and what it is (symlinks are followed; what\n"
+    "they name must be a regular file).  A LIBSVM line may be at most 16 MiB\n"
+    "(a longer one is one `file:line:` error, read no further than that) and a\n"
+    "LIBSVM file at most 64 GiB (the loader holds up to about three bytes per\n"
+    "byte of text); a NUL byte is an error at its line.  IDX files need no cap\n"
+    "of their own: the sizes in their headers are checked against the file's\n"
+    "size before anything is allocated.  A sweep expands to at most 100,000\n"
+    "runs.\n";
 
 static const char CLUSTER_INTRO[] =
     "`cluster: {hosts: 4, link: 1gbit}` runs the ranks on an emulated cluster\n"
     "made for the run and removed after it (docs/cluster.md): each host a\n"
     "network namespace, its link rate-limited in both directions.  Needs root\n"
-    "(CAP_NET_ADMIN and CAP_SYS_ADMIN), transport zmq and the local launcher;\n"
-    "ranks talk tcp over the links (zmq_scheme is set to tcp, CURVE as\n"
-    "zmq_auth says), the harness's records and rendezvous stay on ipc.  The\n"
+    "(CAP_NET_ADMIN and CAP_SYS_ADMIN).  Any transport: zmq ranks talk tcp over\n"
+    "the links (zmq_scheme is set to tcp, CURVE as zmq_auth says); with\n"
+    "transport mpi (or launcher mpirun) mpirun runs across the hosts, one\n"
+    "daemon per host.  The harness's records and rendezvous stay on ipc.  The\n"
     "keys are written `cluster.KEY` with --set (`--set cluster.hosts=4`); a\n"
     "per-host list sweeps as a list of lists (`link: [[1gbit], [100mbit]]`).\n"
-    "The `ranks` table records each rank's `cluster_host` and `address`,\n"
-    "run_info the cluster's name and every link's byte counters.\n";
+    "The run line says the run is on a cluster; `run -n -v` prints where each\n"
+    "rank goes, `run -v` each rank's host and address once the cluster is up,\n"
+    "and `sgdlab show RUN` its rank table (ranks.cluster_host, address);\n"
+    "run_info has the cluster's name and every link's byte counters.\n";
 
 static const char EXAMPLE[] =
     "name: quickstart\n"
@@ -250,52 +319,49 @@ int sg_cmd_help(int argc, char **argv) {
   return 0;
 }
 
-/* Commands that only read the database (list, show, report) first bring
- * it up to date: runs whose harness died are marked failed (reconcile.h;
- * run and bench do it when they open it).  The --db value as those
- * commands read it; help asked for: nothing. */
-static void reconcile_for(int argc, char **argv) {
-  const char *db = SG_DEFAULT_DB;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return;
-    if (!strncmp(a, "--db=", 5)) db = a + 5;
-    else if (i + 1 < argc && (!strcmp(a, "--db") || !strcmp(a, "--out") || !strcmp(a, "--run") ||
-                              !strcmp(a, "--target"))) {
-      if (!strcmp(a, "--db")) db = argv[i + 1];
-      i++; /* the option's value */
-    }
-  }
-  sg_reconcile_path(db);
-}
-
-/* Commands that take --db; bench's only under `bench allreduce`. */
-static int takes_db(int argc, char **argv) {
-  static const char *const cmds[] = {"run", "report", "list", "show", "trace", "export", NULL};
-  for (int i = 0; cmds[i]; i++)
-    if (!strcmp(argv[1], cmds[i])) return 1;
-  return !strcmp(argv[1], "bench") && argc > 2 && !strcmp(argv[2], "allreduce"); /* not an engine: the collective */
-}
-
 /* $SGDLAB_DB, when set and not empty, is the database of a command that
  * takes --db and was given none: "--db VALUE" goes in right after the
  * command's name (after `bench allreduce`), so the command reads it as if
  * typed.  argv is replaced (*argvp) when it is; the new array lives to
  * exit.  Otherwise results/sgdlab.db, relative to the current directory. */
-static void env_db(int *argcp, char ***argvp) {
+static void env_db(const cmd_t *c, int *argcp, char ***argvp) {
   int argc = *argcp;
   char **argv = *argvp;
   const char *env = getenv("SGDLAB_DB");
-  if (!env || !*env || !takes_db(argc, argv)) return;
+  if (!env || !*env || !c->db) return;
   for (int i = 2; i < argc; i++)
     if (!strcmp(argv[i], "--db") || !strncmp(argv[i], "--db=", 5)) return;
   static char **a; /* lives to exit (a static: leak checkers see it held) */
   if (!(a = calloc((size_t)argc + 3, sizeof *a))) return;
-  int at = !strcmp(argv[1], "bench") ? 3 : 2, n = 0;
+  int at = c->sub ? 3 : 2, n = 0;
   for (int i = 0; i < at; i++) a[n++] = argv[i];
   a[n++] = "--db";
   a[n++] = (char *)env;
   for (int i = at; i < argc; i++) a[n++] = argv[i];
+  *argcp = n;
+  *argvp = a;
+}
+
+/* Every command takes a long option's value as --opt=VALUE too: such an
+ * argument becomes "--opt" "VALUE" before the command parses its argv
+ * (the new array lives to exit). */
+static void split_long_values(int *argcp, char ***argvp) {
+  int argc = *argcp, n = 0, more = 0;
+  char **argv = *argvp;
+  for (int i = 2; i < argc; i++) more += !strncmp(argv[i], "--", 2) && strchr(argv[i], '=');
+  if (!more) return;
+  static char **a; /* lives to exit (a static: leak checkers see it held) */
+  if (!(a = calloc((size_t)(argc + more + 1), sizeof *a))) return;
+  for (int i = 0; i < argc; i++) {
+    char *eq = i >= 2 && !strncmp(argv[i], "--", 2) ? strchr(argv[i], '=') : NULL;
+    if (!eq) {
+      a[n++] = argv[i];
+      continue;
+    }
+    *eq = '\0'; /* argv's strings are ours to change */
+    a[n++] = argv[i];
+    a[n++] = eq + 1;
+  }
   *argcp = n;
   *argvp = a;
 }
@@ -320,29 +386,18 @@ int main(int argc, char **argv) {
     printf("sgdlab %s\n", SGDLAB_VERSION);
     return 0;
   }
-  static const struct {
-    const char *name;
-    int (*fn)(int, char **);
-  } cmds[] = {
-      {"run", sg_cmd_run},       {"bench", sg_cmd_bench},     {"report", sg_cmd_report},
-      {"list", sg_cmd_list},     {"show", sg_cmd_show},       {"engines", sg_cmd_engines},
-      {"help", sg_cmd_help},     {"cluster", sg_cmd_cluster},
-      {"trace", sg_cmd_trace},   {"export", sg_cmd_export},
-      {"model", sg_cmd_model},
-  };
-  int help = takes_db(argc, argv) && wants_help(argc, argv);
-  env_db(&argc, &argv);
-  if (!strcmp(cmd, "list") || !strcmp(cmd, "show") || !strcmp(cmd, "report"))
-    reconcile_for(argc - 1, argv + 1);
-  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
-    if (strcmp(cmd, cmds[i].name)) continue;
-    int code = cmds[i].fn(argc - 1, argv + 1);
-    if (help && code == 0) /* every command's help says where --db defaults to */
-      printf("\nenvironment:\n"
-             "  SGDLAB_DB   the database when --db is not given; unset or empty:\n"
-             "              %s, relative to the current directory\n", SG_DEFAULT_DB);
-    return code;
+  const cmd_t *c = find_cmd(argc, argv);
+  if (!c) {
+    fprintf(stderr, "sgdlab: unknown command '%s' (sgdlab --help lists them)\n", cmd);
+    return 2;
   }
-  fprintf(stderr, "sgdlab: unknown command '%s' (sgdlab --help lists them)\n", cmd);
-  return 2;
+  split_long_values(&argc, &argv);
+  int help = c->db && wants_help(argc, argv);
+  env_db(c, &argc, &argv);
+  int code = c->fn(argc - 1, argv + 1);
+  if (help && code == 0) /* every command's help says where --db defaults to */
+    printf("\nenvironment:\n"
+           "  SGDLAB_DB   the database when --db is not given; unset or empty:\n"
+           "              %s, relative to the current directory\n", SG_DEFAULT_DB);
+  return code;
 }

@@ -332,8 +332,40 @@ static int up_bridge(sg_cluster_t *cl) {
   return SG_OK;
 }
 
+/* ---- two levels: rack bridges under the core bridge ---------------------------- */
+
+/* Rack k's bridge, and its uplink's rack-side and core-side ends. */
+static void rack_names(const sg_cluster_t *cl, int k, char br[24], char up[24], char core[24]) {
+  snprintf(br, 24, SG_CLUSTER_IF_PREFIX "%sr%d", cl->d.name, k);
+  snprintf(up, 24, SG_CLUSTER_IF_PREFIX "%su%d", cl->d.name, k);
+  snprintf(core, 24, SG_CLUSTER_IF_PREFIX "%sc%d", cl->d.name, k);
+}
+
+int sg_cluster_nracks(const sg_cluster_t *cl) {
+  return cl->d.rack > 0 ? (cl->d.nhosts + cl->d.rack - 1) / cl->d.rack : 0;
+}
+
+/* Every rack's bridge, joined to the core bridge by its shaped uplink. */
+static int up_racks(sg_cluster_t *cl) {
+  for (int k = 0; k < sg_cluster_nracks(cl); k++) {
+    char br[24], up[24], core[24];
+    SG_CHECK(stopped(cl));
+    rack_names(cl, k, br, up, core);
+    RUN("ip", "-n", cl->br_ns, "link", "add", br, "type", "bridge");
+    RUN("ip", "-n", cl->br_ns, "link", "set", br, "up");
+    RUN("ip", "-n", cl->br_ns, "link", "add", up, "type", "veth", "peer", "name", core);
+    RUN("ip", "-n", cl->br_ns, "link", "set", up, "master", br, "up");
+    RUN("ip", "-n", cl->br_ns, "link", "set", core, "master", cl->br_if, "up");
+    if (cl->d.uplink_bps) {
+      SG_CHECK(add_tbf(cl->br_ns, up, cl->d.uplink_bps));
+      SG_CHECK(add_tbf(cl->br_ns, core, cl->d.uplink_bps));
+    }
+  }
+  return SG_OK;
+}
+
 static int up_host(sg_cluster_t *cl, int h) {
-  char cidr[48], path[128];
+  char cidr[48], path[128], master[24], up[24], core[24];
   char *ns = cl->ns[h], *ifn = cl->ifname[h], *peer = cl->peer[h];
   SG_CHECK(add_ns(cl, ns, h));
   snprintf(path, sizeof path, "/run/netns/%s", ns);
@@ -342,7 +374,9 @@ static int up_host(sg_cluster_t *cl, int h) {
   RUN("ip", "-n", ns, "link", "add", ifn, "type", "veth", "peer", "name", peer, "netns", cl->br_ns);
   snprintf(cidr, sizeof cidr, "%s/24", cl->addr[h]);
   RUN("ip", "-n", ns, "addr", "add", cidr, "dev", ifn);
-  RUN("ip", "-n", cl->br_ns, "link", "set", peer, "master", cl->br_if, "up");
+  if (cl->d.rack > 0) rack_names(cl, h / cl->d.rack, master, up, core);
+  else snprintf(master, sizeof master, "%s", cl->br_if);
+  RUN("ip", "-n", cl->br_ns, "link", "set", peer, "master", master, "up");
   RUN("ip", "-n", ns, "link", "set", ifn, "up");
   SG_CHECK(add_tbf(ns, ifn, cl->d.rate_bps[h]));
   SG_CHECK(add_tbf(cl->br_ns, peer, cl->d.rate_bps[h]));
@@ -397,6 +431,8 @@ int sg_cluster_up(sg_cluster_t **out, const sg_cluster_desc_t *d) {
   if (d->nhosts < 1 || d->nhosts > SG_CLUSTER_MAX_HOSTS)
     return sg_err_set(SG_ERANGE, "cluster: %d hosts (1 .. %d)", d->nhosts, SG_CLUSTER_MAX_HOSTS);
   if (d->name[0]) SG_CHECK(sg_cluster_name_check(d->name));
+  if (d->rack < 0 || d->rack > d->nhosts)
+    return sg_err_set(SG_ERANGE, "cluster: racks of %d hosts for %d hosts", d->rack, d->nhosts);
   SG_CHECK(check_tools(d));
   SG_CHECK(sg_cluster_sweep(NULL));
   sg_cluster_t *cl = calloc(1, sizeof *cl);
@@ -407,6 +443,7 @@ int sg_cluster_up(sg_cluster_t **out, const sg_cluster_desc_t *d) {
   cl->created = 1; /* from here on, failure removes what was made */
   SG_TRY(stopped(cl));
   SG_TRY(up_bridge(cl));
+  SG_TRY(up_racks(cl));
   for (int h = 0; h < cl->d.nhosts; h++) {
     SG_TRY(stopped(cl));
     if ((rc = up_host(cl, h)) < 0) {
@@ -558,6 +595,16 @@ int sg_cluster_link_stats(const sg_cluster_t *cl, int h, sg_cluster_link_t *o) {
                      &o->host_drops));
   SG_CHECK(tbf_stats(cl->br_ns, cl->peer[h], NULL, 0, &o->bridge_tx, &o->bridge_drops));
   return SG_OK;
+}
+
+int sg_cluster_uplink_stats(const sg_cluster_t *cl, int k, uint64_t *out_tx, uint64_t *in_tx) {
+  char br[24], up[24], core[24];
+  uint64_t drops;
+  if (k < 0 || k >= sg_cluster_nracks(cl))
+    return sg_err_set(SG_EINVAL, "cluster %s: no rack %d", cl->d.name, k);
+  rack_names(cl, k, br, up, core);
+  SG_CHECK(tbf_stats(cl->br_ns, up, NULL, 0, out_tx, &drops));
+  return tbf_stats(cl->br_ns, core, NULL, 0, in_tx, &drops);
 }
 
 /* ---- open ----------------------------------------------------------------------- */

@@ -59,6 +59,12 @@ typedef struct sg_cluster_desc {
   uint64_t rate_bps[SG_CLUSTER_MAX_HOSTS]; /* per host link, bits/s */
   double loss[SG_CLUSTER_MAX_HOSTS];       /* per host, fraction in [0, 1) */
   char name[SG_CLUSTER_NAME_MAX + 1];      /* "" = a random name */
+  /* Two levels (rack > 0): hosts h0 .. are grouped `rack` at a time under
+   * rack bridges sgcNAMEr<k>, each joined to the core bridge sgcNAMEbr by
+   * a veth sgcNAMEu<k> (rack side) -- sgcNAMEc<k> (core side) with a tbf
+   * of uplink_bps on both ends (0: unshaped).  rack 0: one bridge. */
+  int rack;
+  uint64_t uplink_bps;
   /* setup gives up (and removes what it made) as soon as this is set;
    * NULL = never */
   volatile sig_atomic_t *stop;
@@ -141,6 +147,11 @@ int sg_cluster_enter(const sg_cluster_t *cl, int host);
  * and *host set, SG_ENOTFOUND when none. */
 int sg_cluster_find_addr(const char *addr, char *name, size_t cap, int *host);
 /* tc's view of host `host`'s link (both ends). */
+/* Racks of a two-level cluster (0 when flat). */
+int sg_cluster_nracks(const sg_cluster_t *cl);
+/* Bytes rack k's uplink carried: out of the rack (tbf of its rack-side
+ * end) and into it (core-side end). */
+int sg_cluster_uplink_stats(const sg_cluster_t *cl, int k, uint64_t *out_tx, uint64_t *in_tx);
 int sg_cluster_link_stats(const sg_cluster_t *cl, int host, sg_cluster_link_t *out);
 
 /* tbf parameters used for a link of `bps` bits/s (see docs/cluster.md). */

@@ -11,9 +11,14 @@
  *          TCP and the emulated link's kernel work), on `cores` cores that
  *          every process of the run shares; fitted from bench rows with as
  *          many processes as the run has.
- * One formula per engine and variant, in one table (cost_model.c); the fit of
- * alpha and beta from `bench allreduce` rows; `sgdlab model`
- * (report/cost_model_cmd.c, over the results database) puts the prediction next to a run's measured step time.
+ * One formula per engine and variant, each with its engine (the `cost` hook
+ * of core/engine.h; core/cost.h), called through one table here
+ * (cost_model.c) with the references that belong to no engine (root); the
+ * fit of alpha and beta from `bench allreduce` rows; `sgdlab model`
+ * (report/cost_model_cmd.c, over the results database) puts the
+ * prediction next to a run's measured step time, and `sgdlab model
+ * --what-if` (report/cost_model_whatif.c) evaluates the table for any case
+ * without a run.
  */
 #ifndef SG_MODEL_COST_H
 #define SG_MODEL_COST_H
@@ -21,39 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct sg_cost_params {
-  double alpha, beta, gamma;
-  double kappa, cores; /* kappa 0: the CPU never binds */
-} sg_cost_params_t;
-
-/* What the formulas need from a run. */
-typedef struct sg_cost_case {
-  const char *engine; /* "allreduce", "ps", "mapreduce" (also bench-*) */
-  const char *variant; /* ring|rhd|native; sync|ssp|async; flat|tree (broadcast) */
-  int N;               /* workers / executors */
-  int S;               /* ps: servers */
-  int sparse;          /* ps: K is then the measured bytes per worker step */
-  int tree_aggregate;  /* mapreduce: aggregate tree */
-  int depth;           /* mapreduce: aggregate tree levels, driver included */
-  double K;            /* bytes through the formula (model bytes, dense) */
-  /* beta multipliers (fitted link's rate / this link's rate; 0 means 1):
-   * the slowest link of the run's hosts and the slowest of the hub's
-   * (ps servers, mapreduce driver; placement spread puts them first) */
-  double slow, hub;
-  double own; /* the median worker's link: what an async worker, who waits
-               * for no other, sees (0 means 1) */
-  double slice; /* ps sync, dense: bytes per slice of a shard the run used
-                 * (its `slice` when the shard is at least `slice_from`);
-                 * 0: whole shards */
-} sg_cost_case_t;
-
-/* What sg_cost_detail() says about one step. */
-typedef struct sg_cost_split {
-  double link_s;     /* the links' time: alpha, beta, gamma terms */
-  double cpu_s;      /* kappa * cpu_bytes / cores */
-  double link_bytes; /* busiest link, one direction */
-  double cpu_bytes;  /* sent + received by every process together */
-} sg_cost_split_t;
+#include "cost.h" /* sg_cost_params_t, sg_cost_case_t, sg_cost_split_t */
 
 /* The two bounds of c's communication under p; SG_ENOTFOUND as below. */
 int sg_cost_detail(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *out);

@@ -21,6 +21,7 @@ static void usage(FILE *f) {
           "                    [--gamma S_PER_BYTE] [--kappa S_PER_BYTE] [--cores C] [--k BYTES]\n"
           "                    [--warmup STEPS] [--fit-min BYTES] [--fit-max BYTES]\n"
           "                    [--plot NAME [--plot-dir DIR] [--x workers|rate]]\n"
+          "       sgdlab model --what-if --link RATE --bytes B [...]   (no run: --what-if --help)\n"
           "\n"
           "Predict each run's step time with the alpha-beta-gamma model (docs/model.md) and\n"
           "print it beside the measured one.  compute = the run's own median compute_s\n"
@@ -131,6 +132,7 @@ typedef struct mrun {
   sg_cost_case_t c;
   double compute, measured, hub_compute; /* hub: ps servers', driver's compute_s */
   int procs;                             /* ranks of the run: N (+ S, + 1 driver) */
+  int hosts;                             /* cluster.hosts: 0 = one host; -1 = not recorded */
   double rate_min, rate_hub, rate_med;   /* bit/s: slowest link, hub's, median worker's; 0: none */
 } mrun_t;
 
@@ -222,7 +224,10 @@ static const char RUN_SQL[] =
     " coalesce(json_extract(options_json, '$.classes'), 10), experiment_id,"
     " coalesce(json_extract(options_json, '$.slice'), 0),"
     " coalesce(json_extract(options_json, '$.slice_from'), 0),"
-    " coalesce(json_extract(options_json, '$.compress'), 'none')"
+    " coalesce(json_extract(options_json, '$.compress'), 'none'),"
+    " coalesce(json_extract(options_json, '$.\"cluster.hosts\"'), -1),"
+    " coalesce(json_extract(options_json, '$.group'), 0),"
+    " coalesce(json_extract(options_json, '$.segment'), 0)"
     " FROM runs WHERE experiment_id = ?1 AND status = 'ok'"
     " AND json_extract(options_json, '$._bench_max_bytes') IS NULL ORDER BY id";
 
@@ -290,6 +295,7 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   snprintf(r->link, sizeof r->link, "%s", TXT(8));
   snprintf(r->auth, sizeof r->auth, "%s", TXT(9));
   snprintf(r->transport, sizeof r->transport, "%s", TXT(10));
+  r->hosts = sqlite3_column_int(st, 20);
   r->c = (sg_cost_case_t){.engine = r->engine, .variant = r->variant,
                           .N = sqlite3_column_int(st, 2), .S = sqlite3_column_int(st, 4),
                           .sparse = sqlite3_column_int(st, 5),
@@ -303,7 +309,11 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   int64_t slice = 0, from = 0;
   if (sg_parse_int("slice", TXT(17), &slice) < 0) slice = 0;
   if (sg_parse_int("slice_from", TXT(18), &from) < 0) from = 0;
+  int64_t seg = 0; /* hier's group (0: auto, one host here), tree's segment */
+  if (sg_parse_int("segment", TXT(22), &seg) < 0) seg = 0;
   sg_err_clear();
+  r->c.group = sqlite3_column_int(st, 21);
+  r->c.segment = (double)seg;
   r->c.slice = ps_slice_of(r, (double)slice, (double)from, TXT(19));
   int hubs = !strcmp(r->engine, "ps") ? (r->c.S > 0 ? r->c.S : 1)
              : !strcmp(r->engine, "mapreduce") ? 1 : 0;
@@ -311,9 +321,10 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   link_rates(r->link, r->procs, hubs, &r->rate_min, &r->rate_hub, &r->rate_med);
   char label[sizeof r->label];
   sg_cost_label(&r->c, label, sizeof label);
-  /* ring and rhd run over either transport: name MPI's (native is MPI's) */
-  if (!strcmp(r->transport, "mpi") && r->c.variant &&
-      (!strcmp(r->c.variant, "ring") || !strcmp(r->c.variant, "rhd")))
+  /* ring, rhd, tree and hier run over either transport: name MPI's
+   * (native is MPI's) */
+  if (!strcmp(r->transport, "mpi") && r->c.variant && strcmp(r->c.variant, "native") &&
+      !strcmp(r->engine, "allreduce"))
     snprintf(label + strlen(label), sizeof label - strlen(label), "-mpi");
   safe(label, r->label, sizeof r->label);
 }
@@ -448,6 +459,16 @@ static int fit_for(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma, doubl
   char l[64], au[16], tr[16];
   safe(r->link, l, sizeof l), safe(r->auth, au, sizeof au), safe(r->transport, tr, sizeof tr);
   int g0 = smallest_np(f), g = -1;
+  if ((g0 < 0 || f->n[g0] < 2) && r->hosts == 0) { /* cluster.link is only a default here */
+    char d[256];
+    rc = sg_err_set(SG_ENOTFOUND,
+                    "run %lld ran on one host (no cluster, so its link does not apply) and the "
+                    "database has no bench ring rows >= %.0f B for transport '%s', zmq_auth '%s' "
+                    "to fit alpha and beta: run `sgdlab bench allreduce --impl ring --transport "
+                    "%s --db %s`, then sgdlab model again; or give --alpha and --beta "
+                    "(docs/model.md)", r->id, a->fit_min, tr, au, tr, safe(a->db, d, sizeof d));
+    goto fail;
+  }
   if (g0 < 0 || f->n[g0] < 2) {
     rc = sg_err_set(SG_ENOTFOUND,
                     "no bench ring rows >= %.0f B%s for link '%s' (or any other), zmq_auth '%s', "
@@ -457,7 +478,16 @@ static int fit_for(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma, doubl
                     l, au, tr, tr, l[0] ? l : "RATE");
     goto fail;
   }
-  SG_TRY(sg_cost_fit_ring(f->x[g0], f->t[g0], f->n[g0], f->np[g0], gamma, p));
+  if ((rc = sg_cost_fit_ring(f->x[g0], f->t[g0], f->n[g0], f->np[g0], gamma, p)) == SG_ERANGE) {
+    char fl[64], m[256];
+    snprintf(m, sizeof m, "%s", sg_err_msg());
+    rc = sg_err_set(SG_ERANGE, "%s: the ring rows of np %d (bench experiment %lld, link %s) grow "
+                    "no faster with the size than summation alone, as a bench on a loaded host "
+                    "or below the link's token bucket does: rerun the bench on an idle host, "
+                    "fit larger sizes only (--fit-min), or give --alpha and --beta", m, f->np[g0],
+                    f->exp[g0], safe(f->link, fl, sizeof fl));
+  }
+  SG_TRY(rc);
   p->cores = cores;
   SG_TRY(fit_kappa_at(f, nearest_np(f, r->procs), cores, &p->kappa, &g));
   /* another link's fit: beta scales with the rate (the wire's share) */
@@ -598,6 +628,8 @@ int sg_cmd_model(int argc, char **argv) {
   sqlite3 *db = NULL;
   int64_t exp;
   double gamma;
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--what-if")) return sg_cmd_model_whatif(argc, argv);
   int pr = parse_args(argc, argv, &a);
   if (pr) return pr > 0 ? 0 : 2;
   if (sg_rdb_open(&db, a.db) < 0 || sg_rdb_experiment(db, a.sel, &exp) < 0) {

@@ -6,6 +6,7 @@
 
 #include "cost_model.h"
 #include "err.h"
+#include "outfile.h"
 #include "plot.h"
 #include "report.h"
 
@@ -28,13 +29,15 @@ static int cmp_x(const void *a, const void *b) {
 /* One block per label (gnuplot `index`), rows sorted by x. */
 static int write_tsv(const char *dir, const char *name, const sg_cost_point_t *pts, size_t n,
                      const size_t *first, size_t k) {
-  char path[4096];
+  char file[4096];
   const sg_cost_point_t **row = malloc((n ? n : 1) * sizeof *row);
-  snprintf(path, sizeof path, "%s/%s.tsv", dir, name);
-  FILE *f = row ? fopen(path, "w") : NULL;
-  if (!f) {
+  FILE *f = NULL;
+  snprintf(file, sizeof file, "%s.tsv", name);
+  if (!row) return sg_err_set(SG_ENOMEM, "plot: out of memory");
+  int rc = sg_out_fopen(&f, dir, file);
+  if (rc < 0) {
     free(row);
-    return sg_err_set(SG_EIO, "cannot write %s", path);
+    return rc;
   }
   fputs("# x\tpredicted_ms\tmeasured_ms (sgdlab model)\n", f);
   for (size_t b = 0; b < k; b++) {
@@ -49,7 +52,7 @@ static int write_tsv(const char *dir, const char *name, const sg_cost_point_t *p
       fprintf(f, "%g\t%.6g\t%.6g\n", row[i]->x, row[i]->predicted * 1e3, row[i]->measured * 1e3);
   }
   free(row);
-  return fclose(f) ? sg_err_set(SG_EIO, "cannot write %s", path) : SG_OK;
+  return sg_out_fclose(f);
 }
 
 int sg_cost_plot(const char *dir, const char *name, int x_is_rate, const sg_cost_point_t *pts,
@@ -59,6 +62,9 @@ int sg_cost_plot(const char *dir, const char *name, int x_is_rate, const sg_cost
   int rc = SG_OK;
   if (!first) return sg_err_set(SG_ENOMEM, "plot: out of memory");
   k = distinct(pts, n, first);
+  char what[4200];
+  snprintf(what, sizeof what, "plot directory %s", dir);
+  SG_TRY(sg_out_dir_open(dir, 1, what)); /* outfile.h */
   SG_TRY(write_tsv(dir, name, pts, n, first, k));
   SG_TRY(sg_plot_begin(&gp, dir, name, "Time per step: measured (points) and predicted (lines)"));
   sg_plot_set_text(gp, "xlabel", x_is_rate ? "slowest link (Mbit/s)" : "workers N");
@@ -88,7 +94,7 @@ int sg_cost_plot(const char *dir, const char *name, int x_is_rate, const sg_cost
   fputs("  NaN notitle\n", gp);
   SG_TRY(sg_plot_end(&gp, dir, name));
 fail:
-  if (gp) fclose(gp);
+  if (gp) sg_out_discard(gp);
   free(first);
   return rc;
 }

@@ -5,6 +5,10 @@
  * JSON is one array of objects, one per row, keys the column names; NULL
  * is null; strings escaped by sg_json_str().  Reals are written with the
  * fewest digits that read back exactly.
+ * A CSV text cell that starts with = + - @ TAB or CR would be a formula to
+ * a spreadsheet (an experiment named =HYPERLINK(...)): it is written with
+ * a leading ' (OWASP's CSV-injection rule).  Numbers are stored as numbers
+ * and written as they are, so -0.5 in a numeric column stays a number.
  */
 #include <errno.h>
 #include <math.h>
@@ -14,6 +18,7 @@
 
 #include "db_path.h"
 #include "err.h"
+#include "outfile.h"
 #include "escape.h"
 #include "report.h"
 
@@ -49,6 +54,21 @@ static const struct {
 };
 #define NTABLES (sizeof TABLES / sizeof TABLES[0])
 
+/* A CSV text cell; one a spreadsheet would read as a formula is written
+ * quoted with a leading ' ("'=1+1"), quotes doubled. */
+static void csv_text(FILE *f, const char *s) {
+  if (!*s || !strchr("=+-@\t\r", *s)) {
+    sg_csv_field(f, s);
+    return;
+  }
+  fputs("\"'", f);
+  for (; *s; s++) {
+    if (*s == '"') fputc('"', f);
+    fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
 /* Column c of the current row as a CSV field or a JSON value. */
 static void value(FILE *f, sqlite3_stmt *st, int c, int json) {
   char b[40];
@@ -63,7 +83,7 @@ static void value(FILE *f, sqlite3_stmt *st, int c, int json) {
   }
   default:
     if (json) sg_json_str(f, sg_rdb_text(st, c));
-    else sg_csv_field(f, sg_rdb_text(st, c));
+    else csv_text(f, sg_rdb_text(st, c));
   }
 }
 
@@ -155,25 +175,26 @@ int sg_cmd_export(int argc, char **argv) {
   int rc = SG_OK, p = parse(argc, argv, &a);
   if (p) return p == 1 ? 0 : 2;
   sg_err_clear();
+  if (a.out && sg_out_check_path(a.out) < 0) { /* before anything is read or written */
+    fprintf(stderr, "sgdlab export: %s\n", sg_err_msg());
+    return 2;
+  }
   SG_TRY(sg_rdb_open(&db, a.db));
   SG_TRY(sg_rdb_experiment(db, a.sel, &exp_id));
   for (size_t t = 0; t < NTABLES; t++)
     if (!strcmp(a.table, TABLES[t].name)) SG_TRY(sg_rdb_prepare(db, TABLES[t].sql, &st));
   sqlite3_bind_int64(st, 1, exp_id);
-  if (a.out && !(f = fopen(a.out, "w"))) {
-    rc = sg_err_set(SG_EIO, "cannot write %s: %s", a.out, strerror(errno));
-    goto fail;
-  }
+  if (a.out) SG_TRY(sg_out_fopen_path(&f, a.out));
   SG_TRY(write_rows(f ? f : stdout, st, a.json, &rows));
   if (fflush(f ? f : stdout) != 0 || ferror(f ? f : stdout)) {
     rc = sg_err_set(SG_EIO, "cannot write %s", a.out ? a.out : "standard output");
     goto fail;
   }
-  if (a.out)
+fail:
+  if (f && rc < 0) sg_out_discard(f);
+  else if (f && (rc = sg_out_fclose(f)) == SG_OK)
     fprintf(stderr, "export: %s: %lld %s rows of experiment %lld\n", a.out, rows, a.table,
             (long long)exp_id);
-fail:
-  if (f && fclose(f) != 0 && rc == SG_OK) rc = sg_err_set(SG_EIO, "cannot write %s", a.out);
   sqlite3_finalize(st);
   sqlite3_close(db);
   if (rc < 0) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "outfile.h"
 
 /* Figures are 1000x560: wide enough for a key outside the plot area. */
 #define PLOT_W 1000
@@ -62,20 +63,27 @@ void sg_plot_quote(FILE *gp, const char *s) {
 /* A UTF-8 continuation byte: not a place to cut. */
 static int utf8_cont(const char *p) { return ((unsigned char)*p & 0xC0) == 0x80; }
 
-void sg_plot_label(FILE *gp, const char *s) {
-  char buf[SG_PLOT_LABEL_MAX + 8];
-  size_t len = strlen(s), head = SG_PLOT_LABEL_MAX / 2, tail;
-  if (len <= SG_PLOT_LABEL_MAX) {
-    sg_plot_quote(gp, s);
-    return;
+const char *sg_plot_shorten(const char *s, size_t max, char *buf, size_t cap) {
+  size_t len = strlen(s), head, tail;
+  if (max < 8) max = 8;
+  if (max + 1 > cap) max = cap - 1;
+  if (len <= max) {
+    snprintf(buf, cap, "%s", s);
+    return buf;
   }
   /* head ... tail: the ends tell variants apart (engine first, swept
    * settings and N last) */
+  head = max / 2;
   while (head > 0 && utf8_cont(s + head)) head--;
-  tail = len - (SG_PLOT_LABEL_MAX - 3 - SG_PLOT_LABEL_MAX / 2);
+  tail = len - (max - 3 - max / 2);
   while (tail < len && utf8_cont(s + tail)) tail++;
-  snprintf(buf, sizeof buf, "%.*s...%s", (int)head, s, s + tail);
-  sg_plot_quote(gp, buf);
+  snprintf(buf, cap, "%.*s...%s", (int)head, s, s + tail);
+  return buf;
+}
+
+void sg_plot_label(FILE *gp, const char *s) {
+  char buf[SG_PLOT_LABEL_MAX + 8];
+  sg_plot_quote(gp, sg_plot_shorten(s, SG_PLOT_LABEL_MAX, buf, sizeof buf));
 }
 
 void sg_plot_set_text(FILE *gp, const char *what, const char *text) {
@@ -108,13 +116,16 @@ static void set_output(FILE *f, const char *name, const char *ext) {
 
 int sg_plot_begin(FILE **gp, const char *dir, const char *name,
                   const char *title) {
-  char path[PATH_MAX];
+  return sg_plot_begin_size(gp, dir, name, title, PLOT_W, PLOT_H);
+}
+
+int sg_plot_begin_size(FILE **gp, const char *dir, const char *name,
+                       const char *title, int w, int h) {
+  char file[PATH_MAX];
   FILE *f;
-  snprintf(path, sizeof path, "%s/%s.gp", dir, name);
+  snprintf(file, sizeof file, "%s.gp", name);
   *gp = NULL;
-  f = fopen(path, "w");
-  if (!f)
-    return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
+  SG_CHECK(sg_out_fopen(&f, dir, file));
   /* Constant strings below are single-quoted like all text (plot.h). */
   fprintf(f,
           "# %s.gp - written by `sgdlab report` from the results database.\n"
@@ -124,7 +135,7 @@ int sg_plot_begin(FILE **gp, const char *dir, const char *name,
           "} else {\n"
           "  set terminal png size %d,%d noenhanced\n"
           "}\n",
-          name, name, PLOT_W, PLOT_H, PLOT_W, PLOT_H);
+          name, name, w, h, w, h);
   set_output(f, name, "png");
   fputs("set datafile separator tab\n"
         "set datafile missing 'nan'\n"
@@ -137,10 +148,12 @@ int sg_plot_begin(FILE **gp, const char *dir, const char *name,
   return SG_OK;
 }
 
-/* Run gnuplot on `script` with cwd `dir`; stderr (where gnuplot reports)
+/* Run gnuplot on `script` with cwd `dir` (its checked descriptor,
+ * outfile.h: gnuplot writes its images there by name); stderr (where gnuplot reports)
  * is collected to quote its first line on failure. */
 static int run_gnuplot(const char *dir, const char *script) {
-  int pipefd[2], status = 0;
+  int pipefd[2], status = 0, dirfd = sg_out_dir_fd(dir);
+  if (dirfd < 0) return sg_err_set(SG_EINTERNAL, "gnuplot: %s was not opened as an output", dir);
   char out[4096];
   size_t used = 0;
   pid_t pid;
@@ -161,7 +174,7 @@ static int run_gnuplot(const char *dir, const char *script) {
     dup2(pipefd[1], 2);
     close(pipefd[0]);
     close(pipefd[1]);
-    if (chdir(dir) != 0) _exit(126);
+    if (fchdir(dirfd) != 0) _exit(126);
     execlp(sg_plot_program(), sg_plot_program(), script, (char *)NULL);
     _exit(127);
   }
@@ -196,20 +209,51 @@ static int run_gnuplot(const char *dir, const char *script) {
                     dir, script);
 }
 
-int sg_plot_end(FILE **gp, const char *dir, const char *name) {
+void sg_plot_multi_begin(FILE *gp, const char *name, int w, int h, int rows, int cols,
+                         const char *title) {
+  /* replot redraws only a multiplot's last panel: the panels are drawn
+   * twice, once per output */
+  fprintf(gp, "unset title\ndo for [sg_pass = 1:2] {\nif (sg_pass == 2) {\n"
+              "set terminal svg size %d,%d dynamic font 'sans,11' noenhanced\n", w, h);
+  set_output(gp, name, "svg");
+  fputs("}\nset multiplot title ", gp);
+  sg_plot_quote(gp, title);
+  /* fixed room in pixels: the title, tick labels, axis and panel titles */
+  fprintf(gp, " noenhanced layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f\n",
+          rows, cols, 78.0 / w, 1 - 20.0 / w, 50.0 / h, 1 - 62.0 / h, 55.0 / w, 58.0 / h);
+}
+
+/* Close the script (after the plot commands of a single plot, or the
+ * panels of a multiplot) and run gnuplot. */
+static int plot_finish(FILE **gp, const char *dir, const char *name, int multi) {
   char script[PATH_MAX];
   FILE *f = *gp;
-  int bad;
   *gp = NULL;
   if (!f) return sg_err_set(SG_EINVAL, "sg_plot_end: no script open");
-  fprintf(f, "set terminal svg size %d,%d dynamic font 'sans,11' noenhanced\n",
-          PLOT_W, PLOT_H);
-  set_output(f, name, "svg");
-  fputs("replot\nunset output\n", f);
-  bad = ferror(f);
-  if (fclose(f) != 0 || bad)
-    return sg_err_set(SG_EIO, "cannot write %s/%s.gp", dir, name);
+  if (multi) {
+    fputs("unset multiplot\n}\nunset output\n", f);
+  } else {
+    fprintf(f, "set terminal svg size %d,%d dynamic font 'sans,11' noenhanced\n",
+            PLOT_W, PLOT_H);
+    set_output(f, name, "svg");
+    fputs("replot\nunset output\n", f);
+  }
+  SG_CHECK(sg_out_fclose(f));
+  /* gnuplot opens its images by name: only absent ones or our own files */
+  static const char *const images[] = {"png", "svg"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(script, sizeof script, "%s.%s", name, images[i]);
+    SG_CHECK(sg_out_check_entry(dir, script));
+  }
   snprintf(script, sizeof script, "%s.gp", name);
   SG_CHECK(run_gnuplot(dir, script));
   return SG_OK;
+}
+
+int sg_plot_end(FILE **gp, const char *dir, const char *name) {
+  return plot_finish(gp, dir, name, 0);
+}
+
+int sg_plot_multi_end(FILE **gp, const char *dir, const char *name) {
+  return plot_finish(gp, dir, name, 1);
 }

@@ -34,6 +34,19 @@ int sg_plot_available(void);
 int sg_plot_begin(FILE **gp, const char *dir, const char *name,
                   const char *title);
 
+/* sg_plot_begin for a figure of w x h pixels. */
+int sg_plot_begin_size(FILE **gp, const char *dir, const char *name,
+                       const char *title, int w, int h);
+
+/* Small multiples: after sg_plot_begin_size(..., w, h), start a grid of
+ * rows x cols panels under `title` (quoted).  The panels' plot commands
+ * follow (each may `set title`); sg_plot_multi_end() closes the grid.
+ * The panels are written once and drawn twice, PNG then SVG (gnuplot's
+ * replot redraws only a multiplot's last panel). */
+void sg_plot_multi_begin(FILE *gp, const char *name, int w, int h, int rows, int cols,
+                         const char *title);
+int sg_plot_multi_end(FILE **gp, const char *dir, const char *name);
+
 /* Finish the script (SVG output of the same plot), close it, and run
  * gnuplot on it in DIR.  A nonzero exit is SG_EIO with gnuplot's first
  * error line.  *gp is NULL afterwards, also on error. */
@@ -58,6 +71,12 @@ void sg_plot_quote(FILE *gp, const char *s);
  * and the ticks keep room for the plot. */
 #define SG_PLOT_LABEL_MAX 56
 void sg_plot_label(FILE *gp, const char *s);
+
+/* `s` into buf (cap bytes) with its middle replaced by "..." when longer
+ * than max bytes (never inside a UTF-8 character).  Returns buf.  The
+ * result is text like any other: it reaches a script only through
+ * sg_plot_quote. */
+const char *sg_plot_shorten(const char *s, size_t max, char *buf, size_t cap);
 
 /* `set WHAT 'text' noenhanced` and a newline (WHAT: title, xlabel, ...). */
 void sg_plot_set_text(FILE *gp, const char *what, const char *text);

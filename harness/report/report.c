@@ -27,6 +27,7 @@
 
 #include "db_path.h"
 #include "err.h"
+#include "outfile.h"
 #include "plot.h"
 #include "engine.h"
 #include "report.h"
@@ -65,7 +66,8 @@ static const char usage[] =
     "  --db PATH     results database (default " SG_DEFAULT_DB ")\n"
     "  --out DIR     output directory (default results/<experiment-name>/,\n"
     "                with --run: results/<experiment-name>/run-<ID>/; several\n"
-    "                experiments: results/<name1>_<name2>.../)\n"
+    "                experiments: results/<name1>_<name2>.../); yours and\n"
+    "                writable by no one else (made 0755 when missing)\n"
     "  --target ACC  test accuracy for the time-to-target column (default 0.85)\n"
     "\n"
     "Each figure NAME comes with NAME.gp and its .tsv data in DIR: redraw it\n"
@@ -81,38 +83,17 @@ static int is_baseline(const sg_rrun_t *r) {
   return e && e->baseline;
 }
 
-static int mkdir_p(const char *path) {
-  char buf[PATH_MAX];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1;; p++) {
-    if (*p == '/' || *p == '\0') {
-      char c = *p;
-      *p = '\0';
-      if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return sg_err_set(SG_EIO, "cannot create directory %s: %s", buf,
-                          strerror(errno));
-      *p = c;
-      if (!c) break;
-    }
-  }
-  return SG_OK;
-}
-
 static int open_data(report_t *rp, const char *file, FILE **f) {
-  char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/%s", rp->dir, file);
-  *f = fopen(path, "w");
-  if (!*f)
-    return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
+  SG_CHECK(sg_out_fopen(f, rp->dir, file));
   return sg_rfiles_add(&rp->written, file);
 }
 
 static int close_data(report_t *rp, const char *file, FILE **f) {
-  int bad = ferror(*f);
-  if (fclose(*f) != 0) bad = 1;
+  (void)rp;
+  (void)file;
+  int rc = sg_out_fclose(*f);
   *f = NULL;
-  if (bad) return sg_err_set(SG_EIO, "cannot write %s/%s", rp->dir, file);
-  return SG_OK;
+  return rc;
 }
 
 static void add_fig(report_t *rp, const char *name, const char *fmt, ...)
@@ -139,18 +120,15 @@ static const char *label(const report_t *rp, size_t i, char *buf, size_t len) {
   return sg_rrun_label(rp->set, &rp->set->runs[i], buf, len);
 }
 
-/* One color per distinct label, in order of first appearance. */
+/* One color per distinct label, in order of first appearance: the
+ * label's key. */
 static int assign_colors(report_t *rp) {
-  char a[256], b[256];
   const sg_rset_t *s = rp->set;
   rp->color = calloc(s->n ? s->n : 1, sizeof *rp->color);
   if (!rp->color) return sg_err_set(SG_ENOMEM, "report: out of memory");
   for (size_t i = 0; i < s->n; i++) {
-    rp->color[i] = -1;
-    label(rp, i, a, sizeof a);
-    for (size_t j = 0; j < i && rp->color[i] < 0; j++)
-      if (!strcmp(a, label(rp, j, b, sizeof b))) rp->color[i] = rp->color[j];
-    if (rp->color[i] < 0) rp->color[i] = rp->ncolors++;
+    rp->color[i] = s->runs[i].key;
+    if (rp->color[i] >= rp->ncolors) rp->ncolors = rp->color[i] + 1;
   }
   /* the same per variant, for figures with one series per variant */
   int nv = 0;
@@ -179,7 +157,7 @@ static void plot_color(FILE *gp, int c) {
   fprintf(gp, " dt %d", 1 + (c / NPALETTE) % NDASH);
 }
 
-/* Axis labels of a figure (x may be NULL). */
+/* Axis labels of a figure (x may be NULL; y may not). */
 static void axis_labels(FILE *gp, const char *x, const char *y) {
   if (x) sg_plot_set_text(gp, "xlabel", x);
   sg_plot_set_text(gp, "ylabel", y);
@@ -201,17 +179,6 @@ static void tsv_run_block(report_t *rp, FILE *f, int blk, size_t i) {
   tsv_block(f, blk, text);
 }
 
-/* Title the first run of each label; its repeats share color, no title. */
-static void plot_title(report_t *rp, FILE *gp, size_t i, int *titled) {
-  char buf[256];
-  if (titled[rp->color[i]]) {
-    fputs(" notitle", gp);
-    return;
-  }
-  titled[rp->color[i]] = 1;
-  sg_plot_title(gp, label(rp, i, buf, sizeof buf));
-}
-
 /* A min-max band behind a median line: columns lo and lo+1 of block blk
  * of data file `file`, filled in the series' color, no key entry. */
 static void series_band(FILE *gp, const char *file, int blk, int lo, int c) {
@@ -224,11 +191,240 @@ static void series_band(FILE *gp, const char *file, int blk, int lo, int c) {
   fputs(" notitle, \\\n", gp);
 }
 
+/* ---- series figures: one line per run, overlaid or as small multiples -- */
+
+/* Pooled values of some figure's series, to zoom its y axis on where the
+ * runs end up: `late` holds the second half of every run's values. */
+typedef struct zoom {
+  double *late, *run; /* run: the current run's values */
+  size_t nlate, caplate, nrun, caprun, total;
+  double min, max;
+  double xmax; /* the largest x of the values, where the caller tracks it */
+} zoom_t;
+
+static int push(double **v, size_t *n, size_t *cap, double x) {
+  if (*n == *cap) {
+    size_t c = *cap ? 2 * *cap : 256;
+    double *q = realloc(*v, c * sizeof *q);
+    if (!q) return sg_err_set(SG_ENOMEM, "report: out of memory");
+    *v = q;
+    *cap = c;
+  }
+  (*v)[(*n)++] = x;
+  return SG_OK;
+}
+
+static int zoom_value(zoom_t *z, double x) {
+  if (isnan(x) || isinf(x)) return SG_OK;
+  if (!z->total++ || x < z->min) z->min = x;
+  if (z->total == 1 || x > z->max) z->max = x;
+  return push(&z->run, &z->nrun, &z->caprun, x);
+}
+
+/* The current run is complete: its second half joins `late`. */
+static int zoom_run_end(zoom_t *z) {
+  for (size_t k = z->nrun / 2; k < z->nrun; k++)
+    SG_CHECK(push(&z->late, &z->nlate, &z->caplate, z->run[k]));
+  z->nrun = 0;
+  return SG_OK;
+}
+
+static void zoom_free(zoom_t *z) {
+  free(z->late);
+  free(z->run);
+  memset(z, 0, sizeof *z);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The y range that shows where the runs end up: from the 5th percentile
+ * of the late values (low = 1: accuracy, what lies below is the start)
+ * or up to their 95th (low = 0: losses, the start lies above), padded by
+ * 35% of the span on that side, 8% on the other.  [NaN, NaN] when that would cut nothing. */
+static void zoom_range(zoom_t *z, int low, double lim[2]) {
+  lim[0] = lim[1] = NAN;
+  if (z->nlate < 4) return;
+  qsort(z->late, z->nlate, sizeof *z->late, cmp_double);
+  double p = z->late[low ? z->nlate / 20 : z->nlate - 1 - z->nlate / 20];
+  double lo = low ? p : z->min, hi = low ? z->max : p, span = hi - lo;
+  if (span < 1e-3 * (fabs(hi) + 1e-3)) span = 0.02 * fabs(hi) + 1e-3;
+  /* more room on the cut side: the way in to where the runs end */
+  lo -= (low ? 0.35 : 0.08) * span;
+  hi += (low ? 0.08 : 0.35) * span;
+  if (low ? lo <= z->min : hi >= z->max) return; /* nothing to cut */
+  lim[0] = lo;
+  lim[1] = hi;
+}
+
+/* One figure of a line per run: column xcol:ycol of block[i] of `file`
+ * (block[i] < 0: run i has none). */
+typedef struct series_fig {
+  const char *name, *title, *xlabel, *ylabel, *file, *with;
+  int xcol, ycol;
+  const int *block;
+  double ylim[2]; /* NaN: autoscale */
+  double hline;   /* a dashed reference line (the target); NaN: none */
+  double xmax;    /* the largest x drawn (panels: tick spacing); NaN: unknown */
+} series_fig_t;
+
+/* Up to this many variants share one plot; more get a panel each. */
+#define OVERLAY_MAX 4
+#define PANEL_W 250  /* pixels per panel column, about */
+#define PANEL_H 215
+#define PANEL_CHARS 28 /* a panel title's label, at most */
+
+/* "A  local": a variant's key and its label, shortened to `max` bytes. */
+static const char *key_label(report_t *rp, size_t i, size_t max, char *buf, size_t len) {
+  char lab[256], sh[192], key[16];
+  sg_plot_shorten(label(rp, i, lab, sizeof lab), max, sh, sizeof sh);
+  snprintf(buf, len, "%s  %s", sg_rkey_text(rp->set->runs[i].key, key, sizeof key), sh);
+  return buf;
+}
+
+static void series_ranges(FILE *gp, const series_fig_t *fig) {
+  if (!isnan(fig->ylim[0])) fprintf(gp, "set yrange [%.6g:%.6g]\n", fig->ylim[0], fig->ylim[1]);
+}
+
+/* A panel is narrow: x ticks 1, 2 or 5 x 10^k apart, about three of them. */
+static void panel_xtics(FILE *gp, double xmax) {
+  if (isnan(xmax) || xmax <= 0) return;
+  double raw = xmax / 3, p = pow(10, floor(log10(raw))), m = raw / p;
+  double step = (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+  fprintf(gp, "set xtics %.6g\n", step);
+}
+
+/* `FILE index B using X:Y WITH` for run i, in the run's color (or grey). */
+static void series_line(report_t *rp, FILE *gp, const series_fig_t *fig, size_t i, int grey) {
+  fputs("  ", gp);
+  sg_plot_quote(gp, fig->file);
+  fprintf(gp, " index %d using %d:%d ", fig->block[i], fig->xcol, fig->ycol);
+  if (grey) {
+    fputs("with lines lw 1 lc rgb '#c9ced6' notitle, \\\n", gp);
+    return;
+  }
+  fprintf(gp, "%s ", fig->with);
+  plot_color(gp, rp->color[i]);
+}
+
+static void series_hline(FILE *gp, const series_fig_t *fig, int titled) {
+  if (isnan(fig->hline)) {
+    fputs("  NaN notitle\n", gp);
+    return;
+  }
+  fprintf(gp, "  %g with lines dt 2 lw 1 lc rgb '#606060' ", fig->hline);
+  if (titled) fprintf(gp, "title 'target %g'\n", fig->hline);
+  else fputs("notitle\n", gp);
+}
+
+static int series_overlay(report_t *rp, const series_fig_t *fig, int *titled) {
+  FILE *gp = NULL;
+  int rc = SG_OK;
+  char t[320];
+  memset(titled, 0, ((size_t)rp->ncolors + 1) * sizeof *titled);
+  SG_TRY(sg_plot_begin(&gp, rp->dir, fig->name, fig->title));
+  axis_labels(gp, fig->xlabel, fig->ylabel);
+  series_ranges(gp, fig);
+  fputs("plot \\\n", gp);
+  for (size_t i = 0; i < rp->set->n; i++) {
+    if (fig->block[i] < 0) continue;
+    series_line(rp, gp, fig, i, 0);
+    if (titled[rp->color[i]]) fputs(" notitle", gp);
+    else sg_plot_title(gp, key_label(rp, i, 28, t, sizeof t));
+    titled[rp->color[i]] = 1;
+    fputs(", \\\n", gp);
+  }
+  series_hline(gp, fig, 1);
+  SG_TRY(sg_plot_end(&gp, rp->dir, fig->name));
+fail:
+  if (gp) sg_out_discard(gp);
+  return rc;
+}
+
+/* The grid of a multiplot with n panels: *cols, *rows; the figure size. */
+static void grid(int n, int *rows, int *cols, int *w, int *h) {
+  *cols = n <= 6 ? 3 : n <= 16 ? 4 : (int)ceil(sqrt((double)n));
+  *rows = (n + *cols - 1) / *cols;
+  *w = *cols * PANEL_W + 40;
+  if (*w < 1000) *w = 1000;
+  *h = *rows * PANEL_H + 70;
+}
+
+/* `set title 'A  local' font ',9' noenhanced`: a panel's title. */
+static void panel_title(FILE *gp, const char *text) {
+  fputs("set title ", gp);
+  sg_plot_quote(gp, text);
+  fputs(" font ',9' noenhanced\n", gp);
+}
+
+/* The axis labels of a grid, once for all its panels: labels 101 and 102
+ * at the bottom and the left edge (unset after the first panel). */
+static void shared_axis_labels(FILE *gp, const char *x, const char *y, int w, int h) {
+  fputs("unset xlabel\nunset ylabel\nset label 101 ", gp);
+  sg_plot_quote(gp, x);
+  fprintf(gp, " at screen 0.5,%.4f center noenhanced\nset label 102 ", 14.0 / h);
+  sg_plot_quote(gp, y);
+  fprintf(gp, " at screen %.4f,0.5 center rotate by 90 noenhanced\n", 16.0 / w);
+}
+
+/* One panel per variant: every other run grey behind, the variant's
+ * runs (its repeats) in its color on top. */
+static int series_panels(report_t *rp, const series_fig_t *fig, int nkeys) {
+  const sg_rset_t *s = rp->set;
+  FILE *gp = NULL;
+  int rc = SG_OK, rows, cols, w, h, panel = 0;
+  char t[320];
+  grid(nkeys, &rows, &cols, &w, &h);
+  SG_TRY(sg_plot_begin_size(&gp, rp->dir, fig->name, fig->title, w, h));
+  fputs("unset key\nset tics font ',9'\n", gp);
+  series_ranges(gp, fig);
+  panel_xtics(gp, fig->xmax);
+  sg_plot_multi_begin(gp, fig->name, w, h, rows, cols, fig->title);
+  shared_axis_labels(gp, fig->xlabel, fig->ylabel, w, h);
+  for (int k = 0; k < rp->ncolors; k++) {
+    size_t first = s->n;
+    for (size_t i = 0; i < s->n && first == s->n; i++)
+      if (rp->color[i] == k && fig->block[i] >= 0) first = i;
+    if (first == s->n) continue;
+    panel_title(gp, key_label(rp, first, PANEL_CHARS, t, sizeof t));
+    fputs("plot \\\n", gp);
+    for (size_t i = 0; i < s->n; i++)
+      if (fig->block[i] >= 0 && rp->color[i] != k) series_line(rp, gp, fig, i, 1);
+    for (size_t i = 0; i < s->n; i++) {
+      if (fig->block[i] < 0 || rp->color[i] != k) continue;
+      series_line(rp, gp, fig, i, 0);
+      fputs(" notitle, \\\n", gp);
+    }
+    series_hline(gp, fig, 0);
+    if (!panel++) fputs("unset label 101\nunset label 102\n", gp); /* drawn once */
+  }
+  SG_TRY(sg_plot_multi_end(&gp, rp->dir, fig->name));
+fail:
+  if (gp) sg_out_discard(gp);
+  return rc;
+}
+
+/* The figure: overlaid when at most OVERLAY_MAX variants have a series,
+ * else small multiples. */
+static int series_figure(report_t *rp, const series_fig_t *fig, int *titled) {
+  int nkeys = 0;
+  memset(titled, 0, ((size_t)rp->ncolors + 1) * sizeof *titled);
+  for (size_t i = 0; i < rp->set->n; i++)
+    if (fig->block[i] >= 0 && !titled[rp->color[i]]) {
+      titled[rp->color[i]] = 1;
+      nkeys++;
+    }
+  if (nkeys <= OVERLAY_MAX) return series_overlay(rp, fig, titled);
+  return series_panels(rp, fig, nkeys);
+}
+
 /* ---- evals: accuracy and test loss vs time and vs step ----------------- */
 
 /* evals.tsv: one block per run with evaluations; block[i] is run i's
  * block (gnuplot index), -1 for a run without any */
-static int evals_data(report_t *rp, int *block, int *nblocks) {
+static int evals_data(report_t *rp, int *block, int *nblocks, zoom_t z[2], double xmax[2]) {
   const sg_rset_t *s = rp->set;
   sqlite3_stmt *st = NULL;
   FILE *f = NULL;
@@ -248,85 +444,81 @@ static int evals_data(report_t *rp, int *block, int *nblocks) {
     fprintf(f, "# step\twall_s\tsamples\ttest_acc\ttest_loss\ttrain_loss\tepoch\n");
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, s->runs[i].id);
-    while (sqlite3_step(st) == SQLITE_ROW)
+    while (sqlite3_step(st) == SQLITE_ROW) {
       fprintf(f, "%lld\t%.6g\t%lld\t%.6g\t%.6g\t%.6g\t%lld\n",
               (long long)sqlite3_column_int64(st, 0), sg_rdb_double(st, 1),
               (long long)sqlite3_column_int64(st, 2), sg_rdb_double(st, 3),
               sg_rdb_double(st, 4), sg_rdb_double(st, 5),
               (long long)sqlite3_column_int64(st, 6));
+      for (int c = 0; c < 2; c++) /* step, wall_s */
+        if (sg_rdb_double(st, c) > xmax[c]) xmax[c] = sg_rdb_double(st, c);
+      SG_TRY(zoom_value(&z[0], sg_rdb_double(st, 3)));
+      SG_TRY(zoom_value(&z[1], sg_rdb_double(st, 4)));
+    }
+    SG_TRY(zoom_run_end(&z[0]));
+    SG_TRY(zoom_run_end(&z[1]));
   }
   SG_TRY(close_data(rp, "evals.tsv", &f));
 fail:
-  if (f) fclose(f);
+  if (f) sg_out_discard(f);
   sqlite3_finalize(st);
   return rc;
 }
 
-/* One figure over evals.tsv: columns xcol:ycol of each run's block */
-typedef struct {
-  const char *name, *title, *xlabel, *ylabel;
-  int xcol, ycol;
-} evals_fig_t;
-
-static int evals_plot(report_t *rp, const evals_fig_t *fig, const int *block, int *titled) {
-  const sg_rset_t *s = rp->set;
-  FILE *gp = NULL;
-  int rc = SG_OK;
-  memset(titled, 0, ((size_t)rp->ncolors + 1) * sizeof *titled);
-  SG_TRY(sg_plot_begin(&gp, rp->dir, fig->name, fig->title));
-  axis_labels(gp, fig->xlabel, fig->ylabel);
-  if (fig->ycol == 4) fprintf(gp, "set yrange [*:1]\n");
-  fprintf(gp, "plot \\\n");
-  for (size_t i = 0; i < s->n; i++) {
-    if (block[i] < 0) continue;
-    fprintf(gp, "  'evals.tsv' index %d using %d:%d with linespoints pt 7 ps 0.5 lw 1.5 ",
-            block[i], fig->xcol, fig->ycol);
-    plot_color(gp, rp->color[i]);
-    plot_title(rp, gp, i, titled);
-    fprintf(gp, ", \\\n");
-  }
-  if (fig->ycol == 4)
-    fprintf(gp, "  %g with lines dt 2 lw 1 lc rgb '#606060' title 'target %g'\n",
-            s->target, s->target);
-  else
-    fprintf(gp, "  NaN notitle\n");
-  SG_TRY(sg_plot_end(&gp, rp->dir, fig->name));
-fail:
-  if (gp) fclose(gp);
-  return rc;
+/* " The y axis starts at 0.81: 12 evaluations lie below it." */
+static void zoom_note(char *buf, size_t len, const double lim[2], int low, const char *what) {
+  if (isnan(lim[0])) buf[0] = '\0';
+  else snprintf(buf, len, " The y axis %s at %.3g, where the runs end up: earlier %s lie %s it.",
+                low ? "starts" : "ends", low ? lim[0] : lim[1], what, low ? "below" : "above");
 }
 
 static int fig_evals(report_t *rp) {
   const sg_rset_t *s = rp->set;
   int rc = SG_OK, nblocks = 0, *block = NULL, *titled = NULL;
-  static const evals_fig_t figs[] = {
+  zoom_t z[2] = {{0}, {0}}; /* test accuracy, test loss */
+  char note[2][160];
+  series_fig_t figs[] = {
       {"acc_vs_time", "Test accuracy vs training time",
-       "training wall time (s, evaluation excluded)", "test accuracy", 2, 4},
-      {"acc_vs_step", "Test accuracy vs step", "step (synchronous update)",
-       "test accuracy", 1, 4},
+       "training wall time (s, evaluation excluded)", "test accuracy", "evals.tsv",
+       "with linespoints pt 7 ps 0.5 lw 1.5", 2, 4, NULL, {NAN, NAN}, s->target, NAN},
+      {"acc_vs_step", "Test accuracy vs step", "step (synchronous update)", "test accuracy",
+       "evals.tsv", "with linespoints pt 7 ps 0.5 lw 1.5", 1, 4, NULL, {NAN, NAN}, s->target,
+       NAN},
       {"test_loss_vs_time", "Test loss vs training time",
-       "training wall time (s, evaluation excluded)",
-       "test loss (cross-entropy)", 2, 5},
+       "training wall time (s, evaluation excluded)", "test loss (cross-entropy)", "evals.tsv",
+       "with linespoints pt 7 ps 0.5 lw 1.5", 2, 5, NULL, {NAN, NAN}, NAN, NAN},
   };
+  double xmax[2] = {0, 0}; /* step, wall_s */
   block = calloc(s->n ? s->n : 1, sizeof *block);
   titled = calloc((size_t)rp->ncolors + 1, sizeof *titled);
   if (!block || !titled) {
     rc = sg_err_set(SG_ENOMEM, "report: out of memory");
     goto fail;
   }
-  SG_TRY(evals_data(rp, block, &nblocks));
+  SG_TRY(evals_data(rp, block, &nblocks, z, xmax));
+  for (size_t k = 0; k < sizeof figs / sizeof figs[0]; k++) figs[k].xmax = xmax[figs[k].xcol - 1];
   if (nblocks == 0) goto fail; /* nothing to draw: rc is SG_OK */
-  for (size_t k = 0; k < sizeof figs / sizeof figs[0]; k++)
-    SG_TRY(evals_plot(rp, &figs[k], block, titled));
+  zoom_range(&z[0], 1, figs[0].ylim);
+  if (!isnan(figs[0].ylim[1]) && figs[0].ylim[1] > 1) figs[0].ylim[1] = 1;
+  memcpy(figs[1].ylim, figs[0].ylim, sizeof figs[1].ylim);
+  zoom_range(&z[1], 0, figs[2].ylim);
+  zoom_note(note[0], sizeof note[0], figs[0].ylim, 1, "evaluations");
+  zoom_note(note[1], sizeof note[1], figs[2].ylim, 0, "evaluations");
+  for (size_t k = 0; k < sizeof figs / sizeof figs[0]; k++) {
+    figs[k].block = block;
+    SG_TRY(series_figure(rp, &figs[k], titled));
+  }
   add_fig(rp, "acc_vs_time",
           "Test accuracy vs training wall time (evaluation time excluded); "
-          "dashed: the target %g. Repeats share a color.", s->target);
+          "dashed: the target %g.%s", s->target, note[0]);
   add_fig(rp, "acc_vs_step",
-          "Test accuracy vs step (one step = one update of the model).");
+          "Test accuracy vs step (one step = one update of the model).%s", note[0]);
   add_fig(rp, "test_loss_vs_time",
           "Test loss (mean cross-entropy over the test set) vs training wall "
-          "time.");
+          "time.%s", note[1]);
 fail:
+  zoom_free(&z[0]);
+  zoom_free(&z[1]);
   free(block);
   free(titled);
   return rc;
@@ -361,8 +553,8 @@ fail:
 /* Run i's block of loss.tsv (mean loss per step and its trailing mean over
  * w steps, win: w doubles of scratch); *block = its index, -1 when the run
  * has no loss rows. */
-static void loss_block(report_t *rp, sqlite3_stmt *st, FILE *f, size_t i, int w, double *win,
-                       int *block, int *nblocks) {
+static int loss_block(report_t *rp, sqlite3_stmt *st, FILE *f, size_t i, int w, double *win,
+                      int *block, int *nblocks, zoom_t *z) {
   int k = 0;
   double sum = 0;
   sqlite3_reset(st);
@@ -382,16 +574,21 @@ static void loss_block(report_t *rp, sqlite3_stmt *st, FILE *f, size_t i, int w,
     k++;
     fprintf(f, "%lld\t%.6g\t%.6g\t%d\n", (long long)sqlite3_column_int64(st, 0), loss,
             sum / (k < w ? k : w), sqlite3_column_int(st, 2));
+    SG_CHECK(zoom_value(z, sum / (k < w ? k : w)));
+    if ((double)sqlite3_column_int64(st, 0) > z->xmax) z->xmax = (double)sqlite3_column_int64(st, 0);
   }
+  return zoom_run_end(z);
 }
 
 static int fig_loss(report_t *rp) {
   const sg_rset_t *s = rp->set;
   sqlite3_stmt *st = NULL;
-  FILE *f = NULL, *gp = NULL;
+  FILE *f = NULL;
   int rc = SG_OK, nblocks = 0, *block = NULL, *titled = NULL;
   double *win = NULL;
   int w = 1;
+  zoom_t z = {0};
+  char note[160];
   SG_TRY(loss_window(rp, &w));
   block = calloc(s->n ? s->n : 1, sizeof *block);
   titled = calloc((size_t)rp->ncolors + 1, sizeof *titled);
@@ -408,37 +605,30 @@ static int fig_loss(report_t *rp) {
                         " WHERE run_id = ?1 AND loss IS NOT NULL"
                         " GROUP BY step ORDER BY step",
                         &st));
-  for (size_t i = 0; i < s->n; i++) loss_block(rp, st, f, i, w, win, &block[i], &nblocks);
+  for (size_t i = 0; i < s->n; i++)
+    SG_TRY(loss_block(rp, st, f, i, w, win, &block[i], &nblocks, &z));
   SG_TRY(close_data(rp, "loss.tsv", &f));
   if (nblocks == 0) goto fail;
-
-  SG_TRY(sg_plot_begin(&gp, rp->dir, "loss_vs_step",
-                       w > 1 ? "Training loss vs step (smoothed)"
-                             : "Training loss vs step"));
-  axis_labels(gp, "step", "training loss (minibatch cross-entropy)");
-  fputs("plot \\\n", gp);
-  for (size_t i = 0; i < s->n; i++) {
-    if (block[i] < 0) continue;
-    fprintf(gp, "  'loss.tsv' index %d using 1:3 with lines lw 1.5 ", block[i]);
-    plot_color(gp, rp->color[i]);
-    plot_title(rp, gp, i, titled);
-    fprintf(gp, ", \\\n");
-  }
-  fprintf(gp, "  NaN notitle\n");
-  SG_TRY(sg_plot_end(&gp, rp->dir, "loss_vs_step"));
+  series_fig_t fig = {"loss_vs_step",
+                      w > 1 ? "Training loss vs step (smoothed)" : "Training loss vs step",
+                      "step", "training loss (minibatch cross-entropy)", "loss.tsv",
+                      "with lines lw 1.5", 1, 3, block, {NAN, NAN}, NAN, z.xmax};
+  zoom_range(&z, 0, fig.ylim);
+  zoom_note(note, sizeof note, fig.ylim, 0, "steps");
+  SG_TRY(series_figure(rp, &fig, titled));
   if (w > 1)
     add_fig(rp, "loss_vs_step",
             "Training loss per step: the mean over worker ranks of each "
             "rank's minibatch loss, smoothed by a trailing moving average "
-            "over %d steps (raw values in loss.tsv).", w);
+            "over %d steps (raw values in loss.tsv).%s", w, note);
   else
     add_fig(rp, "loss_vs_step",
             "Training loss per step: the mean over worker ranks of each "
-            "rank's minibatch loss (not smoothed).");
+            "rank's minibatch loss (not smoothed).%s", note);
 fail:
-  if (gp) fclose(gp);
-  if (f) fclose(f);
+  if (f) sg_out_discard(f);
   sqlite3_finalize(st);
+  zoom_free(&z);
   free(block);
   free(titled);
   free(win);
@@ -533,7 +723,7 @@ static int fig_efficiency(report_t *rp, const size_t *blk, const int *band, int 
             "throughput(N0)), N0 = the smallest worker count measured for the "
             "variant (1 when measured); 1 is linear; band: min to max over repeats.");
 fail:
-  if (gp) fclose(gp);
+  if (gp) sg_out_discard(gp);
   return rc;
 }
 
@@ -580,11 +770,9 @@ static int fig_scaling(report_t *rp) {
   fprintf(gp, "  NaN notitle\n");
   SG_TRY(close_data(rp, "scaling.tsv", &f));
   if (nblocks == 0) { /* no ok run has throughput: drop the script */
-    char path[PATH_MAX + 32];
-    fclose(gp);
+    sg_out_discard(gp);
     gp = NULL;
-    snprintf(path, sizeof path, "%s/throughput.gp", rp->dir);
-    unlink(path);
+    SG_TRY(sg_out_unlink(rp->dir, "throughput.gp"));
     goto fail;
   }
   SG_TRY(sg_plot_end(&gp, rp->dir, "throughput"));
@@ -594,8 +782,8 @@ static int fig_scaling(report_t *rp) {
           "spans min to max where a variant has repeats) vs workers; samples/s: every worker's samples from the first evaluation period on over the wall-clock span of those steps.");
   SG_TRY(fig_efficiency(rp, blk, band, nblocks, base_is_one));
 fail:
-  if (gp) fclose(gp);
-  if (f) fclose(f);
+  if (gp) sg_out_discard(gp);
+  if (f) sg_out_discard(f);
   free(v);
   free(first);
   free(blk);
@@ -632,27 +820,20 @@ static int breakdown_bar(report_t *rp, size_t i, double t[3], char *lab, size_t 
 typedef struct sbar {
   double t[3]; /* compute, communication, waiting */
   char lab[256];
+  size_t run; /* its first run: the key */
 } sbar_t;
 
-/* Longest label that will be drawn (sg_plot_label shortens past the max). */
-static size_t longest_label(const sbar_t *bars, int n) {
-  size_t m = 0;
-  for (int b = 0; b < n; b++) {
-    size_t l = strlen(bars[b].lab);
-    if (l > m) m = l;
-  }
-  return m > SG_PLOT_LABEL_MAX + 3 ? SG_PLOT_LABEL_MAX + 3 : m;
-}
-
 /* Write `file` (seconds, one row per bar) and draw figure `name` from it:
- * bars stacked compute / communication / waiting, in milliseconds, labels
- * rotated upright under the bars with a bottom margin that holds the
- * longest, so no label is clipped. */
+ * horizontal bars stacked compute / communication / waiting, in
+ * milliseconds, the first bar on top, each labelled with its key and its
+ * label (shortened) to the left, where text reads without turning. */
 static int draw_stacked(report_t *rp, const char *name, const char *file,
-                        const char *title, const char *ylabel, const char *head,
+                        const char *title, const char *xlabel, const char *head,
                         const char *const parts[3], const sbar_t *bars, int n) {
   FILE *f = NULL, *gp = NULL;
   int rc = SG_OK;
+  char t[320];
+  static const char *const colors[3] = {"#1f77b4", "#ff7f0e", "#9aa0a6"};
   SG_TRY(open_data(rp, file, &f));
   fputs("# ", f);
   sg_plot_data_text(f, head);
@@ -663,42 +844,39 @@ static int draw_stacked(report_t *rp, const char *name, const char *file,
     fputc('\n', f);
   }
   SG_TRY(close_data(rp, file, &f));
-  SG_TRY(sg_plot_begin(&gp, rp->dir, name, title));
-  axis_labels(gp, NULL, ylabel);
-  /* bar b stands at x = b; its label is a tick written here, quoted.
-   * Upright text needs about 0.4 line heights per character. */
-  fputs("set xtics (", gp);
+  SG_TRY(sg_plot_begin_size(&gp, rp->dir, name, title, 1000, n > 16 ? 150 + 26 * n : 560));
+  sg_plot_set_text(gp, "xlabel", xlabel);
+  /* bar b stands at y = b; its label is a tick written here, quoted */
+  fputs("unset ylabel\nset ytics (", gp);
   for (int b = 0; b < n; b++) {
     fputs(b ? ", " : "", gp);
-    sg_plot_label(gp, bars[b].lab);
+    sg_plot_quote(gp, key_label(rp, bars[b].run, 44, t, sizeof t));
     fprintf(gp, " %d", b);
   }
-  fprintf(gp, ") rotate by 90 right noenhanced\nset bmargin %d\n",
-          3 + (int)(0.45 * (double)longest_label(bars, n) + 0.5));
-  fprintf(gp,
-          "set style data histograms\n"
-          "set style histogram rowstacked\n"
-          "set style fill solid 0.85 border -1\n"
-          "set boxwidth 0.6\n"
-          "set xrange [-0.6:%g]\n"
-          "set yrange [0:*]\n"
-          "set format y '%%g'\n"
-          "set mytics 2\n"
-          "set grid noxtics ytics\n"
-          "plot ",
+  fprintf(gp, ") scale 0 noenhanced\n"
+              "set yrange [%g:-0.6]\nset xrange [0:*]\n"
+              "set style fill solid 0.85 border -1\n"
+              "set format x '%%g'\nset mxtics 2\nset grid xtics noytics\n"
+              "set border 1\nset key outside right top vertical Left reverse\n"
+              "plot ",
           n - 0.4);
-  sg_plot_quote(gp, file);
-  fputs(" using ($2*1000) lc rgb '#1f77b4'", gp);
-  sg_plot_title(gp, parts[0]);
-  fputs(", \\\n     '' using ($3*1000) lc rgb '#ff7f0e'", gp);
-  sg_plot_title(gp, parts[1]);
-  fputs(", \\\n     '' using ($4*1000) lc rgb '#7f7f7f'", gp);
-  sg_plot_title(gp, parts[2]);
+  /* box b, part c: from the sum of the parts before it, the part's width */
+  static const char *const using[3] = {
+      "using ($2*500):1:($2*500):(0.32)",
+      "using (($2+$3/2)*1000):1:($3*500):(0.32)",
+      "using (($2+$3+$4/2)*1000):1:($4*500):(0.32)"};
+  for (int c = 0; c < 3; c++) {
+    if (c) fputs(", \\\n     ", gp);
+    sg_plot_quote(gp, file);
+    fprintf(gp, " %s with boxxyerror lc rgb ", using[c]);
+    sg_plot_quote(gp, colors[c]);
+    sg_plot_title(gp, parts[c]);
+  }
   fputc('\n', gp);
   SG_TRY(sg_plot_end(&gp, rp->dir, name));
 fail:
-  if (gp) fclose(gp);
-  if (f) fclose(f);
+  if (gp) sg_out_discard(gp);
+  if (f) sg_out_discard(f);
   return rc;
 }
 
@@ -707,8 +885,10 @@ static int fig_breakdown(report_t *rp) {
   sbar_t *bars = calloc(rp->set->n ? rp->set->n : 1, sizeof *bars);
   int rc = SG_OK, n = 0;
   if (!bars) return sg_err_set(SG_ENOMEM, "report: out of memory");
-  for (size_t i = 0; i < rp->set->n; i++)
+  for (size_t i = 0; i < rp->set->n; i++) {
+    bars[n].run = i;
     n += breakdown_bar(rp, i, bars[n].t, bars[n].lab, sizeof bars[n].lab);
+  }
   if (n) {
     SG_TRY(draw_stacked(rp, "time_breakdown", "breakdown.tsv",
                         "Where a step's time goes (worker ranks)",
@@ -761,6 +941,7 @@ static int fig_server(report_t *rp) {
     int k = 0, dup = 0;
     double t[3];
     label(rp, i, bar->lab, sizeof bar->lab);
+    bar->run = i;
     for (size_t j = 0; j < i && !dup; j++) dup = !strcmp(bar->lab, label(rp, j, b, sizeof b));
     memset(bar->t, 0, sizeof bar->t);
     for (size_t j = i; j < s->n && !dup; j++) {
@@ -799,7 +980,7 @@ fail:
  * records from step 1 on, per step the mean over those ranks of its start
  * and its busy/communication/waiting seconds; *wrote = rows written. */
 static int timeline_block(sqlite3_stmt *st, FILE *f, int block, const char *lab, int64_t id,
-                          int *wrote) {
+                          int *wrote, zoom_t *z) {
   sqlite3_reset(st);
   sqlite3_bind_int64(st, 1, id);
   *wrote = 0;
@@ -811,32 +992,99 @@ static int timeline_block(sqlite3_stmt *st, FILE *f, int block, const char *lab,
     }
     fprintf(f, "%.6f\t%.6f\t%.6f\t%.6f\n", sg_rdb_double(st, 0), sg_rdb_double(st, 1) * 1e3,
             sg_rdb_double(st, 2) * 1e3, sg_rdb_double(st, 3) * 1e3);
+    for (int c = 1; c <= 3; c++) { /* every value: timeline_zoom */
+      double v = sg_rdb_double(st, c) * 1e3;
+      if (isnan(v)) continue;
+      if (!z->total++ || v > z->max) z->max = v;
+      SG_CHECK(push(&z->late, &z->nlate, &z->caplate, v));
+    }
     (*wrote)++;
   }
   return SG_OK;
 }
 
-/* Three lines per variant, in its color: busy solid, communication dashed,
- * waiting dotted. */
-static void timeline_series(FILE *gp, int block, int color, const char *lab) {
-  static const char *const part[3] = {"busy", "comm", "wait"};
-  char t[320];
-  for (int c = 0; c < 3; c++) {
-    fprintf(gp, "  'server_timeline.tsv' index %d using 1:%d with lines lw 1.5 dt %d lc rgb ",
-            block, c + 2, c + 1);
-    sg_plot_quote(gp, palette[color % NPALETTE]);
-    snprintf(t, sizeof t, "%s %s", lab, part[c]);
-    sg_plot_title(gp, t);
-    fputs(", \\\n", gp);
+/* busy, communication, waiting: the colors of the stacked bars */
+static const char *const part_color[3] = {"#1f77b4", "#ff7f0e", "#7f7f7f"};
+
+/* The three lines of one block: busy, communication, waiting. */
+static void timeline_series(FILE *gp, int block, int titled) {
+  static const char *const part[3] = {"busy", "communication", "waiting"};
+  for (int c = 2; c >= 0; c--) { /* waiting, the largest, behind */
+    fprintf(gp, "  'server_timeline.tsv' index %d using 1:%d with lines lw 1.2 lc rgb ", block,
+            c + 2);
+    sg_plot_quote(gp, part_color[c]);
+    if (titled) sg_plot_title(gp, part[c]);
+    else fputs(" notitle", gp);
+    fputs(c > 0 ? ", \\\n" : "\n", gp);
   }
+}
+
+/* The y axis ends at the 99th percentile of every value plus a margin when
+ * rarer spikes would squash the rest; the note says so. */
+static void timeline_zoom(zoom_t *z, double *top, char *note, size_t len) {
+  *top = NAN;
+  note[0] = '\0';
+  if (z->nlate < 20) return;
+  qsort(z->late, z->nlate, sizeof *z->late, cmp_double);
+  double p99 = z->late[z->nlate - 1 - z->nlate / 100];
+  if (!(z->max > 1.5 * p99) || p99 <= 0) return;
+  *top = 1.2 * p99;
+  snprintf(note, len, " The y axis ends at %.3g ms (1.2 x the 99th percentile): rarer spikes, up to "
+           "%.3g ms, run off the top.", *top, z->max);
+}
+
+/* One panel per variant (one plot when there is one): blocks[b] is the
+ * first run of block b. */
+static int timeline_plot(report_t *rp, const size_t *blocks, int nblocks, double top) {
+  FILE *gp = NULL;
+  int rc = SG_OK, rows = 1, cols = 1, w = 1000, h = 560;
+  char t[320];
+  static const char *const title = "The servers' and the driver's time per step, over the run";
+  if (nblocks > 1) grid(nblocks, &rows, &cols, &w, &h);
+  SG_TRY(sg_plot_begin_size(&gp, rp->dir, "server_timeline", title, w, h));
+  fputs("set tics font ',9'\n", gp);
+  /* one key for every panel, in the figure's bottom right corner */
+  if (nblocks > 1) fputs("set key at screen 0.995,0.005 bottom right horizontal maxrows 1 samplen 2 font ',9'\n", gp);
+  else fputs("set key inside top right horizontal\n", gp);
+  if (isnan(top)) fputs("set yrange [0:*]\n", gp);
+  else fprintf(gp, "set yrange [0:%.6g]\n", top);
+  if (nblocks > 1) {
+    sg_plot_multi_begin(gp, "server_timeline", w, h, rows, cols, title);
+    shared_axis_labels(gp, "seconds since the run started (step start)", "ms per step record",
+                       w, h);
+  } else {
+    axis_labels(gp, "seconds since the run started (step start)", "ms per step record");
+  }
+  for (int b = 0; b < nblocks; b++) {
+    key_label(rp, blocks[b], PANEL_CHARS, t, sizeof t);
+    if (nblocks > 1) {
+      panel_title(gp, t);
+    } else { /* one variant: the figure's title names it */
+      char one[400];
+      snprintf(one, sizeof one, "%s: %s", title, t);
+      sg_plot_set_text(gp, "title", one);
+    }
+    fputs("plot \\\n", gp);
+    timeline_series(gp, b, b == 0);
+    if (b == 0 && nblocks > 1) fputs("unset key\nunset label 101\nunset label 102\n", gp);
+  }
+  if (nblocks > 1) SG_TRY(sg_plot_multi_end(&gp, rp->dir, "server_timeline"));
+  else SG_TRY(sg_plot_end(&gp, rp->dir, "server_timeline"));
+fail:
+  if (gp) sg_out_discard(gp);
+  return rc;
 }
 
 static int fig_server_timeline(report_t *rp) {
   const sg_rset_t *s = rp->set;
   sqlite3_stmt *st = NULL;
-  FILE *f = NULL, *gp = NULL;
+  FILE *f = NULL;
   int rc = SG_OK, nblocks = 0;
-  char lab[256], b[256];
+  char lab[256], b[256], note[200];
+  size_t *blocks = calloc(s->n ? s->n : 1, sizeof *blocks);
+  zoom_t z = {0};
+  double top;
+  if (!blocks) return sg_err_set(SG_ENOMEM, "report: out of memory");
   SG_TRY(sg_rdb_prepare(rp->db,
                         "SELECT avg(t_start), avg(compute_s), avg(comm_s), avg(wait_s) FROM steps"
                         " WHERE run_id = ?1 AND role IN ('server', 'driver') AND step > 0"
@@ -848,34 +1096,26 @@ static int fig_server_timeline(report_t *rp) {
     for (size_t j = 0; j < i && !dup; j++) dup = !strcmp(lab, label(rp, j, b, sizeof b));
     if (dup) continue;
     if (!f) SG_TRY(open_data(rp, "server_timeline.tsv", &f));
-    SG_TRY(timeline_block(st, f, nblocks, lab, s->runs[i].id, &wrote));
-    if (!wrote) continue;
-    if (!gp) {
-      SG_TRY(sg_plot_begin(&gp, rp->dir, "server_timeline",
-                           "The servers' and the driver's time per step, over the run"));
-      axis_labels(gp, "seconds since the run started (step start)", "ms per step record");
-      fputs("set yrange [0:*]\nset key outside right top\nplot \\\n", gp);
-    }
-    timeline_series(gp, nblocks++, rp->vcolor[i], lab);
+    SG_TRY(timeline_block(st, f, nblocks, lab, s->runs[i].id, &wrote, &z));
+    if (wrote) blocks[nblocks++] = i;
   }
   if (f) SG_TRY(close_data(rp, "server_timeline.tsv", &f));
-  if (!gp) { /* no server or driver rows: no figure, no data file */
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/server_timeline.tsv", rp->dir);
-    unlink(path);
+  if (!nblocks) { /* no server or driver rows: no figure, no data file */
+    SG_TRY(sg_out_unlink(rp->dir, "server_timeline.tsv"));
     goto fail;
   }
-  fputs("  NaN notitle\n", gp);
-  SG_TRY(sg_plot_end(&gp, rp->dir, "server_timeline"));
+  timeline_zoom(&z, &top, note, sizeof note);
+  SG_TRY(timeline_plot(rp, blocks, nblocks, top));
   add_fig(rp, "server_timeline",
-          "PS servers and mapreduce driver over the run: per step record (from step 1), the "
-          "mean over those ranks of busy (applying updates, building replies; solid), "
-          "communication (dashed) and waiting for workers or executors (dotted), in ms, "
-          "at the step's start time. One run per variant (its first).");
+          "PS servers and mapreduce driver over the run, one panel per variant (its first "
+          "run): per step record (from step 1), the mean over those ranks of busy (applying "
+          "updates, building replies), communication and waiting for workers or executors, "
+          "in ms, at the step's start time.%s", note);
 fail:
   sqlite3_finalize(st);
-  if (gp) fclose(gp);
-  if (f) fclose(f);
+  if (f) sg_out_discard(f);
+  zoom_free(&z);
+  free(blocks);
   return rc;
 }
 
@@ -941,11 +1181,9 @@ static int fig_bytes(report_t *rp) {
   fputs("  NaN notitle\n", gp);
   SG_TRY(close_data(rp, "bytes_vs_workers.tsv", &f));
   if (!nblocks) { /* nothing to draw: drop the script */
-    char path[PATH_MAX + 32];
-    fclose(gp);
+    sg_out_discard(gp);
     gp = NULL;
-    snprintf(path, sizeof path, "%s/bytes_vs_workers.gp", rp->dir);
-    unlink(path);
+    SG_TRY(sg_out_unlink(rp->dir, "bytes_vs_workers.gp"));
     goto fail;
   }
   SG_TRY(sg_plot_end(&gp, rp->dir, "bytes_vs_workers"));
@@ -955,8 +1193,8 @@ static int fig_bytes(report_t *rp) {
           "(2K(N-1)/N each way, flat in N), one ps server 2NK (grows with N). "
           "allreduce native not drawn: MPI moves its bytes.");
 fail:
-  if (gp) fclose(gp);
-  if (f) fclose(f);
+  if (gp) sg_out_discard(gp);
+  if (f) sg_out_discard(f);
   free(v);
   return rc;
 }
@@ -1110,8 +1348,8 @@ static int fig_bench(report_t *rp) {
   bench_captions(rp);
 fail:
   for (int k = 0; k < 2; k++)
-    if (gp[k]) fclose(gp[k]);
-  if (f) fclose(f);
+    if (gp[k]) sg_out_discard(gp[k]);
+  if (f) sg_out_discard(f);
   sqlite3_finalize(st);
   return rc;
 }
@@ -1149,38 +1387,91 @@ static int staleness_hist(report_t *rp, sqlite3_stmt *st, size_t first, double *
 
 /* Pass 2 of fig_staleness: the data file and the script, one block per
  * kept label (nblocks of them). */
+/* Where the staleness axis ends: the largest 99th percentile over the
+ * kept labels (at least 2); values above it are drawn as one bar. */
+static int staleness_cut(const double *hist, const int *keep, size_t nlab) {
+  int cut = 2;
+  for (size_t j = 0; j < nlab; j++) {
+    double cum = 0;
+    int k = 0;
+    if (!keep[j]) continue;
+    while (k < STALENESS_BINS - 1 && (cum += hist[j * STALENESS_BINS + k]) < 0.99) k++;
+    if (k > cut) cut = k;
+  }
+  return cut;
+}
+
+/* Label j's block of staleness.tsv: the fraction per value and the bar
+ * drawn for it (values above cut summed into bar cut + 1); *beyond = that
+ * sum. */
+static void staleness_block(FILE *f, const double *h, int top, int cut, double *beyond) {
+  fputs("# staleness\tfraction\tdrawn\n", f);
+  *beyond = 0;
+  for (int k = cut + 1; k <= top; k++) *beyond += h[k];
+  for (int k = 0; k <= top; k++) {
+    double drawn = k <= cut ? h[k] : k == cut + 1 ? *beyond : NAN;
+    fprintf(f, "%d\t%.6g\t", k, h[k]);
+    if (isnan(drawn)) fputs("nan\n", f);
+    else fprintf(f, "%.6g\n", drawn);
+  }
+}
+
+/* The axis and, when the tail is cut, its tick and a note in the plot. */
+static void staleness_axis(FILE *gp, int maxbin, int cut, double beyond, double bw) {
+  char note[128];
+  int clip = maxbin > cut + 1;
+  int last = clip ? cut + 1 : maxbin;
+  fprintf(gp, "set yrange [0:*]\nset xrange [-0.6:%g]\n"
+              "set style fill solid 0.7 border -1\n"
+              "set boxwidth %g absolute\n",
+          last + 0.6, bw);
+  if (last <= 24) fputs("set xtics 1\n", gp);
+  if (!clip) return;
+  snprintf(note, sizeof note, "> %d", cut);
+  fputs("set xtics add (", gp);
+  sg_plot_quote(gp, note);
+  fprintf(gp, " %d)\nset label 1 ", cut + 1);
+  snprintf(note, sizeof note, "last bar: staleness > %d, %.2g%% of steps (up to %d%s)", cut,
+           beyond * 100, maxbin, maxbin == STALENESS_BINS - 1 ? " or more" : "");
+  sg_plot_quote(gp, note);
+  fputs(" at graph 0.98,0.95 right noenhanced\n", gp);
+}
+
+/* Pass 2 of fig_staleness: the data file and the script, one block per
+ * kept label (nblocks of them). */
 static int staleness_plot(report_t *rp, const size_t *first, size_t nlab, const double *hist,
                           const int *top, const int *keep, int maxbin, int nblocks) {
   FILE *f = NULL, *gp = NULL;
-  int rc = SG_OK;
+  int rc = SG_OK, cut = staleness_cut(hist, keep, nlab);
   char a[256];
-  double bw = 0.8 / nblocks;
+  double bw = 0.8 / nblocks, beyond, most = 0;
   SG_TRY(open_data(rp, "staleness.tsv", &f));
   fprintf(f, "# fraction of worker steps per staleness value, one block per"
-             " variant (repeats pooled); the last bin holds >= %d\n",
-          STALENESS_BINS - 1);
+             " variant (repeats pooled); the last bin holds >= %d; drawn: the figure's"
+             " bars (above %d summed into one)\n",
+          STALENESS_BINS - 1, cut);
   SG_TRY(sg_plot_begin(&gp, rp->dir, "staleness",
                        "Staleness of the parameters each gradient was computed on"));
   axis_labels(gp, "staleness (updates applied since the worker's pull)",
               "fraction of worker steps");
-  fprintf(gp, "set yrange [0:*]\nset xrange [-0.6:%g]\n"
-              "set style fill solid 0.7 border -1\n"
-              "set boxwidth %g absolute\n",
-          maxbin + 0.6, bw);
-  if (maxbin <= 20) fprintf(gp, "set xtics 1\n");
+  fputs("set key inside right center vertical Right noreverse\n", gp);
+  for (size_t j = 0; j < nlab; j++) {
+    double b = 0;
+    for (int k = cut + 1; keep[j] && k <= top[j]; k++) b += hist[j * STALENESS_BINS + k];
+    if (b > most) most = b;
+  }
+  staleness_axis(gp, maxbin, cut, most, bw);
   fprintf(gp, "plot \\\n");
   nblocks = 0;
   for (size_t j = 0; j < nlab; j++) {
     if (!keep[j]) continue;
     label(rp, first[j], a, sizeof a);
     tsv_block(f, nblocks, a);
-    fputs("# staleness\tfraction\n", f);
-    for (int k = 0; k <= top[j]; k++)
-      fprintf(f, "%d\t%.6g\n", k, hist[j * STALENESS_BINS + k]);
-    fprintf(gp, "  'staleness.tsv' index %d using ($1 - 0.4 + %g):2 with boxes ",
+    staleness_block(f, hist + j * STALENESS_BINS, top[j], cut, &beyond);
+    fprintf(gp, "  'staleness.tsv' index %d using ($1 - 0.4 + %g):3 with boxes ",
             nblocks, bw * (nblocks + 0.5));
     plot_color(gp, rp->color[first[j]]);
-    sg_plot_title(gp, a);
+    sg_plot_title(gp, key_label(rp, first[j], 40, a, sizeof a));
     fputs(", \\\n", gp);
     nblocks++;
   }
@@ -1190,10 +1481,11 @@ static int staleness_plot(report_t *rp, const size_t *first, size_t nlab, const 
   add_fig(rp, "staleness",
           "Staleness distribution: for each worker step, how many updates the "
           "parameters it used were behind (steps.staleness); fraction of steps, "
-          "repeats pooled.");
+          "repeats pooled. The axis ends at the largest 99th percentile; the rare "
+          "larger values are one bar (staleness.tsv has each).");
 fail:
-  if (gp) fclose(gp);
-  if (f) fclose(f);
+  if (gp) sg_out_discard(gp);
+  if (f) sg_out_discard(f);
   return rc;
 }
 
@@ -1297,7 +1589,6 @@ static int load_set(report_t *rp, const char *const *sels, int nsel, int64_t run
 
 /* Draw everything into rp->dir, then drop what an earlier report left. */
 static int draw(report_t *rp, int *removed) {
-  SG_CHECK(mkdir_p(rp->dir));
   SG_CHECK(assign_colors(rp));
   SG_CHECK(fig_evals(rp));
   SG_CHECK(fig_loss(rp));
@@ -1395,6 +1686,22 @@ static void report_dir(report_t *rp, const report_args_t *ra) {
   }
 }
 
+/* What an earlier report wrote into a directory, and its file list. */
+static int report_entry(const char *name) {
+  return sg_rfiles_is_report_name(name) || !strcmp(name, SG_REPORT_MANIFEST);
+}
+
+/* The output directory, checked (outfile.h) before anything is written:
+ * a refusal is exit code 2 (*code). */
+static int open_out(report_t *rp, int *code) {
+  char what[PATH_MAX + 32];
+  snprintf(what, sizeof what, "report directory %s", rp->dir);
+  int rc = sg_out_dir_open(rp->dir, 1, what);
+  if (rc >= 0) rc = sg_out_check_entries(rp->dir, report_entry);
+  if (rc == SG_EINVAL) *code = 2;
+  return rc < 0 ? rc : SG_OK;
+}
+
 /* The one line that says what was written, and for what. */
 static void print_done(const report_t *rp, int64_t run_id, int removed) {
   printf("report: %s/summary.md, index.html and %zu figure%s (PNG and SVG) for %s",
@@ -1422,16 +1729,18 @@ int sg_cmd_report(int argc, char **argv) {
   SG_TRY(sg_rdb_open(&rp.db, ra.db_path));
   SG_TRY(load_set(&rp, ra.sels, ra.nsel, ra.run_id, ra.target));
   report_dir(&rp, &ra);
+  SG_TRY(open_out(&rp, &code));
   SG_TRY(draw(&rp, &removed));
   print_done(&rp, ra.run_id, removed);
 fail:
   if (rc < 0)
     fprintf(stderr, "sgdlab report: %s\n",
             *sg_err_msg() ? sg_err_msg() : sg_strerror(rc));
+  if (rc < 0 && code == 2) rc = 2; /* a refused output directory */
   free(rp.color);
   free(rp.vcolor);
   sg_rfiles_free(&rp.written);
   sg_rset_destroy(&rp.set);
   sqlite3_close(rp.db);
-  return rc < 0 ? 1 : 0;
+  return rc == 2 ? 2 : rc < 0 ? 1 : 0;
 }

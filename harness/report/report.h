@@ -63,6 +63,8 @@ typedef struct sg_rrun {
                        the traffic) */
   double compute_s, comm_s, wait_s; /* per step, worker ranks; NaN: none */
   int has_staleness;
+  int key; /* index of its label among the set's distinct labels, in order
+              of first appearance (sg_rkey_text: A, B, ..., Z, AA, ...) */
 } sg_rrun_t;
 
 #define SG_RSET_MAX_EXP 16 /* experiments in one report */
@@ -124,6 +126,11 @@ int sg_rdb_run_experiment(sqlite3 *db, int64_t run_id, int64_t *exp_id);
 const char *sg_rrun_label(const sg_rset_t *s, const sg_rrun_t *r, char *buf,
                           size_t len);
 
+/* The short key of label number k: "A".."Z", "AA".."ZZ", ... Returns
+ * buf.  Figures name variants by key (and a shortened label); the
+ * summary tables give each key its full label. */
+const char *sg_rkey_text(int k, char *buf, size_t len);
+
 /* printf(fmt, v) into buf, or "—" when v is NaN.  Returns buf. */
 const char *sg_rfmt(char *buf, size_t len, const char *fmt, double v);
 /* "1.5 KiB", "12.0 MiB", ... or "—" when NaN.  Returns buf. */
@@ -135,7 +142,7 @@ double sg_rmedian(double *v, size_t n);
 /* A figure drawn by the report: DIR/name.png, DIR/name.svg. */
 typedef struct sg_rfig {
   char name[32];
-  char caption[320]; /* what is plotted and how (smoothing, definitions) */
+  char caption[640]; /* what is plotted and how (smoothing, definitions) */
 } sg_rfig_t;
 
 /* ---- report_summary.c ------------------------------------------------- */
@@ -160,11 +167,18 @@ int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
                       size_t nfigs);
 
 /* The report's runs whose 1-minute load average, before or after the run,
- * exceeded the host's cores (run_info load.*, cores): their ids, ", "
+ * exceeded both the host's cores and the run's own process count
+ * (run_info load.*, cores; runs.processes): a run of 4 processes on 2
+ * cores makes a load of 4 by itself.  Their ids, ", "
  * between, into out (cap bytes, shortened with "..."); the count, or a
  * negative SG_E* code. */
 int sg_report_loaded_runs(sqlite3 *db, const sg_rset_t *s, int single_run, char *out,
                           size_t cap);
+
+/* The loaded-host warning after its heading, one wording for summary.md
+ * and index.html (plain text: the caller escapes it): "N runs (IDS)
+ * started or ended with ...". */
+void sg_report_loaded_text(char *buf, size_t cap, int n, const char *ids);
 
 /* Prepare `sql` or set an error naming the statement. */
 int sg_rdb_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);
@@ -234,5 +248,7 @@ int sg_cmd_show(int argc, char **argv);    /* show.c */
 int sg_cmd_trace(int argc, char **argv);   /* trace.c */
 int sg_cmd_export(int argc, char **argv);  /* export.c */
 int sg_cmd_model(int argc, char **argv);   /* cost_model_cmd.c */
+/* `sgdlab model --what-if` (cost_model_whatif.c): no database, no run. */
+int sg_cmd_model_whatif(int argc, char **argv);
 
 #endif

@@ -4,6 +4,7 @@
  * over the results tables' columns; options come from runs.options_json
  * through SQLite's JSON functions.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -37,47 +38,75 @@ static void copy_str(char *dst, size_t len, const char *src) {
   snprintf(dst, len, "%s", src ? src : "");
 }
 
+/* "file:PATH?QUERY" with PATH percent-encoded (SQLite's URI form). */
+static char *db_uri(const char *path, const char *query) {
+  size_t n = strlen(path);
+  char *u = malloc(3 * n + strlen(query) + 8), *o = u;
+  if (!u) return NULL;
+  o += sprintf(o, "file:");
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+    if (isalnum(*p) || strchr("/-._~", *p)) *o++ = (char)*p;
+    else o += sprintf(o, "%%%02X", *p);
+  }
+  sprintf(o, "?%s", query);
+  return u;
+}
+
+/* Open path read-only (query "mode=ro" or "immutable=1") and count its
+ * experiments and runs tables: 0 with *ntables set, or the SQLite code
+ * of what failed (*db open or NULL; the caller closes it). */
+static int open_ro(sqlite3 **db, const char *path, const char *query, int *ntables) {
+  sqlite3_stmt *st = NULL;
+  char *uri = db_uri(path, query);
+  if (!uri) return SQLITE_NOMEM;
+  int rc = sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+  free(uri);
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_busy_timeout(*db, 5000); /* a run may be committing right now */
+  rc = sqlite3_prepare_v2(*db,
+                          "SELECT count(*) FROM sqlite_master WHERE type='table'"
+                          " AND name IN ('experiments','runs')",
+                          -1, &st, NULL);
+  if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    *ntables = sqlite3_column_int(st, 0);
+    rc = SQLITE_OK;
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Readers never write: mode=ro, and where the -shm that WAL needs cannot
+ * be made (a directory this user cannot write), immutable=1, which reads
+ * the file as it is on disk. */
 int sg_rdb_open(sqlite3 **out, const char *path) {
   struct stat sb;
   sqlite3 *db = NULL;
-  sqlite3_stmt *st = NULL;
-  int rc = SG_OK;
+  int rc = SG_OK, n = 0, e;
   *out = NULL;
   if (stat(path, &sb) != 0)
     return sg_err_set(SG_ENOTFOUND, "cannot open database %s: %s", path,
                       strerror(errno));
-  /* Keep the file's views current for sqlite3 users (only when it is
-   * ours and writable; else this connection gets TEMP views below). */
-  sg_views_ensure(path);
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-    rc = sg_err_set(SG_EIO, "cannot open database %s: %s", path,
-                    db ? sqlite3_errmsg(db) : "out of memory");
+  e = open_ro(&db, path, "mode=ro", &n);
+  if ((e & 0xff) == SQLITE_CANTOPEN || (e & 0xff) == SQLITE_READONLY) {
+    sqlite3_close(db);
+    db = NULL;
+    e = open_ro(&db, path, "immutable=1", &n);
+  }
+  if (e != SQLITE_OK) {
+    rc = sg_err_set(SG_EFORMAT, "%s is not a readable SQLite database: %s", path,
+                    db ? sqlite3_errmsg(db) : sqlite3_errstr(e));
     goto fail;
   }
-  sqlite3_busy_timeout(db, 5000); /* a run may be committing right now */
-  /* An sgdlab database has a runs table; anything else is the wrong file. */
-  if (sqlite3_prepare_v2(db,
-                         "SELECT count(*) FROM sqlite_master WHERE type='table'"
-                         " AND name IN ('experiments','runs')",
-                         -1, &st, NULL) != SQLITE_OK ||
-      sqlite3_step(st) != SQLITE_ROW) {
-    rc = sg_err_set(SG_EFORMAT, "%s is not a readable SQLite database: %s",
-                    path, sqlite3_errmsg(db));
-    goto fail;
-  }
-  if (sqlite3_column_int(st, 0) != 2) {
+  if (n != 2) {
     rc = sg_err_set(SG_EFORMAT,
                     "%s is not an sgdlab results database (no experiments/runs"
                     " tables)", path);
     goto fail;
   }
-  sqlite3_finalize(st);
-  st = NULL;
   SG_TRY(sg_views_ready(db));
   *out = db;
   return SG_OK;
 fail:
-  sqlite3_finalize(st);
   sqlite3_close(db);
   return rc;
 }
@@ -428,6 +457,36 @@ fail:
   return rc;
 }
 
+/* runs[i].key for every run: labels numbered in order of first appearance
+ * (`first` holds, per key so far, a run with that label). */
+static int assign_keys(sg_rset_t *s) {
+  size_t *first = calloc(s->n ? s->n : 1, sizeof *first), nkeys = 0;
+  char a[256], b[256];
+  if (!first) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  for (size_t i = 0; i < s->n; i++) {
+    size_t k = 0;
+    sg_rrun_label(s, &s->runs[i], a, sizeof a);
+    while (k < nkeys && strcmp(a, sg_rrun_label(s, &s->runs[first[k]], b, sizeof b))) k++;
+    if (k == nkeys) first[nkeys++] = i;
+    s->runs[i].key = (int)k;
+  }
+  free(first);
+  return SG_OK;
+}
+
+const char *sg_rkey_text(int k, char *buf, size_t len) {
+  char rev[16];
+  int n = 0;
+  do { /* bijective base 26: A..Z, AA..ZZ, AAA.. */
+    rev[n++] = (char)('A' + k % 26);
+    k = k / 26 - 1;
+  } while (k >= 0 && n < (int)sizeof rev);
+  size_t at = 0;
+  while (n > 0 && at + 1 < len) buf[at++] = rev[--n];
+  if (len) buf[at] = '\0';
+  return buf;
+}
+
 int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
                  sg_rset_t **out) {
   sg_rset_t *s = NULL;
@@ -461,6 +520,7 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
       if (!strcmp(s->runs[i].variant, s->runs[j].variant) &&
           s->runs[i].workers != s->runs[j].workers)
         s->workers_vary = 1;
+  SG_TRY(assign_keys(s));
   *out = s;
   s = NULL;
 fail:
@@ -534,7 +594,7 @@ int sg_rset_merge(sg_rset_t *into, sg_rset_t **addp) {
   snprintf(into->name + len, sizeof into->name - len, " + %s", add->name);
   into->workers_vary |= add->workers_vary;
   sg_rset_destroy(addp);
-  return SG_OK;
+  return assign_keys(into);
 }
 
 const char *sg_rset_ids_json(const sg_rset_t *s, char *buf, size_t len) {

@@ -11,7 +11,9 @@
  * a link): a user's own files in DIR are never touched, whatever the list
  * says.
  */
+#define _GNU_SOURCE /* O_NOFOLLOW */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "outfile.h"
 #include "report.h"
 
 int sg_rfiles_is_report_name(const char *name) {
@@ -61,25 +64,30 @@ void sg_rfiles_free(sg_rfiles_t *w) {
   memset(w, 0, sizeof *w);
 }
 
-/* Remove the old manifest's files that `w` does not hold. */
-static int prune(const sg_rfiles_t *w, const char *dir, const char *manifest,
-                 int *removed) {
-  char line[512], path[PATH_MAX + 512];
-  FILE *f = fopen(manifest, "r");
-  if (!f) return errno == ENOENT ? SG_OK
-                                 : sg_err_set(SG_EIO, "cannot read %s: %s", manifest,
-                                              strerror(errno));
+/* Remove the old manifest's files that `w` does not hold (dir: opened
+ * with sg_out_dir_open; every name relative to its descriptor). */
+static int prune(const sg_rfiles_t *w, const char *dir, int *removed) {
+  char line[512];
+  int dfd = sg_out_dir_fd(dir);
+  int fd = dfd < 0 ? -1 : openat(dfd, SG_REPORT_MANIFEST, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+  if (!f) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return e == ENOENT ? SG_OK
+                       : sg_err_set(SG_EIO, "cannot read %s/%s: %s", dir, SG_REPORT_MANIFEST,
+                                    strerror(e));
+  }
   while (fgets(line, sizeof line, f)) {
     struct stat sb;
     line[strcspn(line, "\r\n")] = '\0';
     if (!sg_rfiles_is_report_name(line) || listed(w, line)) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, line);
-    if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
-    if (unlink(path) != 0 && errno != ENOENT) {
+    if (fstatat(dfd, line, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) continue;
+    if (unlinkat(dfd, line, 0) != 0 && errno != ENOENT) {
       int e = errno;
       fclose(f);
-      return sg_err_set(SG_EIO, "cannot remove %s (left by an earlier report): %s",
-                        path, strerror(e));
+      return sg_err_set(SG_EIO, "cannot remove %s/%s (left by an earlier report): %s", dir,
+                        line, strerror(e));
     }
     (*removed)++;
   }
@@ -88,20 +96,12 @@ static int prune(const sg_rfiles_t *w, const char *dir, const char *manifest,
 }
 
 int sg_rfiles_commit(const sg_rfiles_t *w, const char *dir, int *removed) {
-  char manifest[PATH_MAX + 64], tmp[PATH_MAX + 80];
-  int n = 0, bad;
-  snprintf(manifest, sizeof manifest, "%s/%s", dir, SG_REPORT_MANIFEST);
-  SG_CHECK(prune(w, dir, manifest, &n));
+  int n = 0;
+  FILE *f;
+  SG_CHECK(prune(w, dir, &n));
   if (removed) *removed = n;
   /* write-then-rename: an interrupted report never leaves half a list */
-  snprintf(tmp, sizeof tmp, "%s.tmp", manifest);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return sg_err_set(SG_EIO, "cannot write %s: %s", tmp, strerror(errno));
+  SG_CHECK(sg_out_fopen(&f, dir, SG_REPORT_MANIFEST));
   for (size_t i = 0; i < w->n; i++) fprintf(f, "%s\n", w->names[i]);
-  bad = ferror(f);
-  if (fclose(f) != 0 || bad || rename(tmp, manifest) != 0) {
-    unlink(tmp);
-    return sg_err_set(SG_EIO, "cannot write %s", manifest);
-  }
-  return SG_OK;
+  return sg_out_fclose(f);
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "outfile.h"
 #include "escape.h"
 #include "report.h"
 
@@ -48,6 +49,16 @@ static void text_cell(page_t *p, const char *s) {
   fputs("</td>", p->f);
 }
 
+/* A variant's key (the figures name variants by it) and its label, which
+ * may wrap: long labels would otherwise widen the table past the page. */
+static void key_label_cells(page_t *p, const sg_rrun_t *r, const char *label) {
+  char key[16];
+  fprintf(p->f, "<td class=\"key\">%s</td><td class=\"lab\">",
+          sg_rkey_text(r->key, key, sizeof key));
+  esc(p, label);
+  fputs("</td>", p->f);
+}
+
 /* <table class="sortable" id="tbl-ID"><thead>...: headers separated by |,
  * a leading '#' marks a numeric (right-aligned) column. */
 static void table_head(page_t *p, const char *id, const char *heads) {
@@ -67,7 +78,7 @@ static void table_end(page_t *p) { fputs("</tbody></table></div>\n", p->f); }
 static const char STYLE[] =
     "body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;"
     "color:#1b1f24;background:#f6f7f9}\n"
-    "main,header>*{max-width:1240px;margin-left:auto;margin-right:auto;"
+    "main,header>*{max-width:1320px;margin-left:auto;margin-right:auto;"
     "padding-left:20px;padding-right:20px}\n"
     "main{padding-top:8px;padding-bottom:40px}\n"
     "header{background:#1f3a5f;color:#fff;padding:18px 0}\n"
@@ -82,7 +93,10 @@ static const char STYLE[] =
     "th,td{border:1px solid #d5dae1;padding:3px 8px;text-align:left;vertical-align:top;"
     "white-space:nowrap}\n"
     "td.wrap{white-space:normal;min-width:16em}\n"
-    "th{background:#eef1f5;white-space:nowrap}\n"
+    "td.lab{white-space:normal;min-width:9em;max-width:22em}\n"
+    "td.key{font-weight:600;text-align:center}\n"
+    "td.opts{white-space:normal;min-width:20em}td.opts span{white-space:nowrap;margin-right:.6em}\n"
+    "th{background:#eef1f5;white-space:normal;min-width:3em}\n"
     "table.js th{cursor:pointer;user-select:none}\n"
     "table.js th:after{content:' \\2195';color:#9aa4b1}\n"
     "th[aria-sort=ascending]:after{content:' \\25B2';color:#1f3a5f}\n"
@@ -92,6 +106,8 @@ static const char STYLE[] =
     ".bad{color:#b3261e;font-weight:600}\n"
     ".note{color:#4a5563;font-size:13px;max-width:980px}\n"
     ".warn{color:#8a1c1c;font-size:13px;max-width:980px}\n"
+    ".warn.top{font-size:14px;background:#fdecea;border:1px solid #f2b8b5;padding:8px 12px;"
+    "max-width:none}\n"
     "figure{background:#fff;border:1px solid #d5dae1;margin:12px 0;padding:10px}\n"
     "figure svg{width:100%;max-width:1000px;height:auto;display:block}\n"
     "figcaption{color:#4a5563;font-size:13px;margin-top:6px}\n"
@@ -186,14 +202,14 @@ static int summary_table(page_t *p) {
   char b[160], lab[256];
   SG_CHECK(sg_rrows(s, &rows, &n));
   fprintf(p->f, "<section id=\"summary\"><h2>Summary</h2>\n");
-  snprintf(b, sizeof b, "variant|#workers|#runs|status|#time to %.3g acc (s)|"
+  snprintf(b, sizeof b, "key|variant|#workers|#runs|status|#time to %.3g acc (s)|"
            "#final accuracy|#samples/s|#bytes/step, busiest rank", s->target);
   table_head(p, "summary", b);
   for (size_t g = 0; g < n; g++) {
     const sg_rrow_t *w = &rows[g];
     const sg_rrun_t *r = &s->runs[w->first];
     fputs("<tr>", p->f);
-    text_cell(p, r->variant);
+    key_label_cells(p, r, r->variant);
     snprintf(b, sizeof b, "%d", r->workers);
     num_cell(p, r->workers, b);
     snprintf(b, sizeof b, "%d", w->runs);
@@ -235,10 +251,10 @@ static void runs_table(page_t *p) {
   int errors = 0;
   for (size_t i = 0; i < s->n; i++) errors |= *s->runs[i].error != '\0';
   fprintf(p->f, "<section id=\"runs\"><h2>Runs</h2>\n");
-  table_head(p, "runs", errors ? "#run|variant|#N|#rep|status|#wall (s)|"
+  table_head(p, "runs", errors ? "#run|key|variant|#N|#rep|status|#wall (s)|"
                                  "#to target (s)|#final acc|#samples/s|"
                                  "#bytes/step|#compute ms|#comm ms|#wait ms|error"
-                               : "#run|variant|#N|#rep|status|#wall (s)|"
+                               : "#run|key|variant|#N|#rep|status|#wall (s)|"
                                  "#to target (s)|#final acc|#samples/s|"
                                  "#bytes/step|#compute ms|#comm ms|#wait ms");
   for (size_t i = 0; i < s->n; i++) {
@@ -246,7 +262,7 @@ static void runs_table(page_t *p) {
     fputs("<tr>", p->f);
     snprintf(b, sizeof b, "%lld", (long long)r->id);
     num_cell(p, (double)r->id, b);
-    text_cell(p, sg_rrun_label(s, r, lab, sizeof lab));
+    key_label_cells(p, r, sg_rrun_label(s, r, lab, sizeof lab));
     snprintf(b, sizeof b, "%d", r->workers);
     num_cell(p, r->workers, b);
     snprintf(b, sizeof b, "%d", r->repeat);
@@ -396,17 +412,16 @@ fail:
   return rc;
 }
 
-/* Runs that ran on a host busier than its cores: one warning line. */
+/* Runs that ran on a host busier than they make it: one warning line,
+ * first on the page. */
 static int loaded_warning(page_t *p) {
-  char ids[512];
+  char ids[512], text[1024];
   int n = sg_report_loaded_runs(p->db, p->s, p->single_run, ids, sizeof ids);
   if (n <= 0) return n;
-  fprintf(p->f, "<p class=\"warn\"><strong>Loaded host:</strong> %d run%s (", n,
-          n == 1 ? "" : "s");
-  esc(p, ids);
-  fputs(") started or ended with a 1-minute load average above the host's core count"
-        " (run_info load.before / load.after &gt; cores): their times are suspect.</p>\n",
-        p->f);
+  sg_report_loaded_text(text, sizeof text, n, ids);
+  fputs("<p class=\"warn top\"><strong>Warning: loaded host.</strong> ", p->f);
+  esc(p, text);
+  fputs("</p>\n", p->f);
   return SG_OK;
 }
 
@@ -416,7 +431,6 @@ static int environment(page_t *p) {
   int rc = SG_OK;
   char b[32];
   fputs("<section id=\"environment\"><h2>Environment</h2>\n", p->f);
-  SG_TRY(loaded_warning(p));
   SG_TRY(sg_rdb_prepare(p->db,
                         "SELECT id, name, started_at, host, version FROM experiments"
                         " WHERE id IN (SELECT value FROM json_each(?1)) ORDER BY id",
@@ -560,45 +574,58 @@ static int optm_differs(const optm_t *m, size_t nruns, size_t k) {
   return 0;
 }
 
+/* Key k is shown: not an internal one (_label, ...). */
+static int optm_shown(const optm_t *m, size_t k) { return m->keys[k][0] != '_'; }
+
+/* One row per run: its id, key, label and the options that differ, as
+ * key=value items that wrap (a column per option would not fit a page:
+ * the quickstart's runs differ in 25). */
+static void options_rows(page_t *p, const optm_t *m) {
+  const sg_rset_t *s = p->s;
+  char lab[256], b[32];
+  table_head(p, "options", "#run|key|variant|options that differ");
+  for (size_t r = 0; r < s->n; r++) {
+    fputs("<tr>", p->f);
+    snprintf(b, sizeof b, "%lld", (long long)s->runs[r].id);
+    num_cell(p, (double)s->runs[r].id, b);
+    key_label_cells(p, &s->runs[r], sg_rrun_label(s, &s->runs[r], lab, sizeof lab));
+    fputs("<td class=\"opts\">", p->f);
+    for (size_t k = 0; k < m->nkeys; k++) {
+      const char *v = m->val[r * m->cap + k];
+      if (!optm_shown(m, k) || !optm_differs(m, s->n, k)) continue;
+      fputs("<span><code>", p->f);
+      esc(p, m->keys[k]);
+      fputs("</code>=", p->f);
+      esc(p, v ? v : "\xe2\x80\x94");
+      fputs("</span> ", p->f);
+    }
+    fputs("</td></tr>\n", p->f);
+  }
+  table_end(p);
+}
+
 static int options_diff(page_t *p) {
   const sg_rset_t *s = p->s;
   optm_t m = {0};
-  char lab[256], b[32];
-  int rc = SG_OK, ndiff = 0;
+  int rc = SG_OK, ndiff = 0, nsame = 0;
   SG_TRY(optm_load(p, &m));
   fputs("<section id=\"options\"><h2>Options</h2>\n", p->f);
-  for (size_t k = 0; k < m.nkeys; k++) ndiff += optm_differs(&m, s->n, k);
+  for (size_t k = 0; k < m.nkeys; k++) {
+    if (!optm_shown(&m, k)) continue;
+    if (optm_differs(&m, s->n, k)) ndiff++;
+    else nsame++;
+  }
   if (ndiff) {
     fprintf(p->f, "<p class=\"note\">The %d option%s that differ between the runs"
                   " (&mdash;: not set in that run).</p>\n", ndiff, ndiff == 1 ? "" : "s");
-    fprintf(p->f, "<div class=\"scroll\"><table class=\"sortable\" id=\"tbl-options\">"
-                  "<thead><tr><th class=\"n\">run</th><th>variant</th>");
-    for (size_t k = 0; k < m.nkeys; k++) {
-      if (!optm_differs(&m, s->n, k)) continue;
-      fputs("<th>", p->f);
-      esc(p, m.keys[k]);
-      fputs("</th>", p->f);
-    }
-    fputs("</tr></thead><tbody>\n", p->f);
-    for (size_t r = 0; r < s->n; r++) {
-      fputs("<tr>", p->f);
-      snprintf(b, sizeof b, "%lld", (long long)s->runs[r].id);
-      num_cell(p, (double)s->runs[r].id, b);
-      text_cell(p, sg_rrun_label(s, &s->runs[r], lab, sizeof lab));
-      for (size_t k = 0; k < m.nkeys; k++) {
-        const char *v = m.val[r * m.cap + k];
-        if (optm_differs(&m, s->n, k)) text_cell(p, v ? v : "\xe2\x80\x94");
-      }
-      fputs("</tr>\n", p->f);
-    }
-    table_end(p);
+    options_rows(p, &m);
   } else {
     fprintf(p->f, "<p class=\"note\">No option differs between the runs.</p>\n");
   }
-  if ((size_t)ndiff < m.nkeys) {
+  if (nsame) {
     fputs("<h3>The same in every run</h3>\n<div class=\"same\">", p->f);
     for (size_t k = 0; k < m.nkeys; k++) {
-      if (optm_differs(&m, s->n, k)) continue;
+      if (!optm_shown(&m, k) || optm_differs(&m, s->n, k)) continue;
       fputs("<div><code>", p->f);
       esc(p, m.keys[k]);
       fputs("</code> = <code>", p->f);
@@ -626,16 +653,15 @@ static void failed_note(page_t *p) {
 int sg_report_html(sqlite3 *db, const char *db_path, const sg_rset_t *s,
                    int single_run, const char *dir, const sg_rfig_t *figs,
                    size_t nfigs) {
-  char path[PATH_MAX + 16], nonce[33];
+  char nonce[33];
   page_t p = {.db = db, .s = s, .single_run = single_run};
-  int rc = SG_OK, bad;
+  int rc = SG_OK;
   sg_rset_ids_json(s, p.ids, sizeof p.ids);
   SG_CHECK(make_nonce(nonce));
-  snprintf(path, sizeof path, "%s/index.html", dir);
-  if (!(p.f = fopen(path, "w")))
-    return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
+  SG_CHECK(sg_out_fopen(&p.f, dir, "index.html"));
   head(&p, db_path, nonce);
   if (s->n) {
+    SG_TRY(loaded_warning(&p));
     SG_TRY(summary_table(&p));
     failed_note(&p);
     runs_table(&p);
@@ -650,8 +676,7 @@ int sg_report_html(sqlite3 *db, const char *db_path, const sg_rset_t *s,
   fprintf(p.f, "</main>\n<script nonce=\"%s\">\n%s</script>\n</body></html>\n", nonce,
           SCRIPT);
 fail:
-  bad = ferror(p.f);
-  if (fclose(p.f) != 0 || bad)
-    if (rc == SG_OK) rc = sg_err_set(SG_EIO, "cannot write %s", path);
+  if (rc < 0) sg_out_discard(p.f);
+  else rc = sg_out_fclose(p.f);
   return rc;
 }

@@ -14,6 +14,7 @@
 
 #include "cost_model.h"
 #include "err.h"
+#include "outfile.h"
 #include "report.h"
 
 /* Text from the database in Markdown, a table cell or prose: what
@@ -95,14 +96,14 @@ static int run_table(FILE *f, const sg_rset_t *s) {
   char buf[64];
   SG_CHECK(sg_rrows(s, &rows, &nrows));
   fprintf(f,
-          "| variant | workers | runs | status | time to %.3g acc (s) |"
+          "| key | variant | workers | runs | status | time to %.3g acc (s) |"
           " final accuracy | samples/s | bytes/step, busiest rank |\n"
-          "|---|---:|---:|---|---:|---:|---:|---:|\n",
+          "|---|---|---:|---:|---|---:|---:|---:|---:|\n",
           s->target);
   for (size_t g = 0; g < nrows; g++) {
     const sg_rrow_t *w = &rows[g];
     const sg_rrun_t *ri = &s->runs[w->first];
-    fputs("| ", f);
+    fprintf(f, "| %s | ", sg_rkey_text(ri->key, buf, sizeof buf));
     md_text(f, ri->variant);
     fprintf(f, " | %d | %d | ", ri->workers, w->runs);
     if (w->ok == w->runs) fputs("ok", f);
@@ -205,7 +206,7 @@ int sg_report_loaded_runs(sqlite3 *db, const sg_rset_t *s, int single_run, char 
       "   (SELECT value FROM json_each(?2))))"
       " AND EXISTS (SELECT 1 FROM run_info l WHERE l.run_id = r.id"
       "   AND l.key IN ('load.before', 'load.after')"
-      "   AND CAST(l.value AS REAL) > CAST(c.value AS REAL))"
+      "   AND CAST(l.value AS REAL) > max(CAST(c.value AS REAL), r.processes))"
       " ORDER BY r.id",
       &st));
   sqlite3_bind_int64(st, 1, single_run && s->n ? s->runs[0].id : -1);
@@ -224,15 +225,22 @@ fail:
   return rc;
 }
 
-/* A warning line when some runs ran on a host busier than its cores. */
+void sg_report_loaded_text(char *buf, size_t cap, int n, const char *ids) {
+  snprintf(buf, cap, "%d run%s (%s) started or ended with a 1-minute load average above both"
+           " the host's cores and the run's own process count: other work competed for the"
+           " CPUs, so their times are suspect (run_info load.before, load.after, cores;"
+           " runs.processes).", n, n == 1 ? "" : "s", ids);
+}
+
+/* A warning line when some runs ran on a host busier than they make it. */
 static int loaded_warning(FILE *f, sqlite3 *db, const sg_rset_t *s, int single_run) {
-  char ids[512];
+  char ids[512], text[1024];
   int n = sg_report_loaded_runs(db, s, single_run, ids, sizeof ids);
   if (n <= 0) return n;
-  fprintf(f, "\n**Warning: loaded host.** %d run%s (%s) started or ended with a 1-minute"
-             " load average above the host's core count (run_info load.before / load.after"
-             " > cores): other work shared the CPUs, so their times are suspect.\n",
-          n, n == 1 ? "" : "s", ids);
+  sg_report_loaded_text(text, sizeof text, n, ids);
+  fputs("\n**Warning: loaded host.** ", f);
+  md_text(f, text);
+  fputc('\n', f);
   return SG_OK;
 }
 
@@ -274,12 +282,9 @@ fail:
 int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
                       int single_run, const char *dir, const sg_rfig_t *figs,
                       size_t nfigs) {
-  char path[PATH_MAX];
   FILE *f;
-  int rc = SG_OK, bad;
-  snprintf(path, sizeof path, "%s/summary.md", dir);
-  f = fopen(path, "w");
-  if (!f) return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
+  int rc = SG_OK;
+  SG_CHECK(sg_out_fopen(&f, dir, "summary.md"));
   if (single_run && s->n)
     fprintf(f, "# Run %lld of experiment ", (long long)s->runs[0].id);
   else
@@ -299,6 +304,7 @@ int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
   fputs(". Database: ", f);
   md_text(f, db_path);
   fputs(". Drawn by `sgdlab report` from the database alone.\n", f);
+  if (s->n) SG_TRY(loaded_warning(f, db, s, single_run));
 
   if (s->n) {
     fprintf(f, "\n## Runs\n\n");
@@ -324,7 +330,6 @@ int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
             " MPI_Allreduce where the transport counters cannot see them.\n",
             s->target, s->target);
     failed_runs(f, s);
-    SG_TRY(loaded_warning(f, db, s, single_run));
   } else {
     fprintf(f, "\nNo training runs in this experiment.\n");
   }
@@ -342,8 +347,7 @@ int sg_report_summary(sqlite3 *db, const char *db_path, const sg_rset_t *s,
   }
   SG_TRY(info_table(f, db, s, single_run));
 fail:
-  bad = ferror(f);
-  if (fclose(f) != 0 || bad)
-    if (rc == SG_OK) rc = sg_err_set(SG_EIO, "cannot write %s", path);
+  if (rc < 0) sg_out_discard(f);
+  else rc = sg_out_fclose(f);
   return rc;
 }

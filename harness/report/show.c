@@ -331,12 +331,50 @@ static int show_pairs(sqlite3 *db, const char *title, const char *sql, int64_t r
 }
 
 /* The run's header: experiment, variant, the runs row, the summary. */
+/* Whether run_id's ranks ran on an emulated cluster (ranks.cluster_host;
+ * a database older than that column has none). */
+static int has_cluster_ranks(sqlite3 *db, int64_t run_id) {
+  sqlite3_stmt *st = NULL;
+  int yes = 0;
+  if (sqlite3_prepare_v2(db, "SELECT count(*) FROM ranks WHERE run_id = ?1 AND"
+                             " cluster_host IS NOT NULL", -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(st, 1, run_id);
+    yes = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0;
+  }
+  sqlite3_finalize(st);
+  return yes;
+}
+
+/* "placement  emulated cluster NAME: h0 rank 0 server, h1 rank 1 worker, ..." */
+static void show_placement(sqlite3 *db, int64_t run_id) {
+  sqlite3_stmt *st = NULL;
+  char t[256];
+  int n = 0;
+  if (!has_cluster_ranks(db, run_id) ||
+      sqlite3_prepare_v2(db, "SELECT (SELECT value FROM run_info WHERE run_id = ?1 AND"
+                             " key = 'cluster.name'), rank, role, cluster_host FROM ranks"
+                             " WHERE run_id = ?1 ORDER BY rank", -1, &st, NULL) != SQLITE_OK) {
+    sqlite3_finalize(st);
+    return;
+  }
+  sqlite3_bind_int64(st, 1, run_id);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    if (!n++)
+      printf("  %-16s emulated cluster %s:", "placement", tty(t, sizeof t, sg_rdb_text(st, 0)));
+    printf("%s %s", n > 1 ? "," : "", tty(t, sizeof t, sg_rdb_text(st, 3)));
+    printf(" rank %d %s", sqlite3_column_int(st, 1), tty(t, sizeof t, sg_rdb_text(st, 2)));
+  }
+  if (n) putchar('\n');
+  sqlite3_finalize(st);
+}
+
 static int show_run_head(sqlite3 *db, const sg_rset_t *s, const sg_rrun_t *r) {
   char buf[64], t1[1024];
   printf("run %lld of experiment %lld (%s)\n", (long long)r->id,
          (long long)r->experiment_id, tty(t1, sizeof t1, s->name));
   printf("  %-16s %s\n", "variant", tty(t1, sizeof t1, r->variant));
   SG_CHECK(show_run_row(db, r->id));
+  show_placement(db, r->id);
   printf("  %-16s %s\n", "final_acc", sg_rfmt(buf, sizeof buf, "%.4f", r->final_acc));
   printf("  %-16s %s\n", "samples_per_s",
          sg_rfmt(buf, sizeof buf, "%.1f", r->samples_per_s));
@@ -359,9 +397,14 @@ static int show_run(sqlite3 *db, int64_t run_id) {
                     " FROM runs r, json_each(r.options_json) j"
                     " WHERE r.id = ?1 AND json_valid(r.options_json)",
                     run_id, "none recorded"));
+  /* a cluster run's ranks: the emulated host and address each ran on
+   * (every rank's `host` is this machine's name there) */
   SG_TRY(print_query(db, "ranks",
-                     "SELECT rank, role, host, pid FROM ranks WHERE run_id = ?1"
-                     " ORDER BY rank",
+                     has_cluster_ranks(db, run_id)
+                         ? "SELECT rank, role, cluster_host AS host, address, pid FROM ranks"
+                           " WHERE run_id = ?1 ORDER BY rank"
+                         : "SELECT rank, role, host, pid FROM ranks WHERE run_id = ?1"
+                           " ORDER BY rank",
                      run_id, "no ranks recorded"));
   SG_TRY(show_pairs(db, "info", "SELECT key, value FROM run_info WHERE run_id = ?1 ORDER BY key",
                     run_id, "no run info recorded"));

@@ -19,6 +19,7 @@
 
 #include "db_path.h"
 #include "err.h"
+#include "outfile.h"
 #include "escape.h"
 #include "report.h"
 
@@ -316,13 +317,13 @@ static int trace_parse(int argc, char **argv, trace_args_t *a) {
 static int trace_to(const char *path, int html, sqlite3 *db, int64_t id, long long *n) {
   FILE *f = stdout;
   int rc = SG_OK;
-  if (path && !(f = fopen(path, "w")))
-    return sg_err_set(SG_EIO, "cannot write %s: %s", path, strerror(errno));
+  if (path) SG_CHECK(sg_out_fopen_path(&f, path)); /* outfile.h: ours, renamed into place */
   SG_TRY(html ? write_html(f, db, id, n) : write_trace(f, db, id, n));
   if (fflush(f) != 0 || ferror(f))
     rc = sg_err_set(SG_EIO, "cannot write %s", path ? path : "standard output");
 fail:
-  if (path && fclose(f) != 0 && rc == SG_OK) rc = sg_err_set(SG_EIO, "cannot write %s", path);
+  if (path && rc < 0) sg_out_discard(f);
+  else if (path) rc = sg_out_fclose(f);
   return rc;
 }
 
@@ -333,6 +334,10 @@ int sg_cmd_trace(int argc, char **argv) {
   int rc = trace_parse(argc, argv, &a);
   if (rc) return rc == 1 ? 0 : 2;
   sg_err_clear();
+  if ((a.out && sg_out_check_path(a.out) < 0) || (a.html && sg_out_check_path(a.html) < 0)) {
+    fprintf(stderr, "sgdlab trace: %s\n", sg_err_msg()); /* before anything is written */
+    return 2;
+  }
   SG_TRY(sg_rdb_open(&db, a.db_path));
   if (a.out || !a.html) SG_TRY(trace_to(a.out, 0, db, a.id, &n));
   if (a.out) fprintf(stderr, "trace: %s: %lld slices of run %lld\n", a.out, n, a.id);

@@ -48,31 +48,24 @@ typedef struct admit {
 static double dense_bytes(int64_t n, int64_t d) { return 4.0 * (double)n * (double)d + 4.0 * (double)n; }
 static double csr_bytes(int64_t n, double nnz) { return 8.0 * ((double)n + 1) + 8.0 * nnz + 4.0 * (double)n; }
 
-/* <dir>/<base>.gz, else <dir>/<base> (as the ranks look for them). */
-static int idx_file(char *out, size_t cap, const char *dir, const char *base) {
-  snprintf(out, cap, "%s/%s.gz", dir, base);
-  if (access(out, R_OK) == 0) return SG_OK;
-  snprintf(out, cap, "%s/%s", dir, base);
-  if (access(out, R_OK) == 0) return SG_OK;
-  return sg_err_set(SG_ENOTFOUND, "%s: no %s[.gz] (set data_dir, or install the dataset)", dir, base);
-}
-
 static int64_t limited(int64_t n, int64_t lim) { return lim > 0 && lim < n ? lim : n; }
 
 static int probe_idx(const sg_opts_t *o, dsinfo_t *di) {
   char dflt[256], ti[1024], ei[1024], lab[1024];
   int64_t ltrain = 0, ltest = 0, dt = 0;
-  const char *dir = sg_opts_str_or(o, "data_dir", "");
-  if (!*dir) {
-    snprintf(dflt, sizeof dflt, "/usr/share/datasets/%s", sg_opts_str_or(o, "dataset", ""));
+  const char *dir = sg_opts_str_or(o, "data_dir", ""), *ds = sg_opts_str_or(o, "dataset", "");
+  int given = *dir != '\0';
+  if (!given) {
+    snprintf(dflt, sizeof dflt, "/usr/share/datasets/%s", ds);
     dir = dflt;
   }
   SG_CHECK(sg_opts_int(o, "train_samples", &ltrain));
   SG_CHECK(sg_opts_int(o, "test_samples", &ltest));
-  SG_CHECK(idx_file(ti, sizeof ti, dir, "train-images-idx3-ubyte"));
-  SG_CHECK(idx_file(lab, sizeof lab, dir, "train-labels-idx1-ubyte"));
-  SG_CHECK(idx_file(ei, sizeof ei, dir, "t10k-images-idx3-ubyte"));
-  SG_CHECK(idx_file(lab, sizeof lab, dir, "t10k-labels-idx1-ubyte"));
+  /* as the ranks look for them (sg_idx_find) */
+  SG_CHECK(sg_idx_find(ti, sizeof ti, dir, "train-images-idx3-ubyte", ds, given));
+  SG_CHECK(sg_idx_find(lab, sizeof lab, dir, "train-labels-idx1-ubyte", ds, given));
+  SG_CHECK(sg_idx_find(ei, sizeof ei, dir, "t10k-images-idx3-ubyte", ds, given));
+  SG_CHECK(sg_idx_find(lab, sizeof lab, dir, "t10k-labels-idx1-ubyte", ds, given));
   SG_CHECK(sg_dataset_probe_idx(ti, &di->ntrain, &di->d));
   SG_CHECK(sg_dataset_probe_idx(ei, &di->ntest, &dt));
   if (dt != di->d)

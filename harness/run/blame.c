@@ -19,12 +19,13 @@ void run_rank_name(const serve_t *s, int r, char *out, size_t cap) {
 
 void run_fail(serve_t *s, const char *fmt, ...) {
   if (s->error[0]) return; /* the first cause wins */
+  char raw[sizeof s->error];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(s->error, sizeof s->error, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
-  for (char *c = s->error; *c; c++)
-    if (*c == '\n') *c = ' ';
+  /* one printable line: a rank's message (or a forged record's) is data */
+  sg_printable(s->error, sizeof s->error, raw);
 }
 
 /* The rank a failed DONE blames (its blamed field, set by the engine

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "admit.h"
 #include "db_path.h"
@@ -27,9 +28,11 @@ static void run_usage(FILE *f) {
           "  --db PATH        results database (default %s)\n"
           "  -H HOSTS         mpirun host list host:slots,... (same as --set hosts=...)\n"
           "  -n, --dry-run    validate and list the resolved runs; launch nothing\n"
+          "                   (with --resume: the runs --resume would run)\n"
           "  --resume         run only the runs of the latest experiment of this name\n"
           "                   and file text (same --set options) in --db that are not\n"
-          "                   ok: pending (never started), interrupted or failed\n"
+          "                   ok: pending (never started), interrupted or failed; a run\n"
+          "                   another sgdlab is running, or claims first, is skipped\n"
           "  --force          run even when a run's memory estimate exceeds what this\n"
           "                   host has available (hard process limits still refuse)\n"
           "  -q, --quiet      print nothing but errors (one line per failed run)\n"
@@ -39,6 +42,9 @@ static void run_usage(FILE *f) {
           "                   show its check catches it (ring-skip: the ring drops a\n"
           "                   chunk; gossip-no-average: exchange without averaging)\n"
           "  -h, --help       this help\n"
+          "Long options take their value as --opt VALUE or --opt=VALUE.  The number of\n"
+          "worker processes is the experiment key workers: --set workers=4 (not mpirun's\n"
+          "-np 4; -n is --dry-run).\n"
           "\n"
           "On a terminal a status line shows the run (i/n, engine and variant),\n"
           "epoch, step/total, last test accuracy and elapsed time; every run ends\n"
@@ -109,7 +115,10 @@ static int plan_rows(sg_recorder_t *db, int64_t exp_id, const sg_experiment_t *x
     while (j < nhave && (!have[j].options_json || strcmp(have[j].options_json, json))) j++;
     int rc = SG_OK;
     if (j < nhave) { /* each row answers for one run: identical runs take one each */
-      ids[i] = strcmp(have[j].status, "ok") ? have[j].id : -1;
+      /* ok: done; running: another harness runs it (reconciliation, at
+       * open, has failed the rows of dead harnesses of this host) */
+      int done = !strcmp(have[j].status, "ok") || !strcmp(have[j].status, "running");
+      ids[i] = done ? -1 : have[j].id;
       free(have[j].options_json);
       have[j].options_json = NULL;
     } else {
@@ -143,26 +152,74 @@ typedef struct run_args {
   char **sets;     /* --set values (the -H one included) */
   char *hosts_set; /* "hosts=..." from -H */
   const char *plant; /* --plant-bug: tests only */
+  const char *habit, *habit_n; /* an mpirun process count: "-np", "4" */
 } run_args_t;
 
-/* Parse argv into *a: 0, or the exit code (-1: --help shown, exit 0). */
+/* mpirun's and other launchers' process-count options: the option's
+ * name (its value, when written --opt=value, into *val), or NULL. */
+static const char *count_option(const char *o, const char **val) {
+  static const char *const names[] = {"-np", "--np", "-N", "--workers", "-workers", "-w", NULL};
+  for (int i = 0; names[i]; i++) {
+    size_t n = strlen(names[i]);
+    if (strncmp(o, names[i], n)) continue;
+    if (o[n] == '\0') return names[i];
+    if (o[n] == '=') return *val = o + n + 1, names[i];
+  }
+  return NULL;
+}
+
+/* A whole non-negative number ("4"), not a file of that name. */
+static int looks_like_count(const char *s) {
+  if (!*s || strspn(s, "0123456789") != strlen(s)) return 0;
+  return access(s, F_OK) != 0;
+}
+
+/* What to type instead of an mpirun habit; exit code 2. */
+static int habit_error(const run_args_t *a) {
+  const char *cfg = a->config ? a->config : "CONFIG", *n = a->habit_n ? a->habit_n : "N";
+  if (!strcmp(a->habit, "-n"))
+    fprintf(stderr, "sgdlab run: -n is --dry-run (list the runs, launch nothing), not a process "
+            "count; for %s workers type: sgdlab run %s --set workers=%s\n", n, cfg, n);
+  else
+    fprintf(stderr, "sgdlab run: %s is not an option of sgdlab run; the number of workers is "
+            "the experiment key workers: type: sgdlab run %s --set workers=%s\n", a->habit, cfg,
+            n);
+  return 2;
+}
+
+/* --opt=value: the value of long option `name` in arg o, or NULL. */
+static const char *eq_value(const char *o, const char *name) {
+  size_t n = strlen(name);
+  return !strncmp(o, name, n) && o[n] == '=' ? o + n + 1 : NULL;
+}
+
+/* Parse argv into *a: 0, or the exit code (-1: --help shown, exit 0).
+ * Every long option that takes a value takes it as --opt=value too. */
 static int parse_args(int argc, char **argv, run_args_t *a) {
   for (int i = 1; i < argc; i++) {
-    const char *o = argv[i];
+    const char *o = argv[i], *v = NULL;
     if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
       run_usage(stdout);
       return -1;
+    } else if ((v = count_option(o, &a->habit_n))) {
+      a->habit = v;
+      if (!strchr(o, '=') && i + 1 < argc && looks_like_count(argv[i + 1])) a->habit_n = argv[++i];
     } else if (!strcmp(o, "--set") && i + 1 < argc) a->sets[a->nsets++] = argv[++i];
-    else if (!strncmp(o, "--set=", 6)) a->sets[a->nsets++] = (char *)o + 6;
+    else if ((v = eq_value(o, "--set"))) a->sets[a->nsets++] = (char *)v;
     else if (!strcmp(o, "--db") && i + 1 < argc) a->db_path = argv[++i];
-    else if (!strncmp(o, "--db=", 5)) a->db_path = o + 5;
+    else if ((v = eq_value(o, "--db"))) a->db_path = v;
+    else if ((v = eq_value(o, "--plant-bug"))) a->plant = v;
     else if (!strcmp(o, "-H") && i + 1 < argc) {
       free(a->hosts_set);
       if (!(a->hosts_set = malloc(strlen(argv[i + 1]) + 8))) return 1;
       sprintf(a->hosts_set, "hosts=%s", argv[++i]);
     } else if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) a->quiet = 1;
     else if (!strcmp(o, "-v") || !strcmp(o, "--verbose")) a->verbose = 1;
-    else if (!strcmp(o, "-n") || !strcmp(o, "--dry-run")) a->dry = 1;
+    else if (!strcmp(o, "-n") || !strcmp(o, "--dry-run")) {
+      a->dry = 1;
+      if (!strcmp(o, "-n") && i + 1 < argc && looks_like_count(argv[i + 1]))
+        a->habit = o, a->habit_n = argv[++i]; /* mpirun's -n 4 */
+    }
     else if (!strcmp(o, "--force")) a->force = 1;
     else if (!strcmp(o, "--resume")) a->resume = 1;
     else if (!strcmp(o, "--plant-bug") && i + 1 < argc) a->plant = argv[++i];
@@ -175,6 +232,7 @@ static int parse_args(int argc, char **argv, run_args_t *a) {
       return 2;
     }
   }
+  if (a->habit) return habit_error(a);
   if (!a->config) {
     fprintf(stderr, "sgdlab run: missing CONFIG, the experiment file to run (e.g. sgdlab run "
             "configs/local-softmax.yaml)\n\n");
@@ -189,14 +247,70 @@ static int parse_args(int argc, char **argv, run_args_t *a) {
 static void list_runs(const sg_experiment_t *x, int verbose) {
   for (size_t i = 0; i < x->nruns; i++) {
     const sg_run_spec_t *r = &x->runs[i];
-    printf("[%zu/%zu] %s  processes=%d repeat=%d\n", i + 1, x->nruns, r->label, r->nprocs,
-           r->repeat);
+    char where[256], ranks[2048];
+    sg_run_placement(r, where, sizeof where);
+    printf("[%zu/%zu] %s  processes=%d repeat=%d%s\n", i + 1, x->nruns, r->label, r->nprocs,
+           r->repeat, where);
+    if (verbose && sg_run_placement_ranks(r, ranks, sizeof ranks))
+      printf("  placement: %s\n", ranks);
     if (verbose) {
       char *j = sg_opts_json(r->opts);
       printf("  %s\n", j ? j : "?");
       free(j);
     }
   }
+}
+
+/* The status of run x->runs[i] among the recorded rows (the row each
+ * such run would take, as plan_rows matches them), or "pending" when
+ * --resume would add it. */
+static const char *resume_status(const sg_experiment_t *x, size_t i, sg_run_state_t *have,
+                                 size_t nhave) {
+  char *json = sg_opts_json(x->runs[i].opts);
+  const char *st = "pending";
+  for (size_t j = 0; json && j < nhave; j++)
+    if (have[j].options_json && !strcmp(have[j].options_json, json)) {
+      st = have[j].status;
+      free(have[j].options_json); /* each row answers for one run */
+      have[j].options_json = NULL;
+      break;
+    }
+  free(json);
+  return st;
+}
+
+/* --resume -n: the runs --resume would run, with their status now; the
+ * database is read, nothing is written or launched. */
+static int list_resume(const run_args_t *a, const sg_experiment_t *x) {
+  sg_recorder_t *db = NULL;
+  sg_run_state_t *have = NULL;
+  size_t nhave = 0, todo = 0;
+  int64_t exp_id = 0;
+  const char **st = calloc(x->nruns ? x->nruns : 1, sizeof *st);
+  int code = 0;
+  if (!st) return 1;
+  if (access(a->db_path, F_OK) != 0) {
+    fprintf(stderr, "sgdlab run: --resume: no database %s\n", a->db_path);
+    code = 2;
+  } else if (sg_recorder_open(&db, a->db_path) < 0 ||
+             sg_recorder_find_experiment(db, x->name, x->config_text, &exp_id) < 0 ||
+             sg_recorder_run_states(db, exp_id, &have, &nhave) < 0) {
+    fprintf(stderr, "sgdlab run: --resume: %s\n", sg_err_msg());
+    code = 2;
+  }
+  for (size_t i = 0; !code && i < x->nruns; i++)
+    todo += strcmp(st[i] = resume_status(x, i, have, nhave), "ok") != 0;
+  if (!code)
+    printf("resuming experiment '%s' (id %lld): %zu of %zu runs to do\n", x->name,
+           (long long)exp_id, todo, x->nruns);
+  for (size_t i = 0; !code && i < x->nruns; i++)
+    if (strcmp(st[i], "ok"))
+      printf("[%zu/%zu] %s  processes=%d repeat=%d (%s)\n", i + 1, x->nruns, x->runs[i].label,
+             x->runs[i].nprocs, x->runs[i].repeat, st[i]);
+  sg_recorder_rows_free(&have, nhave);
+  sg_recorder_close(&db);
+  free(st);
+  return code;
 }
 
 /* The experiment's rows: --resume finds them, else every run is recorded
@@ -229,10 +343,11 @@ static int open_rows(const run_args_t *a, sg_recorder_t *db, const sg_experiment
   return 0;
 }
 
-/* Execute every run still to do; returns the exit code. */
+/* Execute every run still to do; returns the exit code.  A run another
+ * harness claimed first (two --resume of one experiment) is skipped. */
 static int run_all(const run_args_t *a, const sg_experiment_t *x, const sg_run_env_t *env,
                    size_t todo) {
-  size_t failed = 0;
+  size_t failed = 0, skipped = 0;
   for (size_t i = 0; i < x->nruns; i++) {
     if (env->run_ids[i] < 0) continue; /* --resume: ok already */
     sg_run_result_t res;
@@ -248,6 +363,12 @@ static int run_all(const run_args_t *a, const sg_experiment_t *x, const sg_run_e
       fprintf(stderr, "sgdlab run: %s\n", sg_err_msg());
       return 1;
     }
+    if (res.skipped) {
+      skipped++;
+      if (!a->quiet)
+        printf("run %lld: another sgdlab claimed it first; skipped\n", (long long)res.run_id);
+      continue;
+    }
     if (!res.ok) {
       failed++;
       if (a->quiet) fprintf(stderr, "sgdlab run: run %lld failed: %s\n", (long long)res.run_id, res.error);
@@ -255,7 +376,8 @@ static int run_all(const run_args_t *a, const sg_experiment_t *x, const sg_run_e
   }
   if (!a->quiet)
     printf("experiment '%s' (id %lld): %zu run%s, %zu failed; results in %s\n", x->name,
-           (long long)env->exp_id, todo, todo == 1 ? "" : "s", failed, a->db_path);
+           (long long)env->exp_id, todo - skipped, todo - skipped == 1 ? "" : "s", failed,
+           a->db_path);
   return failed ? 1 : 0;
 }
 
@@ -291,7 +413,8 @@ int sg_cmd_run(int argc, char **argv) {
   }
   if ((code = load_experiment(&a, &x))) goto out;
   if (a.dry) {
-    list_runs(x, a.verbose);
+    if (a.resume) code = list_resume(&a, x);
+    else list_runs(x, a.verbose);
     goto out;
   }
   if (sg_launch_find_rank_bin(rank_bin, sizeof rank_bin) < 0 || sg_recorder_open(&db, a.db_path) < 0) {

@@ -78,6 +78,7 @@ typedef struct parser {
   size_t nerrs;
   char **wheres; /* "--set k=v" names that value sets' positions point to */
   size_t nwheres;
+  int wl_used[32]; /* workload rules some run of any entry meets (MAX_NEEDS) */
 } parser_t;
 
 /* ---- errors ------------------------------------------------------------ */
@@ -133,7 +134,7 @@ static int report_errors(parser_t *p) {
   }
   if (i < p->nerrs)
     snprintf(all + len, sizeof all - len, "\n%s: %zu more errors", p->fname, p->nerrs - i);
-  return sg_err_set(SG_ECONFIG, "%s", all);
+  return sg_err_set_lines(SG_ECONFIG, all); /* each line was made printable when kept */
 }
 
 /* ---- suggestions ------------------------------------------------------- */
@@ -265,6 +266,8 @@ static int cluster_item(const sg_setting_t *s, const char *item, pos_t p) {
   int rc = SG_OK;
   if (!strcmp(s->name, "cluster.link")) rc = sg_cluster_parse_rate(item, "rate", &bps);
   else if (!strcmp(s->name, "cluster.loss")) rc = sg_cluster_parse_loss(item, "loss", &f);
+  else if (!strcmp(s->name, "cluster.uplink") && strcmp(item, "0") != 0)
+    rc = sg_cluster_parse_rate(item, "uplink", &bps);
   if (rc < 0) {
     char why[512];
     snprintf(why, sizeof why, "%s", sg_err_msg());
@@ -470,7 +473,7 @@ static int parse_section(parser_t *p, yaml_node_t *v, pos_t kp, layer_t *into, c
       return perr(node_pos(p, k), full, "unknown %s key (%s)", sec,
                   sim ? "hosts, link, latency, topology, racks, oversubscription, fat_tree, torus, "
                         "compute, host_speed"
-                      : "hosts, link, loss, placement");
+                      : "hosts, link, loss, placement, racks, uplink");
     vset_t vs;
     SG_CHECK(node_values(p, s, val, node_pos(p, val), 1, &vs));
     vs.pos = node_pos(p, k);
@@ -844,6 +847,10 @@ static int check_cluster(const parser_t *p, const entry_t *e, sg_opts_t *o) {
       return perr(lv ? lv->pos : at, lists[i], "%lld values for %lld hosts (give one for every "
                   "host, or one per host)", (long long)n, (long long)hosts);
   }
+  if (list_len(sg_opts_get(o, "cluster.uplink")) != 1) {
+    const vset_t *uv = choose(p, e, "cluster.uplink");
+    return perr(uv ? uv->pos : at, "cluster.uplink", "one rate for every rack's uplink");
+  }
   return sg_opts_set(o, "zmq_scheme", "tcp"); /* ranks talk over the links */
 }
 
@@ -921,7 +928,9 @@ static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const e
   r->nprocs = nprocs;
   r->repeat = repeat;
   r->seed = seed;
-  snprintf(r->label, sizeof r->label, "%s%s", label, sg_sim_enabled(r->opts) ? " [sim]" : "");
+  sg_printable(r->label, sizeof r->label, label); /* it quotes values: printed on terminals */
+  if (sg_sim_enabled(r->opts)) /* every label of a simulated run says so */
+    snprintf(r->label + strlen(r->label), sizeof r->label - strlen(r->label), " [sim]");
   x->nruns++;
 fail:
   return rc;
@@ -960,19 +969,38 @@ static void cut_token(char *s, const char *tok) {
 }
 
 /* The value of run-wide key k that most runs of the experiment have (the
- * first such in run order), or NULL. */
+ * first such in run order), or NULL.  The runs' values are sorted (value,
+ * then run order), so each value is one stretch: O(n log n), where
+ * comparing every run with every run was O(n^2) per key (a 3,000-run sweep
+ * took 22 s to list). */
+typedef struct vat {
+  const char *v;
+  size_t i;
+} vat_t;
+
+static int vat_cmp(const void *a, const void *b) {
+  const vat_t *x = a, *y = b;
+  int c = strcmp(x->v, y->v);
+  return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
 static const char *common_value(const sg_experiment_t *x, const char *k) {
+  vat_t *s = malloc((x->nruns ? x->nruns : 1) * sizeof *s);
   const char *best = NULL;
-  size_t best_n = 0;
+  size_t n = 0, best_n = 0, best_i = 0;
+  if (!s) return NULL;
   for (size_t i = 0; i < x->nruns; i++) {
     const char *v = sg_opts_get(x->runs[i].opts, k);
-    size_t n = 0;
-    for (size_t j = 0; v && j < x->nruns; j++) {
-      const char *w = sg_opts_get(x->runs[j].opts, k);
-      n += w && !strcmp(v, w);
-    }
-    if (n > best_n) best = v, best_n = n;
+    if (v) s[n++] = (vat_t){v, i};
   }
+  qsort(s, n, sizeof *s, vat_cmp);
+  for (size_t a = 0, b; a < n; a = b) {
+    for (b = a + 1; b < n && !strcmp(s[a].v, s[b].v); b++) {}
+    /* a stretch's first element is its earliest run */
+    if (b - a > best_n || (b - a == best_n && s[a].i < best_i))
+      best = s[a].v, best_n = b - a, best_i = s[a].i;
+  }
+  free(s);
   return best;
 }
 
@@ -999,7 +1027,8 @@ static int label_what_differs(sg_experiment_t *x) {
     }
     if (sg_sim_enabled(r->opts)) /* every label of a simulated run says so */
       snprintf(eng + strlen(eng), sizeof eng - strlen(eng), " [sim]");
-    SG_CHECK(sg_opts_set(r->opts, "_label", eng));
+    char shown[sizeof eng];
+    SG_CHECK(sg_opts_set(r->opts, "_label", sg_printable(shown, sizeof shown, eng)));
   }
   return SG_OK;
 }
@@ -1020,16 +1049,29 @@ static void run_label(const sg_engine_t *e, const sg_opts_t *o, const char *swep
 /* Options a variant ignores: set without any run of the entry that uses
  * them, they are an error naming what makes them meaningful.  The
  * engines' rules come from their tables (sg_engine_t.needs); these are
- * the workload's. */
+ * the workload's.  A workload key given for the whole experiment (the
+ * workload section, a top-level key, --set) must be used by some run of
+ * any entry; given in an entry, by some run of that entry. */
 static const sg_option_need_t workload_needs[] = {
+    {"train_file", "dataset", "|libsvm|"},
+    {"test_file", "dataset", "|libsvm|"},
     {"holdout", "dataset", "|libsvm|"},
+    {"data_dir", "dataset", "|fashion-mnist|mnist|"},
+    {"data_cache", "dataset", "|fashion-mnist|mnist|"},
+    {"features", "dataset", "|libsvm|synthetic|synthetic-sparse|"},
+    {"classes", "dataset", "|libsvm|synthetic|synthetic-sparse|"},
+    {"nnz", "dataset", "|synthetic-sparse|"},
+    {"hidden", "model", "|mlp|"},
+    {"lr_gamma", "lr_schedule", "|step|"},
+    {"lr_step_epochs", "lr_schedule", "|step|"},
+    {"gpus_per_host", "device", "|cuda|"},
     {NULL, NULL, NULL},
 };
-enum { MAX_NEEDS = 32 };
+enum { MAX_NEEDS = 32, N_WL_NEEDS = sizeof workload_needs / sizeof *workload_needs - 1 };
 
 /* Rule i of entry e: the workload's first, then the engine's; NULL past the end. */
 static const sg_option_need_t *need_at(const entry_t *e, size_t i) {
-  size_t nw = sizeof workload_needs / sizeof *workload_needs - 1;
+  size_t nw = N_WL_NEEDS;
   if (i < nw) return &workload_needs[i];
   const sg_option_need_t *n = e->engine->needs;
   for (size_t j = nw; n && n->key && j < i; j++) n++;
@@ -1054,16 +1096,37 @@ static void note_needs(const entry_t *e, const sg_opts_t *o, int *used) {
   }
 }
 
-static int check_needs(const parser_t *p, const entry_t *e, const int *used) {
+/* "key: only used with WHEN: a/b" at the key's place. */
+static int need_error(const vset_t *v, const sg_option_need_t *n) {
+  char vals[64];
+  snprintf(vals, sizeof vals, "%s", n->values + 1);
+  vals[strlen(vals) - 1] = '\0';
+  for (char *c = vals; (c = strchr(c, '|'));) *c = '/'; /* "ring/cuda-ring" */
+  return perr(v->pos, n->key, "only used with %s: %s", n->when, vals);
+}
+
+/* A workload key given for the whole experiment, not in entry e. */
+static int experiment_wide(const entry_t *e, size_t i, const sg_option_need_t *n) {
+  return i < N_WL_NEEDS && !layer_find(&e->set, n->key) && !layer_find(&e->own, n->key);
+}
+
+static int check_needs(parser_t *p, const entry_t *e, const int *used) {
   const sg_option_need_t *n;
   for (size_t i = 0; (n = need_at(e, i)); i++) {
     const vset_t *v;
-    if (used[i] || !(v = given(p, e, n->key))) continue;
-    char vals[64];
-    snprintf(vals, sizeof vals, "%s", n->values + 1);
-    vals[strlen(vals) - 1] = '\0';
-    for (char *c = vals; (c = strchr(c, '|'));) *c = '/'; /* "ring/cuda-ring" */
-    return perr(v->pos, n->key, "only used with %s: %s", n->when, vals);
+    if (i < N_WL_NEEDS && used[i]) p->wl_used[i] = 1;
+    if (used[i] || !(v = given(p, e, n->key)) || experiment_wide(e, i, n)) continue;
+    return need_error(v, n);
+  }
+  return SG_OK;
+}
+
+/* The experiment-wide workload keys no run of any entry uses. */
+static int check_workload_needs(const parser_t *p) {
+  for (size_t i = 0; i < N_WL_NEEDS; i++) {
+    const vset_t *v = layer_find(&p->setg, workload_needs[i].key);
+    if (!v) v = layer_find(&p->top, workload_needs[i].key);
+    if (v && !p->wl_used[i]) return need_error(v, &workload_needs[i]);
   }
   return SG_OK;
 }
@@ -1208,6 +1271,7 @@ static int expand_runs(parser_t *p, sg_experiment_t *x, pos_t top) {
     return perr(top, "engines", "the sweep expands to more than %d runs", MAX_RUNS);
   if (!(x->runs = calloc(total ? total : 1, sizeof *x->runs))) return SG_ENOMEM;
   for (size_t i = 0; i < p->nent; i++) SG_CHECK(expand_entry(p, x, &p->ent[i]));
+  SG_CHECK(check_workload_needs(p));
   SG_CHECK(label_what_differs(x));
   return SG_OK;
 }

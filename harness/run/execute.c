@@ -174,6 +174,17 @@ static void control_close(control_t *c) {
   memset(c, 0, sizeof *c);
 }
 
+/* -v: where each rank of a cluster run runs, its host and address. */
+static void print_placement(const sg_run_cluster_t *c, const sg_run_spec_t *run, int64_t run_id) {
+  fprintf(stderr, "%ssgdlab: run %lld: placement:", isatty(STDERR_FILENO) ? "\r\033[K" : "",
+          (long long)run_id);
+  for (int r = 0; r < run->nprocs; r++)
+    fprintf(stderr, "%s rank %d %s on %s (%s)", r ? "," : "", r,
+            sg_engine_role(run->engine, run->opts, run->workers, r), sg_run_cluster_host(c, r),
+            sg_run_cluster_addr(c, r));
+  fputc('\n', stderr);
+}
+
 /* The run's emulated cluster (cluster.hosts > 0), made before anything
  * listens or launches: its name, subnet, hosts and setup time go to
  * run_info.  *out stays NULL for a run without one. */
@@ -185,6 +196,7 @@ static int cluster_open(sg_run_cluster_t **out, const sg_run_env_t *env, const s
   char v[32];
   snprintf(v, sizeof v, "%.3f", sg_now() - t0);
   SG_CHECK(sg_recorder_info(env->db, run_id, "cluster.setup_s", v));
+  if (env->verbose) print_placement(*out, run, run_id);
   return sg_run_cluster_record_start(*out, env->db, run_id);
 }
 
@@ -264,7 +276,8 @@ static int record_env(const serve_t *s, const char *load_before) {
   return SG_OK;
 }
 
-/* The run's row (planned, or inserted now) and its progress line. */
+/* The run's row (planned and claimed, or inserted now) and its progress
+ * line; 1 when another harness claimed the planned row first. */
 static int begin_row(serve_t *s, size_t index, char *shown, size_t cap) {
   const sg_run_spec_t *run = s->run;
   char *json = sg_opts_json(run->opts);
@@ -277,13 +290,17 @@ static int begin_row(serve_t *s, size_t index, char *shown, size_t cap) {
   int rc;
   if (s->env->run_ids && s->env->run_ids[index]) {
     s->run_id = s->env->run_ids[index];
-    rc = sg_recorder_run_start(s->env->db, s->run_id);
+    rc = sg_recorder_run_claim(s->env->db, s->run_id);
   } else {
     rc = sg_recorder_run_begin(s->env->db, s->env->exp_id, &row, &s->run_id);
+    rc = rc < 0 ? rc : 1;
   }
   free(json);
   SG_CHECK(rc);
+  if (rc == 0) return 1; /* another harness has it */
   variant_label(run, shown, cap);
+  size_t len = strlen(shown);
+  sg_run_placement(run, shown + len, cap - len); /* " on an emulated cluster of 4 hosts ..." */
   sg_progress_run_begin(s->env->progress, index, shown);
   return SG_OK;
 }
@@ -410,6 +427,11 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   SG_TRY(sg_opts_double_or(run->opts, "deadline", 30, &s.deadline));
   SG_TRY(begin_row(&s, index, shown, sizeof shown));
   res->run_id = s.run_id;
+  if (rc == 1) { /* claimed by another harness: not ours to run */
+    res->skipped = 1;
+    free(s.ranks);
+    return SG_OK;
+  }
   if (!mkdtemp(dir)) {
     rc = sg_err_set(SG_EIO, "cannot create a temp dir under /tmp: %s", strerror(errno));
     goto fail;

@@ -43,7 +43,7 @@ typedef struct sg_launch sg_launch_t;
 struct sg_cluster;
 
 typedef struct sg_launch_cfg {
-  const char *launcher; /* "local" or "mpirun" */
+  const char *launcher; /* "local" or "mpirun" (not an engine: the launcher) */
   const char *rank_bin; /* path of sgdlab-rank */
   const char *spec;     /* spec file every rank reads */
   int nprocs;

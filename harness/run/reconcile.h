@@ -3,7 +3,8 @@
  * A harness records in its run's row its pid, host, process identity
  * (sg_proc_identity) and per-run temp dir.  A harness killed with
  * SIGKILL, or lost with its machine, cannot mark its run; every sgdlab
- * command that opens the database therefore reconciles: a run of this
+ * command that opens the database to write (sg_recorder_open: run,
+ * bench) therefore reconciles: a run of this
  * host still 'running' whose harness is gone (no such pid, a zombie, or a
  * live process with another identity: the pid was reused) becomes
  * 'failed' with error "harness died", and its temp dir is removed (only a
@@ -28,7 +29,8 @@ int sg_proc_identity(int pid, char *out, size_t cap);
  * SG_E* code.  Prints one line per run on stderr. */
 int sg_reconcile(sg_recorder_t *db);
 
-/* For commands that only read (list, show, report): when path is an
+/* (Commands that only read no longer call this: they never write.)
+ * When path is an
  * existing, writable sgdlab database, open it (which migrates and
  * reconciles) and close it.  Anything else is left to the command's own
  * open, which reports it. */

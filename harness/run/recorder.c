@@ -2,17 +2,21 @@
 #include "recorder.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "err.h"
+#include "outfile.h"
 #include "reconcile.h"
+#include "views.h"
 
 #define NOW_SQL "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
 
@@ -68,13 +72,32 @@ static const char *const STMT_SQL[ST_N] = {
     [ST_INFO] = "INSERT OR IGNORE INTO run_info(run_id,key,value) VALUES(?,?,?)",
 };
 
+/* One value of a row waiting for its batch. */
+typedef struct val {
+  char type; /* 'n' NULL, 'i' integer, 'd' real, 't' text */
+  int64_t i;
+  double d;
+  char *t;
+} val_t;
+
+enum { ROW_VALS = 13 };
+typedef struct row {
+  int stmt; /* ST_* */
+  int n;
+  val_t v[ROW_VALS];
+} row_t;
+
 struct sg_recorder {
   sqlite3 *db;
   char *path;
   sqlite3_stmt *st[ST_N];
-  int in_tx;      /* a batch transaction is open */
-  int rows;       /* rows in the open batch */
-  double tx_t0;   /* sg_now() when the batch opened */
+  row_t *rows;         /* the open batch, written by sg_recorder_flush */
+  size_t nrows, cap;
+  double tx_t0;        /* sg_now() when the batch's first row came */
+  int nomem;           /* a value of the batch could not be kept */
+  double busy_t0;      /* sg_now() when the current wait for the lock began */
+  unsigned seed;       /* the busy handler's jitter */
+  char opened_at[32];  /* the database's clock when this harness opened it */
 };
 
 static int db_err(sg_recorder_t *r, const char *what) {
@@ -91,38 +114,6 @@ static int exec(sg_recorder_t *r, const char *sql) {
   return SG_OK;
 }
 
-/* mkdir -p of the directory part of path. */
-static int make_parent(const char *path) {
-  char *d = strdup(path);
-  if (!d) return SG_ENOMEM;
-  char *slash = strrchr(d, '/');
-  int rc = SG_OK;
-  if (slash && slash != d) {
-    *slash = '\0';
-    for (char *p = d + 1;; p++) {
-      if (*p == '/' || *p == '\0') {
-        char c = *p;
-        *p = '\0';
-        struct stat sb;
-        if (stat(d, &sb) < 0) {
-          if (mkdir(d, 0777) < 0 && errno != EEXIST) {
-            rc = sg_err_set(SG_EIO, "results db %s: cannot create directory %s: %s", path, d,
-                            strerror(errno));
-            break;
-          }
-        } else if (!S_ISDIR(sb.st_mode)) {
-          rc = sg_err_set(SG_EIO, "results db %s: %s is not a directory", path, d);
-          break;
-        }
-        *p = c;
-        if (!c) break;
-      }
-    }
-  }
-  free(d);
-  return rc;
-}
-
 /* Bring the schema from version `from` to SG_DB_VERSION.  Each version
  * adds one step here (ALTER TABLE ...); nothing is ever dropped.  A new
  * file takes every step, so it ends up exactly as a migrated one. */
@@ -136,55 +127,119 @@ static int migrate(sg_recorder_t *r, int from) {
   return SG_OK;
 }
 
+/* The busy handler: wait for the write lock in short, jittered naps (so
+ * two harnesses do not retry in step), up to SG_DB_BUSY_SECONDS.  Write
+ * transactions are short (a batch, a run's row), so a writer gets its
+ * turn within milliseconds even while another run records. */
+static int busy_wait(void *arg, int tries) {
+  sg_recorder_t *r = arg;
+  double now = sg_now();
+  if (tries == 0) r->busy_t0 = now;
+  if (now - r->busy_t0 >= SG_DB_BUSY_SECONDS) return 0;
+  unsigned cap_us = tries < 6 ? 1000u << tries : 50000u;
+  struct timespec ts = {0, (long)(200 + rand_r(&r->seed) % cap_us) * 1000L};
+  nanosleep(&ts, NULL);
+  return 1;
+}
+
+/* The database's directory and files pass outfile.h's checks (ours, no
+ * links, nobody else may write the directory); real: the path SQLite
+ * opens, through real directories only. */
+static int check_db_path(const char *path, char *real, size_t cap) {
+  static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+  char dir[PATH_MAX], file[512];
+  const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+  if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+    return sg_err_set(SG_EINVAL, "results db %s: names a directory, not a file", path);
+  if (strlen(name) > 200) return sg_err_set(SG_EINVAL, "results db %s: name too long", path);
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == path) snprintf(dir, sizeof dir, "/");
+  else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+  snprintf(file, sizeof file, "results db %.490s", path);
+  int fd = sg_out_dir_open(dir, 1, file);
+  if (fd < 0) return fd;
+  for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
+    snprintf(file, sizeof file, "%s%s", name, sfx[i]);
+    int rc = sg_out_check_entry(dir, file);
+    if (rc < 0) {
+      char why[1024];
+      snprintf(why, sizeof why, "%s", sg_err_msg());
+      sg_out_dir_close(dir);
+      return sg_err_set(rc, "results db %s: %s", path, why);
+    }
+  }
+  const char *d = sg_out_dir_real(dir);
+  snprintf(real, cap, "%s/%s", strcmp(d, "/") ? d : "", name);
+  sg_out_dir_close(dir); /* SQLite opens by that path from here */
+  return SG_OK;
+}
+
+/* The schema version; migrate an older file (newer: refused). */
+static int schema(sg_recorder_t *r) {
+  sqlite3_stmt *v = NULL;
+  if (sqlite3_prepare_v2(r->db, "PRAGMA user_version", -1, &v, NULL) != SQLITE_OK)
+    return db_err(r, "reading the schema version");
+  int version = sqlite3_step(v) == SQLITE_ROW ? sqlite3_column_int(v, 0) : 0;
+  sqlite3_finalize(v);
+  if (version > SG_DB_VERSION)
+    return sg_err_set(SG_EUNSUPPORTED,
+                      "results db %s: schema version %d is newer than this sgdlab's (%d); "
+                      "use a newer sgdlab or another --db",
+                      r->path, version, SG_DB_VERSION);
+  if (version == SG_DB_VERSION) return SG_OK;
+  SG_CHECK(exec(r, "BEGIN IMMEDIATE"));
+  int rc = migrate(r, version);
+  if (rc < 0) {
+    sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+  }
+  return exec(r, "COMMIT");
+}
+
+/* The database's clock now, into r->opened_at (claims compare with it). */
+static int clock_now(sg_recorder_t *r) {
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(r->db, "SELECT " NOW_SQL, -1, &s, NULL) != SQLITE_OK ||
+      sqlite3_step(s) != SQLITE_ROW) {
+    sqlite3_finalize(s);
+    return db_err(r, "reading the clock");
+  }
+  snprintf(r->opened_at, sizeof r->opened_at, "%s", (const char *)sqlite3_column_text(s, 0));
+  sqlite3_finalize(s);
+  return SG_OK;
+}
+
 int sg_recorder_open(sg_recorder_t **out, const char *path) {
   int rc;
+  char real[PATH_MAX + 256];
   sg_recorder_t *r = calloc(1, sizeof *r);
   if (!r) return SG_ENOMEM;
   if (!(r->path = strdup(path))) {
     free(r);
     return SG_ENOMEM;
   }
-  SG_TRY(make_parent(path));
-  if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-      SQLITE_OK) {
+  r->seed = (unsigned)getpid() ^ (unsigned)(sg_now() * 1e6);
+  SG_TRY(check_db_path(path, real, sizeof real));
+  if (sqlite3_open_v2(real, &r->db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
+                      NULL) != SQLITE_OK) {
     rc = db_err(r, "cannot open");
     goto fail;
   }
-  sqlite3_busy_timeout(r->db, 10000);
+  sqlite3_busy_handler(r->db, busy_wait, r);
   /* journal_mode returns a row; exec ignores it.  A file we cannot write
    * fails here or at the schema step, before anything is launched. */
   SG_TRY(exec(r, "PRAGMA journal_mode=WAL"));
   SG_TRY(exec(r, "PRAGMA synchronous=NORMAL"));
   SG_TRY(exec(r, "PRAGMA foreign_keys=ON"));
-
-  sqlite3_stmt *v = NULL;
-  if (sqlite3_prepare_v2(r->db, "PRAGMA user_version", -1, &v, NULL) != SQLITE_OK) {
-    rc = db_err(r, "reading the schema version");
-    goto fail;
-  }
-  int version = sqlite3_step(v) == SQLITE_ROW ? sqlite3_column_int(v, 0) : 0;
-  sqlite3_finalize(v);
-  if (version > SG_DB_VERSION) {
-    rc = sg_err_set(SG_EUNSUPPORTED,
-                    "results db %s: schema version %d is newer than this sgdlab's (%d); "
-                    "use a newer sgdlab or another --db",
-                    path, version, SG_DB_VERSION);
-    goto fail;
-  }
-  if (version < SG_DB_VERSION) {
-    SG_TRY(exec(r, "BEGIN IMMEDIATE"));
-    rc = migrate(r, version);
-    if (rc < 0) {
-      sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
-      goto fail;
-    }
-    SG_TRY(exec(r, "COMMIT"));
-  }
+  SG_TRY(schema(r));
+  SG_TRY(sg_views_install(r->db, 0)); /* for sqlite3 users; readers never write them */
   for (int i = 0; i < ST_N; i++)
     if (sqlite3_prepare_v2(r->db, STMT_SQL[i], -1, &r->st[i], NULL) != SQLITE_OK) {
       rc = db_err(r, "preparing statements");
       goto fail;
     }
+  SG_TRY(clock_now(r));
   rc = sg_reconcile(r); /* runs whose harness died */
   if (rc < 0) goto fail;
   *out = r;
@@ -194,15 +249,46 @@ fail:
   return rc;
 }
 
+static void rows_clear(sg_recorder_t *r) {
+  for (size_t k = 0; k < r->nrows; k++)
+    for (int i = 0; i < r->rows[k].n; i++) free(r->rows[k].v[i].t);
+  r->nrows = 0;
+  r->nomem = 0;
+}
+
+/* Bind row w's values to its statement and run it. */
+static int write_row(sg_recorder_t *r, const row_t *w) {
+  sqlite3_stmt *s = r->st[w->stmt];
+  for (int i = 0; i < w->n; i++) {
+    const val_t *v = &w->v[i];
+    if (v->type == 'i') sqlite3_bind_int64(s, i + 1, v->i);
+    else if (v->type == 'd') sqlite3_bind_double(s, i + 1, v->d);
+    else if (v->type == 't') sqlite3_bind_text(s, i + 1, v->t, -1, SQLITE_STATIC);
+    else sqlite3_bind_null(s, i + 1);
+  }
+  int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  sqlite3_clear_bindings(s);
+  return rc == SQLITE_DONE ? SG_OK : db_err(r, "writing a batch of records");
+}
+
+/* The batch in one short write transaction: the lock is held for the
+ * inserts only, never between batches. */
 int sg_recorder_flush(sg_recorder_t *r) {
-  if (!r->in_tx) return SG_OK;
-  r->in_tx = 0;
-  r->rows = 0;
-  return exec(r, "COMMIT");
+  int rc = SG_OK;
+  if (!r->nrows) return SG_OK;
+  if (r->nomem) rc = sg_err_set(SG_ENOMEM, "results db %s: out of memory for records", r->path);
+  else if ((rc = exec(r, "BEGIN IMMEDIATE")) == SG_OK) {
+    for (size_t k = 0; rc == SG_OK && k < r->nrows; k++) rc = write_row(r, &r->rows[k]);
+    if (rc == SG_OK) rc = exec(r, "COMMIT");
+    if (rc < 0) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+  }
+  rows_clear(r);
+  return rc;
 }
 
 int sg_recorder_tick(sg_recorder_t *r) {
-  if (r->in_tx && (r->rows >= SG_DB_BATCH_ROWS || sg_now() - r->tx_t0 >= SG_DB_BATCH_SECONDS))
+  if (r->nrows && (r->nrows >= SG_DB_BATCH_ROWS || sg_now() - r->tx_t0 >= SG_DB_BATCH_SECONDS))
     return sg_recorder_flush(r);
   return SG_OK;
 }
@@ -215,6 +301,8 @@ void sg_recorder_close(sg_recorder_t **pr) {
     for (int i = 0; i < ST_N; i++) sqlite3_finalize(r->st[i]);
     sqlite3_close(r->db);
   }
+  rows_clear(r);
+  free(r->rows);
   free(r->path);
   free(r);
   *pr = NULL;
@@ -222,33 +310,40 @@ void sg_recorder_close(sg_recorder_t **pr) {
 
 void *sg_recorder_sqlite(sg_recorder_t *r) { return r->db; }
 
-/* Open the batch transaction if needed. */
-static int batch_row(sg_recorder_t *r) {
-  if (!r->in_tx) {
-    SG_CHECK(exec(r, "BEGIN"));
-    r->in_tx = 1;
-    r->rows = 0;
-    r->tx_t0 = sg_now();
+/* A new row of the batch for statement `stmt`. */
+static row_t *batch_row(sg_recorder_t *r, int stmt) {
+  if (r->nrows == r->cap) {
+    size_t nc = r->cap ? 2 * r->cap : SG_DB_BATCH_ROWS;
+    row_t *g = realloc(r->rows, nc * sizeof *g);
+    if (!g) {
+      sg_err_set(SG_ENOMEM, "results db %s: out of memory for records", r->path);
+      return NULL;
+    }
+    r->rows = g;
+    r->cap = nc;
   }
-  r->rows++;
-  return SG_OK;
+  if (!r->nrows) r->tx_t0 = sg_now();
+  row_t *w = &r->rows[r->nrows++];
+  w->stmt = stmt;
+  w->n = 0;
+  return w;
 }
 
-static void bind_real(sqlite3_stmt *s, int i, double v) {
-  if (isnan(v)) sqlite3_bind_null(s, i);
-  else sqlite3_bind_double(s, i, v);
+static void put_int(row_t *w, int64_t v) { w->v[w->n++] = (val_t){.type = 'i', .i = v}; }
+
+static void put_real(row_t *w, double v) {
+  w->v[w->n++] = isnan(v) ? (val_t){.type = 'n'} : (val_t){.type = 'd', .d = v};
+}
+
+static void put_text(sg_recorder_t *r, row_t *w, const char *v) {
+  char *t = v ? strdup(v) : NULL;
+  if (v && !t) r->nomem = 1;
+  w->v[w->n++] = t ? (val_t){.type = 't', .t = t} : (val_t){.type = 'n'};
 }
 
 static void bind_text(sqlite3_stmt *s, int i, const char *v) {
   if (v) sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
   else sqlite3_bind_null(s, i);
-}
-
-static int run_stmt(sg_recorder_t *r, sqlite3_stmt *s, const char *what) {
-  int rc = sqlite3_step(s);
-  sqlite3_reset(s);
-  sqlite3_clear_bindings(s);
-  return rc == SQLITE_DONE ? SG_OK : db_err(r, what);
 }
 
 int sg_recorder_experiment(sg_recorder_t *r, const char *name, const char *config_text,
@@ -306,41 +401,61 @@ int sg_recorder_run_plan(sg_recorder_t *r, int64_t exp_id, const sg_run_row_t *w
   return insert_run(r, exp_id, w, "pending", run_id);
 }
 
-int sg_recorder_run_start(sg_recorder_t *r, int64_t run_id) {
+/* Run the claim's statements (wipe[0] the UPDATE: its changes() tell
+ * whether the row was ours to take; the DELETEs only then). */
+static int claim_stmts(sg_recorder_t *r, int64_t run_id, int *claimed) {
   char host[256] = "?", self[128] = "";
   gethostname(host, sizeof host - 1);
   sg_proc_identity((int)getpid(), self, sizeof self);
-  SG_CHECK(sg_recorder_flush(r));
   /* a resumed run starts over: what an earlier attempt recorded goes */
-  static const char *const wipe[] = {"DELETE FROM steps WHERE run_id=?",
-                                     "DELETE FROM evals WHERE run_id=?",
-                                     "DELETE FROM ranks WHERE run_id=?",
-                                     "DELETE FROM run_info WHERE run_id=?",
-                                     "UPDATE runs SET status='running', error=NULL, wall_s=NULL,"
-                                     " finished_at=NULL, tmp_dir=NULL, started_at=" NOW_SQL ","
-                                     " harness_pid=?2, harness_host=?3, harness_start=?4"
-                                     " WHERE id=?1"};
-  for (size_t i = 0; i < sizeof wipe / sizeof *wipe; i++) {
+  static const char *const sql[] = {
+      "UPDATE runs SET status='running', error=NULL, wall_s=NULL, finished_at=NULL,"
+      " tmp_dir=NULL, started_at=" NOW_SQL ", harness_pid=?2, harness_host=?3, harness_start=?4"
+      " WHERE id=?1 AND status IN ('pending','failed','interrupted')"
+      " AND (started_at IS NULL OR started_at < ?5)",
+      "DELETE FROM steps WHERE run_id=?1", "DELETE FROM evals WHERE run_id=?1",
+      "DELETE FROM ranks WHERE run_id=?1", "DELETE FROM run_info WHERE run_id=?1"};
+  *claimed = 0;
+  for (size_t i = 0; i < sizeof sql / sizeof *sql; i++) {
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(r->db, wipe[i], -1, &s, NULL) != SQLITE_OK)
-      return db_err(r, "starting a run");
+    if (sqlite3_prepare_v2(r->db, sql[i], -1, &s, NULL) != SQLITE_OK)
+      return db_err(r, "claiming a run");
     sqlite3_bind_int64(s, 1, run_id);
-    if (i == sizeof wipe / sizeof *wipe - 1) {
+    if (i == 0) {
       sqlite3_bind_int(s, 2, (int)getpid());
       bind_text(s, 3, host);
       bind_text(s, 4, self[0] ? self : NULL);
+      bind_text(s, 5, r->opened_at);
     }
-    int rc = sqlite3_step(s) == SQLITE_DONE ? SG_OK : db_err(r, "starting a run");
+    int rc = sqlite3_step(s) == SQLITE_DONE ? SG_OK : db_err(r, "claiming a run");
     sqlite3_finalize(s);
     SG_CHECK(rc);
+    if (i == 0 && !(*claimed = sqlite3_changes(r->db) == 1)) return SG_OK;
   }
   return SG_OK;
+}
+
+int sg_recorder_run_claim(sg_recorder_t *r, int64_t run_id) {
+  int claimed = 0;
+  SG_CHECK(sg_recorder_flush(r));
+  SG_CHECK(exec(r, "BEGIN IMMEDIATE"));
+  int rc = claim_stmts(r, run_id, &claimed);
+  if (rc < 0) {
+    sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+  }
+  SG_CHECK(exec(r, "COMMIT"));
+  return claimed;
 }
 
 int sg_recorder_run_begin(sg_recorder_t *r, int64_t exp_id, const sg_run_row_t *w,
                           int64_t *run_id) {
   SG_CHECK(insert_run(r, exp_id, w, "pending", run_id));
-  return sg_recorder_run_start(r, *run_id);
+  int rc = sg_recorder_run_claim(r, *run_id);
+  if (rc == 0) /* a row inserted just now: no one else knows it */
+    return sg_err_set(SG_EINTERNAL, "results db %s: run %lld was taken as it was made", r->path,
+                      (long long)*run_id);
+  return rc < 0 ? rc : SG_OK;
 }
 
 int sg_recorder_run_end(sg_recorder_t *r, int64_t run_id, const char *status, const char *error,
@@ -375,84 +490,84 @@ int sg_recorder_run_dir(sg_recorder_t *r, int64_t run_id, const char *dir) {
 
 int sg_recorder_rank(sg_recorder_t *r, int64_t run_id, int rank, const char *role,
                      const char *host, int pid, const char *cluster_host, const char *address) {
-  sqlite3_stmt *s = r->st[ST_RANK];
-  SG_CHECK(batch_row(r));
-  sqlite3_bind_int64(s, 1, run_id);
-  sqlite3_bind_int(s, 2, rank);
-  bind_text(s, 3, role);
-  bind_text(s, 4, host);
-  sqlite3_bind_int(s, 5, pid);
-  bind_text(s, 6, cluster_host);
-  bind_text(s, 7, address);
-  return run_stmt(r, s, "inserting a rank");
+  row_t *w = batch_row(r, ST_RANK);
+  if (!w) return SG_ENOMEM;
+  put_int(w, run_id);
+  put_int(w, rank);
+  put_text(r, w, role);
+  put_text(r, w, host);
+  put_int(w, pid);
+  put_text(r, w, cluster_host);
+  put_text(r, w, address);
+  return SG_OK;
 }
 
 int sg_recorder_info(sg_recorder_t *r, int64_t run_id, const char *key, const char *value) {
-  sqlite3_stmt *s = r->st[ST_INFO];
-  SG_CHECK(batch_row(r));
-  sqlite3_bind_int64(s, 1, run_id);
-  bind_text(s, 2, key);
-  bind_text(s, 3, value);
-  return run_stmt(r, s, "inserting run info");
+  row_t *w = batch_row(r, ST_INFO);
+  if (!w) return SG_ENOMEM;
+  put_int(w, run_id);
+  put_text(r, w, key);
+  put_text(r, w, value);
+  return SG_OK;
 }
 
 int sg_recorder_step(sg_recorder_t *r, int64_t run_id, int rank, const char *role,
                      const sg_step_rec_t *x) {
-  sqlite3_stmt *s = r->st[ST_STEP];
-  SG_CHECK(batch_row(r));
-  sqlite3_bind_int64(s, 1, run_id);
-  sqlite3_bind_int(s, 2, rank);
-  bind_text(s, 3, role);
-  sqlite3_bind_int64(s, 4, x->step);
-  sqlite3_bind_int(s, 5, x->epoch);
-  bind_real(s, 6, x->t_start);
-  bind_real(s, 7, x->compute_s);
-  bind_real(s, 8, x->comm_s);
-  bind_real(s, 9, x->wait_s);
-  sqlite3_bind_int64(s, 10, (sqlite3_int64)x->bytes_sent);
-  sqlite3_bind_int64(s, 11, (sqlite3_int64)x->bytes_recv);
-  bind_real(s, 12, x->loss);
-  if (x->staleness < 0) sqlite3_bind_null(s, 13);
-  else sqlite3_bind_int64(s, 13, x->staleness);
-  return run_stmt(r, s, "inserting a step");
+  row_t *w = batch_row(r, ST_STEP);
+  if (!w) return SG_ENOMEM;
+  put_int(w, run_id);
+  put_int(w, rank);
+  put_text(r, w, role);
+  put_int(w, x->step);
+  put_int(w, x->epoch);
+  put_real(w, x->t_start);
+  put_real(w, x->compute_s);
+  put_real(w, x->comm_s);
+  put_real(w, x->wait_s);
+  put_int(w, (int64_t)x->bytes_sent);
+  put_int(w, (int64_t)x->bytes_recv);
+  put_real(w, x->loss);
+  if (x->staleness < 0) w->v[w->n++] = (val_t){.type = 'n'};
+  else put_int(w, x->staleness);
+  return SG_OK;
 }
 
 int sg_recorder_eval(sg_recorder_t *r, int64_t run_id, const sg_eval_rec_t *e) {
-  sqlite3_stmt *s = r->st[ST_EVAL];
-  SG_CHECK(batch_row(r));
-  sqlite3_bind_int64(s, 1, run_id);
-  sqlite3_bind_int64(s, 2, e->step);
-  sqlite3_bind_int(s, 3, e->epoch);
-  bind_real(s, 4, e->wall_s);
-  sqlite3_bind_int64(s, 5, e->samples);
-  bind_real(s, 6, e->train_loss);
-  bind_real(s, 7, e->test_loss);
-  bind_real(s, 8, e->test_acc);
-  return run_stmt(r, s, "inserting an eval");
+  row_t *w = batch_row(r, ST_EVAL);
+  if (!w) return SG_ENOMEM;
+  put_int(w, run_id);
+  put_int(w, e->step);
+  put_int(w, e->epoch);
+  put_real(w, e->wall_s);
+  put_int(w, e->samples);
+  put_real(w, e->train_loss);
+  put_real(w, e->test_loss);
+  put_real(w, e->test_acc);
+  return SG_OK;
 }
 
 int sg_recorder_bench(sg_recorder_t *r, int64_t exp_id, const sg_bench_rec_t *b) {
-  sqlite3_stmt *s = r->st[ST_BENCH];
   char col[sizeof b->collective + 1], impl[sizeof b->impl + 1], tr[sizeof b->transport + 1];
   /* fixed-size fields need not be NUL-terminated on the wire */
   snprintf(col, sizeof col, "%.*s", (int)sizeof b->collective, b->collective);
   snprintf(impl, sizeof impl, "%.*s", (int)sizeof b->impl, b->impl);
   snprintf(tr, sizeof tr, "%.*s", (int)sizeof b->transport, b->transport);
-  SG_CHECK(batch_row(r));
-  sqlite3_bind_int64(s, 1, exp_id);
-  bind_text(s, 2, col);
-  bind_text(s, 3, impl);
-  bind_text(s, 4, tr);
-  sqlite3_bind_int(s, 5, b->np);
-  sqlite3_bind_int64(s, 6, (sqlite3_int64)b->bytes);
-  sqlite3_bind_int(s, 7, b->iters);
-  bind_real(s, 8, b->t_min);
-  bind_real(s, 9, b->t_median);
-  bind_real(s, 10, b->t_max);
-  bind_real(s, 11, b->algbw);
-  bind_real(s, 12, b->busbw);
-  sqlite3_bind_int64(s, 13, b->wrong);
-  return run_stmt(r, s, "inserting a bench row");
+  row_t *w = batch_row(r, ST_BENCH);
+  if (!w) return SG_ENOMEM;
+  put_int(w, exp_id);
+  put_text(r, w, col);
+  put_text(r, w, impl);
+  put_text(r, w, tr);
+  put_int(w, b->np);
+  put_int(w, (int64_t)b->bytes);
+  put_int(w, b->iters);
+  put_real(w, b->t_min);
+  put_real(w, b->t_median);
+  put_real(w, b->t_max);
+  put_real(w, b->algbw);
+  put_real(w, b->busbw);
+  put_int(w, b->wrong);
+  return SG_OK;
 }
 
 int sg_recorder_find_experiment(sg_recorder_t *r, const char *name, const char *config_text,

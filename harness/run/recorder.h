@@ -24,9 +24,19 @@
  * migrated in place by migrate() (version 1 -> 2 adds the runs columns
  * above, 2 -> 3 the ranks columns; old rows keep NULL there), a newer one is refused with a message.
  * WAL mode, so readers (sgdlab report, sqlite3) see committed rows while a
- * run goes on.  Record rows are inserted inside a transaction that
- * sg_recorder_tick() commits every SG_DB_BATCH_ROWS rows or
- * SG_DB_BATCH_SECONDS seconds; run begin/end are committed at once.
+ * run goes on.  Record rows are kept in memory and written in one short
+ * transaction (BEGIN IMMEDIATE .. COMMIT) when sg_recorder_tick() finds
+ * SG_DB_BATCH_ROWS rows or the oldest SG_DB_BATCH_SECONDS old; run
+ * begin/claim/end are committed at once.  No write transaction stays open
+ * between batches, so several harnesses can record into one file: each
+ * waits for the write lock in jittered naps, up to SG_DB_BUSY_SECONDS.
+ *
+ * Opening to write checks the path first (outfile.h): the database's
+ * directory is the user's and writable by no one else, and the file and
+ * its -wal, -shm and -journal, where they exist, are regular files of the
+ * user (no links); anything else is refused (SG_EINVAL) before SQLite
+ * opens it.  Readers (report.h: sg_rdb_open) open read-only and never
+ * write.
  */
 #ifndef SG_RECORDER_H
 #define SG_RECORDER_H
@@ -38,11 +48,13 @@
 #define SG_DB_VERSION 3
 #define SG_DB_BATCH_ROWS 200
 #define SG_DB_BATCH_SECONDS 0.5
+#define SG_DB_BUSY_SECONDS 60.0
 
 typedef struct sg_recorder sg_recorder_t;
 
-/* Open (creating the file, its directory and the schema if needed,
- * migrating an older schema), then reconcile the runs of dead harnesses
+/* Open to write (creating the file, its directory and the schema if
+ * needed, migrating an older schema; the path checked as above), then
+ * reconcile the runs of dead harnesses
  * (reconcile.h).  Errors name the path.  Caller owns the result. */
 int sg_recorder_open(sg_recorder_t **out, const char *path);
 /* Commits what is pending.  NULL-safe; nulls the pointer. */
@@ -69,9 +81,14 @@ int sg_recorder_run_begin(sg_recorder_t *db, int64_t exp_id,
  * --resume` runs them later. */
 int sg_recorder_run_plan(sg_recorder_t *db, int64_t exp_id, const sg_run_row_t *row,
                          int64_t *run_id);
-/* A pending (or resumed) run starts: status 'running', started_at now,
- * this process its harness; rows an earlier attempt left are removed. */
-int sg_recorder_run_start(sg_recorder_t *db, int64_t run_id);
+/* Claim a run before running it, in one write transaction: a row that is
+ * pending, failed or interrupted and that no harness started since this
+ * one opened the database becomes 'running' with started_at now and this
+ * process its harness, and the rows an earlier attempt left are removed.
+ * 1 when claimed; 0 when another harness has it, or started it after this
+ * one opened the database (two `run --resume` of one experiment share its
+ * runs, each run once); a negative SG_E* code on error. */
+int sg_recorder_run_claim(sg_recorder_t *db, int64_t run_id);
 /* The latest experiment named `name` recorded with exactly `config_text`
  * (SG_ENOTFOUND, with a message, when there is none). */
 int sg_recorder_find_experiment(sg_recorder_t *db, const char *name, const char *config_text,

@@ -1,5 +1,5 @@
 /* run.h - executing resolved runs: spec, launch, serve, record, judge
- * (the code: harness/run/, one file per job, see run/run_impl.h).
+ * (the code: harness/run/, one file per job, see run/internal/run_impl.h).
  *
  * For one run the harness
  *   1. inserts the run (status 'running') and writes its spec file (every
@@ -91,6 +91,7 @@ typedef struct sg_run_result {
   char error[512];   /* the one-line reason when failed */
   double wall_s;
   double final_acc;  /* last test_acc received; NaN when none */
+  int skipped;       /* the planned row was claimed by another harness first */
 } sg_run_result_t;
 
 /* Execute run `index` of `nruns` (for progress).  Returns 0 when the run

@@ -41,6 +41,39 @@ int sg_cluster_place(const sg_run_spec_t *run, int hosts, int pack, int *host_of
   return used;
 }
 
+/* ---- what a run line says --------------------------------------------------- */
+
+void sg_run_placement(const sg_run_spec_t *run, char *out, size_t cap) {
+  int64_t hosts = 0;
+  const char *list = sg_opts_str_or(run->opts, "hosts", "");
+  out[0] = '\0';
+  if (sg_opts_int_or(run->opts, "cluster.hosts", 0, &hosts) < 0) sg_err_clear();
+  if (hosts > 0)
+    snprintf(out, cap, " on an emulated cluster of %lld host%s (link %s, %s)", (long long)hosts,
+             hosts == 1 ? "" : "s", sg_opts_str_or(run->opts, "cluster.link", "1gbit"),
+             sg_opts_str_or(run->opts, "cluster.placement", "spread"));
+  else if (*list)
+    snprintf(out, cap, " on hosts %s", list);
+}
+
+int sg_run_placement_ranks(const sg_run_spec_t *run, char *out, size_t cap) {
+  int host_of[SG_RUN_CLUSTER_MAX_RANKS];
+  int64_t hosts = 0;
+  size_t at = 0;
+  out[0] = '\0';
+  if (sg_opts_int_or(run->opts, "cluster.hosts", 0, &hosts) < 0 || hosts <= 0 ||
+      run->nprocs > SG_RUN_CLUSTER_MAX_RANKS) {
+    sg_err_clear();
+    return 0;
+  }
+  int pack = !strcmp(sg_opts_str_or(run->opts, "cluster.placement", "spread"), "pack");
+  sg_cluster_place(run, (int)hosts, pack, host_of);
+  for (int r = 0; r < run->nprocs && at + 1 < cap; r++)
+    at += (size_t)snprintf(out + at, cap - at, "%sh%d: rank %d %s", r ? ", " : "", host_of[r], r,
+                           sg_engine_role(run->engine, run->opts, run->workers, r));
+  return 1;
+}
+
 /* ---- up and down ------------------------------------------------------------ */
 
 /* The first n items of a per-host list (a single item stays as it is). */
@@ -57,7 +90,14 @@ static int describe(sg_cluster_desc_t *d, const sg_run_spec_t *run, int used) {
   char link[1024], loss[1024];
   first_items(sg_opts_str_or(run->opts, "cluster.link", "1gbit"), used, link, sizeof link);
   first_items(sg_opts_str_or(run->opts, "cluster.loss", "0"), used, loss, sizeof loss);
-  return sg_cluster_desc_parse(d, used, link, loss);
+  SG_CHECK(sg_cluster_desc_parse(d, used, link, loss));
+  int64_t rack = 0; /* two levels: cluster.racks hosts per rack (of those used) */
+  const char *uplink = sg_opts_str_or(run->opts, "cluster.uplink", "0");
+  SG_CHECK(sg_opts_int_or(run->opts, "cluster.racks", 0, &rack));
+  d->rack = rack > used ? used : (int)rack;
+  if (d->rack > 0 && strcmp(uplink, "0") != 0)
+    SG_CHECK(sg_cluster_parse_rate(uplink, "cluster.uplink", &d->uplink_bps));
+  return SG_OK;
 }
 
 int sg_run_cluster_up(sg_run_cluster_t **out, const sg_run_spec_t *run,

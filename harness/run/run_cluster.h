@@ -39,6 +39,17 @@ typedef struct sg_run_cluster sg_run_cluster_t;
  * The hosts used are always 0 .. k-1; returns k. */
 int sg_cluster_place(const sg_run_spec_t *run, int hosts, int pack, int *host_of);
 
+/* Where a run runs, for its run line (`sgdlab run`, `run -n`): " on an
+ * emulated cluster of 4 hosts (link 1gbit, spread)", " on hosts a,b"
+ * (an mpirun host list), "" on this host alone. */
+void sg_run_placement(const sg_run_spec_t *run, char *out, size_t cap);
+
+/* A cluster run's placement, rank by rank ("h0: rank 0 server, h1: rank 1
+ * worker, ..."), as sg_cluster_place() will make it; 0 (out "") for a
+ * run without a cluster. */
+#define SG_RUN_CLUSTER_MAX_RANKS 4096
+int sg_run_placement_ranks(const sg_run_spec_t *run, char *out, size_t cap);
+
 /* A run with cluster.hosts > 0: place its ranks, then create the cluster
  * (the hosts used only).  *out is NULL for a run without a cluster.
  * `stop` (the harness's signal flag) interrupts the setup cleanly

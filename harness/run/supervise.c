@@ -192,10 +192,10 @@ void run_stopped_check(serve_t *s, double deadline) {
   for (int r = 0; r < s->nprocs; r++) {
     const rank_info_t *ri = &s->ranks[r];
     if (!ri->stopped_since || now - ri->stopped_since <= WATCHDOG_FACTOR * deadline) continue;
-    char who[160];
+    char who[160], ws[32];
     run_rank_name(s, r, who, sizeof who);
-    run_fail(s, "%s is stopped (state %c) for %.1f s (%.1f x deadline %g s)", who, ri->state,
-             now - ri->stopped_since, WATCHDOG_FACTOR, deadline);
+    run_fail(s, "%s is stopped (state %c) for %s s (%.1f x deadline %g s)", who, ri->state,
+             sg_fmt_secs(ws, now - ri->stopped_since), WATCHDOG_FACTOR, deadline);
     return;
   }
 }

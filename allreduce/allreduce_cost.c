@@ -1,0 +1,130 @@
+/* allreduce_cost.c - the allreduce engine's alpha-beta-gamma formulas, one
+ * per algorithm (core/cost.h; docs/model.md derives every line).
+ *
+ * Flat network: every rank has a link of its own (beta per byte, alpha per
+ * message, times c->slow for the slowest).  Two-level (c->rack > 0):
+ * racks of c->rack consecutive ranks; a phase whose messages leave a rack
+ * pays c->rack_alpha more per message and, when f flows leave one rack at
+ * once, beta x max(1, f x oversub / rack) (sg_cost_uplink). */
+#include <math.h>
+#include <string.h>
+
+#include "allreduce.h"
+#include "cost.h"
+
+/* Ring: 2(N-1) steps of K/N bytes; the reduce-scatter half adds each
+ * received chunk.  Every chunk crosses every link, so the slowest sets
+ * the pace; across racks, one ring flow leaves each rack per step. */
+static double ring(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
+  double n = c->N, f = (n - 1) / n;
+  int cross = c->rack > 0 && c->N > c->rack;
+  double beta = p->beta * sg_cost_mult(c->slow) * (cross ? sg_cost_uplink(c, 1) : 1);
+  double alpha = p->alpha + (cross ? c->rack_alpha : 0);
+  o->link_bytes = 2 * f * c->K;
+  o->cpu_bytes = c->N < 2 ? 0 : 4 * (n - 1) * c->K;
+  if (c->N < 2) return 0;
+  return 2 * (n - 1) * alpha + 2 * f * c->K * beta + f * c->K * p->gamma;
+}
+
+/* Rabenseifner over p = 2^floor(log2 N) ranks: the exchange at distance
+ * mask moves K mask / p bytes each way, once halving (reduced) and once
+ * doubling; the N - p extra ranks fold their vector in before (one message
+ * of K, reduced) and get the result back after (one message of K).  Two-
+ * level: an exchange at mask >= rack crosses, every rank of a rack at once
+ * (rack flows). */
+static double rhd(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
+  int pw = 1;
+  while (pw * 2 <= c->N) pw *= 2;
+  double f = (double)(pw - 1) / pw, b = p->beta * sg_cost_mult(c->slow), t = 0;
+  for (int mask = 1; mask < pw; mask *= 2) {
+    int x = c->rack > 0 && mask >= c->rack;
+    double bytes = c->K * mask / pw;
+    t += 2 * (p->alpha + (x ? c->rack_alpha : 0) + bytes * b * (x ? sg_cost_uplink(c, c->rack) : 1));
+    t += bytes * p->gamma;
+  }
+  o->link_bytes = 2 * f * c->K;
+  o->cpu_bytes = 4 * (pw - 1) * c->K + 4.0 * (c->N - pw) * c->K;
+  if (pw < c->N) {
+    int x = sg_cost_cross(c, 0, 1); /* the fold pairs neighbours 2i, 2i+1 */
+    t += 2 * (p->alpha + (x ? c->rack_alpha : 0) + c->K * b) + c->K * p->gamma;
+    o->link_bytes += c->K;
+  }
+  return c->N < 2 ? 0 : t;
+}
+
+/* Tree edges that leave rack k (the heap tree of tree.c): the most over
+ * the racks, as flows through one uplink in one direction. */
+static int tree_rack_flows(const sg_cost_case_t *c) {
+  int most = 0;
+  for (int k = 0; c->rack > 0 && k * c->rack < c->N; k++) {
+    int out = 0, in = 0;
+    for (int r = k * c->rack; r < (k + 1) * c->rack && r < c->N; r++) {
+      if (r > 0 && sg_cost_cross(c, r, (r - 1) / 2)) out++;
+      for (int ch = 2 * r + 1; ch <= 2 * r + 2 && ch < c->N; ch++) in += sg_cost_cross(c, r, ch);
+    }
+    if (out > most) most = out;
+    if (in > most) most = in;
+  }
+  return most;
+}
+
+/* Pipelined binary tree (tree.c): S = ceil(K/m) segments of m bytes flow
+ * through D = floor(log2 N) levels, D + S - 1 stages up, as many down.
+ * An up stage: a rank receives one segment from each of its c children
+ * (2, or 1 at N = 2) through its link and adds them; a down stage: it
+ * sends c segments.  Whole: 2(D+S-1) alpha + 2(D+S-1) c m beta +
+ * (D+S-1) c m gamma, about 2cK beta + cK gamma for S >> D. */
+static double tree(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
+  if (c->N < 2 || !(c->K > 0)) return o->link_bytes = o->cpu_bytes = 0, 0;
+  double m = c->segment > 0 ? c->segment : SG_AR_SEGMENT_DEFAULT;
+  if (m > c->K) m = c->K;
+  double S = ceil(c->K / m), D = floor(log2((double)c->N)), ch = c->N > 2 ? 2 : 1;
+  int flows = tree_rack_flows(c);
+  double b = p->beta * sg_cost_mult(c->slow) * (flows ? sg_cost_uplink(c, flows) : 1);
+  double alpha = p->alpha + (flows ? c->rack_alpha : 0), stages = D + S - 1;
+  o->link_bytes = (ch + 1) * c->K;
+  o->cpu_bytes = 4 * (c->N - 1) * c->K;
+  return stages * (2 * alpha + 2 * ch * m * b + ch * m * p->gamma);
+}
+
+/* A ring of n places over k bytes (one phase: half, both: whole). */
+static double ring_part(double n, double k, double alpha, double beta, double gamma, int whole) {
+  if (n < 2) return 0;
+  double f = (n - 1) / n;
+  return (whole ? 2 : 1) * ((n - 1) * alpha + f * k * beta) + f * k * gamma;
+}
+
+/* Hierarchical (hier.c), G ranks per group, m = floor(N/G) groups, x = N
+ * - mG extra ranks: reduce-scatter inside (G-1 steps of K/G, reduced),
+ * a whole ring across the m groups on K/G, allgather inside; the extra
+ * ranks fold in and out as rhd's do.  Two-level: a group inside a rack
+ * keeps its phases off the uplinks; the rings across leave each rack with
+ * min(G, rack) flows at once. */
+static double hier(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
+  int n = c->N, g = c->group > 0 && c->group < n ? c->group : n, m = n / g, x = n - m * g;
+  double b = p->beta * sg_cost_mult(c->slow), K = c->K;
+  int in_x = c->rack > 0 && g > c->rack, across_x = c->rack > 0 && m > 1;
+  double a_in = p->alpha + (in_x ? c->rack_alpha : 0), b_in = b * (in_x ? sg_cost_uplink(c, 1) : 1);
+  double a_x = p->alpha + (across_x ? c->rack_alpha : 0);
+  double b_x = b * (across_x ? sg_cost_uplink(c, g < c->rack ? g : c->rack) : 1);
+  if (n < 2) return o->link_bytes = o->cpu_bytes = 0, 0;
+  double t = ring_part(g, K, a_in, b_in, p->gamma, 1) + ring_part(m, K / g, a_x, b_x, p->gamma, 1);
+  o->link_bytes = 2.0 * (g - 1) / g * K + (m > 1 ? 2.0 * (m - 1) / m * K / g : 0);
+  o->cpu_bytes = 4.0 * m * (g - 1) * K + 4.0 * (m - 1) * K + 4.0 * x * K;
+  if (x > 0) {
+    t += 2 * (a_x + K * b) + K * p->gamma;
+    o->link_bytes += K;
+  }
+  return t;
+}
+
+/* native is Open MPI's choice: the ring's line, the bound it cannot beat
+ * on bytes. */
+double sg_ar_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
+  const char *v = c->variant ? c->variant : "";
+  if (!strcmp(v, "ring") || !strcmp(v, "native")) return ring(c, p, o);
+  if (!strcmp(v, "rhd")) return rhd(c, p, o);
+  if (!strcmp(v, "tree")) return tree(c, p, o);
+  if (!strcmp(v, "hier")) return hier(c, p, o);
+  return -1;
+}

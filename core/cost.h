@@ -1,0 +1,78 @@
+/* cost.h - what an engine's cost formula sees and says (the alpha-beta-
+ * gamma model of one step's communication, docs/model.md).
+ *
+ * Each engine's formulas live with the engine, behind sg_engine_t's
+ * `cost` hook (core/engine.h): allreduce/allreduce_cost.c,
+ * ps/ps_cost.c, mapreduce/mapreduce_cost.c.  The harness holds the table
+ * that calls them, the fit of the constants and `sgdlab model`
+ * (harness/model/cost_model.h).
+ */
+#ifndef SG_COST_H
+#define SG_COST_H
+
+typedef struct sg_cost_params {
+  double alpha, beta, gamma;
+  double kappa, cores; /* kappa 0: the CPU never binds */
+} sg_cost_params_t;
+
+/* What the formulas need from a run (or a what-if case). */
+typedef struct sg_cost_case {
+  const char *engine; /* "allreduce", "ps", "mapreduce" (also bench-*) */
+  const char *variant; /* ring|rhd|tree|hier|native; sync|ssp|async; flat|tree (broadcast) */
+  int N;               /* workers / executors */
+  int S;               /* ps: servers */
+  int sparse;          /* ps: K is then the measured bytes per worker step */
+  int tree_aggregate;  /* mapreduce: aggregate tree */
+  int depth;           /* mapreduce: aggregate tree levels, driver included */
+  double K;            /* bytes through the formula (model bytes, dense) */
+  /* beta multipliers (fitted link's rate / this link's rate; 0 means 1):
+   * the slowest link of the run's hosts and the slowest of the hub's
+   * (ps servers, mapreduce driver; placement spread puts them first) */
+  double slow, hub;
+  double own; /* the median worker's link: what an async worker, who waits
+               * for no other, sees (0 means 1) */
+  double slice; /* ps sync, dense: bytes per slice of a shard the run used
+                 * (its `slice` when the shard is at least `slice_from`);
+                 * 0: whole shards */
+  int group;      /* allreduce hier: ranks per group (0: N) */
+  double segment; /* allreduce tree: bytes per pipeline segment (0: 1 MiB) */
+  /* Two-level network (rack > 0): racks of `rack` consecutive ranks, each
+   * under a switch whose uplink carries rack x link rate / oversub;
+   * a message between racks costs rack_alpha more.  rack 0: flat. */
+  int rack;
+  double oversub;    /* 0 means 1 */
+  double rack_alpha; /* seconds */
+} sg_cost_case_t;
+
+/* What a formula says about one step. */
+typedef struct sg_cost_split {
+  double link_s;     /* the links' time: alpha, beta, gamma terms */
+  double cpu_s;      /* kappa * cpu_bytes / cores */
+  double link_bytes; /* busiest link, one direction */
+  double cpu_bytes;  /* sent + received by every process together */
+} sg_cost_split_t;
+
+/* An engine's formula: the links' seconds of one step of c under p, with
+ * o->link_bytes and o->cpu_bytes filled in; negative when the engine has
+ * no formula for c's variant. */
+typedef double (*sg_cost_fn)(const sg_cost_case_t *c, const sg_cost_params_t *p,
+                             sg_cost_split_t *o);
+
+/* A multiplier that may be unset: m, or 1 when m is 0. */
+static inline double sg_cost_mult(double m) { return m > 0 ? m : 1; }
+
+/* Two-level network: whether ranks a and b sit in different racks. */
+static inline int sg_cost_cross(const sg_cost_case_t *c, int a, int b) {
+  return c->rack > 0 && a / c->rack != b / c->rack;
+}
+
+/* Two-level network: the beta factor of a phase in which `flows` flows of
+ * equal bytes leave one rack at once through its uplink (rack x the link
+ * rate / oversub); at least 1 (the rank's own link). */
+static inline double sg_cost_uplink(const sg_cost_case_t *c, double flows) {
+  if (c->rack <= 0) return 1;
+  double f = flows * sg_cost_mult(c->oversub) / c->rack;
+  return f > 1 ? f : 1;
+}
+
+#endif

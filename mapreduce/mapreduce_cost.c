@@ -1,0 +1,62 @@
+/* mapreduce_cost.c - the mapreduce engine's alpha-beta-gamma formula
+ * (core/cost.h; docs/model.md derives it).  Two-level network: the
+ * driver's link is its own; a tree hop between racks takes one flow
+ * through each uplink (sg_cost_uplink of 1). */
+#include <math.h>
+#include <string.h>
+
+#include "cost.h"
+
+/* Mapreduce broadcast: flat, the driver's link sends N copies; tree
+ * (binomial), ceil(log2(N+1)) rounds of one message of K each. */
+static double mr_broadcast(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link) {
+  if (!strcmp(c->variant, "tree")) {
+    int rounds = (int)ceil(log2((double)c->N + 1));
+    *link = rounds * c->K;
+    return rounds * (p->alpha + c->K * p->beta * sg_cost_mult(c->slow) * sg_cost_uplink(c, 1));
+  }
+  *link = c->N * c->K;
+  return p->alpha + c->N * c->K * p->beta * sg_cost_mult(c->hub);
+}
+
+/* Fan-in of the aggregate tree: smallest f >= 2 with f^d >= N (mapreduce.h). */
+static int fanin(int n, int d) {
+  for (int f = 2;; f++) {
+    double v = 1;
+    for (int i = 0; i < d; i++) v *= f;
+    if (v >= n) return f;
+  }
+}
+
+/* Mapreduce aggregate: flat, N gradients of K into the driver, summed
+ * there; tree of depth d, d-1 rounds where a leader takes (f-1)K from its
+ * group, then the driver takes ceil(N / f^(d-1)) K.  After a flat
+ * broadcast, as with a ps server's replies, the first executor's gradient
+ * comes in while the other copies still go out, so the driver's link
+ * takes N-1 of them after the broadcast (flat_after).  *sent: messages
+ * of K sent in all. */
+static double mr_aggregate(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link,
+                           double *sent) {
+  int d = c->tree_aggregate && c->depth > 1 ? c->depth : 1, f = fanin(c->N, d);
+  double t = 0, last = c->N, b = p->beta * sg_cost_mult(c->slow) * sg_cost_uplink(c, 1);
+  *sent = 0;
+  for (int r = 1; r < d; r++) {
+    t += p->alpha + (f - 1) * c->K * (b + p->gamma);
+    *sent += last - ceil(last / f);
+    last = ceil(last / f);
+  }
+  *link = last * c->K;
+  *sent += last;
+  double after = d == 1 && !strcmp(c->variant, "flat") && c->N > 1 ? last - 1 : last;
+  return t + p->alpha + after * c->K * p->beta * sg_cost_mult(c->hub) + last * c->K * p->gamma;
+}
+
+double sg_mr_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
+  double out, in, sent;
+  double t = mr_broadcast(c, p, &out) + mr_aggregate(c, p, &in, &sent);
+  o->link_bytes = out > in ? out : in;
+  /* the broadcast delivers K to each executor (flat or tree), the
+   * aggregate sends `sent` messages of K; each byte is sent and received */
+  o->cpu_bytes = 2 * (c->N + sent) * c->K;
+  return t;
+}

@@ -1,0 +1,43 @@
+/* ps_cost.c - the parameter server's alpha-beta-gamma formula (core/cost.h;
+ * docs/model.md derives it). */
+#include <math.h>
+#include <string.h>
+
+#include "cost.h"
+
+/* Parameter server: each of S servers takes N pushes of K/S (incast on
+ * its link) while each worker sends its K through its own link, so a
+ * phase lasts as long as the slower of the two; it sums them, then
+ * answers N pulls of K/S the same way.  Whole shards: a sync server
+ * answers only after the N-th push, but its N replies do not end
+ * together: the first one ends early (measured: the next step's pushes
+ * begin while the replies still go out, docs/model.md), and that worker's
+ * next push crosses the server's link during the other replies.  So the
+ * out phase carries N K/S and the in phase after it (N-1) K/S (one push
+ * when N = 1): 2 alpha + T_out + T_in + N K/S gamma.  Sliced (sync, C > 1
+ * slices of a shard): slice c goes out while slice c+1 comes in, so the
+ * link's two directions overlap and only the last slice's reply (and its
+ * sum) follows the last push: 2 alpha + T (1 + 1/C) + N K/S gamma / C.
+ * Sparse: K is the measured bytes per worker step.  Two-level network:
+ * the servers sit outside the workers' racks, so all of a rack's workers
+ * cross its uplink at once (sg_cost_uplink of rack flows). */
+double sg_ps_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
+  double s = c->S > 0 ? c->S : 1, per = c->N * c->K / s;
+  /* sync and ssp wait for the slowest worker, async only for its own link */
+  int async = c->variant && !strcmp(c->variant, "async");
+  double ws = async ? sg_cost_mult(c->own) : sg_cost_mult(c->slow);
+  ws *= sg_cost_uplink(c, c->rack); /* two-level: a rack's workers share its uplink */
+  double hub = per * p->beta * sg_cost_mult(c->hub), worker = c->K * p->beta * ws;
+  double T = hub > worker ? hub : worker;
+  o->link_bytes = per;
+  o->cpu_bytes = 4 * c->N * c->K; /* workers 2K each, servers 2NK/S each */
+  /* async: no barrier between a push and the next pull, so the server's
+   * link carries pushes in and pulls out at once (full duplex): one phase */
+  if (async) return p->alpha + T + per * p->gamma;
+  int sliced = c->slice > 0 && !c->sparse && c->variant && !strcmp(c->variant, "sync");
+  double C = sliced ? ceil(c->K / s / c->slice) : 1;
+  if (C > 1) return 2 * p->alpha + T * (1 + 1 / C) + per * p->gamma / C;
+  double after = c->N > 1 ? (c->N - 1) / (double)c->N : 1; /* of the hub's bytes */
+  double hub_in = hub * after, T_in = hub_in > worker ? hub_in : worker;
+  return 2 * p->alpha + T + T_in + per * p->gamma;
+}
