@@ -1,5 +1,5 @@
 # The rank program for simulated runs: a second build of core/, the
-# engines and harness/rank_main.c with SimGrid's smpicc, nested in
+# engines and rank/rank_main.c with SimGrid's smpicc, nested in
 # build/smpi/ (SGDLAB_SMPI_RANK, see the top CMakeLists.txt), its program
 # sgdlab-rank-smpi written next to sgdlab.  CUDA is off there.  Skipped,
 # with one line, when smpicc is not found (scripts/setup.sh installs

@@ -1,4 +1,4 @@
-/* test_simulate_platform.c - the simulated platform (harness/simulate.h)
+/* test_simulate_platform.c - the simulated platform (harness/run/simulate.h)
  * and the records files a simulation writes (core/records_server.h).
  *
  *  - the platform builder against hand-written files in tests/data/sim:
