@@ -12,6 +12,10 @@
 #include <unistd.h>
 
 #include "cuda/sg_cuda.h"
+#ifdef SG_SMPI
+#include "sg_mpi.h" /* smpi_execute (simulated runs) */
+#include "share.h"
+#endif
 #include "dataset.h"
 #include "device.h"
 #include "err.h"
@@ -34,6 +38,8 @@ struct sg_workload {
   char desc[512];
   struct sg_wl_sparse *sp; /* sparse step buffers (sg_workload_grad_sparse) */
   sg_cuda_wl_t *dev;       /* device: cuda -- the data and the step on the device */
+  double modeled_s; /* simulated run, compute modeled (_sim_step_s): a step's charge, 0: computed */
+  int borrowed;     /* train and test belong to the process (share.h), not to this workload */
 };
 
 static void wl_sparse_free(struct sg_wl_sparse **ps);
@@ -242,6 +248,48 @@ static int wl_load_data(sg_workload_t *w, const sg_opts_t *o, const wl_cfg_t *c,
   return sg_err_set(SG_ECONFIG, "dataset: unknown dataset '%s'", ds);
 }
 
+#ifdef SG_SMPI
+/* What a rank's data depends on: the spec's data keys and what it loads. */
+static void data_key(const sg_opts_t *o, unsigned what, char *out, size_t cap) {
+  static const char *const keys[] = {"dataset", "data_dir", "data_cache", "train_file",
+      "test_file", "features", "classes", "holdout", "train_samples", "test_samples", "nnz",
+      "seed", "device", NULL};
+  size_t n = (size_t)snprintf(out, cap, "data %u", what);
+  for (int i = 0; keys[i] && n < cap; i++)
+    n += (size_t)snprintf(out + n, cap - n, "|%s", sg_opts_str_or(o, keys[i], ""));
+}
+
+/* Simulated ranks (one process): the first loads, the rest borrow. */
+static int load_data_once(sg_workload_t *w, const sg_opts_t *o, const wl_cfg_t *c,
+                          unsigned what) {
+  char key[2048];
+  data_key(o, what, key, sizeof key);
+  sg_workload_t *held = sg_share_get(key);
+  if (!held) {
+    SG_CHECK(wl_load_data(w, o, c, what));
+    if (!(held = calloc(1, sizeof *held))) return SG_OK; /* this rank keeps its own */
+    *held = *w;
+    if (sg_share_put(key, held) < 0) {
+      free(held);
+      return SG_OK;
+    }
+  }
+  w->train = held->train;
+  w->test = held->test;
+  w->ntrain = held->ntrain;
+  w->ntest = held->ntest;
+  w->d = held->d;
+  w->classes = held->classes;
+  w->borrowed = 1;
+  return SG_OK;
+}
+#else
+static int load_data_once(sg_workload_t *w, const sg_opts_t *o, const wl_cfg_t *c,
+                          unsigned what) {
+  return wl_load_data(w, o, c, what);
+}
+#endif
+
 /* Steps per epoch and in all, and the training buffers. */
 static int wl_plan(sg_workload_t *w, const wl_cfg_t *c) {
   w->spe = sg_shard_steps_per_epoch(w->ntrain, w->nworkers, w->batch);
@@ -269,6 +317,7 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
     goto fail;
   }
   SG_TRY(wl_read_opts(o, &c));
+  SG_TRY(sg_opts_double_or(o, "_sim_step_s", 0, &w->modeled_s));
   w->worker = worker;
   w->nworkers = nworkers;
   w->batch = (int)c.batch;
@@ -276,7 +325,9 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
   w->classes = (int)c.classes;
   sg_blas_set_threads((int)c.threads);
   sg_denormals_apply(o);
-  SG_TRY(wl_load_data(w, o, &c, what));
+  /* compute modeled: no step reads the data; its shape is enough */
+  if (w->modeled_s > 0 && strcmp(c.dataset, "libsvm")) what &= ~(unsigned)SG_WL_ALL;
+  SG_TRY(load_data_once(w, o, &c, what));
 
   int sparse = (w->train && sg_dataset_sparse(w->train)) ||
                (w->test && sg_dataset_sparse(w->test));
@@ -321,8 +372,8 @@ void sg_workload_destroy(sg_workload_t **pw) {
   if (!pw || !*pw) return;
   sg_workload_t *w = *pw;
   sg_model_destroy(&w->model);
-  sg_dataset_destroy(&w->train);
-  sg_dataset_destroy(&w->test);
+  if (!w->borrowed) sg_dataset_destroy(&w->train);
+  if (!w->borrowed) sg_dataset_destroy(&w->test);
   sg_batch_buf_destroy(&w->bbuf);
   free(w->perm);
   free(w->idx);
@@ -370,6 +421,14 @@ int sg_workload_grad_device(sg_workload_t *w, const float *dparams, float *dgrad
 
 int sg_workload_grad_slice(sg_workload_t *w, const float *params, float *grad,
                            int64_t step, int64_t first, int64_t count, double *loss) {
+#ifdef SG_SMPI
+  if (w->modeled_s > 0 && count >= 1 && count <= w->batch) {
+    /* simulate: compute: modeled -- charge the step, compute nothing */
+    smpi_execute(w->modeled_s * (double)count / (double)w->batch);
+    *loss = NAN;
+    return SG_OK;
+  }
+#endif
   if (!w->train)
     return sg_err_set(SG_EINVAL, "grad: workload was created without the training set");
   if (step < 0) return sg_err_set(SG_EINVAL, "grad: step %lld < 0", (long long)step);
@@ -386,6 +445,10 @@ int sg_workload_grad_slice(sg_workload_t *w, const float *params, float *grad,
 }
 
 int sg_workload_evaluate(sg_workload_t *w, const float *params, sg_eval_t *out) {
+  if (w->modeled_s > 0 && !w->test) { /* compute modeled: nothing real to evaluate */
+    out->test_loss = out->test_acc = NAN;
+    return SG_OK;
+  }
   if (!w->test || w->ntest < 1)
     return sg_err_set(SG_EINVAL, "evaluate: workload has no test set (libsvm: set test_file)");
   double loss = 0.0;

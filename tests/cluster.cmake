@@ -15,3 +15,14 @@ sg_add_test(test_cluster_run SOURCES test_cluster_run.c TIMEOUT 300
   LIBS sgtestcluster sgrun PkgConfig::SQLITE)
 add_dependencies(test_cluster_run sgdlab sgdlab-rank sgdlab-nsexec)
 set_tests_properties(test_cluster_run PROPERTIES RESOURCE_LOCK sgdlab_cluster)
+# What a run or a cluster leaves on disk is removed through checked
+# descriptors, and only when proven the user's (harness/base/safedir.h,
+# harness/run/rundir.h): the
+# remover, its race with a symlink-swapping attacker (nobody), a
+# cluster's teardown against planted per-host directories, mpirun cluster
+# runs, a killed harness, a forged database.  Root and network namespaces
+# for most cases (they skip with the reason otherwise).
+sg_add_test(test_teardown SOURCES test_teardown.c TIMEOUT 600
+  LIBS sgtestcluster sgrun PkgConfig::SQLITE)
+add_dependencies(test_teardown sgdlab sgdlab-rank sgdlab-nsexec)
+set_tests_properties(test_teardown PROPERTIES RESOURCE_LOCK sgdlab_cluster)

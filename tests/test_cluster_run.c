@@ -17,7 +17,9 @@
  *  - mpirun across the hosts: ring with transport mpi, and with zmq ranks
  *    started by mpirun, on 3 hosts equals local, and the links carried
  *    each rank's bytes; sgdlab-nsexec (the rsh agent) enters only hosts of
- *    the cluster SGDLAB_CLUSTER names; a rank killed under mpirun fails
+ *    the cluster SGDLAB_CLUSTER names, giving the daemons TMPDIR = hN in
+ *    the run's private directory (a directory others may enter, like
+ *    /tmp, is refused naming the host); a rank killed under mpirun fails
  *    the run and leaves no process of the cluster behind; the ranks got
  *    the TCP BTL with a 1 MiB eager limit, without put (btl_tcp_flags)
  *    and with its progress thread.
@@ -286,10 +288,26 @@ TEST(nsexec_enters_only_a_host_of_the_named_cluster) {
   snprintf(slash + 1, sizeof agent - (size_t)(slash + 1 - agent), "sgdlab-nsexec");
   const char *a1 = sg_cluster_host_addr(a, 1), *b0 = sg_cluster_host_addr(b, 0);
   setenv("SGDLAB_CLUSTER", sg_cluster_name(a), 1);
-  /* the words are one shell command line, as ssh sends them */
-  char *ok[] = {agent, (char *)a1, "ip", "-o", "-4", "addr", "show", "|", "grep", "-c", "198.1", NULL};
+  /* the run's directory must be private: /tmp is refused, naming the host */
+  setenv("SGDLAB_RUNDIR", "/tmp", 1);
+  char *words[] = {agent, (char *)a1, "true", NULL};
+  CHECK_EQ_INT(tc_run(words, -1, out, sizeof out), 2);
+  fprintf(stderr, "  refused: %s", out);
+  CHECK_STR_CONTAINS(out, "sgdlab-nsexec: host ");
+  CHECK_STR_CONTAINS(out, "not a private directory");
+  char rundir[64];
+  CHECK_OK(ru_mkdtemp(rundir, sizeof rundir, "nsexec"));
+  setenv("SGDLAB_RUNDIR", rundir, 1);
+  /* the words are one shell command line, as ssh sends them; TMPDIR is
+   * host 1's directory in the run's */
+  char *ok[] = {agent, (char *)a1, "ip", "-o", "-4", "addr", "show", "|", "grep", "-c", "198.1",
+                "&&", "echo", "$TMPDIR", NULL};
   CHECK_EQ_INT(tc_run(ok, -1, out, sizeof out), 0);
   CHECK_MSG(atoi(out) == 1, "inside %s: %s", a1, out);
+  char want[96];
+  snprintf(want, sizeof want, "%s/h1\n", rundir);
+  CHECK_STR_CONTAINS(out, want);
+  ru_rm_rf(rundir);
   char *other[] = {agent, (char *)b0, "true", NULL};
   CHECK_EQ_INT(tc_run(other, -1, out, sizeof out), 2);
   fprintf(stderr, "  refused: %s", out);
@@ -297,6 +315,7 @@ TEST(nsexec_enters_only_a_host_of_the_named_cluster) {
   char *none[] = {agent, "127.0.0.1", "true", NULL};
   CHECK_EQ_INT(tc_run(none, -1, out, sizeof out), 2);
   unsetenv("SGDLAB_CLUSTER");
+  unsetenv("SGDLAB_RUNDIR");
   char *unnamed[] = {agent, (char *)a1, "true", NULL};
   CHECK_EQ_INT(tc_run(unnamed, -1, out, sizeof out), 2);
   CHECK_STR_CONTAINS(out, "SGDLAB_CLUSTER");

@@ -9,8 +9,9 @@
  *  - a harness killed with SIGKILL mid-run, local launcher and mpirun: no
  *    rank process (nor mpirun) of the run is left within 5 s (ranks and
  *    mpirun die by PR_SET_PDEATHSIG, ranks under mpirun also by their
- *    lifeline), and the next `sgdlab list` marks the run failed "harness
- *    died" and removes its temp dir;
+ *    lifeline); `sgdlab list` changes nothing, and the next `sgdlab run`
+ *    into the database marks the run failed "harness died" and removes
+ *    its directory;
  *  - the lifeline alone: a rank process whose harness (a process holding
  *    the records PULL socket) is killed exits within 5 s with status
  *    SG_LIFELINE_EXIT and says why; one that finishes normally exits 0;
@@ -210,14 +211,14 @@ static void harness_killed_case(const char *text, int nprocs, int mpirun) {
   ru_db_text_into(db, "SELECT status || ': ' || coalesce(error, '') FROM runs WHERE id=1", err,
                   sizeof err);
   CHECK_MSG(!strcmp(err, "running: "), "before reconciliation the run reads '%s'", err);
-  /* list only reads: the row stays as it is */
+  /* list only reads: the row and the directory stay as they are */
   char *argv[] = {NULL, "list", "--db", db, NULL};
   int code = ru_run(argv, 1, NULL, out, sizeof out);
-  fprintf(stderr, "%s", out);
   CHECK_EQ_INT(code, 0);
   ru_db_text_into(db, "SELECT status FROM runs WHERE id=1", err, sizeof err);
   CHECK_MSG(!strcmp(err, "running"), "list changed the run to '%s'", err);
-  /* the next open to write (sgdlab run, bench) reconciles */
+  CHECK_MSG(dir_exists(tmp), "list removed the run's directory %s", tmp);
+  /* the next open to write (sgdlab run, bench) reconciles: failed, directory gone */
   sg_recorder_t *rec = NULL;
   CHECK_OK(sg_recorder_open(&rec, db));
   sg_recorder_close(&rec);

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "err.h"
 #include "reconcile.h"
 #include "recorder.h"
+#include "rundir.h"
 #include "test.h"
 
 static char *tmp_db(char *dir, size_t cap) {
@@ -296,18 +298,41 @@ static int dead_pid(void) {
   return (int)p;
 }
 
-/* A run dir as the harness makes it, with a file in it. */
-static int run_dir(char *dir, size_t cap) {
-  snprintf(dir, cap, "/tmp/sgdlab-XXXXXX");
-  if (!mkdtemp(dir)) return -1;
-  char f[128];
-  snprintf(f, sizeof f, "%s/spec", dir);
-  FILE *fp = fopen(f, "w");
-  if (fp) fclose(fp);
-  return fp ? 0 : -1;
+/* A run dir as the harness makes it (sg_rundir_create), with a file and
+ * a subdirectory with a file in it; its proof into proof.  dead: made by
+ * a child that then exits (its harness is gone), else by this process. */
+static int run_dir(char *dir, size_t cap, char *proof, int dead) {
+  int p[2];
+  if (pipe(p) < 0) return -1;
+  fflush(NULL);
+  pid_t pid = dead ? fork() : 0;
+  if (pid == 0) {
+    sg_rundir_t rd;
+    char line[160] = "";
+    if (sg_rundir_create(&rd) == SG_OK) {
+      snprintf(line, sizeof line, "%s %s", rd.path, rd.proof);
+      char f[160];
+      FILE *fp = NULL;
+      snprintf(f, sizeof f, "%s/h1/x", rd.path);
+      if (mkdirat(rd.fd, "h1", 0700) == 0 && (fp = fopen(f, "w"))) fclose(fp);
+      close(rd.fd);
+    }
+    if (write(p[1], line, sizeof line) != (ssize_t)sizeof line) _exit(1);
+    if (dead) _exit(0);
+  }
+  char line[160] = "";
+  int ok = read(p[0], line, sizeof line) == (ssize_t)sizeof line;
+  close(p[0]), close(p[1]);
+  if (dead) waitpid(pid, NULL, 0);
+  char path[128];
+  if (!ok || sscanf(line, "%127s %64s", path, proof) != 2) return -1;
+  snprintf(dir, cap, "%s", path);
+  return 0;
 }
 
-static int insert_run(sqlite3 *db, int pid, const char *host, const char *start, const char *dir) {
+/* A 'running' row; its run_info tmp_dir.proof when proof is not NULL. */
+static int insert_run(sqlite3 *db, int pid, const char *host, const char *start, const char *dir,
+                      const char *proof) {
   sqlite3_stmt *s;
   if (sqlite3_prepare_v2(db, "INSERT INTO runs(experiment_id, engine, status, harness_pid,"
                              " harness_host, harness_start, tmp_dir) VALUES(1, 'local', 'running',"
@@ -319,6 +344,12 @@ static int insert_run(sqlite3 *db, int pid, const char *host, const char *start,
   sqlite3_bind_text(s, 4, dir, -1, SQLITE_STATIC);
   int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
   sqlite3_finalize(s);
+  if (rc == 0 && proof) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "INSERT INTO run_info(run_id, key, value) VALUES(%lld,"
+             " 'tmp_dir.proof', '%s')", (long long)sqlite3_last_insert_rowid(db), proof);
+    rc = sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+  }
   return rc;
 }
 
@@ -327,57 +358,62 @@ static int exists(const char *path) {
   return lstat(path, &sb) == 0;
 }
 
+/* Only a row whose run directory proves it (the owner file hashes to the
+ * row's proof) and whose harness, as that file names it, is gone is
+ * reconciled; the row's own pid and identity prove nothing. */
 TEST(runs_of_dead_harnesses_are_failed_and_their_temp_dirs_removed) {
-  char dir[64], host[256] = "?", self[128], other[160];
+  char dir[64], host[256] = "?", self[128];
   const char *path = tmp_db(dir, sizeof dir);
   CHECK(path);
   gethostname(host, sizeof host - 1);
   CHECK_OK(sg_proc_identity((int)getpid(), self, sizeof self));
-  snprintf(other, sizeof other, "1%s", self); /* this pid, another start time */
-  /* run dirs: 1 dead pid, 2 reused pid, 3 live harness, 4 other host,
-   * 5 dead pid but a dir that is not a run dir's name, 6 dead pid and a
-   * symlink named like a run dir, pointing at a directory with a file */
-  char d[7][128], keep[256], link_target[200];
-  for (int i = 1; i <= 4; i++) CHECK_OK(run_dir(d[i], sizeof d[i]));
+  /* 1 dead harness; 2 live harness (this process) although the row names
+   * a dead pid; 3 dead harness but the row's proof is another's; 4 other
+   * host; 5 not a run dir's name; 6 a symlink named like a run dir to a
+   * dead run's directory, with that directory's proof; 7 dead harness, a
+   * row without proof (an older sgdlab's, or forged) */
+  char d[8][128], pr[8][SG_RUNDIR_PROOF_LEN + 1], target[128];
+  CHECK_OK(run_dir(d[1], sizeof d[1], pr[1], 1));
+  CHECK_OK(run_dir(d[2], sizeof d[2], pr[2], 0));
+  CHECK_OK(run_dir(d[3], sizeof d[3], pr[3], 1));
+  sg_sha256_hex("forged", 6, pr[3]);
+  CHECK_OK(run_dir(d[4], sizeof d[4], pr[4], 1));
   snprintf(d[5], sizeof d[5], "%s/notarundir", dir);
   CHECK(mkdir(d[5], 0700) == 0);
-  snprintf(link_target, sizeof link_target, "%s/target", dir);
-  CHECK(mkdir(link_target, 0700) == 0);
-  snprintf(keep, sizeof keep, "%s/precious", link_target);
-  FILE *kf = fopen(keep, "w");
-  CHECK(kf && fclose(kf) == 0);
+  snprintf(pr[5], sizeof pr[5], "%s", pr[4]);
+  CHECK_OK(run_dir(target, sizeof target, pr[6], 1));
   snprintf(d[6], sizeof d[6], "/tmp/sgdlab-XXXXXX");
-  CHECK(mkdtemp(d[6]) && rmdir(d[6]) == 0 && symlink(link_target, d[6]) == 0);
+  CHECK(mkdtemp(d[6]) && rmdir(d[6]) == 0 && symlink(target, d[6]) == 0);
+  CHECK_OK(run_dir(d[7], sizeof d[7], pr[7], 1));
 
   sg_recorder_t *r = NULL;
   CHECK_OK(sg_recorder_open(&r, path));
   sqlite3 *db = sg_recorder_sqlite(r);
   CHECK(sqlite3_exec(db, "INSERT INTO experiments(name) VALUES('e')", NULL, NULL, NULL) == SQLITE_OK);
-  CHECK_OK(insert_run(db, dead_pid(), host, self, d[1]));
-  CHECK_OK(insert_run(db, (int)getpid(), host, other, d[2]));
-  CHECK_OK(insert_run(db, (int)getpid(), host, self, d[3]));
-  CHECK_OK(insert_run(db, dead_pid(), "some-other-host", self, d[4]));
-  CHECK_OK(insert_run(db, dead_pid(), host, self, d[5]));
-  CHECK_OK(insert_run(db, dead_pid(), host, self, d[6]));
+  for (int i = 1; i <= 7; i++)
+    CHECK_OK(insert_run(db, dead_pid(), i == 4 ? "some-other-host" : host, self, d[i],
+                        i == 7 ? NULL : pr[i]));
   sg_recorder_close(&r);
 
   CHECK_OK(sg_recorder_open(&r, path)); /* reconciles */
   db = sg_recorder_sqlite(r);
   CHECK_EQ_INT(count(db, "SELECT count(*) FROM runs WHERE status='failed' AND error='harness died'"
-                         " AND finished_at IS NOT NULL AND id IN (1, 2, 5, 6)"), 4);
-  CHECK_EQ_INT(count(db, "SELECT count(*) FROM runs WHERE status='running' AND id IN (3, 4)"), 2);
+                         " AND finished_at IS NOT NULL AND id = 1"), 1);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM runs WHERE status='running' AND id > 1"), 6);
   sg_recorder_close(&r);
   CHECK_MSG(!exists(d[1]), "%s (dead harness) is still there", d[1]);
-  CHECK_MSG(!exists(d[2]), "%s (reused pid) is still there", d[2]);
-  CHECK_MSG(exists(d[3]), "%s of a live harness was removed", d[3]);
-  CHECK_MSG(exists(d[4]), "%s of another host's run was removed", d[4]);
-  CHECK_MSG(exists(d[5]), "%s (not a run dir's name) was removed", d[5]);
-  CHECK_MSG(exists(d[6]) && exists(keep), "the symlink %s or what it points at was removed", d[6]);
+  CHECK_MSG(exists(d[2]), "%s of a live harness was removed", d[2]);
+  for (int i = 3; i <= 7; i++) CHECK_MSG(exists(d[i]), "%s (row %d) was removed", d[i], i);
+  char keep[160];
+  snprintf(keep, sizeof keep, "%s/h1/x", target);
+  CHECK_MSG(exists(keep), "%s, behind the symlink %s, was removed", keep, d[6]);
   /* a second open finds nothing more to do */
   CHECK_OK(sg_recorder_open(&r, path));
   sg_recorder_close(&r);
   unlink(d[6]);
-  for (int i = 3; i <= 4; i++) cleanup(d[i]);
+  for (int i = 2; i <= 7; i++)
+    if (i != 5 && i != 6) cleanup(d[i]);
+  cleanup(target);
   cleanup(dir);
 }
 

@@ -16,7 +16,6 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <ftw.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -464,19 +463,6 @@ fail:
 
 /* ---- down ---------------------------------------------------------------------- */
 
-static int unlink_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-/* The temporary directory sgdlab-nsexec gave host h's processes (mpirun's
- * daemons keep their session files there); links are not followed. */
-static void remove_host_tmp(const char *name, int h) {
-  char dir[128];
-  snprintf(dir, sizeof dir, "/tmp/sgdlab-orted-%s-h%d", name, h);
-  nftw(dir, unlink_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
-
 int sg_cluster_down(sg_cluster_t **pcl) {
   sg_cluster_t *cl = *pcl;
   if (!cl) return SG_OK;
@@ -491,7 +477,8 @@ int sg_cluster_down(sg_cluster_t **pcl) {
     if (cl->created && !cl->made_host[h]) continue;
     int r = sgc_ns_delete(cl->ns[h]);
     if (r < 0 && rc == SG_OK) rc = r, snprintf(first, sizeof first, "%s", sg_err_msg());
-    remove_host_tmp(cl->d.name, h);
+    /* nothing of a host is on disk here: its daemons' temporary files were
+     * in the run's own directory (rundir.h), which the run removes */
   }
   if (!cl->created || cl->made_bridge) {
     int r = sgc_ns_delete(cl->br_ns);

@@ -75,8 +75,12 @@ void run_fail_from_suspect(serve_t *s) {
   }
 }
 
+/* What the rsh agent of an emulated cluster (sgdlab-nsexec) prefixes its
+ * refusals with: such a line says why mpirun could not start a daemon. */
+#define AGENT_PREFIX "sgdlab-nsexec: "
+
 /* Read what mpirun has written to its stderr: parse each line for the
- * notice of the process that ended the job, keep the last TAIL_CAP bytes
+ * notice of the process that ended the job and for the agent's refusal, keep the last TAIL_CAP bytes
  * (stored as run_info mpirun_stderr when the run fails), and forward it to
  * our stderr in verbose mode only, so the terminal shows one summary line
  * per run rather than Open MPI's banners.  Returns 1 at end of file. */
@@ -102,6 +106,8 @@ int run_mpirun_read(serve_t *s) {
       if (buf[i] == '\n' || s->line_len + 1 >= sizeof s->line) {
         s->line[s->line_len] = '\0';
         sg_mpirun_notice_line(&s->notice, s->line);
+        if (!s->agent[0] && !strncmp(s->line, AGENT_PREFIX, strlen(AGENT_PREFIX)))
+          snprintf(s->agent, sizeof s->agent, "%s", s->line + strlen(AGENT_PREFIX));
         s->line_len = 0;
         if (buf[i] == '\n') continue;
       }

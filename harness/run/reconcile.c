@@ -1,19 +1,16 @@
 /* reconcile.c - runs whose harness died (see reconcile.h). */
-#define _GNU_SOURCE /* fdopendir, openat, O_NOFOLLOW */
 #include "reconcile.h"
 
 #include <ctype.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "err.h"
 #include "proc.h"
+#include "rundir.h"
 
 enum { RECONCILE_MAX = 256 }; /* runs looked at per open (the rest: next time) */
 
@@ -42,69 +39,42 @@ int sg_run_dir_pattern(const char *dir) {
   return 1;
 }
 
-/* Remove a dead run's temp dir: the pattern, a real directory (O_NOFOLLOW:
- * never a symlink's target), ours; its files (not subdirectories), then
- * the directory.  1 when removed. */
-static int remove_run_dir(const char *dir) {
-  if (!sg_run_dir_pattern(dir)) return 0;
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return 0; /* gone already, or not a directory */
-  struct stat sb;
-  int dfd = -1;
-  DIR *d = NULL;
-  if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == geteuid() &&
-      (dfd = dup(fd)) >= 0 && (d = fdopendir(dfd))) {
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      struct stat es;
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      if (fstatat(fd, e->d_name, &es, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(es.st_mode))
-        unlinkat(fd, e->d_name, 0);
-    }
-    closedir(d); /* closes dfd */
-  } else if (dfd >= 0) {
-    close(dfd);
-  }
-  int ours = d != NULL;
-  close(fd);
-  return ours && rmdir(dir) == 0;
-}
-
-/* Whether the harness recorded as (pid, identity) still runs here. */
-static int harness_alive(int pid, const char *identity) {
-  char now[128];
-  return sg_proc_identity(pid, now, sizeof now) == 0 && identity && !strcmp(now, identity);
-}
-
 typedef struct dead_run {
   sqlite3_int64 id;
   int pid;
   char dir[64];
+  char proof[SG_RUNDIR_PROOF_LEN + 1];
 } dead_run_t;
 
-/* The 'running' runs of this host whose harness is gone, into out[]. */
+/* The 'running' runs of this host whose run directory proves them ours
+ * and their harness gone (rundir.h: the owner file, its hash in run_info
+ * tmp_dir.proof), into out[].
+ * A row without that proof is left as it is, whatever it claims. */
 static int find_dead(sqlite3 *db, dead_run_t *out, int cap, int *n) {
   char host[256] = "?";
   gethostname(host, sizeof host - 1);
   sqlite3_stmt *st = NULL;
   *n = 0;
   if (sqlite3_prepare_v2(db,
-                         "SELECT id, harness_pid, harness_start, tmp_dir FROM runs WHERE"
-                         " status='running' AND harness_host=?1 AND harness_pid IS NOT NULL"
-                         " ORDER BY id LIMIT ?2",
+                         "SELECT r.id, r.harness_pid, r.tmp_dir, i.value FROM runs r"
+                         " JOIN run_info i ON i.run_id = r.id AND i.key = 'tmp_dir.proof'"
+                         " WHERE r.status='running' AND r.harness_host=?1"
+                         " AND r.harness_pid IS NOT NULL ORDER BY r.id LIMIT ?2",
                          -1, &st, NULL) != SQLITE_OK)
     return sg_err_set(SG_EIO, "results db: looking for runs of dead harnesses: %s",
                       sqlite3_errmsg(db));
   sqlite3_bind_text(st, 1, host, -1, SQLITE_TRANSIENT);
   sqlite3_bind_int(st, 2, cap);
   while (sqlite3_step(st) == SQLITE_ROW) {
-    int pid = sqlite3_column_int(st, 1);
-    if (harness_alive(pid, (const char *)sqlite3_column_text(st, 2))) continue;
-    dead_run_t *d = &out[(*n)++];
+    dead_run_t *d = &out[*n];
+    const char *dir = (const char *)sqlite3_column_text(st, 2);
+    const char *proof = (const char *)sqlite3_column_text(st, 3);
+    snprintf(d->dir, sizeof d->dir, "%s", dir ? dir : "");
+    snprintf(d->proof, sizeof d->proof, "%s", proof ? proof : "");
+    if (!sg_rundir_reclaim(d->dir, d->proof, NULL)) continue;
     d->id = sqlite3_column_int64(st, 0);
-    d->pid = pid;
-    snprintf(d->dir, sizeof d->dir, "%s",
-             sqlite3_column_text(st, 3) ? (const char *)sqlite3_column_text(st, 3) : "");
+    d->pid = sqlite3_column_int(st, 1);
+    ++*n;
   }
   sqlite3_finalize(st);
   return SG_OK;
@@ -134,7 +104,8 @@ int sg_reconcile(sg_recorder_t *r) {
       goto fail;
     }
     sqlite3_reset(st);
-    int removed = remove_run_dir(dead[i].dir);
+    int removed = 0; /* marked first: a directory half removed would prove nothing later */
+    sg_rundir_reclaim(dead[i].dir, dead[i].proof, &removed);
     fprintf(stderr, "sgdlab: run %lld: its harness (pid %d) is gone; marked failed (harness died)%s%s\n",
             (long long)dead[i].id, dead[i].pid, removed ? ", removed " : "", removed ? dead[i].dir : "");
   }
@@ -143,33 +114,4 @@ fail:
   sqlite3_finalize(st);
   free(dead);
   return rc;
-}
-
-/* Whether path is an SQLite file with sgdlab's experiments and runs. */
-static int is_sgdlab_db(const char *path) {
-  sqlite3 *db = NULL;
-  sqlite3_stmt *st = NULL;
-  int yes = 0;
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-    sqlite3_busy_timeout(db, 5000);
-    if (sqlite3_prepare_v2(db,
-                           "SELECT count(*) FROM sqlite_master WHERE type='table'"
-                           " AND name IN ('experiments','runs')",
-                           -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-      yes = sqlite3_column_int(st, 0) == 2;
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return yes;
-}
-
-void sg_reconcile_path(const char *path) {
-  struct stat sb;
-  sg_recorder_t *r = NULL;
-  if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || access(path, W_OK) != 0 ||
-      !is_sgdlab_db(path))
-    return;
-  if (sg_recorder_open(&r, path) == SG_OK) sg_recorder_close(&r);
-  sg_err_clear();
 }

@@ -14,8 +14,9 @@
  *
  * and in runs (version 2) harness_pid, harness_host, harness_start (the
  * harness's process identity, sg_proc_identity) and tmp_dir (the run's
- * temp dir): a run left 'running' by a harness that died is marked
- * 'failed' ("harness died") by the next open (reconcile.h).
+ * temp dir; run_info tmp_dir.proof proves it ours, rundir.h): a run left
+ * 'running' by a harness that died is marked 'failed' ("harness died") by
+ * the next open, when its directory proves it (reconcile.h).
  *
  * Times: started_at / finished_at are UTC text "YYYY-MM-DDTHH:MM:SS.SSSZ";
  * wall_s is the run's duration in seconds measured by the harness.

@@ -62,8 +62,8 @@
  * SG_EINTERRUPTED; sg_run_signal() says which signal (exit 128 + it).
  * A harness that dies without that (SIGKILL) takes its ranks with it
  * (launch.h: PR_SET_PDEATHSIG; core/lifeline.h: ranks under mpirun), and
- * the next sgdlab command that opens the database marks its run failed
- * "harness died" (reconcile.h).  The harness signals only processes it
+ * the next sgdlab command that opens the database to write marks its run
+ * failed "harness died" and removes its directory (reconcile.h).  The harness signals only processes it
  * started (launch.h, sg_launch_signal), never a pid only a record names.
  */
 #ifndef SG_RUN_H

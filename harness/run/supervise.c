@@ -42,6 +42,11 @@ void run_describe_exit(serve_t *s, const sg_exit_t *ex) {
     if (ex->rank >= 0 && s->ranks[ex->rank].done && s->ranks[ex->rank].msg[0])
       run_fail(s, "%s: %s", who, s->ranks[ex->rank].msg);
     else if (ex->rank < 0) {
+      run_mpirun_read(s); /* the agent's refusal, when that is why */
+      if (s->agent[0]) {
+        run_fail(s, "mpirun could not start its daemon on a cluster host: %s", s->agent);
+        return;
+      }
       /* mpirun: name the first rank that did not finish */
       for (int r = 0; r < s->nprocs; r++)
         if (!s->ranks[r].done || s->ranks[r].status) {
@@ -123,6 +128,9 @@ void run_kill_stopped(serve_t *s) {
 void run_watchdog(serve_t *s, double deadline) {
   double now = sg_now(), quiet = now - s->last_rec;
   double limit = s->armed ? WATCHDOG_FACTOR * deadline : deadline + SILENCE_MARGIN_S;
+  /* a simulation computes every rank's step in this one process: its
+   * silences grow with the ranks (SIM_WATCHDOG_RANKS per bound) */
+  if (s->sim && s->nprocs > SIM_WATCHDOG_RANKS) limit *= (double)s->nprocs / SIM_WATCHDOG_RANKS;
   if (s->error[0] || quiet <= limit) return;
   char list[300] = "";
   size_t len = 0;
