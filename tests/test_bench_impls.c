@@ -30,10 +30,18 @@ static const char *sgdlab_bin(void) {
   return path;
 }
 
+/* the scratch directory goes when the test process ends */
+static void remove_tmpdir(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+}
+
 static const char *tmpdir(void) {
   if (!g_dir[0]) {
     snprintf(g_dir, sizeof g_dir, "/tmp/sgdlab-bimpl-XXXXXX");
     if (!mkdtemp(g_dir)) return NULL;
+    atexit(remove_tmpdir);
   }
   return g_dir;
 }
