@@ -18,7 +18,7 @@
  *; it needs the MPI transport.
  */
 #include <limits.h>
-#include <mpi.h>
+#include "sg_mpi.h"
 
 #include "allreduce.h"
 #include "clock.h"
@@ -41,7 +41,12 @@ int sg_allreduce_native(sg_comm_t *c, float *buf, size_t count, const sg_ar_opts
   if (count > INT_MAX)
     return sg_err_set(SG_ERANGE, "allreduce native: %zu floats exceed MPI's int count", count);
   if (count == 0 || c->size == 1) return SG_OK;
-  if (!o || !o->native_nonblocking) {
+#ifdef SG_SMPI
+  int blocking = 1; /* simulated: no polling (core/transport_mpi.c, MQ_BLOCKING) */
+#else
+  int blocking = !o || !o->native_nonblocking;
+#endif
+  if (blocking) {
     int mrc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, *mc);
     if (mrc != MPI_SUCCESS) return sg_err_set(SG_EPEER, "MPI_Allreduce failed (%d)", mrc);
     return SG_OK;

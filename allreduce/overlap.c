@@ -119,9 +119,8 @@ int sg_ar_overlap_new(sg_ar_overlap_t **out, sg_workload_t *wl, sg_ar_t *ar,
     return sg_err_set(SG_ENOMEM, "overlap: cannot start the compute thread");
   }
   ov->started = 1;
-  /* dW blocks of at least a bucket (whole rows): each closes a bucket
-   * of about `bucket` bytes; finer ones would only add calls. */
-  sg_model_set_grad_hook(sg_workload_model(wl), on_ready, ov, ov->bucket);
+  /* the model's dW blocks (sg_model_dw_rows) gather into buckets */
+  sg_model_set_grad_hook(sg_workload_model(wl), on_ready, ov);
   *out = ov;
   return SG_OK;
 }
@@ -178,7 +177,7 @@ void sg_ar_overlap_destroy(sg_ar_overlap_t **pov) {
     pthread_cond_broadcast(&ov->cv);
     pthread_mutex_unlock(&ov->mu);
     pthread_join(ov->th, NULL);
-    sg_model_set_grad_hook(sg_workload_model(ov->wl), NULL, NULL, 0);
+    sg_model_set_grad_hook(sg_workload_model(ov->wl), NULL, NULL);
   }
   pthread_mutex_destroy(&ov->mu);
   pthread_cond_destroy(&ov->cv);

@@ -26,7 +26,7 @@
 #define BLOCKS 9
 #define BLOCK_S 0.15
 #define WARMUP_STEPS 30
-#define MAX_GEMMS 64
+#define MAX_GEMMS 512
 
 /* Reps per block so that one block lasts about BLOCK_S given t per rep. */
 static int64_t reps_for(double t) {

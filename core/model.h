@@ -56,15 +56,22 @@ int sg_model_grad(sg_model_t *m, const float *params, const sg_batch_t *b,
 /* Backward hook, for engines that reduce the gradient while backward
  * still runs: with fn set, sg_model_grad calls fn(arg, off, len) as soon as
  * grad[off, off+len) is final, in descending order of off (the last layer
- * first), covering the whole vector exactly once per call.  A layer's dW
- * is then computed in blocks of whole output rows, at least block_floats
- * floats each (or the whole dW), each reported when done, so that one large
- * layer does not hold back all of its gradient; every element is still
- * the same k-ordered dot product.  fn runs on the thread that called
- * sg_model_grad.  fn NULL removes the hook. */
+ * first), covering the whole vector exactly once per call: a layer's bias
+ * gradient, then each block of its dW (sg_model_dw_rows), so that one
+ * large layer does not hold back all of its gradient.  fn runs on the
+ * thread that called sg_model_grad.  fn NULL removes the hook; the hook
+ * changes no arithmetic (the same sgemm calls with or without it). */
 typedef void (*sg_grad_ready_fn)(void *arg, size_t off, size_t len);
-void sg_model_set_grad_hook(sg_model_t *m, sg_grad_ready_fn fn, void *arg,
-                            size_t block_floats);
+void sg_model_set_grad_hook(sg_model_t *m, sg_grad_ready_fn fn, void *arg);
+
+/* dW of a dense layer (out x in) is computed in blocks of this many whole
+ * output rows (the last block, rows [0, rest), may be smaller), always,
+ * hook or not: a multiple of 16 rows holding at least 48 Ki floats
+ * (192 KiB; a 784-input layer: 64 rows), or the whole layer if that is
+ * less.  The blocks depend on the layer's shape only, so every run of a
+ * model makes the same sgemm calls and gets the same bits on a given CPU
+ * and BLAS, whatever its engine does with the hook. */
+int sg_model_dw_rows(int64_t in, int out);
 
 /* Forward only: adds the batch's summed loss and its number of correctly
  * classified rows (argmax, first on ties) to *loss_sum and *correct. */

@@ -2,7 +2,11 @@
  *
  * Each rank opens a ZeroMQ PUSH socket to the harness's PULL endpoint and
  * streams fixed-size binary records (all ranks of a run share one host
- * architecture).  The harness commits them to SQLite in batched
+ * architecture).  In a simulated run (every rank an actor of one smpirun
+ * process) the endpoint is "file://PATH": each rank appends the same
+ * messages, each behind its uint32_t length, to its own file PATH.RANK in
+ * the run's private directory, and the harness reads them as they grow.
+ * The harness commits them to SQLite in batched
  * transactions while the run goes on (harness/run/recorder.c), so a crashed run
  * keeps everything sent before the crash.
  *

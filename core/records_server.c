@@ -3,16 +3,20 @@
 #include "records_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "auth.h"
 #include "err.h"
 
-enum { REC_RCVHWM = 100000 }; /* records queued before ranks' sends block */
+enum { REC_RCVHWM = 100000, /* records queued before ranks' sends block */
+       FILE_POLL_MS = 20 };   /* file mode: how often the files are looked at */
 
 struct sg_rec_server {
   void *zctx, *pull;
@@ -27,7 +31,62 @@ struct sg_rec_server {
   int batch_left;
   unsigned long dropped;
   char endpoint[256];
+  /* file://PATH (records.h): rank r's records in PATH.r, read as they grow */
+  int *fds;          /* per rank, -1 until its file exists */
+  off_t *offs;       /* per rank: bytes taken */
+  unsigned char *bad; /* per rank: a length out of bounds; the rest is ignored */
+  int cursor;        /* the rank read next */
+  unsigned char *fbuf; /* one message */
 };
+
+/* file mode: the per-rank state; the files appear as the ranks start. */
+static int files_open(sg_rec_server_t *s, const char *endpoint) {
+  size_t n = (size_t)s->nprocs;
+  if (!(s->fds = malloc(n * sizeof *s->fds)) || !(s->offs = calloc(n, sizeof *s->offs)) ||
+      !(s->bad = calloc(n, 1)) || !(s->fbuf = malloc(SG_REC_MAX)))
+    return sg_err_set(SG_ENOMEM, "records files: no memory");
+  for (size_t i = 0; i < n; i++) s->fds[i] = -1;
+  snprintf(s->endpoint, sizeof s->endpoint, "%s", endpoint);
+  return SG_OK;
+}
+
+/* The next whole message of rank r's file into fbuf: its length, 0 when
+ * none is complete yet. */
+static size_t file_next(sg_rec_server_t *s, int r) {
+  if (s->bad[r]) return 0;
+  if (s->fds[r] < 0) {
+    char path[300];
+    snprintf(path, sizeof path, "%s.%d", s->endpoint + 7, r);
+    if ((s->fds[r] = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) return 0;
+  }
+  uint32_t len;
+  if (pread(s->fds[r], &len, sizeof len, s->offs[r]) != (ssize_t)sizeof len) return 0;
+  if (len < sizeof(sg_rec_header_t) || len > SG_REC_MAX) {
+    s->bad[r] = 1; /* no way to find the next message: count one drop, stop */
+    s->dropped++;
+    return 0;
+  }
+  if (pread(s->fds[r], s->fbuf, len, s->offs[r] + (off_t)sizeof len) != (ssize_t)len) return 0;
+  s->offs[r] += (off_t)(sizeof len + len);
+  return len;
+}
+
+/* One message from any rank's file (round robin): 1 and *in filled (the
+ * record not yet checked), 0 when none is waiting. */
+static int file_recv(sg_rec_server_t *s, const unsigned char **msg, size_t *len, int *from) {
+  for (int i = 0; i < s->nprocs; i++) {
+    int r = (s->cursor + i) % s->nprocs;
+    size_t n = file_next(s, r);
+    if (n) {
+      s->cursor = r; /* the same rank next: its records in order, in bursts */
+      *msg = s->fbuf;
+      *len = n;
+      *from = r;
+      return 1;
+    }
+  }
+  return 0;
+}
 
 static int bind_pull(sg_rec_server_t *s, const char *endpoint, const struct sg_keys *keys) {
   int hwm = REC_RCVHWM;
@@ -59,8 +118,11 @@ int sg_rec_server_open(sg_rec_server_t **out, const char *endpoint, int nprocs,
     rc = sg_err_set(SG_EIO, "zmq: %s", zmq_strerror(errno));
     goto fail;
   }
-  if (keys) SG_TRY(sg_zap_start(&s->zap, s->zctx, keys));
-  SG_TRY(bind_pull(s, endpoint, keys));
+  if (!strncmp(endpoint, "file://", 7)) SG_TRY(files_open(s, endpoint));
+  else {
+    if (keys) SG_TRY(sg_zap_start(&s->zap, s->zctx, keys));
+    SG_TRY(bind_pull(s, endpoint, keys));
+  }
   *out = s;
   return SG_OK;
 fail:
@@ -73,6 +135,11 @@ const char *sg_rec_server_endpoint(const sg_rec_server_t *s) { return s->endpoin
 void *sg_rec_server_zctx(sg_rec_server_t *s) { return s->zctx; }
 
 void sg_rec_server_wait(sg_rec_server_t *s, int fd, void *zsock, int ms) {
+  if (s->fds) { /* files: no readiness to wait on; look again soon */
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    poll(&pf, fd >= 0 ? 1 : 0, ms < FILE_POLL_MS ? ms : FILE_POLL_MS);
+    return;
+  }
   zmq_pollitem_t it[3] = {{.socket = s->pull, .events = ZMQ_POLLIN}};
   int n = 1;
   if (fd >= 0) it[n++] = (zmq_pollitem_t){.socket = NULL, .fd = fd, .events = ZMQ_POLLIN};
@@ -94,16 +161,26 @@ static int next_of_batch(sg_rec_server_t *s, sg_rec_in_t *in) {
 int sg_rec_server_recv(sg_rec_server_t *s, sg_rec_in_t *in) {
   if (s->batch_left > 0) return next_of_batch(s, in);
   for (;;) {
-    if (s->have_msg) zmq_msg_close(&s->msg);
-    zmq_msg_init(&s->msg);
-    s->have_msg = 1;
-    if (zmq_msg_recv(&s->msg, s->pull, ZMQ_DONTWAIT) < 0) {
-      if (errno == EAGAIN || errno == EINTR) return 0;
-      return sg_err_set(SG_EIO, "records socket: %s", zmq_strerror(errno));
+    const unsigned char *data;
+    size_t len;
+    int sender;
+    if (s->fds) {
+      if (!file_recv(s, &data, &len, &sender)) return 0;
+    } else {
+      if (s->have_msg) zmq_msg_close(&s->msg);
+      zmq_msg_init(&s->msg);
+      s->have_msg = 1;
+      if (zmq_msg_recv(&s->msg, s->pull, ZMQ_DONTWAIT) < 0) {
+        if (errno == EAGAIN || errno == EINTR) return 0;
+        return sg_err_set(SG_EIO, "records socket: %s", zmq_strerror(errno));
+      }
+      sender = sg_auth_sender(&s->msg);
+      data = zmq_msg_data(&s->msg);
+      len = zmq_msg_size(&s->msg);
     }
-    int sender = sg_auth_sender(&s->msg);
-    if (sg_rec_decode(zmq_msg_data(&s->msg), zmq_msg_size(&s->msg), s->nprocs, &in->h,
-                      &in->payload) < 0 || (s->keyed && sender != in->h.rank)) {
+    /* a file is its rank's own: a record naming another rank is dropped */
+    if (sg_rec_decode(data, len, s->nprocs, &in->h, &in->payload) < 0 ||
+        ((s->keyed || s->fds) && sender != in->h.rank)) {
       s->dropped++; /* malformed, or (CURVE) not from the rank it names */
       continue;
     }
@@ -138,6 +215,12 @@ void sg_rec_server_close(sg_rec_server_t **ps) {
     zmq_setsockopt(s->pull, ZMQ_LINGER, &zero, sizeof zero);
     zmq_close(s->pull);
   }
+  for (int r = 0; s->fds && r < s->nprocs; r++)
+    if (s->fds[r] >= 0) close(s->fds[r]);
+  free(s->fds);
+  free(s->offs);
+  free(s->bad);
+  free(s->fbuf);
   sg_zap_stop(&s->zap); /* shuts the context down once its sockets are closed */
   if (s->zctx) zmq_ctx_term(s->zctx);
   free(s);

@@ -8,6 +8,11 @@
  * handing it out: sg_rec_decode's checks, and over CURVE that the sender is
  * the rank the record names.  What fails a check is dropped and counted,
  * never acted on.
+ *
+ * A "file://PATH" endpoint (a simulated run, records.c) binds nothing:
+ * rank r's records are read from PATH.r as the file grows, each message
+ * behind its length; a record naming another rank than its file's is
+ * dropped, a length out of bounds stops reading that file (one drop).
  */
 #ifndef SG_RECORDS_SERVER_H
 #define SG_RECORDS_SERVER_H

@@ -29,6 +29,9 @@ typedef enum {
   SG_S_ENGINE,     /* per engine entry, declared by the engine */
   SG_S_CLUSTER,    /* under `cluster:` (top level or per engine entry);
                       names are "cluster.KEY" */
+  SG_S_SIMULATE,   /* under `simulate:` (top level or per engine entry);
+                      names are "simulate.KEY"; the section itself sets
+                      `simulate` true */
 } sg_section_t;
 
 typedef struct sg_setting {

@@ -26,7 +26,7 @@
  * single-copy CMA (process_vm_readv) when the kernel permits, else 2.
  */
 #include <limits.h>
-#include <mpi.h>
+#include "sg_mpi.h"
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +37,13 @@
 #include "transport_impl.h"
 
 #define MQ_SPINS 200 /* MPI_Test calls before yielding between tests */
+/* MQ_BLOCKING: in a simulation (SG_SMPI, sgdlab-rank-smpi) a wait is
+ * MPI_Wait / MPI_Probe, with no deadline: every MPI_Test would be one
+ * switch to SimGrid's kernel (64 simulated ranks spent seconds of real
+ * time per step polling), and SMPI itself ends a simulation whose ranks
+ * all wait on each other (a deadlock); the harness's watchdog ends one
+ * that hangs otherwise.  The deadline paths then never fire: a
+ * simulation has no dead or stopped peers. */
 
 typedef struct mcomm {
   sg_comm_t base;
@@ -80,7 +87,12 @@ static int mq_wait_one(mcomm_t *m, sg_req_t *q, double t0, sg_status_t *st) {
   MPI_Status s;
   int flag = 0, spins = 0;
   for (;;) {
+#ifdef SG_SMPI
+    int e = MPI_Wait(&q->r, &s); /* simulated: see MQ_BLOCKING */
+    flag = 1;
+#else
     int e = MPI_Test(&q->r, &flag, &s);
+#endif
     if (e != MPI_SUCCESS && e != MPI_ERR_IN_STATUS) {
       if (q->kind == MQ_RECV) {
         int cls = 0;
@@ -253,9 +265,15 @@ static int mpi_probe_(sg_comm_t *c, int src, int tag, sg_status_t *st) {
   int flag = 0, spins = 0;
   MPI_Status s;
   for (;;) {
+#ifdef SG_SMPI
+    int e = MPI_Probe(src == SG_ANY_SOURCE ? MPI_ANY_SOURCE : src,
+                      tag == SG_ANY_TAG ? MPI_ANY_TAG : tag, m->user, &s);
+    flag = 1;
+#else
     int e = MPI_Iprobe(src == SG_ANY_SOURCE ? MPI_ANY_SOURCE : src,
                        tag == SG_ANY_TAG ? MPI_ANY_TAG : tag, m->user, &flag,
                        &s);
+#endif
     if (e != MPI_SUCCESS) return mq_mpierr(c, "MPI_Iprobe", e);
     if (flag) break;
     if (++spins > MQ_SPINS) {

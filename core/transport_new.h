@@ -70,7 +70,7 @@ int sg_comm_zmq_new(sg_comm_t **out, const sg_zmq_cfg_t *cfg);
 
 /* Keep freed receive payloads in the heap: a fixed mmap threshold of 32
  * MiB and a trim threshold of 128 MiB for this process's allocator
- * (transport_zmq.c, "Receive buffers", has the measurement).  The
+ * (transport_zmq_sock.c, "Receive buffers", has the measurement).  The
  * allocator is the process's, so the process's main decides: the rank's
  * main calls it once before making a comm; a test process that leaves it
  * out only runs slower. */

@@ -12,6 +12,10 @@
 #include <unistd.h>
 
 #include "cuda/sg_cuda.h"
+#ifdef SG_SMPI
+#include "sg_mpi.h" /* smpi_execute (simulated runs) */
+#include "share.h"
+#endif
 #include "dataset.h"
 #include "device.h"
 #include "err.h"
@@ -34,6 +38,8 @@ struct sg_workload {
   char desc[512];
   struct sg_wl_sparse *sp; /* sparse step buffers (sg_workload_grad_sparse) */
   sg_cuda_wl_t *dev;       /* device: cuda -- the data and the step on the device */
+  double modeled_s; /* simulated run, compute modeled (_sim_step_s): a step's charge, 0: computed */
+  int borrowed;     /* train and test belong to the process (share.h), not to this workload */
 };
 
 static void wl_sparse_free(struct sg_wl_sparse **ps);
@@ -188,13 +194,121 @@ void sg_denormals_apply(const sg_opts_t *o) {
   sg_denormals_flush(strcmp(sg_opts_str_or(o, "denormals", "flush"), "keep") != 0);
 }
 
+/* The workload's settings, read and checked once (sg_workload_new). */
+typedef struct wl_cfg {
+  const char *dataset, *model;
+  int64_t batch, seed, threads, classes, features, ntrain_lim, ntest_lim, nnz, max_steps;
+  int64_t hidden[SG_MODEL_MAX_LAYERS];
+  size_t nhidden;
+  double epochs;
+} wl_cfg_t;
+
+static int wl_read_opts(const sg_opts_t *o, wl_cfg_t *c) {
+  c->dataset = sg_opts_str_or(o, "dataset", "fashion-mnist");
+  c->model = sg_opts_str_or(o, "model", "mlp");
+  SG_CHECK(sg_opts_int_or(o, "batch", 64, &c->batch));
+  SG_CHECK(sg_opts_int_or(o, "seed", 1, &c->seed));
+  SG_CHECK(sg_opts_int_or(o, "threads", 1, &c->threads));
+  SG_CHECK(sg_opts_int_or(o, "classes", 0, &c->classes));
+  SG_CHECK(sg_opts_int_or(o, "features", 0, &c->features));
+  SG_CHECK(sg_opts_int_or(o, "train_samples", 0, &c->ntrain_lim));
+  SG_CHECK(sg_opts_int_or(o, "test_samples", 0, &c->ntest_lim));
+  SG_CHECK(sg_opts_int_or(o, "nnz", 100, &c->nnz));
+  SG_CHECK(sg_opts_int_or(o, "max_steps", 0, &c->max_steps));
+  SG_CHECK(sg_opts_double_or(o, "epochs", 1.0, &c->epochs));
+  c->nhidden = 0;
+  if (!strcmp(c->model, "mlp")) {
+    if (!sg_opts_has(o, "hidden")) {
+      c->hidden[0] = 128;
+      c->nhidden = 1;
+    } else {
+      SG_CHECK(sg_opts_intlist(o, "hidden", c->hidden, SG_MODEL_MAX_LAYERS - 1, &c->nhidden));
+    }
+  }
+  if (c->batch < 1 || c->batch > (1 << 24))
+    return sg_err_set(SG_ECONFIG, "batch: %lld out of range", (long long)c->batch);
+  /* 0: libsvm infers it from the training file, synthetic data has 10 */
+  const int libsvm = !strcmp(c->dataset, "libsvm");
+  if (c->classes == 0 && !libsvm) c->classes = 10;
+  if ((c->classes < 2 && (c->classes != 0 || !libsvm)) || c->classes > 100000)
+    return sg_err_set(SG_ECONFIG, "classes: %lld out of range 2..100000 (0 = infer)",
+                      (long long)c->classes);
+  return SG_OK;
+}
+
+static int wl_load_data(sg_workload_t *w, const sg_opts_t *o, const wl_cfg_t *c,
+                        unsigned what) {
+  const char *ds = c->dataset;
+  if (!strcmp(ds, "fashion-mnist") || !strcmp(ds, "mnist"))
+    return load_idx(w, o, ds, what, c->ntrain_lim, c->ntest_lim);
+  if (!strcmp(ds, "libsvm"))
+    return load_libsvm(w, o, what, c->features, c->ntrain_lim, c->ntest_lim);
+  if (!strcmp(ds, "synthetic") || !strcmp(ds, "synthetic-sparse"))
+    return load_synth(w, what, ds[9] == '-', c->features, c->nnz, c->ntrain_lim, c->ntest_lim);
+  return sg_err_set(SG_ECONFIG, "dataset: unknown dataset '%s'", ds);
+}
+
+#ifdef SG_SMPI
+/* What a rank's data depends on: the spec's data keys and what it loads. */
+static void data_key(const sg_opts_t *o, unsigned what, char *out, size_t cap) {
+  static const char *const keys[] = {"dataset", "data_dir", "data_cache", "train_file",
+      "test_file", "features", "classes", "holdout", "train_samples", "test_samples", "nnz",
+      "seed", "device", NULL};
+  size_t n = (size_t)snprintf(out, cap, "data %u", what);
+  for (int i = 0; keys[i] && n < cap; i++)
+    n += (size_t)snprintf(out + n, cap - n, "|%s", sg_opts_str_or(o, keys[i], ""));
+}
+
+/* Simulated ranks (one process): the first loads, the rest borrow. */
+static int load_data_once(sg_workload_t *w, const sg_opts_t *o, const wl_cfg_t *c,
+                          unsigned what) {
+  char key[2048];
+  data_key(o, what, key, sizeof key);
+  sg_workload_t *held = sg_share_get(key);
+  if (!held) {
+    SG_CHECK(wl_load_data(w, o, c, what));
+    if (!(held = calloc(1, sizeof *held))) return SG_OK; /* this rank keeps its own */
+    *held = *w;
+    if (sg_share_put(key, held) < 0) {
+      free(held);
+      return SG_OK;
+    }
+  }
+  w->train = held->train;
+  w->test = held->test;
+  w->ntrain = held->ntrain;
+  w->ntest = held->ntest;
+  w->d = held->d;
+  w->classes = held->classes;
+  w->borrowed = 1;
+  return SG_OK;
+}
+#else
+static int load_data_once(sg_workload_t *w, const sg_opts_t *o, const wl_cfg_t *c,
+                          unsigned what) {
+  return wl_load_data(w, o, c, what);
+}
+#endif
+
+/* Steps per epoch and in all, and the training buffers. */
+static int wl_plan(sg_workload_t *w, const wl_cfg_t *c) {
+  w->spe = sg_shard_steps_per_epoch(w->ntrain, w->nworkers, w->batch);
+  if (w->spe < 1)
+    return sg_err_set(SG_ECONFIG, "batch: workers x batch = %d x %d exceeds the %lld training "
+                      "samples", w->nworkers, w->batch, (long long)w->ntrain);
+  SG_CHECK(sg_workload_plan_steps(c->epochs, w->spe, c->max_steps, &w->total));
+  if (!w->train) return SG_OK;
+  w->perm = malloc((size_t)w->ntrain * sizeof *w->perm);
+  w->idx = malloc((size_t)w->batch * sizeof *w->idx);
+  if (!w->perm || !w->idx)
+    return sg_err_set(SG_ENOMEM, "permutation of %lld samples", (long long)w->ntrain);
+  return sg_batch_buf_new(&w->bbuf, w->train, w->batch);
+}
+
 int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
                     int nworkers, unsigned what) {
   int rc = SG_OK;
-  int64_t batch, seed, threads, classes, features, ntrain_lim, ntest_lim, nnz, max_steps;
-  int64_t hidden[SG_MODEL_MAX_LAYERS];
-  size_t nhidden = 0;
-  double epochs;
+  wl_cfg_t c;
   sg_workload_t *w = calloc(1, sizeof *w);
   if (!w) return SG_ENOMEM;
   w->perm_epoch = -1;
@@ -202,85 +316,32 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
     rc = sg_err_set(SG_EINVAL, "worker %d of %d", worker, nworkers);
     goto fail;
   }
-  const char *dataset = sg_opts_str_or(o, "dataset", "fashion-mnist");
-  const char *model = sg_opts_str_or(o, "model", "mlp");
-  SG_TRY(sg_opts_int_or(o, "batch", 64, &batch));
-  SG_TRY(sg_opts_int_or(o, "seed", 1, &seed));
-  SG_TRY(sg_opts_int_or(o, "threads", 1, &threads));
-  SG_TRY(sg_opts_int_or(o, "classes", 0, &classes));
-  SG_TRY(sg_opts_int_or(o, "features", 0, &features));
-  SG_TRY(sg_opts_int_or(o, "train_samples", 0, &ntrain_lim));
-  SG_TRY(sg_opts_int_or(o, "test_samples", 0, &ntest_lim));
-  SG_TRY(sg_opts_int_or(o, "nnz", 100, &nnz));
-  SG_TRY(sg_opts_int_or(o, "max_steps", 0, &max_steps));
-  SG_TRY(sg_opts_double_or(o, "epochs", 1.0, &epochs));
-  if (!strcmp(model, "mlp")) {
-    if (!sg_opts_has(o, "hidden")) {
-      hidden[0] = 128;
-      nhidden = 1;
-    } else {
-      SG_TRY(sg_opts_intlist(o, "hidden", hidden, SG_MODEL_MAX_LAYERS - 1, &nhidden));
-    }
-  }
-  if (batch < 1 || batch > (1 << 24)) {
-    rc = sg_err_set(SG_ECONFIG, "batch: %lld out of range", (long long)batch);
-    goto fail;
-  }
-  /* 0: libsvm infers it from the training file, synthetic data has 10 */
-  if (classes == 0 && strcmp(dataset, "libsvm")) classes = 10;
-  if ((classes < 2 && (classes != 0 || strcmp(dataset, "libsvm"))) || classes > 100000) {
-    rc = sg_err_set(SG_ECONFIG, "classes: %lld out of range 2..100000 (0 = infer)",
-                    (long long)classes);
-    goto fail;
-  }
+  SG_TRY(wl_read_opts(o, &c));
+  SG_TRY(sg_opts_double_or(o, "_sim_step_s", 0, &w->modeled_s));
   w->worker = worker;
   w->nworkers = nworkers;
-  w->batch = (int)batch;
-  w->seed = (uint64_t)seed;
-  w->classes = (int)classes;
-  sg_blas_set_threads((int)threads);
+  w->batch = (int)c.batch;
+  w->seed = (uint64_t)c.seed;
+  w->classes = (int)c.classes;
+  sg_blas_set_threads((int)c.threads);
   sg_denormals_apply(o);
-
-  if (!strcmp(dataset, "fashion-mnist") || !strcmp(dataset, "mnist")) {
-    SG_TRY(load_idx(w, o, dataset, what, ntrain_lim, ntest_lim));
-  } else if (!strcmp(dataset, "libsvm")) {
-    SG_TRY(load_libsvm(w, o, what, features, ntrain_lim, ntest_lim));
-  } else if (!strcmp(dataset, "synthetic") || !strcmp(dataset, "synthetic-sparse")) {
-    SG_TRY(load_synth(w, what, dataset[9] == '-', features, nnz, ntrain_lim, ntest_lim));
-  } else {
-    rc = sg_err_set(SG_ECONFIG, "dataset: unknown dataset '%s'", dataset);
-    goto fail;
-  }
+  /* compute modeled: no step reads the data; its shape is enough */
+  if (w->modeled_s > 0 && strcmp(c.dataset, "libsvm")) what &= ~(unsigned)SG_WL_ALL;
+  SG_TRY(load_data_once(w, o, &c, what));
 
   int sparse = (w->train && sg_dataset_sparse(w->train)) ||
                (w->test && sg_dataset_sparse(w->test));
   int max_rows = w->batch > EVAL_CHUNK ? w->batch : EVAL_CHUNK;
-  SG_TRY(sg_model_new(&w->model, model, w->d, w->classes, hidden, nhidden, sparse, max_rows));
-
-  w->spe = sg_shard_steps_per_epoch(w->ntrain, nworkers, w->batch);
-  if (w->spe < 1) {
-    rc = sg_err_set(SG_ECONFIG, "batch: workers x batch = %d x %d exceeds the %lld training samples",
-                    nworkers, w->batch, (long long)w->ntrain);
-    goto fail;
-  }
-  SG_TRY(sg_workload_plan_steps(epochs, w->spe, max_steps, &w->total));
-
-  if (w->train) {
-    w->perm = malloc((size_t)w->ntrain * sizeof *w->perm);
-    w->idx = malloc((size_t)w->batch * sizeof *w->idx);
-    if (!w->perm || !w->idx) {
-      rc = sg_err_set(SG_ENOMEM, "permutation of %lld samples", (long long)w->ntrain);
-      goto fail;
-    }
-    SG_TRY(sg_batch_buf_new(&w->bbuf, w->train, w->batch));
-  }
+  SG_TRY(sg_model_new(&w->model, c.model, w->d, w->classes, c.hidden, c.nhidden, sparse,
+                      max_rows));
+  SG_TRY(wl_plan(w, &c));
   if (!strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda") && (w->train || w->test))
     SG_TRY(attach_device(w, max_rows));
   char ntest[32] = "-", on[32] = "";
   if (w->test) snprintf(ntest, sizeof ntest, "%lld", (long long)w->ntest);
   if (w->dev) snprintf(on, sizeof on, ", on cuda:%d", sg_device_current());
   snprintf(w->desc, sizeof w->desc, "%s, %s %lld/%s, batch %d%s", sg_model_describe(w->model),
-           dataset, (long long)w->ntrain, ntest, w->batch, on);
+           c.dataset, (long long)w->ntrain, ntest, w->batch, on);
   *out = w;
   return SG_OK;
 fail:
@@ -311,8 +372,8 @@ void sg_workload_destroy(sg_workload_t **pw) {
   if (!pw || !*pw) return;
   sg_workload_t *w = *pw;
   sg_model_destroy(&w->model);
-  sg_dataset_destroy(&w->train);
-  sg_dataset_destroy(&w->test);
+  if (!w->borrowed) sg_dataset_destroy(&w->train);
+  if (!w->borrowed) sg_dataset_destroy(&w->test);
   sg_batch_buf_destroy(&w->bbuf);
   free(w->perm);
   free(w->idx);
@@ -360,6 +421,14 @@ int sg_workload_grad_device(sg_workload_t *w, const float *dparams, float *dgrad
 
 int sg_workload_grad_slice(sg_workload_t *w, const float *params, float *grad,
                            int64_t step, int64_t first, int64_t count, double *loss) {
+#ifdef SG_SMPI
+  if (w->modeled_s > 0 && count >= 1 && count <= w->batch) {
+    /* simulate: compute: modeled -- charge the step, compute nothing */
+    smpi_execute(w->modeled_s * (double)count / (double)w->batch);
+    *loss = NAN;
+    return SG_OK;
+  }
+#endif
   if (!w->train)
     return sg_err_set(SG_EINVAL, "grad: workload was created without the training set");
   if (step < 0) return sg_err_set(SG_EINVAL, "grad: step %lld < 0", (long long)step);
@@ -376,6 +445,10 @@ int sg_workload_grad_slice(sg_workload_t *w, const float *params, float *grad,
 }
 
 int sg_workload_evaluate(sg_workload_t *w, const float *params, sg_eval_t *out) {
+  if (w->modeled_s > 0 && !w->test) { /* compute modeled: nothing real to evaluate */
+    out->test_loss = out->test_acc = NAN;
+    return SG_OK;
+  }
   if (!w->test || w->ntest < 1)
     return sg_err_set(SG_EINVAL, "evaluate: workload has no test set (libsvm: set test_file)");
   double loss = 0.0;

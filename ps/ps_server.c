@@ -857,64 +857,92 @@ static void server_free(server_t *s) {
   sg_optim_destroy(&s->opt);
 }
 
+/* The shard's buffers and per-worker state (0 or SG_ENOMEM). */
+static int server_alloc(server_t *s) {
+  const ps_cfg_t *cfg = s->cfg;
+  const size_t hdr = sizeof(ps_hdr_t), N = (size_t)s->N;
+  if (!(s->pbuf = malloc(hdr + (s->cnt + 1) * sizeof(float)))) return SG_ENOMEM;
+  s->params = (float *)(s->pbuf + hdr);
+  if (!(s->acc = malloc((s->cnt + 1) * sizeof(float))) ||
+      (cfg->compress == PS_COMPRESS_FP16 && !(s->wide = malloc((s->cnt + 1) * sizeof(float)))) ||
+      !(s->scratch = malloc(s->cap)) ||
+      (cfg->sparse && !(s->sreply = malloc(hdr + (s->cnt + 1) * sizeof(float)))) ||
+      !(s->slot = calloc(N, sizeof *s->slot)) || !(s->pend = calloc(N, sizeof *s->pend)) ||
+      !(s->have = calloc(N, sizeof *s->have)) || !(s->done = calloc(N, sizeof *s->done)) ||
+      !(s->dead = calloc(N, sizeof *s->dead)) || !(s->clock = calloc(N, sizeof *s->clock)) ||
+      !(s->stale = calloc(N, sizeof *s->stale)) || !(s->heard = calloc(N, sizeof *s->heard)) ||
+      !(s->final = calloc(N, sizeof *s->final)))
+    return SG_ENOMEM;
+  for (int w = 0; w < s->N; w++) {
+    if (cfg->mode == PS_SYNC && !(s->slot[w] = malloc(s->slot_bytes))) return SG_ENOMEM;
+    if (cfg->sparse && !(s->pend[w].idx = malloc((s->cnt + 1) * 4))) return SG_ENOMEM;
+    s->stale[w] = -1;
+  }
+  return SG_OK;
+}
+
+/* The shard's initial parameters (from the seed, as every rank makes
+ * them), the schedule and the optimizer; server 0 records the setup. */
+static int server_init(server_t *s, sg_workload_t *wl, size_t n) {
+  const ps_cfg_t *cfg = s->cfg;
+  float *full = malloc((n ? n : 1) * sizeof *full);
+  if (!full) return SG_ENOMEM;
+  int rc = sg_workload_init_params(wl, full);
+  if (rc == SG_OK) memcpy(s->params, full + s->off, s->cnt * sizeof(float));
+  free(full);
+  SG_CHECK(rc);
+  s->spe = sg_workload_steps_per_epoch(wl);
+  if (s->spe < 1) s->spe = 1;
+  s->target = sg_workload_total_steps(wl) * s->N;
+  SG_CHECK(sg_optim_new(&s->opt, s->ctx->opts, s->cnt, sg_workload_steps_per_epoch(wl),
+                        sg_workload_total_steps(wl)));
+  s->sparse_apply = cfg->sparse && sg_optim_sparse_exact(s->opt);
+  clear_acc(s);
+  if (s->k != 0) return SG_OK;
+  char v[160];
+  static const char *const comp[] = {"", ", push fp16", ", push topk"};
+  snprintf(v, sizeof v, "%s, %d server(s), %d worker(s), %s%s", ps_mode_name(cfg->mode), s->S,
+           s->N, !cfg->sparse ? "dense" : s->sparse_apply ? "sparse (sparse update)"
+                                        : "sparse (dense update: momentum/weight decay)",
+           comp[cfg->compress]);
+  return sg_records_info(s->ctx->rec, "ps", v);
+}
+
+/* After the run: the rejected count in run_info, the stats for tests. */
+static int server_report(server_t *s, double train_s) {
+  const ps_cfg_t *cfg = s->cfg;
+  char key[64], v[300];
+  snprintf(key, sizeof key, "ps.server%d.rejected", s->k);
+  snprintf(v, sizeof v, "%lld%s%s", (long long)s->rejected, s->rejected ? "; first " : "",
+           s->first_reject);
+  SG_CHECK(sg_records_info(s->ctx->rec, key, v));
+  if (!cfg->stats) return SG_OK;
+  int dead = 0;
+  for (int w = 0; w < s->N; w++) dead += s->dead[w];
+  cfg->stats[s->k] = (ps_server_stats_t){
+      .rejected = s->rejected, .updates = s->version, .dropped = s->dropped,
+      .train_s = train_s, .dead_workers = dead, .ignored_stop = s->ignored_stop,
+      .max_ahead = s->max_ahead, .slices = s->nsl, .max_lead = s->max_lead};
+  for (int w = 0; w < s->N && w < PS_STATS_WORKERS; w++) cfg->stats[s->k].pushes[w] = s->clock[w];
+  memcpy(cfg->stats[s->k].first_reject, s->first_reject, sizeof s->first_reject);
+  return SG_OK;
+}
+
 int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   server_t s = {.ctx = ctx, .cfg = cfg, .k = ctx->rank, .S = cfg->servers, .N = cfg->workers};
   sg_workload_t *wl = NULL;
-  float *full = NULL;
   int rc;
 
   /* No data: a server needs the model's shape, the seed and the schedule. */
   SG_TRY(sg_workload_new(&wl, ctx->opts, 0, cfg->workers, 0));
   size_t n = sg_workload_nparams(wl);
   ps_shard_range(n, s.S, s.k, &s.off, &s.cnt);
-  size_t hdr = sizeof(ps_hdr_t);
   /* topk pushes are (index, value) pairs as sparse ones, at most topk_k */
-  s.cap = hdr + s.cnt * (cfg->sparse || cfg->compress == PS_COMPRESS_TOPK ? 8 : 4);
+  s.cap = sizeof(ps_hdr_t) + s.cnt * (cfg->sparse || cfg->compress == PS_COMPRESS_TOPK ? 8 : 4);
   s.topk_k = sg_topk_k(cfg->topk, s.cnt);
   SG_TRY(slices_new(&s, wl));
-  rc = SG_ENOMEM;
-  if (!(full = malloc((n ? n : 1) * sizeof *full))) goto fail;
-  if (!(s.pbuf = malloc(hdr + (s.cnt + 1) * sizeof(float)))) goto fail;
-  s.params = (float *)(s.pbuf + hdr);
-  if (!(s.acc = malloc((s.cnt + 1) * sizeof(float)))) goto fail;
-  if (cfg->compress == PS_COMPRESS_FP16 && !(s.wide = malloc((s.cnt + 1) * sizeof(float))))
-    goto fail;
-  if (!(s.scratch = malloc(s.cap))) goto fail;
-  if (cfg->sparse && !(s.sreply = malloc(hdr + (s.cnt + 1) * sizeof(float)))) goto fail;
-  if (!(s.slot = calloc((size_t)s.N, sizeof *s.slot))) goto fail;
-  if (!(s.pend = calloc((size_t)s.N, sizeof *s.pend))) goto fail;
-  if (!(s.have = calloc((size_t)s.N, sizeof *s.have))) goto fail;
-  if (!(s.done = calloc((size_t)s.N, sizeof *s.done))) goto fail;
-  if (!(s.dead = calloc((size_t)s.N, sizeof *s.dead))) goto fail;
-  if (!(s.clock = calloc((size_t)s.N, sizeof *s.clock))) goto fail;
-  if (!(s.stale = calloc((size_t)s.N, sizeof *s.stale))) goto fail;
-  if (!(s.heard = calloc((size_t)s.N, sizeof *s.heard))) goto fail;
-  if (!(s.final = calloc((size_t)s.N, sizeof *s.final))) goto fail;
-  for (int w = 0; w < s.N; w++) {
-    if (cfg->mode == PS_SYNC && !(s.slot[w] = malloc(s.slot_bytes))) goto fail;
-    if (cfg->sparse && !(s.pend[w].idx = malloc((s.cnt + 1) * 4))) goto fail;
-    s.stale[w] = -1;
-  }
-  SG_TRY(sg_workload_init_params(wl, full));
-  memcpy(s.params, full + s.off, s.cnt * sizeof(float));
-  free(full);
-  full = NULL;
-  s.spe = sg_workload_steps_per_epoch(wl);
-  if (s.spe < 1) s.spe = 1;
-  s.target = sg_workload_total_steps(wl) * s.N;
-  SG_TRY(sg_optim_new(&s.opt, ctx->opts, s.cnt, sg_workload_steps_per_epoch(wl),
-                      sg_workload_total_steps(wl)));
-  s.sparse_apply = cfg->sparse && sg_optim_sparse_exact(s.opt);
-  clear_acc(&s);
-  if (s.k == 0) {
-    char v[160];
-    static const char *const comp[] = {"", ", push fp16", ", push topk"};
-    snprintf(v, sizeof v, "%s, %d server(s), %d worker(s), %s%s", ps_mode_name(cfg->mode), s.S, s.N,
-             !cfg->sparse ? "dense" : s.sparse_apply ? "sparse (sparse update)"
-                                                     : "sparse (dense update: momentum/weight decay)",
-             comp[cfg->compress]);
-    SG_TRY(sg_records_info(ctx->rec, "ps", v));
-  }
+  SG_TRY(server_alloc(&s));
+  SG_TRY(server_init(&s, wl, n));
 
   double now = sg_now();
   for (int w = 0; w < s.N; w++) s.heard[w] = now;
@@ -927,26 +955,9 @@ int ps_server_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   }
   double train_s = (s.stopped ? s.t_stop : sg_now()) - s.t_start;
   if (s.k == 0 && cfg->mode != PS_SYNC) SG_TRY(report_stop(&s, train_s));
-
-  {
-    char key[64], v[300];
-    snprintf(key, sizeof key, "ps.server%d.rejected", s.k);
-    snprintf(v, sizeof v, "%lld%s%s", (long long)s.rejected, s.rejected ? "; first " : "",
-             s.first_reject);
-    SG_TRY(sg_records_info(ctx->rec, key, v));
-  }
+  SG_TRY(server_report(&s, train_s));
   rc = SG_OK;
-  if (cfg->stats) {
-    int dead = 0;
-    for (int w = 0; w < s.N; w++) dead += s.dead[w];
-    cfg->stats[s.k] = (ps_server_stats_t){.rejected = s.rejected, .updates = s.version,
-                                          .dropped = s.dropped, .train_s = train_s,
-                                          .dead_workers = dead, .ignored_stop = s.ignored_stop, .max_ahead = s.max_ahead, .slices = s.nsl, .max_lead = s.max_lead};
-    for (int w = 0; w < s.N && w < PS_STATS_WORKERS; w++) cfg->stats[s.k].pushes[w] = s.clock[w];
-    memcpy(cfg->stats[s.k].first_reject, s.first_reject, sizeof s.first_reject);
-  }
 fail:
-  free(full);
   server_free(&s);
   sg_workload_destroy(&wl);
   return rc;

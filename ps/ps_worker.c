@@ -473,38 +473,96 @@ static int topk_alloc(worker_t *wk) {
   return SG_OK;
 }
 
+/* Every buffer of the run; *sparse_grad: the gradient is computed at the
+ * pushed coordinates only (no whole-model gradient buffer). */
+static int worker_alloc(worker_t *wk, sg_workload_t *wl, int *sparse_grad) {
+  const ps_cfg_t *cfg = wk->cfg;
+  const size_t S = (size_t)wk->S;
+  wk->n = sg_workload_nparams(wl);
+  if (!(wk->params = malloc((wk->n + 1) * sizeof(float))) ||
+      !(wk->off = calloc(S, sizeof *wk->off)) || !(wk->cnt = calloc(S, sizeof *wk->cnt)) ||
+      !(wk->push = calloc(S, sizeof *wk->push)) || !(wk->pull = calloc(S, sizeof *wk->pull)) ||
+      !(wk->rep = calloc(S, sizeof *wk->rep)) || !(wk->ver = calloc(S, sizeof *wk->ver)) ||
+      !(wk->elems = calloc(S, sizeof *wk->elems)) || !(wk->nsl = calloc(S, sizeof *wk->nsl)) ||
+      !(wk->rbase = calloc(S, sizeof *wk->rbase)) || !(wk->vpush = calloc(S, sizeof *wk->vpush)))
+    return SG_ENOMEM;
+  SG_CHECK(buffers_new(wk));
+  if (cfg->compress == PS_COMPRESS_TOPK) SG_CHECK(topk_alloc(wk));
+  if (cfg->sparse) {
+    SG_CHECK(ps_needs_new(&wk->needs[0], wl, wk->ctx->opts));
+    SG_CHECK(ps_needs_new(&wk->needs[1], wl, wk->ctx->opts));
+  }
+  /* The whole-model gradient buffer only where the gradient is dense. */
+  *sparse_grad = cfg->sparse && !ps_needs_all(wk->needs[0]);
+  if (!*sparse_grad && !(wk->grad = malloc((wk->n + 1) * sizeof(float)))) return SG_ENOMEM;
+  return SG_OK;
+}
+
+/* Step t's gradient: at the coordinates it pushes (sparse_grad, into
+ * gval) or whole (grad). */
+static int worker_grad(worker_t *wk, sg_workload_t *wl, int64_t t, int sparse_grad,
+                       double *loss) {
+  if (!sparse_grad) return sg_workload_grad(wl, wk->params, wk->grad, t, loss);
+  size_t m;
+  const uint32_t *idx = ps_needs_idx(wk->pushn, &m);
+  if (m > wk->gcap) {
+    float *g = realloc(wk->gval, (m + m / 4) * sizeof *g);
+    if (!g) return sg_err_set(SG_ENOMEM, "ps worker %d: sparse gradient of %zu values", wk->w, m);
+    wk->gval = g;
+    wk->gcap = m + m / 4;
+  }
+  return sg_workload_grad_sparse(wl, wk->params, t, idx, m, wk->gval, loss);
+}
+
+/* One step: gradient, push and pull, the step record; an ssp/async
+ * evaluating worker evaluates when the servers' progress says so. */
+static int worker_step(worker_t *wk, sg_workload_t *wl, sg_trainlog_t *log, int64_t t,
+                       int64_t total, int sparse_grad) {
+  const ps_cfg_t *cfg = wk->cfg;
+  sg_rank_ctx_t *ctx = wk->ctx;
+  sg_comm_t *c = ctx->comm;
+  const int sync = cfg->mode == PS_SYNC, evaluates = wk->w == 0;
+  int64_t spe = sg_workload_steps_per_epoch(wl);
+  if (spe < 1) spe = 1;
+  sg_step_rec_t s = {.step = t, .epoch = (int32_t)(t / spe),
+                     .t_start = sg_records_elapsed(ctx->rec), .staleness = -1};
+  uint64_t sent0 = sg_comm_bytes_sent(c), recv0 = sg_comm_bytes_recvd(c);
+  double t0 = sg_now(), held;
+  int64_t stale;
+  sg_engine_delay(ctx);
+  wk->pushn = wk->needs[t % 2];
+  wk->pulln = wk->needs[(t + 1) % 2];
+  SG_CHECK(worker_grad(wk, wl, t, sparse_grad, &s.loss));
+  double t1 = sg_now();
+  s.compute_s = t1 - t0;
+  /* sync: worker 0 pulls everything when it is about to evaluate, and
+   * every worker at the end (no next batch to pull for). */
+  int64_t done = t + 1;
+  int last = sync && done == total;
+  int dense = !cfg->sparse || last || (sync && sg_trainlog_due(log, t));
+  if (cfg->sparse && !last) SG_CHECK(ps_needs_step(wk->pulln, done));
+  SG_CHECK(exchange(wk, 1, t, done, dense, &held, &stale));
+  double t2 = sg_now();
+  s.wait_s = held < t2 - t1 ? held : t2 - t1;
+  s.comm_s = (t2 - t1) - s.wait_s;
+  s.bytes_sent = sg_comm_bytes_sent(c) - sent0;
+  s.bytes_recv = sg_comm_bytes_recvd(c) - recv0;
+  s.staleness = stale;
+  SG_CHECK(sg_trainlog_step(log, &s, sync ? wk->params : NULL));
+  if (!sync && evaluates) SG_CHECK(eval_by_progress(wk, log, done));
+  return SG_OK;
+}
+
 int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   worker_t wk = {.ctx = ctx, .cfg = cfg, .w = ctx->rank - cfg->servers, .S = cfg->servers,
                  .N = cfg->workers};
   sg_workload_t *wl = NULL;
   sg_trainlog_t *log = NULL;
-  sg_comm_t *c = ctx->comm;
-  int evaluates = wk.w == 0, rc;
-  int S = wk.S;
+  int evaluates = wk.w == 0, rc, sparse_grad = 0;
 
   SG_TRY(sg_workload_new(&wl, ctx->opts, wk.w, wk.N, SG_WL_TRAIN | (evaluates ? SG_WL_TEST : 0)));
-  wk.n = sg_workload_nparams(wl);
-  int64_t total = sg_workload_total_steps(wl), spe = sg_workload_steps_per_epoch(wl);
-  if (spe < 1) spe = 1;
-  rc = SG_ENOMEM;
-  if (!(wk.params = malloc((wk.n + 1) * sizeof(float)))) goto fail;
-  if (!(wk.off = calloc((size_t)S, sizeof *wk.off)) || !(wk.cnt = calloc((size_t)S, sizeof *wk.cnt)) ||
-      !(wk.push = calloc((size_t)S, sizeof *wk.push)) || !(wk.pull = calloc((size_t)S, sizeof *wk.pull)) ||
-      !(wk.rep = calloc((size_t)S, sizeof *wk.rep)) || !(wk.ver = calloc((size_t)S, sizeof *wk.ver)) ||
-      !(wk.elems = calloc((size_t)S, sizeof *wk.elems)) || !(wk.nsl = calloc((size_t)S, sizeof *wk.nsl)) ||
-      !(wk.rbase = calloc((size_t)S, sizeof *wk.rbase)) ||
-      !(wk.vpush = calloc((size_t)S, sizeof *wk.vpush)))
-    goto fail;
-  SG_TRY(buffers_new(&wk));
-  if (cfg->compress == PS_COMPRESS_TOPK) SG_TRY(topk_alloc(&wk));
-  if (cfg->sparse) {
-    SG_TRY(ps_needs_new(&wk.needs[0], wl, ctx->opts));
-    SG_TRY(ps_needs_new(&wk.needs[1], wl, ctx->opts));
-  }
-  /* The whole-model gradient buffer only where the gradient is dense. */
-  int sparse_grad = cfg->sparse && !ps_needs_all(wk.needs[0]);
-  rc = SG_ENOMEM;
-  if (!sparse_grad && !(wk.grad = malloc((wk.n + 1) * sizeof(float)))) goto fail;
+  int64_t total = sg_workload_total_steps(wl);
+  SG_TRY(worker_alloc(&wk, wl, &sparse_grad));
   if (evaluates) {
     SG_TRY(sg_records_info(ctx->rec, "workload", sg_workload_describe(wl)));
     SG_TRY(sg_records_info(ctx->rec, "blas", sg_blas_info()));
@@ -522,48 +580,8 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   /* sync: every worker runs the quota; ssp/async: until a server says stop. */
   int sync = cfg->mode == PS_SYNC;
   int64_t t;
-  for (t = 0; sync ? t < total : !wk.stop; t++) {
-    sg_step_rec_t s = {.step = t, .epoch = (int32_t)(t / spe),
-                       .t_start = sg_records_elapsed(ctx->rec), .staleness = -1};
-    uint64_t sent0 = sg_comm_bytes_sent(c), recv0 = sg_comm_bytes_recvd(c);
-    double t0 = sg_now();
-    sg_engine_delay(ctx);
-    wk.pushn = wk.needs[t % 2];
-    wk.pulln = wk.needs[(t + 1) % 2];
-    if (sparse_grad) {
-      size_t m;
-      const uint32_t *idx = ps_needs_idx(wk.pushn, &m);
-      if (m > wk.gcap) {
-        float *g = realloc(wk.gval, (m + m / 4) * sizeof *g);
-        if (!g) {
-          rc = sg_err_set(SG_ENOMEM, "ps worker %d: sparse gradient of %zu values", wk.w, m);
-          goto fail;
-        }
-        wk.gval = g;
-        wk.gcap = m + m / 4;
-      }
-      SG_TRY(sg_workload_grad_sparse(wl, wk.params, t, idx, m, wk.gval, &s.loss));
-    } else {
-      SG_TRY(sg_workload_grad(wl, wk.params, wk.grad, t, &s.loss));
-    }
-    double t1 = sg_now();
-    s.compute_s = t1 - t0;
-    /* sync: worker 0 pulls everything when it is about to evaluate, and
-     * every worker at the end (no next batch to pull for). */
-    int64_t done = t + 1;
-    int last = sync && done == total;
-    int dense = !cfg->sparse || last || (sync && sg_trainlog_due(log, t));
-    if (cfg->sparse && !last) SG_TRY(ps_needs_step(wk.pulln, done));
-    SG_TRY(exchange(&wk, 1, t, done, dense, &held, &stale));
-    double t2 = sg_now();
-    s.wait_s = held < t2 - t1 ? held : t2 - t1;
-    s.comm_s = (t2 - t1) - s.wait_s;
-    s.bytes_sent = sg_comm_bytes_sent(c) - sent0;
-    s.bytes_recv = sg_comm_bytes_recvd(c) - recv0;
-    s.staleness = stale;
-    SG_TRY(sg_trainlog_step(log, &s, sync ? wk.params : NULL));
-    if (!sync && evaluates) SG_TRY(eval_by_progress(&wk, log, done));
-  }
+  for (t = 0; sync ? t < total : !wk.stop; t++)
+    SG_TRY(worker_step(&wk, wl, log, t, total, sparse_grad));
   if (!sync && evaluates) SG_TRY(final_params(&wk, log, t));
   else SG_TRY(say_done(&wk, t));
   if (evaluates) SG_TRY(sg_engine_dump_params(ctx, wk.params, wk.n));

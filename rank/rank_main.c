@@ -1,7 +1,9 @@
 /* rank_main.c - `sgdlab-rank SPEC`: one process of a run.
  *
  * Started by the harness (local launcher: SGDLAB_RANK / SGDLAB_SIZE in the
- * environment) or by mpirun (OMPI_COMM_WORLD_RANK / _SIZE).  Reads the
+ * environment) or by mpirun (OMPI_COMM_WORLD_RANK / _SIZE); built with
+ * smpicc (SG_SMPI, sgdlab-rank-smpi) by smpirun, every rank a simulated
+ * actor of one process that learns its rank from MPI_Comm_rank.  Reads the
  * spec the harness wrote (every setting plus _records, _rendezvous, _t0,
  * _nprocs, and on an emulated cluster _rank_addrs, the address each rank
  * binds), opens the records stream, connects the transport, and runs the
@@ -14,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <mpi.h>
+#include "sg_mpi.h"
 
 #include "auth.h"
 #include "clock.h"
@@ -152,6 +154,13 @@ int main(int argc, char **argv) {
   }
   static const char *const rank_env[] = {"SGDLAB_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", NULL};
   rank = env_int(rank_env, 0);
+#ifdef SG_SMPI
+  /* simulated (smpirun): every rank is an actor of one process sharing
+   * one environment; MPI says which rank this is */
+  int provided;
+  if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+#endif
   sg_fd_limit_raise(); /* mpirun on another host does not pass the harness's on */
 
   SG_TRY(sg_opts_load(&o, argv[1]));
@@ -200,5 +209,8 @@ fail:
   sg_keys_destroy(&keys);
   sg_opts_destroy(&o);
   if (mpi) sg_mpi_finalize();
+#ifdef SG_SMPI
+  MPI_Finalize();
+#endif
   return rc < 0 ? 1 : 0;
 }

@@ -36,6 +36,7 @@ pkgs=(build-essential cmake pkg-config
       dataset-fashion-mnist
       procps
       iproute2 nftables   # sgdlab cluster: ip, tc (namespaces, tbf) and nft (--loss)
+      libsimgrid-dev      # simulate: (SimGrid SMPI: smpicc, smpirun; sgdlab-rank-smpi)
       chromium)           # test_results_e2e opens index.html headless (~80 MB download)
 
 missing=()

@@ -1,18 +1,23 @@
 /* test_allreduce_overlap.c - `overlap: true` as real processes.
  *
  *  - bit_equal_to_no_overlap: N = 2 workers, 100 steps of the fixture
- *    workload (MLP 784-32-10, batch 16), ring over zmq without overlap,
- *    then ring (zmq and mpi), rhd (mpi) and native (mpi) with overlap and
- *    4 KiB buckets (16 buckets a step, dW of layer 0 in two-row blocks).
- *    For N = 2 every element's sum is the same two terms, and the
- *    row-blocked dW the same k-ordered dot products, so the final
- *    parameters must equal the overlap-off run's byte for byte; the
- *    bytes all ranks sent must be equal too (the whole gradient went
- *    through the transport), and every overlap step books wait_s = 0 and
- *    comm_s > 0.  A bucket left unreduced, reduced twice, or a block
- *    of rows that backward reports before it is written changes the
- *    parameters (the distance printed shows by how much: skipping the
- *    first bucket 0.49, reporting blocks before their sgemm 0.62);
+ *    workload with 128 hidden units (MLP 784-128-10, batch 16), ring over
+ *    zmq without overlap (the sharded update), then ring (zmq and mpi),
+ *    rhd (mpi) and native (mpi) with overlap and 4 KiB buckets (the
+ *    replicated update; 2 buckets a step: the model's dW blocks of layer
+ *    0 are 64 rows).
+ *    For N = 2 every element's sum is the same two terms, the sharded
+ *    update the same operations as the replicated one, and the model
+ *    makes the same sgemm calls with or without the overlap hook (its dW
+ *    blocks depend on the layer's shape only; BLAS results depend on a
+ *    call's shape), so the final parameters must equal the overlap-off
+ *    run's byte for byte on every CPU; the bytes all ranks sent must be
+ *    equal too (the whole gradient went through the transport), and
+ *    every overlap step books wait_s = 0 and comm_s > 0.  A bucket left
+ *    unreduced, reduced twice, or a block of rows that backward reports
+ *    before it is written changes the parameters (the distance printed
+ *    shows by how much: skipping the first bucket 0.43, reporting blocks
+ *    before their sgemm 0.79);
  *  - matches_local_n3: N = 3 (uneven chunks, three-term sums in ring
  *    order), ring over zmq and mpi with overlap and 4 KiB buckets, 100
  *    steps, within relative L2 distance 1e-4 of `local` with batch 3b,
@@ -31,6 +36,7 @@
 
 #define RTOL 1e-4
 #define OV "overlap: true, bucket: 4K"
+#define H128 "hidden: [128]"
 
 /* 1 when the two files hold the same bytes. */
 static int same_bytes(const char *a, const char *b) {
@@ -49,11 +55,11 @@ static int same_bytes(const char *a, const char *b) {
 
 TEST(bit_equal_to_no_overlap) {
   static const char *const entries[] = {
-      "{engine: allreduce, algorithm: ring, transport: zmq}",
-      "{engine: allreduce, algorithm: ring, transport: zmq, " OV "}",
-      "{engine: allreduce, algorithm: ring, transport: mpi, " OV "}",
-      "{engine: allreduce, algorithm: rhd, transport: mpi, " OV "}",
-      "{engine: allreduce, algorithm: native, transport: mpi, " OV "}",
+      "{engine: allreduce, algorithm: ring, transport: zmq, " H128 "}",
+      "{engine: allreduce, algorithm: ring, transport: zmq, " OV ", " H128 "}",
+      "{engine: allreduce, algorithm: ring, transport: mpi, " OV ", " H128 "}",
+      "{engine: allreduce, algorithm: rhd, transport: mpi, " OV ", " H128 "}",
+      "{engine: allreduce, algorithm: native, transport: mpi, " OV ", " H128 "}",
   };
   const int n = (int)(sizeof entries / sizeof *entries);
   const char *d = ru_scratch("arov2");

@@ -189,6 +189,11 @@ static void float_in_file(const sg_setting_t *s, const char *engine, const char 
     snprintf(text, sizeof text, "engines:\n  - {engine: %s, %s: %s}\n", engine, s->name, v);
     snprintf(want, sizeof want, "t.yaml:2:%zu: %s: must be a finite number, got '%s'",
              13 + strlen(engine) + 2 + kl + 3, s->name, v);
+  } else if (s->section == SG_S_SIMULATE) { /* simulate: {KEY: v} */
+    const char *k = s->name + strlen("simulate.");
+    snprintf(text, sizeof text, "simulate:\n  %s: %s\nengines: [local]\n", k, v);
+    snprintf(want, sizeof want, "t.yaml:2:%zu: %s: must be a finite number, got '%s'",
+             strlen(k) + 5, s->name, v);
   } else if (s->section == SG_S_WORKLOAD) {
     snprintf(text, sizeof text, "workload:\n  %s: %s\nengines: [local]\n", s->name, v);
     snprintf(want, sizeof want, "t.yaml:2:%zu: %s: must be a finite number, got '%s'", kl + 5,

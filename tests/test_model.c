@@ -1,6 +1,7 @@
 /* Models: finite-difference gradient checks (softmax dense and CSR, MLP),
- * a planted wrong gradient that the check must catch, CSR == dense, and a
- * stable loss for huge logits. */
+ * a planted wrong gradient that the check must catch, CSR == dense, a
+ * stable loss for huge logits, and dW blocks fixed by the layer's shape
+ * (the backward hook sees them and changes no bit of the gradient). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -237,5 +238,73 @@ TEST(init_and_layout) {
   CHECK_OK(sg_model_new(&m, "softmax", 6, 3, NULL, 0, 0, 8));
   sg_model_init(m, 1, a);
   for (int i = 0; i < 21; i++) CHECK(a[i] == 0.0f);
+  sg_model_destroy(&m);
+}
+
+/* Ranges the backward hook reported, in order. */
+typedef struct {
+  size_t off[64], len[64];
+  int n;
+} ranges_t;
+
+static void record_range(void *arg, size_t off, size_t len) {
+  ranges_t *r = arg;
+  if (r->n < 64) {
+    r->off[r->n] = off;
+    r->len[r->n] = len;
+  }
+  r->n++;
+}
+
+/* dW blocks depend on the layer's shape only: 784 inputs, 150 outputs ->
+ * rows [86, 150), [22, 86), [0, 22); the gradient with the hook set equals
+ * the one without it byte for byte (the same sgemm calls), and the hook
+ * sees every block, last first, adjoining, covering the vector once. */
+TEST(dw_blocks_fixed_by_shape_hook_changes_no_bit) {
+  CHECK_EQ_INT(sg_model_dw_rows(784, 150), 64);
+  CHECK_EQ_INT(sg_model_dw_rows(784, 40), 40);
+  CHECK_EQ_INT(sg_model_dw_rows(256, 256), 192);
+  CHECK_EQ_INT(sg_model_dw_rows(32, 10), 10);
+  CHECK_EQ_INT(sg_model_dw_rows(100000, 64), 16);
+  const int rows = 16, in = 784, hid = 150, C = 10;
+  const int64_t h[] = {hid};
+  sg_model_t *m = NULL;
+  CHECK_OK(sg_model_new(&m, "mlp", in, C, h, 1, 0, rows));
+  const size_t n = sg_model_nparams(m);
+  float *p = malloc(n * sizeof *p), *g0 = malloc(n * sizeof *g0), *g1 = malloc(n * sizeof *g1);
+  float *x = malloc((size_t)rows * in * sizeof *x);
+  int32_t y[16];
+  CHECK(p && g0 && g1 && x);
+  sg_model_init(m, 3, p);
+  fill(x, (size_t)rows * in, 4, 1.0);
+  for (int i = 0; i < rows; i++) y[i] = i % C;
+  sg_batch_t b = {.n = rows, .x = x, .y = y};
+  double l0, l1;
+  CHECK_OK(sg_model_grad(m, p, &b, g0, &l0));
+  ranges_t r = {.n = 0};
+  sg_model_set_grad_hook(m, record_range, &r);
+  CHECK_OK(sg_model_grad(m, p, &b, g1, &l1));
+  sg_model_set_grad_hook(m, NULL, NULL);
+  CHECK(memcmp(g0, g1, n * sizeof *g0) == 0);
+  CHECK(l0 == l1);
+  /* b1, dW1 (one block), b0, dW0 rows [86,150), [22,86), [0,22) */
+  CHECK_EQ_INT(r.n, 6);
+  size_t hi = n;
+  for (int i = 0; i < r.n && i < 64; i++) {
+    CHECK_EQ_INT(r.off[i] + r.len[i], hi);
+    hi = r.off[i];
+  }
+  CHECK_EQ_INT(hi, 0);
+  CHECK_EQ_INT(r.len[3], 64 * in);
+  CHECK_EQ_INT(r.len[4], 64 * in);
+  CHECK_EQ_INT(r.len[5], 22 * in);
+  /* the bench's list of the step's sgemm calls has the same blocks */
+  sg_gemm_shape_t gs[16];
+  CHECK_EQ_INT(sg_model_gemms(m, rows, gs, 16), 7); /* fwd0 fwd1 dW1 dX1 dW0 x 3 */
+  CHECK(gs[4].m == 64 && gs[5].m == 64 && gs[6].m == 22 && gs[6].n == in && gs[6].k == rows);
+  free(p);
+  free(g0);
+  free(g1);
+  free(x);
   sg_model_destroy(&m);
 }

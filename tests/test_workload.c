@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -269,4 +270,13 @@ TEST(blas_info) {
   CHECK_STR_CONTAINS(s, "core=");
   CHECK_STR_CONTAINS(s, "threads=1");
   CHECK_STR_CONTAINS(s, "(OPENBLAS_CORETYPE=");
+  /* scripts/test.sh forces kernels by OPENBLAS_CORETYPE: they must be
+   * the ones in use, or that pass tests nothing */
+  const char *want = getenv("OPENBLAS_CORETYPE");
+  if (want && *want) {
+    const char *core = strstr(s, "core=") + 5;
+    const size_t len = strcspn(core, " ");
+    CHECK_MSG(len == strlen(want) && !strncasecmp(core, want, len),
+              "OPENBLAS_CORETYPE=%s not in effect: %s", want, s);
+  }
 }

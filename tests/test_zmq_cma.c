@@ -1,5 +1,5 @@
 /* test_zmq_cma.c - large isends over ipc are read by the receiver from the
- * sender's memory (transport_zmq.c, "same-host sends read by the
+ * sender's memory (transport_zmq_cma.c, "same-host sends read by the
  * receiver").  Two forked ranks, the rendezvous served here, OS pipes to
  * order the ranks' steps (no sleeps):
  *

@@ -1,4 +1,4 @@
-/* test_zmq_cma_attack.c - the ipc memory-read path (transport_zmq.c, "same-
+/* test_zmq_cma_attack.c - the ipc memory-read path (transport_zmq_cma.c, "same-
  * host sends read by the receiver") under forged frames.  Two forked ranks
  * over ipc; this process, the attacker, connects its own PUSH socket to a
  * rank's ipc socket and sends what no correct rank sends, claiming to be

@@ -10,6 +10,7 @@
 
 #include "bench_method.h"
 #include "dataset.h"
+#include "simulate.h"
 #include "err.h"
 #include "model.h"
 #include "shard.h"
@@ -413,6 +414,30 @@ static void machine(admit_t *a) {
 
 /* ---- one run, every run ------------------------------------------------- */
 
+/* A simulated run (simulate.h) is one simulator process: its estimate is
+ * the simulator's (the data once, a fixed amount per simulated rank), not
+ * one process per rank. */
+static int admit_sim(admit_t *a, const sg_experiment_t *x, size_t i, const dsinfo_t *di,
+                     int force, double *total, int *here) {
+  const sg_run_spec_t *run = &x->runs[i];
+  sg_sim_cfg_t c;
+  char why[768], need[32], avail[32];
+  if (sg_sim_cfg_read(run->opts, run->nprocs, &c) < 0) return run_err(x, i, sg_err_msg());
+  double data = c.modeled ? 0 : di->train_b + di->test_b; /* once per process */
+  *total = sg_sim_mem_estimate(&c, run->nprocs) + data;
+  *here = 1;
+  if (a->mem_avail > 0 && *total > a->mem_avail && !force) {
+    fmt_bytes(need, sizeof need, *total);
+    fmt_bytes(avail, sizeof avail, a->mem_avail);
+    snprintf(why, sizeof why, "simulating %d processes needs ~%s of memory (%s compute; "
+             "estimated from measured simulations), this machine has %s available%s "
+             "(--force runs it anyway)", run->nprocs, need, c.modeled ? "modeled" : "executed",
+             avail, c.modeled ? "" : "; compute: modeled folds the buffers");
+    return run_err(x, i, why);
+  }
+  return SG_OK;
+}
+
 /* Steps, limits, memory of run i; *total and *here get its estimate. */
 static int admit_run(admit_t *a, const sg_experiment_t *x, size_t i, int force, double *total,
                      int *here) {
@@ -427,6 +452,7 @@ static int admit_run(admit_t *a, const sg_experiment_t *x, size_t i, int force, 
   if (!di) di = &none;
   if (trains(run) && check_steps(run, di, why, sizeof why) < 0)
     return run_err(x, i, sg_err_msg());
+  if (sg_sim_enabled(run->opts)) return admit_sim(a, x, i, di, force, total, here);
   if (run_need(run, di, &n, here) < 0) return run_err(x, i, sg_err_msg());
   *total = need_total(&n, &big);
   if (a->mem_avail > 0 && *total > a->mem_avail && !force) {

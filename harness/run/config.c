@@ -29,6 +29,7 @@
 #include <yaml.h>
 
 #include "cluster.h"
+#include "simulate.h"
 #include "device.h"
 #include "err.h"
 
@@ -399,6 +400,9 @@ static int lookup(const char *key, scope_t scope, const sg_engine_t *eng, pos_t 
   const sg_setting_t *s = sg_setting_find(sg_settings, key);
   if (s && s->section == SG_S_CLUSTER)
     return perr(kp, key, "belongs under cluster: (cluster: {%s: ...})", key + strlen("cluster."));
+  if (s && s->section == SG_S_SIMULATE)
+    return perr(kp, key, "belongs under simulate: (simulate: {%s: ...})",
+                strchr(key, '.') ? strchr(key, '.') + 1 : key);
   if (s) {
     int ok = scope == IN_TOP ? s->section != SG_S_WORKLOAD
              : scope == IN_WORKLOAD ? s->section == SG_S_WORKLOAD
@@ -436,20 +440,40 @@ static int check_dups(parser_t *p, yaml_node_t *map) {
 static int parse_pairs(parser_t *p, yaml_node_t *map, scope_t scope, const sg_engine_t *eng,
                        layer_t *into);
 
-/* `cluster: {hosts: 4, link: 1gbit}` (top level or in an engine entry):
- * its keys are the table's cluster.KEY. */
-static int parse_cluster(parser_t *p, yaml_node_t *v, pos_t kp, layer_t *into) {
+/* `cluster: {hosts: 4, link: 1gbit}` or `simulate: {link: 10gbit}` (top
+ * level or in an engine entry): its keys are the table's SECTION.KEY; a
+ * simulate: section also sets `simulate` (true). */
+static int parse_section(parser_t *p, yaml_node_t *v, pos_t kp, layer_t *into, const char *sec) {
+  int sim = !strcmp(sec, "simulate");
+  sg_section_t want = sim ? SG_S_SIMULATE : SG_S_CLUSTER;
   if (v->type != YAML_MAPPING_NODE)
-    return perr(kp, "cluster", "expected a mapping of cluster keys, e.g. {hosts: 4, link: 1gbit}");
+    return perr(kp, sec, "expected a mapping of %s keys, e.g. %s", sec,
+                sim ? "{link: 10gbit, latency: 1us}" : "{hosts: 4, link: 1gbit}");
   SG_CHECK(check_dups(p, v));
+  if (sim) { /* the section's presence */
+    vset_t on = {.s = sg_setting_find(sg_settings, "simulate"), .pos = kp};
+    char *t = strdup("true");
+    if (!t || !(on.v = malloc(sizeof *on.v))) {
+      free(t);
+      return sg_err_set(SG_ENOMEM, "no memory");
+    }
+    on.v[0] = t;
+    on.n = 1;
+    int rc = layer_put(into, &on);
+    vset_free(&on);
+    SG_CHECK(rc);
+  }
   for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
     yaml_node_t *k = yaml_document_get_node(p->doc, q->key);
     yaml_node_t *val = yaml_document_get_node(p->doc, q->value);
     char full[96];
-    snprintf(full, sizeof full, "cluster.%s", scalar(k));
+    snprintf(full, sizeof full, "%s.%s", sec, scalar(k));
     const sg_setting_t *s = sg_setting_find(sg_settings, full);
-    if (!s || s->section != SG_S_CLUSTER)
-      return perr(node_pos(p, k), full, "unknown cluster key (hosts, link, loss, placement, racks, uplink)");
+    if (!s || s->section != want)
+      return perr(node_pos(p, k), full, "unknown %s key (%s)", sec,
+                  sim ? "hosts, link, latency, topology, racks, oversubscription, fat_tree, torus, "
+                        "compute, host_speed"
+                      : "hosts, link, loss, placement, racks, uplink");
     vset_t vs;
     SG_CHECK(node_values(p, s, val, node_pos(p, val), 1, &vs));
     vs.pos = node_pos(p, k);
@@ -530,10 +554,11 @@ static int parse_pairs(parser_t *p, yaml_node_t *map, scope_t scope, const sg_en
       continue;
     }
     if (scope == IN_ENTRY && !strcmp(key, "engine")) continue; /* read by parse_entry */
-    if (scope == IN_WORKLOAD && !strcmp(key, "cluster"))
+    int section = !strcmp(key, "cluster") || !strcmp(key, "simulate");
+    if (scope == IN_WORKLOAD && section)
       return perr(kp, key, "belongs at the top level or in an engine entry, not under workload:");
-    if (scope != IN_WORKLOAD && !strcmp(key, "cluster")) {
-      SG_CHECK(parse_cluster(p, v, kp, into));
+    if (scope != IN_WORKLOAD && section) {
+      SG_CHECK(parse_section(p, v, kp, into, key));
       continue;
     }
     if (scope != IN_TOP && (!strcmp(key, "workload") || !strcmp(key, "engines")))
@@ -752,6 +777,7 @@ static int apply_set(parser_t *p, const char *arg) {
   const char *val = eq + 1;
   if (!strcmp(key, "engines") || !strcmp(key, "workload") || !strcmp(key, "cluster"))
     return set_section(at, key);
+
   SG_CHECK(yaml_prescan(at.where, val, strlen(val), 0));
   yaml_parser_initialize(&yp);
   yaml_parser_set_input_string(&yp, (const unsigned char *)val, strlen(val));
@@ -828,6 +854,43 @@ static int check_cluster(const parser_t *p, const entry_t *e, sg_opts_t *o) {
   return sg_opts_set(o, "zmq_scheme", "tcp"); /* ranks talk over the links */
 }
 
+/* A simulated run (simulate: section, or a simulate.* key set): the
+ * engine's own code over transport mpi under smpirun, on a platform that
+ * SMPI can build, within this machine's memory (simulate.h). */
+static int check_simulate(const parser_t *p, const entry_t *e, sg_opts_t *o, int nprocs) {
+  static const char *const keys[] = {"simulate", "simulate.hosts", "simulate.link",
+      "simulate.latency", "simulate.topology", "simulate.racks", "simulate.oversubscription",
+      "simulate.fat_tree", "simulate.torus", "simulate.compute", "simulate.host_speed"};
+  const vset_t *first = NULL;
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0] && !first; i++) first = choose(p, e, keys[i]);
+  if (!first || (first == choose(p, e, "simulate") && !sg_sim_enabled(o))) return SG_OK;
+  SG_CHECK(sg_opts_set(o, "simulate", "true"));
+  pos_t at = first->pos;
+  const char *transport = sg_opts_get(o, "transport");
+  if (strcmp(transport, "mpi")) {
+    const vset_t *tv = choose(p, e, "transport");
+    return perr(tv ? tv->pos : at, "transport", "%s cannot be simulated: SMPI simulates MPI calls "
+                "only (ZeroMQ would run outside simulated time); use transport: mpi", transport);
+  }
+  int64_t ch = 0;
+  SG_CHECK(sg_opts_int_or(o, "cluster.hosts", 0, &ch));
+  if (ch > 0) return perr(at, "simulate", "a run is simulated or on an emulated cluster, not both");
+  const char *mh = sg_opts_get(o, "hosts");
+  if (mh && *mh) return perr(at, "simulate", "hosts '%s' (an mpirun host list) and simulate: "
+                             "exclude each other", mh);
+  sg_sim_cfg_t c;
+  if (sg_sim_cfg_read(o, nprocs, &c) < 0 || sg_sim_check_host() < 0) {
+    char m[512], key[48]; /* "simulate.torus '4,4': ...": the key, then the rest */
+    snprintf(m, sizeof m, "%s", sg_err_msg());
+    size_t kl = strcspn(m, " :");
+    snprintf(key, sizeof key, "%.*s", kl < sizeof key ? (int)kl : 8, m);
+    const char *rest = m + kl + strspn(m + kl, " :");
+    const vset_t *kv = choose(p, e, key);
+    return perr(kv ? kv->pos : at, key, "%s", rest);
+  }
+  return sg_opts_set(o, "launcher", "smpirun");
+}
+
 static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const entry_t *e,
                    const char *label, int repeat) {
   int rc = SG_OK;
@@ -854,6 +917,7 @@ static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const e
   if (nprocs < 1) return perr(e->pos, "engine", "%s: layout gives %d processes", e->engine->name, nprocs);
   if (e->engine->check_transport && (rc = e->engine->check_transport(*o, transport)) < 0)
     return perr(e->pos, "transport", "%s: %s", e->engine->name, sg_err_msg());
+  SG_TRY(check_simulate(p, e, *o, nprocs));
   r->servers = 0;
   for (int i = 0; i < nprocs; i++)
     if (!strcmp(sg_engine_role(e->engine, *o, (int)workers, i), "server")) r->servers++;
@@ -865,6 +929,8 @@ static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const e
   r->repeat = repeat;
   r->seed = seed;
   sg_printable(r->label, sizeof r->label, label); /* it quotes values: printed on terminals */
+  if (sg_sim_enabled(r->opts)) /* every label of a simulated run says so */
+    snprintf(r->label + strlen(r->label), sizeof r->label - strlen(r->label), " [sim]");
   x->nruns++;
 fail:
   return rc;
@@ -959,6 +1025,8 @@ static int label_what_differs(sg_experiment_t *x) {
       snprintf(tok, sizeof tok, " %s=%s", *k, v ? v : "");
       if (v && !strstr(r->label, tok)) cut_token(eng, tok);
     }
+    if (sg_sim_enabled(r->opts)) /* every label of a simulated run says so */
+      snprintf(eng + strlen(eng), sizeof eng - strlen(eng), " [sim]");
     char shown[sizeof eng];
     SG_CHECK(sg_opts_set(r->opts, "_label", sg_printable(shown, sizeof shown, eng)));
   }

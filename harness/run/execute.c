@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <mpi.h>
+#include "sg_mpi.h"
 
 #include "auth.h"
 #include "clock.h"
@@ -108,7 +108,7 @@ static int control_addr(const char *hosts, char *out, size_t cap) {
 }
 
 static int control_open(control_t *c, const sg_run_spec_t *run, const char *dir,
-                        const char *hosts, int cluster) {
+                        const char *hosts, int cluster, const run_sim_t *sim) {
   const char *scheme = sg_opts_str_or(run->opts, "zmq_scheme", "ipc");
   int zmq_ranks = !strcmp(sg_opts_get(run->opts, "transport"), "zmq") && run->nprocs > 1;
   int remote = hosts[0] != '\0', tcp = remote || (zmq_ranks && !strcmp(scheme, "tcp"));
@@ -123,6 +123,7 @@ static int control_open(control_t *c, const sg_run_spec_t *run, const char *dir,
   }
   char ep[256]; /* records: tcp (CURVE when keyed) toward remote hosts, else ipc */
   if (remote) snprintf(ep, sizeof ep, "tcp://%s:*", addr);
+  else if (sim) snprintf(ep, sizeof ep, "%s", sim->records); /* a file per rank */
   else snprintf(ep, sizeof ep, "ipc://%s/rec", dir);
   SG_CHECK(sg_rec_server_open(&c->rec, ep, run->nprocs, c->keys));
   if (zmq_ranks) {
@@ -300,7 +301,9 @@ static int write_spec(serve_t *s, const control_t *ctl, const sg_run_cluster_t *
   SG_TRY(sg_opts_set(spec, "_records", sg_rec_server_endpoint(ctl->rec)));
   SG_TRY(sg_opts_set(spec, "_rendezvous", ctl->rdv ? sg_rdv_endpoint(ctl->rdv) : ""));
   SG_TRY(sg_opts_set(spec, "_keys", ctl->keys_path));
-  SG_TRY(sg_opts_setf(spec, "_t0", "%.6f", s->times.t0));
+  /* simulated ranks count from the simulation's start (their clocks are simulated) */
+  SG_TRY(sg_opts_setf(spec, "_t0", "%.6f", s->sim ? 0.0 : s->times.t0));
+  if (s->sim && s->sim->cfg.modeled) SG_TRY(sg_opts_setf(spec, "_sim_step_s", "%.9g", s->sim->step_s));
   SG_TRY(sg_opts_setf(spec, "_nprocs", "%d", run->nprocs));
   SG_TRY(sg_opts_set(spec, "_rundir", remote ? "" : dir));
   if (rcl) SG_TRY(sg_run_cluster_spec(rcl, spec));
@@ -322,7 +325,9 @@ static int prepare(serve_t *s, control_t *ctl, sg_run_cluster_t **rcl, const sg_
   SG_CHECK(sg_recorder_info(env->db, s->run_id, "tmp_dir.proof", rd->proof));
   SG_CHECK(cluster_open(rcl, env, s->run, s->run_id));
   s->cluster = *rcl;
-  SG_CHECK(control_open(ctl, s->run, dir, sg_opts_str_or(s->run->opts, "hosts", ""), *rcl != NULL));
+  if (s->sim) SG_CHECK(run_sim_prepare(s->sim, s->run, dir));
+  SG_CHECK(control_open(ctl, s->run, dir, sg_opts_str_or(s->run->opts, "hosts", ""), *rcl != NULL,
+                        s->sim));
   s->rec = ctl->rec;
   s->rdv = ctl->rdv;
   if (!ctl->keys && ctl->tcp && env->verbose)
@@ -336,18 +341,21 @@ static int launch(serve_t *s, const char *spec_path, const sg_run_cluster_t *rcl
                   sg_launch_t **out) {
   const sg_run_spec_t *run = s->run;
   char rank_bin[4096];
-  if (s->env->rank_bin) snprintf(rank_bin, sizeof rank_bin, "%s", s->env->rank_bin);
+  if (s->sim) snprintf(rank_bin, sizeof rank_bin, "%s", s->sim->rank_bin);
+  else if (s->env->rank_bin) snprintf(rank_bin, sizeof rank_bin, "%s", s->env->rank_bin);
   else SG_CHECK(sg_launch_find_rank_bin(rank_bin, sizeof rank_bin));
   const char *launcher = sg_opts_get(run->opts, "launcher");
   sg_launch_cfg_t lc = {.launcher = launcher, .rank_bin = rank_bin, .spec = spec_path,
                         .nprocs = run->nprocs, .hosts = sg_opts_str_or(run->opts, "hosts", ""),
                         .verbose = s->env->verbose, .cluster = sg_run_cluster_handle(rcl),
-                        .host_of = sg_run_cluster_host_of(rcl)};
+                        .host_of = sg_run_cluster_host_of(rcl),
+                        .sim_argv = s->sim ? s->sim->argv : NULL,
+                        .sim_tmpdir = s->sim ? s->sim->tmpdir : NULL};
   s->last_rec = sg_now();
   sg_fd_limit_raise(); /* before the ranks inherit it; admission kept to the user's limit */
   SG_CHECK(sg_launch_start(out, &lc));
   s->launch = *out;
-  s->local = strcmp(launcher, "mpirun") != 0;
+  s->local = strcmp(launcher, "mpirun") != 0 && !s->sim; /* smpirun: as mpirun */
   s->err_fd = sg_launch_stderr_fd(*out);
   s->err_open = s->err_fd >= 0;
   return SG_OK;
@@ -366,6 +374,7 @@ static int finish(serve_t *s, const control_t *ctl, const sg_run_cluster_t *rcl,
   SG_CHECK(record_times(s, start, reaped));
   SG_CHECK(record_env(s, load_before));
   if (rcl) SG_CHECK(sg_run_cluster_record_links(rcl, s->env->db, s->run_id));
+  if (s->sim) SG_CHECK(run_sim_record(s->sim, s->env->db, s->run_id));
   *status = res->ok ? "ok" : s->interrupted ? "interrupted" : "failed";
   return sg_recorder_run_end(s->env->db, s->run_id, *status, res->ok ? NULL : s->error, res->wall_s);
 }
@@ -398,6 +407,10 @@ int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t ind
   memset(res, 0, sizeof *res);
   res->final_acc = NAN;
   if (!(s.ranks = calloc((size_t)run->nprocs, sizeof *s.ranks))) return SG_ENOMEM;
+  if (sg_sim_enabled(run->opts) && !(s.sim = calloc(1, sizeof *s.sim))) {
+    free(s.ranks);
+    return SG_ENOMEM;
+  }
   for (int r = 0; r < run->nprocs; r++) s.ranks[r].last_step = s.ranks[r].blamed = -1;
   SG_TRY(sg_opts_double_or(run->opts, "deadline", 30, &s.deadline));
   SG_TRY(begin_row(&s, index, shown, sizeof shown));
@@ -425,6 +438,7 @@ fail:
   control_close(&ctl);
   sg_rundir_remove(&rd); /* after the cluster: its hosts' daemons kept files there */
   free(s.ranks);
+  free(s.sim);
   return rc;
 }
 

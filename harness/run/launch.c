@@ -36,6 +36,7 @@ struct sg_launch {
   int kin_fd[KIN_MAX];
   /* mpirun on a cluster: the strings its command line points at */
   char hostfile[4096], agent[4096], subnet[64];
+  char tmpdir_env[4200]; /* smpirun: "TMPDIR=..." */
 };
 
 /* Environment variables passed through mpirun -x when set here. */
@@ -44,6 +45,10 @@ static const char *const PASS_ENV[] = {
     "SGDLAB_BIN_DIR", "PATH", "LD_LIBRARY_PATH", NULL};
 
 int sg_launch_find_rank_bin(char *out, size_t cap) {
+  return sg_launch_find_bin("sgdlab-rank", out, cap);
+}
+
+int sg_launch_find_bin(const char *name, char *out, size_t cap) {
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n > 0) {
@@ -51,22 +56,22 @@ int sg_launch_find_rank_bin(char *out, size_t cap) {
     char *slash = strrchr(self, '/');
     if (slash) {
       *slash = '\0';
-      snprintf(out, cap, "%s/sgdlab-rank", self);
+      snprintf(out, cap, "%s/%s", self, name);
       if (access(out, X_OK) == 0) return SG_OK;
     }
   }
   const char *bin = getenv("SGDLAB_BIN_DIR");
   if (bin && *bin) {
-    snprintf(out, cap, "%s/harness/sgdlab-rank", bin);
+    snprintf(out, cap, "%s/harness/%s", bin, name);
     if (access(out, X_OK) == 0) return SG_OK;
   }
   return sg_err_set(SG_ENOTFOUND,
-                    "sgdlab-rank not found next to this program (%s) nor in "
+                    "%s not found next to this program (%s) nor in "
                     "$SGDLAB_BIN_DIR/harness (%s)",
-                    n > 0 ? self : "?", bin ? bin : "unset");
+                    name, n > 0 ? self : "?", bin ? bin : "unset");
 }
 
-static int on_path(const char *prog) {
+int sg_launch_on_path(const char *prog) {
   const char *path = getenv("PATH");
   if (!path) return 0;
   char buf[4096];
@@ -97,6 +102,10 @@ static void print_cmd(char *const *argv) {
 typedef struct spawn_at {
   const sg_cluster_t *cluster; /* NULL: stay in this namespace */
   int host;
+  /* the simulator (smpirun): no transparent huge pages, inherited across
+   * exec -- the first touch of each simulated rank's stack otherwise
+   * zeroes a 2 MiB page (256 ranks: 835 MB of huge pages) */
+  int no_thp;
 } spawn_at_t;
 
 static int spawn(char *const *argv, const char *rank, const char *size, pid_t pgid, int err_fd,
@@ -113,6 +122,7 @@ static int spawn(char *const *argv, const char *rank, const char *size, pid_t pg
     }
     signal(SIGINT, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
+    if (at.no_thp) prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
     if (rank) setenv("SGDLAB_RANK", rank, 1);
     if (size) setenv("SGDLAB_SIZE", size, 1);
     if (at.cluster && sg_cluster_enter(at.cluster, at.host) < 0) {
@@ -242,14 +252,36 @@ fail:
   return rc;
 }
 
-/* One mpirun that starts all the ranks; l->pid[0] is mpirun's */
+/* smpirun's command line (a simulated run): `env TMPDIR=DIR smpirun
+ * ARGS... sgdlab-rank-smpi SPEC` (smpirun's own -tmpdir is broken in
+ * SimGrid 3.32; its temporary files go to the run's directory). */
+static int smpirun_argv(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv, size_t cap) {
+  size_t a = 0;
+  snprintf(l->tmpdir_env, sizeof l->tmpdir_env, "TMPDIR=%s", cfg->sim_tmpdir);
+  argv[a++] = "env";
+  argv[a++] = l->tmpdir_env;
+  argv[a++] = "smpirun";
+  for (size_t i = 0; cfg->sim_argv[i]; i++) {
+    if (a + 3 >= cap) return sg_err_set(SG_EINVAL, "smpirun: too many arguments");
+    argv[a++] = (char *)cfg->sim_argv[i];
+  }
+  argv[a++] = (char *)cfg->rank_bin;
+  argv[a++] = (char *)cfg->spec;
+  argv[a] = NULL;
+  return SG_OK;
+}
+
+/* One mpirun (or smpirun) that starts all the ranks; l->pid[0] is its */
 static int start_mpirun(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *sizes) {
   int rc = SG_OK;
-  if (!on_path("mpirun"))
-    return sg_err_set(SG_ENOTFOUND, "launcher mpirun: mpirun is not on PATH (install openmpi-bin)");
+  const char *prog = cfg->sim_argv ? "smpirun" : "mpirun";
+  if (!sg_launch_on_path(prog))
+    return sg_err_set(SG_ENOTFOUND, "launcher %s: %s is not on PATH (install %s)", prog, prog,
+                      cfg->sim_argv ? "libsimgrid-dev" : "openmpi-bin");
   char *argv[80];
   char np[16];
-  SG_TRY(mpirun_argv(l, cfg, argv, np, sizeof np));
+  if (cfg->sim_argv) SG_TRY(smpirun_argv(l, cfg, argv, sizeof argv / sizeof argv[0]));
+  else SG_TRY(mpirun_argv(l, cfg, argv, np, sizeof np));
   if (cfg->verbose) print_cmd(argv);
   if (!(l->pid = calloc(1, sizeof *l->pid))) return SG_ENOMEM;
   setenv("SGDLAB_SIZE", sizes, 1); /* for -x; the harness never reads it */
@@ -263,7 +295,7 @@ static int start_mpirun(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *
   fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
   /* on a cluster mpirun itself runs on rank 0's host: its daemons on
    * the other hosts reach its out-of-band channel over the links */
-  spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[0] : 0};
+  spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[0] : 0, cfg->sim_argv != NULL};
   rc = spawn(argv, NULL, NULL, 0, p[1], at, &l->pid[0]);
   close(p[1]);
   SG_TRY(rc);
@@ -283,7 +315,7 @@ static int start_local(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *s
   for (int r = 0; r < cfg->nprocs; r++) {
     char rank[16];
     snprintf(rank, sizeof rank, "%d", r);
-    spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[r] : 0};
+    spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[r] : 0, 0};
     SG_TRY(spawn(argv, rank, sizes, l->pgid, -1, at, &l->pid[r]));
     l->n = r + 1;
     if (r == 0) l->pgid = l->pid[0];
@@ -299,7 +331,7 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
   l->err_fd = -1;
   char sizes[16];
   snprintf(sizes, sizeof sizes, "%d", cfg->nprocs);
-  if (!strcmp(cfg->launcher, "mpirun")) SG_TRY(start_mpirun(l, cfg, sizes));
+  if (!strcmp(cfg->launcher, "mpirun") || cfg->sim_argv) SG_TRY(start_mpirun(l, cfg, sizes));
   else SG_TRY(start_local(l, cfg, sizes));
   *out = l;
   return SG_OK;

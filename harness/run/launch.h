@@ -53,6 +53,12 @@ typedef struct sg_launch_cfg {
    * = none */
   const struct sg_cluster *cluster;
   const int *host_of;
+  /* a simulated run (simulate.h): smpirun's arguments before the program
+   * (-np, -platform, -hostfile, --cfg=...), NULL-terminated, and the
+   * directory for its temporary files; rank_bin is sgdlab-rank-smpi.
+   * NULL = not simulated.  smpirun is then handled as mpirun is. */
+  const char *const *sim_argv;
+  const char *sim_tmpdir;
 } sg_launch_cfg_t;
 
 typedef struct sg_exit {
@@ -114,5 +120,9 @@ int sg_mpirun_notice_line(sg_mpirun_notice_t *n, const char *line);
 /* Path of sgdlab-rank: next to the running executable, else
  * $SGDLAB_BIN_DIR/harness/sgdlab-rank.  SG_ENOTFOUND names both places. */
 int sg_launch_find_rank_bin(char *out, size_t cap);
+/* The same for any program of the build (e.g. "sgdlab-rank-smpi"). */
+int sg_launch_find_bin(const char *name, char *out, size_t cap);
+/* Whether prog is an executable on PATH. */
+int sg_launch_on_path(const char *prog);
 
 #endif

@@ -128,6 +128,9 @@ void run_kill_stopped(serve_t *s) {
 void run_watchdog(serve_t *s, double deadline) {
   double now = sg_now(), quiet = now - s->last_rec;
   double limit = s->armed ? WATCHDOG_FACTOR * deadline : deadline + SILENCE_MARGIN_S;
+  /* a simulation computes every rank's step in this one process: its
+   * silences grow with the ranks (SIM_WATCHDOG_RANKS per bound) */
+  if (s->sim && s->nprocs > SIM_WATCHDOG_RANKS) limit *= (double)s->nprocs / SIM_WATCHDOG_RANKS;
   if (s->error[0] || quiet <= limit) return;
   char list[300] = "";
   size_t len = 0;

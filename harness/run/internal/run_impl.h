@@ -21,6 +21,7 @@
 #include "run.h"
 #include "run_cluster.h"
 #include "rendezvous.h"
+#include "simulate.h"
 #include "transport_new.h"
 
 enum { POLL_MS = 100 };
@@ -30,6 +31,7 @@ enum { POLL_MS = 100 };
  * mpirun's launch). */
 #define WATCHDOG_FACTOR SG_DL_WATCHDOG /* 1.5: past every engine's wait (deadline.h) */
 #define SILENCE_MARGIN_S 30.0
+#define SIM_WATCHDOG_RANKS 64 /* a simulated run's bounds scale with nprocs / this */
 #define STOP_GRACE_S 2.0      /* SIGTERM -> SIGKILL */
 #define DRAIN_S 0.5           /* after an exit, wait this long for the rank's DONE */
 #define NOTICE_WAIT_S 3.0     /* a rank found dead under mpirun: wait this long for
@@ -41,6 +43,22 @@ enum { POLL_MS = 100 };
 #define SCAN_S 0.25           /* how often the ranks' process states are read */
 enum { TAIL_CAP = 8192 };     /* the end of mpirun's stderr kept for run_info */
 
+
+/* A simulated run's launch (simulated.c, simulate.h). */
+typedef struct run_sim {
+  sg_sim_cfg_t cfg;
+  double step_s; /* compute modeled: one step's time, measured before launch */
+  int cached;    /* step_s and the host speed came from the calibration cache */
+  char platform[4200], hostfile[4200], tmpdir[4200], rank_bin[4096];
+  char records[200]; /* file://DIR/rec (records.h) */
+  char np[16], cfgs[12][96];
+  const char *argv[32]; /* smpirun's, before the program (launch.h sim_argv) */
+} run_sim_t;
+
+/* simulated.c: the platform and hostfile in dir, measured speeds,
+ * smpirun's arguments; then what run_info says about it. */
+int run_sim_prepare(run_sim_t *m, const sg_run_spec_t *run, const char *dir);
+int run_sim_record(const run_sim_t *m, sg_recorder_t *db, int64_t run_id);
 
 typedef struct rank_info {
   int hello, done, status, exited;
@@ -104,6 +122,7 @@ typedef struct serve {
   int err_open;         /* mpirun's stderr still open */
   int interrupted;      /* a signal stopped the run */
   double deadline;      /* the run's receive deadline, seconds */
+  run_sim_t *sim;       /* a simulated run's launch, or NULL */
 } serve_t;
 
 /* blame.c */

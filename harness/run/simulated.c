@@ -1,0 +1,179 @@
+/* simulated.c - a simulated run's side of the launch (simulate.h): the
+ * host speed and a modeled step's time measured before launch, the
+ * platform and hostfile in the run's directory, smpirun's arguments, and
+ * what run_info says about the simulation (simulate.*). */
+#include "run_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench_step.h"
+#include "cluster.h"
+#include "err.h"
+
+/* Folded allocations (compute: modeled): every malloc of this many bytes
+ * or more is one buffer shared by all simulated ranks. */
+#define SIM_FOLD_BYTES 65536
+
+/* The calibration cache: $XDG_CACHE_HOME/sgdlab (or ~/.cache/sgdlab)
+ * /simulate-calibration, one line per workload and CPU, "KEY<TAB>step_s
+ * <TAB>sgemm flop/s", so a sweep measures once.  "" when there is none. */
+static void cache_path(char *out, size_t cap) {
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  out[0] = '\0';
+  if (xdg && *xdg == '/') snprintf(out, cap, "%s/sgdlab/simulate-calibration", xdg);
+  else if (home && *home == '/') snprintf(out, cap, "%s/.cache/sgdlab/simulate-calibration", home);
+}
+
+/* What the measurement depends on: the step's shapes and this CPU. */
+static void cache_key(const sg_opts_t *o, char *out, size_t cap) {
+  char cpu[128] = "?", line[256];
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "model name : %127[^\n]", cpu) == 1) break;
+  if (f) fclose(f);
+  snprintf(out, cap, "%s %s %s %s %s %s %s|%s", sg_opts_str_or(o, "dataset", ""),
+           sg_opts_str_or(o, "model", ""), sg_opts_str_or(o, "hidden", ""),
+           sg_opts_str_or(o, "batch", ""), sg_opts_str_or(o, "features", ""),
+           sg_opts_str_or(o, "classes", ""), sg_opts_str_or(o, "nnz", ""), cpu);
+  for (char *p = out; *p; p++)
+    if (*p == '\t' || *p == '\n') *p = ' ';
+}
+
+/* 1 when the cache has the key (a line's values positive and finite). */
+static int cache_get(const char *path, const char *key, double *step_s, double *speed) {
+  FILE *f = path[0] ? fopen(path, "r") : NULL;
+  char line[1024];
+  int found = 0;
+  size_t kl = strlen(key);
+  while (f && !found && fgets(line, sizeof line, f))
+    found = !strncmp(line, key, kl) && line[kl] == '\t' &&
+            sscanf(line + kl + 1, "%lf\t%lf", step_s, speed) == 2 && *step_s > 0 &&
+            *step_s < 1e3 && *speed > 0 && *speed < 1e18;
+  if (f) fclose(f);
+  return found;
+}
+
+static void cache_put(const char *path, const char *key, double step_s, double speed) {
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!path[0] || !slash) return;
+  *slash = '\0';
+  mkdir(dir, 0700); /* ~/.cache/sgdlab, like the data cache's */
+  FILE *f = fopen(path, "a");
+  if (f) {
+    fprintf(f, "%s\t%.9g\t%.9g\n", key, step_s, speed);
+    fclose(f);
+  }
+}
+
+/* The sgemm rate of one core of this machine and the time of one step of
+ * this workload (sgdlab bench step's method: median of blocks after a
+ * warm-up, one BLAS thread), unless host_speed is given and compute is
+ * executed; from the cache when this workload was measured before. */
+static int sim_measure(run_sim_t *m, const sg_opts_t *o) {
+  if (m->cfg.host_speed > 0 && !m->cfg.modeled) return SG_OK;
+  char path[4200], key[1024];
+  double step_s, speed;
+  cache_path(path, sizeof path);
+  cache_key(o, key, sizeof key);
+  if (cache_get(path, key, &step_s, &speed)) {
+    m->step_s = step_s;
+    if (m->cfg.host_speed <= 0) m->cfg.host_speed = speed;
+    m->cached = 1;
+    return SG_OK;
+  }
+  sg_bench_step_result_t r;
+  sg_opts_t *b = sg_opts_dup(o);
+  if (!b) return SG_ENOMEM;
+  int rc = sg_opts_set(b, "threads", "1");
+  if (rc == SG_OK) rc = sg_opts_set(b, "device", "cpu");
+  if (rc == SG_OK) rc = sg_bench_step_run(b, NULL, &r);
+  sg_opts_destroy(&b);
+  SG_CHECK(rc);
+  m->step_s = r.step_s;
+  speed = r.gemm_s > 0 ? r.gemm_flops / r.gemm_s : 1e10;
+  if (m->cfg.host_speed <= 0) m->cfg.host_speed = speed;
+  cache_put(path, key, r.step_s, speed);
+  return SG_OK;
+}
+
+static int write_file(const char *path, const run_sim_t *m, int nprocs, int platform) {
+  FILE *f = fopen(path, "w");
+  if (!f) return sg_err_set(SG_EIO, "%s: %s", path, strerror(errno));
+  int rc = platform ? sg_sim_platform_write(&m->cfg, f) : sg_sim_hostfile_write(&m->cfg, nprocs, f);
+  if (fclose(f) != 0 && rc == SG_OK) rc = sg_err_set(SG_EIO, "%s: write failed", path);
+  return rc;
+}
+
+/* smpirun's arguments (launch.h, sim_argv). */
+static void sim_args(run_sim_t *m, int nprocs) {
+  size_t a = 0, c = 0;
+  snprintf(m->np, sizeof m->np, "%d", nprocs);
+  const char *fixed[] = {"-np", m->np, "-platform", m->platform, "-hostfile", m->hostfile};
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) m->argv[a++] = fixed[i];
+  snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/host-speed:%.17gf", m->cfg.host_speed);
+  /* the network as the platform says: no InfiniBand message-size factors */
+  snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/bw-factor:0:1");
+  snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/lat-factor:0:1");
+  /* and no acknowledgement flows against each transfer (SimGrid's
+   * cross-traffic takes 5 % of the reverse direction) */
+  snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=network/crosstraffic:0");
+  snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/privatization:dlopen");
+  /* collectives (MPI_Allgather at setup, allreduce native) as Open MPI
+   * chooses them: SMPI's default allgather posts N receives and waits on
+   * them one by one, O(N^2) per rank (256 ranks took minutes to start) */
+  snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/coll-selector:ompi");
+  snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--log=root.thres:warning");
+  if (m->cfg.modeled) { /* only the injected step time counts; big buffers folded */
+    snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/simulate-computation:no");
+    snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/auto-shared-malloc-thresh:%d",
+             SIM_FOLD_BYTES);
+  }
+  for (size_t i = 0; i < c; i++) m->argv[a++] = m->cfgs[i];
+  m->argv[a] = NULL;
+}
+
+int run_sim_prepare(run_sim_t *m, const sg_run_spec_t *run, const char *dir) {
+  SG_CHECK(sg_sim_cfg_read(run->opts, run->nprocs, &m->cfg));
+  SG_CHECK(sg_sim_check_host());
+  SG_CHECK(sim_measure(m, run->opts));
+  snprintf(m->platform, sizeof m->platform, "%s/platform.xml", dir);
+  snprintf(m->hostfile, sizeof m->hostfile, "%s/hostfile", dir);
+  snprintf(m->records, sizeof m->records, "file://%s/rec", dir);
+  snprintf(m->tmpdir, sizeof m->tmpdir, "%s", dir);
+  SG_CHECK(write_file(m->platform, m, run->nprocs, 1));
+  SG_CHECK(write_file(m->hostfile, m, run->nprocs, 0));
+  sim_args(m, run->nprocs);
+  return sg_launch_find_bin("sgdlab-rank-smpi", m->rank_bin, sizeof m->rank_bin);
+}
+
+int run_sim_record(const run_sim_t *m, sg_recorder_t *db, int64_t run_id) {
+  static const char *const topo[] = {"flat", "two-level", "fat-tree", "torus"};
+  char v[7][160];
+  snprintf(v[0], sizeof v[0], "%d", m->cfg.hosts);
+  sg_cluster_format_rate(m->cfg.bps, v[1], sizeof v[1]);
+  snprintf(v[2], sizeof v[2], "%.9g", m->cfg.lat_s);
+  snprintf(v[3], sizeof v[3], "%s", m->cfg.topo_params);
+  snprintf(v[4], sizeof v[4], "%.6g", m->cfg.host_speed);
+  snprintf(v[5], sizeof v[5], "%.9g", m->step_s);
+  const char *kv[][2] = {{"simulate", "smpi"}, {"simulate.hosts", v[0]}, {"simulate.link", v[1]},
+                         {"simulate.latency_s", v[2]}, {"simulate.topology", topo[m->cfg.topo]},
+                         {"simulate.topo_parameters", v[3]}, {"simulate.host_speed", v[4]},
+                         {"simulate.compute", m->cfg.modeled ? "modeled" : "executed"},
+                         {"simulate.step_s", m->cfg.modeled ? v[5] : ""},
+                         {"simulate.calibration", m->cached ? "cached" : "measured"}};
+  for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+    if (kv[i][1][0]) SG_CHECK(sg_recorder_info(db, run_id, kv[i][0], kv[i][1]));
+  /* the platform itself, for whoever reads the run later */
+  FILE *f = fopen(m->platform, "r");
+  char xml[4096];
+  size_t n = f ? fread(xml, 1, sizeof xml - 1, f) : 0;
+  if (f) fclose(f);
+  xml[n] = '\0';
+  return n ? sg_recorder_info(db, run_id, "simulate.platform", xml) : SG_OK;
+}

@@ -1,0 +1,169 @@
+/* test_simulate_platform.c - the simulated platform (harness/run/simulate.h)
+ * and the records files a simulation writes (core/records_server.h).
+ *
+ *  - the platform builder against hand-written files in tests/data/sim:
+ *    flat, two-level (racks, oversubscription), fat-tree and torus, with
+ *    the hostfile (rank r on host r mod hosts);
+ *  - what SMPI cannot build is refused with one line naming the key: a
+ *    torus or fat-tree whose hosts are not the platform's, racks or an
+ *    oversubscription that do not divide, a bad latency or rate;
+ *  - the records files: a record naming another rank than its file's is
+ *    dropped, a length out of bounds stops that file (one drop) without
+ *    stopping the others, and a message cut short waits for the rest.
+ */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "opts.h"
+#include "records.h"
+#include "records_server.h"
+#include "run_util.h"
+#include "simulate.h"
+#include "test.h"
+
+/* The platform for these keys ("k=v|k=v") and nprocs, into a string. */
+static char *platform_of(const char *kv, int nprocs, double speed, int *rc) {
+  sg_opts_t *o = sg_opts_new();
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", kv);
+  for (char *save = NULL, *t = strtok_r(buf, "|", &save); t; t = strtok_r(NULL, "|", &save)) {
+    char *eq = strchr(t, '=');
+    *eq = '\0';
+    sg_opts_set(o, t, eq + 1);
+  }
+  sg_sim_cfg_t c;
+  char *text = NULL;
+  size_t len = 0;
+  *rc = sg_sim_cfg_read(o, nprocs, &c);
+  sg_opts_destroy(&o);
+  if (*rc < 0) return NULL;
+  c.host_speed = speed;
+  FILE *f = open_memstream(&text, &len);
+  sg_sim_platform_write(&c, f);
+  fclose(f);
+  return text;
+}
+
+static void expect_file(const char *kv, int nprocs, double speed, const char *name) {
+  int rc;
+  char path[512];
+  snprintf(path, sizeof path, "%s/tests/data/sim/%s", getenv("SGDLAB_SOURCE_DIR"), name);
+  char *got = platform_of(kv, nprocs, speed, &rc), *want = ru_slurp(path, 1 << 16);
+  CHECK_MSG(got && rc == 0, "%s: %s", kv, sg_err_msg());
+  CHECK_MSG(want && want[0], "%s: cannot read", path);
+  CHECK_MSG(!strcmp(got, want), "%s:\n got: %s\nwant: %s", name, got, want);
+  free(got);
+  free(want);
+}
+
+TEST(platforms_match_the_hand_written_files) {
+  CHECK(getenv("SGDLAB_SOURCE_DIR"));
+  expect_file("simulate.link=10gbit|simulate.latency=1us", 4, 1e10, "flat.xml");
+  expect_file("simulate.topology=two-level|simulate.racks=2|simulate.oversubscription=4|"
+              "simulate.link=1gbit|simulate.latency=50us", 16, 2e9, "two-level.xml");
+  expect_file("simulate.topology=fat-tree|simulate.fat_tree=2;4,4;1,2;1,2|simulate.link=56gbit",
+              16, 1e10, "fat-tree.xml");
+  expect_file("simulate.topology=torus|simulate.torus=4,4,4|simulate.hosts=64|"
+              "simulate.latency=250ns", 8, 1e10, "torus.xml");
+}
+
+TEST(hostfile_places_rank_r_on_host_r_mod_hosts) {
+  sg_sim_cfg_t c = {.hosts = 3};
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  CHECK_EQ_INT(sg_sim_hostfile_write(&c, 5, f), 0);
+  fclose(f);
+  CHECK_MSG(!strcmp(text, "host0\nhost1\nhost2\nhost0\nhost1\n"), "got %s", text);
+  free(text);
+}
+
+static void expect_refusal(const char *kv, int nprocs, const char *key) {
+  int rc;
+  char *got = platform_of(kv, nprocs, 1e10, &rc);
+  free(got);
+  CHECK_MSG(rc == SG_ECONFIG, "%s: accepted (rc %d)", kv, rc);
+  CHECK_MSG(!strncmp(sg_err_msg(), key, strlen(key)), "%s: message '%s' does not start with %s",
+            kv, sg_err_msg(), key);
+  CHECK_MSG(!strchr(sg_err_msg(), '\n'), "more than one line: %s", sg_err_msg());
+  fprintf(stderr, "refused as expected: %s\n", sg_err_msg());
+}
+
+TEST(what_smpi_cannot_build_is_refused_naming_the_key) {
+  expect_refusal("simulate.topology=torus|simulate.torus=4,4", 8, "simulate.torus");
+  expect_refusal("simulate.topology=torus|simulate.torus=4,x", 16, "simulate.torus");
+  expect_refusal("simulate.topology=torus", 16, "simulate.torus");
+  expect_refusal("simulate.topology=fat-tree|simulate.fat_tree=2;4,4;1,2", 16, "simulate.fat_tree");
+  expect_refusal("simulate.topology=fat-tree|simulate.fat_tree=2;4,2;1,2;1,2", 16,
+                 "simulate.fat_tree");
+  expect_refusal("simulate.topology=two-level|simulate.racks=3", 16, "simulate.racks");
+  expect_refusal("simulate.topology=two-level|simulate.racks=2|simulate.oversubscription=3", 16,
+                 "simulate.oversubscription");
+  expect_refusal("simulate.topology=ring", 4, "simulate.topology");
+  expect_refusal("simulate.latency=5", 4, "simulate.latency");
+  expect_refusal("simulate.latency=-1us", 4, "simulate.latency");
+  expect_refusal("simulate.link=fast", 4, "simulate.link");
+}
+
+/* One framed record (records.c's file form) into fd. */
+static void put(int fd, uint32_t type, int rank, const void *p, uint32_t n, uint32_t frame) {
+  unsigned char buf[512];
+  sg_rec_header_t h = {.magic = SG_REC_MAGIC, .type = type, .rank = rank, .len = n};
+  memcpy(buf, &frame, 4);
+  memcpy(buf + 4, &h, sizeof h);
+  memcpy(buf + 4 + sizeof h, p, n);
+  if (write(fd, buf, 4 + sizeof h + n) < 0) perror("write");
+}
+
+static int drain(sg_rec_server_t *s, int *per_rank) {
+  sg_rec_in_t in;
+  int n = 0;
+  while (sg_rec_server_recv(s, &in) == 1) per_rank[in.h.rank]++, n++;
+  return n;
+}
+
+TEST(records_files_drop_what_is_not_their_ranks) {
+  const char *dir = ru_scratch("simrec");
+  CHECK(dir);
+  char ep[256], path[300];
+  snprintf(ep, sizeof ep, "file://%s/rec", dir);
+  sg_rec_server_t *s = NULL;
+  CHECK_EQ_INT(sg_rec_server_open(&s, ep, 3, NULL), 0);
+  int fd[3];
+  for (int r = 0; r < 3; r++) {
+    snprintf(path, sizeof path, "%s/rec.%d", dir, r);
+    fd[r] = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    CHECK(fd[r] >= 0);
+  }
+  sg_eval_rec_t e = {.step = 1};
+  uint32_t whole = (uint32_t)(sizeof(sg_rec_header_t) + sizeof e);
+  put(fd[0], SG_REC_EVAL, 0, &e, sizeof e, whole);  /* fine */
+  put(fd[1], SG_REC_EVAL, 2, &e, sizeof e, whole);  /* names rank 2: dropped */
+  put(fd[1], SG_REC_EVAL, 1, &e, sizeof e, whole);  /* fine */
+  put(fd[2], SG_REC_EVAL, 2, &e, sizeof e, 1u << 30); /* length out of bounds */
+  put(fd[2], SG_REC_EVAL, 2, &e, sizeof e, whole);  /* never reached */
+  int per[3] = {0};
+  CHECK_EQ_INT(drain(s, per), 2);
+  CHECK_EQ_INT(per[0], 1);
+  CHECK_EQ_INT(per[1], 1);
+  CHECK_EQ_INT(per[2], 0);
+  CHECK_EQ_INT((int)sg_rec_server_dropped(s), 2);
+  /* half a message: nothing yet; the rest: the record */
+  unsigned char buf[512];
+  sg_rec_header_t h = {.magic = SG_REC_MAGIC, .type = SG_REC_EVAL, .rank = 0, .len = sizeof e};
+  memcpy(buf, &whole, 4);
+  memcpy(buf + 4, &h, sizeof h);
+  memcpy(buf + 4 + sizeof h, &e, sizeof e);
+  CHECK(write(fd[0], buf, 10) == 10);
+  CHECK_EQ_INT(drain(s, per), 0);
+  CHECK(write(fd[0], buf + 10, 4 + whole - 10) == (ssize_t)(4 + whole - 10));
+  CHECK_EQ_INT(drain(s, per), 1);
+  for (int r = 0; r < 3; r++) close(fd[r]);
+  sg_rec_server_close(&s);
+}
+

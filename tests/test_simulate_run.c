@@ -1,0 +1,192 @@
+/* test_simulate_run.c - the engines' own rank code under SimGrid SMPI
+ * (sgdlab-rank-smpi, `simulate:`; docs/simulate.md), real smpirun runs.
+ *
+ *  - equivalence: allreduce ring/rhd/native, ps, mapreduce and gossip over
+ *    transport mpi, each simulated with N = 4 workers of batch 16 for 30
+ *    steps (executed compute), against `local` with batch 64 (gossip,
+ *    which averages with neighbours only, against the same gossip run by
+ *    mpirun): final parameters within a relative L2 distance of 1e-4, the
+ *    bound and reasoning of test_allreduce_run (summation order only; a
+ *    missing or doubled worker moves them by ~1e-2).  Every simulated run
+ *    is recorded as one: launcher smpirun, run_info simulate = smpi, its
+ *    label ending in [sim], every rank's 30 steps;
+ *  - simulated time: a ring and an rhd allreduce with modeled compute on
+ *    a flat 1 Mbit/s platform: each step's comm_s within 5 % of the
+ *    alpha-beta formula 2 (N - 1) (alpha + M / (N B)), alpha = two links'
+ *    latency; and the steps' end, on the ranks' clocks, lies far beyond
+ *    the run's wall time (the clocks are the simulation's: a real
+ *    1 Mbit/s transfer of these steps would take as long as simulated);
+ *  - the topologies SMPI builds: two-level, fat-tree and torus platforms
+ *    run to the end;
+ *  - refusals, one line with file:line:col and exit 2 before launch:
+ *    transport zmq with simulate:, a torus that is not the hosts.
+ * Skipped (exit 77, a SKIP line) only when this build has no
+ * sgdlab-rank-smpi (SimGrid's smpicc was not found at configure time).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run_util.h"
+#include "test.h"
+
+#define RTOL 1e-4
+
+static void skip_without_simgrid(void) {
+  char p[1024];
+  const char *bin = getenv("SGDLAB_BIN_DIR");
+  snprintf(p, sizeof p, "%s/harness/sgdlab-rank-smpi", bin ? bin : ".");
+  if (access(p, X_OK) == 0) return;
+  printf("SKIP: no %s (SimGrid's smpicc not found when configured; libsimgrid-dev)\n", p);
+  exit(77);
+}
+
+static const char WORKLOAD[] =
+    "workload: {dataset: fashion-mnist, model: mlp, hidden: [32], batch: 16,\n"
+    "           lr: 0.1, momentum: 0.9, max_steps: 30, eval_every: 1000000, seed: 5}\n"
+    "workers: 4\n";
+
+TEST(engines_simulated_match_local) {
+  skip_without_simgrid();
+  const char *dir = ru_scratch("simrun");
+  CHECK(dir);
+  static const struct {
+    const char *name, *entry, *ref;
+  } runs[] = {
+      {"local", "engine: local", NULL},
+      {"ring", "engine: allreduce, algorithm: ring, transport: mpi, simulate: {}", "local"},
+      {"rhd", "engine: allreduce, algorithm: rhd, transport: mpi, simulate: {}", "local"},
+      {"native", "engine: allreduce, algorithm: native, transport: mpi, simulate: {}", "local"},
+      {"ps", "engine: ps, transport: mpi, simulate: {}", "local"},
+      {"mapreduce", "engine: mapreduce, transport: mpi, simulate: {}", "local"},
+      {"gossip-mpirun", "engine: gossip, transport: mpi", NULL},
+      {"gossip", "engine: gossip, transport: mpi, simulate: {}", "gossip-mpirun"},
+  };
+  const int n = (int)(sizeof runs / sizeof *runs);
+  char cfg[256], db[256], a[320], b[320];
+  snprintf(cfg, sizeof cfg, "%s/equiv.yaml", dir);
+  snprintf(db, sizeof db, "%s/equiv.db", dir);
+  FILE *f = fopen(cfg, "w");
+  CHECK(f);
+  fprintf(f, "name: simulate-equivalence\n%sengines:\n", WORKLOAD);
+  for (int i = 0; i < n; i++)
+    fprintf(f, "  - {%s, dump_params: '%s/%s.f32'}\n", runs[i].entry, dir, runs[i].name);
+  fclose(f);
+  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), n);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE launcher = 'smpirun'"), 6);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate' "
+                             "AND value = 'smpi'"), 6);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'label' "
+                             "AND value LIKE '% [sim]'"), 6);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps s JOIN runs r ON r.id = s.run_id "
+                             "WHERE r.launcher = 'smpirun' AND r.engine = 'allreduce'"), 3 * 4 * 30);
+  for (int i = 0; i < n; i++) {
+    if (!runs[i].ref) continue;
+    snprintf(a, sizeof a, "%s/%s.f32", dir, runs[i].name);
+    snprintf(b, sizeof b, "%s/%s.f32", dir, runs[i].ref);
+    long cnt;
+    double d = ru_rel_distance(a, b, &cnt);
+    fprintf(stderr, "%s [sim] vs %s: relative L2 distance %.3g over %ld parameters\n",
+            runs[i].name, runs[i].ref, d, cnt);
+    CHECK_MSG(d >= 0 && d <= RTOL, "%s: distance %g (tolerance %g)", runs[i].name, d, RTOL);
+  }
+}
+
+TEST(simulated_time_follows_alpha_beta) {
+  skip_without_simgrid();
+  const char *dir = ru_scratch("simab");
+  CHECK(dir);
+  char cfg[256], db[256], sql[512];
+  snprintf(cfg, sizeof cfg, "%s/ab.yaml", dir);
+  snprintf(db, sizeof db, "%s/ab.db", dir);
+  FILE *f = fopen(cfg, "w");
+  CHECK(f);
+  fprintf(f, "name: simulate-alpha-beta\n"
+             "workload: {dataset: fashion-mnist, model: mlp, hidden: [256], batch: 16,\n"
+             "           max_steps: 4, eval_every: 1000000}\n"
+             "workers: 4\n"
+             "simulate: {link: 1mbit, latency: 10us, compute: modeled}\n"
+             "engines:\n"
+             "  - {engine: allreduce, algorithm: ring, transport: mpi}\n"
+             "  - {engine: allreduce, algorithm: rhd, transport: mpi}\n");
+  fclose(f);
+  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 2);
+  /* M = 203530 float32 parameters of mlp 784-256-10, N = 4, B = 1 Mbit/s */
+  const double N = 4, M = 203530 * 4.0, B = 1e6 / 8, alpha = 2 * 10e-6;
+  const double want = 2 * (N - 1) * (alpha + M / (N * B));
+  for (int id = 1; id <= 2; id++) {
+    snprintf(sql, sizeof sql, "SELECT 1e6 * AVG(comm_s) FROM steps WHERE run_id = %d", id);
+    double got = (double)ru_db_int(db, sql) / 1e6;
+    fprintf(stderr, "run %d: comm %.4f s per step, alpha-beta %.4f s (%+.2f %%)\n", id, got, want,
+            100 * (got / want - 1));
+    CHECK_MSG(fabs(got / want - 1) <= 0.05, "run %d: %.4f s vs %.4f s", id, got, want);
+    /* the steps' end on the ranks' clocks against the run's wall time */
+    snprintf(sql, sizeof sql, "SELECT 1000 * MAX(t_start + compute_s + comm_s + wait_s) "
+             "FROM steps WHERE run_id = %d", id);
+    double end = (double)ru_db_int(db, sql) / 1000;
+    snprintf(sql, sizeof sql, "SELECT 1000 * wall_s FROM runs WHERE id = %d", id);
+    double wall = (double)ru_db_int(db, sql) / 1000;
+    fprintf(stderr, "run %d: last step ends at %.2f s simulated, the run took %.2f s\n", id, end,
+            wall);
+    CHECK_MSG(end >= 4 * 0.95 * want && end > 2 * wall, "run %d: steps end at %.2f s, wall %.2f s",
+              id, end, wall);
+  }
+}
+
+TEST(topologies_smpi_builds_run) {
+  skip_without_simgrid();
+  const char *dir = ru_scratch("simtopo");
+  CHECK(dir);
+  char cfg[256], db[256];
+  snprintf(cfg, sizeof cfg, "%s/topo.yaml", dir);
+  snprintf(db, sizeof db, "%s/topo.db", dir);
+  FILE *f = fopen(cfg, "w");
+  CHECK(f);
+  fprintf(f, "name: simulate-topologies\n%s"
+             "engines:\n"
+             "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
+             "     simulate: {topology: two-level, racks: 2, oversubscription: 2, compute: modeled}}\n"
+             "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
+             "     simulate: {topology: fat-tree, fat_tree: '2;2,2;1,2;1,2', compute: modeled}}\n"
+             "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
+             "     simulate: {topology: torus, torus: '2,2', compute: modeled}}\n", WORKLOAD);
+  fclose(f);
+  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 3);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.topology'"), 3);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 3 * 4 * 30);
+}
+
+/* sgdlab run on this experiment text: exit 2 and one line with `want`. */
+static void refused(const char *name, const char *text, const char *want) {
+  const char *dir = ru_scratch("simrefuse");
+  CHECK(dir);
+  char cfg[256], db[256], out[4096];
+  snprintf(cfg, sizeof cfg, "%s/%s.yaml", dir, name);
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  CHECK_EQ_INT(ru_write_file(cfg, text), 0);
+  char *argv[] = {"sgdlab", "run", cfg, "--db", db, NULL};
+  int rc = ru_run(argv, 1, NULL, out, sizeof out);
+  fprintf(stderr, "%s: exit %d: %s", name, rc, out);
+  CHECK_EQ_INT(rc, 2);
+  CHECK_MSG(strstr(out, want), "%s: no '%s' in: %s", name, want, out);
+  CHECK_MSG(strstr(out, ".yaml:"), "%s: no file:line:col in: %s", name, out);
+  CHECK_MSG(!strchr(out, '\n') || !strchr(out, '\n')[1], "%s: more than one line: %s", name, out);
+  CHECK_MSG(access(db, F_OK) != 0 || ru_db_int(db, "SELECT count(*) FROM runs") <= 0,
+            "%s: a run was started", name);
+}
+
+TEST(refusals_before_launch) {
+  skip_without_simgrid();
+  refused("zmq", "name: z\nworkers: 2\nsimulate: {link: 1gbit}\n"
+                 "engines: [{engine: allreduce, transport: zmq}]\n",
+          "use transport: mpi");
+  refused("torus", "name: t\nworkers: 4\n"
+                   "engines: [{engine: allreduce, transport: mpi,\n"
+                   "           simulate: {topology: torus, torus: '2,4'}}]\n",
+          "simulate.torus");
+}
