@@ -9,7 +9,9 @@
  *    libsvm, hidden with softmax, ...): file:line:col, key, condition;
  *  - mpirun habits (-n 4, -np 4, --workers 4) answered with what to type;
  *    --opt=value for every long option; --resume -n;
- *  - a dataset that is not installed says which files go where. */
+ *  - a dataset that is not installed says which files go where;
+ *  - control characters in an experiment name or a run label are printed
+ *    escaped on every line `run` prints. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,4 +220,25 @@ TEST(run_labels_escape_control_characters) {
   CHECK_STR_CONTAINS(out, "[1/2] local workers=1 dump_params=/tmp/a\\x1b]2;x\\x07  processes=1");
   for (const char *c = out; *c; c++) CHECK_MSG((unsigned char)*c >= 0x20 || *c == '\n', "%s", out);
   free(out);
+}
+
+/* The experiment's name is quoted by the lines `run` prints (the summary,
+ * `resuming experiment`, with --resume and --resume -n): a terminal
+ * escape in it is printed escaped, never sent raw. */
+TEST(experiment_name_escapes_control_characters_in_run_lines) {
+  char *out = NULL;
+  const char *cfg = in_dir("esc.yaml"), *db = in_dir("esc.db");
+  const char *want = "experiment '\\x1b]0;x\\x07\\x1b[2Jn' (id 1)";
+  ru_write_file(cfg, "name: \"\\e]0;x\\a\\e[2Jn\"\nworkload: {dataset: synthetic, model: softmax,"
+                     " features: 8, train_samples: 64, test_samples: 32, max_steps: 2}\n"
+                     "engines: [local]\n");
+  for (int i = 0; i < 3; i++) {
+    int rc = i == 0   ? SG(&out, "run", cfg, "--db", db)
+             : i == 1 ? SG(&out, "run", cfg, "--db", db, "--resume", "-n")
+                      : SG(&out, "run", cfg, "--db", db, "--resume");
+    CHECK_EQ_INT(rc, 0);
+    CHECK_STR_CONTAINS(out, want);
+    CHECK_MSG(!strchr(out, '\x1b') && !strchr(out, '\a'), "a raw escape: %s", out);
+    free(out);
+  }
 }

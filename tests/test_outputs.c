@@ -10,7 +10,8 @@
  * --resume` of one experiment run each run once; a second `sgdlab run`
  * into a database another harness is recording into finishes; a database
  * in a directory its reader cannot write is readable by list, show,
- * report, export and trace, which write nothing.
+ * report, export and trace, which write nothing; a FIFO or a device
+ * given as the database is refused at once, never a blocked open.
  *
  * Ordering comes from the database's state (ru_db_wait), never from a
  * sleep.  Without root (no second user to be) the cases say so and pass.
@@ -497,4 +498,25 @@ TEST(readers_never_write) {
   char *st = ru_db_text(db, "SELECT status FROM runs WHERE id=1");
   CHECK_MSG(st && !strcmp(st, "running"), "run 1 is '%s'", st ? st : "?");
   free(st);
+}
+
+/* A FIFO (or a device) given as the database: every reader says so at
+ * once instead of blocking in the open until someone writes to it. */
+TEST(readers_refuse_a_fifo_database) {
+  char dir[1024], db[1536], out[8192];
+  CHECK_OK(setup());
+  CHECK(mkdir(path_in(dir, sizeof dir, "fifo"), 0755) == 0);
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  CHECK(mkfifo(db, 0644) == 0);
+  char *argv[][7] = {{NULL, "list", "--db", db, NULL},
+                     {NULL, "show", "1", "--db", db, NULL},
+                     {NULL, "export", "--format", "csv", "--db", db, NULL}};
+  for (int i = 0; i < 3; i++) {
+    int code = sgdlab_as(0, dir, out, sizeof out, 10, argv[i]);
+    CHECK_MSG(code > 0, "sgdlab %s on a FIFO: %d (-1: it blocked)", argv[i][1], code);
+    CHECK_STR_CONTAINS(out, "is not a regular file");
+  }
+  char dev[] = "/dev/zero";
+  CHECK_MSG(SGDLAB(0, dir, out, "list", "--db", dev) > 0, "%s", out);
+  CHECK_STR_CONTAINS(out, "is not a regular file");
 }

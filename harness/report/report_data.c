@@ -86,6 +86,10 @@ int sg_rdb_open(sqlite3 **out, const char *path) {
   if (stat(path, &sb) != 0)
     return sg_err_set(SG_ENOTFOUND, "cannot open database %s: %s", path,
                       strerror(errno));
+  /* a FIFO would block the open until someone writes to it */
+  if (!S_ISREG(sb.st_mode))
+    return sg_err_set(SG_EFORMAT, "%s is not a regular file; a results database is one",
+                      path);
   e = open_ro(&db, path, "mode=ro", &n);
   if ((e & 0xff) == SQLITE_CANTOPEN || (e & 0xff) == SQLITE_READONLY) {
     sqlite3_close(db);

@@ -288,6 +288,7 @@ static int list_resume(const run_args_t *a, const sg_experiment_t *x) {
   int64_t exp_id = 0;
   const char **st = calloc(x->nruns ? x->nruns : 1, sizeof *st);
   int code = 0;
+  char shown[1024]; /* the name as a terminal shows it: control bytes escaped */
   if (!st) return 1;
   if (access(a->db_path, F_OK) != 0) {
     fprintf(stderr, "sgdlab run: --resume: no database %s\n", a->db_path);
@@ -301,8 +302,8 @@ static int list_resume(const run_args_t *a, const sg_experiment_t *x) {
   for (size_t i = 0; !code && i < x->nruns; i++)
     todo += strcmp(st[i] = resume_status(x, i, have, nhave), "ok") != 0;
   if (!code)
-    printf("resuming experiment '%s' (id %lld): %zu of %zu runs to do\n", x->name,
-           (long long)exp_id, todo, x->nruns);
+    printf("resuming experiment '%s' (id %lld): %zu of %zu runs to do\n",
+           sg_printable(shown, sizeof shown, x->name), (long long)exp_id, todo, x->nruns);
   for (size_t i = 0; !code && i < x->nruns; i++)
     if (strcmp(st[i], "ok"))
       printf("[%zu/%zu] %s  processes=%d repeat=%d (%s)\n", i + 1, x->nruns, x->runs[i].label,
@@ -329,6 +330,7 @@ static int open_rows(const run_args_t *a, sg_recorder_t *db, const sg_experiment
     return 0;
   }
   int64_t exp_id = 0;
+  char shown[1024];
   if (resume_rows(db, x, &exp_id, ids, todo) < 0) {
     fprintf(stderr, "sgdlab run: --resume: %s\n", sg_err_msg());
     return 2;
@@ -338,8 +340,8 @@ static int open_rows(const run_args_t *a, sg_recorder_t *db, const sg_experiment
   *env = (sg_run_env_t){.db = db, .exp_id = exp_id, .progress = *prog, .verbose = a->verbose,
                         .rank_bin = rank_bin};
   if (!a->quiet)
-    printf("resuming experiment '%s' (id %lld): %zu of %zu runs to do\n", x->name,
-           (long long)exp_id, *todo, x->nruns);
+    printf("resuming experiment '%s' (id %lld): %zu of %zu runs to do\n",
+           sg_printable(shown, sizeof shown, x->name), (long long)exp_id, *todo, x->nruns);
   return 0;
 }
 
@@ -348,6 +350,7 @@ static int open_rows(const run_args_t *a, sg_recorder_t *db, const sg_experiment
 static int run_all(const run_args_t *a, const sg_experiment_t *x, const sg_run_env_t *env,
                    size_t todo) {
   size_t failed = 0, skipped = 0;
+  char shown[1024];
   for (size_t i = 0; i < x->nruns; i++) {
     if (env->run_ids[i] < 0) continue; /* --resume: ok already */
     sg_run_result_t res;
@@ -375,9 +378,9 @@ static int run_all(const run_args_t *a, const sg_experiment_t *x, const sg_run_e
     }
   }
   if (!a->quiet)
-    printf("experiment '%s' (id %lld): %zu run%s, %zu failed; results in %s\n", x->name,
-           (long long)env->exp_id, todo - skipped, todo - skipped == 1 ? "" : "s", failed,
-           a->db_path);
+    printf("experiment '%s' (id %lld): %zu run%s, %zu failed; results in %s\n",
+           sg_printable(shown, sizeof shown, x->name), (long long)env->exp_id, todo - skipped,
+           todo - skipped == 1 ? "" : "s", failed, a->db_path);
   return failed ? 1 : 0;
 }
 
