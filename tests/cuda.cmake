@@ -14,3 +14,8 @@ if(SG_HAVE_CUDA)
   add_dependencies(test_cuda_gpu cuda_ring_rank sgdlab sgdlab-rank)
   set_tests_properties(test_cuda_gpu PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+# scripts/gpu-check.sh --dry: the device check's plumbing on the CPU (its
+# GPU parts SKIP), its parts non-fatal under a 1-second limit.
+add_test(NAME test_gpu_check_dry
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gpu_check_dry.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
+set_tests_properties(test_gpu_check_dry PROPERTIES TIMEOUT 500 LABELS cuda)

@@ -92,3 +92,15 @@ TEST(engines_and_help_name_the_devices) {
   CHECK_STR_CONTAINS(out, "devices in this build (workload key device): ");
   CHECK_STR_CONTAINS(out, sg_device_build_has_cuda() ? "cpu, cuda (CUDA " : "cpu (this build has no CUDA)");
 }
+
+TEST(bench_step_device_cuda_without_gpu_is_one_line_exit_2) {
+  int count = 0;
+  if (sg_device_build_has_cuda() && sg_cuda_probe(&count) == 0) return; /* a device: runs */
+  char out[4096];
+  char *argv[] = {"sgdlab", "bench", "step", "--set", "device=cuda", NULL};
+  int code = ru_run(argv, 1, NULL, out, sizeof out);
+  fprintf(stderr, "bench step device=cuda (exit %d): %s", code, out);
+  CHECK_EQ_INT(code, 2);
+  CHECK_EQ_INT(lines(out), 1);
+  CHECK_MSG(!strncmp(out, "sgdlab bench step: device: cuda requested but ", 46), "%s", out);
+}

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "dataset.h"
+#include "model.h"
 #include "transport.h"
 
 /* ---- the runtime (cuda_rt.c) ------------------------------------------ */
@@ -39,6 +40,20 @@ int sg_cuda_zero(float *d, size_t n);
 int sg_cuda_sgd(float *dp, float *dg, float *dv, size_t n, float gscale, float lr, float wd,
                 float mu);
 
+/* Wait until every call queued on the process's stream is done. */
+int sg_cuda_sync(void);
+
+/* ---- a step's GEMMs alone (bench step's bound, cuda_gemms.c) ---------- */
+
+typedef struct sg_cuda_gemms sg_cuda_gemms_t;
+/* Device operands for the n row-major sgemm calls g[] (model.h), a
+ * cuBLAS handle on the process stream (TF32 when tf32). */
+int sg_cuda_gemms_new(sg_cuda_gemms_t **out, const sg_gemm_shape_t *g, size_t n, int tf32);
+/* reps passes over calls [first, first + count) in order; returns when
+ * the device has finished them. */
+int sg_cuda_gemms_run(sg_cuda_gemms_t *gs, size_t first, size_t count, int64_t reps);
+void sg_cuda_gemms_destroy(sg_cuda_gemms_t **gs);
+
 /* ---- the workload on the device (cuda_workload.c, cuda_model.c) -------- */
 
 typedef struct sg_cuda_wl sg_cuda_wl_t;
@@ -47,6 +62,7 @@ typedef struct sg_cuda_wl_desc {
   const int64_t *dims;  /* L + 1 sizes: input, hidden..., classes (model.h) */
   int max_rows;         /* largest batch or evaluation chunk */
   const sg_dataset_t *train, *test; /* dense; either may be NULL */
+  int tf32;             /* GEMMs on TF32 tensor cores (default fp32) */
 } sg_cuda_wl_desc_t;
 
 /* Uploads the datasets and allocates every buffer once.  SG_EUNSUPPORTED
