@@ -23,6 +23,7 @@ void sg_cuda_free(float **d) {
 int sg_cuda_put(float *d, const float *h, size_t n) { return NO_CUDA(); }
 int sg_cuda_get(float *h, const float *d, size_t n) { return NO_CUDA(); }
 int sg_cuda_zero(float *d, size_t n) { return NO_CUDA(); }
+int sg_cuda_copy(float *ddst, const float *dsrc, size_t n) { return NO_CUDA(); }
 int sg_cuda_sgd(float *dp, float *dg, float *dv, size_t n, float gscale, float lr, float wd,
                 float mu) {
   return NO_CUDA();
@@ -61,7 +62,7 @@ void sg_cuda_stage_destroy(sg_cuda_stage_t **st) {
   if (st) *st = NULL;
 }
 
-int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg) {
+int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg, int mode) {
   *out = NULL;
   return NO_CUDA();
 }
