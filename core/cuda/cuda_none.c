@@ -34,6 +34,7 @@ int sg_cuda_gemms_run(sg_cuda_gemms_t *gs, size_t first, size_t count, int64_t r
 void sg_cuda_gemms_destroy(sg_cuda_gemms_t **gs) {
   if (gs) *gs = NULL;
 }
+int sg_cuda_copy(float *ddst, const float *dsrc, size_t n) { return NO_CUDA(); }
 int sg_cuda_sgd(float *dp, float *dg, float *dv, size_t n, float gscale, float lr, float wd,
                 float mu) {
   return NO_CUDA();
@@ -72,7 +73,7 @@ void sg_cuda_stage_destroy(sg_cuda_stage_t **st) {
   if (st) *st = NULL;
 }
 
-int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg) {
+int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg, int mode) {
   *out = NULL;
   return NO_CUDA();
 }

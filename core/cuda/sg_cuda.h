@@ -34,6 +34,8 @@ void sg_cuda_free(float **d); /* NULL-safe; nulls the pointer */
 int sg_cuda_put(float *d, const float *h, size_t n); /* host -> device */
 int sg_cuda_get(float *h, const float *d, size_t n); /* device -> host */
 int sg_cuda_zero(float *d, size_t n);
+/* dst = src on the device (cudaMemcpy device to device); returns when done. */
+int sg_cuda_copy(float *ddst, const float *dsrc, size_t n);
 /* g *= gscale, then optim.c's update (PyTorch's form): with mu > 0
  * v = mu v + g + wd p, p -= lr v; with mu == 0 (v may be NULL)
  * p -= lr (g + wd p). */
@@ -97,7 +99,13 @@ void sg_cuda_stage_destroy(sg_cuda_stage_t **st);
 /* Device ring within one host (ring_prims.h): inboxes shared by CUDA IPC.
  * Collective over c: every rank calls new, run and destroy. */
 typedef struct sg_cuda_ring sg_cuda_ring_t;
-int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg);
+/* mode: staged (a kernel and a host synchronization per primitive, flow
+ * control over the transport) or persistent (one kernel per call, flow
+ * control by flags in device memory: pring_plan.h). */
+enum { SG_CUDA_RING_STAGED = 0, SG_CUDA_RING_PERSISTENT = 1 };
+/* The persistent ring's channels (thread blocks) and inbox slots per channel. */
+enum { SG_CUDA_PRING_CHANS = 16, SG_CUDA_PRING_SLOTS = 4 };
+int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg, int mode);
 int sg_cuda_ring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count);
 void sg_cuda_ring_destroy(sg_cuda_ring_t **rg);
 
