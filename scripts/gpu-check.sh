@@ -154,13 +154,15 @@ if [ $DRY -eq 1 ]; then
   skip "allreduce cuda-ring training (2 ranks on one GPU)"; echo dry >"$W/ar-cudaring.sps"
 else
   sgrun ar-cudaring 1 "{engine: allreduce, algorithm: cuda-ring}" 2 "$BIG" $((BIGB / 2))
+  sgrun ar-cudaring-p 1 "{engine: allreduce, algorithm: cuda-ring, cuda_ring: persistent}" 2 "$BIG" $((BIGB / 2))
 fi
 sgrun ar-ring 1 "{engine: allreduce, algorithm: ring}" 2 "$BIG" $((BIGB / 2))
 if [ $DRY -eq 1 ]; then
   skip "sgdlab bench allreduce --set device=cuda --impl cuda-ring,ring"
 else
-  part bench-allreduce 60 "$SG" bench allreduce --set device=cuda --impl cuda-ring,ring \
-    --db "$W/db/bench-allreduce.db"
+  part d2d-copy 30 "$TESTS/cuda_ring_rank" --copy 67108864
+  part bench-allreduce 120 "$SG" bench allreduce --np 2 --set device=cuda \
+    --impl ring,cuda-ring,cuda-ring-persistent --sizes 1M:64M --db "$W/db/bench-allreduce.db"
 fi
 
 # ---- 3. tests (last: the table comes first) ------------------------------------------------------------------
@@ -206,10 +208,17 @@ TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-sma
   echo "| GEMM bound of one step (bench step, cuBLAS) | ${BOUND:-FAIL} | 1 | $(ratio "${BOUND:-0}" "$TB") |"
   echo "| bench step: the step itself (ratio to bound $(ratio "${BSTEP:-0}" "${BOUND:-0}")) | ${BSTEP:-FAIL} | 1 | $(ratio "${BSTEP:-0}" "$TB") |"
   echo "| sgdlab allreduce cuda-ring, 2 ranks sharing the GPU | $(med "$W/ar-cudaring.sps") | 1 | $(ratio "$(med "$W/ar-cudaring.sps")" "$TB") |"
+  echo "| sgdlab allreduce cuda-ring persistent, 2 ranks sharing the GPU | $(med "$W/ar-cudaring-p.sps") | 1 | $(ratio "$(med "$W/ar-cudaring-p.sps")" "$TB") |"
   echo "| sgdlab allreduce ring, host-staged, 2 ranks | $(med "$W/ar-ring.sps") | 1 | $(ratio "$(med "$W/ar-ring.sps")" "$TB") |"
   echo "| PyTorch, MLP 784-128-10, batch 64 | $TS | $(vals "$W/torch-small.sps") | 1.00 |"
   echo "| sgdlab local, device $DEV, hidden $SMALL, batch $SMALLB | $LS | $(vals "$W/local-small.sps") | $(ratio "$LS" "$TS") |"
   echo
+  echo "device copy: $(grep -h 'd2d-copy' "$LOGS/d2d-copy.log" 2>/dev/null | head -1)"
+  echo
+  echo "bench allreduce (device buffers, 2 ranks):"
+  echo '```'
+  tail -n 30 "$LOGS/bench-allreduce.log" 2>/dev/null
+  echo '```'
   echo "tests:${TEST_RESULT:- none}; compute-sanitizer: $SAN; bench allreduce: see bench-allreduce.log; failed parts: $NFAIL; $(($(date +%s) - T0)) s"
 } >"$OUT/table.md"
 cp "$W"/cfg/*.yaml "$LOGS/" 2>/dev/null
