@@ -173,6 +173,27 @@ fail:
   return rc;
 }
 
+static int same_shape(const sg_gemm_shape_t *a, const sg_gemm_shape_t *b) {
+  return a->ta == b->ta && a->tb == b->tb && a->m == b->m && a->n == b->n && a->k == b->k &&
+         a->beta == b->beta;
+}
+
+/* The CPU model computes a layer's dW in row blocks (dense_dW); the device
+ * model in one call.  Merge each run of one layer's dW blocks (consecutive,
+ * same label, T,N, same n and k) into one call of their summed rows. */
+static size_t whole_dw(sg_gemm_shape_t *g, size_t n) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    sg_gemm_shape_t *last = k ? &g[k - 1] : NULL;
+    if (last && g[i].ta == 'T' && g[i].tb == 'N' && last->ta == 'T' && last->tb == 'N' &&
+        !strcmp(last->what, g[i].what) && last->n == g[i].n && last->k == g[i].k)
+      last->m += g[i].m;
+    else
+      g[k++] = g[i];
+  }
+  return k;
+}
+
 /* The settings the step runs with (mlp, hidden 256, batch 64 unless
  * given), its workload, optimizer and buffers, parameters initialised. */
 static int step_setup(const sg_opts_t *o, sg_opts_t **so, step_ctx_t *c) {
@@ -207,10 +228,13 @@ static int step_setup(const sg_opts_t *o, sg_opts_t **so, step_ctx_t *c) {
 static int step_time_blocks(step_ctx_t *c, gemm_set_t *gs, size_t ng, double *tb, double *tq,
                             int64_t *k) {
   double t0 = sg_now();
+  fprintf(stderr, "bench step: warm-up, %d steps\n", WARMUP_STEPS);
   SG_CHECK(run_steps(c, WARMUP_STEPS));
   *k = reps_for((sg_now() - t0) / WARMUP_STEPS);
   (void)ng;
   SG_CHECK(gemm_passes(gs, WARMUP_STEPS));
+  fprintf(stderr, "bench step: %d blocks of %lld steps, each followed by its sgemm calls alone "
+                  "(warm-up: %.3f s)\n", BLOCKS, (long long)*k, sg_now() - t0);
   for (int b = 0; b < BLOCKS; b++) {
     t0 = sg_now();
     SG_CHECK(run_steps(c, *k));
@@ -265,6 +289,7 @@ int sg_bench_step_run(const sg_opts_t *o, FILE *out, sg_bench_step_result_t *res
   sg_gemm_shape_t g[MAX_GEMMS];
   size_t ng = sg_model_gemms(sg_workload_model(c.w), batch, g, MAX_GEMMS);
   if (ng > MAX_GEMMS) ng = MAX_GEMMS;
+  if (c.dp) ng = whole_dw(g, ng); /* cuda_model.c: one dW call per layer */
   int tf32 = 0;
   if (c.dp && sg_opts_has(so, "tf32")) SG_TRY(sg_opts_bool(so, "tf32", &tf32));
   SG_TRY(gemm_set_init(&gs, g, ng, c.dp != NULL, tf32));
@@ -282,8 +307,15 @@ int sg_bench_step_run(const sg_opts_t *o, FILE *out, sg_bench_step_result_t *res
   }
   /* per-shape table (information only) */
   double tg[MAX_GEMMS];
-  for (size_t i = 0; i < ng; i++)
-    SG_TRY(gs.dev ? time_gemm_dev(&gs, i, &tg[i]) : time_gemm(&g[i], &tg[i]));
+  if (ng) fprintf(stderr, "bench step: each of the %zu sgemm calls alone\n", ng);
+  for (size_t i = 0; i < ng; i++) {
+    size_t j = 0; /* a shape timed already (the CPU model's dW blocks) */
+    while (j < i && !same_shape(&g[j], &g[i])) j++;
+    if (j < i)
+      tg[i] = tg[j];
+    else
+      SG_TRY(gs.dev ? time_gemm_dev(&gs, i, &tg[i]) : time_gemm(&g[i], &tg[i]));
+  }
   if (out) step_print(out, &c, g, ng, tg, tb, tq, k, &r);
   if (res) *res = r;
 fail:

@@ -12,8 +12,9 @@
 #      batch 256 and on 784-128-10 batch 64 (SGD, momentum 0.9);
 #   2. `sgdlab bench step --set device=cuda` (the step against its cuBLAS
 #      GEMM bound); allreduce training with 2 ranks sharing the GPU
-#      (cuda-ring and host-staged ring); `sgdlab bench allreduce` on
-#      device buffers;
+#      (cuda-ring staged and persistent, host-staged ring) and `sgdlab
+#      bench allreduce` on device buffers, each without and with MPS
+#      (when nvidia-cuda-mps-control exists); the device copy bandwidth;
 #   3. the test_cuda* binaries; compute-sanitizer memcheck on the gradient
 #      and SGD cases of test_cuda_gpu;
 # and prints one Markdown table (medians of the rounds).  Every part is
@@ -147,23 +148,46 @@ for r in $(seq 1 $ROUNDS); do
 done
 
 # ---- 2. bounds and the allreduce rows ------------------------------------------
-part bench-step 90 "$SG" bench step --set device=$DEV --set "hidden=$BIG" --set batch=$BIGB
+part bench-step 90 "$SG" bench step --set device=$DEV --set "data_dir=$DATA" --set "hidden=$BIG" --set batch=$BIGB
 BOUND=$(grep -o 'bound: .*, [0-9]* samples/s' "$LOGS/bench-step.log" | grep -o '[0-9]* samples/s' | grep -o '[0-9]*')
 BSTEP=$(grep -o 'step (grad+apply): .*, [0-9]* samples/s' "$LOGS/bench-step.log" | grep -o '[0-9]* samples/s' | grep -o '[0-9]*')
-if [ $DRY -eq 1 ]; then
-  skip "allreduce cuda-ring training (2 ranks on one GPU)"; echo dry >"$W/ar-cudaring.sps"
-else
-  sgrun ar-cudaring 1 "{engine: allreduce, algorithm: cuda-ring}" 2 "$BIG" $((BIGB / 2))
-  sgrun ar-cudaring-p 1 "{engine: allreduce, algorithm: cuda-ring, cuda_ring: persistent}" 2 "$BIG" $((BIGB / 2))
-fi
-sgrun ar-ring 1 "{engine: allreduce, algorithm: ring}" 2 "$BIG" $((BIGB / 2))
-if [ $DRY -eq 1 ]; then
-  skip "sgdlab bench allreduce --set device=cuda --impl cuda-ring,ring"
-else
-  part d2d-copy 30 "$TESTS/cuda_ring_rank" --copy 67108864
-  part bench-allreduce 120 "$SG" bench allreduce --np 2 --set device=cuda \
-    --impl ring,cuda-ring,cuda-ring-persistent --sizes 1M:64M --db "$W/db/bench-allreduce.db"
-fi
+# Two ranks sharing one GPU: without MPS the driver time-slices the two
+# processes' contexts (a kernel that waits for the other rank's kernel
+# waits for a slice); with MPS (nvidia-cuda-mps-control, when the machine
+# has it) their kernels run at once, as on one GPU per rank.
+MPSC=$(command -v nvidia-cuda-mps-control 2>/dev/null)
+mps() { # mps on|off
+  if [ "$1" = on ]; then
+    export CUDA_MPS_PIPE_DIRECTORY=$W/mps-pipe CUDA_MPS_LOG_DIRECTORY=$W/mps-log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    "$MPSC" -d
+  else
+    echo quit | "$MPSC"
+    # the daemon is gone once its pipe directory holds no control socket
+    for _ in $(seq 1 50); do [ -e "$CUDA_MPS_PIPE_DIRECTORY/control" ] || break; sleep 0.1; done
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  fi
+}
+MODES=off
+[ $DRY -eq 0 ] && [ -n "$MPSC" ] && MODES="off on"
+[ $DRY -eq 0 ] && [ -z "$MPSC" ] && echo "note: no nvidia-cuda-mps-control: the 2-rank rows run without MPS only"
+[ $DRY -eq 1 ] && skip "allreduce cuda-ring training (2 ranks on one GPU)"
+for m in $MODES; do
+  [ "$m" = on ] && mps on
+  if [ $DRY -eq 0 ]; then
+    sgrun ar-cudaring-mps$m 1 "{engine: allreduce, algorithm: cuda-ring}" 2 "$BIG" $((BIGB / 2))
+    sgrun ar-cudaring-p-mps$m 1 "{engine: allreduce, algorithm: cuda-ring, cuda_ring: persistent}" 2 "$BIG" $((BIGB / 2))
+  fi
+  sgrun ar-ring-mps$m 1 "{engine: allreduce, algorithm: ring}" 2 "$BIG" $((BIGB / 2))
+  if [ $DRY -eq 1 ]; then
+    skip "sgdlab bench allreduce --set device=cuda --impl cuda-ring,ring"
+  else
+    part bench-allreduce-mps$m 120 "$SG" bench allreduce --np 2 --set device=cuda \
+      --impl ring,cuda-ring,cuda-ring-persistent --sizes 1M:64M --db "$W/db/bench-allreduce-$m.db"
+  fi
+  [ "$m" = on ] && mps off
+done
+[ $DRY -eq 0 ] && part d2d-copy 30 "$TESTS/cuda_ring_rank" --copy 67108864
 
 # ---- 3. tests (last: the table comes first) ------------------------------------------------------------------
 TEST_RESULT=""
@@ -207,19 +231,23 @@ TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-sma
   echo "| sgdlab local, device $DEV, hidden $BIG, batch $BIGB | $LB | $(vals "$W/local-big.sps") | $(ratio "$LB" "$TB") |"
   echo "| GEMM bound of one step (bench step, cuBLAS) | ${BOUND:-FAIL} | 1 | $(ratio "${BOUND:-0}" "$TB") |"
   echo "| bench step: the step itself (ratio to bound $(ratio "${BSTEP:-0}" "${BOUND:-0}")) | ${BSTEP:-FAIL} | 1 | $(ratio "${BSTEP:-0}" "$TB") |"
-  echo "| sgdlab allreduce cuda-ring, 2 ranks sharing the GPU | $(med "$W/ar-cudaring.sps") | 1 | $(ratio "$(med "$W/ar-cudaring.sps")" "$TB") |"
-  echo "| sgdlab allreduce cuda-ring persistent, 2 ranks sharing the GPU | $(med "$W/ar-cudaring-p.sps") | 1 | $(ratio "$(med "$W/ar-cudaring-p.sps")" "$TB") |"
-  echo "| sgdlab allreduce ring, host-staged, 2 ranks | $(med "$W/ar-ring.sps") | 1 | $(ratio "$(med "$W/ar-ring.sps")" "$TB") |"
+  for m in $MODES; do
+    echo "| sgdlab allreduce cuda-ring, 2 ranks sharing the GPU, MPS $m | $(med "$W/ar-cudaring-mps$m.sps") | 1 | $(ratio "$(med "$W/ar-cudaring-mps$m.sps")" "$TB") |"
+    echo "| sgdlab allreduce cuda-ring persistent, 2 ranks sharing the GPU, MPS $m | $(med "$W/ar-cudaring-p-mps$m.sps") | 1 | $(ratio "$(med "$W/ar-cudaring-p-mps$m.sps")" "$TB") |"
+    echo "| sgdlab allreduce ring, host-staged, 2 ranks, MPS $m | $(med "$W/ar-ring-mps$m.sps") | 1 | $(ratio "$(med "$W/ar-ring-mps$m.sps")" "$TB") |"
+  done
   echo "| PyTorch, MLP 784-128-10, batch 64 | $TS | $(vals "$W/torch-small.sps") | 1.00 |"
   echo "| sgdlab local, device $DEV, hidden $SMALL, batch $SMALLB | $LS | $(vals "$W/local-small.sps") | $(ratio "$LS" "$TS") |"
   echo
   echo "device copy: $(grep -h 'd2d-copy' "$LOGS/d2d-copy.log" 2>/dev/null | head -1)"
   echo
-  echo "bench allreduce (device buffers, 2 ranks):"
-  echo '```'
-  tail -n 30 "$LOGS/bench-allreduce.log" 2>/dev/null
-  echo '```'
-  echo "tests:${TEST_RESULT:- none}; compute-sanitizer: $SAN; bench allreduce: see bench-allreduce.log; failed parts: $NFAIL; $(($(date +%s) - T0)) s"
+  for m in $MODES; do
+    echo "bench allreduce (device buffers, 2 ranks sharing the GPU, MPS $m):"
+    echo '```'
+    grep -E '^#|^ +[0-9]' "$LOGS/bench-allreduce-mps$m.log" 2>/dev/null
+    echo '```'
+  done
+  echo "tests:${TEST_RESULT:- none}; compute-sanitizer: $SAN; bench allreduce: see bench-allreduce-mps*.log; failed parts: $NFAIL; $(($(date +%s) - T0)) s"
 } >"$OUT/table.md"
 cp "$W"/cfg/*.yaml "$LOGS/" 2>/dev/null
 tar czf "$OUT/gpu-check-logs.tar.gz" -C "$W" logs

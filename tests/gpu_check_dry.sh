@@ -18,11 +18,11 @@ grep -q '^FAIL' "$T/out.txt" && fail "a part failed in the dry run"
 grep -Eq '^\| sgdlab local, device cpu, hidden \[64\], batch 256 \| [0-9]+ \|' "$T/out.txt" ||
   fail "no measured local row"
 grep -Eq '^\| GEMM bound of one step .*\| [0-9]+ \|' "$T/out.txt" || fail "no bench step bound"
-grep -Eq '^\| sgdlab allreduce ring, host-staged, 2 ranks \| [0-9]+ \|' "$T/out.txt" ||
+grep -Eq '^\| sgdlab allreduce ring, host-staged, 2 ranks, MPS off \| [0-9]+ \|' "$T/out.txt" ||
   fail "no allreduce ring row"
 [ -s "$T/o/table.md" ] || fail "no table.md"
 tar tzf "$T/o/gpu-check-logs.tar.gz" >"$T/list" || fail "no log archive"
-for f in logs/machine.log logs/local-big-1.log logs/bench-step.log logs/ar-ring-1.log; do
+for f in logs/machine.log logs/local-big-1.log logs/bench-step.log logs/ar-ring-mpsoff-1.log; do
   grep -qx "$f" "$T/list" || fail "$f missing from the log archive"
 done
 # non-fatal parts: no time at all, yet the table comes out
