@@ -16,7 +16,9 @@
 #include "err.h"
 
 enum { REC_RCVHWM = 100000, /* records queued before ranks' sends block */
-       FILE_POLL_MS = 20 };   /* file mode: how often the files are looked at */
+       FILE_POLL_MS = 20,     /* file mode: how often the files are looked at, */
+       FILE_POLL_RANKS = 64,  /* once more FILE_POLL_MS apart per this many ranks, */
+       FILE_POLL_MAX_MS = 250 }; /* at most this long apart */
 
 struct sg_rec_server {
   void *zctx, *pull;
@@ -135,9 +137,12 @@ const char *sg_rec_server_endpoint(const sg_rec_server_t *s) { return s->endpoin
 void *sg_rec_server_zctx(sg_rec_server_t *s) { return s->zctx; }
 
 void sg_rec_server_wait(sg_rec_server_t *s, int fd, void *zsock, int ms) {
-  if (s->fds) { /* files: no readiness to wait on; look again soon */
+  if (s->fds) { /* files: no readiness to wait on; look again soon (each look
+                  reads every rank's file: with many ranks, less often) */
     struct pollfd pf = {.fd = fd, .events = POLLIN};
-    poll(&pf, fd >= 0 ? 1 : 0, ms < FILE_POLL_MS ? ms : FILE_POLL_MS);
+    int every = FILE_POLL_MS * (1 + s->nprocs / FILE_POLL_RANKS);
+    if (every > FILE_POLL_MAX_MS) every = FILE_POLL_MAX_MS;
+    poll(&pf, fd >= 0 ? 1 : 0, ms < every ? ms : every);
     return;
   }
   zmq_pollitem_t it[3] = {{.socket = s->pull, .events = ZMQ_POLLIN}};

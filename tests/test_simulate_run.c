@@ -189,4 +189,21 @@ TEST(refusals_before_launch) {
                    "engines: [{engine: allreduce, transport: mpi,\n"
                    "           simulate: {topology: torus, torus: '2,4'}}]\n",
           "simulate.torus");
+  /* N beyond what memory allows: 1024 ranks computing for real need about
+   * 24 GiB (simulate.c's estimate), more than most machines have free */
+  FILE *f = fopen("/proc/meminfo", "r");
+  char line[256];
+  double avail_gib = -1;
+  unsigned long long kb;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) avail_gib = (double)kb / (1 << 20);
+  if (f) fclose(f);
+  if (avail_gib > 0 && avail_gib < 24)
+    refused("memory", "name: m\nworkers: 1024\n"
+                      "workload: {dataset: synthetic, batch: 8, max_steps: 2}\n"
+                      "simulate: {compute: executed}\n"
+                      "engines: [{engine: allreduce, algorithm: rhd, transport: mpi}]\n",
+            "simulating 1024 processes needs");
+  else
+    fprintf(stderr, "memory refusal not checked: %.1f GiB available\n", avail_gib);
 }

@@ -82,6 +82,16 @@ void sg_progress_eval(sg_progress_t *p, double acc) {
   draw(p, 0);
 }
 
+void sg_progress_note(sg_progress_t *p, const char *text) {
+  if (!p || p->quiet) return;
+  if (p->tty) printf("\r\033[K");
+  fflush(stdout);
+  char total[48] = "";
+  if (p->total > 0) snprintf(total, sizeof total, " (of %lld steps)", (long long)p->total);
+  fprintf(stderr, "sgdlab: [%zu/%zu] %s: %s%s\n", p->index + 1, p->nruns, p->label, text, total);
+  draw(p, 1);
+}
+
 void sg_progress_run_end(sg_progress_t *p, const char *label, const char *status, double acc,
                          double wall_s, const char *error) {
   if (!p || p->quiet) return;

@@ -21,6 +21,10 @@ void sg_progress_run_begin(sg_progress_t *p, size_t index, const char *label);
 void sg_progress_step(sg_progress_t *p, int64_t step, int epoch);
 void sg_progress_total(sg_progress_t *p, int64_t total_steps);
 void sg_progress_eval(sg_progress_t *p, double test_acc);
+/* One line on stderr for a run that shows little for long (a large
+ * simulation): "sgdlab: [i/n] LABEL: TEXT", the run's planned steps
+ * appended when known; nothing when quiet.  The status line is redrawn. */
+void sg_progress_note(sg_progress_t *p, const char *text);
 /* status "ok"/"failed"; final_acc NaN when none; error NULL when ok. */
 void sg_progress_run_end(sg_progress_t *p, const char *label, const char *status,
                          double final_acc, double wall_s, const char *error);

@@ -5,18 +5,22 @@
 #include "run_impl.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "bench_step.h"
+#include "clock.h"
 #include "cluster.h"
 #include "err.h"
 
 /* Folded allocations (compute: modeled): every malloc of this many bytes
  * or more is one buffer shared by all simulated ranks. */
 #define SIM_FOLD_BYTES 65536
+/* How often a simulated run says how far it got (run_sim_progress). */
+#define SIM_TELL_S 10.0
 
 /* The calibration cache: $XDG_CACHE_HOME/sgdlab (or ~/.cache/sgdlab)
  * /simulate-calibration, one line per workload and CPU, "KEY<TAB>step_s
@@ -176,4 +180,29 @@ int run_sim_record(const run_sim_t *m, sg_recorder_t *db, int64_t run_id) {
   if (f) fclose(f);
   xml[n] = '\0';
   return n ? sg_recorder_info(db, run_id, "simulate.platform", xml) : SG_OK;
+}
+
+void run_sim_progress(serve_t *s) {
+  run_sim_t *m = s->sim;
+  double now = sg_now();
+  if (!m->told) m->told = now; /* the first line after SIM_TELL_S */
+  if (now - m->told < SIM_TELL_S) return;
+  m->told = now;
+  int started = 0;
+  int64_t lo = INT64_MAX, hi = -1;
+  for (int r = 0; r < s->nprocs; r++) {
+    const rank_info_t *ri = &s->ranks[r];
+    started += ri->hello != 0;
+    if (ri->last_step < lo) lo = ri->last_step;
+    if (ri->last_step > hi) hi = ri->last_step;
+  }
+  char text[200];
+  if (hi < 0)
+    snprintf(text, sizeof text, "simulating: %d/%d ranks started, no step yet", started,
+             s->nprocs);
+  else
+    snprintf(text, sizeof text, "simulating: steps %lld..%lld done (slowest..fastest rank), "
+             "%.6g s simulated", (long long)(lo + 1), (long long)(hi + 1),
+             s->times.last_step_end);
+  sg_progress_note(s->env->progress, text);
 }

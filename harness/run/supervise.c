@@ -176,10 +176,12 @@ void run_scan_states(serve_t *s, int now_too) {
   double now = sg_now();
   if (!now_too && now - s->scanned < SCAN_S) return;
   s->scanned = now;
+  int last_pid = 0, last_state = -1; /* a simulation's ranks share one process */
   for (int r = 0; r < s->nprocs; r++) {
     rank_info_t *ri = &s->ranks[r];
     int pid = ri->done || ri->exited || ri->dead ? 0 : run_rank_pid(s, r);
-    ri->state = pid > 0 ? sg_proc_state(pid) : -1;
+    if (pid > 0 && pid != last_pid) last_state = sg_proc_state(last_pid = pid);
+    ri->state = pid > 0 ? last_state : -1;
     int stopped = ri->state == 'T' || ri->state == 't';
     if (!stopped) ri->stopped_since = 0;
     else if (!ri->stopped_since) ri->stopped_since = now;
@@ -242,6 +244,7 @@ static int serve_once(serve_t *s) {
   SG_CHECK(sg_recorder_tick(s->env->db));
   run_watchdog(s, s->deadline);
   run_stopped_check(s, s->deadline);
+  if (s->sim) run_sim_progress(s);
   if (s->error[0]) {
     run_note_culprit(s); /* before anything is stopped */
     run_kill_stopped(s); /* the run is over: do not let mpirun wait on it */

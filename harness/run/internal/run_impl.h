@@ -53,6 +53,7 @@ typedef struct run_sim {
   char records[200]; /* file://DIR/rec (records.h) */
   char np[16], cfgs[12][96];
   const char *argv[32]; /* smpirun's, before the program (launch.h sim_argv) */
+  double told;          /* sg_now() of the last progress line (run_sim_progress) */
 } run_sim_t;
 
 /* simulated.c: the platform and hostfile in dir, measured speeds,
@@ -124,6 +125,11 @@ typedef struct serve {
   double deadline;      /* the run's receive deadline, seconds */
   run_sim_t *sim;       /* a simulated run's launch, or NULL */
 } serve_t;
+
+/* simulated.c: every SIM_TELL_S of a simulated run, one line on stderr
+ * (ranks started, steps reached, simulated time): a simulation of many
+ * ranks may take minutes before its first step. */
+void run_sim_progress(serve_t *s);
 
 /* blame.c */
 /* "rank 2 (worker, host, pid 123)", or "rank 2 (worker)" before its HELLO. */
