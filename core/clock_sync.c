@@ -38,6 +38,7 @@ static int skew_entry(const char *e, size_t len, long *rank, double *us) {
 int sg_clock_skew_parse(const char *text, int rank, double *skew_s) {
   *skew_s = 0.0;
   size_t at = 0, n = strlen(text);
+  if (!n) return SG_OK;
   for (int i = 1; at <= n; i++) {
     size_t len = strcspn(text + at, ",");
     long r;
