@@ -4,7 +4,7 @@
  * environment) or by mpirun (OMPI_COMM_WORLD_RANK / _SIZE); built with
  * smpicc (SG_SMPI, sgdlab-rank-smpi) by smpirun, every rank a simulated
  * actor of one process that learns its rank from MPI_Comm_rank.  Reads the
- * spec the harness wrote (every setting plus _records, _rendezvous, _t0,
+ * spec the harness wrote (every setting plus _records, _rendezvous, _clock, _t0,
  * _nprocs, and on an emulated cluster _rank_addrs, the address each rank
  * binds), opens the records stream, connects the transport, and runs the
  * engine's training loop.  Ends with a DONE record (ok, or the error
