@@ -84,7 +84,8 @@ static int on_step(serve_t *s, int rank, const unsigned char *p) {
 /* INFO clock.start / clock.end: "offset unc at" (clock_sync.h), each
  * taken once per rank.  The start's offset corrects every later step of
  * the rank (on_step); the end's re-corrects them all with the offset
- * interpolated between the two, which absorbs a clock's drift.  A value
+ * interpolated between the two, which absorbs a clock's drift (an offset
+ * within its uncertainty of zero counts as zero).  A value
  * that is not three finite numbers in range says nothing and is dropped;
  * a rank moves only its own rows, as its t_start could anyway. */
 static int on_clock(serve_t *s, int rank, const char *key, const char *val) {
@@ -97,6 +98,9 @@ static int on_clock(serve_t *s, int rank, const char *key, const char *val) {
       !(unc >= 0 && unc <= 3600) || !(fabs(at) <= 1e9))
     return SG_OK;
   SG_CHECK(sg_recorder_clock(s->env->db, s->run_id, rank, end, off, unc, at));
+  /* an offset within its uncertainty of zero is no offset: ranks on the
+   * harness's host read its very clock, and their order stays exact */
+  if (fabs(off) <= unc) off = 0;
   if (!end) {
     ri->clocked = 1;
     ri->clk_off = off;
