@@ -19,6 +19,13 @@
  * capped at RDV_MSG_MAX bytes (ZMQ_MAXMSGSIZE): a larger one drops the
  * connection before it is buffered.
  *
+ * The same socket answers the ranks' clock pings (clock_sync.h), of
+ * every run that is not simulated, whatever its transport:
+ *   "SGCLK1 <rank> <seq>"  ->  <- "CLK <seq> <the harness's sg_wall()>"
+ * under the same rule (over tcp a rank pings only as itself), at most
+ * SG_CLOCK_PINGS_MAX per rank; a refused ping counts as a refused
+ * registration.
+ *
  * Host names and endpoints contain no spaces.  The server never blocks: it
  * reads what is there and answers with ZMQ_DONTWAIT.
  */
@@ -31,6 +38,7 @@
 
 #include "auth.h"
 #include "clock.h"
+#include "clock_sync.h"
 #include "deadline.h"
 #include "err.h"
 #include "rendezvous.h"
@@ -45,6 +53,7 @@ typedef struct rdv_rank {
   unsigned char id[RDV_ID_MAX];
   char host[64];
   char endpoint[SG_ENDPOINT_MAX];
+  int pings; /* clock pings answered (clock_sync.h) */
 } rdv_rank_t;
 
 struct sg_rdv {
@@ -221,6 +230,32 @@ static void rdv_check(const sg_rdv_t *r, int sender, int rank, int size,
     snprintf(err, cap, "ERR rank %d registered twice", rank);
 }
 
+/* A clock ping (body "SGCLK1 <rank> <seq>"): answer with this host's
+ * time, read as late as possible. */
+static void rdv_clock(sg_rdv_t *r, const unsigned char *id, int id_len, int sender,
+                      const char *body, size_t len) {
+  char b[64], magic[8];
+  const char *p = b;
+  int rank, seq;
+  if (len >= sizeof b || memchr(body, '\0', len)) goto refuse;
+  memcpy(b, body, len);
+  b[len] = '\0';
+  if (rdv_token(&p, magic, sizeof magic) < 0 || rdv_int(&p, &rank) < 0 ||
+      rdv_int(&p, &seq) < 0 || p[strspn(p, " ")] != '\0')
+    goto refuse;
+  if ((r->keys && sender != rank) || rank < 0 || rank >= r->size ||
+      r->ranks[rank].pings >= SG_CLOCK_PINGS_MAX)
+    goto refuse;
+  r->ranks[rank].pings++;
+  char out[64];
+  snprintf(out, sizeof out, "CLK %d %.9f", seq, sg_wall());
+  rdv_reply(r, id, (size_t)id_len, out);
+  return;
+refuse:
+  r->refused++;
+  rdv_reply(r, id, (size_t)id_len, "ERR clock ping refused");
+}
+
 int sg_rdv_handle(sg_rdv_t *r) {
   for (;;) {
     unsigned char id[RDV_ID_MAX];
@@ -235,6 +270,11 @@ int sg_rdv_handle(sg_rdv_t *r) {
       continue;
     }
     int sender = sg_auth_sender(&body);
+    if (zmq_msg_size(&body) >= 7 && !memcmp(zmq_msg_data(&body), "SGCLK1 ", 7)) {
+      rdv_clock(r, id, id_len, sender, zmq_msg_data(&body), zmq_msg_size(&body));
+      zmq_msg_close(&body);
+      continue;
+    }
     int prc = sg_rdv_parse_registration(zmq_msg_data(&body),
                                         zmq_msg_size(&body), &rank, &size,
                                         host, ep);

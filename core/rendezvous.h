@@ -1,6 +1,8 @@
 /* rendezvous.h - the harness's side of the ZeroMQ rendezvous: ranks
  * register (rank, host, endpoint) and receive the table of all ranks
- * (the rank's side, sg_rdv_exchange, is in transport_impl.h).
+ * (the rank's side, sg_rdv_exchange, is in transport_impl.h).  The same
+ * socket answers every rank's clock pings (clock_sync.h), whatever the
+ * run's transport.
  */
 #ifndef SG_RENDEZVOUS_H
 #define SG_RENDEZVOUS_H

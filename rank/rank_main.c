@@ -4,7 +4,7 @@
  * environment) or by mpirun (OMPI_COMM_WORLD_RANK / _SIZE); built with
  * smpicc (SG_SMPI, sgdlab-rank-smpi) by smpirun, every rank a simulated
  * actor of one process that learns its rank from MPI_Comm_rank.  Reads the
- * spec the harness wrote (every setting plus _records, _rendezvous, _t0,
+ * spec the harness wrote (every setting plus _records, _rendezvous, _clock, _t0,
  * _nprocs, and on an emulated cluster _rank_addrs, the address each rank
  * binds), opens the records stream, connects the transport, and runs the
  * engine's training loop.  Ends with a DONE record (ok, or the error
@@ -20,6 +20,7 @@
 
 #include "auth.h"
 #include "clock.h"
+#include "clock_sync.h"
 #include "bench_method.h"
 #include "device.h"
 #include "engine.h"
@@ -113,6 +114,30 @@ static int rank_comm_zmq(sg_comm_t **comm, const sg_opts_t *o, int rank, int siz
   return sg_comm_zmq_new(comm, &zc);
 }
 
+/* Measure this rank's clock offset to the harness (clock_sync.h) and
+ * send it as INFO clock.start or clock.end; nothing where the run has no
+ * clock endpoint (simulated: the clocks are the simulation's). */
+static int rank_clock(sg_records_t *rec, const sg_opts_t *o, int rank, const sg_keys_t *keys,
+                      const rank_shape_t *sh, const char *key) {
+  const char *ep = sg_opts_str_or(o, "_clock", "");
+  sg_clock_est_t est;
+  if (!ep[0]) return SG_OK;
+  SG_CHECK(sg_clock_sync(ep, rank, keys, sh->deadline, &est));
+  char val[96];
+  snprintf(val, sizeof val, "%.9f %.9f %.9f", est.offset_s, est.unc_s, est.at_s - sh->t0);
+  return sg_records_info(rec, key, val);
+}
+
+/* Rank 0's INFO: the BLAS, and what the run is called, for the database's
+ * views (the harness's _label: what differs in the experiment). */
+static int rank_describe(sg_records_t *rec, const sg_opts_t *o, const sg_engine_t *eng) {
+  char own[256];
+  SG_CHECK(sg_records_info(rec, "blas", sg_blas_info()));
+  const char *label = sg_opts_get(o, "_label");
+  if (!label) label = (sg_engine_label(eng, o, own, sizeof own), own);
+  return sg_records_info(rec, "label", label);
+}
+
 /* The engine ran: refused arrivals (counted, never fatal) as run_info,
  * then DONE ok. */
 static int rank_finish(sg_records_t *rec, const sg_comm_t *comm, int rank) {
@@ -154,6 +179,12 @@ int main(int argc, char **argv) {
   }
   static const char *const rank_env[] = {"SGDLAB_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", NULL};
   rank = env_int(rank_env, 0);
+#ifndef SG_SMPI
+  if (sg_clock_skew_apply(rank) < 0) { /* test only (clock_sync.h) */
+    fprintf(stderr, "sgdlab-rank: rank %d: %s\n", rank, sg_err_msg());
+    return 2;
+  }
+#endif
 #ifdef SG_SMPI
   /* simulated (smpirun): every rank is an actor of one process sharing
    * one environment; MPI says which rank this is */
@@ -177,13 +208,7 @@ int main(int argc, char **argv) {
   SG_TRY(sg_records_open(&rec, sg_opts_str_or(o, "_records", ""), rank, role, sh.t0, keys));
   sg_blas_set_threads((int)sh.threads);
   sg_denormals_apply(o); /* before the BLAS line records it */
-  if (rank == 0) SG_TRY(sg_records_info(rec, "blas", sg_blas_info()));
-  if (rank == 0) { /* what the run is called, for the database's views */
-    char own[256]; /* the harness's (_label: what differs in the experiment) */
-    const char *label = sg_opts_get(o, "_label");
-    if (!label) label = (sg_engine_label(eng, o, own, sizeof own), own);
-    SG_TRY(sg_records_info(rec, "label", label));
-  }
+  if (rank == 0) SG_TRY(rank_describe(rec, o, eng));
 
   mpi = !strcmp(sg_opts_str_or(o, "transport", "zmq"), "mpi");
   if (mpi)
@@ -194,12 +219,14 @@ int main(int argc, char **argv) {
     SG_TRY(sg_records_info(rec, "transport.zmq_cma", sg_comm_zmq_cma(comm) ? "on" : "off"));
 
   SG_TRY(sg_device_bind(comm, o)); /* device: cuda: this rank's GPU */
+  SG_TRY(rank_clock(rec, o, rank, keys, &sh, "clock.start"));
   /* the engine's start: its trainlog reports the data load from here */
   SG_TRY(sg_opts_setf(o, "_engine_t", "%.6f", sg_now()));
   sg_rank_ctx_t ctx = {.rank = rank, .size = sh.size, .workers = (int)sh.workers, .comm = comm,
                        .opts = o, .rec = rec, .t0 = sh.t0};
   /* `sgdlab bench` runs the engine's communication round, not training */
   SG_TRY(sg_bench_requested(o) ? sg_bench_method_run(&ctx, eng) : eng->run(&ctx));
+  SG_TRY(rank_clock(rec, o, rank, keys, &sh, "clock.end"));
   SG_TRY(rank_finish(rec, comm, rank));
   rc = SG_OK;
 fail:

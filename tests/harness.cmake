@@ -43,3 +43,7 @@ add_dependencies(test_outputs sgdlab sgdlab-rank)
 # inputs refused before launch and the 100,000-run dry run (its TIMEOUT is
 # generous: the test checks the count, not the time)
 sg_add_test(test_inputs SOURCES test_inputs.c TIMEOUT 300)
+# clocks: ranks with shifted clocks (test-only SGDLAB_TEST_CLOCK_SKEW_US),
+# offsets measured and removed; 4 runs of 4 ranks (zmq, mpi)
+sg_add_test(test_clocks SOURCES test_clocks.c TIMEOUT 300 LIBS PkgConfig::SQLITE)
+add_dependencies(test_clocks sgdlab sgdlab-rank)

@@ -7,6 +7,7 @@
 
 #include "auth.h"
 #include "clock.h"
+#include "clock_sync.h"
 #include "test.h"
 #include "rendezvous.h"
 #include "transport.h"
@@ -74,4 +75,45 @@ TEST(without_keys_the_hijack_works) {
   zmq_close(r0);
   sg_rdv_destroy(&rdv);
   zmq_ctx_term(ctx);
+}
+
+/* Clock pings (clock_sync.h): answered with the harness's time only for
+ * the rank whose key sent them, at most SG_CLOCK_PINGS_MAX per rank;
+ * malformed ones are refused.  Without the identity check (no keys) a
+ * ping naming another rank is answered: what the check prevents. */
+TEST(clock_pings_only_as_yourself_and_bounded) {
+  sg_keys_t *k = NULL;
+  sg_zap_t *zap = NULL;
+  sg_rdv_t *rdv = NULL, *open_rdv = NULL;
+  void *ctx = zmq_ctx_new();
+  CHECK(sg_keys_new(&k, 2) == 0);
+  CHECK(sg_zap_start(&zap, ctx, k) == 0);
+  CHECK(sg_rdv_new(&rdv, ctx, "tcp://127.0.0.1:*", 2, k) == 0);
+  const char *r = reg(ctx, rdv, k, 1, "SGCLK1 0 5", NULL);
+  CHECK_MSG(!strcmp(r, "ERR clock ping refused"), "reply '%s'", r);
+  r = reg(ctx, rdv, k, 1, "SGCLK1 1 5 x", NULL);
+  CHECK_MSG(!strcmp(r, "ERR clock ping refused"), "reply '%s'", r);
+  double before = sg_wall();
+  r = reg(ctx, rdv, k, 1, "SGCLK1 1 5", NULL);
+  int seq = -1;
+  double h = 0;
+  CHECK_MSG(sscanf(r, "CLK %d %lf", &seq, &h) == 2 && seq == 5, "reply '%s'", r);
+  CHECK(h >= before - 1e-6 && h <= sg_wall() + 1e-6);
+  for (int i = 1; i < SG_CLOCK_PINGS_MAX; i++) {
+    char body[32];
+    snprintf(body, sizeof body, "SGCLK1 1 %d", i);
+    r = reg(ctx, rdv, k, 1, body, NULL);
+    CHECK_MSG(!strncmp(r, "CLK ", 4), "ping %d: '%s'", i, r);
+  }
+  r = reg(ctx, rdv, k, 1, "SGCLK1 1 99", NULL);
+  CHECK_MSG(!strcmp(r, "ERR clock ping refused"), "reply '%s'", r);
+  CHECK(sg_rdv_refused(rdv) == 3);
+  CHECK(sg_rdv_new(&open_rdv, ctx, "tcp://127.0.0.1:*", 2, NULL) == 0);
+  r = reg(ctx, open_rdv, NULL, -1, "SGCLK1 0 1", NULL);
+  CHECK_MSG(!strncmp(r, "CLK 1 ", 6), "reply '%s'", r);
+  sg_rdv_destroy(&open_rdv);
+  sg_rdv_destroy(&rdv);
+  sg_zap_stop(&zap);
+  zmq_ctx_term(ctx);
+  sg_keys_destroy(&k);
 }

@@ -161,7 +161,9 @@ static int forge_numbers(sqlite3 *h, int id) {
   char q[512];
   for (int s = 0; s < 6; s++) {
     snprintf(q, sizeof q,
-             "INSERT INTO steps VALUES(%d, %d, 'worker', %d, 0, %g, 0.004, 0.002,"
+             "INSERT INTO steps(run_id, rank, role, step, epoch, t_start, compute_s, comm_s,"
+             " wait_s, bytes_sent, bytes_recv, loss, staleness) VALUES(%d, %d, 'worker', %d, 0,"
+             " %g, 0.004, 0.002,"
              " 0.001, 1000, 1000, %g, %d)", id, s % 2, s, 0.01 * s, 2.0 - 0.1 * s, 1 + s % 2);
     if (sql(h, q, NULL)) return -1;
   }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "admit.h"
+#include "clock_sync.h"
 #include "db_path.h"
 #include "err.h"
 
@@ -388,7 +389,9 @@ static int run_all(const run_args_t *a, const sg_experiment_t *x, const sg_run_e
 static int load_experiment(const run_args_t *a, sg_experiment_t **x) {
   if (sg_config_load(x, a->config, a->sets, a->nsets) < 0 ||
       sg_admit_experiment(*x, a->force, a->dry ? stdout : NULL) < 0 ||
-      sg_run_cluster_admit(*x, a->config) < 0) {
+      sg_run_cluster_admit(*x, a->config) < 0 ||
+      sg_clock_skew_parse(getenv("SGDLAB_TEST_CLOCK_SKEW_US") ? getenv("SGDLAB_TEST_CLOCK_SKEW_US")
+                          : "", 0, &(double){0}) < 0) { /* test only: clock_sync.h */
     fprintf(stderr, "%s\n", sg_err_msg());
     return 2;
   }

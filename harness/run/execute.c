@@ -85,6 +85,7 @@ typedef struct control {
   sg_rdv_t *rdv;
   sg_keys_t *keys;
   int tcp;           /* some socket of the run is tcp */
+  int zmq_ranks;     /* ZeroMQ ranks meet at the rendezvous */
   char keys_path[160];
 } control_t;
 
@@ -126,7 +127,8 @@ static int control_open(control_t *c, const sg_run_spec_t *run, const char *dir,
   else if (sim) snprintf(ep, sizeof ep, "%s", sim->records); /* a file per rank */
   else snprintf(ep, sizeof ep, "ipc://%s/rec", dir);
   SG_CHECK(sg_rec_server_open(&c->rec, ep, run->nprocs, c->keys));
-  if (zmq_ranks) {
+  c->zmq_ranks = zmq_ranks;
+  if (!sim) { /* the ZeroMQ ranks' rendezvous, and every rank's clock pings */
     char base[256];
     if (rdv_tcp) snprintf(base, sizeof base, "tcp://%s:*", addr);
     else snprintf(base, sizeof base, "ipc://%s/rdv", dir);
@@ -290,7 +292,7 @@ static int begin_row(serve_t *s, size_t index, char *shown, size_t cap) {
 }
 
 /* The spec every rank reads (path): every setting plus _run_id, where to
- * report (_records, _rendezvous, _keys), _t0, _nprocs, _rundir. */
+ * report (_records, _rendezvous, _clock, _keys), _t0, _nprocs, _rundir. */
 static int write_spec(serve_t *s, const control_t *ctl, const sg_run_cluster_t *rcl,
                       const char *dir, char *path, size_t cap) {
   const sg_run_spec_t *run = s->run;
@@ -299,7 +301,8 @@ static int write_spec(serve_t *s, const control_t *ctl, const sg_run_cluster_t *
   if (!spec) return sg_err_set(SG_ENOMEM, "run %lld: no memory for its spec", (long long)s->run_id);
   SG_TRY(sg_opts_setf(spec, "_run_id", "%lld", (long long)s->run_id));
   SG_TRY(sg_opts_set(spec, "_records", sg_rec_server_endpoint(ctl->rec)));
-  SG_TRY(sg_opts_set(spec, "_rendezvous", ctl->rdv ? sg_rdv_endpoint(ctl->rdv) : ""));
+  SG_TRY(sg_opts_set(spec, "_rendezvous", ctl->rdv && ctl->zmq_ranks ? sg_rdv_endpoint(ctl->rdv) : ""));
+  SG_TRY(sg_opts_set(spec, "_clock", ctl->rdv ? sg_rdv_endpoint(ctl->rdv) : ""));
   SG_TRY(sg_opts_set(spec, "_keys", ctl->keys_path));
   /* simulated ranks count from the simulation's start (their clocks are simulated) */
   SG_TRY(sg_opts_setf(spec, "_t0", "%.6f", s->sim ? 0.0 : s->times.t0));

@@ -59,10 +59,25 @@ static const char MIGRATE_V3[] =
     "ALTER TABLE ranks ADD COLUMN cluster_host TEXT;"
     "ALTER TABLE ranks ADD COLUMN address TEXT;";
 
-enum { ST_STEP, ST_EVAL, ST_BENCH, ST_RANK, ST_INFO, ST_N };
+/* Version 4: clocks (clock_sync.h).  Each rank's offset to the harness's
+ * clock, its uncertainty and when it was measured (the rank's time since
+ * the run's start), at the start and at the end of the run; a step's
+ * t_start as the rank sent it (t_start_raw) beside t_start on the
+ * harness's clock, the one every view, figure, trace and fit reads.  Old
+ * rows keep NULL there (their t_start is the rank's own). */
+static const char MIGRATE_V4[] =
+    "ALTER TABLE steps ADD COLUMN t_start_raw REAL;"
+    "ALTER TABLE ranks ADD COLUMN clock_offset_s REAL;"
+    "ALTER TABLE ranks ADD COLUMN clock_unc_s REAL;"
+    "ALTER TABLE ranks ADD COLUMN clock_at_s REAL;"
+    "ALTER TABLE ranks ADD COLUMN clock_end_offset_s REAL;"
+    "ALTER TABLE ranks ADD COLUMN clock_end_unc_s REAL;"
+    "ALTER TABLE ranks ADD COLUMN clock_end_at_s REAL;";
+
+enum { ST_STEP, ST_EVAL, ST_BENCH, ST_RANK, ST_INFO, ST_CLOCK0, ST_CLOCK1, ST_DRIFT, ST_N };
 static const char *const STMT_SQL[ST_N] = {
     [ST_STEP] = "INSERT INTO steps(run_id,rank,role,step,epoch,t_start,compute_s,comm_s,wait_s,"
-                "bytes_sent,bytes_recv,loss,staleness) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "bytes_sent,bytes_recv,loss,staleness,t_start_raw) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_EVAL] = "INSERT INTO evals(run_id,step,epoch,wall_s,samples,train_loss,test_loss,test_acc)"
                 " VALUES(?,?,?,?,?,?,?,?)",
     [ST_BENCH] = "INSERT INTO bench(experiment_id,collective,impl,transport,np,bytes,iters,t_min,"
@@ -70,6 +85,13 @@ static const char *const STMT_SQL[ST_N] = {
     [ST_RANK] = "INSERT INTO ranks(run_id,rank,role,host,pid,cluster_host,address)"
                 " VALUES(?,?,?,?,?,?,?)",
     [ST_INFO] = "INSERT OR IGNORE INTO run_info(run_id,key,value) VALUES(?,?,?)",
+    [ST_CLOCK0] = "UPDATE ranks SET clock_offset_s=?3, clock_unc_s=?4, clock_at_s=?5"
+                  " WHERE run_id=?1 AND rank=?2",
+    [ST_CLOCK1] = "UPDATE ranks SET clock_end_offset_s=?3, clock_end_unc_s=?4, clock_end_at_s=?5"
+                  " WHERE run_id=?1 AND rank=?2",
+    /* the offset interpolated between the two measurements (drift) */
+    [ST_DRIFT] = "UPDATE steps SET t_start = t_start_raw + ?3 + ?4 * (t_start_raw - ?5)"
+                 " WHERE run_id=?1 AND rank=?2 AND t_start_raw IS NOT NULL",
 };
 
 /* One value of a row waiting for its batch. */
@@ -80,7 +102,7 @@ typedef struct val {
   char *t;
 } val_t;
 
-enum { ROW_VALS = 13 };
+enum { ROW_VALS = 14 };
 typedef struct row {
   int stmt; /* ST_* */
   int n;
@@ -121,6 +143,7 @@ static int migrate(sg_recorder_t *r, int from) {
   if (from == 0) SG_CHECK(exec(r, SCHEMA_V1));
   if (from < 2) SG_CHECK(exec(r, MIGRATE_V2));
   if (from < 3) SG_CHECK(exec(r, MIGRATE_V3));
+  if (from < 4) SG_CHECK(exec(r, MIGRATE_V4));
   char sql[64];
   snprintf(sql, sizeof sql, "PRAGMA user_version=%d", SG_DB_VERSION);
   SG_CHECK(exec(r, sql));
@@ -512,7 +535,7 @@ int sg_recorder_info(sg_recorder_t *r, int64_t run_id, const char *key, const ch
 }
 
 int sg_recorder_step(sg_recorder_t *r, int64_t run_id, int rank, const char *role,
-                     const sg_step_rec_t *x) {
+                     const sg_step_rec_t *x, double t_raw) {
   row_t *w = batch_row(r, ST_STEP);
   if (!w) return SG_ENOMEM;
   put_int(w, run_id);
@@ -529,6 +552,31 @@ int sg_recorder_step(sg_recorder_t *r, int64_t run_id, int rank, const char *rol
   put_real(w, x->loss);
   if (x->staleness < 0) w->v[w->n++] = (val_t){.type = 'n'};
   else put_int(w, x->staleness);
+  put_real(w, t_raw);
+  return SG_OK;
+}
+
+int sg_recorder_clock(sg_recorder_t *r, int64_t run_id, int rank, int end, double offset_s,
+                      double unc_s, double at_s) {
+  row_t *w = batch_row(r, end ? ST_CLOCK1 : ST_CLOCK0);
+  if (!w) return SG_ENOMEM;
+  put_int(w, run_id);
+  put_int(w, rank);
+  put_real(w, offset_s);
+  put_real(w, unc_s);
+  put_real(w, at_s);
+  return SG_OK;
+}
+
+int sg_recorder_clock_drift(sg_recorder_t *r, int64_t run_id, int rank, double offset_s,
+                            double slope, double at_s) {
+  row_t *w = batch_row(r, ST_DRIFT);
+  if (!w) return SG_ENOMEM;
+  put_int(w, run_id);
+  put_int(w, rank);
+  put_real(w, offset_s);
+  put_real(w, slope);
+  put_real(w, at_s);
   return SG_OK;
 }
 

@@ -9,6 +9,12 @@
  *         cluster_host, address)              (version 3: on an emulated
  *                                             cluster, the rank's host
  *                                             "h1" and its address)
+ *   (version 4: clock_offset_s, clock_unc_s,  the rank's clock offset to
+ *    clock_at_s, clock_end_offset_s,          the harness's, measured at
+ *    clock_end_unc_s, clock_end_at_s)         the start and the end
+ *                                             (clock_sync.h); steps gain
+ *                                             t_start_raw, the rank's own
+ *                                             t_start, beside the corrected
  *   run_info(run_id, key, value)              BLAS library, workload, ...
  *                                             (one value per key: the first sent)
  *
@@ -23,7 +29,8 @@
  *
  * Versioned with PRAGMA user_version (SG_DB_VERSION); an older file is
  * migrated in place by migrate() (version 1 -> 2 adds the runs columns
- * above, 2 -> 3 the ranks columns; old rows keep NULL there), a newer one is refused with a message.
+ * above, 2 -> 3 the ranks columns, 3 -> 4 the clock columns; old rows
+ * keep NULL there), a newer one is refused with a message.
  * WAL mode, so readers (sgdlab report, sqlite3) see committed rows while a
  * run goes on.  Record rows are kept in memory and written in one short
  * transaction (BEGIN IMMEDIATE .. COMMIT) when sg_recorder_tick() finds
@@ -46,7 +53,7 @@
 
 #include "records.h"
 
-#define SG_DB_VERSION 3
+#define SG_DB_VERSION 4
 #define SG_DB_BATCH_ROWS 200
 #define SG_DB_BATCH_SECONDS 0.5
 #define SG_DB_BUSY_SECONDS 60.0
@@ -115,8 +122,19 @@ int sg_recorder_rank(sg_recorder_t *db, int64_t run_id, int rank,
                      const char *cluster_host, const char *address);
 int sg_recorder_info(sg_recorder_t *db, int64_t run_id, const char *key,
                      const char *value);
+/* A step row: s->t_start on the harness's clock (corrected), t_raw the
+ * rank's own (NaN: NULL). */
 int sg_recorder_step(sg_recorder_t *db, int64_t run_id, int rank,
-                     const char *role, const sg_step_rec_t *s);
+                     const char *role, const sg_step_rec_t *s, double t_raw);
+/* A rank's clock measurement (end 0: the start, 1: the end) into its
+ * ranks row. */
+int sg_recorder_clock(sg_recorder_t *db, int64_t run_id, int rank, int end, double offset_s,
+                      double unc_s, double at_s);
+/* Re-correct the rank's step rows so far with the offset interpolated
+ * between its two measurements: t_start = t_start_raw + offset_s + slope
+ * * (t_start_raw - at_s). */
+int sg_recorder_clock_drift(sg_recorder_t *db, int64_t run_id, int rank, double offset_s,
+                            double slope, double at_s);
 int sg_recorder_eval(sg_recorder_t *db, int64_t run_id, const sg_eval_rec_t *e);
 int sg_recorder_bench(sg_recorder_t *db, int64_t exp_id, const sg_bench_rec_t *b);
 

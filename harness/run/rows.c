@@ -60,7 +60,10 @@ static int on_step(serve_t *s, int rank, const unsigned char *p) {
   rank_info_t *ri = &s->ranks[rank];
   sg_step_rec_t x;
   memcpy(&x, p, sizeof x);
-  SG_CHECK(sg_recorder_step(s->env->db, s->run_id, rank, ri->hello ? ri->role : "worker", &x));
+  double raw = x.t_start; /* the rank's clock; to the harness's by its offset */
+  if (ri->clocked) x.t_start += ri->clk_off;
+  SG_CHECK(sg_recorder_step(s->env->db, s->run_id, rank, ri->hello ? ri->role : "worker", &x,
+                            raw));
   /* training is under way once every rank has begun: the latest first
    * step start (a rank that starts earlier waits on the evaluating
    * rank's first evaluation inside its step).  The step's end on the
@@ -78,8 +81,41 @@ static int on_step(serve_t *s, int rank, const unsigned char *p) {
   return SG_OK;
 }
 
-static int on_info(serve_t *s, const unsigned char *p) {
+/* INFO clock.start / clock.end: "offset unc at" (clock_sync.h), each
+ * taken once per rank.  The start's offset corrects every later step of
+ * the rank (on_step); the end's re-corrects them all with the offset
+ * interpolated between the two, which absorbs a clock's drift (an offset
+ * within its uncertainty of zero counts as zero).  A value
+ * that is not three finite numbers in range says nothing and is dropped;
+ * a rank moves only its own rows, as its t_start could anyway. */
+static int on_clock(serve_t *s, int rank, const char *key, const char *val) {
+  rank_info_t *ri = &s->ranks[rank];
+  double off, unc, at;
+  char tail;
+  int end = !strcmp(key, "clock.end");
+  if ((!end && strcmp(key, "clock.start")) || (end ? ri->clocked_end : ri->clocked) ||
+      sscanf(val, "%lf %lf %lf %c", &off, &unc, &at, &tail) != 3 || !(fabs(off) <= 86400) ||
+      !(unc >= 0 && unc <= 3600) || !(fabs(at) <= 1e9))
+    return SG_OK;
+  SG_CHECK(sg_recorder_clock(s->env->db, s->run_id, rank, end, off, unc, at));
+  /* an offset within its uncertainty of zero is no offset: ranks on the
+   * harness's host read its very clock, and their order stays exact */
+  if (fabs(off) <= unc) off = 0;
+  if (!end) {
+    ri->clocked = 1;
+    ri->clk_off = off;
+    ri->clk_at = at;
+    return SG_OK;
+  }
+  ri->clocked_end = 1;
+  if (!ri->clocked || !(at - ri->clk_at > 1e-3)) return SG_OK;
+  return sg_recorder_clock_drift(s->env->db, s->run_id, rank, ri->clk_off,
+                                 (off - ri->clk_off) / (at - ri->clk_at), ri->clk_at);
+}
+
+static int on_info(serve_t *s, int rank, const unsigned char *p) {
   const char *key = (const char *)p, *val = key + strlen(key) + 1;
+  if (!strncmp(key, "clock.", 6)) return on_clock(s, rank, key, val);
   if (!strncmp(key, "time.", 5)) { /* the harness writes time.* (record_times) */
     rank_time(&s->times, key, val);
     return SG_OK;
@@ -138,7 +174,7 @@ static int handle_record(serve_t *s, const sg_rec_in_t *in) {
     x.transport[sizeof x.transport - 1] = '\0';
     return sg_recorder_bench(s->env->db, s->env->exp_id, &x);
   }
-  case SG_REC_INFO: return on_info(s, p);
+  case SG_REC_INFO: return on_info(s, rank, p);
   case SG_REC_DONE: on_done(s, rank, p); return SG_OK;
   default: return SG_OK;
   }

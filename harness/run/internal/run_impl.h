@@ -72,6 +72,8 @@ typedef struct rank_info {
   int state;         /* its process state when last read (scan_states), 0: gone,
                         -1: not known (another host, no pid yet) */
   double stopped_since; /* sg_now() when first seen stopped (state T/t), 0: not */
+  int clocked, clocked_end; /* its clock.start / clock.end came (clock_sync.h) */
+  double clk_off, clk_at;   /* the start's offset and its time on the rank */
 } rank_info_t;
 
 /* Where a run's wall time went (run_info time.*, see record_times). */
