@@ -107,6 +107,10 @@ int sg_engine_nprocs(const sg_engine_t *e, const sg_opts_t *o, int workers,
  * run and workload keys that change what it measures (transport,
  * momentum, lr_schedule) when they differ from their defaults. */
 void sg_engine_label(const sg_engine_t *e, const sg_opts_t *o, char *out, size_t cap);
+/* The engine's part of the label alone: its name, its variant and its
+ * options not at their default, no run-wide keys ("ps ssp(2)").  The
+ * harness renders a run's variant (harness/run/variant.c) from it. */
+void sg_engine_label_head(const sg_engine_t *e, const sg_opts_t *o, char *out, size_t cap);
 /* The run-wide keys sg_engine_label spells when not at their default
  * ("transport", "momentum", "lr_schedule"); NULL-terminated.  An
  * experiment whose runs all share one value leaves it out of its labels

@@ -119,7 +119,7 @@ TEST(sweeps_expand_to_the_cartesian_product) {
   CHECK(!strcmp(r[24].engine->name, "ps"));
   CHECK(!strcmp(sg_opts_get(r[24].opts, "mode"), "sync"));
   CHECK(!strcmp(sg_opts_get(r[26].opts, "mode"), "async"));
-  CHECK_STR_CONTAINS(r[26].label, "mode=async");
+  CHECK_STR_CONTAINS(r[26].label, "ps async");
   /* every run has the same seed across repeats */
   CHECK_EQ_INT(r[0].seed, r[1].seed);
   /* every (workers, lr, hidden) point appears exactly twice among local runs */
