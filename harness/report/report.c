@@ -1384,8 +1384,7 @@ static int staleness_hist(report_t *rp, sqlite3_stmt *st, size_t first, double *
       if (v > 0) any_pos = 1;
     }
   }
-  int keep = total > 0 && (any_pos || strstr(s->runs[first].base, "async") ||
-                           strstr(s->runs[first].base, "ssp"));
+  int keep = total > 0 && (any_pos || s->runs[first].stale); /* the engine table's flag */
   for (int k = 0; keep && k < STALENESS_BINS; k++) h[k] /= total;
   return keep;
 }

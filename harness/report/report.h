@@ -40,6 +40,8 @@ typedef struct sg_rrun {
   char engine[32];
   char base[256];    /* engine + its distinguishing options: "ps ssp(2)" */
   char variant[320]; /* base + swept settings: "ps sync lr=0.1" */
+  int stale;         /* the engine table says its gradients are stale
+                      * (sg_engine_t.stale over its recorded options) */
   int decided;       /* named when its experiment was expanded (_variant):
                       * base is the whole name, no settings appended */
   char transport[16], launcher[16];

@@ -184,6 +184,7 @@ static int label_run(sg_rrun_t *r, size_t i, const kv_t *kv, size_t nkv) {
   else copy_str(r->base, sizeof r->base, r->engine);
   copy_str(r->variant, sizeof r->variant, r->base);
   r->bytes_in_mpi = e && e->bytes_uncounted && e->bytes_uncounted(o);
+  r->stale = e && e->stale && e->stale(o);
 fail:
   sg_opts_destroy(&o);
   return rc;

@@ -1067,6 +1067,14 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
       if (j == 0) SG_TRY(sg_opts_set(o, "engine", e->engine->name));
     }
     note_needs(e, o, used);
+    const char *dev = sg_opts_str_or(o, "device", "");
+    if (!sg_engine_runs_on(e->engine, dev)) { /* the engine table says where it runs */
+      const vset_t *dv = choose(p, e, "device");
+      const char *on = e->engine->devices; /* "|cpu|" */
+      rc = perr(dv ? dv->pos : e->pos, "device", "%s: the %s engine runs on %.*s only", dev,
+                e->engine->name, (int)strlen(on) - 2, on + 1);
+      goto fail;
+    }
     if (sg_device_admit(o) < 0) { /* device: cuda needs a device here (device.h) */
       const vset_t *dv = choose(p, e, "device");
       rc = perr(dv ? dv->pos : e->pos, "device", "%s", sg_err_msg());
