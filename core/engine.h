@@ -48,6 +48,17 @@ typedef struct sg_mem_plan {
   int train, test;   /* holds the training set / the test set */
 } sg_mem_plan_t;
 
+/* One role a rank of the engine may have, and its kind: a worker computes
+ * gradients on its shard (its steps count for throughput and the phase
+ * means); a hub serves the workers (ps server, mapreduce driver) and is
+ * measured apart.  The harness reads kinds from this table, never from
+ * role names. */
+typedef enum { SG_ROLE_WORKER = 0, SG_ROLE_HUB = 1 } sg_role_kind_t;
+typedef struct sg_role_info {
+  const char *name; /* "server" */
+  sg_role_kind_t kind;
+} sg_role_info_t;
+
 typedef struct sg_engine {
   const char *name;    /* "allreduce" */
   const char *summary; /* one line for `sgdlab engines` */
@@ -93,6 +104,18 @@ typedef struct sg_engine {
   /* The alpha-beta-gamma formula of one step's communication (core/cost.h,
    * docs/model.md); NULL = none (`sgdlab model` says so). */
   sg_cost_fn cost;
+  /* Every role role() may return, with its kind; {NULL}-terminated.  NULL
+   * = one role, "worker", of kind worker. */
+  const sg_role_info_t *roles;
+  /* Whether a run under these options has stale gradients (a worker's
+   * gradient applied to parameters newer than those it read: ps async,
+   * ssp); the report draws the staleness histogram for these even when
+   * every recorded staleness is 0.  NULL = never. */
+  int (*stale)(const sg_opts_t *o);
+  /* The devices the engine runs on, "|cpu|"; the harness refuses any
+   * other `device` with one line before anything starts.  NULL = every
+   * device (the workload computes there; docs/cuda.md). */
+  const char *devices;
 } sg_engine_t;
 
 /* The registry (rank/registry.c): NULL-terminated. */
@@ -100,6 +123,11 @@ extern const sg_engine_t *const sg_engines[];
 const sg_engine_t *sg_engine_find(const char *name);
 const char *sg_engine_role(const sg_engine_t *e, const sg_opts_t *o,
                            int workers, int rank);
+/* The kind of rank `rank` (its role looked up in e->roles). */
+sg_role_kind_t sg_engine_role_kind(const sg_engine_t *e, const sg_opts_t *o, int workers,
+                                   int rank);
+/* Whether e runs on device (e->devices). */
+int sg_engine_runs_on(const sg_engine_t *e, const char *device);
 int sg_engine_nprocs(const sg_engine_t *e, const sg_opts_t *o, int workers,
                      int *nprocs);
 
@@ -107,6 +135,10 @@ int sg_engine_nprocs(const sg_engine_t *e, const sg_opts_t *o, int workers,
  * run and workload keys that change what it measures (transport,
  * momentum, lr_schedule) when they differ from their defaults. */
 void sg_engine_label(const sg_engine_t *e, const sg_opts_t *o, char *out, size_t cap);
+/* The engine's part of the label alone: its name, its variant and its
+ * options not at their default, no run-wide keys ("ps ssp(2)").  The
+ * harness renders a run's variant (harness/run/variant.c) from it. */
+void sg_engine_label_head(const sg_engine_t *e, const sg_opts_t *o, char *out, size_t cap);
 /* The run-wide keys sg_engine_label spells when not at their default
  * ("transport", "momentum", "lr_schedule"); NULL-terminated.  An
  * experiment whose runs all share one value leaves it out of its labels

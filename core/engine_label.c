@@ -66,10 +66,17 @@ static size_t default_label(const sg_engine_t *e, const sg_opts_t *o, char *out,
   return sg_engine_label_options(e, o, skip, out, cap, len);
 }
 
-void sg_engine_label(const sg_engine_t *e, const sg_opts_t *o, char *out, size_t cap) {
+void sg_engine_label_head(const sg_engine_t *e, const sg_opts_t *o, char *out, size_t cap) {
   if (!cap) return;
   out[0] = '\0';
-  size_t len = e->label ? (e->label(o, out, cap), strlen(out)) : default_label(e, o, out, cap);
+  if (e->label) e->label(o, out, cap);
+  else default_label(e, o, out, cap);
+}
+
+void sg_engine_label(const sg_engine_t *e, const sg_opts_t *o, char *out, size_t cap) {
+  if (!cap) return;
+  sg_engine_label_head(e, o, out, cap);
+  size_t len = strlen(out);
   for (const char *const *k = OVERRIDES; *k; k++) {
     const sg_setting_t *s = sg_setting_find(sg_settings, *k);
     const char *v = sg_opts_get(o, *k);

@@ -61,13 +61,6 @@ typedef struct gs {
   float *params, *peer;
 } gs_t;
 
-static int gs_layout(const sg_opts_t *o, int workers, int *nprocs) {
-  if (strcmp(sg_opts_str_or(o, "device", "cpu"), "cpu") != 0)
-    return sg_err_set(SG_ECONFIG, "device: %s: the gossip engine runs on the CPU only",
-                      sg_opts_str_or(o, "device", "cpu"));
-  *nprocs = workers;
-  return SG_OK;
-}
 
 /* One pairwise averaging with this round's partner.  The send is posted
  * first (deadlock-freedom, above); the time until the partner's model is
@@ -230,7 +223,8 @@ const sg_engine_t sg_engine_gossip = {
     .name = "gossip",
     .summary = "decentralized: every worker averages its model with one peer per round (ring, random or complete schedule), no global barrier; the mean model at the end",
     .options = gs_options,
-    .layout = gs_layout,
+    .layout = NULL,
+    .devices = "|cpu|", /* the harness refuses device: cuda */
     .role = NULL,
     .check_transport = NULL,
     .run = gs_run,

@@ -54,6 +54,9 @@ static int mr_layout(const sg_opts_t *o, int workers, int *nprocs) {
   return SG_OK;
 }
 
+static const sg_role_info_t mr_roles[] = {
+    {"driver", SG_ROLE_HUB}, {"executor", SG_ROLE_WORKER}, {NULL, SG_ROLE_WORKER}};
+
 static const char *mr_role(const sg_opts_t *o, int workers, int rank) {
   (void)o;
   (void)workers;
@@ -95,6 +98,7 @@ const sg_engine_t sg_engine_mapreduce = {
     .options = mr_options,
     .layout = mr_layout,
     .role = mr_role,
+    .roles = mr_roles,
     .check_transport = NULL,
     .run = mr_engine_run,
     .bench = &sg_mr_bench_round,

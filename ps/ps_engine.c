@@ -99,6 +99,15 @@ static int ps_layout(const sg_opts_t *o, int workers, int *nprocs) {
   return SG_OK;
 }
 
+static const sg_role_info_t ps_roles[] = {
+    {"server", SG_ROLE_HUB}, {"worker", SG_ROLE_WORKER}, {NULL, SG_ROLE_WORKER}};
+
+/* ssp and async apply gradients computed on older parameters. */
+static int ps_stale(const sg_opts_t *o) {
+  ps_cfg_t cfg;
+  return ps_cfg_from_opts(&cfg, o, 1) == SG_OK && cfg.mode != PS_SYNC;
+}
+
 static const char *ps_role(const sg_opts_t *o, int workers, int rank) {
   ps_cfg_t cfg;
   if (ps_cfg_from_opts(&cfg, o, workers) < 0) return "worker";
@@ -173,6 +182,8 @@ const sg_engine_t sg_engine_ps = {
     .options = ps_options,
     .layout = ps_layout,
     .role = ps_role,
+    .roles = ps_roles,
+    .stale = ps_stale,
     .check_transport = NULL,
     .run = ps_run,
     .tolerates_exit = ps_tolerates_exit,

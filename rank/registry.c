@@ -28,6 +28,23 @@ const char *sg_engine_role(const sg_engine_t *e, const sg_opts_t *o, int workers
   return e->role ? e->role(o, workers, rank) : "worker";
 }
 
+sg_role_kind_t sg_engine_role_kind(const sg_engine_t *e, const sg_opts_t *o, int workers,
+                                   int rank) {
+  const char *role = sg_engine_role(e, o, workers, rank);
+  for (const sg_role_info_t *r = e->roles; r && r->name; r++)
+    if (!strcmp(r->name, role)) return r->kind;
+  return SG_ROLE_WORKER;
+}
+
+int sg_engine_runs_on(const sg_engine_t *e, const char *device) {
+  if (!e->devices) return 1;
+  const char *list = e->devices;
+  size_t n = strlen(device);
+  for (const char *p = strstr(list, device); p; p = strstr(p + 1, device))
+    if (p > list && p[-1] == '|' && p[n] == '|') return 1;
+  return 0;
+}
+
 int sg_engine_nprocs(const sg_engine_t *e, const sg_opts_t *o, int workers, int *nprocs) {
   if (e->layout) return e->layout(o, workers, nprocs);
   *nprocs = workers;

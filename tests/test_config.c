@@ -119,7 +119,7 @@ TEST(sweeps_expand_to_the_cartesian_product) {
   CHECK(!strcmp(r[24].engine->name, "ps"));
   CHECK(!strcmp(sg_opts_get(r[24].opts, "mode"), "sync"));
   CHECK(!strcmp(sg_opts_get(r[26].opts, "mode"), "async"));
-  CHECK_STR_CONTAINS(r[26].label, "mode=async");
+  CHECK_STR_CONTAINS(r[26].label, "ps async");
   /* every run has the same seed across repeats */
   CHECK_EQ_INT(r[0].seed, r[1].seed);
   /* every (workers, lr, hidden) point appears exactly twice among local runs */
@@ -607,4 +607,38 @@ TEST(set_messages_name_what_exists) {
   /* integer bounds in full */
   CHECK_ERR("workload: {seed: 99999999999}\nengines: [local]\n",
             "t.yaml:1:18: seed: must be <= 4294967295");
+}
+
+/* The engine table says where an engine runs (sg_engine_t.devices), what
+ * kind each role is (roles: ps server and mapreduce driver are hubs) and
+ * whether its gradients are stale (stale: ps ssp and async); the harness
+ * reads these, never names.  `device: cuda` for an engine that runs on
+ * the CPU only is one line naming the key's position, before any GPU
+ * check (so on any machine). */
+TEST(engine_table_devices_roles_and_staleness) {
+  CHECK_ERR("engines: [gossip]\nworkload: {dataset: synthetic, device: cuda}\n",
+            "t.yaml:2:32: device: cuda: the gossip engine runs on cpu only");
+  const sg_engine_t *ps = sg_engine_find("ps"), *mr = sg_engine_find("mapreduce"),
+                    *ar = sg_engine_find("allreduce");
+  CHECK(ps && mr && ar);
+  CHECK(!sg_engine_runs_on(sg_engine_find("gossip"), "cuda"));
+  CHECK(sg_engine_runs_on(sg_engine_find("gossip"), "cpu"));
+  CHECK(sg_engine_runs_on(ar, "cuda") && !sg_engine_runs_on(sg_engine_find("gossip"), "cu"));
+  sg_opts_t *o = sg_opts_new();
+  CHECK(o);
+  CHECK_OK(sg_opts_set(o, "servers", "2"));
+  CHECK_OK(sg_opts_set(o, "mode", "sync"));
+  CHECK_EQ_INT(sg_engine_role_kind(ps, o, 4, 0), SG_ROLE_HUB);
+  CHECK_EQ_INT(sg_engine_role_kind(ps, o, 4, 1), SG_ROLE_HUB);
+  CHECK_EQ_INT(sg_engine_role_kind(ps, o, 4, 2), SG_ROLE_WORKER);
+  CHECK_EQ_INT(sg_engine_role_kind(mr, o, 4, 0), SG_ROLE_HUB);
+  CHECK_EQ_INT(sg_engine_role_kind(mr, o, 4, 1), SG_ROLE_WORKER);
+  CHECK_EQ_INT(sg_engine_role_kind(ar, o, 4, 0), SG_ROLE_WORKER);
+  CHECK(ps->stale && !ps->stale(o));
+  CHECK_OK(sg_opts_set(o, "mode", "ssp"));
+  CHECK(ps->stale(o));
+  CHECK_OK(sg_opts_set(o, "mode", "async"));
+  CHECK(ps->stale(o));
+  CHECK(!ar->stale && !mr->stale);
+  sg_opts_destroy(&o);
 }

@@ -111,7 +111,7 @@ TEST(sweep_of_100000_runs_is_listed) {
     }
   fclose(f);
   CHECK_EQ_INT((int)runs, 100000);
-  CHECK_MSG(!strncmp(last, "[100000/100000] local momentum=0.0099 workers=1 lr=1 ", 53), "%s", last);
+  CHECK_MSG(!strncmp(last, "[100000/100000] local lr=1 momentum=0.0099 workers=1 ", 53), "%s", last);
 }
 
 /* ---- workload keys that do nothing ---------------------------------------- */
@@ -182,7 +182,7 @@ TEST(resume_dry_run_lists_only_the_runs_resume_would_run) {
   long long rows = ru_db_int(db, "SELECT count(*) FROM runs");
   CHECK_EQ_INT(SG(&out, "run", cfg, "--db", db, "--resume", "-n"), 0);
   CHECK_STR_CONTAINS(out, "resuming experiment 'res' (id 1): 1 of 2 runs to do\n");
-  CHECK_STR_CONTAINS(out, "[2/2] local workers=1 dump_params=/nonexistent/p  processes=1 "
+  CHECK_STR_CONTAINS(out, "[2/2] local dump_params=/nonexistent/p workers=1  processes=1 "
                           "repeat=0 (failed)\n");
   CHECK_MSG(!strstr(out, "[1/2]"), "the ok run is listed: %s", out);
   free(out);
@@ -217,7 +217,7 @@ TEST(run_labels_escape_control_characters) {
   ru_write_file(cfg, "name: e\nworkload: {dataset: synthetic, model: softmax,"
                      " dump_params: [\"/tmp/a\\e]2;x\\a\", /tmp/b]}\nengines: [local]\n");
   CHECK_EQ_INT(SG(&out, "run", cfg, "-n"), 0);
-  CHECK_STR_CONTAINS(out, "[1/2] local workers=1 dump_params=/tmp/a\\x1b]2;x\\x07  processes=1");
+  CHECK_STR_CONTAINS(out, "[1/2] local dump_params=/tmp/a\\x1b]2;x\\x07 workers=1  processes=1");
   for (const char *c = out; *c; c++) CHECK_MSG((unsigned char)*c >= 0x20 || *c == '\n', "%s", out);
   free(out);
 }

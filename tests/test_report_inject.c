@@ -520,9 +520,10 @@ TEST(report_runs_no_code_from_data) {
   snprintf(path, sizeof path, "%s/acc_vs_time.svg", dir);
   char *svg = ru_slurp(path, 1 << 22);
   CHECK(svg);
-  /* (a run's label is capped at 255 bytes: with the absolute train_file
-   * path in it, tf1's ends at "...`touch pwned-tf1") */
-  int literal = (strstr(svg, "tf1-z`, N=1") || strstr(svg, "...ed-tf1, N=1")) &&
+  /* (a run's name quotes a value with spaces or quotes: tf1's ends
+   * "tf1-z`\"" (the key keeps both ends); one over 255 bytes is cut and ends "... [variant J]", J
+   * the first run with its whole name) */
+  int literal = (strstr(svg, "...f1-z`\", N=1") || strstr(svg, "...ant 1], N=1")) &&
                 strstr(svg, "^a`touch pwned");
   free(svg);
   CHECK_MSG(literal, "%s: the label text is not drawn literally", path);

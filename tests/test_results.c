@@ -449,7 +449,8 @@ TEST(export_csv_and_json) {
   free(out);
 }
 
-/* CSV injection: text cells starting with = + - @ TAB CR are written with
+/* CSV injection: text cells starting with = + - @ TAB CR (after any spaces
+ * or newlines) are written with
  * a leading ' (a spreadsheet then shows text, not a formula); numbers,
  * negative ones included, stay numbers. */
 TEST(export_csv_neutralises_formula_cells) {
@@ -464,6 +465,8 @@ TEST(export_csv_neutralises_formula_cells) {
   CHECK(sqlf(db, "UPDATE runs SET error = '+1+2', transport = '-3' WHERE id = 2") == 0);
   CHECK(sqlf(db, "UPDATE runs SET error = '@SUM(A1)', launcher = char(9) || '=1',"
                  " status = char(13) || '=2' WHERE id = 3") == 0);
+  CHECK(sqlf(db, "UPDATE runs SET transport = ' =cmd', launcher = '  ' || char(10) || '+1'"
+                 " WHERE id = 1") == 0); /* blanks before the formula */
   CHECK(sqlf(db, "UPDATE evals SET test_loss = -0.5 WHERE run_id = 1 AND step = 5") == 0);
   sqlite3_close(db);
   CHECK_EQ_INT(run_cmd(sg_cmd_export, &out, "export", "1", "--format", "csv", "--db", path,
@@ -474,6 +477,9 @@ TEST(export_csv_neutralises_formula_cells) {
   CHECK_STR_CONTAINS(out, ",\"'@SUM(A1)\",");
   CHECK_STR_CONTAINS(out, ",\"'\t=1\",");
   CHECK_STR_CONTAINS(out, ",\"'\r=2\",");
+  CHECK_STR_CONTAINS(out, ",\"' =cmd\",");
+  CHECK_STR_CONTAINS(out, ",\"'  \n+1\",");
+  CHECK(!strstr(out, ", =") && !strstr(out, ",\" =") && !strstr(out, ",\"  \n+"));
   CHECK(!strstr(out, ",=") && !strstr(out, ",+") && !strstr(out, ",@") && !strstr(out, ",-3"));
   free(out);
   CHECK_EQ_INT(run_cmd(sg_cmd_export, &out, "export", "1", "--format", "csv", "--table",

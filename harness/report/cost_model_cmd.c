@@ -129,6 +129,7 @@ static const char *safe(const char *s, char *out, size_t cap);
 typedef struct mrun {
   long long id, exp;
   char engine[32], variant[16], link[64], auth[16], transport[16], label[48];
+  char name[320]; /* the run's variant as the harness named it (_label) */
   sg_cost_case_t c;
   double compute, measured, hub_compute; /* hub: ps servers', driver's compute_s */
   int procs;                             /* ranks of the run: N (+ S, + 1 driver) */
@@ -227,7 +228,8 @@ static const char RUN_SQL[] =
     " coalesce(json_extract(options_json, '$.compress'), 'none'),"
     " coalesce(json_extract(options_json, '$.\"cluster.hosts\"'), -1),"
     " coalesce(json_extract(options_json, '$.group'), 0),"
-    " coalesce(json_extract(options_json, '$.segment'), 0)"
+    " coalesce(json_extract(options_json, '$.segment'), 0),"
+    " coalesce(json_extract(options_json, '$._label'), engine)"
     " FROM runs WHERE experiment_id = ?1 AND status = 'ok'"
     " AND json_extract(options_json, '$._bench_max_bytes') IS NULL ORDER BY id";
 
@@ -291,6 +293,7 @@ static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
   r->id = sqlite3_column_int64(st, 0);
   r->exp = sqlite3_column_int64(st, 16);
   snprintf(r->engine, sizeof r->engine, "%s", TXT(1));
+  sg_printable(r->name, sizeof r->name, TXT(23)); /* printed on terminals */
   snprintf(r->variant, sizeof r->variant, "%s", TXT(3));
   snprintf(r->link, sizeof r->link, "%s", TXT(8));
   snprintf(r->auth, sizeof r->auth, "%s", TXT(9));
@@ -526,9 +529,9 @@ static void print_params(const mrun_t *r, const sg_cost_params_t *p, const char 
          safe(r->link, l, sizeof l), safe(r->auth, a, sizeof a), safe(r->transport, t, sizeof t),
          p->alpha * 1e6, p->beta * 1e9, p->beta > 0 ? 8e-6 / p->beta : 0, p->gamma * 1e9,
          p->kappa * 1e9, p->cores, src);
-  printf("%5s %-22s %3s %3s %9s %11s %9s %9s %11s %12s %7s\n", "run", "engine/variant", "N",
+  printf("%5s %-22s %3s %3s %9s %11s %9s %9s %11s %12s %7s  %s\n", "run", "engine/variant", "N",
          "P", "K(MB)", "compute(ms)", "link(ms)", "cpu(ms)", "total(ms)", "measured(ms)",
-         "ratio");
+         "ratio", "run's variant");
 }
 
 /* Parameters for r: the options, else the fit (src says which). */
@@ -575,12 +578,12 @@ static int print_run(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma, cha
   snprintf(key, sizeof key, "%s|%s|%s|%s", r->link, r->auth, r->transport, q.src);
   if (strcmp(key, last)) print_params(r, &q.p, q.src); /* once per link and fit */
   snprintf(last, cap, "%s", key);
-  printf("%5lld %-22s %3d %3d %9.3f %11.2f %9.2f %9.2f %11.2f %12.2f %7.2f\n", r->id, r->label,
+  printf("%5lld %-22s %3d %3d %9.3f %11.2f %9.2f %9.2f %11.2f %12.2f %7.2f  %s\n", r->id, r->label,
          r->c.N, r->procs, r->c.K / 1e6,
          ((isnan(r->compute) ? 0 : r->compute) + (isnan(r->hub_compute) ? 0 : r->hub_compute)) *
              1e3,
          q.split.link_s * 1e3, q.split.cpu_s * 1e3, q.total * 1e3, r->measured * 1e3,
-         q.total > 0 ? r->measured / q.total : NAN);
+         q.total > 0 ? r->measured / q.total : NAN, r->name);
   snprintf(pt->label, sizeof pt->label, "%s", r->label);
   pt->x = !strcmp(a->x, "rate") ? r->rate_min / 1e6 : r->c.N;
   pt->predicted = q.total, pt->measured = r->measured;

@@ -56,9 +56,12 @@ static const struct {
 #define NTABLES (sizeof TABLES / sizeof TABLES[0])
 
 /* A CSV text cell; one a spreadsheet would read as a formula is written
- * quoted with a leading ' ("'=1+1"), quotes doubled. */
+ * quoted with a leading ' ("'=1+1"), quotes doubled.  Spreadsheets skip
+ * leading blanks before a formula (" =cmd"), so the test is on the first
+ * character after them. */
 static void csv_text(FILE *f, const char *s) {
-  if (!*s || !strchr("=+-@\t\r", *s)) {
+  const char *first = s + strspn(s, " \n");
+  if (!*s || (!strchr("=+-@\t\r", *s) && (!*first || !strchr("=+-@\t\r", *first)))) {
     sg_csv_field(f, s);
     return;
   }

@@ -173,7 +173,7 @@ static void tsv_block(FILE *f, int blk, const char *text) {
 
 /* tsv_block for run i: "run ID: LABEL (repeat R)". */
 static void tsv_run_block(report_t *rp, FILE *f, int blk, size_t i) {
-  char lab[256], text[320];
+  char lab[512], text[640];
   snprintf(text, sizeof text, "run %lld: %s (repeat %d)", (long long)rp->set->runs[i].id,
            label(rp, i, lab, sizeof lab), rp->set->runs[i].repeat);
   tsv_block(f, blk, text);
@@ -278,7 +278,7 @@ typedef struct series_fig {
 
 /* "A  local": a variant's key and its label, shortened to `max` bytes. */
 static const char *key_label(report_t *rp, size_t i, size_t max, char *buf, size_t len) {
-  char lab[256], sh[192], key[16];
+  char lab[512], sh[192], key[16];
   sg_plot_shorten(label(rp, i, lab, sizeof lab), max, sh, sizeof sh);
   snprintf(buf, len, "%s  %s", sg_rkey_text(rp->set->runs[i].key, key, sizeof key), sh);
   return buf;
@@ -798,7 +798,7 @@ fail:
  * (compute, communication, waiting); the label into lab. */
 static int breakdown_bar(report_t *rp, size_t i, double t[3], char *lab, size_t len) {
   const sg_rset_t *s = rp->set;
-  char b[256];
+  char b[512];
   int k = 0;
   label(rp, i, lab, len);
   for (size_t j = 0; j < i; j++)
@@ -819,7 +819,7 @@ static int breakdown_bar(report_t *rp, size_t i, double t[3], char *lab, size_t 
 /* One stacked bar: seconds per step split three ways, and its label. */
 typedef struct sbar {
   double t[3]; /* compute, communication, waiting */
-  char lab[256];
+  char lab[512];
   size_t run; /* its first run: the key */
 } sbar_t;
 
@@ -925,7 +925,7 @@ static int fig_server(report_t *rp) {
   sqlite3_stmt *st = NULL;
   sbar_t *bars = calloc(s->n ? s->n : 1, sizeof *bars);
   int rc = SG_OK, n = 0;
-  char b[256];
+  char b[512];
   if (!bars) return sg_err_set(SG_ENOMEM, "report: out of memory");
   SG_TRY(sg_rdb_prepare(rp->db,
                         "SELECT avg(compute_s), avg(comm_s), avg(wait_s), count(*)"
@@ -1080,7 +1080,7 @@ static int fig_server_timeline(report_t *rp) {
   sqlite3_stmt *st = NULL;
   FILE *f = NULL;
   int rc = SG_OK, nblocks = 0;
-  char lab[256], b[256], note[200];
+  char lab[512], b[512], note[200];
   size_t *blocks = calloc(s->n ? s->n : 1, sizeof *blocks);
   zoom_t z = {0};
   double top;
@@ -1369,7 +1369,7 @@ static int staleness_hist(report_t *rp, sqlite3_stmt *st, size_t first, double *
   const sg_rset_t *s = rp->set;
   double total = 0;
   int any_pos = 0;
-  char a[256], b[256];
+  char a[512], b[512];
   label(rp, first, a, sizeof a);
   for (size_t i = first; i < s->n; i++) {
     if (!s->runs[i].has_staleness || strcmp(a, label(rp, i, b, sizeof b))) continue;
@@ -1384,8 +1384,7 @@ static int staleness_hist(report_t *rp, sqlite3_stmt *st, size_t first, double *
       if (v > 0) any_pos = 1;
     }
   }
-  int keep = total > 0 && (any_pos || strstr(s->runs[first].base, "async") ||
-                           strstr(s->runs[first].base, "ssp"));
+  int keep = total > 0 && (any_pos || s->runs[first].stale); /* the engine table's flag */
   for (int k = 0; keep && k < STALENESS_BINS; k++) h[k] /= total;
   return keep;
 }
@@ -1501,7 +1500,7 @@ static int fig_staleness(report_t *rp) {
   size_t *first = NULL, nlab = 0;
   double *hist = NULL; /* nlab rows of STALENESS_BINS */
   int *top = NULL, *keep = NULL;
-  char a[256], b[256];
+  char a[512], b[512];
   first = calloc(s->n ? s->n : 1, sizeof *first);
   if (!first) return sg_err_set(SG_ENOMEM, "report: out of memory");
   for (size_t i = 0; i < s->n; i++) {

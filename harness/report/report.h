@@ -38,8 +38,12 @@
 typedef struct sg_rrun {
   int64_t id, experiment_id;
   char engine[32];
-  char base[96];     /* engine + its distinguishing options: "ps ssp(2)" */
-  char variant[192]; /* base + swept settings: "ps sync lr=0.1" */
+  char base[256];    /* engine + its distinguishing options: "ps ssp(2)" */
+  char variant[320]; /* base + swept settings: "ps sync lr=0.1" */
+  int stale;         /* the engine table says its gradients are stale
+                      * (sg_engine_t.stale over its recorded options) */
+  int decided;       /* named when its experiment was expanded (_variant):
+                      * base is the whole name, no settings appended */
   char transport[16], launcher[16];
   int workers, servers, processes, repeat;
   int64_t seed;

@@ -174,11 +174,17 @@ static int label_run(sg_rrun_t *r, size_t i, const kv_t *kv, size_t nkv) {
   for (size_t k = 0; k < nkv; k++)
     if (kv[k].run == i) SG_TRY(sg_opts_set(o, kv[k].key, kv[k].val));
   const char *named = sg_opts_get(o, "_label"); /* what the harness called it */
+  /* A run with a _variant was named when its experiment was expanded,
+   * from the settings that tell it apart (harness/run/variant.c): its
+   * _label is rendered from that key and is used as it is.  Older runs
+   * get the swept settings appended below (add_swept). */
+  r->decided = sg_opts_has(o, "_variant") && named && *named;
   if (named && *named) copy_str(r->base, sizeof r->base, named);
   else if (e) sg_engine_label(e, o, r->base, sizeof r->base);
   else copy_str(r->base, sizeof r->base, r->engine);
   copy_str(r->variant, sizeof r->variant, r->base);
   r->bytes_in_mpi = e && e->bytes_uncounted && e->bytes_uncounted(o);
+  r->stale = e && e->stale && e->stale(o);
 fail:
   sg_opts_destroy(&o);
   return rc;
@@ -191,7 +197,7 @@ static int add_swept(sg_rset_t *s, const kv_t *kv, size_t nkv) {
   if (!swept) return sg_err_set(SG_ENOMEM, "report: out of memory");
   for (size_t i = 0; i < nkv; i++) {
     const sg_rrun_t *ri = &s->runs[kv[i].run];
-    if (never_swept(kv[i].key) || in_base(ri->engine, kv[i].key)) continue;
+    if (ri->decided || never_swept(kv[i].key) || in_base(ri->engine, kv[i].key)) continue;
     for (size_t j = 0; j < i && !swept[i]; j++) {
       const sg_rrun_t *rj = &s->runs[kv[j].run];
       if (strcmp(kv[j].key, kv[i].key) || strcmp(ri->base, rj->base)) continue;
@@ -205,7 +211,7 @@ static int add_swept(sg_rset_t *s, const kv_t *kv, size_t nkv) {
       any = swept[j] && !strcmp(kv[j].key, kv[i].key);
     if (!any) continue;
     sg_rrun_t *r = &s->runs[kv[i].run];
-    if (in_base(r->engine, kv[i].key)) continue;
+    if (r->decided || in_base(r->engine, kv[i].key)) continue;
     size_t len = strlen(r->variant);
     snprintf(r->variant + len, sizeof r->variant - len, " %s=%s", kv[i].key,
              kv[i].val);
@@ -465,7 +471,7 @@ fail:
  * (`first` holds, per key so far, a run with that label). */
 static int assign_keys(sg_rset_t *s) {
   size_t *first = calloc(s->n ? s->n : 1, sizeof *first), nkeys = 0;
-  char a[256], b[256];
+  char a[512], b[512];
   if (!first) return sg_err_set(SG_ENOMEM, "report: out of memory");
   for (size_t i = 0; i < s->n; i++) {
     size_t k = 0;

@@ -199,7 +199,7 @@ static int summary_table(page_t *p) {
   const sg_rset_t *s = p->s;
   sg_rrow_t *rows = NULL;
   size_t n = 0;
-  char b[160], lab[256];
+  char b[160], lab[512];
   SG_CHECK(sg_rrows(s, &rows, &n));
   fprintf(p->f, "<section id=\"summary\"><h2>Summary</h2>\n");
   snprintf(b, sizeof b, "key|variant|#workers|#runs|status|#time to %.3g acc (s)|"
@@ -247,7 +247,7 @@ static int summary_table(page_t *p) {
 
 static void runs_table(page_t *p) {
   const sg_rset_t *s = p->s;
-  char b[64], lab[256];
+  char b[64], lab[512];
   int errors = 0;
   for (size_t i = 0; i < s->n; i++) errors |= *s->runs[i].error != '\0';
   fprintf(p->f, "<section id=\"runs\"><h2>Runs</h2>\n");
@@ -582,7 +582,7 @@ static int optm_shown(const optm_t *m, size_t k) { return m->keys[k][0] != '_'; 
  * the quickstart's runs differ in 25). */
 static void options_rows(page_t *p, const optm_t *m) {
   const sg_rset_t *s = p->s;
-  char lab[256], b[32];
+  char lab[512], b[32];
   table_head(p, "options", "#run|key|variant|options that differ");
   for (size_t r = 0; r < s->n; r++) {
     fputs("<tr>", p->f);

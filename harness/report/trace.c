@@ -60,7 +60,7 @@ static void meta(FILE *f, int64_t pid, long tid, const char *name, const char *k
 }
 
 static int run_meta(FILE *f, sqlite3 *db, const sg_rset_t *s, const sg_rrun_t *r) {
-  char title[512], lab[256];
+  char title[768], lab[512];
   sqlite3_stmt *st = NULL;
   int rc = SG_OK;
   fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{", f);

@@ -251,7 +251,7 @@ static void bench_need(const sg_run_spec_t *run, int r, need_t *n) {
   sg_opts_int_or(run->opts, "_bench_max_bytes", 0, &hi);
   double k = 3;
   if (run->servers > 0 &&
-      !strcmp(sg_engine_role(run->engine, run->opts, run->workers, r), "worker"))
+      sg_engine_role_kind(run->engine, run->opts, run->workers, r) == SG_ROLE_WORKER)
     k = 3 + 2.0 * run->servers;
   add(n, T_ENGINE, k * (double)hi);
 }

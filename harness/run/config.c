@@ -892,7 +892,7 @@ static int check_simulate(const parser_t *p, const entry_t *e, sg_opts_t *o, int
 }
 
 static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const entry_t *e,
-                   const char *label, int repeat) {
+                   int repeat) {
   int rc = SG_OK;
   sg_run_spec_t *r = &x->runs[x->nruns];
   memset(r, 0, sizeof *r);
@@ -928,10 +928,7 @@ static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const e
   r->nprocs = nprocs;
   r->repeat = repeat;
   r->seed = seed;
-  sg_printable(r->label, sizeof r->label, label); /* it quotes values: printed on terminals */
-  if (sg_sim_enabled(r->opts)) /* every label of a simulated run says so */
-    snprintf(r->label + strlen(r->label), sizeof r->label - strlen(r->label), " [sim]");
-  x->nruns++;
+  x->nruns++; /* its variant and label: sg_config_variants, once all are known */
 fail:
   return rc;
 }
@@ -952,98 +949,6 @@ static int set_path(const parser_t *p, sg_opts_t *o, const pick_t *k, const char
     base = cwd;
   }
   return sg_opts_setf(o, k->s->name, "%s/%s", base, v);
-}
-
-/* The run's label: the engine's (sg_engine_label), then the swept
- * " key=value" tokens it does not already spell. */
-/* Cut " key=value" (a whole token) out of label s. */
-static void cut_token(char *s, const char *tok) {
-  size_t tl = strlen(tok);
-  for (char *at = strstr(s, tok); at; at = strstr(at, tok))
-    if (at[tl] == ' ' || at[tl] == '\0') {
-      memmove(at, at + tl, strlen(at + tl) + 1);
-      return;
-    } else {
-      at += tl;
-    }
-}
-
-/* The value of run-wide key k that most runs of the experiment have (the
- * first such in run order), or NULL.  The runs' values are sorted (value,
- * then run order), so each value is one stretch: O(n log n), where
- * comparing every run with every run was O(n^2) per key (a 3,000-run sweep
- * took 22 s to list). */
-typedef struct vat {
-  const char *v;
-  size_t i;
-} vat_t;
-
-static int vat_cmp(const void *a, const void *b) {
-  const vat_t *x = a, *y = b;
-  int c = strcmp(x->v, y->v);
-  return c ? c : (x->i > y->i) - (x->i < y->i);
-}
-
-static const char *common_value(const sg_experiment_t *x, const char *k) {
-  vat_t *s = malloc((x->nruns ? x->nruns : 1) * sizeof *s);
-  const char *best = NULL;
-  size_t n = 0, best_n = 0, best_i = 0;
-  if (!s) return NULL;
-  for (size_t i = 0; i < x->nruns; i++) {
-    const char *v = sg_opts_get(x->runs[i].opts, k);
-    if (v) s[n++] = (vat_t){v, i};
-  }
-  qsort(s, n, sizeof *s, vat_cmp);
-  for (size_t a = 0, b; a < n; a = b) {
-    for (b = a + 1; b < n && !strcmp(s[a].v, s[b].v); b++) {}
-    /* a stretch's first element is its earliest run */
-    if (b - a > best_n || (b - a == best_n && s[a].i < best_i))
-      best = s[a].v, best_n = b - a, best_i = s[a].i;
-  }
-  free(s);
-  return best;
-}
-
-/* A run-wide key at the value most runs share (momentum: 0.9 in the
- * workload) names nothing that differs: cut it from those runs' labels;
- * a run that overrides it still says so ("ps async momentum=0.75").  Each
- * run's engine label, so cut, goes to the ranks as _label (rank 0
- * records it for the views) and to the report through options_json. */
-static int label_what_differs(sg_experiment_t *x) {
-  char tok[160], eng[256];
-  for (const char *const *k = sg_engine_label_overrides; *k && x->nruns; k++) {
-    const char *v0 = common_value(x, *k);
-    if (!v0) continue;
-    snprintf(tok, sizeof tok, " %s=%s", *k, v0);
-    for (size_t i = 0; i < x->nruns; i++) cut_token(x->runs[i].label, tok);
-  }
-  for (size_t i = 0; i < x->nruns; i++) {
-    sg_run_spec_t *r = &x->runs[i];
-    sg_engine_label(r->engine, r->opts, eng, sizeof eng);
-    for (const char *const *k = sg_engine_label_overrides; *k; k++) {
-      const char *v = sg_opts_get(r->opts, *k);
-      snprintf(tok, sizeof tok, " %s=%s", *k, v ? v : "");
-      if (v && !strstr(r->label, tok)) cut_token(eng, tok);
-    }
-    if (sg_sim_enabled(r->opts)) /* every label of a simulated run says so */
-      snprintf(eng + strlen(eng), sizeof eng - strlen(eng), " [sim]");
-    char shown[sizeof eng];
-    SG_CHECK(sg_opts_set(r->opts, "_label", sg_printable(shown, sizeof shown, eng)));
-  }
-  return SG_OK;
-}
-
-static void run_label(const sg_engine_t *e, const sg_opts_t *o, const char *swept, char *out,
-                      size_t cap) {
-  sg_engine_label(e, o, out, cap);
-  size_t len = strlen(out);
-  for (const char *p = swept; *p == ' ';) {
-    size_t tl = strcspn(p + 1, " ") + 1;
-    char tok[128];
-    snprintf(tok, sizeof tok, "%.*s", (int)tl, p);
-    if (!strstr(out, tok) && len + tl < cap) memcpy(out + len, p, tl), len += tl, out[len] = '\0';
-    p += tl;
-  }
 }
 
 /* Options a variant ignores: set without any run of the entry that uses
@@ -1151,8 +1056,6 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
 
   for (;;) {
     /* one point of the sweep */
-    char label[256], swept[256] = "";
-    size_t len = 0;
     if (!(o = sg_opts_new())) {
       rc = SG_ENOMEM;
       goto fail;
@@ -1162,12 +1065,16 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
       if (!strcmp(k[j].s->name, "name")) v = x->name;
       SG_TRY(set_path(p, o, &k[j], v));
       if (j == 0) SG_TRY(sg_opts_set(o, "engine", e->engine->name));
-      if ((k[j].vs && k[j].vs->n > 1) || !strcmp(k[j].s->name, "workers"))
-        len += (size_t)snprintf(swept + len, len < sizeof swept ? sizeof swept - len : 0, " %s=%s",
-                                k[j].s->name, v);
     }
-    run_label(e->engine, o, swept, label, sizeof label);
     note_needs(e, o, used);
+    const char *dev = sg_opts_str_or(o, "device", "");
+    if (!sg_engine_runs_on(e->engine, dev)) { /* the engine table says where it runs */
+      const vset_t *dv = choose(p, e, "device");
+      const char *on = e->engine->devices; /* "|cpu|" */
+      rc = perr(dv ? dv->pos : e->pos, "device", "%s: the %s engine runs on %.*s only", dev,
+                e->engine->name, (int)strlen(on) - 2, on + 1);
+      goto fail;
+    }
     if (sg_device_admit(o) < 0) { /* device: cuda needs a device here (device.h) */
       const vset_t *dv = choose(p, e, "device");
       rc = perr(dv ? dv->pos : e->pos, "device", "%s", sg_err_msg());
@@ -1183,7 +1090,7 @@ static int expand_entry(parser_t *p, sg_experiment_t *x, const entry_t *e) {
         rc = SG_ENOMEM;
         goto fail;
       }
-      rc = add_run(p, x, &one, e, label, (int)r);
+      rc = add_run(p, x, &one, e, (int)r);
       sg_opts_destroy(&one);
       SG_TRY(rc);
     }
@@ -1272,7 +1179,7 @@ static int expand_runs(parser_t *p, sg_experiment_t *x, pos_t top) {
   if (!(x->runs = calloc(total ? total : 1, sizeof *x->runs))) return SG_ENOMEM;
   for (size_t i = 0; i < p->nent; i++) SG_CHECK(expand_entry(p, x, &p->ent[i]));
   SG_CHECK(check_workload_needs(p));
-  SG_CHECK(label_what_differs(x));
+  SG_CHECK(sg_config_variants(x));
   return SG_OK;
 }
 

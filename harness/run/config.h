@@ -47,7 +47,15 @@ typedef struct sg_run_spec {
   int servers;  /* ranks whose role is "server" */
   int repeat;   /* 0-based */
   int64_t seed;
-  char label[256]; /* "ps workers=4 mode=ssp staleness=2" (engine + swept keys) */
+  /* The variant (harness/run/variant.c): decided once the experiment is
+   * expanded, stored structured in the spec as _variant (a JSON object:
+   * the engine, its options not at their default, and every other key
+   * whose value tells this run apart from the experiment's other runs),
+   * and rendered from it: `variant` ("ps ssp(2) momentum=0.5", also the
+   * spec's _label), `label` (the variant and " workers=N"). */
+  char variant[256];
+  char label[288];
+  int names_transport; /* the variant has the transport key */
 } sg_run_spec_t;
 
 typedef struct sg_experiment {
@@ -65,6 +73,8 @@ int sg_config_load(sg_experiment_t **out, const char *path, char *const *sets,
 /* Same, from text in memory (fname names it in messages). */
 int sg_config_parse(sg_experiment_t **out, const char *fname, const char *text,
                     size_t len, char *const *sets, int nsets);
+/* Decide every run's variant (above) over the expanded experiment. */
+int sg_config_variants(sg_experiment_t *x);
 void sg_experiment_destroy(sg_experiment_t **x);
 
 #endif

@@ -54,19 +54,16 @@ int sg_run_begin(sg_recorder_t *db, const sg_experiment_t *x, int quiet, int ver
   return SG_OK;
 }
 
-/* What the progress line calls the run: its label (the engine's,
- * sg_engine_label, plus the swept keys; config.c), with the transport
- * when there are several processes: "allreduce rhd (zmq) workers=4". */
+/* What the progress line calls the run: its variant's name (config.h),
+ * then the transport when there are several processes and the variant
+ * does not name it, then the worker count: "allreduce rhd (zmq) workers=4". */
 static void variant_label(const sg_run_spec_t *run, char *out, size_t cap) {
-  char own[256];
-  const char *eng = sg_opts_get(run->opts, "_label"); /* config.c's: what differs */
-  if (!eng) eng = (sg_engine_label(run->engine, run->opts, own, sizeof own), own);
-  size_t head = strlen(eng);
-  if (strncmp(run->label, eng, head)) head = strlen(run->label);
-  if (run->nprocs > 1 && !strstr(run->label, "transport=")) /* not spelled twice */
-    snprintf(out, cap, "%.*s (%s)%s", (int)head, run->label,
-             sg_opts_str_or(run->opts, "transport", "?"), run->label + head);
-  else snprintf(out, cap, "%s", run->label);
+  int n; /* a name cut at cap is still told apart by the run's index */
+  if (run->nprocs > 1 && !run->names_transport)
+    n = snprintf(out, cap, "%s (%s) workers=%d", run->variant,
+                 sg_opts_str_or(run->opts, "transport", "?"), run->workers);
+  else n = snprintf(out, cap, "%s workers=%d", run->variant, run->workers);
+  (void)n;
 }
 
 /* ---- the control plane ------------------------------------------------- */
@@ -396,7 +393,7 @@ static void end_row_on_error(serve_t *s, int rc) {
 int sg_run_execute(const sg_run_env_t *env, const sg_run_spec_t *run, size_t index, size_t nruns,
                    sg_run_result_t *res) {
   int rc = SG_OK, ended = 0;
-  char spec_path[128], shown[256], load_before[32];
+  char spec_path[128], shown[512], load_before[32];
   const char *status = "failed";
   sg_rundir_t rd = {.fd = -1};
   sg_run_cluster_t *rcl = NULL;

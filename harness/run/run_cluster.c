@@ -18,8 +18,7 @@ struct sg_run_cluster {
 /* ---- placement ------------------------------------------------------------ */
 
 static int dedicated(const sg_run_spec_t *run, int r) {
-  const char *role = sg_engine_role(run->engine, run->opts, run->workers, r);
-  return !strcmp(role, "server") || !strcmp(role, "driver");
+  return sg_engine_role_kind(run->engine, run->opts, run->workers, r) == SG_ROLE_HUB;
 }
 
 int sg_cluster_place(const sg_run_spec_t *run, int hosts, int pack, int *host_of) {
