@@ -22,7 +22,7 @@
 #   --report  run nothing: the tables from what DB holds
 #   --ns      (b): the worker counts; --sizes (b): model-SIZE.yaml files
 #
-# Simulations of 128 ranks or more (gigabytes, minutes) run under flock
+# Simulations of 256 ranks, or 128 at 64 MB (gigabytes, minutes), run under flock
 # $SGDLAB_HEAVY_LOCK (default /work/locks/heavy.lock when it exists), one
 # at a time; every run under timeout ($AGREE_TIMEOUT s, default 900). SGDLAB: the sgdlab binary (default build/harness/sgdlab).
 set -eu
@@ -60,9 +60,10 @@ echo "$sizes" | grep -Eq '^(32k|1m|64m)(,(32k|1m|64m))*$' || die "--sizes '$size
 command -v sqlite3 >/dev/null || die "sqlite3 (the command) is not installed"
 if [ $quick = 1 ]; then part=b; ns=16; fi
 
-heavy() { # N CMD...: at N >= 128 one heavy run at a time; bounded
-  n=$1; shift
-  if [ "$n" -ge 128 ] && [ -e "$lock" ]; then flock "$lock" timeout "$tmo" "$@"
+heavy() { # N SIZE CMD...: at N >= 256, or 64 MB at N >= 128, one heavy run
+  n=$1 size=$2; shift 2 # at a time (gigabytes, minutes); every run bounded
+  if { [ "$n" -ge 256 ] || { [ "$n" -ge 128 ] && [ "$size" = 64m ]; }; } && [ -e "$lock" ]; then
+    flock "$lock" timeout "$tmo" "$@"
   else timeout "$tmo" "$@"; fi
 }
 stamp() { date +%s; }
@@ -73,7 +74,7 @@ if [ $report = 0 ]; then
   echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   case $part in *a*)
     ta=$(stamp)
-    heavy 8 "$sgdlab" run "$here/configs/agreement/simulated.yaml" --db "$db" ||
+    heavy 8 1m "$sgdlab" run "$here/configs/agreement/simulated.yaml" --db "$db" ||
       echo "# (a) simulated: exit $? (its failed runs are missing below)"
     timeout "$tmo" "$sgdlab" run "$here/configs/agreement/emulated.yaml" --db "$db" ||
       echo "# (a) emulated: exit $? (its failed runs are missing below)"
@@ -82,13 +83,13 @@ if [ $report = 0 ]; then
   case $part in *b*)
     tb=$(stamp)
     if [ $quick = 1 ]; then
-      heavy 16 "$sgdlab" run "$here/configs/agreement/quick.yaml" --db "$db"
+      heavy 16 32k "$sgdlab" run "$here/configs/agreement/quick.yaml" --db "$db"
     else
       for s in $(echo "$sizes" | tr , ' '); do
         for f in model-$s model-$s-ps; do
           [ -f "$here/configs/agreement/$f.yaml" ] || continue
           for n in $(echo "$ns" | tr , ' '); do
-            heavy "$n" "$sgdlab" run "$here/configs/agreement/$f.yaml" --set "workers=$n" \
+            heavy "$n" "$s" "$sgdlab" run "$here/configs/agreement/$f.yaml" --set "workers=$n" \
               --db "$db" || echo "# (b) $f N=$n: exit $? (its failed runs are missing below)"
           done
         done
