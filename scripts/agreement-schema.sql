@@ -64,31 +64,33 @@ SELECT run_id, avg(d) AS step_s FROM (
   FROM agreement_period WHERE d IS NOT NULL)
 WHERE i IN ((cnt + 1) / 2, (cnt + 2) / 2) GROUP BY run_id;
 
--- The median compute_s of each run's workers (executors) after the
--- warm-up: modeled, the step time charged; executed, what was charged.
+-- The median compute_s of each run's workers (executors; hub 0) and of
+-- its ps servers or mapreduce driver (hub 1) after the warm-up: modeled,
+-- the step time charged (the hub: nothing); executed, what was charged.
 CREATE VIEW agreement_compute AS
-SELECT run_id, avg(x) AS compute_s FROM (
-  SELECT s.run_id, s.compute_s AS x,
-         row_number() OVER (PARTITION BY s.run_id ORDER BY s.compute_s) AS i,
-         count(*) OVER (PARTITION BY s.run_id) AS cnt
+SELECT run_id, hub, avg(x) AS compute_s FROM (
+  SELECT s.run_id, s.role IN ('server', 'driver') AS hub, s.compute_s AS x,
+         row_number() OVER (PARTITION BY s.run_id, s.role IN ('server', 'driver')
+                            ORDER BY s.compute_s) AS i,
+         count(*) OVER (PARTITION BY s.run_id, s.role IN ('server', 'driver')) AS cnt
   FROM steps s JOIN agreement_case c ON c.run_id = s.run_id
-  WHERE s.step >= c.warmup AND coalesce(s.role, 'worker') IN ('worker', 'executor'))
-WHERE i IN ((cnt + 1) / 2, (cnt + 2) / 2) GROUP BY run_id;
+  WHERE s.step >= c.warmup AND coalesce(s.role, 'worker') IN ('worker', 'executor', 'server', 'driver'))
+WHERE i IN ((cnt + 1) / 2, (cnt + 2) / 2) GROUP BY run_id, hub;
 
 -- (b): what sgdlab model --what-if needs of each simulated run: alpha is
 -- two links' latency (a message crosses its sender's and its receiver's
--- link on the flat platform), compute the run's median compute (modeled:
--- the step time charged, simulate.step_s), gamma 0 where modeled compute
--- charges no reduction ('timed': the what-if times it here), slice the ps slice as the engine applies it (dense
--- sync shards of at least slice_from; sizes K, M, G are powers of two).
+-- link on the flat platform); compute, as in sgdlab model, the run's own
+-- median compute of a worker plus that of the hub (a sync server applies
+-- the update, the driver its sum, on every step's path), so gamma is 0
+-- (the hub's compute holds the reduction; modeled compute charges none);
+-- slice the ps slice as the engine applies it (dense sync shards of at
+-- least slice_from; sizes K, M, G are powers of two).
 CREATE VIEW agreement_b_runs AS
 SELECT c.run_id, printf('%d', c.k_bytes) AS k_bytes, c.n,
   max(r.servers, 1) AS servers, c.wcase,
   json_extract(r.options_json, '$."simulate.link"') AS link,
   printf('%.9g', 2 * CAST(lat.value AS REAL)) AS alpha_s,
-  printf('%.9g', cm.compute_s) AS compute_s,
-  CASE json_extract(r.options_json, '$."simulate.compute"') WHEN 'modeled' THEN '0'
-       ELSE 'timed' END AS gamma,
+  printf('%.9g', cm.compute_s + coalesce(hb.compute_s, 0)) AS compute_s, '0' AS gamma,
   CASE WHEN r.engine = 'ps' AND json_extract(r.options_json, '$.mode') = 'sync'
         AND NOT coalesce(json_extract(r.options_json, '$.sparse'), 0)
         AND c.k_bytes / max(r.servers, 1) >= (SELECT v FROM (
@@ -101,7 +103,8 @@ SELECT c.run_id, printf('%d', c.k_bytes) AS k_bytes, c.n,
        ELSE '0' END AS slice
 FROM agreement_case c JOIN runs r ON r.id = c.run_id
 JOIN run_info lat ON lat.run_id = c.run_id AND lat.key = 'simulate.latency_s'
-JOIN agreement_compute cm ON cm.run_id = c.run_id
+JOIN agreement_compute cm ON cm.run_id = c.run_id AND cm.hub = 0
+LEFT JOIN agreement_compute hb ON hb.run_id = c.run_id AND hb.hub = 1
 WHERE c.part = 'b';
 
 -- Per row: the relative error |p - m| / m.

@@ -111,9 +111,8 @@ sql -separator ' ' "SELECT run_id, k_bytes, n, servers, wcase, link, alpha_s, co
                     gamma FROM agreement_b_runs
                     WHERE run_id NOT IN (SELECT run_id FROM agreement_whatif)" |
 while read -r run k n s wcase link alpha compute slice gamma; do
-  # modeled compute charges no reduction (gamma 0); executed: timed here
-  set -- --gamma 0
-  [ "$gamma" = timed ] && set --
+  # gamma 0: the hub's own compute, in $compute, holds the reduction
+  set -- --gamma "$gamma"
   json=$("$sgdlab" model --what-if --bytes "$k" --link "$link" --latency "$alpha" "$@" \
            --compute "$compute" --workers "$n" --servers "$s" --group 8 --depth 2 \
            --segment 1Mi --slice "$slice" --engines "$wcase" --json) ||
@@ -136,6 +135,11 @@ table() { # PART TITLE
            printf('**%.1f %%** |', gmean * 100) FROM agreement_summary WHERE part = '$1';
     SELECT '| **worst**: ' || worst_case, worst_n, worst_size, '', '',
            printf('**%.1f %%** |', worst * 100) FROM agreement_summary WHERE part = '$1';"
+  echo
+  sql "SELECT printf('# (%s): %d runs, %.0f s of their wall time (runs.wall_s: the runs alone,'
+                     || ' not the step calibration before them)', '$1', count(*), sum(r.wall_s))
+       FROM runs r WHERE r.id IN (SELECT pred_run FROM agreement_err WHERE part = '$1'
+                                  UNION SELECT meas_run FROM agreement_err WHERE part = '$1')"
 }
 case $part in *a*) table a "(a) simulated (predicted) vs emulated cluster (measured), 100 Mbit/s" ;; esac
 case $part in *b*) table b "(b) sgdlab model --what-if (predicted) vs simulated (measured), 10 Gbit/s, 1 us" ;; esac
