@@ -24,7 +24,9 @@
 #
 # Simulations of 256 ranks, or 128 at 64 MB (gigabytes, minutes), run under flock
 # $SGDLAB_HEAVY_LOCK (default /work/locks/heavy.lock when it exists), one
-# at a time; every run under timeout ($AGREE_TIMEOUT s, default 900). SGDLAB: the sgdlab binary (default build/harness/sgdlab).
+# at a time; every run under timeout ($AGREE_TIMEOUT s, default 900; killed
+# 30 s after: the step calibration before a run does not stop on TERM).
+# SGDLAB: the sgdlab binary (default build/harness/sgdlab).
 set -eu
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,8 +65,8 @@ if [ $quick = 1 ]; then part=b; ns=16; fi
 heavy() { # N SIZE CMD...: at N >= 256, or 64 MB at N >= 128, one heavy run
   n=$1 size=$2; shift 2 # at a time (gigabytes, minutes); every run bounded
   if { [ "$n" -ge 256 ] || { [ "$n" -ge 128 ] && [ "$size" = 64m ]; }; } && [ -e "$lock" ]; then
-    flock "$lock" timeout "$tmo" "$@"
-  else timeout "$tmo" "$@"; fi
+    flock "$lock" timeout -k 30 "$tmo" "$@"
+  else timeout -k 30 "$tmo" "$@"; fi
 }
 stamp() { date +%s; }
 
@@ -76,7 +78,7 @@ if [ $report = 0 ]; then
     ta=$(stamp)
     heavy 8 1m "$sgdlab" run "$here/configs/agreement/simulated.yaml" --db "$db" ||
       echo "# (a) simulated: exit $? (its failed runs are missing below)"
-    timeout "$tmo" "$sgdlab" run "$here/configs/agreement/emulated.yaml" --db "$db" ||
+    timeout -k 30 "$tmo" "$sgdlab" run "$here/configs/agreement/emulated.yaml" --db "$db" ||
       echo "# (a) emulated: exit $? (its failed runs are missing below)"
     echo "# (a) runs: $(( $(stamp) - ta )) s, load after: $(cut -d' ' -f1-3 /proc/loadavg)" ;;
   esac
