@@ -166,6 +166,14 @@ double sg_ar_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_sp
 /* The engine's training loop with the workload on the device. */
 struct sg_rank_ctx;
 int sg_ar_run_device(struct sg_rank_ctx *ctx);
+/* The summation of a device vector of up to n floats by the run's
+ * `algorithm` (host-staged ring/rhd/native, cuda-ring, nccl), as the
+ * training loop and the benchmark round use it.  Collective. */
+typedef struct sg_ar_dev sg_ar_dev_t;
+int sg_ar_dev_new(sg_ar_dev_t **out, struct sg_rank_ctx *ctx, size_t n);
+/* dbuf[0..count) summed in place over the ranks; returns when complete. */
+int sg_ar_dev_run(sg_ar_dev_t *d, float *dbuf, size_t count);
+void sg_ar_dev_destroy(sg_ar_dev_t **d);
 
 /* ---- buffers ---------------------------------------------------------- */
 

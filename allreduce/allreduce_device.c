@@ -16,8 +16,11 @@
  *   ring | rhd | native  host-staged: chunks copied down into pinned slots,
  *                        summed by that host algorithm over the transport,
  *                        copied up, pipelined (core/cuda/stage_plan.h)
- *   cuda-ring            ranks on one host, inboxes shared by CUDA IPC,
- *                        ring primitives as kernels (core/cuda/ring_prims.h)
+ *   cuda-ring            ranks on one host, inboxes shared by CUDA IPC;
+ *                        cuda_ring: staged = ring primitives as kernels,
+ *                        one host synchronization each (ring_prims.h);
+ *                        persistent = one kernel per allreduce, flags in
+ *                        device memory (core/cuda/pring_plan.h)
  *   nccl                 ncclAllReduce (one GPU per rank)
  * Step records carry the transport's byte counters plus, for cuda-ring and
  * nccl, the bytes the devices moved (cuda-ring: exact; nccl: the ring's
@@ -75,8 +78,11 @@ static int dc_new(dev_comm_t *dc, sg_rank_ctx_t *ctx, const char *algo, size_t n
     return sg_cuda_nccl_new(&dc->nccl, id, ctx->rank, ctx->size);
   }
   if (!strcmp(algo, "cuda-ring")) {
+    const int mode = strcmp(sg_opts_str_or(ctx->opts, "cuda_ring", "staged"), "persistent")
+                         ? SG_CUDA_RING_STAGED
+                         : SG_CUDA_RING_PERSISTENT;
     dc->seg = (size_t)segment / sizeof(float);
-    return sg_cuda_ring_new(&dc->ring, ctx->comm, dc->seg);
+    return sg_cuda_ring_new(&dc->ring, ctx->comm, dc->seg, mode);
   }
   size_t cf = (size_t)chunk / sizeof(float);
   if (cf == 0) cf = 1;
@@ -104,6 +110,36 @@ static void dc_destroy(dev_comm_t *dc) {
   sg_cuda_ring_destroy(&dc->ring);
   sg_cuda_stage_destroy(&dc->stage);
   sg_ar_destroy(&dc->ar);
+}
+
+struct sg_ar_dev {
+  dev_comm_t dc;
+  sg_comm_t *c;
+};
+
+int sg_ar_dev_new(sg_ar_dev_t **out, sg_rank_ctx_t *ctx, size_t n) {
+  sg_ar_dev_t *d = calloc(1, sizeof *d);
+  if (!d) return SG_ENOMEM;
+  d->c = ctx->comm;
+  int rc = dc_new(&d->dc, ctx, sg_opts_str_or(ctx->opts, "algorithm", "ring"), n);
+  if (rc < 0) {
+    sg_ar_dev_destroy(&d);
+    return rc;
+  }
+  *out = d;
+  return SG_OK;
+}
+
+int sg_ar_dev_run(sg_ar_dev_t *d, float *dbuf, size_t count) {
+  uint64_t dev = 0; /* every path returns once the sum is in dbuf */
+  return dc_run(&d->dc, d->c, dbuf, count, &dev);
+}
+
+void sg_ar_dev_destroy(sg_ar_dev_t **pd) {
+  if (!pd || !*pd) return;
+  dc_destroy(&(*pd)->dc);
+  free(*pd);
+  *pd = NULL;
 }
 
 typedef struct dev_state {

@@ -58,6 +58,7 @@ static const sg_setting_t ar_options[] = {
   {"overlap", SG_T_BOOL, "false", "allreduce the gradient in buckets while backward still computes the layers below (a compute thread runs backward; the rank's thread runs the allreduce); device cpu, compress none|fp16", NULL, 1, 0, SG_S_ENGINE},
   {"bucket", SG_T_INT, "512K", "overlap: bytes of gradient gathered before a bucket is allreduced (K/M suffixes)", NULL, 4, 1 << 30, SG_S_ENGINE},
   {"update", SG_T_ENUM, "auto", "where the optimizer runs: replicated (every rank updates the whole vector after the allreduce); sharded (ring, device cpu, compress none, no overlap: each rank updates the 1/N of the vector whose sum it completes, inside the reduce-scatter, and the allgather moves parameters instead of sums); auto = sharded where it applies, else replicated", "auto|sharded|replicated", 1, 0, SG_S_ENGINE},
+  {"cuda_ring", SG_T_ENUM, "staged", "algorithm cuda-ring: staged (one kernel and one host synchronization per ring primitive, flow control over the transport) or persistent (one kernel per allreduce, flow control by flags in device memory)", "staged|persistent", 1, 0, SG_S_ENGINE},
   {"stage_chunk", SG_T_INT, "4M", "device cuda with ring/rhd/native: bytes per chunk copied between device and host, overlapped with the transport", NULL, 4, 1 << 30, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };
@@ -286,6 +287,7 @@ static const sg_option_need_t ar_needs[] = {
     {"segment", "algorithm", "|ring|rhd|tree|hier|cuda-ring|"},
     {"group", "algorithm", "|hier|"},
     {"stage_chunk", "device", "|cuda|"},
+    {"cuda_ring", "algorithm", "|cuda-ring|"},
     {"topk", "compress", "|topk|"},
     {"bucket", "overlap", "|true|"},
     {NULL, NULL, NULL},

@@ -8,6 +8,11 @@
  * under the same machine load: on a shared host, timing them minutes apart
  * gave ratios from 0.4 to 0.95 for the same build.  The per-shape table is
  * timed separately, for information.
+ *
+ * With device: cuda the step is local's device step (parameters, gradient
+ * and momentum in device memory, the update one kernel) and the bound is
+ * the same sgemm calls issued to cuBLAS on device buffers; a block ends
+ * when the device has finished it.
  */
 #include "bench_method.h"
 #include "bench_step.h"
@@ -17,6 +22,8 @@
 #include <string.h>
 
 #include "clock.h"
+#include "cuda/sg_cuda.h"
+#include "device.h"
 #include "err.h"
 #include "model.h"
 #include "rng.h"
@@ -38,18 +45,27 @@ typedef struct {
   sg_workload_t *w;
   sg_optim_t *opt;
   float *params, *grad;
+  float *dp, *dg, *dv; /* device: cuda */
+  double mu, wd;
   int64_t step, total;
 } step_ctx_t;
 
 static int run_steps(step_ctx_t *c, int64_t k) {
   for (int64_t i = 0; i < k; i++) {
     double loss;
+    if (c->dp) {
+      SG_CHECK(sg_workload_grad_device(c->w, c->dp, c->dg, c->step, &loss));
+      SG_CHECK(sg_cuda_sgd(c->dp, c->dg, c->dv, sg_workload_nparams(c->w), 1.0f,
+                           (float)sg_optim_lr(c->opt, c->step), (float)c->wd, (float)c->mu));
+      c->step++;
+      continue;
+    }
     /* stay inside the run's schedule; the data order wraps around epochs */
     SG_CHECK(sg_workload_grad(c->w, c->params, c->grad, c->step, &loss));
     sg_optim_apply(c->opt, c->params, c->grad, c->step);
     c->step++;
   }
-  return SG_OK;
+  return c->dp ? sg_cuda_sync() : SG_OK;
 }
 
 static float *rand_buf(size_t n, uint64_t seed) {
@@ -66,9 +82,11 @@ typedef struct {
   size_t n;
   const sg_gemm_shape_t *g;
   float *A[MAX_GEMMS], *B[MAX_GEMMS], *C[MAX_GEMMS];
+  sg_cuda_gemms_t *dev; /* device: cuda: the calls on device buffers */
 } gemm_set_t;
 
 static void gemm_set_free(gemm_set_t *gs) {
+  sg_cuda_gemms_destroy(&gs->dev);
   for (size_t i = 0; i < gs->n; i++) {
     free(gs->A[i]);
     free(gs->B[i]);
@@ -76,9 +94,11 @@ static void gemm_set_free(gemm_set_t *gs) {
   }
 }
 
-static int gemm_set_init(gemm_set_t *gs, const sg_gemm_shape_t *g, size_t n) {
+static int gemm_set_init(gemm_set_t *gs, const sg_gemm_shape_t *g, size_t n, int dev,
+                         int tf32) {
   gs->n = n;
   gs->g = g;
+  if (dev) return sg_cuda_gemms_new(&gs->dev, g, n, tf32);
   for (size_t i = 0; i < n; i++) {
     gs->A[i] = rand_buf((size_t)g[i].m * g[i].k, 1);
     gs->B[i] = rand_buf((size_t)g[i].k * g[i].n, 2);
@@ -94,6 +114,29 @@ static void gemm_one(const gemm_set_t *gs, size_t i) {
   cblas_sgemm(CblasRowMajor, s->ta == 'N' ? CblasNoTrans : CblasTrans,
               s->tb == 'N' ? CblasNoTrans : CblasTrans, s->m, s->n, s->k, 1.0f, gs->A[i], lda,
               gs->B[i], ldb, s->beta * 1e-3f, gs->C[i], s->n);
+}
+
+/* k passes over every call of the step. */
+static int gemm_passes(const gemm_set_t *gs, int64_t k) {
+  if (gs->dev) return sg_cuda_gemms_run(gs->dev, 0, gs->n, k);
+  for (int64_t i = 0; i < k; i++)
+    for (size_t j = 0; j < gs->n; j++) gemm_one(gs, j);
+  return SG_OK;
+}
+
+/* Median seconds of call i alone on the device. */
+static int time_gemm_dev(const gemm_set_t *gs, size_t i, double *med) {
+  double t0 = sg_now(), t[BLOCKS];
+  SG_CHECK(sg_cuda_gemms_run(gs->dev, i, 1, 10));
+  int64_t k = reps_for((sg_now() - t0) / 10);
+  for (int b = 0; b < BLOCKS; b++) {
+    t0 = sg_now();
+    SG_CHECK(sg_cuda_gemms_run(gs->dev, i, 1, k));
+    t[b] = (sg_now() - t0) / (double)k;
+  }
+  qsort(t, BLOCKS, sizeof t[0], sg_cmp_double);
+  *med = t[BLOCKS / 2];
+  return SG_OK;
 }
 
 /* Median seconds of one sgemm of shape s. */
@@ -138,13 +181,24 @@ static int step_setup(const sg_opts_t *o, sg_opts_t **so, step_ctx_t *c) {
   if (!sg_opts_has(*so, "hidden")) SG_CHECK(sg_opts_set(*so, "hidden", "256"));
   if (!sg_opts_has(*so, "batch")) SG_CHECK(sg_opts_set(*so, "batch", "64"));
   SG_CHECK(sg_settings_defaults(sg_settings, *so));
+  if (sg_device_admit(*so) < 0) return sg_err_set(SG_ECONFIG, "device: %s", sg_err_msg());
   SG_CHECK(sg_workload_new(&c->w, *so, 0, 1, SG_WL_TRAIN));
   SG_CHECK(sg_workload_optim_new(c->w, *so, &c->opt));
   const size_t np = sg_workload_nparams(c->w);
   c->params = malloc(np * sizeof(float));
   c->grad = malloc(np * sizeof(float));
   if (!c->params || !c->grad) return SG_ENOMEM;
-  return sg_workload_init_params(c->w, c->params);
+  SG_CHECK(sg_workload_init_params(c->w, c->params));
+  if (!sg_workload_on_device(c->w)) return SG_OK;
+  SG_CHECK(sg_opts_double_or(*so, "momentum", 0.0, &c->mu));
+  SG_CHECK(sg_opts_double_or(*so, "weight_decay", 0.0, &c->wd));
+  SG_CHECK(sg_cuda_alloc(&c->dp, np, "the parameters"));
+  SG_CHECK(sg_cuda_alloc(&c->dg, np, "the gradient"));
+  if (c->mu > 0) {
+    SG_CHECK(sg_cuda_alloc(&c->dv, np, "the momentum"));
+    SG_CHECK(sg_cuda_zero(c->dv, np));
+  }
+  return sg_cuda_put(c->dp, c->params, np);
 }
 
 /* Warm-up (untimed for the result; sizes the blocks: *k steps each), then
@@ -155,15 +209,14 @@ static int step_time_blocks(step_ctx_t *c, gemm_set_t *gs, size_t ng, double *tb
   double t0 = sg_now();
   SG_CHECK(run_steps(c, WARMUP_STEPS));
   *k = reps_for((sg_now() - t0) / WARMUP_STEPS);
-  for (int i = 0; i < WARMUP_STEPS; i++)
-    for (size_t j = 0; j < ng; j++) gemm_one(gs, j);
+  (void)ng;
+  SG_CHECK(gemm_passes(gs, WARMUP_STEPS));
   for (int b = 0; b < BLOCKS; b++) {
     t0 = sg_now();
     SG_CHECK(run_steps(c, *k));
     tb[b] = (sg_now() - t0) / (double)*k;
     t0 = sg_now();
-    for (int64_t i = 0; i < *k; i++)
-      for (size_t j = 0; j < ng; j++) gemm_one(gs, j);
+    SG_CHECK(gemm_passes(gs, *k));
     tq[b] = (sg_now() - t0) / (double)*k;
   }
   qsort(tb, BLOCKS, sizeof tb[0], sg_cmp_double);
@@ -176,7 +229,10 @@ static void step_print(FILE *out, const step_ctx_t *c, const sg_gemm_shape_t *g,
                        const double *tg, const double *tb, const double *tq, int64_t k,
                        const sg_bench_step_result_t *r) {
   fprintf(out, "bench step: %s\n", sg_workload_describe(c->w));
-  fprintf(out, "blas: %s\n", sg_blas_info());
+  if (c->dp)
+    fprintf(out, "blas: cuBLAS sgemm on the device (%s)\n", sg_device_build());
+  else
+    fprintf(out, "blas: %s\n", sg_blas_info());
   fprintf(out, "%-8s %5s %7s %7s %7s %9s %10s %8s\n", "gemm", "op", "m", "n", "k", "MFLOP",
           "time_us", "GFLOP/s");
   for (size_t i = 0; i < ng; i++) {
@@ -209,7 +265,9 @@ int sg_bench_step_run(const sg_opts_t *o, FILE *out, sg_bench_step_result_t *res
   sg_gemm_shape_t g[MAX_GEMMS];
   size_t ng = sg_model_gemms(sg_workload_model(c.w), batch, g, MAX_GEMMS);
   if (ng > MAX_GEMMS) ng = MAX_GEMMS;
-  SG_TRY(gemm_set_init(&gs, g, ng));
+  int tf32 = 0;
+  if (c.dp && sg_opts_has(so, "tf32")) SG_TRY(sg_opts_bool(so, "tf32", &tf32));
+  SG_TRY(gemm_set_init(&gs, g, ng, c.dp != NULL, tf32));
   for (size_t i = 0; i < ng; i++) r.gemm_flops += 2.0 * g[i].m * (double)g[i].n * g[i].k;
 
   double tb[BLOCKS], tq[BLOCKS];
@@ -224,13 +282,17 @@ int sg_bench_step_run(const sg_opts_t *o, FILE *out, sg_bench_step_result_t *res
   }
   /* per-shape table (information only) */
   double tg[MAX_GEMMS];
-  for (size_t i = 0; i < ng; i++) SG_TRY(time_gemm(&g[i], &tg[i]));
+  for (size_t i = 0; i < ng; i++)
+    SG_TRY(gs.dev ? time_gemm_dev(&gs, i, &tg[i]) : time_gemm(&g[i], &tg[i]));
   if (out) step_print(out, &c, g, ng, tg, tb, tq, k, &r);
   if (res) *res = r;
 fail:
   gemm_set_free(&gs);
   free(c.params);
   free(c.grad);
+  sg_cuda_free(&c.dp);
+  sg_cuda_free(&c.dg);
+  sg_cuda_free(&c.dv);
   sg_optim_destroy(&c.opt);
   sg_workload_destroy(&c.w);
   sg_opts_destroy(&so);

@@ -52,6 +52,7 @@ const sg_setting_t sg_settings[] = {
   {"threads", SG_T_INT, "1", "BLAS threads per rank", NULL, 1, 256, SG_S_WORKLOAD},
   {"denormals", SG_T_ENUM, "flush", "float32 values below 1.2e-38 in the model's arithmetic: flush = treated as zero (the CPU's flush-to-zero and denormals-are-zero modes; keeps a step's time from growing as gradients shrink: without it late MLP steps run up to 3x slower), keep = IEEE gradual underflow", "flush|keep", NOB, SG_S_WORKLOAD},
   {"device", SG_T_ENUM, "cpu", "where each rank's step runs: cpu (OpenBLAS) or cuda (a GPU per rank: GPU local-rank mod gpus_per_host; docs/cuda.md; `sgdlab engines` lists this build's devices)", "cpu|cuda", NOB, SG_S_WORKLOAD},
+  {"tf32", SG_T_BOOL, "false", "device cuda: matrix products on TF32 tensor cores (faster, about 1e-3 relative error) instead of fp32; the default false keeps results equal to the CPU's to the tested tolerance. Ignored with device cpu", NULL, NOB, SG_S_WORKLOAD},
   {"gpus_per_host", SG_T_INT, "0", "device cuda: GPUs a host's ranks share (0 = every visible one)", NULL, 0, 1024, SG_S_WORKLOAD},
 
   /* run: how processes are started and talk */

@@ -38,6 +38,7 @@ struct sg_workload {
   char desc[512];
   struct sg_wl_sparse *sp; /* sparse step buffers (sg_workload_grad_sparse) */
   sg_cuda_wl_t *dev;       /* device: cuda -- the data and the step on the device */
+  int tf32;                /* device: cuda with tf32: true */
   double modeled_s; /* simulated run, compute modeled (_sim_step_s): a step's charge, 0: computed */
   int borrowed;     /* train and test belong to the process (share.h), not to this workload */
 };
@@ -187,6 +188,7 @@ static int attach_device(sg_workload_t *w, int max_rows) {
   int64_t dims[SG_MODEL_MAX_LAYERS + 1];
   sg_cuda_wl_desc_t d = {.dims = dims, .max_rows = max_rows, .train = w->train, .test = w->test};
   d.L = sg_model_dims(w->model, dims);
+  d.tf32 = w->tf32;
   return sg_cuda_wl_new(&w->dev, &d);
 }
 
@@ -335,11 +337,14 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
   SG_TRY(sg_model_new(&w->model, c.model, w->d, w->classes, c.hidden, c.nhidden, sparse,
                       max_rows));
   SG_TRY(wl_plan(w, &c));
-  if (!strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda") && (w->train || w->test))
+  if (!strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda") && (w->train || w->test)) {
+    if (sg_opts_has(o, "tf32")) SG_TRY(sg_opts_bool(o, "tf32", &w->tf32));
     SG_TRY(attach_device(w, max_rows));
+  }
   char ntest[32] = "-", on[32] = "";
   if (w->test) snprintf(ntest, sizeof ntest, "%lld", (long long)w->ntest);
-  if (w->dev) snprintf(on, sizeof on, ", on cuda:%d", sg_device_current());
+  if (w->dev)
+    snprintf(on, sizeof on, ", on cuda:%d%s", sg_device_current(), w->tf32 ? " tf32" : "");
   snprintf(w->desc, sizeof w->desc, "%s, %s %lld/%s, batch %d%s", sg_model_describe(w->model),
            c.dataset, (long long)w->ntrain, ntest, w->batch, on);
   *out = w;

@@ -3,6 +3,7 @@
 # (or in a CPU-only build) must be one line and exit 2 (test_cuda_refuse);
 # the GPU tests skip, visibly, when no CUDA device is present.
 sg_add_test(test_cuda_sched SOURCES test_cuda_sched.c TIMEOUT 120 LABELS cuda INTERNALS allreduce)
+sg_add_test(test_cuda_pring SOURCES test_cuda_pring.c TIMEOUT 120 LABELS cuda INTERNALS allreduce)
 sg_add_test(test_cuda_refuse SOURCES test_cuda_refuse.c TIMEOUT 60 LABELS cuda)
 add_dependencies(test_cuda_refuse sgdlab sgdlab-rank)
 # GPU tests: exit 77 (Skipped) with "SKIP: no CUDA device: <why>" when the
@@ -14,3 +15,8 @@ if(SG_HAVE_CUDA)
   add_dependencies(test_cuda_gpu cuda_ring_rank sgdlab sgdlab-rank)
   set_tests_properties(test_cuda_gpu PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+# scripts/gpu-check.sh --dry: the device check's plumbing on the CPU (its
+# GPU parts SKIP), its parts non-fatal under a 1-second limit.
+add_test(NAME test_gpu_check_dry
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gpu_check_dry.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
+set_tests_properties(test_gpu_check_dry PROPERTIES TIMEOUT 500 LABELS cuda)

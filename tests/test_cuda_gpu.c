@@ -150,10 +150,12 @@ TEST(training_matches_local) {
       {"{engine: local, device: cuda}", "local on cuda"},
       {"{engine: allreduce, algorithm: ring, device: cuda, stage_chunk: 64K}", "allreduce staged ring on cuda"},
       {"{engine: allreduce, algorithm: cuda-ring, device: cuda, segment: 64K}", "allreduce cuda-ring"},
+      {"{engine: allreduce, algorithm: cuda-ring, cuda_ring: persistent, device: cuda, segment: 64K}",
+       "allreduce cuda-ring persistent"},
       {"{engine: allreduce, algorithm: nccl, device: cuda}", "allreduce nccl"},
   };
   /* nccl needs a GPU per rank and a build with NCCL */
-  size_t nv = g_count >= 2 && sg_cuda_nccl_version()[0] == 'N' ? 4 : 3;
-  if (nv == 3) fprintf(stderr, "nccl variant not run: %d GPU(s), %s\n", g_count, sg_cuda_nccl_version());
+  size_t nv = g_count >= 2 && sg_cuda_nccl_version()[0] == 'N' ? 5 : 4;
+  if (nv == 4) fprintf(stderr, "nccl variant not run: %d GPU(s), %s\n", g_count, sg_cuda_nccl_version());
   ru_equivalence_case("cudarun", "cuda-test", 2, variants, nv, 1e-3);
 }

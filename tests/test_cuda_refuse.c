@@ -92,3 +92,50 @@ TEST(engines_and_help_name_the_devices) {
   CHECK_STR_CONTAINS(out, "devices in this build (workload key device): ");
   CHECK_STR_CONTAINS(out, sg_device_build_has_cuda() ? "cpu, cuda (CUDA " : "cpu (this build has no CUDA)");
 }
+
+TEST(bench_step_device_cuda_without_gpu_is_one_line_exit_2) {
+  int count = 0;
+  if (sg_device_build_has_cuda() && sg_cuda_probe(&count) == 0) return; /* a device: runs */
+  char out[4096];
+  char *argv[] = {"sgdlab", "bench", "step", "--set", "device=cuda", NULL};
+  int code = ru_run(argv, 1, NULL, out, sizeof out);
+  fprintf(stderr, "bench step device=cuda (exit %d): %s", code, out);
+  CHECK_EQ_INT(code, 2);
+  CHECK_EQ_INT(lines(out), 1);
+  CHECK_MSG(!strncmp(out, "sgdlab bench step: device: cuda requested but ", 46), "%s", out);
+}
+
+/* `sgdlab bench allreduce` on device buffers: without a GPU one line and
+ * exit 2 before anything launches; the device-only implementations on
+ * cpu buffers are refused the same way; cuda_ring without cuda-ring too. */
+TEST(bench_allreduce_device_refusals) {
+  char out[4096];
+  const char *d = ru_scratch("cudabench");
+  CHECK(d != NULL);
+  if (!d) return;
+  int count = 0;
+  if (!(sg_device_build_has_cuda() && sg_cuda_probe(&count) == 0)) {
+    char *dev[] = {"sgdlab", "bench", "allreduce", "--db", "b.db", "--set", "device=cuda",
+                   "--impl", "cuda-ring-persistent,ring", NULL};
+    int code = ru_run(dev, 1, d, out, sizeof out);
+    fprintf(stderr, "bench on cuda without a GPU (exit %d): %s", code, out);
+    CHECK_EQ_INT(code, 2);
+    CHECK_EQ_INT(lines(out), 1);
+    CHECK_STR_CONTAINS(out, "device: cuda requested but ");
+  }
+  char *cpu[] = {"sgdlab", "bench", "allreduce", "--db", "c.db", "--impl", "cuda-ring-persistent",
+                 NULL};
+  int code = ru_run(cpu, 1, d, out, sizeof out);
+  fprintf(stderr, "cuda-ring-persistent on cpu buffers (exit %d): %s", code, out);
+  CHECK_EQ_INT(code, 2);
+  CHECK_EQ_INT(lines(out), 1);
+  CHECK_STR_CONTAINS(out, "algorithm: cuda-ring sums device buffers; it needs device: cuda");
+  char err[4096], dbp[256];
+  code = run_text("name: x\nworkload: {dataset: synthetic}\nworkers: 2\n"
+                  "engines: [{engine: allreduce, algorithm: ring, cuda_ring: persistent}]\n",
+                  err, sizeof err, dbp, sizeof dbp);
+  fprintf(stderr, "cuda_ring with ring (exit %d): %s", code, err);
+  CHECK_EQ_INT(code, 2);
+  CHECK_EQ_INT(lines(err), 1);
+  CHECK_STR_CONTAINS(err, "cuda_ring");
+}

@@ -3,6 +3,7 @@
  * are plain C tested on CPU; this file only maps their steps onto CUDA
  * copies, events, IPC handles and kernels. */
 #include <cuda_runtime_api.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,39 +142,74 @@ int sg_cuda_stage_run(sg_cuda_stage_t *st, float *dbuf, size_t count, sg_host_re
 struct sg_cuda_ring {
   sg_comm_t *c;
   size_t seg;
-  float *inbox;       /* this rank's: 2 slots of seg floats, written by the left */
+  int persistent;     /* SG_CUDA_RING_PERSISTENT: one kernel per call */
+  int ran;            /* persistent: a call completed (the neighbours may write) */
+  float *inbox;       /* this rank's: 2 slots of seg floats, written by the left
+                         (persistent: chans x slots x seg, then the flags) */
   float *right_inbox; /* the right neighbour's, mapped by CUDA IPC */
+  float *left_buf;    /* persistent, N > 2: the left neighbour's, for its ack flags */
+  uint64_t *flags, *rflags, *lflags; /* persistent: mine, the right's, the left's */
   float *x;           /* the call's vector */
 };
 
-int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg) {
+/* Persistent: the flag words start at a 128-byte boundary after the slots. */
+static size_t pring_flag_off(size_t seg) {
+  size_t f = (size_t)SG_CUDA_PRING_CHANS * SG_CUDA_PRING_SLOTS * seg;
+  return (f + 31) / 32 * 32;
+}
+
+static int ipc_open(float **mapped, const cudaIpcMemHandle_t *h, const char *whose) {
+  cudaError_t e = cudaIpcOpenMemHandle((void **)mapped, *h, cudaIpcMemLazyEnablePeerAccess);
+  if (e == cudaSuccess) return SG_OK;
+  *mapped = NULL;
+  char what[96];
+  snprintf(what, sizeof what, "cudaIpcOpenMemHandle (the %s neighbour's inbox)", whose);
+  return sg_cuda_err(e, what);
+}
+
+/* Map the right neighbour's inbox and, persistent with N > 2, the left's
+ * (with N = 2 they are one buffer, opened once). */
+static int ring_map(sg_cuda_ring_t *rg) {
+  sg_comm_t *c = rg->c;
+  cudaIpcMemHandle_t mine, right, left;
+  SG_CU(cudaIpcGetMemHandle(&mine, rg->inbox));
+  SG_CHECK(sg_dring_exchange(c, &mine, &right, sizeof mine));
+  SG_CHECK(ipc_open(&rg->right_inbox, &right, "right"));
+  if (!rg->persistent) return SG_OK;
+  const size_t fo = pring_flag_off(rg->seg);
+  rg->flags = (uint64_t *)(rg->inbox + fo);
+  rg->rflags = (uint64_t *)(rg->right_inbox + fo);
+  rg->lflags = rg->rflags;
+  if (c->size == 2) return SG_OK;
+  SG_CHECK(sg_sendrecv(c, (c->rank + 1) % c->size, SG_DRING_TAG_HANDLE_LEFT, &mine, sizeof mine,
+                       (c->rank + c->size - 1) % c->size, SG_DRING_TAG_HANDLE_LEFT, &left,
+                       sizeof left, NULL));
+  SG_CHECK(ipc_open(&rg->left_buf, &left, "left"));
+  rg->lflags = (uint64_t *)(rg->left_buf + fo);
+  return SG_OK;
+}
+
+int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg, int mode) {
   int rc;
   sg_cuda_ring_t *rg = calloc(1, sizeof *rg);
   if (!rg) return SG_ENOMEM;
   rg->c = c;
   rg->seg = seg ? seg : 1;
+  rg->persistent = mode == SG_CUDA_RING_PERSISTENT;
   for (int r = 0; r < c->size; r++)
     if (strncmp(c->hosts[r], c->hosts[c->rank], sizeof c->hosts[r]) != 0) {
       rc = sg_err_set(SG_ECONFIG, "algorithm cuda-ring: every rank must be on one host; rank %d "
                       "is on %s, rank %d on %s", c->rank, c->hosts[c->rank], r, c->hosts[r]);
       goto fail;
     }
-  SG_TRY(sg_cuda_alloc(&rg->inbox, 2 * rg->seg, "the device ring's inbox"));
-  if (c->size > 1) {
-    cudaIpcMemHandle_t mine, right;
-    cudaError_t e = cudaIpcGetMemHandle(&mine, rg->inbox);
-    if (e != cudaSuccess) {
-      rc = sg_cuda_err(e, "cudaIpcGetMemHandle");
-      goto fail;
-    }
-    SG_TRY(sg_dring_exchange(c, &mine, &right, sizeof mine));
-    e = cudaIpcOpenMemHandle((void **)&rg->right_inbox, right, cudaIpcMemLazyEnablePeerAccess);
-    if (e != cudaSuccess) {
-      rg->right_inbox = NULL;
-      rc = sg_cuda_err(e, "cudaIpcOpenMemHandle (the right neighbour's inbox)");
-      goto fail;
-    }
+  if (rg->persistent) {
+    const size_t nf = pring_flag_off(rg->seg) + 2 * (size_t)SG_CUDA_PRING_CHANS * SG_PRING_FLAG_STRIDE;
+    SG_TRY(sg_cuda_alloc(&rg->inbox, nf, "the device ring's inbox and flags"));
+    SG_TRY(sg_cuda_zero(rg->inbox, nf)); /* every counter starts at 0 */
+  } else {
+    SG_TRY(sg_cuda_alloc(&rg->inbox, 2 * rg->seg, "the device ring's inbox"));
   }
+  if (c->size > 1) SG_TRY(ring_map(rg));
   SG_TRY(sg_barrier(c)); /* every mapping is open before anyone writes */
   *out = rg;
   return SG_OK;
@@ -185,6 +221,11 @@ fail:
 void sg_cuda_ring_destroy(sg_cuda_ring_t **prg) {
   if (!prg || !*prg) return;
   sg_cuda_ring_t *rg = *prg;
+  /* persistent: the right neighbour's kernel posts its last ACK into this
+   * rank's flags after this rank's kernel ended; free only once every
+   * rank's last call is over */
+  if (rg->ran) (void)sg_barrier(rg->c);
+  if (rg->left_buf) cudaIpcCloseMemHandle(rg->left_buf);
   if (rg->right_inbox) cudaIpcCloseMemHandle(rg->right_inbox);
   sg_cuda_free(&rg->inbox);
   free(rg);
@@ -203,7 +244,24 @@ static int ring_apply(void *ctx, int op, size_t off, size_t len, int in_slot, in
   return SG_OK;
 }
 
+/* One launch: the kernel's flags do the flow control; the host waits
+ * only for the stream's end. */
+static int pring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count) {
+  cudaStream_t s = NULL;
+  SG_CHECK(sg_cuda_stream(&s));
+  const sg_pring_t p = {.n = rg->c->size, .r = rg->c->rank, .chans = SG_CUDA_PRING_CHANS,
+                        .slots = SG_CUDA_PRING_SLOTS, .count = count, .seg = rg->seg};
+  SG_CU(sg_k_pring(&p, dbuf, rg->inbox, rg->right_inbox, rg->flags, rg->rflags, rg->lflags, s));
+  SG_CHECK(sg_cuda_sync());
+  rg->ran = 1;
+  return SG_OK;
+}
+
 int sg_cuda_ring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count) {
+  if (rg->persistent) {
+    if (rg->c->size == 1) return SG_OK;
+    return pring_run(rg, dbuf, count); /* stream-ordered after the gradient */
+  }
   SG_CHECK(sg_cuda_sync()); /* the gradient is complete before it travels */
   rg->x = dbuf;
   const sg_dring_plan_t p = {.count = count, .seg = rg->seg};

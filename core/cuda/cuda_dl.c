@@ -27,20 +27,34 @@ int sg_cublas(const sg_cublas_api_t **out) {
   static sg_cublas_api_t api;
   static int loaded;
   static const char *const names[] = {"cublasCreate_v2", "cublasDestroy_v2",
-                                      "cublasSetStream_v2", "cublasSgemm_v2"};
+                                      "cublasSetStream_v2", "cublasSgemm_v2",
+                                      "cublasSetMathMode"};
   char why[512];
   if (!loaded) {
     void *lib = open_lib(SG_CUBLAS_SONAME, SG_CUBLAS_PATH, why, sizeof why);
     if (!lib) return sg_err_set(SG_EUNSUPPORTED, "cannot load cuBLAS (%s): %s", SG_CUBLAS_SONAME, why);
-    void *slots[4];
-    SG_CHECK(bind(lib, SG_CUBLAS_SONAME, slots, names, 4));
+    void *slots[5];
+    SG_CHECK(bind(lib, SG_CUBLAS_SONAME, slots, names, 5));
     *(void **)&api.create = slots[0];
     *(void **)&api.destroy = slots[1];
     *(void **)&api.set_stream = slots[2];
     *(void **)&api.sgemm = slots[3];
+    *(void **)&api.set_math_mode = slots[4];
     loaded = 1;
   }
   *out = &api;
+  return SG_OK;
+}
+
+int sg_cublas_handle(const sg_cublas_api_t *cb, cudaStream_t s, int tf32, cublasHandle_t *h) {
+  cublasStatus_t st = cb->create(h);
+  if (st != CUBLAS_STATUS_SUCCESS) return sg_err_set(SG_EIO, "cublasCreate: cuBLAS status %d", (int)st);
+  if ((st = cb->set_stream(*h, s)) == CUBLAS_STATUS_SUCCESS)
+    st = cb->set_math_mode(*h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    cb->destroy(*h);
+    return sg_err_set(SG_EIO, "cublasSetStream/SetMathMode: cuBLAS status %d", (int)st);
+  }
   return SG_OK;
 }
 

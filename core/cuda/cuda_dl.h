@@ -16,11 +16,15 @@ typedef struct sg_cublas_api {
   cublasStatus_t (*sgemm)(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
                           int n, int k, const float *alpha, const float *A, int lda,
                           const float *B, int ldb, const float *beta, float *C, int ldc);
+  cublasStatus_t (*set_math_mode)(cublasHandle_t h, cublasMath_t mode);
 } sg_cublas_api_t;
 
 /* The cuBLAS entry points (loaded once); SG_EUNSUPPORTED naming the
  * library when it cannot be loaded. */
 int sg_cublas(const sg_cublas_api_t **out);
+/* A handle on stream s: fp32 GEMMs (CUBLAS_DEFAULT_MATH), or TF32 tensor
+ * cores when tf32 (the workload key tf32: true). */
+int sg_cublas_handle(const sg_cublas_api_t *cb, cudaStream_t s, int tf32, cublasHandle_t *h);
 
 #ifdef SG_HAVE_NCCL
 #include <nccl.h>

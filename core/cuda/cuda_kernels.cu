@@ -4,11 +4,13 @@
 #include <float.h>
 
 #include "cuda_impl.h"
+#include "pring_plan.h"
 #include "ring_prim_op.h"
 
 namespace {
 
 const int kThreads = 256;
+const int kPringThreads = 512;
 
 unsigned blocks_for(size_t n) {
   size_t b = (n + kThreads - 1) / kThreads;
@@ -126,6 +128,55 @@ __global__ void prim(int op, float *x, const float *in, float *out, size_t len) 
     sg_prim_apply1(op, x, in, out, i);
 }
 
+/* ---- the persistent device ring (pring_plan.h) ------------------------ */
+
+__device__ void pring_wait(const volatile uint64_t *f, uint64_t want) {
+  while (*f < want) __nanosleep(64);
+}
+
+/* One thread block per channel; the host sees only the launch and the
+ * stream's end.  Thread 0 polls the flags; the block's barrier hands the
+ * go-ahead to every thread.  A step's data is written (or read) by every
+ * thread, each thread fences (system scope: the flag's reader may be
+ * another process's kernel or another device), the block meets, and only
+ * then does thread 0 store the flag.  Inbox reads bypass L1 (__ldcg): a
+ * slot is rewritten by the neighbour between two reads of this block. */
+__global__ void pring(sg_pring_t p, float *x, const float *inbox, float *rinbox, uint64_t *flags,
+                      uint64_t *rflags, uint64_t *lflags) {
+  const int ch = blockIdx.x;
+  volatile uint64_t *my = flags + (size_t)ch * SG_PRING_FLAG_STRIDE;
+  volatile uint64_t *rready = rflags + (size_t)ch * SG_PRING_FLAG_STRIDE + SG_PRING_READY;
+  volatile uint64_t *lack = lflags + (size_t)ch * SG_PRING_FLAG_STRIDE + SG_PRING_ACK;
+  __shared__ uint64_t base;
+  if (threadIdx.x == 0) base = my[SG_PRING_BASE];
+  __syncthreads();
+  const size_t nsteps = sg_pring_nsteps(&p, ch);
+  for (size_t t = 0; t < nsteps; t++) {
+    sg_pring_step_t s;
+    sg_pring_step(&p, ch, base, t, &s);
+    if (threadIdx.x == 0) {
+      if (s.rx) pring_wait(my + SG_PRING_READY, s.need_ready);
+      if (s.tx && s.need_ack) pring_wait(my + SG_PRING_ACK, s.need_ack);
+      __threadfence_system();
+    }
+    __syncthreads();
+    const float *in = inbox + ((size_t)ch * p.slots + (s.rx ? s.in_slot : 0)) * p.seg;
+    float *out = rinbox + ((size_t)ch * p.slots + (s.tx ? s.out_slot : 0)) * p.seg;
+    for (size_t e = threadIdx.x; e < s.len; e += blockDim.x) {
+      float iv = s.rx ? __ldcg(in + e) : 0.0f, ov = 0.0f;
+      sg_prim_apply1(s.op, x + s.off + e, &iv, &ov, 0);
+      if (s.tx) __stcg(out + e, ov);
+    }
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      if (s.tx) *rready = s.post_ready;
+      if (s.rx) *lack = s.post_ack;
+    }
+  }
+  if (threadIdx.x == 0) my[SG_PRING_BASE] = base + sg_pring_nsends(&p, ch);
+}
+
 }  // namespace
 
 extern "C" {
@@ -180,6 +231,13 @@ cudaError_t sg_k_prim(int op, float *x, const float *in, float *out, size_t len,
                       cudaStream_t s) {
   if (len == 0) return cudaSuccess;
   prim<<<blocks_for(len), kThreads, 0, s>>>(op, x, in, out, len);
+  return cudaGetLastError();
+}
+
+cudaError_t sg_k_pring(const sg_pring_t *p, float *x, const float *inbox, float *rinbox,
+                       uint64_t *flags, uint64_t *rflags, uint64_t *lflags, cudaStream_t s) {
+  if (p->n < 2 || p->count == 0) return cudaSuccess;
+  pring<<<p->chans, kPringThreads, 0, s>>>(*p, x, inbox, rinbox, flags, rflags, lflags);
   return cudaGetLastError();
 }
 

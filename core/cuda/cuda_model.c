@@ -73,7 +73,7 @@ static int alloc_buffers(sg_cmodel_t *m) {
   return SG_OK;
 }
 
-int sg_cmodel_new(sg_cmodel_t **out, int L, const int64_t *dims, int max_rows) {
+int sg_cmodel_new(sg_cmodel_t **out, int L, const int64_t *dims, int max_rows, int tf32) {
   int rc;
   cudaStream_t s = NULL;
   if (L < 1 || L > SG_MODEL_MAX_LAYERS || max_rows < 1)
@@ -94,16 +94,8 @@ int sg_cmodel_new(sg_cmodel_t **out, int L, const int64_t *dims, int max_rows) {
   SG_TRY(alloc_buffers(m));
   SG_TRY(sg_cuda_stream(&s));
   SG_TRY(sg_cublas(&m->cb));
-  cublasStatus_t st = m->cb->create(&m->h);
-  if (st != CUBLAS_STATUS_SUCCESS) {
-    rc = cublas_fail(st, "cublasCreate");
-    goto fail;
-  }
+  SG_TRY(sg_cublas_handle(m->cb, s, tf32, &m->h));
   m->have_h = 1;
-  if ((st = m->cb->set_stream(m->h, s)) != CUBLAS_STATUS_SUCCESS) {
-    rc = cublas_fail(st, "cublasSetStream");
-    goto fail;
-  }
   *out = m;
   return SG_OK;
 fail:

@@ -12,7 +12,7 @@
 
 typedef struct sg_cmodel sg_cmodel_t;
 
-int sg_cmodel_new(sg_cmodel_t **out, int L, const int64_t *dims, int max_rows);
+int sg_cmodel_new(sg_cmodel_t **out, int L, const int64_t *dims, int max_rows, int tf32);
 void sg_cmodel_destroy(sg_cmodel_t **m);
 size_t sg_cmodel_nparams(const sg_cmodel_t *m);
 /* Offsets of W_l and b_l in the flat vector (as model_mlp.c lays it out). */

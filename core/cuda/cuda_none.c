@@ -23,6 +23,18 @@ void sg_cuda_free(float **d) {
 int sg_cuda_put(float *d, const float *h, size_t n) { return NO_CUDA(); }
 int sg_cuda_get(float *h, const float *d, size_t n) { return NO_CUDA(); }
 int sg_cuda_zero(float *d, size_t n) { return NO_CUDA(); }
+int sg_cuda_sync(void) { return NO_CUDA(); }
+int sg_cuda_gemms_new(sg_cuda_gemms_t **out, const sg_gemm_shape_t *g, size_t n, int tf32) {
+  *out = NULL;
+  return NO_CUDA();
+}
+int sg_cuda_gemms_run(sg_cuda_gemms_t *gs, size_t first, size_t count, int64_t reps) {
+  return NO_CUDA();
+}
+void sg_cuda_gemms_destroy(sg_cuda_gemms_t **gs) {
+  if (gs) *gs = NULL;
+}
+int sg_cuda_copy(float *ddst, const float *dsrc, size_t n) { return NO_CUDA(); }
 int sg_cuda_sgd(float *dp, float *dg, float *dv, size_t n, float gscale, float lr, float wd,
                 float mu) {
   return NO_CUDA();
@@ -61,7 +73,7 @@ void sg_cuda_stage_destroy(sg_cuda_stage_t **st) {
   if (st) *st = NULL;
 }
 
-int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg) {
+int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg, int mode) {
   *out = NULL;
   return NO_CUDA();
 }

@@ -100,6 +100,13 @@ int sg_cuda_zero(float *d, size_t n) {
   return sg_cuda_sync();
 }
 
+int sg_cuda_copy(float *ddst, const float *dsrc, size_t n) {
+  cudaStream_t s = NULL;
+  SG_CHECK(sg_cuda_stream(&s));
+  SG_CU(cudaMemcpyAsync(ddst, dsrc, n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+  return sg_cuda_sync();
+}
+
 int sg_cuda_sgd(float *dp, float *dg, float *dv, size_t n, float gscale, float lr, float wd,
                 float mu) {
   cudaStream_t s = NULL;

@@ -54,7 +54,7 @@ int sg_cuda_wl_new(sg_cuda_wl_t **out, const sg_cuda_wl_desc_t *d) {
   if (!w) return SG_ENOMEM;
   w->d = d->dims[0];
   w->max_rows = d->max_rows;
-  SG_TRY(sg_cmodel_new(&w->model, d->L, d->dims, d->max_rows));
+  SG_TRY(sg_cmodel_new(&w->model, d->L, d->dims, d->max_rows, d->tf32));
   if (d->train) {
     SG_TRY(upload_set(d->train, &w->train_x, &w->train_y, "training set"));
     w->ntrain = d->train->n;

@@ -20,6 +20,39 @@ enum {
   SG_PRIM_RECV,
 };
 
+/* Chunk c of n over count floats: the first count % n chunks get one more
+ * (the host ring's split, allreduce.h). */
+static inline SG_HD size_t sg_prim_chunk_off(size_t count, int n, int c) {
+  size_t base = count / (size_t)n, rem = count % (size_t)n;
+  return (size_t)c * base + ((size_t)c < rem ? (size_t)c : rem);
+}
+static inline SG_HD size_t sg_prim_chunk_len(size_t count, int n, int c) {
+  return count / (size_t)n + ((size_t)c < count % (size_t)n ? 1 : 0);
+}
+
+static inline SG_HD int sg_prim_mod(int a, int n) { return ((a % n) + n) % n; }
+
+/* Primitive k (0 .. 2N-2) of rank r in a ring of n: its op and chunk
+ * (the table in ring_prims.h). */
+static inline SG_HD void sg_ring_prim_at(int n, int r, int k, int *op, int *chunk) {
+  if (k == 0) {
+    *op = SG_PRIM_SEND;
+    *chunk = sg_prim_mod(r - 1, n);
+  } else if (k < n - 1) {
+    *op = SG_PRIM_RECV_REDUCE_SEND;
+    *chunk = sg_prim_mod(r - 1 - k, n);
+  } else if (k == n - 1) {
+    *op = SG_PRIM_RECV_REDUCE_COPY_SEND;
+    *chunk = r;
+  } else if (k < 2 * n - 2) {
+    *op = SG_PRIM_RECV_COPY_SEND;
+    *chunk = sg_prim_mod(r - k + n - 1, n);
+  } else {
+    *op = SG_PRIM_RECV;
+    *chunk = sg_prim_mod(r + 1, n);
+  }
+}
+
 /* One element of a primitive; the host twin and the CUDA kernel both call
  * this.  out may be NULL for recv. */
 static inline SG_HD void sg_prim_apply1(int op, float *x, const float *in, float *out, size_t i) {

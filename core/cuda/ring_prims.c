@@ -6,37 +6,15 @@
 
 static int mod(int a, int n) { return ((a % n) + n) % n; }
 
-/* Chunk c of n over count floats: the first count % n chunks get one more
- * (the host ring's split, allreduce.h). */
-static size_t chunk_off(size_t count, int n, int c) {
-  size_t base = count / (size_t)n, rem = count % (size_t)n;
-  return (size_t)c * base + ((size_t)c < rem ? (size_t)c : rem);
-}
-static size_t chunk_len(size_t count, int n, int c) {
-  return count / (size_t)n + ((size_t)c < count % (size_t)n ? 1 : 0);
-}
+static size_t chunk_off(size_t count, int n, int c) { return sg_prim_chunk_off(count, n, c); }
+static size_t chunk_len(size_t count, int n, int c) { return sg_prim_chunk_len(count, n, c); }
 
 sg_prim_t sg_ring_prim(int n, int r, int k, int plant_bug) {
   sg_prim_t p;
-  if (k == 0) {
-    p.op = SG_PRIM_SEND;
-    p.chunk = mod(r - 1, n);
-  } else if (k < n - 1) {
-    p.op = SG_PRIM_RECV_REDUCE_SEND;
-    p.chunk = mod(r - 1 - k, n);
-  } else if (k == n - 1) {
-    p.op = SG_PRIM_RECV_REDUCE_COPY_SEND;
-    p.chunk = r;
-  } else if (k < 2 * n - 2) {
-    p.op = SG_PRIM_RECV_COPY_SEND;
-    p.chunk = mod(r - k + n - 1, n);
-    /* Planted bug (tests only): the first copy step stores the final sum
-     * into the neighbouring chunk. */
-    if (plant_bug && k == n) p.chunk = mod(p.chunk + 1, n);
-  } else {
-    p.op = SG_PRIM_RECV;
-    p.chunk = mod(r + 1, n);
-  }
+  sg_ring_prim_at(n, r, k, &p.op, &p.chunk);
+  /* Planted bug (tests only): the first copy step stores the final sum
+   * into the neighbouring chunk. */
+  if (plant_bug && k == n && p.op == SG_PRIM_RECV_COPY_SEND) p.chunk = mod(p.chunk + 1, n);
   return p;
 }
 

@@ -46,7 +46,8 @@
 
 /* Tags of the flow-control messages (below SG_TAG_MAX, apart from the
  * allreduce engine's ranges). */
-enum { SG_DRING_TAG_READY = 20700, SG_DRING_TAG_ACK = 20701, SG_DRING_TAG_HANDLE = 20702 };
+enum { SG_DRING_TAG_READY = 20700, SG_DRING_TAG_ACK = 20701, SG_DRING_TAG_HANDLE = 20702,
+       SG_DRING_TAG_HANDLE_LEFT = 20703 };
 
 typedef struct sg_prim {
   int op;    /* SG_PRIM_* */

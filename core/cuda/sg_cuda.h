@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "dataset.h"
+#include "model.h"
 #include "transport.h"
 
 /* ---- the runtime (cuda_rt.c) ------------------------------------------ */
@@ -33,11 +34,27 @@ void sg_cuda_free(float **d); /* NULL-safe; nulls the pointer */
 int sg_cuda_put(float *d, const float *h, size_t n); /* host -> device */
 int sg_cuda_get(float *h, const float *d, size_t n); /* device -> host */
 int sg_cuda_zero(float *d, size_t n);
+/* dst = src on the device (cudaMemcpy device to device); returns when done. */
+int sg_cuda_copy(float *ddst, const float *dsrc, size_t n);
 /* g *= gscale, then optim.c's update (PyTorch's form): with mu > 0
  * v = mu v + g + wd p, p -= lr v; with mu == 0 (v may be NULL)
  * p -= lr (g + wd p). */
 int sg_cuda_sgd(float *dp, float *dg, float *dv, size_t n, float gscale, float lr, float wd,
                 float mu);
+
+/* Wait until every call queued on the process's stream is done. */
+int sg_cuda_sync(void);
+
+/* ---- a step's GEMMs alone (bench step's bound, cuda_gemms.c) ---------- */
+
+typedef struct sg_cuda_gemms sg_cuda_gemms_t;
+/* Device operands for the n row-major sgemm calls g[] (model.h), a
+ * cuBLAS handle on the process stream (TF32 when tf32). */
+int sg_cuda_gemms_new(sg_cuda_gemms_t **out, const sg_gemm_shape_t *g, size_t n, int tf32);
+/* reps passes over calls [first, first + count) in order; returns when
+ * the device has finished them. */
+int sg_cuda_gemms_run(sg_cuda_gemms_t *gs, size_t first, size_t count, int64_t reps);
+void sg_cuda_gemms_destroy(sg_cuda_gemms_t **gs);
 
 /* ---- the workload on the device (cuda_workload.c, cuda_model.c) -------- */
 
@@ -47,6 +64,7 @@ typedef struct sg_cuda_wl_desc {
   const int64_t *dims;  /* L + 1 sizes: input, hidden..., classes (model.h) */
   int max_rows;         /* largest batch or evaluation chunk */
   const sg_dataset_t *train, *test; /* dense; either may be NULL */
+  int tf32;             /* GEMMs on TF32 tensor cores (default fp32) */
 } sg_cuda_wl_desc_t;
 
 /* Uploads the datasets and allocates every buffer once.  SG_EUNSUPPORTED
@@ -81,7 +99,13 @@ void sg_cuda_stage_destroy(sg_cuda_stage_t **st);
 /* Device ring within one host (ring_prims.h): inboxes shared by CUDA IPC.
  * Collective over c: every rank calls new, run and destroy. */
 typedef struct sg_cuda_ring sg_cuda_ring_t;
-int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg);
+/* mode: staged (a kernel and a host synchronization per primitive, flow
+ * control over the transport) or persistent (one kernel per call, flow
+ * control by flags in device memory: pring_plan.h). */
+enum { SG_CUDA_RING_STAGED = 0, SG_CUDA_RING_PERSISTENT = 1 };
+/* The persistent ring's channels (thread blocks) and inbox slots per channel. */
+enum { SG_CUDA_PRING_CHANS = 16, SG_CUDA_PRING_SLOTS = 4 };
+int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg, int mode);
 int sg_cuda_ring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count);
 void sg_cuda_ring_destroy(sg_cuda_ring_t **rg);
 

@@ -497,9 +497,10 @@ static int bench_step_cmd(int argc, char **argv) {
     }
     sg_opts_set(o, key, val);
   }
-  if (sg_bench_step(o, stdout) < 0) {
+  int rc = sg_bench_step(o, stdout);
+  if (rc < 0) {
     fprintf(stderr, "sgdlab bench step: %s\n", sg_err_msg());
-    code = 1;
+    code = rc == SG_ECONFIG ? 2 : 1; /* bad settings (device: cuda without one): 2 */
   }
 out:
   sg_opts_destroy(&o);

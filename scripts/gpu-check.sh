@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# gpu-check.sh - the GPU tests and the device throughput table in one call.
+#
+#   bash scripts/gpu-check.sh [--bundle DIR]     on a GPU machine
+#   bash scripts/gpu-check.sh --dry [--build DIR] on any machine, CPU build
+#
+# GPU mode: unpacks DIR/bundle.tar.xz (default .gpu/, made by a bundling
+# step that packs a CUDA build, its libraries, a relocated Open MPI and the
+# Fashion-MNIST IDX files; b/env.sh sets the paths), then:
+#   1. interleaved, 3 rounds: PyTorch (scripts/torch_mlp.py, fp32, TF32
+#      off) and sgdlab `local` with device: cuda, on the MLP 784-2048-2048-10
+#      batch 256 and on 784-128-10 batch 64 (SGD, momentum 0.9);
+#   2. `sgdlab bench step --set device=cuda` (the step against its cuBLAS
+#      GEMM bound); allreduce training with 2 ranks sharing the GPU
+#      (cuda-ring and host-staged ring); `sgdlab bench allreduce` on
+#      device buffers;
+#   3. the test_cuda* binaries; compute-sanitizer memcheck on the gradient
+#      and SGD cases of test_cuda_gpu;
+# and prints one Markdown table (medians of the rounds).  Every part is
+# bounded by `timeout` and non-fatal: a failing part prints "FAIL: part"
+# and the script goes on; the whole stays under LIMIT_S (420 s).
+# Logs: $OUT/gpu-check-logs.tar.gz (OUT defaults to ./gpu-check-out), the
+# table also in $OUT/table.md.
+#
+# --dry runs the same plumbing with the CPU build in DIR (default build/):
+# the parts that need a GPU print "SKIP (dry: no GPU): part"; the
+# throughput parts run on device: cpu with a small model and one round,
+# so the table's layout and parsing are exercised.
+set -u
+DRY=0 BUNDLE=.gpu BUILD=build LIMIT_S=${LIMIT_S:-420}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --dry) DRY=1 ;;
+    --bundle) BUNDLE=${2:?--bundle DIR}; shift ;;
+    --build) BUILD=${2:?--build DIR}; shift ;;
+    *) echo "gpu-check: unknown argument '$1' (--dry, --bundle DIR, --build DIR)" >&2; exit 2 ;;
+  esac
+  shift
+done
+ROOT=$(pwd)
+OUT=${OUT:-$ROOT/gpu-check-out}
+mkdir -p "$OUT" || exit 2
+W=$(mktemp -d /tmp/gpu-check.XXXXXX) || exit 2
+trap 'rm -rf "$W"' EXIT
+LOGS=$W/logs
+mkdir -p "$LOGS" "$W/cfg" "$W/db"
+T0=$(date +%s)
+NFAIL=0
+
+left() { echo $((LIMIT_S - ($(date +%s) - T0))); }
+# part NAME LIMIT CMD...: runs CMD under timeout min(LIMIT, time left),
+# output to $LOGS/NAME.log; prints PASS/FAIL; never fails the script.
+part() {
+  local name=$1 lim=$2 l rc
+  shift 2
+  l=$(left)
+  [ "$l" -lt "$lim" ] && lim=$l
+  if [ "$lim" -le 5 ]; then
+    echo "FAIL: $name (no time left of the ${LIMIT_S} s)"; NFAIL=$((NFAIL + 1)); return 1
+  fi
+  local t=$(date +%s)
+  timeout -k 5 "$lim" "$@" >"$LOGS/$name.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    echo "PASS: $name ($(($(date +%s) - t)) s)"
+  elif [ $rc -eq 77 ]; then
+    echo "SKIP: $name ($(grep -m1 '^SKIP' "$LOGS/$name.log" || echo 'exit 77'))"
+  else
+    [ $rc -eq 124 ] && echo "(timed out after $lim s)" >>"$LOGS/$name.log"
+    echo "FAIL: $name (rc $rc, $(($(date +%s) - t)) s; log $name.log)"
+    tail -n 5 "$LOGS/$name.log" | sed 's/^/    /'
+    NFAIL=$((NFAIL + 1))
+  fi
+  return $rc
+}
+skip() { echo "SKIP (dry: no GPU): $*"; }
+
+# ---- the binaries ----------------------------------------------------------
+if [ $DRY -eq 1 ]; then
+  case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+  export SGDLAB_BIN_DIR=$BUILD
+  SG=$BUILD/harness/sgdlab TESTS=$BUILD/tests DATA=${DATA:-/usr/share/datasets/fashion-mnist}
+  DEV=cpu ROUNDS=1 BIG='[64]' BIGB=256 SMALL='[32]' SMALLB=64 EPOCHS=1
+  [ -x "$SG" ] || { echo "gpu-check: $SG: no sgdlab build (cmake --build $BUILD)" >&2; exit 2; }
+else
+  [ -f "$BUNDLE/bundle.tar.xz" ] || { echo "gpu-check: $BUNDLE/bundle.tar.xz: no bundle" >&2; exit 2; }
+  tar xJf "$BUNDLE/bundle.tar.xz" -C "$W" || exit 2
+  R=$W/b
+  # shellcheck disable=SC1091
+  . "$R/env.sh"
+  SG=$R/build/harness/sgdlab TESTS=$R/build/tests DATA=$R/data/fashion-mnist
+  DEV=cuda ROUNDS=3 BIG='[2048, 2048]' BIGB=256 SMALL='[128]' SMALLB=64 EPOCHS=3
+fi
+echo "gpu-check: $([ $DRY -eq 1 ] && echo dry, CPU build || echo GPU) $SG, logs in $OUT, limit $LIMIT_S s"
+{ date -u; uname -a; uptime; nvidia-smi 2>&1 | head -20; "$SG" --version; "$SG" engines 2>&1 | tail -3; env | grep -E '^(OPENBLAS|OMP|CUDA)_' ; } >"$LOGS/machine.log" 2>&1
+[ $DRY -eq 0 ] && nvidia-smi -L
+
+cd "$W" || exit 2
+
+# ---- 1. throughput, interleaved -------------------------------------------------
+# cfg NAME ENGINE WORKERS HIDDEN BATCH: an experiment file
+cfg() {
+  cat >"$W/cfg/$1.yaml" <<Y
+name: $1
+workers: $3
+workload: {dataset: fashion-mnist, data_dir: $DATA, model: mlp, hidden: $4, batch: $5,
+           lr: 0.05, momentum: 0.9, epochs: $EPOCHS, seed: 1, eval_every: 100, device: $DEV}
+engines:
+  - $2
+Y
+}
+# sps DB: the run's samples/s (run_summary)
+sps() {
+  python3 - "$1" <<'PY' 2>/dev/null || echo FAIL
+import sqlite3, sys
+r = sqlite3.connect(sys.argv[1]).execute("SELECT samples_per_s FROM run_summary").fetchall()
+print("%.0f" % r[-1][0] if r and r[-1][0] else "FAIL")
+PY
+}
+# sgrun KEY ROUND ENGINE WORKERS HIDDEN BATCH: samples/s appended to $W/KEY.sps
+sgrun() {
+  local name=$1-$2
+  cfg "$name" "$3" "$4" "$5" "$6"
+  part "$name" 90 "$SG" run "$W/cfg/$name.yaml" --db "$W/db/$name.db"
+  sps "$W/db/$name.db" >>"$W/$1.sps"
+}
+# torch KEY ROUND HIDDEN BATCH STEPS: both timing modes appended
+torch() {
+  local name=$1-$2
+  if [ $DRY -eq 1 ]; then
+    part "$name" 30 python3 "$ROOT/scripts/torch_mlp.py" --data "$DATA" --check-data
+    skip "PyTorch on cuda ($name)"; echo dry >>"$W/$1.sps"; echo dry >>"$W/$1-sync.sps"
+    return
+  fi
+  part "$name" 60 python3 "$ROOT/scripts/torch_mlp.py" --data "$DATA" --hidden "$3" --batch "$4" \
+    --steps "$5" --device cuda --tf32 0
+  for m in none step; do
+    v=$(grep -o "sync=$m .*samples/s=[0-9]*" "$LOGS/$name.log" | grep -o '[0-9]*$')
+    echo "${v:-FAIL}" >>"$W/$1$([ $m = step ] && echo -sync).sps"
+  done
+}
+for r in $(seq 1 $ROUNDS); do
+  torch torch-big "$r" 2048,2048 256 600
+  sgrun local-big "$r" local 1 "$BIG" "$BIGB"
+  torch torch-small "$r" 128 64 2000
+  sgrun local-small "$r" local 1 "$SMALL" "$SMALLB"
+done
+
+# ---- 2. bounds and the allreduce rows ------------------------------------------
+part bench-step 90 "$SG" bench step --set device=$DEV --set "hidden=$BIG" --set batch=$BIGB
+BOUND=$(grep -o 'bound: .*, [0-9]* samples/s' "$LOGS/bench-step.log" | grep -o '[0-9]* samples/s' | grep -o '[0-9]*')
+BSTEP=$(grep -o 'step (grad+apply): .*, [0-9]* samples/s' "$LOGS/bench-step.log" | grep -o '[0-9]* samples/s' | grep -o '[0-9]*')
+if [ $DRY -eq 1 ]; then
+  skip "allreduce cuda-ring training (2 ranks on one GPU)"; echo dry >"$W/ar-cudaring.sps"
+else
+  sgrun ar-cudaring 1 "{engine: allreduce, algorithm: cuda-ring}" 2 "$BIG" $((BIGB / 2))
+  sgrun ar-cudaring-p 1 "{engine: allreduce, algorithm: cuda-ring, cuda_ring: persistent}" 2 "$BIG" $((BIGB / 2))
+fi
+sgrun ar-ring 1 "{engine: allreduce, algorithm: ring}" 2 "$BIG" $((BIGB / 2))
+if [ $DRY -eq 1 ]; then
+  skip "sgdlab bench allreduce --set device=cuda --impl cuda-ring,ring"
+else
+  part d2d-copy 30 "$TESTS/cuda_ring_rank" --copy 67108864
+  part bench-allreduce 120 "$SG" bench allreduce --np 2 --set device=cuda \
+    --impl ring,cuda-ring,cuda-ring-persistent --sizes 1M:64M --db "$W/db/bench-allreduce.db"
+fi
+
+# ---- 3. tests (last: the table comes first) ------------------------------------------------------------------
+TEST_RESULT=""
+for t in "$TESTS"/test_cuda*; do
+  [ -x "$t" ] || continue
+  n=$(basename "$t")
+  if [ "$n" = test_cuda_refuse ] && [ $DRY -eq 0 ]; then
+    continue # it checks the refusal on a machine WITHOUT a device
+  fi
+  part "$n" 150 "$t"
+  rc=$?
+  if [ $rc -eq 77 ] || grep -q '^SKIP' "$LOGS/$n.log"; then r=skip; elif [ $rc -eq 0 ]; then r=pass; else r=FAIL; fi
+  TEST_RESULT="$TEST_RESULT $n:$r"
+done
+SAN=n/a
+if [ $DRY -eq 1 ]; then
+  skip "compute-sanitizer --tool memcheck test_cuda_gpu grad/sgd"
+elif CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1) && [ -n "$CS" ]; then
+  part sanitizer 100 "$CS" --tool memcheck --error-exitcode 1 "$TESTS/test_cuda_gpu" \
+    grad_mlp_matches_cpu grad_softmax_matches_cpu sgd_matches_optim
+  SAN=$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors?' "$LOGS/sanitizer.log" | tail -1)
+  [ -n "$SAN" ] || SAN="FAIL (see sanitizer.log)"
+else
+  echo "FAIL: compute-sanitizer not found"; SAN="not found"; NFAIL=$((NFAIL + 1))
+fi
+
+# ---- the table -------------------------------------------------------------------
+med() { # the median of the numbers in a file (FAIL/dry kept when none)
+  [ -f "$1" ] || { echo n/a; return; }
+  sort -n "$1" | grep -E '^[0-9]+$' | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}' | grep . ||
+    head -1 "$1"
+}
+vals() { [ -f "$1" ] && paste -sd/ "$1" || echo n/a; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a+0 > 0 && b+0 > 0) printf "%.2f", a / b; else print "-"}'; }
+TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-small.sps") LS=$(med "$W/local-small.sps")
+{
+  echo "| $( [ $DRY -eq 1 ] && echo 'DRY RUN, device: cpu, small models' || echo 'device: cuda') | samples/s (median) | rounds | vs PyTorch |"
+  echo "|---|---:|---|---:|"
+  echo "| PyTorch fp32 (TF32 off), MLP 784-2048-2048-10, batch 256 | $TB | $(vals "$W/torch-big.sps") | 1.00 |"
+  echo "| PyTorch, same, loss.item() every step | $(med "$W/torch-big-sync.sps") | $(vals "$W/torch-big-sync.sps") | $(ratio "$(med "$W/torch-big-sync.sps")" "$TB") |"
+  echo "| sgdlab local, device $DEV, hidden $BIG, batch $BIGB | $LB | $(vals "$W/local-big.sps") | $(ratio "$LB" "$TB") |"
+  echo "| GEMM bound of one step (bench step, cuBLAS) | ${BOUND:-FAIL} | 1 | $(ratio "${BOUND:-0}" "$TB") |"
+  echo "| bench step: the step itself (ratio to bound $(ratio "${BSTEP:-0}" "${BOUND:-0}")) | ${BSTEP:-FAIL} | 1 | $(ratio "${BSTEP:-0}" "$TB") |"
+  echo "| sgdlab allreduce cuda-ring, 2 ranks sharing the GPU | $(med "$W/ar-cudaring.sps") | 1 | $(ratio "$(med "$W/ar-cudaring.sps")" "$TB") |"
+  echo "| sgdlab allreduce cuda-ring persistent, 2 ranks sharing the GPU | $(med "$W/ar-cudaring-p.sps") | 1 | $(ratio "$(med "$W/ar-cudaring-p.sps")" "$TB") |"
+  echo "| sgdlab allreduce ring, host-staged, 2 ranks | $(med "$W/ar-ring.sps") | 1 | $(ratio "$(med "$W/ar-ring.sps")" "$TB") |"
+  echo "| PyTorch, MLP 784-128-10, batch 64 | $TS | $(vals "$W/torch-small.sps") | 1.00 |"
+  echo "| sgdlab local, device $DEV, hidden $SMALL, batch $SMALLB | $LS | $(vals "$W/local-small.sps") | $(ratio "$LS" "$TS") |"
+  echo
+  echo "device copy: $(grep -h 'd2d-copy' "$LOGS/d2d-copy.log" 2>/dev/null | head -1)"
+  echo
+  echo "bench allreduce (device buffers, 2 ranks):"
+  echo '```'
+  tail -n 30 "$LOGS/bench-allreduce.log" 2>/dev/null
+  echo '```'
+  echo "tests:${TEST_RESULT:- none}; compute-sanitizer: $SAN; bench allreduce: see bench-allreduce.log; failed parts: $NFAIL; $(($(date +%s) - T0)) s"
+} >"$OUT/table.md"
+cp "$W"/cfg/*.yaml "$LOGS/" 2>/dev/null
+tar czf "$OUT/gpu-check-logs.tar.gz" -C "$W" logs
+echo
+cat "$OUT/table.md"
+exit 0

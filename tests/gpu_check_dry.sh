@@ -1,0 +1,36 @@
+#!/bin/sh
+# gpu_check_dry.sh SRC BUILD: scripts/gpu-check.sh --dry with the CPU
+# plumbing of the GPU check: it completes, prints the one table with a
+# measured sgdlab local row, marks every GPU part SKIP, and leaves the
+# table and the log archive in $OUT.  Then with a 1-second limit every
+# part must FAIL visibly while the script still completes with its table
+# (the parts are non-fatal), and an unknown argument is one line, exit 2.
+set -u
+SRC=$1 BUILD=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "gpu_check_dry: $*"; cat "$T/out.txt"; exit 1; }
+cd "$SRC" || exit 1
+OUT=$T/o sh -c "bash scripts/gpu-check.sh --dry --build '$BUILD'" >"$T/out.txt" 2>&1 || fail "rc $?"
+grep -q '^SKIP (dry: no GPU): compute-sanitizer' "$T/out.txt" || fail "no SKIP line for the sanitizer"
+grep -q '^SKIP (dry: no GPU): allreduce cuda-ring' "$T/out.txt" || fail "no SKIP line for cuda-ring"
+grep -q '^FAIL' "$T/out.txt" && fail "a part failed in the dry run"
+grep -Eq '^\| sgdlab local, device cpu, hidden \[64\], batch 256 \| [0-9]+ \|' "$T/out.txt" ||
+  fail "no measured local row"
+grep -Eq '^\| GEMM bound of one step .*\| [0-9]+ \|' "$T/out.txt" || fail "no bench step bound"
+grep -Eq '^\| sgdlab allreduce ring, host-staged, 2 ranks \| [0-9]+ \|' "$T/out.txt" ||
+  fail "no allreduce ring row"
+[ -s "$T/o/table.md" ] || fail "no table.md"
+tar tzf "$T/o/gpu-check-logs.tar.gz" >"$T/list" || fail "no log archive"
+for f in logs/machine.log logs/local-big-1.log logs/bench-step.log logs/ar-ring-1.log; do
+  grep -qx "$f" "$T/list" || fail "$f missing from the log archive"
+done
+# non-fatal parts: no time at all, yet the table comes out
+LIMIT_S=1 OUT=$T/p bash scripts/gpu-check.sh --dry --build "$BUILD" >"$T/out.txt" 2>&1 ||
+  fail "limit 1 s: rc $?"
+grep -q '^FAIL: local-big-1 (no time left' "$T/out.txt" || fail "limit 1 s: no FAIL line"
+grep -Eq '^\| sgdlab local, device cpu, .*\| FAIL \|' "$T/out.txt" || fail "limit 1 s: no FAIL cell"
+bash scripts/gpu-check.sh --bogus >"$T/out.txt" 2>&1
+[ $? -eq 2 ] || fail "unknown argument: not exit 2"
+[ "$(wc -l <"$T/out.txt")" -eq 1 ] || fail "unknown argument: not one line"
+echo "gpu_check_dry: ok"
