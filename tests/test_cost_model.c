@@ -553,6 +553,24 @@ TEST(whatif_reproduces_the_worked_numbers) {
                           "0.0000     390.7800");
 }
 
+/* --slice: a sync ps shard in C slices overlaps its pushes and replies,
+ * T (1 + 1/C) for the whole shard's 2T (docs/model.md); 0 is whole. */
+TEST(whatif_slices_the_ps_shard) {
+  char out[4096];
+  char *whole[] = {"sgdlab", "model", "--what-if", "--bytes", "64Mi", "--link", "1GB/s",
+                   "--latency", "0", "--gamma", "0", "--workers", "16", "--engines", "ps",
+                   "--json", NULL};
+  CHECK_EQ_INT(ru_run(whole, 1, NULL, out, sizeof out), 0);
+  double K = 64.0 * 1048576, T = 16 * K / 1e9, Tin = 15 * K / 1e9;
+  CHECK_NEAR(json_num(out, "ps-sync-S1", 0, "step_s") / (T + Tin), 1.0, 1e-8); /* %.9g */
+  char *sliced[] = {"sgdlab", "model", "--what-if", "--bytes", "64Mi", "--link", "1GB/s",
+                    "--latency", "0", "--gamma", "0", "--workers", "16", "--engines", "ps",
+                    "--slice", "128Ki", "--json", NULL};
+  CHECK_EQ_INT(ru_run(sliced, 1, NULL, out, sizeof out), 0);
+  fprintf(stderr, "%s", out);
+  CHECK_NEAR(json_num(out, "ps-sync-S1", 0, "step_s") / (T * (1 + 1.0 / 512)), 1.0, 1e-8);
+}
+
 TEST(whatif_refuses_bad_input_with_one_line) {
   static const struct {
     const char *arg, *val, *msg;

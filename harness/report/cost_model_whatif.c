@@ -16,7 +16,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: sgdlab model --what-if --link RATE (--bytes B | --params P)\n"
           "                    [--workers LIST] [--engines LIST] [--latency T] [--gamma S]\n"
-          "                    [--servers S] [--depth D] [--group G] [--segment B]\n"
+          "                    [--servers S] [--slice B] [--depth D] [--group G] [--segment B]\n"
           "                    [--topology flat|two-level --rack R [--oversub O]\n"
           "                     [--rack-latency T]] [--compute T] [--json]\n"
           "\n"
@@ -40,6 +40,9 @@ static void usage(FILE *f) {
           "  --latency T      seconds per message (default 0): 5us, 1.5ms, 2e-6\n"
           "  --gamma S        seconds per byte of summation\n"
           "  --servers S      ps servers (default 1)\n"
+          "  --slice B        ps (sync): bytes per slice of a shard, as a run with\n"
+          "                   `slice: B` on shards of at least `slice_from` (default 0:\n"
+          "                   whole shards)\n"
           "  --depth D        mapreduce-tree aggregate levels, driver included (default 2)\n"
           "  --group G        hier ranks per group (default: --rack, else 8)\n"
           "  --segment B      tree pipeline segment (default 1Mi)\n"
@@ -52,7 +55,7 @@ static void usage(FILE *f) {
 }
 
 typedef struct wargs {
-  double rate, K, alpha, gamma, oversub, rack_alpha, compute, segment;
+  double rate, K, alpha, gamma, oversub, rack_alpha, compute, segment, slice;
   int servers, depth, group, rack, json;
   char workers[256], engines[512];
 } wargs_t;
@@ -125,6 +128,7 @@ static int take(wargs_t *a, const char *s, const char *v) {
   if (!strcmp(s, "--gamma")) return parse_unit(s, v, TIMES, 0, &a->gamma) < 0 ? -1 : 1;
   if (!strcmp(s, "--oversub")) return parse_unit(s, v, PLAIN, 0, &a->oversub) < 0 ? -1 : 1;
   if (!strcmp(s, "--segment")) return parse_unit(s, v, SIZES, 0, &a->segment) < 0 ? -1 : 1;
+  if (!strcmp(s, "--slice")) return parse_unit(s, v, SIZES, 0, &a->slice) < 0 ? -1 : 1;
   if (!strcmp(s, "--servers")) return parse_count(s, v, 1, 1 << 20, &a->servers) < 0 ? -1 : 1;
   if (!strcmp(s, "--depth")) return parse_count(s, v, 1, 16, &a->depth) < 0 ? -1 : 1;
   if (!strcmp(s, "--group")) return parse_count(s, v, 1, 1 << 20, &a->group) < 0 ? -1 : 1;
@@ -235,7 +239,7 @@ static sg_cost_case_t case_for(const wargs_t *a, const wcase_t *w, int n) {
   sg_cost_case_t c = {.engine = w->engine, .variant = w->variant, .N = n, .S = a->servers,
                       .tree_aggregate = w->tree, .depth = a->depth, .K = a->K,
                       .group = a->group > 0 ? a->group : a->rack > 0 ? a->rack : 8,
-                      .segment = a->segment, .rack = a->rack, .oversub = a->oversub,
+                      .segment = a->segment, .slice = a->slice, .rack = a->rack, .oversub = a->oversub,
                       .rack_alpha = a->rack_alpha};
   return c;
 }
