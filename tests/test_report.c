@@ -671,6 +671,17 @@ static int make_sim_fixture(const char *path) {
               r[i].scale, r[i].scale, r[i].scale, i + 1))
       goto done;
   }
+  /* experiment 2 "modeled": evaluations without loss or accuracy (modeled
+   * compute records none) */
+  if (execf(db, "INSERT INTO experiments VALUES(2, 'modeled', 'name: modeled',"
+                " '2024-01-05T00:00:00Z', 'testhost', '0.1.0')"))
+    goto done;
+  for (int i = 0; i < 2; i++)
+    if (add_run(db, 20 + i, 2, "allreduce", "\"_label\": \"allreduce rhd [sim]\"", "mpi",
+                2 << i, 0, 0, "ok", NULL) ||
+        execf(db, "INSERT INTO evals VALUES(%d, 29, 0, 0.5, 1920, NULL, NULL, NULL)", 20 + i) ||
+        add_steps(db, 20 + i, 1, "worker", 100, 100, 100, 0, 0, 0.01))
+      goto done;
   if (execf(db, "COMMIT")) goto done;
   rc = 0;
 done:
@@ -727,6 +738,15 @@ TEST(report_vs_workers) {
   CHECK(gp);
   CHECK(!strstr(gp, "logscale y")); /* accuracy: linear axis */
   free(gp);
+  /* modeled compute: no accuracy or loss to draw, time per step still */
+  snprintf(dir, sizeof dir, "%s/rep-vsn-modeled", tmpdir);
+  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "modeled", "--db", sim_db, "--out", dir,
+               NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  CHECK(!exists(dir, "acc_vs_time.png") && !exists(dir, "test_loss_vs_time.gp"));
+  snprintf(p, sizeof p, "%s/step_time.png", dir);
+  CHECK(is_png(p));
   /* the emulated fixture: the same figure, no [sim] in its title */
   snprintf(dir, sizeof dir, "%s/rep-vsn-emu", tmpdir);
   rc = run_cmd(sg_cmd_report, NULL, &out, "report", "fixture", "--db", db_path, "--out", dir,

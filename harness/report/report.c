@@ -438,7 +438,9 @@ static int evals_data(report_t *rp, int *block, int *nblocks, zoom_t z[2], doubl
                         &st));
   for (size_t i = 0; i < s->n; i++) {
     block[i] = -1;
-    if (s->runs[i].nevals == 0) continue;
+    /* a run without an accuracy (simulated with modeled compute: its
+     * evaluations record none) has nothing to draw */
+    if (s->runs[i].nevals == 0 || isnan(s->runs[i].final_acc)) continue;
     block[i] = (*nblocks)++;
     tsv_run_block(rp, f, block[i], i);
     fprintf(f, "# step\twall_s\tsamples\ttest_acc\ttest_loss\ttrain_loss\tepoch\n");
