@@ -1683,25 +1683,36 @@ static int vsn_figure(report_t *rp, const vsn_fig_t *fig, const double *val) {
 }
 
 /* Time per step (compute + communication + waiting, mean over worker
- * ranks and steps) vs workers, when workers vary. */
+ * ranks and steps from step 1 on: step 0 holds the ranks' start skew) vs
+ * workers, when workers vary.  A run with step 0 only keeps it. */
 static int fig_step_time(report_t *rp) {
   const sg_rset_t *s = rp->set;
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK;
   if (!s->workers_vary) return SG_OK;
   double *val = calloc(s->n ? s->n : 1, sizeof *val);
   if (!val) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT avg(compute_s + coalesce(comm_s, 0) + coalesce(wait_s, 0))"
+                        " FROM steps WHERE run_id = ?1 AND role NOT IN ('server', 'driver')"
+                        " AND step >= (SELECT min(1, max(step)) FROM steps WHERE run_id = ?1)",
+                        &st));
   for (size_t i = 0; i < s->n; i++) {
-    const sg_rrun_t *r = &s->runs[i];
-    val[i] = r->compute_s + (isnan(r->comm_s) ? 0 : r->comm_s) +
-             (isnan(r->wait_s) ? 0 : r->wait_s);
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, s->runs[i].id);
+    val[i] = sqlite3_step(st) == SQLITE_ROW ? sg_rdb_double(st, 0) : NAN;
     val[i] = isnan(val[i]) || val[i] <= 0 ? NAN : 1e3 * val[i];
   }
   static const vsn_fig_t fig = {
       "step_time", "Time per step vs workers", "time per step (ms)",
       "Time per step vs workers: compute + communication + waiting per step, mean over "
-      "the worker ranks and steps, median over repeats (band: min to max); a simulated "
-      "run's ([sim]) in simulated time. Log axes where the times span decades.",
+      "the worker ranks and over steps 1 on (step 0 holds the start-up skew), median over "
+      "repeats (band: min to max); a simulated run's ([sim]) in simulated time. Log axes "
+      "where the times span decades.",
       1};
-  int rc = vsn_figure(rp, &fig, val);
+  SG_TRY(vsn_figure(rp, &fig, val));
+fail:
+  sqlite3_finalize(st);
   free(val);
   return rc;
 }
