@@ -722,6 +722,11 @@ TEST(report_vs_workers) {
   CHECK_STR_CONTAINS(gp, "set logscale x 2");
   CHECK_STR_CONTAINS(gp, "set logscale y 10");
   free(gp);
+  snprintf(p, sizeof p, "%s/time_breakdown.gp", dir);
+  gp = read_file(p);
+  CHECK(gp);
+  CHECK_STR_CONTAINS(gp, "'Where a step''s time goes (worker ranks) [sim]'");
+  free(gp);
   snprintf(p, sizeof p, "%s/step_time.png", dir);
   CHECK(is_png(p));
   snprintf(p, sizeof p, "%s/staleness_vs_workers.tsv", dir);
@@ -762,6 +767,11 @@ TEST(report_vs_workers) {
   CHECK(gp);
   CHECK_STR_CONTAINS(gp, "'Time per step vs workers'");
   CHECK(!strstr(gp, "[sim]") && !strstr(gp, "logscale y"));
+  free(gp);
+  snprintf(p, sizeof p, "%s/time_breakdown.gp", dir);
+  gp = read_file(p);
+  CHECK(gp);
+  CHECK(!strstr(gp, "[sim]"));
   free(gp);
   snprintf(p, sizeof p, "%s/step_time.tsv", dir);
   t = read_file(p);

@@ -882,6 +882,13 @@ fail:
   return rc;
 }
 
+/* " [sim]" in a figure's title when some run of the set was simulated. */
+static const char *vsn_sim_tag(const sg_rset_t *s) {
+  for (size_t i = 0; i < s->n; i++)
+    if (!strcmp(s->runs[i].launcher, "smpirun")) return " [sim]";
+  return "";
+}
+
 static int fig_breakdown(report_t *rp) {
   static const char *const parts[3] = {"compute", "communication", "waiting"};
   sbar_t *bars = calloc(rp->set->n ? rp->set->n : 1, sizeof *bars);
@@ -891,9 +898,11 @@ static int fig_breakdown(report_t *rp) {
     bars[n].run = i;
     n += breakdown_bar(rp, i, bars[n].t, bars[n].lab, sizeof bars[n].lab);
   }
+  char title[64];
+  snprintf(title, sizeof title, "Where a step's time goes (worker ranks)%s",
+           vsn_sim_tag(rp->set));
   if (n) {
-    SG_TRY(draw_stacked(rp, "time_breakdown", "breakdown.tsv",
-                        "Where a step's time goes (worker ranks)",
+    SG_TRY(draw_stacked(rp, "time_breakdown", "breakdown.tsv", title,
                         "ms per step (worker mean)",
                         "mean seconds per step over worker ranks, mean over repeats;"
                         " the figure shows milliseconds",
@@ -1574,8 +1583,9 @@ static int vsn_next(const sg_rset_t *s, const double *val, const char *ser, int 
 }
 
 /* Block `blk` of NAME.tsv for series `ser`: per worker count the median
- * of val over the ok runs, and its min and max.  lo, hi: the range of
- * the medians so far.  Returns whether the block has a row. */
+ * of val over the ok runs, and its min and max (f NULL: nothing
+ * written).  lo, hi: the range of the medians so far.  Returns whether
+ * the block has a row. */
 static int vsn_block(const sg_rset_t *s, FILE *f, int blk, const char *ser, const double *val,
                      double *v, int *band, double *lo, double *hi) {
   char b[256];
@@ -1589,12 +1599,12 @@ static int vsn_block(const sg_rset_t *s, FILE *f, int blk, const char *ser, cons
     if (!k) continue;
     double med = sg_rmedian(v, k); /* sorts v */
     if (k > 1) *band = 1;
-    if (!wrote) {
+    if (!wrote && f) {
       tsv_block(f, blk, ser);
       fputs("# workers\tmedian\tmin\tmax\n", f);
-      wrote = 1;
     }
-    fprintf(f, "%d\t%.6g\t%.6g\t%.6g\n", n, med, v[0], v[k - 1]);
+    wrote = 1;
+    if (f) fprintf(f, "%d\t%.6g\t%.6g\t%.6g\n", n, med, v[0], v[k - 1]);
     if (med < *lo) *lo = med;
     if (med > *hi) *hi = med;
   }
@@ -1608,13 +1618,6 @@ typedef struct {
   const char *name, *title, *ylabel, *caption;
   int logy;
 } vsn_fig_t;
-
-/* " [sim]" in a figure's title when some run of the set was simulated. */
-static const char *vsn_sim_tag(const sg_rset_t *s) {
-  for (size_t i = 0; i < s->n; i++)
-    if (!strcmp(s->runs[i].launcher, "smpirun")) return " [sim]";
-  return "";
-}
 
 static int vsn_plot(report_t *rp, const vsn_fig_t *fig, const double *val, double *v,
                     size_t *first) {
@@ -1637,6 +1640,11 @@ static int vsn_plot(report_t *rp, const vsn_fig_t *fig, const double *val, doubl
   fprintf(f, "# %s: median over ok repeats per worker count, min, max\n", fig->ylabel);
   SG_TRY(sg_plot_begin(&gp, rp->dir, fig->name, title));
   axis_labels(gp, "workers N", fig->ylabel);
+  for (size_t j = 0; j < nser; j++) { /* the medians' range: log y or not */
+    int band = 0;
+    vsn_block(s, NULL, 0, vsn_series(s, first[j], a, sizeof a), val, v, &band, &lo, &hi);
+  }
+  if (fig->logy && lo > 0 && hi / lo > 20) fputs("set logscale y 10\n", gp);
   fputs("set logscale x 2\nset xtics 2\nset key outside right top\nplot \\\n", gp);
   for (size_t j = 0; j < nser; j++) {
     int band = 0;
@@ -1653,7 +1661,6 @@ static int vsn_plot(report_t *rp, const vsn_fig_t *fig, const double *val, doubl
     nblocks++;
   }
   fputs("  NaN notitle\n", gp);
-  if (fig->logy && lo > 0 && hi / lo > 20) fputs("set logscale y 10\nreplot\n", gp);
   SG_TRY(close_data(rp, file, &f));
   if (!nblocks) {
     sg_out_discard(gp);
