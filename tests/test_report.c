@@ -383,6 +383,10 @@ TEST(report_bytes_vs_workers) {
   CHECK(gp);
   CHECK_STR_CONTAINS(gp, "title 'allreduce ring' noenhanced");
   CHECK_STR_CONTAINS(gp, "with filledcurves");
+  /* binary units like the tables (MiB), one decimal so that ticks 0.5 MiB
+   * apart do not print the same text */
+  CHECK_STR_CONTAINS(gp, "set format y '%.1b %BB'");
+  CHECK_STR_CONTAINS(gp, "set ytics 2**ceil(");
   free(gp);
   snprintf(p, sizeof p, "%s/bytes_vs_workers.png", dir);
   CHECK(is_png(p));

@@ -1173,7 +1173,12 @@ static int fig_bytes(report_t *rp) {
   SG_TRY(sg_plot_begin(&gp, rp->dir, "bytes_vs_workers",
                        "Bytes per step on the busiest rank vs workers"));
   axis_labels(gp, "workers N", "bytes per step, busiest rank (sent + received)");
-  fputs("set logscale x 2\nset xtics 2\nset yrange [0:*]\nset format y '%.0s %cB'\nplot \\\n",
+  /* binary units like the tables; ticks a power of two apart (about six),
+   * one decimal, so that no two ticks print the same text */
+  fputs("set logscale x 2\nset xtics 2\nset yrange [0:*]\n"
+        "stats 'bytes_vs_workers.tsv' using 4 nooutput\n"
+        "if (STATS_max > 0) { set ytics 2**ceil(log(STATS_max / 6.0) / log(2)) }\n"
+        "set format y '%.1b %BB'\nplot \\\n",
         gp);
   for (size_t i = 0; i < s->n; i++) {
     int wrote = 0, dup = 0;
