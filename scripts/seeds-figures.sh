@@ -6,7 +6,7 @@
 # this script in `flock /path/to/lock`.
 #   scripts/seeds-figures.sh               run everything, then draw
 #   scripts/seeds-figures.sh run|draw      only one half
-#   scripts/seeds-figures.sh run pfn async only these experiments
+#   scripts/seeds-figures.sh run pfn async  only these experiments
 # DB (default results/seeds.db) holds the runs; each step prints how long
 # it took.
 set -euo pipefail
@@ -33,7 +33,7 @@ figs() {
     scale) echo "step_time time_breakdown" ;;
     gibiansky) echo "time_breakdown" ;;
     pfn) echo "time_breakdown" ;;
-    async) echo "staleness_vs_workers acc_vs_workers staleness acc_vs_time" ;;
+    async) echo "staleness_vs_workers acc_vs_workers" ;;
   esac
 }
 
