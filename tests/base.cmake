@@ -25,3 +25,14 @@ set_tests_properties(install_into_a_prefix PROPERTIES TIMEOUT 120)
 add_test(NAME install_check_catches_a_broken_link
   COMMAND sh -c "d=$(mktemp -d) && printf 'see [x](gone/missing.md) and [y](https://e.x)\\n' > \"$d/R.md\" && sh ${CMAKE_CURRENT_SOURCE_DIR}/install_check.sh --links \"$d\"; rc=$?; rm -rf \"$d\"; test $rc -eq 1")
 set_tests_properties(install_check_catches_a_broken_link PROPERTIES TIMEOUT 30)
+
+# The shipped seeds experiments (configs/seeds/, docs/seeds.md) validate and
+# run simulated only; and the check can fail: a copy with an unknown key,
+# and one that is not simulated.
+add_test(NAME seeds_configs_validate
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/seeds_configs.sh $<TARGET_FILE:sgdlab>
+          ${CMAKE_SOURCE_DIR}/configs/seeds)
+set_tests_properties(seeds_configs_validate PROPERTIES TIMEOUT 30 SKIP_RETURN_CODE 77)
+add_test(NAME seeds_configs_check_can_fail
+  COMMAND sh -c "d=$(mktemp -d) && for k in a b; do cp ${CMAKE_SOURCE_DIR}/configs/seeds/pfn.yaml \"$d/$k.yaml\"; done && printf 'no_such_key: 1\\n' >> \"$d/a.yaml\" && sed -i '/^simulate:/d' \"$d/b.yaml\" && out=$(sh ${CMAKE_CURRENT_SOURCE_DIR}/seeds_configs.sh $<TARGET_FILE:sgdlab> \"$d\"); rc=$?; rm -rf \"$d\"; echo \"$out\"; test $rc -eq 77 || { test $rc -eq 1 && echo \"$out\" | grep -q 'a.yaml: sgdlab run -n exit 2' && echo \"$out\" | grep -q 'b.yaml: 3 runs listed, 0 of them simulated'; }")
+set_tests_properties(seeds_configs_check_can_fail PROPERTIES TIMEOUT 30)

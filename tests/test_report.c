@@ -631,3 +631,155 @@ TEST(list_and_show) {
   CHECK_STR_CONTAINS(out, "usage: sgdlab show RUN");
   free(out);
 }
+
+/* Figures over workers of a simulated sweep (experiment "simscale" in a
+ * database of its own): time per step, final accuracy and mean staleness
+ * per series.  Worker step rows last 4 + 2 + 1 = 7 ms (add_steps), scaled
+ * per run: ps sync [sim] N=8 7 ms, N=16 14 ms; ps sync servers=2 (N=16)
+ * and servers=4 (N=32), one entry per N, are one series "servers=N/8"
+ * (their labels carry a quote, which reaches the script quoted); allreduce
+ * ring N=8 0.3 ms, N=16 0.6 ms (step 0 of ps sync N=8 waits 1 s, left out):
+ * medians span 0.3 .. 14 ms, more than 20x,
+ * so the y axis is logarithmic; ps async N=8, 16: staleness step % 3
+ * (mean 1), final accuracy 0.8 and 0.7. */
+static int make_sim_fixture(const char *path) {
+  sqlite3 *db = NULL;
+  int rc = -1;
+  static const struct {
+    const char *label;
+    int workers, servers, stale;
+    double scale, acc;
+  } r[] = {{"ps sync [sim]", 8, 1, 0, 1, 0.9},
+           {"ps sync [sim]", 16, 1, 0, 2, 0.9},
+           {"ps sync servers=2 it''s [sim]", 16, 2, 0, 1, 0.9},
+           {"ps sync servers=4 it''s [sim]", 32, 4, 0, 1, 0.9},
+           {"allreduce ring [sim]", 8, 0, 0, 3 / 70.0, 0.9},
+           {"allreduce ring [sim]", 16, 0, 0, 6 / 70.0, 0.9},
+           {"ps async [sim]", 8, 1, 1, 1, 0.8},
+           {"ps async [sim]", 16, 1, 1, 1, 0.7}};
+  unlink(path);
+  if (sqlite3_open(path, &db) != SQLITE_OK) goto done;
+  if (execf(db, "%s", SCHEMA) || execf(db, "BEGIN") ||
+      execf(db, "INSERT INTO experiments VALUES(1, 'simscale', 'name: simscale',"
+                " '2024-01-04T00:00:00Z', 'testhost', '0.1.0')"))
+    goto done;
+  for (int i = 0; i < (int)(sizeof r / sizeof r[0]); i++) {
+    char opts[160];
+    snprintf(opts, sizeof opts, "\"_label\": \"%s\"", r[i].label);
+    if (add_run(db, i + 1, 1, r[i].servers ? "ps" : "allreduce", opts, "mpi",
+                r[i].workers, r[i].servers, 0, "ok", NULL) ||
+        execf(db, "UPDATE runs SET launcher = 'smpirun' WHERE id = %d", i + 1) ||
+        add_eval(db, i + 1, 29, 1.0, 1920, r[i].acc) ||
+        add_steps(db, i + 1, 1, "worker", 100, 100, 100, r[i].stale, 0, 0.01) ||
+        execf(db, "UPDATE steps SET compute_s = compute_s * %.17g, comm_s = comm_s * %.17g,"
+                  " wait_s = wait_s * %.17g WHERE run_id = %d",
+              r[i].scale, r[i].scale, r[i].scale, i + 1))
+      goto done;
+  }
+  /* experiment 2 "modeled": evaluations without loss or accuracy (modeled
+   * compute records none) */
+  if (execf(db, "INSERT INTO experiments VALUES(2, 'modeled', 'name: modeled',"
+                " '2024-01-05T00:00:00Z', 'testhost', '0.1.0')"))
+    goto done;
+  for (int i = 0; i < 2; i++)
+    if (add_run(db, 20 + i, 2, "allreduce", "\"_label\": \"allreduce rhd [sim]\"", "mpi",
+                2 << i, 0, 0, "ok", NULL) ||
+        execf(db, "INSERT INTO evals VALUES(%d, 29, 0, 0.5, 1920, NULL, NULL, NULL)", 20 + i) ||
+        add_steps(db, 20 + i, 1, "worker", 100, 100, 100, 0, 0, 0.01))
+      goto done;
+  /* step 0 holds the start-up skew: left out of the time per step */
+  if (execf(db, "UPDATE steps SET wait_s = 1.0 WHERE run_id = 1 AND step = 0") ||
+      execf(db, "COMMIT"))
+    goto done;
+  rc = 0;
+done:
+  sqlite3_close(db);
+  return rc;
+}
+
+TEST(report_vs_workers) {
+  char *out = NULL, dir[512], p[600], sim_db[320];
+  setup();
+  snprintf(sim_db, sizeof sim_db, "%s/sim.db", tmpdir);
+  CHECK(make_sim_fixture(sim_db) == 0);
+  snprintf(dir, sizeof dir, "%s/rep-vsn", tmpdir);
+  int rc = run_cmd(sg_cmd_report, NULL, &out, "report", "simscale", "--db", sim_db, "--out",
+                   dir, NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  snprintf(p, sizeof p, "%s/step_time.tsv", dir);
+  char *t = read_file(p);
+  CHECK(t);
+  CHECK_STR_CONTAINS(t, "# ps sync [sim]\n# workers\tmedian\tmin\tmax\n8\t7\t7\t7\n"
+                        "16\t14\t14\t14\n");
+  CHECK_STR_CONTAINS(t, "# ps sync servers=N/8 it's [sim]\n# workers\tmedian\tmin\tmax\n"
+                        "16\t7\t7\t7\n32\t7\t7\t7\n");
+  CHECK_STR_CONTAINS(t, "# allreduce ring [sim]\n# workers\tmedian\tmin\tmax\n"
+                        "8\t0.3\t0.3\t0.3\n16\t0.6\t0.6\t0.6\n");
+  CHECK(!strstr(t, "servers=2") && !strstr(t, "servers=4"));
+  free(t);
+  snprintf(p, sizeof p, "%s/step_time.gp", dir);
+  char *gp = read_file(p);
+  CHECK(gp);
+  CHECK_STR_CONTAINS(gp, "'Time per step vs workers [sim]'");
+  CHECK_STR_CONTAINS(gp, "title 'ps sync servers=N/8 it''s [sim]' noenhanced");
+  CHECK_STR_CONTAINS(gp, "set logscale x 2");
+  CHECK_STR_CONTAINS(gp, "set logscale y 10");
+  free(gp);
+  snprintf(p, sizeof p, "%s/time_breakdown.gp", dir);
+  gp = read_file(p);
+  CHECK(gp);
+  CHECK_STR_CONTAINS(gp, "'Where a step''s time goes (worker ranks) [sim]'");
+  free(gp);
+  snprintf(p, sizeof p, "%s/step_time.png", dir);
+  CHECK(is_png(p));
+  snprintf(p, sizeof p, "%s/staleness_vs_workers.tsv", dir);
+  t = read_file(p);
+  CHECK(t);
+  CHECK_STR_CONTAINS(t, "# ps async [sim]\n# workers\tmedian\tmin\tmax\n8\t1\t1\t1\n"
+                        "16\t1\t1\t1\n");
+  CHECK(!strstr(t, "# ps sync"));
+  free(t);
+  snprintf(p, sizeof p, "%s/acc_vs_workers.tsv", dir);
+  t = read_file(p);
+  CHECK(t);
+  CHECK_STR_CONTAINS(t, "# ps async [sim]\n# workers\tmedian\tmin\tmax\n8\t0.8\t0.8\t0.8\n"
+                        "16\t0.7\t0.7\t0.7\n");
+  free(t);
+  snprintf(p, sizeof p, "%s/acc_vs_workers.gp", dir);
+  gp = read_file(p);
+  CHECK(gp);
+  CHECK(!strstr(gp, "logscale y")); /* accuracy: linear axis */
+  free(gp);
+  /* modeled compute: no accuracy or loss to draw, time per step still */
+  snprintf(dir, sizeof dir, "%s/rep-vsn-modeled", tmpdir);
+  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "modeled", "--db", sim_db, "--out", dir,
+               NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  CHECK(!exists(dir, "acc_vs_time.png") && !exists(dir, "test_loss_vs_time.gp"));
+  snprintf(p, sizeof p, "%s/step_time.png", dir);
+  CHECK(is_png(p));
+  /* the emulated fixture: the same figure, no [sim] in its title */
+  snprintf(dir, sizeof dir, "%s/rep-vsn-emu", tmpdir);
+  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "fixture", "--db", db_path, "--out", dir,
+               NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  snprintf(p, sizeof p, "%s/step_time.gp", dir);
+  gp = read_file(p);
+  CHECK(gp);
+  CHECK_STR_CONTAINS(gp, "'Time per step vs workers'");
+  CHECK(!strstr(gp, "[sim]") && !strstr(gp, "logscale y"));
+  free(gp);
+  snprintf(p, sizeof p, "%s/time_breakdown.gp", dir);
+  gp = read_file(p);
+  CHECK(gp);
+  CHECK(!strstr(gp, "[sim]"));
+  free(gp);
+  snprintf(p, sizeof p, "%s/step_time.tsv", dir);
+  t = read_file(p);
+  CHECK(t);
+  CHECK_STR_CONTAINS(t, "# allreduce ring\n# workers\tmedian\tmin\tmax\n2\t7\t7\t7\n4\t7\t7\t7\n");
+  free(t);
+}

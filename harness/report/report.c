@@ -32,7 +32,7 @@
 #include "engine.h"
 #include "report.h"
 
-#define MAX_FIGS 16
+#define MAX_FIGS 20
 #define STALENESS_BINS 64 /* values above go into the last bin */
 
 typedef struct report {
@@ -438,7 +438,9 @@ static int evals_data(report_t *rp, int *block, int *nblocks, zoom_t z[2], doubl
                         &st));
   for (size_t i = 0; i < s->n; i++) {
     block[i] = -1;
-    if (s->runs[i].nevals == 0) continue;
+    /* a run without an accuracy (simulated with modeled compute: its
+     * evaluations record none) has nothing to draw */
+    if (s->runs[i].nevals == 0 || isnan(s->runs[i].final_acc)) continue;
     block[i] = (*nblocks)++;
     tsv_run_block(rp, f, block[i], i);
     fprintf(f, "# step\twall_s\tsamples\ttest_acc\ttest_loss\ttrain_loss\tepoch\n");
@@ -880,6 +882,13 @@ fail:
   return rc;
 }
 
+/* " [sim]" in a figure's title when some run of the set was simulated. */
+static const char *vsn_sim_tag(const sg_rset_t *s) {
+  for (size_t i = 0; i < s->n; i++)
+    if (!strcmp(s->runs[i].launcher, "smpirun")) return " [sim]";
+  return "";
+}
+
 static int fig_breakdown(report_t *rp) {
   static const char *const parts[3] = {"compute", "communication", "waiting"};
   sbar_t *bars = calloc(rp->set->n ? rp->set->n : 1, sizeof *bars);
@@ -889,9 +898,11 @@ static int fig_breakdown(report_t *rp) {
     bars[n].run = i;
     n += breakdown_bar(rp, i, bars[n].t, bars[n].lab, sizeof bars[n].lab);
   }
+  char title[64];
+  snprintf(title, sizeof title, "Where a step's time goes (worker ranks)%s",
+           vsn_sim_tag(rp->set));
   if (n) {
-    SG_TRY(draw_stacked(rp, "time_breakdown", "breakdown.tsv",
-                        "Where a step's time goes (worker ranks)",
+    SG_TRY(draw_stacked(rp, "time_breakdown", "breakdown.tsv", title,
                         "ms per step (worker mean)",
                         "mean seconds per step over worker ranks, mean over repeats;"
                         " the figure shows milliseconds",
@@ -1541,6 +1552,223 @@ fail:
   return rc;
 }
 
+/* ---- one value per run vs workers: time per step, accuracy, staleness -- */
+
+/* The series of run i in the figures over workers: its variant, except
+ * that a variant run at one worker count N whose servers S divide N
+ * (one entry per N, `servers: N/8`) joins the others of the same ratio:
+ * "ps sync servers=2" at N = 16 is "ps sync servers=N/8". */
+static const char *vsn_series(const sg_rset_t *s, size_t i, char *buf, size_t len) {
+  const sg_rrun_t *r = &s->runs[i];
+  char tok[32];
+  snprintf(buf, len, "%s", r->variant);
+  snprintf(tok, sizeof tok, "servers=%d", r->servers);
+  char *at = strstr(buf, tok);
+  if (!at || r->servers < 2 || r->workers % r->servers ||
+      next_workers(s, r->variant, r->workers) != INT_MAX ||
+      next_workers(s, r->variant, 0) != r->workers)
+    return buf;
+  char tail[192];
+  snprintf(tail, sizeof tail, "%s", at + strlen(tok));
+  snprintf(at, len - (size_t)(at - buf), "servers=N/%d%s", r->workers / r->servers, tail);
+  return buf;
+}
+
+/* The smallest worker count above `lastn` among the runs of series `ser`
+ * with a value; INT_MAX when there is none. */
+static int vsn_next(const sg_rset_t *s, const double *val, const char *ser, int lastn) {
+  char b[256];
+  int next = INT_MAX;
+  for (size_t i = 0; i < s->n; i++)
+    if (!isnan(val[i]) && s->runs[i].workers > lastn && s->runs[i].workers < next &&
+        !strcmp(vsn_series(s, i, b, sizeof b), ser))
+      next = s->runs[i].workers;
+  return next;
+}
+
+/* Block `blk` of NAME.tsv for series `ser`: per worker count the median
+ * of val over the ok runs, and its min and max (f NULL: nothing
+ * written).  lo, hi: the range of the medians so far.  Returns whether
+ * the block has a row. */
+static int vsn_block(const sg_rset_t *s, FILE *f, int blk, const char *ser, const double *val,
+                     double *v, int *band, double *lo, double *hi) {
+  char b[256];
+  int wrote = 0;
+  for (int n = vsn_next(s, val, ser, 0); n != INT_MAX; n = vsn_next(s, val, ser, n)) {
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++)
+      if (s->runs[i].workers == n && !isnan(val[i]) && !strcmp(s->runs[i].status, "ok") &&
+          !strcmp(vsn_series(s, i, b, sizeof b), ser))
+        v[k++] = val[i];
+    if (!k) continue;
+    double med = sg_rmedian(v, k); /* sorts v */
+    if (k > 1) *band = 1;
+    if (!wrote && f) {
+      tsv_block(f, blk, ser);
+      fputs("# workers\tmedian\tmin\tmax\n", f);
+    }
+    wrote = 1;
+    if (f) fprintf(f, "%d\t%.6g\t%.6g\t%.6g\n", n, med, v[0], v[k - 1]);
+    if (med < *lo) *lo = med;
+    if (med > *hi) *hi = med;
+  }
+  return wrote;
+}
+
+/* What a figure over workers draws: NAME.png of val (one per run, NaN:
+ * none) per series vs N, log2 x; log y when the medians span more than
+ * a factor of 20 (`logy`: allowed). */
+typedef struct {
+  const char *name, *title, *ylabel, *caption;
+  int logy;
+} vsn_fig_t;
+
+static int vsn_plot(report_t *rp, const vsn_fig_t *fig, const double *val, double *v,
+                    size_t *first) {
+  const sg_rset_t *s = rp->set;
+  FILE *f = NULL, *gp = NULL;
+  int rc = SG_OK, nblocks = 0;
+  double lo = INFINITY, hi = -INFINITY;
+  char file[48], title[160], a[256], b[256];
+  size_t nser = 0;
+  for (size_t i = 0; i < s->n; i++) { /* series in order of first appearance */
+    size_t j = 0;
+    if (isnan(val[i])) continue;
+    vsn_series(s, i, a, sizeof a);
+    while (j < nser && strcmp(a, vsn_series(s, first[j], b, sizeof b))) j++;
+    if (j == nser) first[nser++] = i;
+  }
+  snprintf(file, sizeof file, "%s.tsv", fig->name);
+  snprintf(title, sizeof title, "%s%s", fig->title, vsn_sim_tag(s));
+  SG_TRY(open_data(rp, file, &f));
+  fprintf(f, "# %s: median over ok repeats per worker count, min, max\n", fig->ylabel);
+  SG_TRY(sg_plot_begin(&gp, rp->dir, fig->name, title));
+  axis_labels(gp, "workers N", fig->ylabel);
+  for (size_t j = 0; j < nser; j++) { /* the medians' range: log y or not */
+    int band = 0;
+    vsn_block(s, NULL, 0, vsn_series(s, first[j], a, sizeof a), val, v, &band, &lo, &hi);
+  }
+  if (fig->logy && lo > 0 && hi / lo > 20) fputs("set logscale y 10\n", gp);
+  fputs("set logscale x 2\nset xtics 2\nset key outside right top\nplot \\\n", gp);
+  for (size_t j = 0; j < nser; j++) {
+    int band = 0;
+    vsn_series(s, first[j], a, sizeof a);
+    if (!vsn_block(s, f, nblocks, a, val, v, &band, &lo, &hi)) continue;
+    if (band) series_band(gp, file, nblocks, 3, rp->vcolor[first[j]]);
+    fputs("  ", gp);
+    sg_plot_quote(gp, file);
+    fprintf(gp, " index %d using 1:2 with linespoints pt %d ps 1.2 lw 2 ", nblocks,
+            5 + 2 * (nblocks % 4));
+    plot_color(gp, rp->vcolor[first[j]]);
+    sg_plot_title(gp, a);
+    fputs(", \\\n", gp);
+    nblocks++;
+  }
+  fputs("  NaN notitle\n", gp);
+  SG_TRY(close_data(rp, file, &f));
+  if (!nblocks) {
+    sg_out_discard(gp);
+    gp = NULL;
+    snprintf(file, sizeof file, "%s.gp", fig->name);
+    SG_TRY(sg_out_unlink(rp->dir, file));
+    goto fail;
+  }
+  SG_TRY(sg_plot_end(&gp, rp->dir, fig->name));
+  add_fig(rp, fig->name, "%s", fig->caption);
+fail:
+  if (gp) sg_out_discard(gp);
+  if (f) sg_out_discard(f);
+  return rc;
+}
+
+/* vsn_plot with its scratch arrays. */
+static int vsn_figure(report_t *rp, const vsn_fig_t *fig, const double *val) {
+  size_t n = rp->set->n ? rp->set->n : 1;
+  double *v = calloc(n, sizeof *v);
+  size_t *first = calloc(n, sizeof *first);
+  int rc = v && first ? vsn_plot(rp, fig, val, v, first)
+                      : sg_err_set(SG_ENOMEM, "report: out of memory");
+  free(v);
+  free(first);
+  return rc;
+}
+
+/* Time per step (compute + communication + waiting, mean over worker
+ * ranks and steps from step 1 on: step 0 holds the ranks' start skew) vs
+ * workers, when workers vary.  A run with step 0 only keeps it. */
+static int fig_step_time(report_t *rp) {
+  const sg_rset_t *s = rp->set;
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK;
+  if (!s->workers_vary) return SG_OK;
+  double *val = calloc(s->n ? s->n : 1, sizeof *val);
+  if (!val) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT avg(compute_s + coalesce(comm_s, 0) + coalesce(wait_s, 0))"
+                        " FROM steps WHERE run_id = ?1 AND role NOT IN ('server', 'driver')"
+                        " AND step >= (SELECT min(1, max(step)) FROM steps WHERE run_id = ?1)",
+                        &st));
+  for (size_t i = 0; i < s->n; i++) {
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, s->runs[i].id);
+    val[i] = sqlite3_step(st) == SQLITE_ROW ? sg_rdb_double(st, 0) : NAN;
+    val[i] = isnan(val[i]) || val[i] <= 0 ? NAN : 1e3 * val[i];
+  }
+  static const vsn_fig_t fig = {
+      "step_time", "Time per step vs workers", "time per step (ms)",
+      "Time per step vs workers: compute + communication + waiting per step, mean over "
+      "the worker ranks and over steps 1 on (step 0 holds the start-up skew), median over "
+      "repeats (band: min to max); a simulated run's ([sim]) in simulated time. Log axes "
+      "where the times span decades.",
+      1};
+  SG_TRY(vsn_figure(rp, &fig, val));
+fail:
+  sqlite3_finalize(st);
+  free(val);
+  return rc;
+}
+
+/* Final test accuracy and mean staleness vs workers, when workers vary
+ * and some run records staleness (ps async / ssp). */
+static int fig_async_vs_workers(report_t *rp) {
+  const sg_rset_t *s = rp->set;
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK, any = 0;
+  for (size_t i = 0; i < s->n; i++) any |= s->runs[i].has_staleness;
+  if (!s->workers_vary || !any) return SG_OK;
+  double *val = calloc(2 * s->n, sizeof *val);
+  if (!val) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  SG_TRY(sg_rdb_prepare(rp->db,
+                        "SELECT avg(staleness) FROM steps WHERE run_id = ?1"
+                        " AND staleness IS NOT NULL AND role NOT IN ('server', 'driver')",
+                        &st));
+  for (size_t i = 0; i < s->n; i++) {
+    val[i] = s->runs[i].final_acc;
+    val[s->n + i] = NAN;
+    if (!s->runs[i].has_staleness) continue;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, s->runs[i].id);
+    if (sqlite3_step(st) == SQLITE_ROW) val[s->n + i] = sg_rdb_double(st, 0);
+  }
+  static const vsn_fig_t acc = {
+      "acc_vs_workers", "Final test accuracy vs workers", "final test accuracy",
+      "Final test accuracy (the run's last evaluation) vs workers, median over repeats "
+      "(band: min to max).",
+      0};
+  static const vsn_fig_t stale = {
+      "staleness_vs_workers", "Mean staleness vs workers", "mean staleness (updates)",
+      "Mean staleness of the workers' updates (how many updates the server applied "
+      "between a worker's pull and its push) vs workers, median over repeats; variants "
+      "that record staleness only.",
+      1};
+  SG_TRY(vsn_figure(rp, &acc, val));
+  SG_TRY(vsn_figure(rp, &stale, val + s->n));
+fail:
+  sqlite3_finalize(st);
+  free(val);
+  return rc;
+}
+
 /* ---- the command ------------------------------------------------------- */
 
 /* "quick start/1" -> "quick_start_1": a safe directory name. */
@@ -1597,11 +1825,13 @@ static int draw(report_t *rp, int *removed) {
   SG_CHECK(fig_evals(rp));
   SG_CHECK(fig_loss(rp));
   SG_CHECK(fig_scaling(rp));
+  SG_CHECK(fig_step_time(rp));
   SG_CHECK(fig_bytes(rp));
   SG_CHECK(fig_breakdown(rp));
   SG_CHECK(fig_server(rp));
   SG_CHECK(fig_server_timeline(rp));
   SG_CHECK(fig_staleness(rp));
+  SG_CHECK(fig_async_vs_workers(rp));
   SG_CHECK(fig_bench(rp));
   SG_CHECK(sg_report_summary(rp->db, rp->db_path, rp->set, rp->single_run, rp->dir,
                              rp->figs, rp->nfigs));

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Run the seeds' experiments at their scale (configs/seeds/*.yaml,
+# docs/seeds.md), simulated with SimGrid SMPI, and copy their figures into
+# docs/img/seeds-*.png.  Needs a build with sgdlab-rank-smpi
+# (docs/simulate.md).  Each run is a heavy job: on a shared machine wrap
+# this script in `flock /path/to/lock`.
+#   scripts/seeds-figures.sh               run everything, then draw
+#   scripts/seeds-figures.sh run|draw      only one half
+#   scripts/seeds-figures.sh run pfn async  only these experiments
+# DB (default results/seeds.db) holds the runs; each step prints how long
+# it took.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SG=${SG:-./build/harness/sgdlab}
+DB=${DB:-results/seeds.db}
+IMG=docs/img
+what=${1:-all}
+[ $# -gt 0 ] && shift
+EXPS=${*:-scale gibiansky pfn async}
+
+timed() { # NAME CMD...: run CMD, print its wall-clock seconds
+  local name=$1 t0 t1
+  shift
+  t0=$(date +%s.%N)
+  "$@"
+  t1=$(date +%s.%N)
+  printf '== %s: %.0f s\n' "$name" "$(echo "$t1 - $t0" | bc)" >&2
+}
+
+# figures each experiment's report draws that docs/seeds.md shows
+figs() {
+  case $1 in
+    scale) echo "step_time time_breakdown" ;;
+    gibiansky) echo "time_breakdown" ;;
+    pfn) echo "time_breakdown" ;;
+    async) echo "staleness_vs_workers acc_vs_workers" ;;
+  esac
+}
+
+if [ "$what" = all ] || [ "$what" = run ]; then
+  for e in $EXPS; do
+    timed "run $e" $SG run "configs/seeds/$e.yaml" --db "$DB" -q
+  done
+fi
+if [ "$what" = all ] || [ "$what" = draw ]; then
+  for e in $EXPS; do
+    out=results/seeds-report/$e
+    timed "report $e" $SG report "seeds-$e" --db "$DB" --out "$out" >/dev/null
+    for f in $(figs "$e"); do
+      cp "$out/$f.png" "$IMG/seeds-$e-$f.png"
+    done
+  done
+fi
