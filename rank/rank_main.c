@@ -88,6 +88,9 @@ static int rank_shape(const sg_opts_t *o, int rank, rank_shape_t *sh) {
 static int rank_comm_mpi(sg_comm_t **comm, int rank, int size, double deadline,
                          sg_records_t *rec) {
   SG_CHECK(sg_comm_mpi_new(comm, deadline));
+  if ((*comm)->size == 1 && size > 1) /* srun without PMI: N singletons */
+    return sg_err_set(SG_ECONFIG, "MPI world of 1 process where the run has %d: MPI found no "
+                      "process manager (srun needs --mpi=pmix; mpirun starts it itself)", size);
   if ((*comm)->rank != rank || (*comm)->size != size)
     return sg_err_set(SG_ECONFIG, "MPI says rank %d of %d, the launcher said %d of %d",
                       (*comm)->rank, (*comm)->size, rank, size);
@@ -177,7 +180,8 @@ int main(int argc, char **argv) {
             "OMPI_COMM_WORLD_RANK.\n");
     return 2;
   }
-  static const char *const rank_env[] = {"SGDLAB_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", NULL};
+  static const char *const rank_env[] = {"SGDLAB_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                         "SLURM_PROCID", NULL};
   rank = env_int(rank_env, 0);
 #ifndef SG_SMPI
   if (sg_clock_skew_apply(rank) < 0) { /* test only (clock_sync.h) */

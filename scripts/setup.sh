@@ -37,6 +37,8 @@ pkgs=(build-essential cmake pkg-config
       procps
       iproute2 nftables   # sgdlab cluster: ip, tc (namespaces, tbf) and nft (--loss)
       libsimgrid-dev      # simulate: (SimGrid SMPI: smpicc, smpirun; sgdlab-rank-smpi)
+      slurm-wlm munge     # cluster up --slurm: slurmctld, slurmd, srun, sbatch; munged
+      openssh-server      # cluster up --ssh and hosts: over ssh
       chromium)           # test_results_e2e opens index.html headless (~80 MB download)
 
 missing=()
@@ -51,7 +53,16 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
+  # the packages' own services (munge, slurmctld, slurmd, ssh) must not
+  # start: the tests start daemons of their own, with their own files
+  own_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    own_policy=1
+  fi
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  if [ "$own_policy" = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi
 fi
 echo "setup.sh: all dependencies present"
 

@@ -168,7 +168,7 @@ static void random_name(char *out) {
 
 /* ---- running ip, tc, nft ------------------------------------------------------ */
 
-static int find_prog(const char *prog, char *out, size_t cap) {
+int sgc_find_prog(const char *prog, char *out, size_t cap) {
   const char *path = getenv("PATH");
   char dirs[4096];
   snprintf(dirs, sizeof dirs, "%s:/usr/sbin:/sbin:/usr/bin:/bin", path ? path : "");
@@ -232,7 +232,7 @@ static int collect(pid_t pid, int fd, char *out, size_t cap, double deadline) {
 
 int sgc_run(char *const *argv, int ns_fd, char *out, size_t cap) {
   char prog[4096], buf[2048], cmd[512];
-  SG_CHECK(find_prog(argv[0], prog, sizeof prog));
+  SG_CHECK(sgc_find_prog(argv[0], prog, sizeof prog));
   int p[2];
   if (pipe2(p, O_CLOEXEC) < 0) return sg_err_set(SG_EIO, "pipe: %s", strerror(errno));
   pid_t pid = fork();
@@ -385,10 +385,10 @@ static int up_host(sg_cluster_t *cl, int h) {
 
 static int check_tools(const sg_cluster_desc_t *d) {
   char path[4096];
-  SG_CHECK(find_prog("ip", path, sizeof path));
-  SG_CHECK(find_prog("tc", path, sizeof path));
+  SG_CHECK(sgc_find_prog("ip", path, sizeof path));
+  SG_CHECK(sgc_find_prog("tc", path, sizeof path));
   for (int h = 0; h < d->nhosts; h++)
-    if (d->loss[h] > 0 && find_prog("nft", path, sizeof path) < 0)
+    if (d->loss[h] > 0 && sgc_find_prog("nft", path, sizeof path) < 0)
       return sg_err_set(SG_ENOTFOUND,
                         "--loss needs nft (Debian package nftables): not found on PATH");
   return SG_OK;
@@ -471,6 +471,10 @@ int sg_cluster_down(sg_cluster_t **pcl) {
   /* one pass over everything even when a step fails; the first failure
    * is reported (and a failure of up keeps its own message) */
   if (sg_err_msg()[0]) snprintf(first, sizeof first, "%s", sg_err_msg());
+  { /* daemons first: they hold the hosts' namespaces */
+    int r = sg_cluster_daemons_down(cl->d.name);
+    if (r < 0 && rc == SG_OK) rc = r, snprintf(first, sizeof first, "%s", sg_err_msg());
+  }
   for (int h = 0; h < cl->d.nhosts; h++) {
     if (cl->ns_fd[h] >= 0) close(cl->ns_fd[h]);
     cl->ns_fd[h] = -1;

@@ -158,6 +158,24 @@ int sg_cluster_link_stats(const sg_cluster_t *cl, int host, sg_cluster_link_t *o
 uint64_t sg_cluster_tbf_burst(uint64_t bps); /* bytes */
 #define SG_CLUSTER_TBF_LATENCY_MS 20
 
+/* ---- Slurm on the cluster (daemons.c) -------------------------------------- */
+
+/* Start munged, slurmctld (on h0) and one slurmd per host (each in its
+ * host's network namespace and a UTS namespace named hI), configured in
+ * /run/sgdlab/daemons-NAME (0700: slurm.conf, a fresh munge key, spool,
+ * state, logs, and the pid and start time of every daemon started), and
+ * wait (up to timeout_s) until sinfo shows every node idle.  On failure
+ * the caller removes the cluster (sg_cluster_down stops what started). */
+int sg_cluster_slurm_up(const sg_cluster_t *cl, double timeout_s);
+/* Stop the daemons recorded for cluster `name` (each only when its pid
+ * still has the recorded start time: never by name), then remove the
+ * directory through descriptors (safedir.h).  No directory: SG_OK. */
+int sg_cluster_daemons_down(const char *name);
+/* "/run/sgdlab/daemons-NAME" and ".../slurm.conf"; whether it exists. */
+void sg_cluster_daemons_dir(const char *name, char *out, size_t cap);
+void sg_cluster_slurm_conf(const char *name, char *out, size_t cap);
+int sg_cluster_has_slurm(const char *name);
+
 /* `sgdlab cluster ...` (cluster_cmd.c); argv[0] is "cluster". */
 int sg_cmd_cluster(int argc, char **argv);
 

@@ -13,6 +13,7 @@
 
 static const char USAGE[] =
     "usage: sgdlab cluster up --hosts N --link RATE[,RATE...] [--loss F[,F...]] [--name NAME]\n"
+    "                         [--slurm]\n"
     "       sgdlab cluster status [NAME]\n"
     "       sgdlab cluster exec HOST [--] CMD [ARG...]\n"
     "       sgdlab cluster down NAME... | --all\n"
@@ -33,6 +34,7 @@ static const char USAGE[] =
 
 static const char USAGE_UP[] =
     "usage: sgdlab cluster up --hosts N --link RATE[,RATE...] [--loss F[,F...]] [--name NAME]\n"
+    "                         [--slurm]\n"
     "\n"
     "Create a cluster of N hosts (1..250) that stays until `sgdlab cluster down`.\n"
     "  --hosts N     number of hosts\n"
@@ -41,6 +43,10 @@ static const char USAGE_UP[] =
     "  --loss F      fraction of packets dropped in each direction of a host's\n"
     "                link (0.01 or 1%), or one per host; needs nft\n"
     "  --name NAME   1-8 of a-z 0-9 (default: random)\n"
+    "  --slurm       also run Slurm on it: munged, slurmctld on h0, one slurmd per\n"
+    "                host (node hI); waits until every node is idle.  Clients\n"
+    "                (sinfo, srun, sbatch) run on a host: sgdlab cluster exec\n"
+    "                NAME/h0 -- sbatch ... (exec sets SLURM_CONF)\n"
     "Prints each host's name, address, namespace and interface.\n";
 
 static const char USAGE_STATUS[] =
@@ -116,11 +122,18 @@ static void print_hosts(const sg_cluster_t *cl) {
   }
 }
 
+static int g_slurm; /* up --slurm */
+#define SLURM_UP_TIMEOUT_S 60.0
+
 static int parse_up(int argc, char **argv, sg_cluster_desc_t *d) {
   const char *links = NULL, *loss = NULL, *name = NULL;
   long hosts = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--slurm")) {
+      g_slurm = 1;
+      continue;
+    }
     if (strcmp(a, "--hosts") && strcmp(a, "--link") && strcmp(a, "--loss") && strcmp(a, "--name"))
       return sg_err_set(SG_EINVAL, "unknown argument '%s' (sgdlab cluster up --help)", a);
     if (!v) return sg_err_set(SG_EINVAL, "%s needs a value", a);
@@ -156,6 +169,8 @@ static int cmd_up(int argc, char **argv) {
   double t0 = sg_now();
   int rc = sg_cluster_up(&cl, &d);
   if (rc == SG_OK) rc = sg_cluster_persist(cl);
+  double t_net = sg_now() - t0;
+  if (rc == SG_OK && g_slurm && !g_stop) rc = sg_cluster_slurm_up(cl, SLURM_UP_TIMEOUT_S);
   if (rc == SG_OK && g_stop) /* the signal came after the last check */
     rc = sg_err_set(SG_EINTERRUPTED, "interrupted");
   if (rc < 0) {
@@ -169,8 +184,14 @@ static int cmd_up(int argc, char **argv) {
   }
   print_hosts(cl);
   const char *nm = sg_cluster_name(cl);
-  printf("up in %.2f s; sgdlab cluster exec %s/h0 -- CMD runs CMD on h0; "
-         "sgdlab cluster down %s removes it\n", sg_now() - t0, nm, nm);
+  if (g_slurm) {
+    char conf[256];
+    sg_cluster_slurm_conf(nm, conf, sizeof conf);
+    printf("slurm: munged, slurmctld on h0, slurmd on h0..h%d, every node idle; "
+           "SLURM_CONF=%s\n", d.nhosts - 1, conf);
+  }
+  printf("up in %.2f s (network %.2f s); sgdlab cluster exec %s/h0 -- CMD runs CMD on h0; "
+         "sgdlab cluster down %s removes it\n", sg_now() - t0, t_net, nm, nm);
   sg_cluster_close(&cl);
   return 0;
 }
@@ -285,6 +306,11 @@ static int cmd_exec(int argc, char **argv) {
     return fail("exec", 2);
   int rc = sg_cluster_enter(cl, host);
   sg_cluster_close(&cl);
+  if (sg_cluster_has_slurm(name)) { /* clients find the cluster's slurmctld */
+    char conf[256];
+    sg_cluster_slurm_conf(name, conf, sizeof conf);
+    setenv("SLURM_CONF", conf, 1);
+  }
   if (rc < 0) return fail("exec", 2);
   execvp(argv[c], argv + c);
   fprintf(stderr, "sgdlab cluster exec: %s: %s\n", argv[c], strerror(errno));

@@ -275,11 +275,30 @@ static int sweep_namespaces(int *removed) {
   return rc;
 }
 
+/* Daemons (daemons.c) of clusters with no state or a dead owner. */
+static int sweep_daemons(void) {
+  int rc = SG_OK;
+  DIR *d = opendir(SG_CLUSTER_RUN_DIR);
+  if (!d) return SG_OK;
+  for (struct dirent *e; (e = readdir(d));) {
+    const char *nm = e->d_name + 8;
+    if (strncmp(e->d_name, "daemons-", 8) || sg_cluster_name_check(nm) < 0) continue;
+    if (orphaned(nm)) {
+      int r = sg_cluster_daemons_down(nm);
+      if (r < 0 && rc == SG_OK) rc = r;
+    }
+  }
+  closedir(d);
+  if (rc == SG_OK) sg_err_clear(); /* the name checks of other entries are not errors */
+  return rc;
+}
+
 int sg_cluster_sweep(int *removed) {
   if (removed) *removed = 0;
   int lk = sgc_lock();
   if (lk < 0) return lk;
-  int rc = sweep_namespaces(removed);
+  int rc = sweep_daemons();
+  if (rc == SG_OK) rc = sweep_namespaces(removed);
   char **names = NULL;
   int n = 0;
   if (rc == SG_OK) rc = sg_cluster_list(&names, &n);

@@ -903,13 +903,27 @@ static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const e
   const char *transport = sg_opts_get(*o, "transport");
   const char *launcher = sg_opts_get(*o, "launcher");
   const char *hosts = sg_opts_get(*o, "hosts");
-  if (!strcmp(launcher, "auto"))
+  int64_t on_cluster = 0;
+  SG_TRY(sg_opts_int_or(*o, "cluster.hosts", 0, &on_cluster));
+  const char *job = getenv("SLURM_JOB_ID");
+  if (!strcmp(launcher, "auto") && job && *job && !(hosts && *hosts) && !on_cluster)
+    launcher = "slurm"; /* inside an allocation: its nodes */
+  else if (!strcmp(launcher, "auto"))
     launcher = !strcmp(transport, "mpi") || (hosts && *hosts) ? "mpirun" : "local"; /* not an engine: the launcher */
+  else if (!strcmp(launcher, "slurm") && !(job && *job))
+    return perr(e->pos, "launcher", "slurm starts ranks with srun inside an allocation, and "
+                "SLURM_JOB_ID is not set: run sgdlab inside sbatch or salloc (sgdlab run --sbatch "
+                "writes a batch script)");
+  else if (!strcmp(launcher, "slurm") && ((hosts && *hosts) || on_cluster))
+    return perr(e->pos, "launcher", "slurm places the ranks on the allocation's nodes; hosts and "
+                "cluster: do not apply");
   else if (!strcmp(launcher, "local") && !strcmp(transport, "mpi")) /* not an engine: the launcher */
     return perr(e->pos, "launcher", "local cannot start MPI ranks; transport: mpi needs launcher mpirun (or auto)");
   else if (!strcmp(launcher, "local") && hosts && *hosts) /* not an engine: the launcher */
     return perr(e->pos, "hosts", "needs launcher mpirun (or auto); launcher local starts ranks on this host only");
   SG_TRY(sg_opts_set(*o, "launcher", launcher));
+  if (!strcmp(launcher, "slurm")) /* not an engine: the launcher */
+    SG_TRY(sg_opts_set(*o, "zmq_scheme", "tcp")); /* ranks on other nodes */
   SG_TRY(check_cluster(p, e, *o));
   int nprocs = 0;
   rc = sg_engine_nprocs(e->engine, *o, (int)workers, &nprocs);

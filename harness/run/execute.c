@@ -90,7 +90,7 @@ typedef struct control {
  * that is not this host (all loopback: every host is this one). */
 static int control_addr(const char *hosts, char *out, size_t cap) {
   snprintf(out, cap, "127.0.0.1");
-  char list[1024];
+  char list[8192];
   snprintf(list, sizeof list, "%s", hosts);
   for (char *save = NULL, *h = strtok_r(list, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
     char *colon = strchr(h, ':');
@@ -293,7 +293,8 @@ static int begin_row(serve_t *s, size_t index, char *shown, size_t cap) {
 static int write_spec(serve_t *s, const control_t *ctl, const sg_run_cluster_t *rcl,
                       const char *dir, char *path, size_t cap) {
   const sg_run_spec_t *run = s->run;
-  int rc, remote = sg_opts_str_or(run->opts, "hosts", "")[0] != '\0';
+  int rc, remote = sg_opts_str_or(run->opts, "hosts", "")[0] != '\0' ||
+                   !strcmp(sg_opts_str_or(run->opts, "launcher", ""), "slurm"); /* not an engine: the launcher */
   sg_opts_t *spec = sg_opts_dup(run->opts);
   if (!spec) return sg_err_set(SG_ENOMEM, "run %lld: no memory for its spec", (long long)s->run_id);
   SG_TRY(sg_opts_setf(spec, "_run_id", "%lld", (long long)s->run_id));
@@ -326,8 +327,16 @@ static int prepare(serve_t *s, control_t *ctl, sg_run_cluster_t **rcl, const sg_
   SG_CHECK(cluster_open(rcl, env, s->run, s->run_id));
   s->cluster = *rcl;
   if (s->sim) SG_CHECK(run_sim_prepare(s->sim, s->run, dir));
-  SG_CHECK(control_open(ctl, s->run, dir, sg_opts_str_or(s->run->opts, "hosts", ""), *rcl != NULL,
-                        s->sim));
+  const char *hosts = sg_opts_str_or(s->run->opts, "hosts", "");
+  char nodes[8192];
+  int nnodes = 0;
+  if (!strcmp(sg_opts_str_or(s->run->opts, "launcher", ""), "slurm")) { /* not an engine: the launcher */
+    SG_CHECK(sg_slurm_node_addrs(nodes, sizeof nodes, &nnodes));
+    SG_CHECK(sg_recorder_info(env->db, s->run_id, "slurm.nodes", nodes));
+    SG_CHECK(sg_recorder_info(env->db, s->run_id, "slurm.job_id", getenv("SLURM_JOB_ID")));
+    hosts = nodes; /* records and rendezvous on tcp toward them */
+  }
+  SG_CHECK(control_open(ctl, s->run, dir, hosts, *rcl != NULL, s->sim));
   s->rec = ctl->rec;
   s->rdv = ctl->rdv;
   if (!ctl->keys && ctl->tcp && env->verbose)
@@ -345,7 +354,9 @@ static int launch(serve_t *s, const char *spec_path, const sg_run_cluster_t *rcl
   else if (s->env->rank_bin) snprintf(rank_bin, sizeof rank_bin, "%s", s->env->rank_bin);
   else SG_CHECK(sg_launch_find_rank_bin(rank_bin, sizeof rank_bin));
   const char *launcher = sg_opts_get(run->opts, "launcher");
-  sg_launch_cfg_t lc = {.launcher = launcher, .rank_bin = rank_bin, .spec = spec_path,
+  sg_launch_cfg_t lc = {.launcher = launcher,
+                        .mpi = !strcmp(sg_opts_str_or(run->opts, "transport", ""), "mpi"),
+                        .rank_bin = rank_bin, .spec = spec_path,
                         .nprocs = run->nprocs, .hosts = sg_opts_str_or(run->opts, "hosts", ""),
                         .verbose = s->env->verbose, .cluster = sg_run_cluster_handle(rcl),
                         .host_of = sg_run_cluster_host_of(rcl),
@@ -355,7 +366,7 @@ static int launch(serve_t *s, const char *spec_path, const sg_run_cluster_t *rcl
   sg_fd_limit_raise(); /* before the ranks inherit it; admission kept to the user's limit */
   SG_CHECK(sg_launch_start(out, &lc));
   s->launch = *out;
-  s->local = strcmp(launcher, "mpirun") != 0 && !s->sim; /* smpirun: as mpirun */
+  s->local = !strcmp(launcher, "local") && !s->sim; /* smpirun, srun: as mpirun */
   s->err_fd = sg_launch_stderr_fd(*out);
   s->err_open = s->err_fd >= 0;
   return SG_OK;

@@ -274,13 +274,15 @@ static int smpirun_argv(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv,
 /* One mpirun (or smpirun) that starts all the ranks; l->pid[0] is its */
 static int start_mpirun(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *sizes) {
   int rc = SG_OK;
-  const char *prog = cfg->sim_argv ? "smpirun" : "mpirun";
+  int slurm = !strcmp(cfg->launcher, "slurm") && !cfg->sim_argv;
+  const char *prog = cfg->sim_argv ? "smpirun" : slurm ? "srun" : "mpirun";
   if (!sg_launch_on_path(prog))
     return sg_err_set(SG_ENOTFOUND, "launcher %s: %s is not on PATH (install %s)", prog, prog,
-                      cfg->sim_argv ? "libsimgrid-dev" : "openmpi-bin");
+                      cfg->sim_argv ? "libsimgrid-dev" : slurm ? "slurm-client" : "openmpi-bin");
   char *argv[80];
-  char np[16];
+  char np[16], sbufs[4][32];
   if (cfg->sim_argv) SG_TRY(smpirun_argv(l, cfg, argv, sizeof argv / sizeof argv[0]));
+  else if (slurm) SG_TRY(sg_slurm_argv(cfg, cfg->mpi, sbufs, argv, sizeof argv / sizeof argv[0]));
   else SG_TRY(mpirun_argv(l, cfg, argv, np, sizeof np));
   if (cfg->verbose) print_cmd(argv);
   if (!(l->pid = calloc(1, sizeof *l->pid))) return SG_ENOMEM;
@@ -331,7 +333,8 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
   l->err_fd = -1;
   char sizes[16];
   snprintf(sizes, sizeof sizes, "%d", cfg->nprocs);
-  if (!strcmp(cfg->launcher, "mpirun") || cfg->sim_argv) SG_TRY(start_mpirun(l, cfg, sizes));
+  if (!strcmp(cfg->launcher, "mpirun") || !strcmp(cfg->launcher, "slurm") || cfg->sim_argv)
+    SG_TRY(start_mpirun(l, cfg, sizes));
   else SG_TRY(start_local(l, cfg, sizes));
   *out = l;
   return SG_OK;

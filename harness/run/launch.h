@@ -21,6 +21,12 @@
  * Processes are reaped with sg_launch_poll() (never blocking), so the
  * harness keeps serving records and rendezvous while ranks run.
  *
+ *  slurm   inside a Slurm allocation (SLURM_JOB_ID): fork/exec one `srun
+ *          --ntasks N --nodes min(N, nodes) --distribution=cyclic
+ *          --overcommit --kill-on-bad-exit=1 --mpi=pmix|none sgdlab-rank
+ *          SPEC` step, handled as mpirun is (own process group, stderr
+ *          piped); ranks learn their rank from SLURM_PROCID.
+ *
  * Every process started here (each local rank, mpirun) gets
  * PR_SET_PDEATHSIG SIGKILL before exec: it dies with the harness, however
  * the harness ends (SIGKILL, closed terminal).  Ranks under mpirun are not
@@ -43,7 +49,8 @@ typedef struct sg_launch sg_launch_t;
 struct sg_cluster;
 
 typedef struct sg_launch_cfg {
-  const char *launcher; /* "local" or "mpirun" (not an engine: the launcher) */
+  const char *launcher; /* "local", "mpirun" or "slurm" (not an engine: the launcher) */
+  int mpi;              /* transport mpi (slurm: srun --mpi=pmix) */
   const char *rank_bin; /* path of sgdlab-rank */
   const char *spec;     /* spec file every rank reads */
   int nprocs;
@@ -116,6 +123,14 @@ void sg_mpirun_notice_init(sg_mpirun_notice_t *n);
 /* Parse one line (without its newline); returns 1 when this line completed
  * the notice (the first one is kept; later ones are ignored). */
 int sg_mpirun_notice_line(sg_mpirun_notice_t *n, const char *line);
+
+/* launch_slurm.c: the addresses of the allocation's nodes
+ * (SLURM_JOB_NODELIST through `scontrol show hostnames`, each node's
+ * NodeAddr), comma-separated, and their number. */
+int sg_slurm_node_addrs(char *out, size_t cap, int *nnodes);
+/* srun's command line for cfg into argv (cap slots, NULL-terminated);
+ * bufs holds its option strings. */
+int sg_slurm_argv(const sg_launch_cfg_t *cfg, int mpi, char bufs[4][32], char **argv, size_t cap);
 
 /* Path of sgdlab-rank: next to the running executable, else
  * $SGDLAB_BIN_DIR/harness/sgdlab-rank.  SG_ENOTFOUND names both places. */

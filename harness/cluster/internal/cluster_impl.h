@@ -57,6 +57,8 @@ int sgc_free_subnet(int *subnet);
  * stderr into out (cap bytes, may be NULL); bounded to 15 s.  0 when it
  * exited 0, else SG_EIO naming the command and its first output line. */
 int sgc_run(char *const *argv, int ns_fd, char *out, size_t cap);
+/* prog on PATH, then in /usr/sbin, /sbin: its path into out. */
+int sgc_find_prog(const char *prog, char *out, size_t cap);
 /* `ip netns del NAME` when /run/netns/NAME exists. */
 int sgc_ns_delete(const char *ns);
 

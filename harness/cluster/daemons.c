@@ -1,0 +1,285 @@
+/* daemons.c - Slurm on an emulated cluster (see cluster.h): munged,
+ * slurmctld on h0 and one slurmd per host, configured, logged and spooled
+ * in /run/sgdlab/daemons-NAME (0700), every daemon's pid and start time
+ * recorded there before anything waits on it, so that `down` and the sweep
+ * stop exactly the processes they started (never by name). */
+#define _GNU_SOURCE
+#include "cluster_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "err.h"
+#include "proc.h"
+#include "safedir.h"
+
+#define DAEMONS_FILE "daemons"
+#define STOP_GRACE_S 10.0
+
+void sg_cluster_daemons_dir(const char *name, char *out, size_t cap) {
+  snprintf(out, cap, "%s/daemons-%s", SG_CLUSTER_RUN_DIR, name);
+}
+
+void sg_cluster_slurm_conf(const char *name, char *out, size_t cap) {
+  snprintf(out, cap, "%s/daemons-%s/slurm.conf", SG_CLUSTER_RUN_DIR, name);
+}
+
+int sg_cluster_has_slurm(const char *name) {
+  char conf[256];
+  sg_cluster_slurm_conf(name, conf, sizeof conf);
+  return access(conf, R_OK) == 0;
+}
+
+/* A file of the daemons' directory, 0600 (0400 for the key), with text. */
+static int write_file(const char *dir, const char *leaf, const void *p, size_t n, mode_t mode) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, leaf);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0) return sg_err_set(SG_EIO, "%s: %s", path, strerror(errno));
+  ssize_t w = write(fd, p, n);
+  if (close(fd) != 0 || w != (ssize_t)n) return sg_err_set(SG_EIO, "%s: write failed", path);
+  return SG_OK;
+}
+
+static int make_dir(const char *dir, const char *leaf, const char *sub) {
+  char path[512];
+  snprintf(path, sizeof path, "%s%s%s%s%s", dir, leaf ? "/" : "", leaf ? leaf : "", sub ? "/" : "",
+           sub ? sub : "");
+  if (mkdir(path, 0700) < 0) return sg_err_set(SG_EIO, "%s: %s", path, strerror(errno));
+  return SG_OK;
+}
+
+/* slurm.conf for the cluster: slurmctld on h0, node hI at its address. */
+static int write_conf(const sg_cluster_t *cl, const char *dir) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return SG_ENOMEM;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  fprintf(f,
+          "# made by sgdlab cluster up --slurm; removed by sgdlab cluster down\n"
+          "ClusterName=sgc%s\nSlurmctldHost=h0(%s)\n"
+          "SlurmUser=root\nSlurmdUser=root\n"
+          "AuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket=%s/munge.sock\n"
+          "StateSaveLocation=%s/state\nSlurmdSpoolDir=%s/spool/%%n\nTmpFS=%s/tmp/%%n\n"
+          "SlurmctldPidFile=%s/slurmctld.pid\nSlurmdPidFile=%s/slurmd-%%n.pid\n"
+          "SlurmctldLogFile=%s/slurmctld.log\nSlurmdLogFile=%s/slurmd-%%n.log\n"
+          "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nSwitchType=switch/none\n"
+          "MpiDefault=none\nReturnToService=2\nSchedulerType=sched/backfill\n"
+          "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n"
+          "JobCompType=jobcomp/none\nAccountingStorageType=accounting_storage/none\n"
+          "JobAcctGatherType=jobacct_gather/none\nSlurmctldTimeout=30\nSlurmdTimeout=30\n"
+          "InactiveLimit=0\nKillWait=2\nMinJobAge=5\n",
+          cl->d.name, cl->addr[0], dir, dir, dir, dir, dir, dir, dir, dir);
+  for (int h = 0; h < cl->d.nhosts; h++)
+    fprintf(f, "NodeName=h%d NodeAddr=%s CPUs=%ld State=UNKNOWN\n", h, cl->addr[h],
+            cpus > 0 ? cpus : 1);
+  fprintf(f, "PartitionName=sgdlab Nodes=ALL Default=YES MaxTime=INFINITE State=UP "
+             "OverSubscribe=FORCE:4\n");
+  int bad = ferror(f);
+  fclose(f);
+  int rc = bad ? sg_err_set(SG_EIO, "slurm.conf: cannot format") :
+                 write_file(dir, "slurm.conf", text, len, 0600);
+  free(text);
+  return rc;
+}
+
+/* In the forked child: leave our session, enter host h (network
+ * namespace, and a UTS namespace named hI), exec. */
+static void daemon_child(const sg_cluster_t *cl, int h, char *const *argv, const char *log) {
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  setsid();
+  if (h >= 0) {
+    char hn[16];
+    snprintf(hn, sizeof hn, "h%d", h);
+    if (setns(cl->ns_fd[h], CLONE_NEWNET) < 0 || unshare(CLONE_NEWUTS) < 0 ||
+        sethostname(hn, strlen(hn)) < 0)
+      _exit(126);
+  }
+  int in = open("/dev/null", O_RDONLY), out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+  if (in < 0 || out < 0) _exit(126);
+  dup2(in, STDIN_FILENO);
+  dup2(out, STDOUT_FILENO);
+  dup2(out, STDERR_FILENO);
+  execv(argv[0], argv);
+  _exit(127);
+}
+
+/* Start one daemon (in the foreground: it stays our child's process, not
+ * a double fork we could lose) and record "TAG PID START" before returning. */
+static int start_daemon(const sg_cluster_t *cl, const char *dir, const char *tag, int h,
+                        char **argv) {
+  char prog[512], log[512], rec[128];
+  SG_CHECK(sgc_find_prog(argv[0], prog, sizeof prog));
+  argv[0] = prog;
+  snprintf(log, sizeof log, "%s/%s.out", dir, tag);
+  pid_t pid = fork();
+  if (pid < 0) return sg_err_set(SG_EIO, "fork: %s", strerror(errno));
+  if (pid == 0) daemon_child(cl, h, argv, log);
+  unsigned long long start = sg_proc_start(pid);
+  int n = snprintf(rec, sizeof rec, "%s %d %llu\n", tag, (int)pid, start);
+  char path[512];
+  snprintf(path, sizeof path, "%s/" DAEMONS_FILE, dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 || write(fd, rec, (size_t)n) != n) {
+    kill(pid, SIGKILL);
+    if (fd >= 0) close(fd);
+    return sg_err_set(SG_EIO, "%s: cannot record daemon %s", path, tag);
+  }
+  close(fd);
+  return SG_OK;
+}
+
+static int start_all(const sg_cluster_t *cl, const char *dir) {
+  char a[6][600], conf[512];
+  snprintf(conf, sizeof conf, "%s/slurm.conf", dir);
+  snprintf(a[0], sizeof a[0], "--socket=%s/munge.sock", dir);
+  snprintf(a[1], sizeof a[1], "--key-file=%s/munge.key", dir);
+  snprintf(a[2], sizeof a[2], "--pid-file=%s/munged.pid", dir);
+  snprintf(a[3], sizeof a[3], "--log-file=%s/munged.log", dir);
+  snprintf(a[4], sizeof a[4], "--seed-file=%s/munged.seed", dir);
+  /* --force: the socket sits in this 0700 directory, which munged would
+   * refuse (it wants other users to reach it; here only root may) */
+  char *munged[] = {"munged", "--foreground", "--force", a[0], a[1], a[2], a[3], a[4], NULL};
+  SG_CHECK(start_daemon(cl, dir, "munged", -1, munged));
+  char *ctld[] = {"slurmctld", "-D", "-i", "-f", conf, NULL};
+  SG_CHECK(start_daemon(cl, dir, "slurmctld", 0, ctld));
+  for (int h = 0; h < cl->d.nhosts; h++) {
+    char node[16], tag[24];
+    snprintf(node, sizeof node, "h%d", h);
+    snprintf(tag, sizeof tag, "slurmd-h%d", h);
+    char *sd[] = {"slurmd", "-D", "-f", conf, "-N", node, NULL};
+    SG_CHECK(start_daemon(cl, dir, tag, h, sd));
+  }
+  return SG_OK;
+}
+
+/* Every node idle in sinfo (asked from h0), polled until the deadline. */
+static int wait_idle(const sg_cluster_t *cl, double deadline) {
+  char out[8192];
+  char *argv[] = {"sinfo", "-h", "-N", "-o", "%N %t", NULL};
+  for (int tries = 0;; tries++) {
+    int idle = 0;
+    if (sgc_run(argv, cl->ns_fd[0], out, sizeof out) == SG_OK)
+      for (char *save = NULL, *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        idle += strstr(l, " idle") != NULL;
+    if (idle == cl->d.nhosts) return SG_OK;
+    if (sg_now() > deadline)
+      return sg_err_set(SG_ETIMEOUT, "slurm: %d of %d nodes idle after %d sinfo polls; see the logs",
+                        idle, cl->d.nhosts, tries + 1);
+    struct timespec ts = {0, 100 * 1000 * 1000}; /* poll period, not a synchronization */
+    nanosleep(&ts, NULL);
+  }
+}
+
+int sg_cluster_slurm_up(const sg_cluster_t *cl, double timeout_s) {
+  char dir[256], conf[256];
+  unsigned char key[1024];
+  sg_cluster_daemons_dir(cl->d.name, dir, sizeof dir);
+  sg_cluster_slurm_conf(cl->d.name, conf, sizeof conf);
+  for (int h = 0; h < cl->d.nhosts; h++)
+    if (cl->ns_fd[h] < 0) return sg_err_set(SG_EINVAL, "slurm: host %d is not open", h);
+  if (mkdir(dir, 0700) < 0) return sg_err_set(SG_EIO, "%s: %s", dir, strerror(errno));
+  if (getrandom(key, sizeof key, 0) != (ssize_t)sizeof key)
+    return sg_err_set(SG_EIO, "getrandom: %s", strerror(errno));
+  SG_CHECK(write_file(dir, "munge.key", key, sizeof key, 0400));
+  SG_CHECK(write_conf(cl, dir));
+  SG_CHECK(make_dir(dir, "state", NULL));
+  SG_CHECK(make_dir(dir, "spool", NULL));
+  SG_CHECK(make_dir(dir, "tmp", NULL));
+  for (int h = 0; h < cl->d.nhosts; h++) {
+    char node[16];
+    snprintf(node, sizeof node, "h%d", h);
+    SG_CHECK(make_dir(dir, "spool", node));
+    SG_CHECK(make_dir(dir, "tmp", node));
+  }
+  setenv("SLURM_CONF", conf, 1); /* for sinfo, which sgc_run starts */
+  SG_CHECK(start_all(cl, dir));
+  return wait_idle(cl, sg_now() + timeout_s);
+}
+
+/* ---- down ---------------------------------------------------------------------- */
+
+typedef struct daemon_rec {
+  char tag[32];
+  int pid;
+  unsigned long long start;
+} daemon_rec_t;
+
+/* The recorded daemons still running as recorded (same pid, same start). */
+static int read_daemons(const char *dir, daemon_rec_t *d, int cap) {
+  char path[512], line[128];
+  snprintf(path, sizeof path, "%s/" DAEMONS_FILE, dir);
+  FILE *f = fopen(path, "re");
+  int n = 0;
+  while (f && n < cap && fgets(line, sizeof line, f))
+    if (sscanf(line, "%31s %d %llu", d[n].tag, &d[n].pid, &d[n].start) == 3 && d[n].pid > 1 &&
+        d[n].start && sg_proc_start(d[n].pid) == d[n].start)
+      n++;
+  if (f) fclose(f);
+  return n;
+}
+
+/* Whether a recorded daemon still runs (a zombie has ended). */
+static int running(const daemon_rec_t *d) {
+  int st = sg_proc_state(d->pid);
+  return st && st != 'Z' && st != 'X' && sg_proc_start(d->pid) == d->start;
+}
+
+/* Wait until none but `except` (-1: none) runs; how many still do. */
+static int wait_gone(const daemon_rec_t *d, int n, int except, double deadline) {
+  for (;;) {
+    int left = 0;
+    for (int i = 0; i < n; i++) left += i != except && running(&d[i]);
+    if (!left || sg_now() > deadline) return left;
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* SIGTERM to the node daemons and slurmctld, then munged; SIGKILL to what
+ * is left after the grace.  Returns how many could not be stopped. */
+static int stop_daemons(const char *dir) {
+  enum { MAXD = SG_CLUSTER_MAX_HOSTS + 8 };
+  static daemon_rec_t d[MAXD];
+  int n = read_daemons(dir, d, MAXD), munge = -1;
+  for (int i = 0; i < n; i++) {
+    if (!strcmp(d[i].tag, "munged")) munge = i;
+    else if (running(&d[i])) kill(d[i].pid, SIGTERM);
+  }
+  if (wait_gone(d, n, munge, sg_now() + STOP_GRACE_S))
+    for (int i = 0; i < n; i++)
+      if (i != munge && running(&d[i])) kill(d[i].pid, SIGKILL);
+  if (munge >= 0 && running(&d[munge])) kill(d[munge].pid, SIGTERM);
+  if (wait_gone(d, n, -1, sg_now() + STOP_GRACE_S))
+    for (int i = 0; i < n; i++)
+      if (running(&d[i])) kill(d[i].pid, SIGKILL);
+  return wait_gone(d, n, -1, sg_now() + 5.0);
+}
+
+int sg_cluster_daemons_down(const char *name) {
+  char dir[256], leaf[64];
+  sg_cluster_daemons_dir(name, dir, sizeof dir);
+  if (access(dir, F_OK) < 0) return SG_OK;
+  int left = stop_daemons(dir);
+  if (left) return sg_err_set(SG_EIO, "cluster %s: %d daemon%s would not stop; %s stays", name,
+                              left, left == 1 ? "" : "s", dir);
+  snprintf(leaf, sizeof leaf, "daemons-%s", name);
+  int at = open(SG_CLUSTER_RUN_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (at < 0) return sg_err_set(SG_EIO, "%s: %s", SG_CLUSTER_RUN_DIR, strerror(errno));
+  int rc = sg_rmtree_at(at, leaf);
+  close(at);
+  return rc;
+}
