@@ -124,6 +124,30 @@ TEST(planted_mapreduce_bug_is_caught) {
   CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM bench WHERE wrong != bytes / 4"), 0);
 }
 
+/* --name names the experiment (a lab's own); a name that could break the
+ * experiment text (a newline, a space, a YAML indicator) is one line,
+ * exit 2, before anything runs. */
+TEST(name_names_the_experiment) {
+  const char *dir = tmpdir();
+  CHECK(dir);
+  char db[128], cmd[1024], out[4096];
+  snprintf(db, sizeof db, "%s/name.db", dir);
+  snprintf(cmd, sizeof cmd,
+           "'%s' bench allreduce --np 2 --transport zmq --impl ring --sizes 4K:4K --iters 1 "
+           "--warmup 0 --name lab4-ring.vs_rhd --db '%s' 2>&1", sgdlab_bin(), db);
+  CHECK_EQ_INT(capture(cmd, out, sizeof out), 0);
+  CHECK_STR_CONTAINS(out, "experiment 'lab4-ring.vs_rhd' (id 1)");
+  CHECK_EQ_INT(query_int(db, "SELECT count(*) FROM experiments WHERE name = 'lab4-ring.vs_rhd'"), 1);
+  static const char *const bad[] = {"'a b'", "'x\nworkers: 9'", "'-q'", "''", "'{a}'"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    snprintf(cmd, sizeof cmd, "'%s' bench allreduce --name \"$(printf '%%b' %s)\" --db '%s/bad.db' 2>&1",
+             sgdlab_bin(), bad[i], dir);
+    CHECK_EQ_INT(capture(cmd, out, sizeof out), 2);
+    CHECK_STR_CONTAINS(out, "--name: expected");
+    CHECK_MSG(strchr(out, '\n') == out + strlen(out) - 1, "not one line: %s", out);
+  }
+}
+
 /* Interrupted while its first run measures: the runs it did not reach
  * are in the runs table as pending, planned before anything started. */
 TEST(interrupted_bench_leaves_pending_rows) {

@@ -45,7 +45,7 @@ static void ar_usage(FILE *f) {
           "                              [--transport mpi|zmq] [--launcher auto|local|mpirun]\n"
           "                              [--iters I] [--warmup W] [--segment BYTES]\n"
           "                              [--set KEY=VALUE]...\n"
-          "                              [--db PATH] [-q] [-v]\n"
+          "                              [--db PATH] [--name NAME] [-q] [-v]\n"
           "\n"
           "One step of gradient communication, timed per message size, for every\n"
           "implementation: the allreduce algorithms and the other architectures'\n"
@@ -81,6 +81,8 @@ static void ar_usage(FILE *f) {
           "  --plant-bug B   tests only: a round plants a known error (mapreduce-double:\n"
           "                  the driver adds executor 1 twice) that #wrong must show\n"
           "  --db PATH       results database (default " SG_DEFAULT_DB ")\n"
+          "  --name NAME     the experiment's name (default bench-allreduce): letters,\n"
+          "                  digits, '.', '_', '-'\n"
           "  -q, --quiet     no closing line naming the experiment\n"
           "  -v, --verbose   ranks' and mpirun's output on stderr\n"
           "  -h, --help      this text\n"
@@ -179,7 +181,7 @@ static int servers_ok(const char *s) {
 }
 
 typedef struct ar_args {
-  const char *db_path, *transport, *impl, *launcher, *sizes, *servers, *counts, *plant;
+  const char *db_path, *transport, *impl, *launcher, *sizes, *servers, *counts, *plant, *name;
   int np, quiet, verbose, nsets;
   long long iters, warmup, segment; /* segment < 0: not given */
   int64_t lo, hi;
@@ -204,6 +206,7 @@ static int ar_option(ar_args_t *a, int argc, char **argv, int *i) {
   else if (OPT("--launcher")) a->launcher = v;
   else if (OPT("--plant-bug")) a->plant = v;
   else if (OPT("--db")) a->db_path = v;
+  else if (OPT("--name")) a->name = v;
   else if (OPT("--segment")) {
     int64_t s;
     if (parse_size(v, &s) < 0)
@@ -221,9 +224,17 @@ static int ar_option(ar_args_t *a, int argc, char **argv, int *i) {
   return 0;
 }
 
+/* An experiment name bench may write into its experiment text. */
+static int name_ok(const char *n) {
+  size_t l = strlen(n);
+  if (l < 1 || l > 63 || n[0] == '-' || n[0] == '.') return 0;
+  return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == l;
+}
+
 /* The command line into *a; 0, 1 (help printed) or 2 (message printed). */
 static int ar_parse(int argc, char **argv, ar_args_t *a) {
   *a = (ar_args_t){.db_path = SG_DEFAULT_DB, .transport = "mpi", .launcher = "auto",
+                   .name = "bench-allreduce",
                    .sizes = "4K:256M", .servers = "1", .np = 2, .warmup = 3, .segment = -1};
   for (int i = 1; i < argc; i++) {
     int rc = ar_option(a, argc, argv, &i);
@@ -243,6 +254,8 @@ static int ar_parse(int argc, char **argv, ar_args_t *a) {
     why = "--iters: expected 0..1000";
   else if (a->warmup < 0 || a->warmup > 1000)
     why = "--warmup: expected 0..1000";
+  else if (!name_ok(a->name))
+    why = "--name: expected 1..63 letters, digits, '.', '_' or '-', not starting with '-'";
   if (why) return fprintf(stderr, "sgdlab bench allreduce: %s\n", why), 2;
   return 0;
 }
@@ -302,8 +315,8 @@ static int ar_experiment(const ar_args_t *a, sg_experiment_t **x) {
   size_t cap = 4096 + strlen(impls) * 64 + strlen(a->servers), len;
   char *yaml = malloc(cap);
   if (!yaml) return 1;
-  len = (size_t)snprintf(yaml, cap, "name: bench-allreduce\nworkers: %d\ntransport: %s\n"
-                         "launcher: %s\nengines:\n", a->np, a->transport, a->launcher);
+  len = (size_t)snprintf(yaml, cap, "name: %s\nworkers: %d\ntransport: %s\n"
+                         "launcher: %s\nengines:\n", a->name, a->np, a->transport, a->launcher);
   int code = 0, k = 0;
   for (const char *p = impls; *p && !code; k++) {
     size_t l = strcspn(p, ",");
@@ -388,7 +401,7 @@ static int ar_execute(const ar_args_t *a, const sg_experiment_t *x, sg_recorder_
   if (!a->quiet) {
     printf("busbw = algbw * 2(N-1)/N for every row (for ps and mapreduce: allreduce-equivalent "
            "bandwidth, not their busiest link's bytes)\n");
-    printf("experiment 'bench-allreduce' (id %lld): rows in the bench table of %s\n",
+    printf("experiment '%s' (id %lld): rows in the bench table of %s\n", a->name,
            (long long)env->exp_id, a->db_path);
   }
   return failed ? 1 : 0;
