@@ -47,3 +47,7 @@ sg_add_test(test_inputs SOURCES test_inputs.c TIMEOUT 300)
 # offsets measured and removed; 4 runs of 4 ranks (zmq, mpi)
 sg_add_test(test_clocks SOURCES test_clocks.c TIMEOUT 300 LIBS PkgConfig::SQLITE)
 add_dependencies(test_clocks sgdlab sgdlab-rank)
+# No file under a guessable name in /tmp (docs/security.md).
+add_test(NAME tmp_names
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tmp_names.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(tmp_names PROPERTIES TIMEOUT 30)

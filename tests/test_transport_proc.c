@@ -39,6 +39,26 @@ typedef struct proc {
 
 static char rank_bin[1024];
 
+/* This process's scratch directory (mkdtemp, 0700): the rendezvous socket
+ * and the ranks' output live there, never under a predictable name in
+ * /tmp, where another local user could plant a symlink that a root test
+ * would follow (open with O_TRUNC) or a file it would read as output. */
+static char scratch[64];
+
+static void scratch_rm(void) {
+  char p[128];
+  for (int n = 0; n <= MAXP; n++) {
+    snprintf(p, sizeof p, "%s/rdv-%d", scratch, n);
+    unlink(p);
+  }
+  rmdir(scratch);
+}
+
+/* scratch/leaf into out. */
+static void scratch_path(char *out, size_t cap, const char *leaf) {
+  snprintf(out, cap, "%s/%s", scratch, leaf);
+}
+
 static int setup(void) {
   const char *dir = getenv("SGDLAB_BIN_DIR");
   snprintf(rank_bin, sizeof rank_bin, "%s/tests/transport_rank",
@@ -52,6 +72,11 @@ static int setup(void) {
       if (slash) *slash = '\0';
       snprintf(rank_bin, sizeof rank_bin, "%s/transport_rank", self);
     }
+  }
+  if (!scratch[0]) {
+    snprintf(scratch, sizeof scratch, "/tmp/sgdlab-test-proc-XXXXXX");
+    if (!mkdtemp(scratch)) return scratch[0] = '\0', -1;
+    atexit(scratch_rm);
   }
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   sigset_t s;
@@ -72,7 +97,7 @@ static pid_t spawn(char *const argv[], const char *out_path) {
   sigemptyset(&s);
   sigprocmask(SIG_SETMASK, &s, NULL);
   if (out_path) {
-    int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int fd = open(out_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) dup2(fd, 1);
   }
   execv(argv[0], argv);
@@ -155,8 +180,7 @@ static int run_zmq(const char *mode, const char *scheme, int n, int victim,
   char ep[256], sz[16], rk[MAXP][16];
   int rc = -1, started = 0;
   if (strcmp(scheme, "ipc") == 0)
-    snprintf(ep, sizeof ep, "ipc:///tmp/sgdlab-test-rdv-%ld-%d",
-             (long)getpid(), n);
+    snprintf(ep, sizeof ep, "ipc://%s/rdv-%d", scratch, n);
   else
     snprintf(ep, sizeof ep, "tcp://127.0.0.1:*");
   if (sg_rdv_new(&rdv, zctx, ep, n, NULL) < 0) {
@@ -282,8 +306,7 @@ TEST(mpi_fault_stop) {
   char err[512] = "", out[128];
   int left = 0;
   CHECK_MSG(setup() == 0, "no helper at %s", rank_bin);
-  snprintf(out, sizeof out, "/tmp/sgdlab-test-mpi-fault-%ld.txt",
-           (long)getpid());
+  scratch_path(out, sizeof out, "mpi-fault.txt");
   int st = run_mpi("fault-stop", 3, out, err, sizeof err, &left);
   int ok = count_lines(out, "FAULT-OK rank ");
   unlink(out);
@@ -298,8 +321,7 @@ TEST(mpi_fault_kill) {
   char err[512] = "", out[128];
   int left = 0;
   CHECK_MSG(setup() == 0, "no helper at %s", rank_bin);
-  snprintf(out, sizeof out, "/tmp/sgdlab-test-mpi-kill-%ld.txt",
-           (long)getpid());
+  scratch_path(out, sizeof out, "mpi-kill.txt");
   int st = run_mpi("fault-kill", 3, out, err, sizeof err, &left);
   int victim = count_lines(out, "VICTIM ");
   unlink(out);
