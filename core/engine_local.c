@@ -46,8 +46,8 @@ typedef struct local_state {
 
 /* The device vectors: params uploaded once, momentum zeroed once. */
 static int device_setup(local_state_t *L) {
-  SG_CHECK(sg_opts_double(L->o, "momentum", &L->mu));
-  SG_CHECK(sg_opts_double(L->o, "weight_decay", &L->wd));
+  SG_CHECK(sg_setting_double(L->o, NULL, "momentum", &L->mu));
+  SG_CHECK(sg_setting_double(L->o, NULL, "weight_decay", &L->wd));
   SG_CHECK(sg_cuda_alloc(&L->dp, L->n, "the parameters"));
   SG_CHECK(sg_cuda_alloc(&L->dg, L->n, "the gradient"));
   if (L->mu > 0) {

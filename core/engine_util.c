@@ -45,11 +45,9 @@ static int send_data_time(sg_rank_ctx_t *ctx) {
 }
 
 static int run_conf_load(sg_run_conf_t *c, const sg_opts_t *o) {
-  c->delay_rank = -1;
-  c->delay_ms = 0;
-  SG_CHECK(sg_opts_int_or(o, "delay_rank", -1, &c->delay_rank));
-  SG_CHECK(sg_opts_double_or(o, "delay_ms", 0, &c->delay_ms));
-  c->dump_params = sg_opts_str_or(o, "dump_params", "");
+  SG_CHECK(sg_setting_int(o, NULL, "delay_rank", &c->delay_rank));
+  SG_CHECK(sg_setting_double(o, NULL, "delay_ms", &c->delay_ms));
+  SG_CHECK(sg_setting_str(o, NULL, "dump_params", &c->dump_params));
   c->parsed = 1;
   return SG_OK;
 }
@@ -61,7 +59,7 @@ int sg_trainlog_new(sg_trainlog_t **out, sg_rank_ctx_t *ctx, sg_workload_t *wl,
   if (!t) return SG_ENOMEM;
   int64_t every = 0;
   int rc;
-  SG_TRY(sg_opts_int_or(ctx->opts, "eval_every", 0, &every));
+  SG_TRY(sg_setting_int(ctx->opts, NULL, "eval_every", &every));
   t->ctx = ctx;
   t->wl = wl;
   t->evaluates = evaluates && wl;
