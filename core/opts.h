@@ -58,7 +58,8 @@ const char *sg_opts_str_or(const sg_opts_t *o, const char *key,
 
 /* Options are parsed once: an engine fills its typed configuration from
  * these getters before its training loop, never inside it.  Training
- * starts (sg_trainlog_begin) with sg_opts_freeze(1); from then on every
+ * starts (sg_trainlog_begin, and the first step record of a rank without
+ * a trainlog, e.g. a ps server) with sg_opts_freeze(1); from then on every
  * lookup by key (sg_opts_get, _has and the typed getters) is counted, in
  * this process, until sg_opts_freeze(0) after the engine returns.  The
  * rank records a nonzero count as run_info opts.late_reads.rankR ("N,

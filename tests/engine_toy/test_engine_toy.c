@@ -11,7 +11,9 @@
  *    of that copy lists it; a toy_root that is not a rank is one line and
  *    exit 2 before anything starts.
  *  - No late reads: none of those runs, nor a short run of every tree
- *    engine (the real sgdlab), records run_info opts.late_reads.*.  The
+ *    engine in ten variants (the real sgdlab; ps servers and the
+ *    mapreduce driver included: a rank's first step record freezes too),
+ *    records run_info opts.late_reads.*.  The
  *    copy built with TOY_PLANT_LATE_READ (SG_TOY_PLANT_DIR) reads toy_root
  *    by key every step: the same check must find it on both ranks, with a
  *    count of at least one per step and the key named.
@@ -38,7 +40,7 @@ static int use_bin_dir(const char *var, char *keep, size_t cap) {
 }
 
 static int write_toy(const char *cfg, const char *engines) {
-  char text[1024];
+  char text[2048];
   snprintf(text, sizeof text,
            "name: toy\n"
            "workers: 2\n"
@@ -92,11 +94,15 @@ TEST(no_tree_engine_reads_an_option_while_training) {
   CHECK_OK(write_toy(cfg, "  - {engine: local}\n"
                           "  - {engine: ps, mode: sync}\n"
                           "  - {engine: ps, mode: ssp, staleness: 2}\n"
+                          "  - {engine: ps, mode: async, servers: 2, compress: fp16}\n"
                           "  - {engine: allreduce, algorithm: ring}\n"
-                          "  - {engine: mapreduce}\n"
-                          "  - {engine: gossip}\n"));
+                          "  - {engine: allreduce, algorithm: rhd, compress: fp16, overlap: true}\n"
+                          "  - {engine: allreduce, algorithm: ring, compress: topk}\n"
+                          "  - {engine: allreduce, algorithm: native, transport: mpi}\n"
+                          "  - {engine: mapreduce, aggregate: tree}\n"
+                          "  - {engine: gossip, delay_rank: 1, delay_ms: 1}\n"));
   CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 6);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 10);
   char *late = ru_db_text(db, "SELECT group_concat(run_id || ' ' || key || ': ' || value, '; ') "
                               "FROM run_info WHERE key LIKE 'opts.late_reads.%'");
   CHECK_MSG(ru_db_int(db, LATE) == 0, "late reads: %s", late ? late : "");
