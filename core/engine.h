@@ -5,7 +5,8 @@
  * this table: it validates their options, computes how many processes a run
  * needs, and starts `sgdlab-rank`, which looks the engine up and calls its
  * run() on every rank.  Adding an engine = one folder or file + one
- * registry line + one CMake list entry.
+ * registry line + one CMake list entry (docs/design.md, "Adding an
+ * engine"); a test's own engine registers with sg_engine_register().
  */
 #ifndef SG_ENGINE_H
 #define SG_ENGINE_H
@@ -17,6 +18,15 @@
 #include "transport.h"
 #include "workload.h"
 
+/* The run-wide settings every loop uses, parsed once by sg_trainlog_new
+ * (a loop never looks them up by key: core/opts.h, sg_opts_freeze). */
+typedef struct sg_run_conf {
+  int parsed;
+  int64_t delay_rank;      /* the on-purpose straggler, -1 = none */
+  double delay_ms;         /* its delay per step */
+  const char *dump_params; /* "" = none; points into the ctx's opts */
+} sg_run_conf_t;
+
 typedef struct sg_rank_ctx {
   int rank, size;        /* this process among the run's processes */
   int workers;           /* N, as the experiment file says */
@@ -24,6 +34,7 @@ typedef struct sg_rank_ctx {
   const sg_opts_t *opts; /* every setting of the run, engine keys included */
   sg_records_t *rec;     /* stream to the harness */
   double t0;             /* the run's start, sg_wall() seconds */
+  sg_run_conf_t run;     /* filled by sg_trainlog_new */
 } sg_rank_ctx_t;
 
 struct sg_bench_round; /* bench_method.h */
@@ -119,7 +130,11 @@ typedef struct sg_engine {
 } sg_engine_t;
 
 /* The registry (rank/registry.c): NULL-terminated. */
-extern const sg_engine_t *const sg_engines[];
+extern const sg_engine_t *sg_engines[];
+/* Add an engine that is not in the tree's list (a program's own, e.g. a
+ * test's: call it from a constructor, before main).  0, or -1 when the
+ * name is taken or the registry is full (4 extra engines). */
+int sg_engine_register(const sg_engine_t *e);
 const sg_engine_t *sg_engine_find(const char *name);
 const char *sg_engine_role(const sg_engine_t *e, const sg_opts_t *o,
                            int workers, int rank);

@@ -40,16 +40,17 @@ typedef struct local_state {
   sg_trainlog_t *log;
   float *params, *grad; /* host (grad: cpu only) */
   float *dp, *dg, *dv;  /* device: cuda */
+  double mu, wd;        /* momentum, weight_decay: parsed once (device update) */
   size_t n;
 } local_state_t;
 
 /* The device vectors: params uploaded once, momentum zeroed once. */
 static int device_setup(local_state_t *L) {
-  double mu = 0;
-  SG_CHECK(sg_opts_double_or(L->o, "momentum", 0.0, &mu));
+  SG_CHECK(sg_setting_double(L->o, NULL, "momentum", &L->mu));
+  SG_CHECK(sg_setting_double(L->o, NULL, "weight_decay", &L->wd));
   SG_CHECK(sg_cuda_alloc(&L->dp, L->n, "the parameters"));
   SG_CHECK(sg_cuda_alloc(&L->dg, L->n, "the gradient"));
-  if (mu > 0) {
+  if (L->mu > 0) {
     SG_CHECK(sg_cuda_alloc(&L->dv, L->n, "the momentum"));
     SG_CHECK(sg_cuda_zero(L->dv, L->n));
   }
@@ -88,12 +89,9 @@ static int one_step(local_state_t *L, int64_t step, double *loss, const float **
     *eval_params = L->params;
     return SG_OK;
   }
-  double mu = 0, wd = 0;
-  SG_CHECK(sg_opts_double_or(L->o, "momentum", 0.0, &mu));
-  SG_CHECK(sg_opts_double_or(L->o, "weight_decay", 0.0, &wd));
   SG_CHECK(sg_workload_grad_device(L->wl, L->dp, L->dg, step, loss));
   SG_CHECK(sg_cuda_sgd(L->dp, L->dg, L->dv, L->n, 1.0f, (float)sg_optim_lr(L->opt, step),
-                       (float)wd, (float)mu));
+                       (float)L->wd, (float)L->mu));
   *eval_params = NULL;
   if (sg_trainlog_due(L->log, step)) { /* waits for the update */
     SG_CHECK(sg_cuda_get(L->params, L->dp, L->n));

@@ -44,13 +44,22 @@ static int send_data_time(sg_rank_ctx_t *ctx) {
   return isnan(e0) ? SG_OK : send_seconds(ctx, "time.data_s", sg_now() - e0);
 }
 
+static int run_conf_load(sg_run_conf_t *c, const sg_opts_t *o) {
+  SG_CHECK(sg_setting_int(o, NULL, "delay_rank", &c->delay_rank));
+  SG_CHECK(sg_setting_double(o, NULL, "delay_ms", &c->delay_ms));
+  SG_CHECK(sg_setting_str(o, NULL, "dump_params", &c->dump_params));
+  c->parsed = 1;
+  return SG_OK;
+}
+
 int sg_trainlog_new(sg_trainlog_t **out, sg_rank_ctx_t *ctx, sg_workload_t *wl,
                     int evaluates) {
+  SG_CHECK(run_conf_load(&ctx->run, ctx->opts));
   sg_trainlog_t *t = calloc(1, sizeof *t);
   if (!t) return SG_ENOMEM;
   int64_t every = 0;
   int rc;
-  SG_TRY(sg_opts_int_or(ctx->opts, "eval_every", 0, &every));
+  SG_TRY(sg_setting_int(ctx->opts, NULL, "eval_every", &every));
   t->ctx = ctx;
   t->wl = wl;
   t->evaluates = evaluates && wl;
@@ -101,6 +110,7 @@ static int evaluate(sg_trainlog_t *t, int64_t steps_done, const float *params) {
 }
 
 int sg_trainlog_begin(sg_trainlog_t *t, const float *params) {
+  sg_opts_freeze(1); /* from here on a lookup by key is a late read */
   t->train0 = sg_now();
   t->begun = 1;
   if (!t->evaluates) return SG_OK;
@@ -159,17 +169,19 @@ void sg_trainlog_destroy(sg_trainlog_t **pt) {
 }
 
 void sg_engine_delay(const sg_rank_ctx_t *ctx) {
-  int64_t rank = -1;
-  double ms = 0;
-  if (sg_opts_int_or(ctx->opts, "delay_rank", -1, &rank) < 0 || rank != ctx->rank) return;
-  if (sg_opts_double_or(ctx->opts, "delay_ms", 0, &ms) < 0 || ms <= 0) return;
+  sg_run_conf_t c = ctx->run;
+  if (!c.parsed && run_conf_load(&c, ctx->opts) < 0) return; /* a loop without a trainlog */
+  if (c.delay_rank != ctx->rank || c.delay_ms <= 0) return;
+  double ms = c.delay_ms;
   struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(fmod(ms, 1000) * 1e6)};
   while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
   }
 }
 
 int sg_engine_dump_params(const sg_rank_ctx_t *ctx, const float *params, size_t n) {
-  const char *path = sg_opts_str_or(ctx->opts, "dump_params", "");
+  sg_run_conf_t c = ctx->run;
+  if (!c.parsed) SG_CHECK(run_conf_load(&c, ctx->opts));
+  const char *path = c.dump_params;
   if (!path[0]) return SG_OK;
   FILE *f = fopen(path, "wb");
   if (!f) return sg_err_set(SG_EIO, "dump_params: %s: %s", path, strerror(errno));

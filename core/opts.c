@@ -87,7 +87,25 @@ static long find_h(const sg_opts_t *o, const char *key, uint32_t h) {
   return -1;
 }
 
-static long find(const sg_opts_t *o, const char *key) { return find_h(o, key, key_hash(key)); }
+/* The late-read count (opts.h): process-wide, as the rule is per rank. */
+static int g_frozen;
+static long g_late;
+static char g_late_first[64];
+
+void sg_opts_freeze(int on) { __atomic_store_n(&g_frozen, on, __ATOMIC_RELAXED); }
+
+long sg_opts_late_reads(const char **first_key) {
+  long n = __atomic_load_n(&g_late, __ATOMIC_RELAXED);
+  if (first_key) *first_key = n ? g_late_first : NULL;
+  return n;
+}
+
+static long find(const sg_opts_t *o, const char *key) {
+  if (__atomic_load_n(&g_frozen, __ATOMIC_RELAXED) &&
+      __atomic_fetch_add(&g_late, 1, __ATOMIC_RELAXED) == 0)
+    snprintf(g_late_first, sizeof g_late_first, "%s", key);
+  return find_h(o, key, key_hash(key));
+}
 
 int sg_opts_set(sg_opts_t *o, const char *key, const char *value) {
   uint32_t h = key_hash(key);

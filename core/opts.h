@@ -56,6 +56,18 @@ int sg_opts_double_or(const sg_opts_t *o, const char *key, double def,
 const char *sg_opts_str_or(const sg_opts_t *o, const char *key,
                            const char *def);
 
+/* Options are parsed once: an engine fills its typed configuration from
+ * these getters before its training loop, never inside it.  Training
+ * starts (sg_trainlog_begin, and the first step record of a rank without
+ * a trainlog, e.g. a ps server) with sg_opts_freeze(1); from then on every
+ * lookup by key (sg_opts_get, _has and the typed getters) is counted, in
+ * this process, until sg_opts_freeze(0) after the engine returns.  The
+ * rank records a nonzero count as run_info opts.late_reads.rankR ("N,
+ * first KEY"), and the training tests require none.  Returns the count;
+ * *first_key (may be NULL) the first key read late, or NULL. */
+void sg_opts_freeze(int on);
+long sg_opts_late_reads(const char **first_key);
+
 /* "key=value\n" lines of any length; SG_EINVAL (nothing written) for a
  * value with a newline or a key with '=' or a newline, which would read
  * back as another key. */

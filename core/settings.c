@@ -266,3 +266,37 @@ int sg_settings_defaults(const sg_setting_t *table, sg_opts_t *o) {
     if (!sg_opts_has(o, s->name)) SG_CHECK(sg_opts_set(o, s->name, s->def));
   return SG_OK;
 }
+
+/* ---- reading a setting with the table's default ------------------------ */
+
+int sg_setting_str(const sg_opts_t *o, const sg_setting_t *table, const char *key,
+                   const char **out) {
+  const char *v = o ? sg_opts_get(o, key) : NULL;
+  if (!v) {
+    const sg_setting_t *s = sg_setting_find(table, key);
+    if (!s) s = sg_setting_find(sg_settings, key);
+    if (!s || !s->def) return sg_err_set(SG_ECONFIG, "%s: not set and no default", key);
+    v = s->def;
+  }
+  *out = v;
+  return SG_OK;
+}
+
+int sg_setting_int(const sg_opts_t *o, const sg_setting_t *table, const char *key, int64_t *out) {
+  const char *v;
+  SG_CHECK(sg_setting_str(o, table, key, &v));
+  return sg_parse_int(key, v, out);
+}
+
+int sg_setting_double(const sg_opts_t *o, const sg_setting_t *table, const char *key,
+                      double *out) {
+  const char *v;
+  SG_CHECK(sg_setting_str(o, table, key, &v));
+  char *end;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (end == v || *end || errno == ERANGE || !isfinite(d))
+    return sg_err_set(SG_ECONFIG, "%s: expected a number, got '%s'", key, v);
+  *out = d;
+  return SG_OK;
+}

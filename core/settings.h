@@ -62,4 +62,16 @@ int sg_settings_defaults(const sg_setting_t *table, sg_opts_t *o);
 
 const char *sg_type_name(sg_type_t t);
 
+/* A setting's value: o's (o may be NULL), or when o lacks the key the
+ * default of its entry in table (an engine's options; may be NULL) or in
+ * sg_settings.  Defaults live in the tables only: an engine fills its
+ * configuration with these, never with a literal fallback of its own.
+ * SG_ECONFIG naming the key when no table has it or it does not parse.
+ * *out of sg_setting_str points into o or the table. */
+int sg_setting_str(const sg_opts_t *o, const sg_setting_t *table, const char *key,
+                   const char **out);
+int sg_setting_int(const sg_opts_t *o, const sg_setting_t *table, const char *key, int64_t *out);
+int sg_setting_double(const sg_opts_t *o, const sg_setting_t *table, const char *key,
+                      double *out);
+
 #endif

@@ -132,11 +132,13 @@ static int gs_communicate(gs_t *g, int64_t step, int64_t total, sg_step_rec_t *s
 static int gs_setup(gs_t *g, sg_rank_ctx_t *ctx) {
   int64_t every, seed;
   g->ctx = ctx;
-  g->topo = (sg_gossip_topo_t)sg_gossip_topo(sg_opts_str_or(ctx->opts, "topology", "ring"));
+  const char *topo;
+  SG_CHECK(sg_setting_str(ctx->opts, gs_options, "topology", &topo));
+  g->topo = (sg_gossip_topo_t)sg_gossip_topo(topo);
   if ((int)g->topo < 0)
     return sg_err_set(SG_ECONFIG, "topology: must be one of %s", SG_GOSSIP_TOPOLOGIES);
-  SG_CHECK(sg_opts_int_or(ctx->opts, "gossip_every", 1, &every));
-  SG_CHECK(sg_opts_int_or(ctx->opts, "seed", 1, &seed));
+  SG_CHECK(sg_setting_int(ctx->opts, gs_options, "gossip_every", &every));
+  SG_CHECK(sg_setting_int(ctx->opts, gs_options, "seed", &seed));
   if (every < 1) return sg_err_set(SG_ECONFIG, "gossip_every: must be >= 1");
   g->every = every;
   g->seed = (uint64_t)seed;

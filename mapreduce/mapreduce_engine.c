@@ -21,11 +21,13 @@ int mr_config_parse(const sg_opts_t *o, int workers, mr_config_t *cfg) {
   int64_t depth, parts, batch;
   memset(cfg, 0, sizeof *cfg);
   if (workers < 1) return sg_err_set(SG_ECONFIG, "mapreduce: workers must be >= 1, got %d", workers);
-  SG_CHECK(sg_opts_int_or(o, "depth", 2, &depth));
-  SG_CHECK(sg_opts_int_or(o, "partitions", 0, &parts));
-  SG_CHECK(sg_opts_int_or(o, "batch", 64, &batch));
-  const char *bc = sg_opts_str_or(o, "broadcast", "flat");
-  const char *ag = sg_opts_str_or(o, "aggregate", "flat");
+  SG_CHECK(sg_setting_int(o, mr_options, "depth", &depth));
+  SG_CHECK(sg_setting_int(o, mr_options, "partitions", &parts));
+  SG_CHECK(sg_setting_int(o, mr_options, "batch", &batch));
+  const char *bc;
+  SG_CHECK(sg_setting_str(o, mr_options, "broadcast", &bc));
+  const char *ag;
+  SG_CHECK(sg_setting_str(o, mr_options, "aggregate", &ag));
   if (strcmp(bc, "flat") && strcmp(bc, "tree"))
     return sg_err_set(SG_ECONFIG, "broadcast: '%s' is not one of flat|tree", bc);
   if (strcmp(ag, "flat") && strcmp(ag, "tree"))

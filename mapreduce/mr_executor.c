@@ -182,8 +182,8 @@ int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
   int64_t delay_rank = -1;
   int rc;
 
-  SG_TRY(sg_opts_int_or(ctx->opts, "delay_rank", -1, &delay_rank));
-  if (delay_rank == e) SG_TRY(sg_opts_double_or(ctx->opts, "delay_ms", 0, &x.delay_ms));
+  SG_TRY(sg_setting_int(ctx->opts, NULL, "delay_rank", &delay_rank));
+  if (delay_rank == e) SG_TRY(sg_setting_double(ctx->opts, NULL, "delay_ms", &x.delay_ms));
   /* The run's settings with batch = N*b: the workload of one worker that
    * sees the whole global batch. */
   if (!(wl_opts = sg_opts_dup(ctx->opts))) {

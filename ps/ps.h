@@ -131,11 +131,6 @@ typedef struct ps_server_stats {
   char first_reject[200]; /* "from rank 2: sparse index ..." (empty: none) */
 } ps_server_stats_t;
 
-/* The `slice` default in bytes (ps_engine.c; docs/engines/ps.md, Slices). */
-#define PS_SLICE_DEFAULT (128 * 1024)
-#define PS_SLICE_FROM_DEFAULT (1024 * 1024)
-#define PS_SLICE_WINDOW_DEFAULT 2 /* slices per server in flight (ps_window_lag) */
-
 typedef struct ps_cfg {
   ps_mode_t mode;
   int staleness; /* ssp bound (sync behaves as 0) */

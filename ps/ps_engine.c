@@ -28,7 +28,8 @@ static const sg_setting_t ps_options[] = {
 
 /* compress and topk; after sparse, which they exclude. */
 static int compress_from_opts(ps_cfg_t *cfg, const sg_opts_t *o) {
-  const char *c = sg_opts_str_or(o, "compress", "none");
+  const char *c;
+  SG_CHECK(sg_setting_str(o, ps_options, "compress", &c));
   if (!strcmp(c, "none")) cfg->compress = PS_COMPRESS_NONE;
   else if (!strcmp(c, "fp16")) cfg->compress = PS_COMPRESS_FP16;
   else if (!strcmp(c, "topk")) cfg->compress = PS_COMPRESS_TOPK;
@@ -38,7 +39,7 @@ static int compress_from_opts(ps_cfg_t *cfg, const sg_opts_t *o) {
   if (cfg->compress != PS_COMPRESS_NONE && cfg->sparse)
     return sg_err_set(SG_ECONFIG, "compress: %s works on the dense path; it does not combine with "
                       "sparse: true", c);
-  SG_CHECK(sg_opts_double_or(o, "topk", 0.01, &cfg->topk));
+  SG_CHECK(sg_setting_double(o, ps_options, "topk", &cfg->topk));
   if (!(cfg->topk > 0 && cfg->topk <= 1))
     return sg_err_set(SG_ECONFIG, "topk: must be in (0, 1], got %g", cfg->topk);
   return SG_OK;
@@ -46,18 +47,20 @@ static int compress_from_opts(ps_cfg_t *cfg, const sg_opts_t *o) {
 
 int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers) {
   memset(cfg, 0, sizeof *cfg);
-  const char *mode = sg_opts_str_or(o, "mode", "sync");
+  const char *mode;
+  SG_CHECK(sg_setting_str(o, ps_options, "mode", &mode));
   if (!strcmp(mode, "sync")) cfg->mode = PS_SYNC;
   else if (!strcmp(mode, "ssp")) cfg->mode = PS_SSP;
   else if (!strcmp(mode, "async")) cfg->mode = PS_ASYNC;
   else return sg_err_set(SG_ECONFIG, "mode: '%s' is not one of sync|ssp|async", mode);
   int64_t s, S;
-  SG_CHECK(sg_opts_int_or(o, "staleness", 2, &s));
-  SG_CHECK(sg_opts_int_or(o, "servers", 1, &S));
+  SG_CHECK(sg_setting_int(o, ps_options, "staleness", &s));
+  SG_CHECK(sg_setting_int(o, ps_options, "servers", &S));
   double budget = 0;
-  SG_CHECK(sg_opts_double_or(o, "time_budget", 0, &budget));
+  SG_CHECK(sg_setting_double(o, ps_options, "time_budget", &budget));
   if (!(budget >= 0)) return sg_err_set(SG_ECONFIG, "time_budget: must be >= 0 seconds, got %g", budget);
-  const char *sp = sg_opts_str_or(o, "sparse", "false");
+  const char *sp;
+  SG_CHECK(sg_setting_str(o, ps_options, "sparse", &sp));
   if (s < 0) return sg_err_set(SG_ECONFIG, "staleness: must be >= 0, got %lld", (long long)s);
   if (S < 1 || S > 1024) return sg_err_set(SG_ECONFIG, "servers: must be 1..1024, got %lld", (long long)S);
   if (workers < 1) return sg_err_set(SG_ECONFIG, "workers: must be >= 1, got %d", workers);
@@ -68,13 +71,13 @@ int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers) {
   cfg->time_budget = cfg->mode == PS_SYNC ? 0 : budget;
   SG_CHECK(compress_from_opts(cfg, o));
   int64_t slice, from;
-  SG_CHECK(sg_opts_int_or(o, "slice", PS_SLICE_DEFAULT, &slice));
-  SG_CHECK(sg_opts_int_or(o, "slice_from", PS_SLICE_FROM_DEFAULT, &from));
+  SG_CHECK(sg_setting_int(o, ps_options, "slice", &slice));
+  SG_CHECK(sg_setting_int(o, ps_options, "slice_from", &from));
   if (slice < 0) return sg_err_set(SG_ECONFIG, "slice: must be >= 0 bytes, got %lld", (long long)slice);
   if (from < 0) return sg_err_set(SG_ECONFIG, "slice_from: must be >= 0 bytes, got %lld", (long long)from);
   cfg->slice_from = (uint64_t)from;
   int64_t window;
-  SG_CHECK(sg_opts_int_or(o, "slice_window", PS_SLICE_WINDOW_DEFAULT, &window));
+  SG_CHECK(sg_setting_int(o, ps_options, "slice_window", &window));
   if (window < 0 || window > 1 << 20)
     return sg_err_set(SG_ECONFIG, "slice_window: must be 0..1048576 slices, got %lld",
                       (long long)window);

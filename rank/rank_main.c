@@ -153,6 +153,26 @@ static int rank_finish(sg_records_t *rec, const sg_comm_t *comm, int rank) {
   return sg_records_done(rec, 0, NULL, -1, SG_BLAME_NONE);
 }
 
+/* Lookups by key while the engine trained (core/opts.h): none is the
+ * rule; a count is recorded for the tests to see. */
+static int rank_late_reads(sg_records_t *rec, int rank) {
+  const char *first;
+  long n = sg_opts_late_reads(&first);
+  if (!n) return SG_OK;
+  char key[48], val[96];
+  snprintf(key, sizeof key, "opts.late_reads.rank%d", rank);
+  snprintf(val, sizeof val, "%ld, first %s", n, first);
+  return sg_records_info(rec, key, val);
+}
+
+/* The engine's loop (or, for `sgdlab bench`, its communication round),
+ * then the lookups it made while training. */
+static int rank_train(sg_rank_ctx_t *ctx, const sg_engine_t *eng) {
+  SG_CHECK(sg_bench_requested(ctx->opts) ? sg_bench_method_run(ctx, eng) : eng->run(ctx));
+  sg_opts_freeze(0);
+  return rank_late_reads(ctx->rec, ctx->rank);
+}
+
 /* One line on stderr and DONE with the message. */
 static void rank_report_failure(sg_records_t *rec, int rank, int rc) {
   const char *msg = sg_err_msg()[0] ? sg_err_msg() : sg_strerror(rc);
@@ -228,8 +248,7 @@ int main(int argc, char **argv) {
   SG_TRY(sg_opts_setf(o, "_engine_t", "%.6f", sg_now()));
   sg_rank_ctx_t ctx = {.rank = rank, .size = sh.size, .workers = (int)sh.workers, .comm = comm,
                        .opts = o, .rec = rec, .t0 = sh.t0};
-  /* `sgdlab bench` runs the engine's communication round, not training */
-  SG_TRY(sg_bench_requested(o) ? sg_bench_method_run(&ctx, eng) : eng->run(&ctx));
+  SG_TRY(rank_train(&ctx, eng));
   SG_TRY(rank_clock(rec, o, rank, keys, &sh, "clock.end"));
   SG_TRY(rank_finish(rec, comm, rank));
   rc = SG_OK;

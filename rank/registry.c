@@ -1,4 +1,6 @@
-/* registry.c - every engine, by name.  Adding an engine = one line here. */
+/* registry.c - every engine, by name.  Adding an engine to the tree = one
+ * line here (docs/design.md, "Adding an engine"); a program that links an
+ * engine of its own (a test's) adds it with sg_engine_register(). */
 #include <string.h>
 
 #include "engine.h"
@@ -9,7 +11,11 @@ extern const sg_engine_t sg_engine_mapreduce;
 extern const sg_engine_t sg_engine_allreduce;
 extern const sg_engine_t sg_engine_gossip;
 
-const sg_engine_t *const sg_engines[] = {
+/* The tree's five, then room for SG_ENGINES_EXTRA registered ones; always
+ * NULL-terminated (the last slot is never filled). */
+#define SG_ENGINES_BUILTIN 5
+#define SG_ENGINES_EXTRA 4
+const sg_engine_t *sg_engines[SG_ENGINES_BUILTIN + SG_ENGINES_EXTRA + 1] = {
     &sg_engine_local,
     &sg_engine_ps,
     &sg_engine_mapreduce,
@@ -17,6 +23,17 @@ const sg_engine_t *const sg_engines[] = {
     &sg_engine_gossip,
     NULL,
 };
+
+int sg_engine_register(const sg_engine_t *e) {
+  size_t i = 0;
+  while (sg_engines[i]) {
+    if (!strcmp(sg_engines[i]->name, e->name)) return -1; /* a name is one engine */
+    i++;
+  }
+  if (i + 1 >= sizeof sg_engines / sizeof *sg_engines) return -1;
+  sg_engines[i] = e;
+  return 0;
+}
 
 const sg_engine_t *sg_engine_find(const char *name) {
   for (const sg_engine_t *const *e = sg_engines; *e; e++)

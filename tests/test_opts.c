@@ -5,6 +5,7 @@
 #include "settings.h"
 #include "test.h"
 
+#include <string.h>
 #include <unistd.h>
 
 TEST(opts_typed_getters) {
@@ -156,4 +157,57 @@ TEST(seconds_below_one_keep_two_significant_digits) {
   CHECK_MSG(!strcmp(sg_fmt_secs(b, 0.5), "0.5"), "%s", b);
   CHECK_MSG(!strcmp(sg_fmt_secs(b, 30.0), "30.0"), "%s", b);
   CHECK_MSG(!strcmp(sg_fmt_secs(b, 1.5), "1.5"), "%s", b);
+}
+
+/* Defaults live in the tables: a key the opts lack reads as its entry's
+ * default, the engine's table first, then the global one; a key no table
+ * has is an error that names it; a value present wins. */
+TEST(setting_defaults_come_from_the_tables) {
+  static const sg_setting_t tab[] = {
+      {"toy_k", SG_T_INT, "7", "test", NULL, 0, 100, SG_S_ENGINE},
+      {"toy_f", SG_T_FLOAT, "0.25", "test", NULL, 0, 1, SG_S_ENGINE},
+      {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
+  };
+  sg_opts_t *o = sg_opts_new();
+  CHECK(o);
+  int64_t i = 0;
+  double d = 0;
+  const char *s = NULL;
+  CHECK_OK(sg_setting_int(o, tab, "toy_k", &i));
+  CHECK_EQ_INT(i, 7);
+  CHECK_OK(sg_setting_double(o, tab, "toy_f", &d));
+  CHECK(d == 0.25);
+  CHECK_OK(sg_setting_int(o, tab, "batch", &i)); /* the global table */
+  CHECK_EQ_INT(i, 64);
+  CHECK_OK(sg_setting_str(o, NULL, "transport", &s));
+  CHECK(!strcmp(s, "zmq"));
+  CHECK(sg_setting_int(o, tab, "no_such_key", &i) == SG_ECONFIG);
+  CHECK(strstr(sg_err_msg(), "no_such_key"));
+  CHECK_OK(sg_opts_set(o, "toy_k", "1K"));
+  CHECK_OK(sg_setting_int(o, tab, "toy_k", &i));
+  CHECK_EQ_INT(i, 1024);
+  CHECK_OK(sg_opts_set(o, "toy_f", "x"));
+  CHECK(sg_setting_double(o, tab, "toy_f", &d) == SG_ECONFIG);
+  sg_opts_destroy(&o);
+}
+
+/* The late-read count: lookups by key while frozen are counted, the first
+ * key named; none before or after. */
+TEST(lookups_while_frozen_are_counted) {
+  sg_opts_t *o = sg_opts_new();
+  CHECK(o);
+  CHECK_OK(sg_opts_set(o, "a", "1"));
+  const char *first = NULL;
+  long before = sg_opts_late_reads(&first);
+  (void)sg_opts_get(o, "a");
+  CHECK_EQ_INT(sg_opts_late_reads(NULL), before);
+  sg_opts_freeze(1);
+  int64_t v;
+  CHECK_OK(sg_opts_int(o, "a", &v));
+  (void)sg_opts_has(o, "b");
+  sg_opts_freeze(0);
+  (void)sg_opts_get(o, "a");
+  CHECK_EQ_INT(sg_opts_late_reads(&first), before + 2);
+  if (before == 0) CHECK(first && !strcmp(first, "a"));
+  sg_opts_destroy(&o);
 }
