@@ -16,6 +16,11 @@
  *    latency; and the steps' end, on the ranks' clocks, lies far beyond
  *    the run's wall time (the clocks are the simulation's: a real
  *    1 Mbit/s transfer of these steps would take as long as simulated);
+ *  - ps (S = 1 and 2) with modeled compute, its messages never folded
+ *    across ranks, runs to the end with every step recorded;
+ *  - the step-calibration cache reuses only a measurement taken at a load
+ *    within its cores (planted lines of load 9 on 2 cores and without a
+ *    load are measured again, one of load 0.5 reused);
  *  - the topologies SMPI builds: two-level, fat-tree and torus platforms
  *    run to the end;
  *  - refusals, one line with file:line:col and exit 2 before launch:
@@ -27,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "run_util.h"
@@ -159,6 +165,103 @@ TEST(topologies_smpi_builds_run) {
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 3);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.topology'"), 3);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 3 * 4 * 30);
+}
+
+/* ps with modeled compute: SMPI folds every allocation of 64 KiB or more
+ * across the simulated ranks; the ps messages (a push of mlp 784-256-10
+ * is 814 KB) must not be among them, or a server parses another rank's
+ * bytes (the run failed with "bad magic 0").  S = 1 and 2, sync. */
+TEST(ps_modeled_runs) {
+  skip_without_simgrid();
+  const char *dir = ru_scratch("simpsmod");
+  CHECK(dir);
+  char cfg[256], db[256];
+  snprintf(cfg, sizeof cfg, "%s/psmod.yaml", dir);
+  snprintf(db, sizeof db, "%s/psmod.db", dir);
+  FILE *f = fopen(cfg, "w");
+  CHECK(f);
+  fprintf(f, "name: simulate-ps-modeled\n"
+             "workload: {dataset: fashion-mnist, model: mlp, hidden: [256], batch: 16,\n"
+             "           max_steps: 5, eval_every: 1000000}\n"
+             "workers: 4\n"
+             "simulate: {link: 100mbit, latency: 10us, compute: modeled}\n"
+             "engines:\n"
+             "  - {engine: ps, servers: 1, transport: mpi}\n"
+             "  - {engine: ps, servers: 2, transport: mpi}\n");
+  fclose(f);
+  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 2);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.compute' "
+                             "AND value = 'modeled'"), 2);
+  /* every process records its 5 steps: 4 workers and S servers */
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), (5 + 6) * 5);
+}
+
+/* One modeled run with the calibration cache in cache/ of dir; 1 when
+ * its run_info says calibration `how` and step_s `step` (NULL: any). */
+static int cal_run(const char *dir, const char *db, const char *how, const char *step) {
+  char cfg[256], sql[256];
+  snprintf(cfg, sizeof cfg, "%s/cal.yaml", dir);
+  if (ru_write_file(cfg, "name: simulate-calibration\n"
+                         "workload: {dataset: synthetic, batch: 8, max_steps: 2, eval_every: 1000000}\n"
+                         "workers: 2\nsimulate: {compute: modeled}\n"
+                         "engines: [{engine: allreduce, algorithm: ring, transport: mpi}]\n") ||
+      ru_sgdlab_run(cfg, db) != 0)
+    return 0;
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM run_info WHERE key = 'simulate.calibration' "
+           "AND value = '%s'", how);
+  if (ru_db_int(db, sql) != 1) return 0;
+  if (!step) return 1;
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM run_info WHERE key = 'simulate.step_s' "
+           "AND value = '%s'", step);
+  return ru_db_int(db, sql) == 1;
+}
+
+/* Replace the cache with one line of the key it holds: step 0.25 s, taken
+ * at `load` on 2 cores (load "": an older line, without load and cores). */
+static int cal_plant(const char *path, const char *load) {
+  char *text = ru_slurp(path, 1 << 16), line[2048];
+  char *tab = text ? strchr(text, '\t') : NULL;
+  if (!tab) return free(text), -1;
+  *tab = '\0';
+  if (load[0]) snprintf(line, sizeof line, "%s\t0.25\t1e9\t%s\t2\n", text, load);
+  else snprintf(line, sizeof line, "%s\t0.25\t1e9\n", text);
+  free(text);
+  return ru_write_file(path, line);
+}
+
+/* The step-calibration cache keeps the load average and cores of each
+ * measurement and reuses only one taken at a load within its cores: a
+ * planted line of load 9 on 2 cores and an older line without load are
+ * measured again (step_s not the planted 0.25), one of load 0.5 is reused. */
+TEST(calibration_cache_skips_loaded_entries) {
+  skip_without_simgrid();
+  const char *dir = ru_scratch("simcal");
+  CHECK(dir);
+  char cache[300], path[400], db[300], *old = getenv("XDG_CACHE_HOME");
+  char keep[4096];
+  snprintf(keep, sizeof keep, "%s", old ? old : "");
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  snprintf(path, sizeof path, "%s/sgdlab/simulate-calibration", cache);
+  CHECK_EQ_INT(mkdir(cache, 0700), 0);
+  setenv("XDG_CACHE_HOME", cache, 1);
+  static const struct {
+    const char *load, *how, *step;
+  } cases[] = {{"9", "measured", NULL}, {"", "measured", NULL}, {"0.5", "cached", "0.25"}};
+  snprintf(db, sizeof db, "%s/cal0.db", dir);
+  CHECK_MSG(cal_run(dir, db, "measured", NULL), "first run: not measured");
+  for (int i = 0; i < 3; i++) {
+    CHECK_EQ_INT(cal_plant(path, cases[i].load), 0);
+    snprintf(db, sizeof db, "%s/cal%d.db", dir, i + 1);
+    CHECK_MSG(cal_run(dir, db, cases[i].how, cases[i].step), "load '%s': not %s", cases[i].load,
+              cases[i].how);
+    if (!cases[i].step)
+      CHECK_MSG(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.step_s' "
+                              "AND value = '0.25'") == 0,
+                "load '%s': the planted step time was reused", cases[i].load);
+  }
+  if (keep[0]) setenv("XDG_CACHE_HOME", keep, 1);
+  else unsetenv("XDG_CACHE_HOME");
 }
 
 /* sgdlab run on this experiment text: exit 2 and one line with `want`. */
