@@ -54,6 +54,19 @@ static const char WORKLOAD[] =
     "           lr: 0.1, momentum: 0.9, max_steps: 30, eval_every: 1000000, seed: 5}\n"
     "workers: 4\n";
 
+/* Write `text` as the experiment file of a fresh scratch directory
+ * (tag) and run sgdlab on it; its database's path into db.  sgdlab's exit
+ * code, or -1 when the file could not be written. */
+static int sim_experiment(const char *tag, const char *text, char *db, size_t cap) {
+  const char *dir = ru_scratch(tag);
+  char cfg[256];
+  if (!dir) return -1;
+  snprintf(cfg, sizeof cfg, "%s/%s.yaml", dir, tag);
+  snprintf(db, cap, "%s/%s.db", dir, tag);
+  if (ru_write_file(cfg, text) != 0) return -1;
+  return ru_sgdlab_run(cfg, db);
+}
+
 TEST(engines_simulated_match_local) {
   skip_without_simgrid();
   const char *dir = ru_scratch("simrun");
@@ -103,23 +116,18 @@ TEST(engines_simulated_match_local) {
 
 TEST(simulated_time_follows_alpha_beta) {
   skip_without_simgrid();
-  const char *dir = ru_scratch("simab");
-  CHECK(dir);
-  char cfg[256], db[256], sql[512];
-  snprintf(cfg, sizeof cfg, "%s/ab.yaml", dir);
-  snprintf(db, sizeof db, "%s/ab.db", dir);
-  FILE *f = fopen(cfg, "w");
-  CHECK(f);
-  fprintf(f, "name: simulate-alpha-beta\n"
-             "workload: {dataset: fashion-mnist, model: mlp, hidden: [256], batch: 16,\n"
-             "           max_steps: 4, eval_every: 1000000}\n"
-             "workers: 4\n"
-             "simulate: {link: 1mbit, latency: 10us, compute: modeled}\n"
-             "engines:\n"
-             "  - {engine: allreduce, algorithm: ring, transport: mpi}\n"
-             "  - {engine: allreduce, algorithm: rhd, transport: mpi}\n");
-  fclose(f);
-  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  char db[256], sql[512];
+  CHECK_EQ_INT(sim_experiment("simab",
+                              "name: simulate-alpha-beta\n"
+                              "workload: {dataset: fashion-mnist, model: mlp, hidden: [256], batch: 16,\n"
+                              "           max_steps: 4, eval_every: 1000000}\n"
+                              "workers: 4\n"
+                              "simulate: {link: 1mbit, latency: 10us, compute: modeled}\n"
+                              "engines:\n"
+                              "  - {engine: allreduce, algorithm: ring, transport: mpi}\n"
+                              "  - {engine: allreduce, algorithm: rhd, transport: mpi}\n",
+                              db, sizeof db),
+               0);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 2);
   /* M = 203530 float32 parameters of mlp 784-256-10, N = 4, B = 1 Mbit/s */
   const double N = 4, M = 203530 * 4.0, B = 1e6 / 8, alpha = 2 * 10e-6;
@@ -145,23 +153,16 @@ TEST(simulated_time_follows_alpha_beta) {
 
 TEST(topologies_smpi_builds_run) {
   skip_without_simgrid();
-  const char *dir = ru_scratch("simtopo");
-  CHECK(dir);
-  char cfg[256], db[256];
-  snprintf(cfg, sizeof cfg, "%s/topo.yaml", dir);
-  snprintf(db, sizeof db, "%s/topo.db", dir);
-  FILE *f = fopen(cfg, "w");
-  CHECK(f);
-  fprintf(f, "name: simulate-topologies\n%s"
-             "engines:\n"
-             "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
-             "     simulate: {topology: two-level, racks: 2, oversubscription: 2, compute: modeled}}\n"
-             "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
-             "     simulate: {topology: fat-tree, fat_tree: '2;2,2;1,2;1,2', compute: modeled}}\n"
-             "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
-             "     simulate: {topology: torus, torus: '2,2', compute: modeled}}\n", WORKLOAD);
-  fclose(f);
-  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  char text[2048], db[256];
+  snprintf(text, sizeof text, "name: simulate-topologies\n%s"
+           "engines:\n"
+           "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
+           "     simulate: {topology: two-level, racks: 2, oversubscription: 2, compute: modeled}}\n"
+           "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
+           "     simulate: {topology: fat-tree, fat_tree: '2;2,2;1,2;1,2', compute: modeled}}\n"
+           "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
+           "     simulate: {topology: torus, torus: '2,2', compute: modeled}}\n", WORKLOAD);
+  CHECK_EQ_INT(sim_experiment("simtopo", text, db, sizeof db), 0);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 3);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.topology'"), 3);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 3 * 4 * 30);
@@ -173,23 +174,18 @@ TEST(topologies_smpi_builds_run) {
  * bytes (the run failed with "bad magic 0").  S = 1 and 2, sync. */
 TEST(ps_modeled_runs) {
   skip_without_simgrid();
-  const char *dir = ru_scratch("simpsmod");
-  CHECK(dir);
-  char cfg[256], db[256];
-  snprintf(cfg, sizeof cfg, "%s/psmod.yaml", dir);
-  snprintf(db, sizeof db, "%s/psmod.db", dir);
-  FILE *f = fopen(cfg, "w");
-  CHECK(f);
-  fprintf(f, "name: simulate-ps-modeled\n"
-             "workload: {dataset: fashion-mnist, model: mlp, hidden: [256], batch: 16,\n"
-             "           max_steps: 5, eval_every: 1000000}\n"
-             "workers: 4\n"
-             "simulate: {link: 100mbit, latency: 10us, compute: modeled}\n"
-             "engines:\n"
-             "  - {engine: ps, servers: 1, transport: mpi}\n"
-             "  - {engine: ps, servers: 2, transport: mpi}\n");
-  fclose(f);
-  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  char db[256];
+  CHECK_EQ_INT(sim_experiment("simpsmod",
+                              "name: simulate-ps-modeled\n"
+                              "workload: {dataset: fashion-mnist, model: mlp, hidden: [256], batch: 16,\n"
+                              "           max_steps: 5, eval_every: 1000000}\n"
+                              "workers: 4\n"
+                              "simulate: {link: 100mbit, latency: 10us, compute: modeled}\n"
+                              "engines:\n"
+                              "  - {engine: ps, servers: 1, transport: mpi}\n"
+                              "  - {engine: ps, servers: 2, transport: mpi}\n",
+                              db, sizeof db),
+               0);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 2);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.compute' "
                              "AND value = 'modeled'"), 2);
