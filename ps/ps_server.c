@@ -37,6 +37,7 @@
 #include "clock.h"
 #include "compress_half.h"
 #include "err.h"
+#include "msgbuf.h"
 #include "ps.h"
 #include "ps_proto.h"
 #include "topk_select.h"
@@ -687,7 +688,7 @@ static int choose_buf(server_t *s, int w, size_t bytes, unsigned char **buf, siz
   *buf = s->scratch;
   *room = s->cap;
   if (bytes > s->cap) {
-    if (!(*drain = malloc(bytes ? bytes : 1))) return SG_ENOMEM;
+    if (!(*drain = sg_msg_malloc(bytes ? bytes : 1))) return SG_ENOMEM;
     *buf = *drain;
     *room = bytes;
     return SG_OK;
@@ -861,12 +862,12 @@ static void server_free(server_t *s) {
 static int server_alloc(server_t *s) {
   const ps_cfg_t *cfg = s->cfg;
   const size_t hdr = sizeof(ps_hdr_t), N = (size_t)s->N;
-  if (!(s->pbuf = malloc(hdr + (s->cnt + 1) * sizeof(float)))) return SG_ENOMEM;
+  if (!(s->pbuf = sg_msg_malloc(hdr + (s->cnt + 1) * sizeof(float)))) return SG_ENOMEM;
   s->params = (float *)(s->pbuf + hdr);
   if (!(s->acc = malloc((s->cnt + 1) * sizeof(float))) ||
       (cfg->compress == PS_COMPRESS_FP16 && !(s->wide = malloc((s->cnt + 1) * sizeof(float)))) ||
-      !(s->scratch = malloc(s->cap)) ||
-      (cfg->sparse && !(s->sreply = malloc(hdr + (s->cnt + 1) * sizeof(float)))) ||
+      !(s->scratch = sg_msg_malloc(s->cap)) ||
+      (cfg->sparse && !(s->sreply = sg_msg_malloc(hdr + (s->cnt + 1) * sizeof(float)))) ||
       !(s->slot = calloc(N, sizeof *s->slot)) || !(s->pend = calloc(N, sizeof *s->pend)) ||
       !(s->have = calloc(N, sizeof *s->have)) || !(s->done = calloc(N, sizeof *s->done)) ||
       !(s->dead = calloc(N, sizeof *s->dead)) || !(s->clock = calloc(N, sizeof *s->clock)) ||
@@ -874,7 +875,7 @@ static int server_alloc(server_t *s) {
       !(s->final = calloc(N, sizeof *s->final)))
     return SG_ENOMEM;
   for (int w = 0; w < s->N; w++) {
-    if (cfg->mode == PS_SYNC && !(s->slot[w] = malloc(s->slot_bytes))) return SG_ENOMEM;
+    if (cfg->mode == PS_SYNC && !(s->slot[w] = sg_msg_malloc(s->slot_bytes))) return SG_ENOMEM;
     if (cfg->sparse && !(s->pend[w].idx = malloc((s->cnt + 1) * 4))) return SG_ENOMEM;
     s->stale[w] = -1;
   }

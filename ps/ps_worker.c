@@ -31,6 +31,7 @@
 #include "compress_half.h"
 #include "deadline.h"
 #include "err.h"
+#include "msgbuf.h"
 #include "ps.h"
 #include "ps_proto.h"
 #include "ps_sparse.h"
@@ -443,9 +444,9 @@ static int buffers_new(worker_t *wk) {
     size_t cnt = wk->cnt[k] + 1, sliced = wk->sliced ? wk->nsl[k] * slice_stride(wk, k) : 0;
     int pairs = cfg->sparse || cfg->compress == PS_COMPRESS_TOPK;
     size_t push = hdrsz() + cnt * (pairs ? 8 : 4), rep = hdrsz() + cnt * 4;
-    if (!(wk->push[k] = malloc(push > sliced ? push : sliced)) ||
-        !(wk->pull[k] = malloc(hdrsz() + (cfg->sparse ? cnt * 4 : 0))) ||
-        !(wk->rep[k] = malloc(rep > sliced ? rep : sliced)))
+    if (!(wk->push[k] = sg_msg_malloc(push > sliced ? push : sliced)) ||
+        !(wk->pull[k] = sg_msg_malloc(hdrsz() + (cfg->sparse ? cnt * 4 : 0))) ||
+        !(wk->rep[k] = sg_msg_malloc(rep > sliced ? rep : sliced)))
       return sg_err_set(SG_ENOMEM, "ps worker %d: buffers of shard %d", wk->w, k);
   }
   if (!(wk->req = calloc(nreq, sizeof *wk->req)))

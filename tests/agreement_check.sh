@@ -24,7 +24,9 @@ grep '^| ring | 16 |' "$d/out" | awk -F'|' '{
     p = $5 + 0; m = $6 + 0; e = $7 + 0
     if (!(p > 0 && m > 0)) { print "bad p/m: " $0; exit 1 }
     x = (p > m ? p - m : m - p) / m * 100
-    if (x - e > 0.06 || e - x > 0.06) { print "error " e " % but |p-m|/m = " x " %"; exit 1 }
+    # p and m are printed to 0.0005 ms, e to 0.05 %: what that rounding allows
+    tol = 0.05 + 100 * 0.0005 * (1 / m + p / (m * m)) + 0.001
+    if (x - e > tol || e - x > tol) { print "error " e " % but |p-m|/m = " x " %"; exit 1 }
   }' || fail "the ring row's error is not |p - m| / m"
 
 # 2. Planted rows of part (a): 1.1 ms predicted against 1.0 measured is

@@ -16,6 +16,11 @@
  *    latency; and the steps' end, on the ranks' clocks, lies far beyond
  *    the run's wall time (the clocks are the simulation's: a real
  *    1 Mbit/s transfer of these steps would take as long as simulated);
+ *  - ps (S = 1 and 2) with modeled compute, its messages never folded
+ *    across ranks, runs to the end with every step recorded;
+ *  - the step-calibration cache reuses only a measurement taken at a load
+ *    within its cores (planted lines of load 9 on 2 cores and without a
+ *    load are measured again, one of load 0.5 reused);
  *  - the topologies SMPI builds: two-level, fat-tree and torus platforms
  *    run to the end;
  *  - refusals, one line with file:line:col and exit 2 before launch:
@@ -27,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "run_util.h"
@@ -47,6 +53,19 @@ static const char WORKLOAD[] =
     "workload: {dataset: fashion-mnist, model: mlp, hidden: [32], batch: 16,\n"
     "           lr: 0.1, momentum: 0.9, max_steps: 30, eval_every: 1000000, seed: 5}\n"
     "workers: 4\n";
+
+/* Write `text` as the experiment file of a fresh scratch directory
+ * (tag) and run sgdlab on it; its database's path into db.  sgdlab's exit
+ * code, or -1 when the file could not be written. */
+static int sim_experiment(const char *tag, const char *text, char *db, size_t cap) {
+  const char *dir = ru_scratch(tag);
+  char cfg[256];
+  if (!dir) return -1;
+  snprintf(cfg, sizeof cfg, "%s/%s.yaml", dir, tag);
+  snprintf(db, cap, "%s/%s.db", dir, tag);
+  if (ru_write_file(cfg, text) != 0) return -1;
+  return ru_sgdlab_run(cfg, db);
+}
 
 TEST(engines_simulated_match_local) {
   skip_without_simgrid();
@@ -97,23 +116,18 @@ TEST(engines_simulated_match_local) {
 
 TEST(simulated_time_follows_alpha_beta) {
   skip_without_simgrid();
-  const char *dir = ru_scratch("simab");
-  CHECK(dir);
-  char cfg[256], db[256], sql[512];
-  snprintf(cfg, sizeof cfg, "%s/ab.yaml", dir);
-  snprintf(db, sizeof db, "%s/ab.db", dir);
-  FILE *f = fopen(cfg, "w");
-  CHECK(f);
-  fprintf(f, "name: simulate-alpha-beta\n"
-             "workload: {dataset: fashion-mnist, model: mlp, hidden: [256], batch: 16,\n"
-             "           max_steps: 4, eval_every: 1000000}\n"
-             "workers: 4\n"
-             "simulate: {link: 1mbit, latency: 10us, compute: modeled}\n"
-             "engines:\n"
-             "  - {engine: allreduce, algorithm: ring, transport: mpi}\n"
-             "  - {engine: allreduce, algorithm: rhd, transport: mpi}\n");
-  fclose(f);
-  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  char db[256], sql[512];
+  CHECK_EQ_INT(sim_experiment("simab",
+                              "name: simulate-alpha-beta\n"
+                              "workload: {dataset: fashion-mnist, model: mlp, hidden: [256], batch: 16,\n"
+                              "           max_steps: 4, eval_every: 1000000}\n"
+                              "workers: 4\n"
+                              "simulate: {link: 1mbit, latency: 10us, compute: modeled}\n"
+                              "engines:\n"
+                              "  - {engine: allreduce, algorithm: ring, transport: mpi}\n"
+                              "  - {engine: allreduce, algorithm: rhd, transport: mpi}\n",
+                              db, sizeof db),
+               0);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 2);
   /* M = 203530 float32 parameters of mlp 784-256-10, N = 4, B = 1 Mbit/s */
   const double N = 4, M = 203530 * 4.0, B = 1e6 / 8, alpha = 2 * 10e-6;
@@ -139,26 +153,111 @@ TEST(simulated_time_follows_alpha_beta) {
 
 TEST(topologies_smpi_builds_run) {
   skip_without_simgrid();
-  const char *dir = ru_scratch("simtopo");
-  CHECK(dir);
-  char cfg[256], db[256];
-  snprintf(cfg, sizeof cfg, "%s/topo.yaml", dir);
-  snprintf(db, sizeof db, "%s/topo.db", dir);
-  FILE *f = fopen(cfg, "w");
-  CHECK(f);
-  fprintf(f, "name: simulate-topologies\n%s"
-             "engines:\n"
-             "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
-             "     simulate: {topology: two-level, racks: 2, oversubscription: 2, compute: modeled}}\n"
-             "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
-             "     simulate: {topology: fat-tree, fat_tree: '2;2,2;1,2;1,2', compute: modeled}}\n"
-             "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
-             "     simulate: {topology: torus, torus: '2,2', compute: modeled}}\n", WORKLOAD);
-  fclose(f);
-  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  char text[2048], db[256];
+  snprintf(text, sizeof text, "name: simulate-topologies\n%s"
+           "engines:\n"
+           "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
+           "     simulate: {topology: two-level, racks: 2, oversubscription: 2, compute: modeled}}\n"
+           "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
+           "     simulate: {topology: fat-tree, fat_tree: '2;2,2;1,2;1,2', compute: modeled}}\n"
+           "  - {engine: allreduce, algorithm: rhd, transport: mpi,\n"
+           "     simulate: {topology: torus, torus: '2,2', compute: modeled}}\n", WORKLOAD);
+  CHECK_EQ_INT(sim_experiment("simtopo", text, db, sizeof db), 0);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 3);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.topology'"), 3);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 3 * 4 * 30);
+}
+
+/* ps with modeled compute: SMPI folds every allocation of 64 KiB or more
+ * across the simulated ranks; the ps messages (a push of mlp 784-256-10
+ * is 814 KB) must not be among them, or a server parses another rank's
+ * bytes (the run failed with "bad magic 0").  S = 1 and 2, sync. */
+TEST(ps_modeled_runs) {
+  skip_without_simgrid();
+  char db[256];
+  CHECK_EQ_INT(sim_experiment("simpsmod",
+                              "name: simulate-ps-modeled\n"
+                              "workload: {dataset: fashion-mnist, model: mlp, hidden: [256], batch: 16,\n"
+                              "           max_steps: 5, eval_every: 1000000}\n"
+                              "workers: 4\n"
+                              "simulate: {link: 100mbit, latency: 10us, compute: modeled}\n"
+                              "engines:\n"
+                              "  - {engine: ps, servers: 1, transport: mpi}\n"
+                              "  - {engine: ps, servers: 2, transport: mpi}\n",
+                              db, sizeof db),
+               0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 2);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.compute' "
+                             "AND value = 'modeled'"), 2);
+  /* every process records its 5 steps: 4 workers and S servers */
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), (5 + 6) * 5);
+}
+
+/* One modeled run with the calibration cache in cache/ of dir; 1 when
+ * its run_info says calibration `how` and step_s `step` (NULL: any). */
+static int cal_run(const char *dir, const char *db, const char *how, const char *step) {
+  char cfg[256], sql[256];
+  snprintf(cfg, sizeof cfg, "%s/cal.yaml", dir);
+  if (ru_write_file(cfg, "name: simulate-calibration\n"
+                         "workload: {dataset: synthetic, batch: 8, max_steps: 2, eval_every: 1000000}\n"
+                         "workers: 2\nsimulate: {compute: modeled}\n"
+                         "engines: [{engine: allreduce, algorithm: ring, transport: mpi}]\n") ||
+      ru_sgdlab_run(cfg, db) != 0)
+    return 0;
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM run_info WHERE key = 'simulate.calibration' "
+           "AND value = '%s'", how);
+  if (ru_db_int(db, sql) != 1) return 0;
+  if (!step) return 1;
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM run_info WHERE key = 'simulate.step_s' "
+           "AND value = '%s'", step);
+  return ru_db_int(db, sql) == 1;
+}
+
+/* Replace the cache with one line of the key it holds: step 0.25 s, taken
+ * at `load` on 2 cores (load "": an older line, without load and cores). */
+static int cal_plant(const char *path, const char *load) {
+  char *text = ru_slurp(path, 1 << 16), line[2048];
+  char *tab = text ? strchr(text, '\t') : NULL;
+  if (!tab) return free(text), -1;
+  *tab = '\0';
+  if (load[0]) snprintf(line, sizeof line, "%s\t0.25\t1e9\t%s\t2\n", text, load);
+  else snprintf(line, sizeof line, "%s\t0.25\t1e9\n", text);
+  free(text);
+  return ru_write_file(path, line);
+}
+
+/* The step-calibration cache keeps the load average and cores of each
+ * measurement and reuses only one taken at a load within its cores: a
+ * planted line of load 9 on 2 cores and an older line without load are
+ * measured again (step_s not the planted 0.25), one of load 0.5 is reused. */
+TEST(calibration_cache_skips_loaded_entries) {
+  skip_without_simgrid();
+  const char *dir = ru_scratch("simcal");
+  CHECK(dir);
+  char cache[300], path[400], db[300], *old = getenv("XDG_CACHE_HOME");
+  char keep[4096];
+  snprintf(keep, sizeof keep, "%s", old ? old : "");
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  snprintf(path, sizeof path, "%s/sgdlab/simulate-calibration", cache);
+  CHECK_EQ_INT(mkdir(cache, 0700), 0);
+  setenv("XDG_CACHE_HOME", cache, 1);
+  static const struct {
+    const char *load, *how, *step;
+  } cases[] = {{"9", "measured", NULL}, {"", "measured", NULL}, {"0.5", "cached", "0.25"}};
+  snprintf(db, sizeof db, "%s/cal0.db", dir);
+  CHECK_MSG(cal_run(dir, db, "measured", NULL), "first run: not measured");
+  for (int i = 0; i < 3; i++) {
+    CHECK_EQ_INT(cal_plant(path, cases[i].load), 0);
+    snprintf(db, sizeof db, "%s/cal%d.db", dir, i + 1);
+    CHECK_MSG(cal_run(dir, db, cases[i].how, cases[i].step), "load '%s': not %s", cases[i].load,
+              cases[i].how);
+    if (!cases[i].step)
+      CHECK_MSG(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.step_s' "
+                              "AND value = '0.25'") == 0,
+                "load '%s': the planted step time was reused", cases[i].load);
+  }
+  if (keep[0]) setenv("XDG_CACHE_HOME", keep, 1);
+  else unsetenv("XDG_CACHE_HOME");
 }
 
 /* sgdlab run on this experiment text: exit 2 and one line with `want`. */

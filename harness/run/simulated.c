@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bench_step.h"
 #include "clock.h"
@@ -23,8 +24,13 @@
 #define SIM_TELL_S 10.0
 
 /* The calibration cache: $XDG_CACHE_HOME/sgdlab (or ~/.cache/sgdlab)
- * /simulate-calibration, one line per workload and CPU, "KEY<TAB>step_s
- * <TAB>sgemm flop/s", so a sweep measures once.  "" when there is none. */
+ * /simulate-calibration, one line per measurement, "KEY<TAB>step_s<TAB>
+ * sgemm flop/s<TAB>load<TAB>cores": the workload and CPU, what was
+ * measured, and the 1-minute load average and online cores when it was,
+ * so a sweep measures once.  A line taken at a load above its cores (the
+ * step then timed long, shared with other work) or without a load (older
+ * lines) is not reused: the step is measured again.  "" when there is no
+ * cache directory. */
 static void cache_path(char *out, size_t cap) {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   out[0] = '\0';
@@ -47,21 +53,43 @@ static void cache_key(const sg_opts_t *o, char *out, size_t cap) {
     if (*p == '\t' || *p == '\n') *p = ' ';
 }
 
-/* 1 when the cache has the key (a line's values positive and finite). */
-static int cache_get(const char *path, const char *key, double *step_s, double *speed) {
+/* This machine's 1-minute load average (-1 when unknown) and cores. */
+static void load_now(double *load, int *cores) {
+  double l[1];
+  long c = sysconf(_SC_NPROCESSORS_ONLN);
+  *load = getloadavg(l, 1) == 1 ? l[0] : -1;
+  *cores = c > 0 ? (int)c : 1;
+}
+
+/* 1 when the cache has the key on a line taken at a load within its
+ * cores (the last such line; values positive and finite); *busy: the
+ * load of the last line of the key that was not reused (-1: none). */
+static int cache_get(const char *path, const char *key, double *step_s, double *speed,
+                     double *busy) {
   FILE *f = path[0] ? fopen(path, "r") : NULL;
   char line[1024];
-  int found = 0;
+  int found = 0, cores;
+  double st, sp, load;
   size_t kl = strlen(key);
-  while (f && !found && fgets(line, sizeof line, f))
-    found = !strncmp(line, key, kl) && line[kl] == '\t' &&
-            sscanf(line + kl + 1, "%lf\t%lf", step_s, speed) == 2 && *step_s > 0 &&
-            *step_s < 1e3 && *speed > 0 && *speed < 1e18;
+  *busy = -1;
+  while (f && fgets(line, sizeof line, f)) {
+    if (strncmp(line, key, kl) || line[kl] != '\t' ||
+        sscanf(line + kl + 1, "%lf\t%lf", &st, &sp) != 2 || !(st > 0 && st < 1e3) ||
+        !(sp > 0 && sp < 1e18))
+      continue;
+    if (sscanf(line + kl + 1, "%*f\t%*f\t%lf\t%d", &load, &cores) != 2 || !(load >= 0) ||
+        cores < 1 || load > cores) {
+      *busy = sscanf(line + kl + 1, "%*f\t%*f\t%lf", &load) == 1 && load >= 0 ? load : 1e9;
+      continue;
+    }
+    *step_s = st, *speed = sp, found = 1;
+  }
   if (f) fclose(f);
   return found;
 }
 
-static void cache_put(const char *path, const char *key, double step_s, double speed) {
+static void cache_put(const char *path, const char *key, double step_s, double speed,
+                      double load, int cores) {
   char dir[4200];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
@@ -70,7 +98,7 @@ static void cache_put(const char *path, const char *key, double step_s, double s
   mkdir(dir, 0700); /* ~/.cache/sgdlab, like the data cache's */
   FILE *f = fopen(path, "a");
   if (f) {
-    fprintf(f, "%s\t%.9g\t%.9g\n", key, step_s, speed);
+    fprintf(f, "%s\t%.9g\t%.9g\t%.2f\t%d\n", key, step_s, speed, load, cores);
     fclose(f);
   }
 }
@@ -78,19 +106,27 @@ static void cache_put(const char *path, const char *key, double step_s, double s
 /* The sgemm rate of one core of this machine and the time of one step of
  * this workload (sgdlab bench step's method: median of blocks after a
  * warm-up, one BLAS thread), unless host_speed is given and compute is
- * executed; from the cache when this workload was measured before. */
+ * executed; from the cache when this workload was measured before at a
+ * load within the cores.  One line on stderr when a cached measurement
+ * is passed over or this one is taken at a load above the cores. */
 static int sim_measure(run_sim_t *m, const sg_opts_t *o) {
   if (m->cfg.host_speed > 0 && !m->cfg.modeled) return SG_OK;
   char path[4200], key[1024];
-  double step_s, speed;
+  double step_s, speed, busy, load;
+  int cores;
   cache_path(path, sizeof path);
   cache_key(o, key, sizeof key);
-  if (cache_get(path, key, &step_s, &speed)) {
+  if (cache_get(path, key, &step_s, &speed, &busy)) {
     m->step_s = step_s;
     if (m->cfg.host_speed <= 0) m->cfg.host_speed = speed;
     m->cached = 1;
     return SG_OK;
   }
+  load_now(&load, &cores);
+  if (busy >= 0 || load > cores)
+    fprintf(stderr, "sgdlab: simulate: measuring the step time at load %.2f on %d cores%s\n",
+            load, cores, busy >= 0 ? " (the cached one, taken at a load above its cores, "
+                                     "is not reused)" : " (above the cores: it may time long)");
   sg_bench_step_result_t r;
   sg_opts_t *b = sg_opts_dup(o);
   if (!b) return SG_ENOMEM;
@@ -102,7 +138,8 @@ static int sim_measure(run_sim_t *m, const sg_opts_t *o) {
   m->step_s = r.step_s;
   speed = r.gemm_s > 0 ? r.gemm_flops / r.gemm_s : 1e10;
   if (m->cfg.host_speed <= 0) m->cfg.host_speed = speed;
-  cache_put(path, key, r.step_s, speed);
+  load_now(&load, &cores); /* the load over the measurement's last minute */
+  cache_put(path, key, r.step_s, speed, load, cores);
   return SG_OK;
 }
 
@@ -133,6 +170,10 @@ static void sim_args(run_sim_t *m, int nprocs) {
    * them one by one, O(N^2) per rank (256 ranks took minutes to start) */
   snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/coll-selector:ompi");
   snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--log=root.thres:warning");
+  /* MPI_Probe is a loop of MPI_Iprobe under SMPI, each call advancing the
+   * rank's clock by smpi/iprobe (default 100 us): a ps or mapreduce wait
+   * then ended up to that late, per probe.  A probe costs ~nothing here. */
+  snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/iprobe:1e-9");
   if (m->cfg.modeled) { /* only the injected step time counts; big buffers folded */
     snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/simulate-computation:no");
     snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/auto-shared-malloc-thresh:%d",
