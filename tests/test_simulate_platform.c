@@ -101,6 +101,16 @@ TEST(what_smpi_cannot_build_is_refused_naming_the_key) {
   expect_refusal("simulate.topology=fat-tree|simulate.fat_tree=2;4,4;1,2", 16, "simulate.fat_tree");
   expect_refusal("simulate.topology=fat-tree|simulate.fat_tree=2;4,2;1,2;1,2", 16,
                  "simulate.fat_tree");
+  /* text after the fourth part would reach the platform file: markup, or
+   * a value longer than the platform's field */
+  expect_refusal("simulate.topology=fat-tree|simulate.fat_tree=2;4,4;1,2;1,2;\"/><zone id=\"x\" "
+                 "routing=\"Full\"/><!--", 16, "simulate.fat_tree");
+  expect_refusal("simulate.topology=fat-tree|simulate.fat_tree=2;4,4;1,2;1,2;", 16,
+                 "simulate.fat_tree");
+  expect_refusal("simulate.topology=fat-tree|simulate.fat_tree=8;1,1,1,1,1,1,4,4;"
+                 "1000001,1000001,1000001,1000001,1000001,1000001,1000001,1000001;"
+                 "1000001,1000001,1000001,1000001,1000001,1000001,1000001,1000001", 16,
+                 "simulate.fat_tree");
   expect_refusal("simulate.topology=two-level|simulate.racks=3", 16, "simulate.racks");
   expect_refusal("simulate.topology=two-level|simulate.racks=2|simulate.oversubscription=3", 16,
                  "simulate.oversubscription");

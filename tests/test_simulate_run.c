@@ -305,4 +305,14 @@ TEST(refusals_before_launch) {
             "simulating 1024 processes needs");
   else
     fprintf(stderr, "memory refusal not checked: %.1f GiB available\n", avail_gib);
+  /* a big model at a modest N: each executing rank holds its parameters,
+   * gradient and momentum (64 x 281 MiB x 3, over 50 GiB), which the
+   * fixed per-rank amount alone (about 2 GiB here) would admit */
+  if (avail_gib > 0 && avail_gib < 48)
+    refused("model", "name: b\nworkers: 64\n"
+                     "workload: {dataset: fashion-mnist, model: mlp, hidden: [8192, 8192],\n"
+                     "           momentum: 0.9, batch: 8, max_steps: 2}\n"
+                     "simulate: {compute: executed}\n"
+                     "engines: [{engine: allreduce, algorithm: rhd, transport: mpi}]\n",
+            "simulating 64 processes needs");
 }

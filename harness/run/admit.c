@@ -425,6 +425,12 @@ static int admit_sim(admit_t *a, const sg_experiment_t *x, size_t i, const dsinf
   if (sg_sim_cfg_read(run->opts, run->nprocs, &c) < 0) return run_err(x, i, sg_err_msg());
   double data = c.modeled ? 0 : di->train_b + di->test_b; /* once per process */
   *total = sg_sim_mem_estimate(&c, run->nprocs) + data;
+  if (!c.modeled) { /* executed: every simulated rank holds its model's state too */
+    need_t n;
+    int h;
+    if (run_need(run, di, &n, &h) < 0) return run_err(x, i, sg_err_msg());
+    for (int t = T_PARAMS; t < T_N; t++) *total += n.sum[t];
+  }
   *here = 1;
   if (a->mem_avail > 0 && *total > a->mem_avail && !force) {
     fmt_bytes(need, sizeof need, *total);

@@ -87,7 +87,7 @@ static int check_torus(sg_sim_cfg_t *c, const char *dims) {
 /* fat-tree: L;D1,..,DL;U1,..,UL;P1,..,PL, the downs multiplying to the hosts. */
 static int check_fat_tree(sg_sim_cfg_t *c, const char *t) {
   char part[4][64];
-  int np = 0;
+  int np = 0, rest = 0; /* rest: text after the fourth part */
   const char *p = t;
   while (np < 4) {
     size_t len = strcspn(p, ";");
@@ -96,9 +96,11 @@ static int check_fat_tree(sg_sim_cfg_t *c, const char *t) {
     part[np++][len] = '\0';
     if (!p[len]) break;
     p += len + 1;
+    rest = np == 4;
   }
   long lv[1], down[8], up[8], par[8];
-  int ok = np == 4 && int_list(part[0], lv, 1) == 1 && lv[0] <= 8 &&
+  int ok = np == 4 && !rest && strlen(t) < sizeof c->topo_params &&
+           int_list(part[0], lv, 1) == 1 && lv[0] <= 8 &&
            int_list(part[1], down, 8) == lv[0] && int_list(part[2], up, 8) == lv[0] &&
            int_list(part[3], par, 8) == lv[0];
   if (!ok)
