@@ -131,6 +131,16 @@ int sg_slurm_node_addrs(char *out, size_t cap, int *nnodes);
 /* srun's command line for cfg into argv (cap slots, NULL-terminated);
  * bufs holds its option strings. */
 int sg_slurm_argv(const sg_launch_cfg_t *cfg, int mpi, char bufs[4][32], char **argv, size_t cap);
+/* `sgdlab run --sbatch PATH`: a batch script at path (mode 0755) whose
+ * #SBATCH lines ask for nprocs tasks on nprocs nodes and whose one command
+ * is this sgdlab (absolute path) running config with db and the --set
+ * values, every word single-quoted. */
+typedef struct sg_slurm_batch {
+  const char *path, *config, *db;
+  int nprocs, nsets;
+  char *const *sets;
+} sg_slurm_batch_t;
+int sg_slurm_write_batch(const sg_slurm_batch_t *b);
 
 /* Path of sgdlab-rank: next to the running executable, else
  * $SGDLAB_BIN_DIR/harness/sgdlab-rank.  SG_ENOTFOUND names both places. */
