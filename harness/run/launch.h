@@ -120,8 +120,9 @@ typedef struct sg_mpirun_notice {
 } sg_mpirun_notice_t;
 
 void sg_mpirun_notice_init(sg_mpirun_notice_t *n);
-/* Parse one line (without its newline); returns 1 when this line completed
- * the notice (the first one is kept; later ones are ignored). */
+/* Parse one line (without its newline) of mpirun's, or srun's ("srun:
+ * error: NODE: task R: Killed"), stderr; returns 1 when this line
+ * completed the notice (the first one is kept; later ones are ignored). */
 int sg_mpirun_notice_line(sg_mpirun_notice_t *n, const char *line);
 
 /* launch_slurm.c: the addresses of the allocation's nodes
