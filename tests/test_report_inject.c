@@ -438,8 +438,11 @@ static const char *const FIGS[] = {"acc_vs_time", "acc_vs_step", "test_loss_vs_t
 
 /* Every .gp in dir: lint, redraw with gnuplot; every .tsv: lint.  CHECKs
  * through the macro's return, so callers check test_failed_now_. */
+static char script_names[2048]; /* the scripts check_scripts ran, for messages */
+
 static void check_scripts(const char *dir, int *nscripts) {
   char path[PATH_MAX + 300], why[512];
+  script_names[0] = 0;
   DIR *d = opendir(dir);
   CHECK_MSG(d, "%s", dir);
   *nscripts = 0;
@@ -477,6 +480,8 @@ static void check_scripts(const char *dir, int *nscripts) {
     if (rc) closedir(d);
     CHECK_MSG(rc == 0, "gnuplot %s: exit %d", path, rc);
     ++*nscripts;
+    size_t used = strlen(script_names);
+    snprintf(script_names + used, sizeof script_names - used, " %s", e->d_name);
   }
   closedir(d);
   CHECK_MSG(!*markers(), "code ran from the data while redrawing: %s", markers());
@@ -531,7 +536,10 @@ TEST(report_runs_no_code_from_data) {
   if (test_failed_now_) return;
   check_scripts(dir, &n);
   if (test_failed_now_) return;
-  CHECK_EQ_INT(n, 13);
+  /* every figure the report draws for this sweep of worker counts, the
+   * three vs-workers ones (step_time, acc_vs_workers, staleness_vs_workers)
+   * included */
+  CHECK_MSG(n == 16, "%d scripts, not 16:%s", n, script_names);
 
   /* one forged run on its own: results/<name>/run-101 */
   rc = sgdlab(out, sizeof out, "report", "--run", "101", "--db", db, NULL);

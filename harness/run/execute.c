@@ -366,7 +366,7 @@ static int launch(serve_t *s, const char *spec_path, const sg_run_cluster_t *rcl
   sg_fd_limit_raise(); /* before the ranks inherit it; admission kept to the user's limit */
   SG_CHECK(sg_launch_start(out, &lc));
   s->launch = *out;
-  s->local = !strcmp(launcher, "local") && !s->sim; /* smpirun, srun: as mpirun */
+  s->local = !strcmp(launcher, "local") && !s->sim; /* smpirun, srun: as mpirun; the launcher, not an engine */
   s->err_fd = sg_launch_stderr_fd(*out);
   s->err_open = s->err_fd >= 0;
   return SG_OK;

@@ -161,7 +161,7 @@ void run_watchdog(serve_t *s, double deadline) {
  * it descends from our mpirun; 0 when there is none to look at. */
 static int run_rank_pid(serve_t *s, int r) {
   rank_info_t *ri = &s->ranks[r];
-  const char *launcher = sg_opts_str_or(s->run->opts, "launcher", "local");
+  const char *launcher = sg_opts_str_or(s->run->opts, "launcher", "local"); /* the launcher, not an engine */
   if (!strcmp(launcher, "slurm")) return 0; /* slurmstepd's children, not ours */
   if (strcmp(launcher, "mpirun")) /* not an engine: the launcher */
     return (int)sg_launch_pid(s->launch, r);
