@@ -11,12 +11,14 @@
  *  - a rank killed (SIGKILL, found by SLURM_PROCID and the cluster's
  *    SLURM_CONF in its environment) ends the run within 2 deadlines, the
  *    run failed naming the rank.
+ *  - the harness killed with SIGKILL under salloc: no rank is left.
  *  - `down` leaves no namespace, no slurm or munge process of the cluster
  *    and no state directory.
  *
  * Skips (with a SKIP line) when not root or when Slurm is not installed.
  * The cluster is removed at exit even when a CHECK stops the test.
  */
+#define _GNU_SOURCE
 #include "test.h"
 
 #include <dirent.h>
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "err.h"
 #include "run_util.h"
 #include "test_cluster_util.h"
 
@@ -241,6 +244,59 @@ static void killed_rank(const char *d) {
   CHECK_MSG(named, "the run's error does not name rank 2");
 }
 
+/* The `sgdlab run CFG` process (not salloc or cluster exec around it). */
+static pid_t find_harness(const char *cfg) {
+  DIR *d = opendir("/proc");
+  pid_t found = 0;
+  for (struct dirent *e; d && !found && (e = readdir(d));) {
+    pid_t pid = atoi(e->d_name);
+    char path[64], cmd[4096];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    FILE *fp = pid > 0 ? fopen(path, "r") : NULL;
+    if (!fp) continue;
+    size_t len = fread(cmd, 1, sizeof cmd - 1, fp);
+    fclose(fp);
+    cmd[len] = '\0';
+    size_t a0 = strlen(cmd);
+    if (a0 >= 7 && !strcmp(cmd + a0 - 7, "/sgdlab") && a0 + 1 < len &&
+        !strcmp(cmd + a0 + 1, "run") && memmem(cmd, len, cfg, strlen(cfg)))
+      found = pid;
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+/* The harness killed with SIGKILL under salloc: salloc ends, Slurm ends
+ * the job's step, and no rank of the cluster is left (bounded wait). */
+static void killed_harness(const char *d) {
+  char cfg[128], db[128], extra[128], host[32], errpath[160];
+  snprintf(cfg, sizeof cfg, "%s/h.yaml", d);
+  snprintf(db, sizeof db, "%s/h.db", d);
+  snprintf(errpath, sizeof errpath, "%s/h.err", d);
+  snprintf(extra, sizeof extra, "transport: zmq\ndeadline: %g\n", DEADLINE_S);
+  CHECK_OK(ru_write_train_config(cfg, "slurm-kill9", "{engine: allreduce, algorithm: ring}",
+                                 extra, "", 4, 100000));
+  snprintf(host, sizeof host, "%s/h0", g_name);
+  char *argv[] = {"sgdlab", "cluster", "exec", host, "--", "salloc", "-N4", "-n4",
+                  (char *)ru_sgdlab(), "run", cfg, "--db", db, NULL};
+  pid_t sg = ru_start(argv, errpath, 1, NULL);
+  CHECK(sg > 0);
+  int st = 0, w = ru_db_wait(db, "SELECT COUNT(*) FROM steps WHERE rank = 3", 5, 60, sg, &st);
+  pid_t h = w == 0 ? find_harness(cfg) : 0, rank_pid[4] = {0};
+  int found = 0;
+  for (int r = 0; r < 4; r++) found += scan_procs(g_conf, r, &rank_pid[r]) > 0;
+  if (h > 0) kill(h, SIGKILL);
+  int code = ru_wait_exit_code(sg, 30);
+  double t0 = sg_now();
+  int ranks = 0;
+  for (int r = 0; r < 4; r++)
+    ranks += rank_pid[r] > 0 && !ru_wait_gone(rank_pid[r], t0 + 30 - sg_now(), 1);
+  fprintf(stderr, "  harness killed (-9): salloc exit %d; %d ranks before, %d left %.2f s "
+          "later\n", code, found, ranks, sg_now() - t0);
+  CHECK_MSG(w == 0 && h > 0 && found == 4, "training did not start or harness not found (wait %d)", w);
+  CHECK_MSG(ranks == 0, "%d ranks left after the harness was killed", ranks);
+}
+
 static void down_leaves_nothing(void) {
   char state[128], why[96] = "";
   int procs_before = scan_procs(g_conf, -1, NULL);
@@ -289,5 +345,6 @@ TEST(slurm_runs_equal_local_on_4_hosts) {
   interactive_runs(d, ref);
   if (!test_failed_now_) batch_run(d, ref);
   if (!test_failed_now_) killed_rank(d);
+  if (!test_failed_now_) killed_harness(d);
   down_leaves_nothing();
 }
