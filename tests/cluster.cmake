@@ -26,3 +26,11 @@ sg_add_test(test_teardown SOURCES test_teardown.c TIMEOUT 600
   LIBS sgtestcluster sgrun PkgConfig::SQLITE)
 add_dependencies(test_teardown sgdlab sgdlab-rank sgdlab-nsexec)
 set_tests_properties(test_teardown PROPERTIES RESOURCE_LOCK sgdlab_cluster)
+# Slurm on the cluster (`cluster up --slurm`): ring (mpi, zmq) and ps
+# through salloc, ring through sbatch of `sgdlab run --sbatch`'s script,
+# each equal to local with its ranks on 4 hosts; a killed rank; nothing
+# left after down.  Skips without root or Slurm.
+sg_add_test(test_cluster_slurm SOURCES test_cluster_slurm.c TIMEOUT 240
+  LIBS sgtestcluster sgrun PkgConfig::SQLITE)
+add_dependencies(test_cluster_slurm sgdlab sgdlab-rank sgdlab-nsexec)
+set_tests_properties(test_cluster_slurm PROPERTIES RESOURCE_LOCK sgdlab_cluster)

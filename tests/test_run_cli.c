@@ -321,6 +321,18 @@ TEST(mpirun_notices_name_the_rank) {
   CHECK_EQ_INT(sg_mpirun_notice_line(&n, "mpirun has exited due to process rank 3 with PID 0 on"), 1);
   CHECK_EQ_INT(n.rank, 3);
   CHECK(n.improper);
+  /* srun: the task's own line; a range of tasks names no one */
+  sg_mpirun_notice_init(&n);
+  CHECK_EQ_INT(sg_mpirun_notice_line(&n, "srun: error: h1: tasks 0,3: Terminated"), 0);
+  CHECK_EQ_INT(sg_mpirun_notice_line(&n, "srun: error: h1: task 1-3: Terminated"), 0);
+  CHECK_EQ_INT(n.rank, -1);
+  CHECK_EQ_INT(sg_mpirun_notice_line(&n, "srun: error: h2: task 2: Killed"), 1);
+  CHECK_EQ_INT(n.rank, 2);
+  CHECK_EQ_INT(n.signal, 9);
+  sg_mpirun_notice_init(&n);
+  CHECK_EQ_INT(sg_mpirun_notice_line(&n, "srun: error: h3: task 3: Exited with exit code 4"), 1);
+  CHECK_EQ_INT(n.rank, 3);
+  CHECK_EQ_INT(n.exit_code, 4);
 }
 
 /* Start `sgdlab run` on the config text and wait until every one of the

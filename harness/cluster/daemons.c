@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "cluster_impl.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -249,12 +250,48 @@ static int wait_gone(const daemon_rec_t *d, int n, int except, double deadline) 
   }
 }
 
+/* Whether process pid is a slurmstepd of root whose environment holds
+ * `want` (SLURM_CONF=this cluster's conf, inherited from its slurmd):
+ * the step daemons slurmd detached, which `down` must end too. */
+static int our_stepd(int pid, const char *want) {
+  char path[64], buf[65536];
+  snprintf(path, sizeof path, "/proc/%d/comm", pid);
+  FILE *f = fopen(path, "re");
+  int ok = f && fgets(buf, sizeof buf, f) && !strcmp(buf, "slurmstepd\n");
+  if (f) fclose(f);
+  struct stat st;
+  snprintf(path, sizeof path, "/proc/%d", pid);
+  if (!ok || stat(path, &st) < 0 || st.st_uid != 0) return 0;
+  snprintf(path, sizeof path, "/proc/%d/environ", pid);
+  if (!(f = fopen(path, "re"))) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  for (size_t o = 0; o < n; o += strlen(buf + o) + 1)
+    if (!strcmp(buf + o, want)) return 1;
+  return 0;
+}
+
+/* SIGKILL to the step daemons of this cluster's jobs (a job whose srun
+ * or harness was killed can leave them waiting on a slurmd that is gone). */
+static void stop_stepds(const char *dir) {
+  char want[320];
+  snprintf(want, sizeof want, "SLURM_CONF=%s/slurm.conf", dir);
+  DIR *d = opendir("/proc");
+  for (struct dirent *e; d && (e = readdir(d));) {
+    int pid = atoi(e->d_name);
+    if (pid > 1 && our_stepd(pid, want)) kill(pid, SIGKILL);
+  }
+  if (d) closedir(d);
+}
+
 /* SIGTERM to the node daemons and slurmctld, then munged; SIGKILL to what
  * is left after the grace.  Returns how many could not be stopped. */
 static int stop_daemons(const char *dir) {
   enum { MAXD = SG_CLUSTER_MAX_HOSTS + 8 };
   static daemon_rec_t d[MAXD];
   int n = read_daemons(dir, d, MAXD), munge = -1;
+  stop_stepds(dir);
   for (int i = 0; i < n; i++) {
     if (!strcmp(d[i].tag, "munged")) munge = i;
     else if (running(&d[i])) kill(d[i].pid, SIGTERM);

@@ -28,6 +28,8 @@ static void run_usage(FILE *f) {
           "                   engines.I.KEY (entry I, 0-based); repeatable\n"
           "  --db PATH        results database (default %s)\n"
           "  -H HOSTS         mpirun host list host:slots,... (same as --set hosts=...)\n"
+          "  --sbatch PATH    write a Slurm batch script to PATH that runs this command\n"
+          "                   (one task per rank, one rank per node); run nothing\n"
           "  -n, --dry-run    validate and list the resolved runs; launch nothing\n"
           "                   (with --resume: the runs --resume would run)\n"
           "  --resume         run only the runs of the latest experiment of this name\n"
@@ -153,6 +155,7 @@ typedef struct run_args {
   char **sets;     /* --set values (the -H one included) */
   char *hosts_set; /* "hosts=..." from -H */
   const char *plant; /* --plant-bug: tests only */
+  const char *sbatch; /* --sbatch PATH: write a batch script, run nothing */
   const char *habit, *habit_n; /* an mpirun process count: "-np", "4" */
 } run_args_t;
 
@@ -210,6 +213,8 @@ static int parse_args(int argc, char **argv, run_args_t *a) {
     else if (!strcmp(o, "--db") && i + 1 < argc) a->db_path = argv[++i];
     else if ((v = eq_value(o, "--db"))) a->db_path = v;
     else if ((v = eq_value(o, "--plant-bug"))) a->plant = v;
+    else if ((v = eq_value(o, "--sbatch"))) a->sbatch = v;
+    else if (!strcmp(o, "--sbatch") && i + 1 < argc) a->sbatch = argv[++i];
     else if (!strcmp(o, "-H") && i + 1 < argc) {
       free(a->hosts_set);
       if (!(a->hosts_set = malloc(strlen(argv[i + 1]) + 8))) return 1;
@@ -402,6 +407,23 @@ static int load_experiment(const run_args_t *a, sg_experiment_t **x) {
   return 0;
 }
 
+/* --sbatch: the batch script for the experiment's largest run. */
+static int write_sbatch(const run_args_t *a, const sg_experiment_t *x) {
+  int nprocs = 1;
+  for (size_t i = 0; i < x->nruns; i++)
+    if (x->runs[i].nprocs > nprocs) nprocs = x->runs[i].nprocs;
+  sg_slurm_batch_t b = {.path = a->sbatch, .config = a->config, .db = a->db_path,
+                        .nprocs = nprocs, .nsets = a->nsets, .sets = a->sets};
+  if (sg_slurm_write_batch(&b) < 0) {
+    fprintf(stderr, "sgdlab run: %s\n", sg_err_msg());
+    return 1;
+  }
+  if (!a->quiet)
+    printf("wrote %s (%d tasks on %d nodes); submit it with: sbatch %s\n", a->sbatch, nprocs,
+           nprocs, a->sbatch);
+  return 0;
+}
+
 int sg_cmd_run(int argc, char **argv) {
   run_args_t a = {.db_path = SG_DEFAULT_DB, .sets = calloc((size_t)argc + 1, sizeof(char *))};
   int64_t *ids = NULL;
@@ -418,6 +440,10 @@ int sg_cmd_run(int argc, char **argv) {
     goto out;
   }
   if ((code = load_experiment(&a, &x))) goto out;
+  if (a.sbatch) {
+    code = write_sbatch(&a, x);
+    goto out;
+  }
   if (a.dry) {
     if (a.resume) code = list_resume(&a, x);
     else list_runs(x, a.verbose);

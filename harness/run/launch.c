@@ -504,10 +504,34 @@ void sg_mpirun_notice_init(sg_mpirun_notice_t *n) {
   n->pending_rank = -1;
 }
 
+/* srun's account of a task: "srun: error: h2: task 2: Killed" or
+ * "...: task 2: Exited with exit code 3" (a range "task 1-3" names no one
+ * task and is skipped).  1 when line is one. */
+static int srun_notice_line(sg_mpirun_notice_t *n, const char *line) {
+  const char *p = strstr(line, "srun: error: ");
+  char what[96];
+  int rank, code;
+  if (!p || !(p = strstr(p, ": task ")) || sscanf(p, ": task %d: %95[^\n]", &rank, what) != 2)
+    return 0;
+  if (sscanf(what, "Exited with exit code %d", &code) == 1) {
+    n->rank = rank, n->exit_code = code;
+    return 1;
+  }
+  char *core = strstr(what, " (core dumped)");
+  if (core) *core = '\0';
+  for (int sig = 1; sig < 32; sig++)
+    if (!strcmp(what, strsignal(sig))) {
+      n->rank = rank, n->signal = sig;
+      return 1;
+    }
+  return 0;
+}
+
 int sg_mpirun_notice_line(sg_mpirun_notice_t *n, const char *line) {
   if (n->rank >= 0) return 0; /* the first process to end the job wins */
   int rank, pid, sig, a, b, code;
   const char *p;
+  if (srun_notice_line(n, line)) return 1;
   if ((p = strstr(line, "noticed that process rank ")) &&
       sscanf(p, "noticed that process rank %d with PID %d on node %*s exited on signal %d", &rank,
              &pid, &sig) == 3) {

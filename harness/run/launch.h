@@ -120,8 +120,9 @@ typedef struct sg_mpirun_notice {
 } sg_mpirun_notice_t;
 
 void sg_mpirun_notice_init(sg_mpirun_notice_t *n);
-/* Parse one line (without its newline); returns 1 when this line completed
- * the notice (the first one is kept; later ones are ignored). */
+/* Parse one line (without its newline) of mpirun's, or srun's ("srun:
+ * error: NODE: task R: Killed"), stderr; returns 1 when this line
+ * completed the notice (the first one is kept; later ones are ignored). */
 int sg_mpirun_notice_line(sg_mpirun_notice_t *n, const char *line);
 
 /* launch_slurm.c: the addresses of the allocation's nodes
@@ -131,6 +132,16 @@ int sg_slurm_node_addrs(char *out, size_t cap, int *nnodes);
 /* srun's command line for cfg into argv (cap slots, NULL-terminated);
  * bufs holds its option strings. */
 int sg_slurm_argv(const sg_launch_cfg_t *cfg, int mpi, char bufs[4][32], char **argv, size_t cap);
+/* `sgdlab run --sbatch PATH`: a batch script at path (mode 0755) whose
+ * #SBATCH lines ask for nprocs tasks on nprocs nodes and whose one command
+ * is this sgdlab (absolute path) running config with db and the --set
+ * values, every word single-quoted. */
+typedef struct sg_slurm_batch {
+  const char *path, *config, *db;
+  int nprocs, nsets;
+  char *const *sets;
+} sg_slurm_batch_t;
+int sg_slurm_write_batch(const sg_slurm_batch_t *b);
 
 /* Path of sgdlab-rank: next to the running executable, else
  * $SGDLAB_BIN_DIR/harness/sgdlab-rank.  SG_ENOTFOUND names both places. */

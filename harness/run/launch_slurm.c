@@ -109,3 +109,52 @@ int sg_slurm_argv(const sg_launch_cfg_t *cfg, int mpi, char bufs[4][32], char **
   argv[a] = NULL;
   return SG_OK;
 }
+
+/* s as one single-quoted shell word ('\'' for each quote) into f. */
+static void sh_quote(FILE *f, const char *s) {
+  fputc('\'', f);
+  for (; *s; s++)
+    if (*s == '\'') fputs("'\\''", f);
+    else fputc(*s, f);
+  fputc('\'', f);
+}
+
+/* path made absolute against the working directory (the job may start
+ * elsewhere) into out; SG_ERANGE when it does not fit. */
+static int absolute(const char *path, char *out, size_t cap) {
+  char cwd[4096];
+  int w = path[0] == '/' || !getcwd(cwd, sizeof cwd) ? snprintf(out, cap, "%s", path)
+                                                     : snprintf(out, cap, "%s/%s", cwd, path);
+  if (w < 0 || (size_t)w >= cap) return sg_err_set(SG_ERANGE, "--sbatch: path too long: %s", path);
+  return SG_OK;
+}
+
+int sg_slurm_write_batch(const sg_slurm_batch_t *b) {
+  char exe[4096], cfg[4096], db[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return sg_err_set(SG_EIO, "--sbatch: /proc/self/exe: %s", strerror(errno));
+  exe[n] = '\0';
+  SG_CHECK(absolute(b->config, cfg, sizeof cfg));
+  SG_CHECK(absolute(b->db, db, sizeof db));
+  int fd = open(b->path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0755);
+  FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+  if (!f) {
+    if (fd >= 0) close(fd);
+    return sg_err_set(SG_EIO, "--sbatch: %s: %s", b->path, strerror(errno));
+  }
+  fprintf(f, "#!/bin/sh\n# written by sgdlab run --sbatch: one task per rank, one rank per "
+             "node\n#SBATCH --job-name=sgdlab\n#SBATCH --ntasks=%d\n#SBATCH --nodes=%d\n"
+             "#SBATCH --overcommit\nexec ", b->nprocs, b->nprocs);
+  sh_quote(f, exe);
+  fputs(" run ", f);
+  sh_quote(f, cfg);
+  fputs(" --db ", f);
+  sh_quote(f, db);
+  for (int i = 0; i < b->nsets; i++) {
+    fputs(" --set ", f);
+    sh_quote(f, b->sets[i]);
+  }
+  fputc('\n', f);
+  if (fclose(f) != 0) return sg_err_set(SG_EIO, "--sbatch: %s: write failed", b->path);
+  return SG_OK;
+}

@@ -1,0 +1,350 @@
+/* test_cluster_slurm.c - `sgdlab run` through Slurm on the emulated
+ * cluster (`sgdlab cluster up --slurm`: munged, slurmctld on h0, one
+ * slurmd per host; harness/run/launch_slurm.c).
+ *
+ *  - equivalence: on 4 hosts, ring with transport mpi and zmq and ps (zmq)
+ *    run through `salloc -N4` around `sgdlab run`, and ring zmq through
+ *    `sbatch --wait` of the script `sgdlab run --sbatch` writes; each ends
+ *    within relative L2 distance 1e-4 of `local`, was launched by slurm,
+ *    and its ranks ran on 4 distinct hosts (ranks.host: each slurmd's UTS
+ *    namespace has its node's name).
+ *  - a rank killed (SIGKILL, found by SLURM_PROCID and the cluster's
+ *    SLURM_CONF in its environment) ends the run within 2 deadlines, the
+ *    run failed naming the rank.
+ *  - the harness killed with SIGKILL under salloc: no rank is left.
+ *  - `down` leaves no namespace, no slurm or munge process of the cluster
+ *    and no state directory.
+ *
+ * Skips (with a SKIP line) when not root or when Slurm is not installed.
+ * The cluster is removed at exit even when a CHECK stops the test.
+ */
+#define _GNU_SOURCE
+#include "test.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "err.h"
+#include "run_util.h"
+#include "test_cluster_util.h"
+
+#define RTOL 1e-4
+#define DEADLINE_S 5.0
+
+static char g_name[16]; /* the cluster this test brought up, until down */
+static char g_conf[256];
+
+static void down_at_exit(void) {
+  if (!g_name[0]) return;
+  char *out = NULL;
+  ru_sgdlab_in(NULL, &out, "cluster", "down", g_name, NULL);
+  free(out);
+}
+
+static int on_path(const char *prog) {
+  const char *path = getenv("PATH");
+  char buf[4096], full[4200];
+  snprintf(buf, sizeof buf, "%s:/usr/sbin:/sbin", path ? path : "/usr/bin:/bin");
+  for (char *save = NULL, *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+    snprintf(full, sizeof full, "%s/%s", d, prog);
+    if (access(full, X_OK) == 0) return 1;
+  }
+  return 0;
+}
+
+static int slurm_or_skip(const char *test) {
+  if (!tc_root_or_skip(test)) return 0;
+  static const char *const need[] = {"slurmctld", "slurmd", "munged", "salloc", "sbatch", "srun"};
+  for (size_t i = 0; i < sizeof need / sizeof *need; i++)
+    if (!on_path(need[i])) {
+      fprintf(stderr, "SKIP %s: Slurm is not installed (%s not found)\n", test, need[i]);
+      return 0;
+    }
+  return 1;
+}
+
+/* Processes whose environment holds `needle` (the cluster's SLURM_CONF),
+ * or whose command line does; with `procid` >= 0 the pid of the
+ * sgdlab-rank with that SLURM_PROCID instead (0 when none). */
+static int scan_procs(const char *needle, int procid, pid_t *found) {
+  DIR *d = opendir("/proc");
+  if (!d) return -1;
+  int n = 0;
+  char want_id[32];
+  snprintf(want_id, sizeof want_id, "SLURM_PROCID=%d", procid);
+  for (struct dirent *e; (e = readdir(d));) {
+    pid_t pid = atoi(e->d_name);
+    if (pid <= 0 || pid == getpid()) continue;
+    char path[64], env[65536], cmd[4096];
+    size_t elen = 0, clen = 0;
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    FILE *fp = fopen(path, "r");
+    if (fp) elen = fread(env, 1, sizeof env - 1, fp), fclose(fp);
+    env[elen] = '\0';
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    fp = fopen(path, "r");
+    if (fp) clen = fread(cmd, 1, sizeof cmd - 1, fp), fclose(fp);
+    cmd[clen] = '\0';
+    int hit = 0, id = 0;
+    for (size_t o = 0; o < elen; o += strlen(env + o) + 1) {
+      if (strstr(env + o, needle)) hit = 1;
+      if (!strcmp(env + o, want_id)) id = 1;
+    }
+    for (size_t o = 0; o < clen; o += strlen(cmd + o) + 1)
+      if (strstr(cmd + o, needle)) hit = 1;
+    if (!strstr(cmd, "sgdlab-rank")) id = 0;
+    if (procid >= 0 && hit && id) *found = pid, n = 1;
+    if (procid < 0 && hit) n++;
+    if (procid >= 0 && n) break;
+  }
+  closedir(d);
+  return n;
+}
+
+static void up_or_fail(void) {
+  tc_name('s', g_name, sizeof g_name);
+  char *out = NULL;
+  double t0 = sg_now();
+  int rc = ru_sgdlab_in(NULL, &out, "cluster", "up", "--hosts", "4", "--link", "1gbit",
+                        "--name", g_name, "--slurm", NULL);
+  fprintf(stderr, "  cluster up --slurm: exit %d in %.2f s\n%s", rc, sg_now() - t0,
+          out ? out : "");
+  const char *c = out ? strstr(out, "SLURM_CONF=") : NULL;
+  if (c) snprintf(g_conf, sizeof g_conf, "%.*s", (int)strcspn(c + 11, " \n;"), c + 11);
+  free(out);
+  if (rc) g_name[0] = '\0';
+  CHECK_MSG(rc == 0 && g_conf[0], "cluster up --slurm failed (exit %d)", rc);
+}
+
+/* `sgdlab cluster exec NAME/h0 -- words...` with its output on stderr. */
+static int on_h0(char **words) {
+  char host[32], cmd[8192];
+  snprintf(host, sizeof host, "%s/h0", g_name);
+  size_t len = (size_t)snprintf(cmd, sizeof cmd, "'%s' cluster exec %s --", ru_sgdlab(), host);
+  for (int i = 0; words[i] && len < sizeof cmd; i++)
+    len += (size_t)snprintf(cmd + len, sizeof cmd - len, " '%s'", words[i]);
+  if (len + 8 >= sizeof cmd) return -1;
+  snprintf(cmd + len, sizeof cmd - len, " >&2");
+  return ru_sh(cmd);
+}
+
+static void check_run(const char *db, const char *dump, const char *ref, int nranks,
+                      const char *what) {
+  long long id = ru_db_int(db, "SELECT max(id) FROM runs");
+  char sql[256];
+  double dist = ru_rel_distance(dump, ref, NULL);
+  snprintf(sql, sizeof sql, "SELECT count(DISTINCT host) FROM ranks WHERE run_id = %lld", id);
+  long long hosts = ru_db_int(db, sql);
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM ranks WHERE run_id = %lld", id);
+  long long ranks = ru_db_int(db, sql);
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE id = %lld AND options_json LIKE "
+           "'%%\"launcher\":\"slurm\"%%'", id);
+  long long slurm = ru_db_int(db, sql);
+  fprintf(stderr, "  %s: distance to local %.3g, %lld ranks on %lld hosts\n", what, dist, ranks,
+          hosts);
+  CHECK_MSG(dist >= 0 && dist <= RTOL, "%s: distance %.3g > %g", what, dist, RTOL);
+  CHECK_MSG(hosts == 4 && ranks == nranks, "%s: %lld ranks on %lld hosts", what, ranks, hosts);
+  CHECK_MSG(slurm == 1, "%s: not launched by slurm", what);
+  unlink(dump);
+}
+
+/* Each variant through salloc (interactive) on 4 hosts equals local. */
+static void interactive_runs(const char *d, const char *ref) {
+  static const char *const variants[][4] = {
+      {"{engine: allreduce, algorithm: ring}", "transport: mpi\n", "4", "ring mpi (salloc)"},
+      {"{engine: allreduce, algorithm: ring}", "transport: zmq\n", "4", "ring zmq (salloc)"},
+      {"{engine: ps, mode: sync}", "transport: zmq\n", "5", "ps zmq (salloc)"},
+  };
+  char cfg[128], db[128], dump[128], n[16];
+  snprintf(db, sizeof db, "%s/s.db", d);
+  for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
+    snprintf(cfg, sizeof cfg, "%s/v%zu.yaml", d, v);
+    snprintf(dump, sizeof dump, "%s/v%zu.bin", d, v);
+    CHECK_OK(ru_write_train_config(cfg, "slurm-eq", variants[v][0], variants[v][1], dump, 4, 40));
+    snprintf(n, sizeof n, "-n%s", variants[v][2]);
+    char *words[] = {"salloc", "-N4", n, "--overcommit", (char *)ru_sgdlab(), "run", cfg,
+                     "--db", db, NULL};
+    double t0 = sg_now();
+    CHECK_MSG(on_h0(words) == 0, "%s: salloc ... sgdlab run failed", variants[v][3]);
+    fprintf(stderr, "  %s: %.2f s from salloc to its return\n", variants[v][3], sg_now() - t0);
+    check_run(db, dump, ref, atoi(variants[v][2]), variants[v][3]);
+    if (test_failed_now_) return;
+  }
+}
+
+/* `sgdlab run --sbatch` writes the batch script; sbatch --wait runs it. */
+static void batch_run(const char *d, const char *ref) {
+  char cfg[128], db[128], dump[128], script[128], *out = NULL;
+  snprintf(cfg, sizeof cfg, "%s/b.yaml", d);
+  snprintf(db, sizeof db, "%s/b.db", d);
+  snprintf(dump, sizeof dump, "%s/b.bin", d);
+  snprintf(script, sizeof script, "%s/job.sh", d);
+  CHECK_OK(ru_write_train_config(cfg, "slurm-eq", "{engine: allreduce, algorithm: ring}",
+                                 "transport: zmq\n", dump, 4, 40));
+  CHECK_EQ_INT(ru_sgdlab_in(NULL, &out, "run", cfg, "--db", db, "--sbatch", script, NULL), 0);
+  free(out);
+  char *text = ru_slurp(script, 8192);
+  CHECK(text);
+  fprintf(stderr, "  batch script:\n%s", text);
+  int ok = strstr(text, "#SBATCH --ntasks=4\n") && strstr(text, "#SBATCH --nodes=4\n");
+  free(text);
+  CHECK_MSG(ok, "the batch script lacks the task/node counts");
+  char outfile[160];
+  snprintf(outfile, sizeof outfile, "--output=%s/job.out", d);
+  char *words[] = {"sbatch", "--wait", outfile, script, NULL};
+  double t0 = sg_now();
+  int rc = on_h0(words);
+  fprintf(stderr, "  ring zmq (sbatch): exit %d, %.2f s from sbatch to its return\n", rc,
+          sg_now() - t0);
+  snprintf(outfile, sizeof outfile, "%s/job.out", d);
+  char *log = ru_slurp(outfile, 16384);
+  if (log) fprintf(stderr, "  job output:\n%s", log);
+  free(log);
+  CHECK_EQ_INT(rc, 0);
+  check_run(db, dump, ref, 4, "ring zmq (sbatch)");
+}
+
+/* A rank killed under salloc ends the run within 2 deadlines, naming it. */
+static void killed_rank(const char *d) {
+  char cfg[128], db[128], extra[128], sql[128], host[32];
+  snprintf(cfg, sizeof cfg, "%s/k.yaml", d);
+  snprintf(db, sizeof db, "%s/k.db", d);
+  snprintf(extra, sizeof extra, "transport: zmq\ndeadline: %g\n", DEADLINE_S);
+  CHECK_OK(ru_write_train_config(cfg, "slurm-kill", "{engine: allreduce, algorithm: ring}", extra,
+                                 "", 4, 100000));
+  snprintf(host, sizeof host, "%s/h0", g_name);
+  char *argv[] = {"sgdlab", "cluster", "exec", host, "--", "salloc", "-N4", "-n4",
+                  (char *)ru_sgdlab(), "run", cfg, "--db", db, NULL};
+  char errpath[160];
+  snprintf(errpath, sizeof errpath, "%s/k.err", d);
+  pid_t sg = ru_start(argv, errpath, 1, NULL);
+  CHECK(sg > 0);
+  snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM steps WHERE rank = 0");
+  int st = 0, w = ru_db_wait(db, sql, 5, 60, sg, &st);
+  pid_t v = 0;
+  if (w == 0) scan_procs(g_conf, 2, &v);
+  if (w != 0 || v <= 0) kill(sg, SIGKILL), waitpid(sg, NULL, 0);
+  CHECK_MSG(w == 0, "training did not start (wait %d, status %d)", w, st);
+  CHECK_MSG(v > 0, "rank 2's process not found");
+  double t_kill = sg_now();
+  CHECK_EQ_INT(kill(v, SIGKILL), 0);
+  int code = ru_wait_exit_code(sg, 4 * DEADLINE_S + 10);
+  double took = sg_now() - t_kill;
+  char *error = ru_db_text(db, "SELECT error FROM runs ORDER BY id DESC LIMIT 1");
+  fprintf(stderr, "  killed rank 2: exit %d %.2f s after the kill: %s\n", code, took,
+          error ? error : "?");
+  int named = error && strstr(error, "rank 2");
+  free(error);
+  CHECK_MSG(code > 0, "salloc/sgdlab exit %d after the kill", code);
+  CHECK_MSG(took <= 2 * DEADLINE_S, "failure took %.2f s > 2 deadlines", took);
+  CHECK_MSG(named, "the run's error does not name rank 2");
+}
+
+/* The `sgdlab run CFG` process (not salloc or cluster exec around it). */
+static pid_t find_harness(const char *cfg) {
+  DIR *d = opendir("/proc");
+  pid_t found = 0;
+  for (struct dirent *e; d && !found && (e = readdir(d));) {
+    pid_t pid = atoi(e->d_name);
+    char path[64], cmd[4096];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    FILE *fp = pid > 0 ? fopen(path, "r") : NULL;
+    if (!fp) continue;
+    size_t len = fread(cmd, 1, sizeof cmd - 1, fp);
+    fclose(fp);
+    cmd[len] = '\0';
+    size_t a0 = strlen(cmd);
+    if (a0 >= 7 && !strcmp(cmd + a0 - 7, "/sgdlab") && a0 + 1 < len &&
+        !strcmp(cmd + a0 + 1, "run") && memmem(cmd, len, cfg, strlen(cfg)))
+      found = pid;
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+/* The harness killed with SIGKILL under salloc: salloc ends, Slurm ends
+ * the job's step, and no rank of the cluster is left (bounded wait). */
+static void killed_harness(const char *d) {
+  char cfg[128], db[128], extra[128], host[32], errpath[160];
+  snprintf(cfg, sizeof cfg, "%s/h.yaml", d);
+  snprintf(db, sizeof db, "%s/h.db", d);
+  snprintf(errpath, sizeof errpath, "%s/h.err", d);
+  snprintf(extra, sizeof extra, "transport: zmq\ndeadline: %g\n", DEADLINE_S);
+  CHECK_OK(ru_write_train_config(cfg, "slurm-kill9", "{engine: allreduce, algorithm: ring}",
+                                 extra, "", 4, 100000));
+  snprintf(host, sizeof host, "%s/h0", g_name);
+  char *argv[] = {"sgdlab", "cluster", "exec", host, "--", "salloc", "-N4", "-n4",
+                  (char *)ru_sgdlab(), "run", cfg, "--db", db, NULL};
+  pid_t sg = ru_start(argv, errpath, 1, NULL);
+  CHECK(sg > 0);
+  int st = 0, w = ru_db_wait(db, "SELECT COUNT(*) FROM steps WHERE rank = 3", 5, 60, sg, &st);
+  pid_t h = w == 0 ? find_harness(cfg) : 0, rank_pid[4] = {0};
+  int found = 0;
+  for (int r = 0; r < 4; r++) found += scan_procs(g_conf, r, &rank_pid[r]) > 0;
+  if (h > 0) kill(h, SIGKILL);
+  int code = ru_wait_exit_code(sg, 30);
+  double t0 = sg_now();
+  int ranks = 0;
+  for (int r = 0; r < 4; r++)
+    ranks += rank_pid[r] > 0 && !ru_wait_gone(rank_pid[r], t0 + 30 - sg_now(), 1);
+  fprintf(stderr, "  harness killed (-9): salloc exit %d; %d ranks before, %d left %.2f s "
+          "later\n", code, found, ranks, sg_now() - t0);
+  CHECK_MSG(w == 0 && h > 0 && found == 4, "training did not start or harness not found (wait %d)", w);
+  CHECK_MSG(ranks == 0, "%d ranks left after the harness was killed", ranks);
+}
+
+static void down_leaves_nothing(void) {
+  char state[128], why[96] = "";
+  int procs_before = scan_procs(g_conf, -1, NULL);
+  double t0 = sg_now();
+  char *out = NULL;
+  int rc = ru_sgdlab_in(NULL, &out, "cluster", "down", g_name, NULL);
+  fprintf(stderr, "  cluster down: exit %d in %.2f s %s", rc, sg_now() - t0, out ? out : "");
+  free(out);
+  CHECK_EQ_INT(rc, 0);
+  /* slurmd/slurmctld/munged name the conf or its directory in argv/env */
+  char dir[256];
+  snprintf(dir, sizeof dir, "%s", g_conf);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = '\0';
+  char ns_prefix[64];
+  snprintf(ns_prefix, sizeof ns_prefix, SG_CLUSTER_NS_PREFIX "%s-", g_name);
+  int procs = scan_procs(dir, -1, NULL), ns = tc_ns_count(ns_prefix);
+  struct stat sb;
+  snprintf(state, sizeof state, "%s/cluster-%s", SG_CLUSTER_RUN_DIR, g_name);
+  int left = stat(dir, &sb) == 0 || stat(state, &sb) == 0;
+  snprintf(why, sizeof why, "%d processes, %d namespaces, state %s", procs, ns,
+           left ? "left" : "gone");
+  fprintf(stderr, "  before down: %d processes of the cluster; after: %s\n", procs_before, why);
+  g_name[0] = '\0';
+  CHECK_MSG(procs == 0 && ns == 0 && !left, "after down: %s", why);
+}
+
+TEST(slurm_runs_equal_local_on_4_hosts) {
+  if (!slurm_or_skip("slurm_runs_equal_local_on_4_hosts")) return;
+  atexit(down_at_exit);
+  const char *d = ru_scratch("slurm");
+  CHECK(d);
+  chmod(d, 0755); /* slurmd's tasks (root) write the dumps; the job output too */
+  char cfg[128], db[128], ref[128];
+  snprintf(cfg, sizeof cfg, "%s/local.yaml", d);
+  snprintf(db, sizeof db, "%s/local.db", d);
+  snprintf(ref, sizeof ref, "%s/local.bin", d);
+  CHECK_OK(ru_write_train_config(cfg, "slurm-eq", "local", NULL, ref, 4, 40));
+  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  /* Open MPI between namespace hosts: TCP on the cluster's subnets only */
+  setenv("OMPI_MCA_btl", "tcp,self", 1);
+  setenv("OMPI_MCA_btl_tcp_if_include", "198.18.0.0/15", 1);
+  setenv("OMPI_MCA_oob_tcp_if_include", "198.18.0.0/15", 1);
+  up_or_fail();
+  if (test_failed_now_) return;
+  interactive_runs(d, ref);
+  if (!test_failed_now_) batch_run(d, ref);
+  if (!test_failed_now_) killed_rank(d);
+  if (!test_failed_now_) killed_harness(d);
+  down_leaves_nothing();
+}
