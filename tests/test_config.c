@@ -542,7 +542,7 @@ TEST(workload_keys_no_run_uses_are_errors) {
   CHECK_ERR("workload: {partition: label-skew, partition_alpha: 0}\nengines: [gossip]\n",
             "t.yaml:1:52: partition_alpha: must be >= 0.001");
   CHECK_ERR("workload: {partition: label-skew}\nengines: [local, mapreduce]\n",
-            "t.yaml:1:23: partition: only used with engine: ps/allreduce/gossip");
+            "t.yaml:1:12: partition: only used with engine: ps/allreduce/gossip");
   /* in one entry: that entry's runs must use it */
   CHECK_ERR("engines:\n  - local\n  - {engine: local, model: softmax, hidden: [8]}\n",
             "t.yaml:3:37: hidden: only used with model: mlp");
