@@ -1554,6 +1554,8 @@ fail:
 
 /* ---- one value per run vs workers: time per step, accuracy, staleness -- */
 
+#define VSN_LEN sizeof(((sg_rrun_t *)0)->variant) /* a series name: a variant */
+
 /* The series of run i in the figures over workers: its variant, except
  * that a variant run at one worker count N whose servers S divide N
  * (one entry per N, `servers: N/8`) joins the others of the same ratio:
@@ -1577,7 +1579,7 @@ static const char *vsn_series(const sg_rset_t *s, size_t i, char *buf, size_t le
 /* The smallest worker count above `lastn` among the runs of series `ser`
  * with a value; INT_MAX when there is none. */
 static int vsn_next(const sg_rset_t *s, const double *val, const char *ser, int lastn) {
-  char b[256];
+  char b[VSN_LEN];
   int next = INT_MAX;
   for (size_t i = 0; i < s->n; i++)
     if (!isnan(val[i]) && s->runs[i].workers > lastn && s->runs[i].workers < next &&
@@ -1592,7 +1594,7 @@ static int vsn_next(const sg_rset_t *s, const double *val, const char *ser, int 
  * the block has a row. */
 static int vsn_block(const sg_rset_t *s, FILE *f, int blk, const char *ser, const double *val,
                      double *v, int *band, double *lo, double *hi) {
-  char b[256];
+  char b[VSN_LEN];
   int wrote = 0;
   for (int n = vsn_next(s, val, ser, 0); n != INT_MAX; n = vsn_next(s, val, ser, n)) {
     size_t k = 0;
@@ -1629,7 +1631,7 @@ static int vsn_plot(report_t *rp, const vsn_fig_t *fig, const double *val, doubl
   FILE *f = NULL, *gp = NULL;
   int rc = SG_OK, nblocks = 0;
   double lo = INFINITY, hi = -INFINITY;
-  char file[48], title[160], a[256], b[256];
+  char file[48], title[160], a[VSN_LEN], b[VSN_LEN];
   size_t nser = 0;
   for (size_t i = 0; i < s->n; i++) { /* series in order of first appearance */
     size_t j = 0;
