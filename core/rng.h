@@ -19,6 +19,9 @@ enum {
   SG_RNG_SYNTH_TRAIN = 4, /* index = row block */
   SG_RNG_SYNTH_TEST = 5,
   SG_RNG_HOLDOUT = 6,     /* rows held out of a training file as its test set */
+  SG_RNG_PARTITION = 7,   /* non-IID shards: 0 = class pools, 1+w = worker w's
+                             proportions, 1+N = the fill */
+  SG_RNG_SHARD_ORDER = 8, /* index = epoch * 2^20 + worker: a shard's order */
 };
 
 typedef struct sg_rng {

@@ -46,6 +46,8 @@ const sg_setting_t sg_settings[] = {
   {"warmup_steps", SG_T_INT, "0", "linear learning-rate warm-up over this many steps", NULL, 0, 1e12, SG_S_WORKLOAD},
   {"epochs", SG_T_FLOAT, "1", "passes over the training set (fractions allowed)", NULL, 0, 1e6, SG_S_WORKLOAD},
   {"max_steps", SG_T_INT, "0", "stop after this many steps (0 = no limit)", NULL, 0, 1e12, SG_S_WORKLOAD},
+  {"partition", SG_T_ENUM, "iid", "how the training set is split among the N workers: iid = every epoch one seeded shuffle dealt round-robin; label-skew = each worker a fixed shard whose class mix is drawn from Dirichlet(partition_alpha); by-class = the samples sorted by class and cut into N equal pieces (each worker a contiguous range of classes). Shards differ in size by at most one sample. Engines whose workers own data: ps, allreduce, gossip (local and mapreduce's executors draw every batch from the whole set); docs/engines/gossip.md", "iid|label-skew|by-class", NOB, SG_S_WORKLOAD},
+  {"partition_alpha", SG_T_FLOAT, "0.5", "label-skew: Dirichlet concentration (small: a worker sees few classes; large: close to iid)", NULL, 1e-3, 1e6, SG_S_WORKLOAD},
   {"seed", SG_T_INT, "1", "seed for data order, initial parameters, synthetic data", NULL, 0, 4294967295.0, SG_S_WORKLOAD},
   {"eval_every", SG_T_INT, "0", "evaluate on the test set every this many steps (0 = once per epoch)", NULL, 0, 1e12, SG_S_WORKLOAD},
   {"dump_params", SG_T_STR, "", "write the final parameters (raw float32) to this file (equivalence checks)", NULL, NOB, SG_S_WORKLOAD},

@@ -1,6 +1,7 @@
 /* shard.c - see shard.h for the schedule. */
 #include "shard.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,5 +118,176 @@ void sg_batch_view(const sg_dataset_t *ds, int64_t start, int n,
     batch->val = ds->val;
   } else {
     batch->x = ds->x + (size_t)start * (size_t)ds->d;
+  }
+}
+
+/* ---- non-IID shards (see shard.h) ---- */
+
+int sg_partition_parse(const char *name, sg_partition_t *out) {
+  if (!strcmp(name, "iid")) *out = SG_PART_IID;
+  else if (!strcmp(name, "label-skew")) *out = SG_PART_LABEL_SKEW;
+  else if (!strcmp(name, "by-class")) *out = SG_PART_BY_CLASS;
+  else return sg_err_set(SG_ECONFIG, "partition: expected iid, label-skew or by-class, got '%s'", name);
+  return SG_OK;
+}
+
+int64_t sg_shard_size(int64_t n, int worker, int nworkers) {
+  return n / nworkers + (worker < n % nworkers ? 1 : 0);
+}
+
+/* N(0,1) by Marsaglia's polar method. */
+static double rng_normal(sg_rng_t *r) {
+  for (;;) {
+    double u = 2 * sg_rng_uniform(r) - 1, v = 2 * sg_rng_uniform(r) - 1, s = u * u + v * v;
+    if (s > 0 && s < 1) return u * sqrt(-2 * log(s) / s);
+  }
+}
+
+/* Gamma(a, 1) by Marsaglia and Tsang; a < 1 through Gamma(a+1) * U^(1/a). */
+static double rng_gamma(sg_rng_t *r, double a) {
+  if (a < 1) {
+    double u = sg_rng_uniform(r);
+    return rng_gamma(r, a + 1) * pow(u > 0 ? u : 0x1.0p-53, 1 / a);
+  }
+  const double d = a - 1.0 / 3, c = 1 / sqrt(9 * d);
+  for (;;) {
+    double x = rng_normal(r), v = 1 + c * x;
+    if (v <= 0) continue;
+    v = v * v * v;
+    double u = sg_rng_uniform(r);
+    if (log(u > 0 ? u : 0x1.0p-53) < 0.5 * x * x + d - d * v + d * log(v)) return d * v;
+  }
+}
+
+/* p[0..k-1] ~ Dirichlet(alpha); all-zero draws (underflow) become uniform. */
+static void rng_dirichlet(sg_rng_t *r, double alpha, int k, double *p) {
+  double sum = 0;
+  for (int c = 0; c < k; c++) sum += (p[c] = rng_gamma(r, alpha));
+  for (int c = 0; c < k; c++) p[c] = sum > 0 ? p[c] / sum : 1.0 / k;
+}
+
+/* Sample ids grouped by class (class c: ids[start[c] .. start[c+1]-1]),
+ * in a seeded order within each class. */
+static int class_pools(uint64_t seed, const int32_t *y, int64_t n, int classes, uint32_t *ids,
+                       int64_t *start) {
+  uint32_t *perm = malloc((size_t)n * sizeof *perm);
+  if (!perm) return sg_err_set(SG_ENOMEM, "partition: order of %lld samples", (long long)n);
+  sg_shard_permutation(seed ^ 0x5eedULL, 0, perm, n);
+  for (int c = 0; c <= classes; c++) start[c] = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (y[i] < 0 || y[i] >= classes) {
+      free(perm);
+      return sg_err_set(SG_EINVAL, "partition: label %d of sample %lld is not in 0..%d", y[i],
+                        (long long)i, classes - 1);
+    }
+    start[y[i] + 1]++;
+  }
+  for (int c = 0; c < classes; c++) start[c + 1] += start[c];
+  int64_t *fill = calloc((size_t)classes, sizeof *fill);
+  if (!fill) {
+    free(perm);
+    return SG_ENOMEM;
+  }
+  for (int64_t i = 0; i < n; i++) ids[start[y[perm[i]]] + fill[y[perm[i]]]++] = perm[i];
+  free(fill);
+  free(perm);
+  return SG_OK;
+}
+
+/* The class worker w draws from p (row of classes), over classes with
+ * samples left; u uniform in [0, 1). */
+static int draw_class(const double *p, const int64_t *left, int classes, double u) {
+  double sum = 0;
+  int last = -1, avail = 0;
+  for (int c = 0; c < classes; c++)
+    if (left[c] > 0) sum += p[c], last = c, avail++;
+  if (!(sum > 0)) { /* every class w likes is empty: uniform over the rest */
+    int k = (int)(u * avail);
+    for (int c = 0; c < classes; c++)
+      if (left[c] > 0 && k-- == 0) return c;
+    return last;
+  }
+  double x = u * sum;
+  for (int c = 0; c < classes; c++)
+    if (left[c] > 0 && (x -= p[c]) < 0) return c;
+  return last;
+}
+
+static int owners_label_skew(double alpha, uint64_t seed, const uint32_t *ids,
+                             const int64_t *start, int64_t n, int classes, int N,
+                             uint16_t *owner) {
+  double *p = malloc((size_t)N * (size_t)classes * sizeof *p);
+  int64_t *left = malloc((size_t)classes * sizeof *left), *quota = malloc((size_t)N * sizeof *quota);
+  if (!p || !left || !quota) {
+    free(p), free(left), free(quota);
+    return sg_err_set(SG_ENOMEM, "partition: %d workers x %d classes", N, classes);
+  }
+  sg_rng_t r;
+  for (int w = 0; w < N; w++) {
+    sg_rng_seed(&r, seed, SG_RNG_PARTITION, 1 + (uint64_t)w);
+    rng_dirichlet(&r, alpha, classes, p + (size_t)w * classes);
+    quota[w] = sg_shard_size(n, w, N);
+  }
+  for (int c = 0; c < classes; c++) left[c] = start[c + 1] - start[c];
+  sg_rng_seed(&r, seed, SG_RNG_PARTITION, 1 + (uint64_t)N);
+  for (int64_t given = 0; given < n;)
+    for (int w = 0; w < N; w++) {
+      if (quota[w] == 0) continue;
+      int c = draw_class(p + (size_t)w * classes, left, classes, sg_rng_uniform(&r));
+      owner[ids[start[c + 1] - left[c]]] = (uint16_t)w;
+      left[c]--, quota[w]--, given++;
+    }
+  free(p), free(left), free(quota);
+  return SG_OK;
+}
+
+int sg_shard_owners(sg_partition_t kind, double alpha, uint64_t seed, const int32_t *y,
+                    int64_t n, int classes, int nworkers, uint16_t *owner) {
+  if (nworkers < 1 || nworkers > 65535 || classes < 1 || n < 1)
+    return sg_err_set(SG_EINVAL, "partition: %d workers, %d classes, %lld samples", nworkers,
+                      classes, (long long)n);
+  if (kind == SG_PART_LABEL_SKEW && !(alpha > 0))
+    return sg_err_set(SG_ECONFIG, "partition_alpha: must be > 0, got %g", alpha);
+  uint32_t *ids = malloc((size_t)n * sizeof *ids);
+  int64_t *start = malloc((size_t)(classes + 1) * sizeof *start);
+  int rc = ids && start ? SG_OK : sg_err_set(SG_ENOMEM, "partition of %lld samples", (long long)n);
+  if (rc == SG_OK) rc = class_pools(seed, y, n, classes, ids, start);
+  if (rc == SG_OK && kind == SG_PART_LABEL_SKEW)
+    rc = owners_label_skew(alpha, seed, ids, start, n, classes, nworkers, owner);
+  else if (rc == SG_OK && kind == SG_PART_BY_CLASS)
+    for (int64_t i = 0, w = 0, end = sg_shard_size(n, 0, nworkers); i < n; i++) {
+      if (i == end) end += sg_shard_size(n, (int)++w, nworkers);
+      owner[ids[i]] = (uint16_t)w;
+    }
+  else if (rc == SG_OK) /* iid: worker w holds positions w, w+N, ... of epoch 0 */
+    for (int64_t i = 0; i < n; i++) owner[ids[i]] = (uint16_t)(i % nworkers);
+  free(ids), free(start);
+  return rc;
+}
+
+int sg_shard_build(sg_partition_t kind, double alpha, uint64_t seed, const int32_t *y,
+                   int64_t n, int classes, int worker, int nworkers, uint32_t *shard,
+                   int64_t *len) {
+  uint16_t *owner = malloc((size_t)n * sizeof *owner);
+  if (!owner) return sg_err_set(SG_ENOMEM, "partition of %lld samples", (long long)n);
+  int rc = sg_shard_owners(kind, alpha, seed, y, n, classes, nworkers, owner);
+  int64_t k = 0, cap = sg_shard_size(n, worker, nworkers);
+  for (int64_t i = 0; rc == SG_OK && i < n; i++)
+    if (owner[i] == worker && k < cap) shard[k++] = (uint32_t)i;
+  free(owner);
+  *len = k;
+  return rc;
+}
+
+void sg_shard_order(uint64_t seed, int64_t epoch, int worker, const uint32_t *shard,
+                    int64_t len, uint32_t *out) {
+  sg_rng_t r;
+  sg_rng_seed(&r, seed, SG_RNG_SHARD_ORDER, ((uint64_t)epoch << 20) + (uint64_t)worker);
+  memcpy(out, shard, (size_t)len * sizeof *out);
+  for (int64_t i = len - 1; i > 0; i--) {
+    int64_t j = (int64_t)sg_rng_below(&r, (uint64_t)i + 1);
+    uint32_t t = out[i];
+    out[i] = out[j];
+    out[j] = t;
   }
 }

@@ -55,4 +55,44 @@ void sg_batch_gather(sg_batch_buf_t *b, const sg_dataset_t *ds,
 void sg_batch_view(const sg_dataset_t *ds, int64_t start, int n,
                    sg_batch_t *batch);
 
+/* Non-IID shards (partition: label-skew | by-class).  Worker w owns a fixed
+ * shard of n/N samples (the first n mod N workers one more): every sample
+ * belongs to exactly one worker, a pure function of (seed, labels, N).
+ *   label-skew: worker w's class proportions p_w ~ Dirichlet(alpha) (stream
+ *     (seed, PARTITION, 1+w)); the workers then take one sample at a time in
+ *     turn until their shard is full, each drawing its class from p_w over
+ *     the classes that still have samples (a class runs out: its share goes
+ *     to the others in proportion).  Sizes are exact; the histograms follow
+ *     p_w as far as the class counts allow.
+ *   by-class: the samples sorted by class (a seeded order within a class),
+ *     cut into N consecutive pieces: each worker gets a contiguous range of
+ *     classes; a class is split between neighbours only where a cut falls
+ *     inside it (balanced classes: never when N divides the class count;
+ *     N > classes: each class split across N/classes workers).
+ * Epoch e of worker w visits its shard in the order of stream
+ * (seed, SHARD_ORDER, e * 2^20 + w); batch t is positions t*b .. t*b+b-1.
+ * Steps per epoch stay floor(n / (N*b)) <= floor(shard / b). */
+typedef enum { SG_PART_IID = 0, SG_PART_LABEL_SKEW = 1, SG_PART_BY_CLASS = 2 } sg_partition_t;
+
+/* "iid" | "label-skew" | "by-class"; SG_ECONFIG otherwise. */
+int sg_partition_parse(const char *name, sg_partition_t *out);
+
+/* Shard size of worker w: n/N, +1 for w < n mod N. */
+int64_t sg_shard_size(int64_t n, int worker, int nworkers);
+
+/* owner[i] = the worker that holds sample i (labels y[0..n-1] in
+ * 0..classes-1; kind label-skew or by-class; alpha > 0 for label-skew). */
+int sg_shard_owners(sg_partition_t kind, double alpha, uint64_t seed, const int32_t *y,
+                    int64_t n, int classes, int nworkers, uint16_t *owner);
+
+/* shard[0..*len-1] = worker w's sample ids in increasing order; shard has
+ * room for sg_shard_size(n, w, N) ids. */
+int sg_shard_build(sg_partition_t kind, double alpha, uint64_t seed, const int32_t *y,
+                   int64_t n, int classes, int worker, int nworkers, uint32_t *shard,
+                   int64_t *len);
+
+/* out[0..len-1] = shard in epoch `epoch`'s order for worker w. */
+void sg_shard_order(uint64_t seed, int64_t epoch, int worker, const uint32_t *shard,
+                    int64_t len, uint32_t *out);
+
 #endif

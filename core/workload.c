@@ -30,6 +30,8 @@ struct sg_workload {
   sg_dataset_t *train, *test;
   sg_batch_buf_t *bbuf;
   uint32_t *perm, *idx;
+  uint32_t *shard; /* non-IID partition: this worker's samples (NULL: iid) */
+  int64_t shard_len;
   int64_t perm_epoch;
   int worker, nworkers, batch;
   uint64_t seed;
@@ -199,6 +201,8 @@ void sg_denormals_apply(const sg_opts_t *o) {
 /* The workload's settings, read and checked once (sg_workload_new). */
 typedef struct wl_cfg {
   const char *dataset, *model;
+  const char *partition;
+  double alpha;
   int64_t batch, seed, threads, classes, features, ntrain_lim, ntest_lim, nnz, max_steps;
   int64_t hidden[SG_MODEL_MAX_LAYERS];
   size_t nhidden;
@@ -218,6 +222,8 @@ static int wl_read_opts(const sg_opts_t *o, wl_cfg_t *c) {
   SG_CHECK(sg_opts_int_or(o, "nnz", 100, &c->nnz));
   SG_CHECK(sg_opts_int_or(o, "max_steps", 0, &c->max_steps));
   SG_CHECK(sg_opts_double_or(o, "epochs", 1.0, &c->epochs));
+  c->partition = sg_opts_str_or(o, "partition", "iid");
+  SG_CHECK(sg_opts_double_or(o, "partition_alpha", 0.5, &c->alpha));
   c->nhidden = 0;
   if (!strcmp(c->model, "mlp")) {
     if (!sg_opts_has(o, "hidden")) {
@@ -293,6 +299,19 @@ static int load_data_once(sg_workload_t *w, const sg_opts_t *o, const wl_cfg_t *
 #endif
 
 /* Steps per epoch and in all, and the training buffers. */
+/* A non-IID partition: this worker's fixed shard (shard.h).  One worker
+ * holds the whole set, so N = 1 (local) keeps the iid schedule. */
+static int wl_partition(sg_workload_t *w, const wl_cfg_t *c) {
+  sg_partition_t kind;
+  SG_CHECK(sg_partition_parse(c->partition, &kind));
+  if (kind == SG_PART_IID || w->nworkers == 1) return SG_OK;
+  int64_t cap = sg_shard_size(w->ntrain, w->worker, w->nworkers);
+  if (!(w->shard = malloc((size_t)cap * sizeof *w->shard)))
+    return sg_err_set(SG_ENOMEM, "shard of %lld samples", (long long)cap);
+  return sg_shard_build(kind, c->alpha, w->seed, w->train->y, w->ntrain, w->train->classes,
+                        w->worker, w->nworkers, w->shard, &w->shard_len);
+}
+
 static int wl_plan(sg_workload_t *w, const wl_cfg_t *c) {
   w->spe = sg_shard_steps_per_epoch(w->ntrain, w->nworkers, w->batch);
   if (w->spe < 1)
@@ -304,6 +323,7 @@ static int wl_plan(sg_workload_t *w, const wl_cfg_t *c) {
   w->idx = malloc((size_t)w->batch * sizeof *w->idx);
   if (!w->perm || !w->idx)
     return sg_err_set(SG_ENOMEM, "permutation of %lld samples", (long long)w->ntrain);
+  SG_CHECK(wl_partition(w, c));
   return sg_batch_buf_new(&w->bbuf, w->train, w->batch);
 }
 
@@ -381,6 +401,7 @@ void sg_workload_destroy(sg_workload_t **pw) {
   if (!w->borrowed) sg_dataset_destroy(&w->test);
   sg_batch_buf_destroy(&w->bbuf);
   free(w->perm);
+  free(w->shard);
   free(w->idx);
   wl_sparse_free(&w->sp);
   sg_cuda_wl_destroy(&w->dev);
@@ -407,11 +428,13 @@ int sg_workload_grad(sg_workload_t *w, const float *params, float *grad,
 /* w->idx = this worker's row indices of global step `step`. */
 static void step_indices(sg_workload_t *w, int64_t step) {
   const int64_t epoch = step / w->spe, t = step % w->spe;
-  if (epoch != w->perm_epoch) {
+  if (epoch != w->perm_epoch && w->shard)
+    sg_shard_order(w->seed, epoch, w->worker, w->shard, w->shard_len, w->perm);
+  else if (epoch != w->perm_epoch)
     sg_shard_permutation(w->seed, epoch, w->perm, w->ntrain);
-    w->perm_epoch = epoch;
-  }
-  sg_shard_batch(w->perm, w->worker, w->nworkers, w->batch, t, w->idx);
+  w->perm_epoch = epoch;
+  if (w->shard) memcpy(w->idx, w->perm + t * w->batch, (size_t)w->batch * sizeof *w->idx);
+  else sg_shard_batch(w->perm, w->worker, w->nworkers, w->batch, t, w->idx);
 }
 
 int sg_workload_on_device(const sg_workload_t *w) { return w->dev != NULL; }
@@ -557,12 +580,7 @@ static int sparse_prepare(sg_workload_t *w, int64_t step) {
       return sg_err_set(SG_ENOMEM, "sparse grad: buffers for %zu nonzeros x %d classes", need, C);
     }
   }
-  const int64_t epoch = step / w->spe, t = step % w->spe;
-  if (epoch != w->perm_epoch) {
-    sg_shard_permutation(w->seed, epoch, w->perm, w->ntrain);
-    w->perm_epoch = epoch;
-  }
-  sg_shard_batch(w->perm, w->worker, w->nworkers, w->batch, t, w->idx);
+  step_indices(w, step);
   sg_batch_gather(w->bbuf, w->train, w->idx, w->batch, &s->b);
   const sg_batch_t *b = &s->b;
   const size_t nnz = (size_t)b->rowptr[b->n];

@@ -535,6 +535,14 @@ TEST(workload_keys_no_run_uses_are_errors) {
             "t.yaml:1:12: classes: only used with dataset: libsvm/synthetic/synthetic-sparse");
   CHECK_ERR("workload: {dataset: synthetic, data_dir: /x}\nengines: [local]\n",
             "t.yaml:1:32: data_dir: only used with dataset: fashion-mnist/mnist");
+  CHECK_ERR("workload: {partition_alpha: 0.1}\nengines: [gossip]\n",
+            "t.yaml:1:12: partition_alpha: only used with partition: label-skew");
+  CHECK_ERR("workload: {partition: by-class, partition_alpha: 0.1}\nengines: [gossip]\n",
+            "t.yaml:1:33: partition_alpha: only used with partition: label-skew");
+  CHECK_ERR("workload: {partition: label-skew, partition_alpha: 0}\nengines: [gossip]\n",
+            "t.yaml:1:52: partition_alpha: must be >= 0.001");
+  CHECK_ERR("workload: {partition: label-skew}\nengines: [local, mapreduce]\n",
+            "t.yaml:1:12: partition: only used with engine: ps/allreduce/gossip");
   /* in one entry: that entry's runs must use it */
   CHECK_ERR("engines:\n  - local\n  - {engine: local, model: softmax, hidden: [8]}\n",
             "t.yaml:3:37: hidden: only used with model: mlp");

@@ -1,6 +1,7 @@
 # Workload library: datasets, sharding, models, optimizer, evaluation.
 sg_add_test(test_dataset SOURCES test_dataset.c TIMEOUT 60)
 sg_add_test(test_shard SOURCES test_shard.c TIMEOUT 60)
+sg_add_test(test_partition SOURCES test_partition.c TIMEOUT 60)
 sg_add_test(test_model SOURCES test_model.c TIMEOUT 60)
 sg_add_test(test_optim SOURCES test_optim.c TIMEOUT 30)
 sg_add_test(test_workload SOURCES test_workload.c TIMEOUT 120)

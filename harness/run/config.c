@@ -984,6 +984,8 @@ static const sg_option_need_t workload_needs[] = {
     {"lr_gamma", "lr_schedule", "|step|"},
     {"lr_step_epochs", "lr_schedule", "|step|"},
     {"gpus_per_host", "device", "|cuda|"},
+    {"partition_alpha", "partition", "|label-skew|"},
+    {"partition", "engine", "|ps|allreduce|gossip|"},
     {NULL, NULL, NULL},
 };
 enum { MAX_NEEDS = 32, N_WL_NEEDS = sizeof workload_needs / sizeof *workload_needs - 1 };
