@@ -234,7 +234,7 @@ static int name_ok(const char *n) {
 /* The command line into *a; 0, 1 (help printed) or 2 (message printed). */
 static int ar_parse(int argc, char **argv, ar_args_t *a) {
   *a = (ar_args_t){.db_path = SG_DEFAULT_DB, .transport = "mpi", .launcher = "auto",
-                   .name = "bench-allreduce",
+                   .name = "bench-allreduce", /* the experiment, not an engine */
                    .sizes = "4K:256M", .servers = "1", .np = 2, .warmup = 3, .segment = -1};
   for (int i = 1; i < argc; i++) {
     int rc = ar_option(a, argc, argv, &i);
