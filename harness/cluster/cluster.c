@@ -258,6 +258,10 @@ int sgc_run(char *const *argv, int ns_fd, char *out, size_t cap) {
   return sg_err_set(SG_EIO, "`%s` exited %d without a message", cmd, WEXITSTATUS(st));
 }
 
+int sg_cluster_run(char *const *argv, char *out, size_t cap) {
+  return sgc_run(argv, -1, out, cap);
+}
+
 int sgc_ns_delete(const char *ns) {
   char path[128];
   snprintf(path, sizeof path, "/run/netns/%s", ns);

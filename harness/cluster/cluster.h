@@ -102,6 +102,12 @@ int sg_cluster_name_check(const char *name);
 /* Both capabilities present (effective), else SG_EUNSUPPORTED with one
  * line saying what is missing. */
 int sg_cluster_check_privilege(void);
+
+/* Run argv[0] (PATH, then /usr/sbin, /sbin) in this network namespace:
+ * stdin /dev/null, stdout and stderr into out (cap bytes), bounded to
+ * 15 s.  0 when it exited 0, else an error naming the command and its
+ * first output line. */
+int sg_cluster_run(char *const *argv, char *out, size_t cap);
 /* Create the cluster (after a sweep of leftovers).  The caller owns it
  * until sg_cluster_down(); on failure nothing is left behind. */
 int sg_cluster_up(sg_cluster_t **out, const sg_cluster_desc_t *d);

@@ -5,64 +5,20 @@
 #include "launch.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "cluster.h"
 #include "err.h"
-
-#define SCONTROL_TIMEOUT_S 15.0
-
-/* Run argv (no shell) and keep its stdout in out; SG_OK when it exited 0
- * within the bound. */
-static int capture(char *const *argv, char *out, size_t cap) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) < 0) return sg_err_set(SG_EIO, "pipe: %s", strerror(errno));
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(p[0]), close(p[1]);
-    return sg_err_set(SG_EIO, "fork: %s", strerror(errno));
-  }
-  if (pid == 0) {
-    int nul = open("/dev/null", O_RDWR);
-    dup2(nul, STDIN_FILENO);
-    dup2(p[1], STDOUT_FILENO);
-    dup2(nul, STDERR_FILENO);
-    execvp(argv[0], argv);
-    _exit(127);
-  }
-  close(p[1]);
-  size_t n = 0;
-  double until = sg_now() + SCONTROL_TIMEOUT_S;
-  for (int left; (left = (int)((until - sg_now()) * 1000)) > 0;) {
-    struct pollfd pf = {.fd = p[0], .events = POLLIN};
-    if (poll(&pf, 1, left) < 0 && errno != EINTR) break;
-    ssize_t r = read(p[0], out + n, cap - 1 - n);
-    if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) break;
-    if (r > 0 && (n += (size_t)r) + 1 >= cap) break;
-  }
-  out[n] = '\0';
-  close(p[0]);
-  kill(pid, SIGKILL); /* gone already unless it overran */
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return SG_OK;
-  return sg_err_set(SG_EIO, "launcher slurm: `%s %s` failed (is Slurm's scontrol on PATH?)",
-                    argv[0], argv[1]);
-}
+#include "outfile.h"
 
 /* NodeAddr of one node ("NodeAddr=198.18.0.2 "), or its name. */
 static int node_addr(const char *node, char *out, size_t cap) {
   char buf[8192];
   char *argv[] = {"scontrol", "show", "node", "-o", (char *)node, NULL};
-  SG_CHECK(capture(argv, buf, sizeof buf));
+  SG_CHECK(sg_cluster_run(argv, buf, sizeof buf));
   const char *a = strstr(buf, "NodeAddr=");
   if (!a) return snprintf(out, cap, "%s", node), SG_OK;
   a += strlen("NodeAddr=");
@@ -77,7 +33,7 @@ int sg_slurm_node_addrs(char *out, size_t cap, int *nnodes) {
   *nnodes = 0;
   if (!list || !*list) return sg_err_set(SG_ECONFIG, "launcher slurm: SLURM_JOB_NODELIST is not set");
   char *argv[] = {"scontrol", "show", "hostnames", (char *)list, NULL};
-  SG_CHECK(capture(argv, names, sizeof names));
+  SG_CHECK(sg_cluster_run(argv, names, sizeof names));
   size_t len = 0;
   for (char *save = NULL, *h = strtok_r(names, "\n", &save); h; h = strtok_r(NULL, "\n", &save)) {
     char addr[256];
@@ -136,11 +92,11 @@ int sg_slurm_write_batch(const sg_slurm_batch_t *b) {
   exe[n] = '\0';
   SG_CHECK(absolute(b->config, cfg, sizeof cfg));
   SG_CHECK(absolute(b->db, db, sizeof db));
-  int fd = open(b->path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0755);
-  FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
-  if (!f) {
-    if (fd >= 0) close(fd);
-    return sg_err_set(SG_EIO, "--sbatch: %s: %s", b->path, strerror(errno));
+  FILE *f = NULL; /* the user's own directory and file, renamed into place (outfile.h) */
+  if (sg_out_fopen_path(&f, b->path) < 0) {
+    char why[1024];
+    snprintf(why, sizeof why, "%s", sg_err_msg());
+    return sg_err_set(SG_EIO, "--sbatch: %s", why);
   }
   fprintf(f, "#!/bin/sh\n# written by sgdlab run --sbatch: one task per rank, one rank per "
              "node\n#SBATCH --job-name=sgdlab\n#SBATCH --ntasks=%d\n#SBATCH --nodes=%d\n"
@@ -155,6 +111,5 @@ int sg_slurm_write_batch(const sg_slurm_batch_t *b) {
     sh_quote(f, b->sets[i]);
   }
   fputc('\n', f);
-  if (fclose(f) != 0) return sg_err_set(SG_EIO, "--sbatch: %s: write failed", b->path);
-  return SG_OK;
+  return sg_out_fclose(f);
 }
