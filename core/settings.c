@@ -60,7 +60,7 @@ const sg_setting_t sg_settings[] = {
   /* run: how processes are started and talk */
   {"transport", SG_T_ENUM, "zmq", "point-to-point transport between ranks", "zmq|mpi", NOB, SG_S_RUN},
   {"launcher", SG_T_ENUM, "auto", "how ranks are started (auto: slurm inside a Slurm allocation, else mpirun for mpi or hosts, local otherwise)", "auto|local|mpirun|slurm", NOB, SG_S_RUN},
-  {"zmq_scheme", SG_T_ENUM, "ipc", "ZeroMQ endpoint kind between processes", "ipc|tcp", NOB, SG_S_RUN},
+  {"zmq_scheme", SG_T_ENUM, "ipc", "ZeroMQ endpoint kind between processes (ipc: sockets in the run's private directory; with hosts, a cluster or launcher slurm always tcp)", "ipc|tcp", NOB, SG_S_RUN},
   {"zmq_auth", SG_T_ENUM, "curve", "tcp sockets of a run (ranks, rendezvous, records): curve = CurveZMQ with fresh keys per run, only the run's own processes admitted; none = no authentication (only to measure what curve costs, on a host no one else can reach)", "curve|none", NOB, SG_S_RUN},
   {"zmq_cma", SG_T_ENUM, "auto", "zmq over ipc: auto = an isend of 1 MiB or more is read by the receiver straight from the sender's memory (process_vm_readv, one copy, as Open MPI's shared-memory transport does; where the kernel allows it); off = every byte through ZeroMQ's sockets (what libzmq alone costs: three copies)", "auto|off", NOB, SG_S_RUN},
   {"hosts", SG_T_STR, "", "mpirun -H list (host:slots,...); empty = this host", NULL, NOB, SG_S_RUN},

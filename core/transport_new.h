@@ -37,7 +37,7 @@ typedef struct sg_zmq_cfg {
   int sndhwm;             /* messages queued per peer before send blocks; 0 = default */
   const char *ipc_dir;    /* ipc: directory for this rank's socket (the harness's
                              per-run dir, removed even when ranks are killed);
-                             NULL = /tmp */
+                             required for ipc (NULL: SG_EINVAL, no /tmp fallback) */
   const struct sg_keys *keys; /* tcp: the run's keys (auth.h): CURVE on every
                              socket, peers admitted by the ZAP allow-list and
                              identified by their key; NULL = no CURVE */

@@ -5,8 +5,9 @@
  * socket per peer, connected to that peer's PULL endpoint:
  *   inproc  inproc://sgdlab-<group>-<rank>     (threads sharing cfg->zctx;
  *                                               derived, no rendezvous)
- *   ipc     ipc://<ipc_dir or /tmp>/sgdlab-<pid>-<rank>-<n> (exchanged by
- *           rendezvous; the harness passes its per-run dir as ipc_dir)
+ *   ipc     ipc://<ipc_dir>/sgdlab-<pid>-<rank>-<n> (exchanged by
+ *           rendezvous; the harness passes its per-run dir as ipc_dir;
+ *           refused without one: no socket in a shared /tmp)
  *   tcp     tcp://127.0.0.1:<port>, or tcp://<addr>:<port> with the address
  *           this host uses to reach a rendezvous that is not on loopback,
  *           or the address the harness gave (cfg->bind_addr: a rank on an
@@ -116,10 +117,12 @@ int zq_bind(zcomm_t *z, const sg_zmq_cfg_t *cfg) {
   char ep[SG_ENDPOINT_MAX];
   if (z->inproc)
     snprintf(ep, sizeof ep, "inproc://sgdlab-%s-%d", cfg->group, cfg->rank);
+  else if (strcmp(cfg->scheme, "ipc") == 0 && !(cfg->ipc_dir && cfg->ipc_dir[0]))
+    return sg_err_set(SG_EINVAL, "rank %d: zmq over ipc needs a private directory (ipc_dir) for "
+                      "its socket; none in /tmp, where a killed rank would leave it", cfg->rank);
   else if (strcmp(cfg->scheme, "ipc") == 0)
-    snprintf(ep, sizeof ep, "ipc://%s/sgdlab-%ld-%d-%d",
-             cfg->ipc_dir && cfg->ipc_dir[0] ? cfg->ipc_dir : "/tmp",
-             (long)getpid(), cfg->rank, atomic_fetch_add(&ipc_seq, 1));
+    snprintf(ep, sizeof ep, "ipc://%s/sgdlab-%ld-%d-%d", cfg->ipc_dir, (long)getpid(), cfg->rank,
+             atomic_fetch_add(&ipc_seq, 1));
   else if (cfg->bind_addr && cfg->bind_addr[0])
     snprintf(ep, sizeof ep, "tcp://%s:*", cfg->bind_addr);
   else if (!cfg->rendezvous || zq_rdv_is_local(cfg->rendezvous))

@@ -8,6 +8,10 @@ add_dependencies(test_run_cli sgdlab sgdlab-rank)
 # raw bytes, foreign and stolen keys (CURVE on, and off as the control).
 sg_add_test(test_attack SOURCES test_attack.c TIMEOUT 400 LIBS sgrun PkgConfig::SQLITE)
 add_dependencies(test_attack sgdlab sgdlab-rank)
+# A killed rank leaves nothing in /dev/shm or /tmp (Open MPI's segments,
+# ZeroMQ ipc sockets), counted in a private mount namespace (root).
+sg_add_test(test_leftovers SOURCES test_leftovers.c TIMEOUT 240 LIBS sgrun PkgConfig::SQLITE)
+add_dependencies(test_leftovers sgdlab sgdlab-rank)
 # Admission before launch, through `sgdlab run -n` (no rank is started).
 sg_add_test(test_admit SOURCES test_admit.c TIMEOUT 60)
 add_dependencies(test_admit sgdlab)

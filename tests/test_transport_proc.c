@@ -12,6 +12,7 @@
  * whatever is left, failing if anything was left.  No sleeps: waits are
  * zmq_poll / sigtimedwait with timeouts, bounded by a deadline.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -45,12 +46,13 @@ static char rank_bin[1024];
  * would follow (open with O_TRUNC) or a file it would read as output. */
 static char scratch[64];
 
+/* Everything in scratch goes (the rendezvous sockets, the ipc sockets
+ * and Open MPI segments of killed ranks: a flat directory), then it. */
 static void scratch_rm(void) {
-  char p[128];
-  for (int n = 0; n <= MAXP; n++) {
-    snprintf(p, sizeof p, "%s/rdv-%d", scratch, n);
-    unlink(p);
-  }
+  DIR *d = opendir(scratch);
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlinkat(dirfd(d), e->d_name, 0);
+  if (d) closedir(d);
   rmdir(scratch);
 }
 
@@ -191,7 +193,7 @@ static int run_zmq(const char *mode, const char *scheme, int n, int victim,
   for (int r = 0; r < n; r++) {
     snprintf(rk[r], sizeof rk[r], "%d", r);
     char *argv[] = {rank_bin, (char *)mode, "zmq", (char *)scheme, rk[r], sz,
-                    (char *)sg_rdv_endpoint(rdv), NULL};
+                    (char *)sg_rdv_endpoint(rdv), scratch, NULL};
     p[r].pid = spawn(argv, NULL);
     started++;
   }
@@ -238,6 +240,7 @@ static int run_mpi(const char *mode, int n, const char *out_path,
   char np[16];
   snprintf(np, sizeof np, "%d", n);
   char *argv[] = {"/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe",
+                  "--mca", "btl_vader_backing_directory", scratch, /* not /dev/shm */
                   "-np", np, rank_bin, (char *)mode, "mpi", NULL};
   proc_t p = {.pid = spawn(argv, out_path)};
   double t0 = sg_now();

@@ -4,7 +4,7 @@
  * these and serves the rendezvous) or through mpirun (MPI).
  *
  *   transport_rank MODE mpi
- *   transport_rank MODE zmq SCHEME RANK SIZE RENDEZVOUS
+ *   transport_rank MODE zmq SCHEME RANK SIZE RENDEZVOUS [IPC_DIR]
  *
  * MODE:
  *   conform     run the conformance suite (transport_cases.c); exit 0 if
@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
     if (argc < 7 || strcmp(argv[2], "zmq")) return usage();
     sg_zmq_cfg_t cfg = {.rank = atoi(argv[4]), .size = atoi(argv[5]),
                         .deadline_s = deadline, .scheme = argv[3],
-                        .rendezvous = argv[6]};
+                        .rendezvous = argv[6], .ipc_dir = argc > 7 ? argv[7] : NULL};
     rc = sg_comm_zmq_new(&c, &cfg);
   }
   if (rc < 0) {

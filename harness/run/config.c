@@ -922,8 +922,10 @@ static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const e
   else if (!strcmp(launcher, "local") && hosts && *hosts) /* not an engine: the launcher */
     return perr(e->pos, "hosts", "needs launcher mpirun (or auto); launcher local starts ranks on this host only");
   SG_TRY(sg_opts_set(*o, "launcher", launcher));
-  if (!strcmp(launcher, "slurm")) /* not an engine: the launcher */
-    SG_TRY(sg_opts_set(*o, "zmq_scheme", "tcp")); /* ranks on other nodes */
+  /* ranks on other nodes or hosts: ipc cannot reach them, and they have
+   * no run directory for its socket (the harness's is on this host) */
+  if (!strcmp(launcher, "slurm") || (hosts && *hosts)) /* not an engine: the launcher */
+    SG_TRY(sg_opts_set(*o, "zmq_scheme", "tcp"));
   SG_TRY(check_cluster(p, e, *o));
   int nprocs = 0;
   rc = sg_engine_nprocs(e->engine, *o, (int)workers, &nprocs);

@@ -37,6 +37,7 @@ struct sg_launch {
   /* mpirun on a cluster: the strings its command line points at */
   char hostfile[4096], agent[4096], subnet[64];
   char tmpdir_env[4200]; /* smpirun: "TMPDIR=..." */
+  char shmdir[4096];     /* mpirun on this host: Open MPI's shared-memory segments */
 };
 
 /* Environment variables passed through mpirun -x when set here. */
@@ -234,6 +235,12 @@ static int mpirun_argv(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv, 
   } else { /* an earlier run's, in this harness */
     unsetenv("SGDLAB_CLUSTER");
     unsetenv("SGDLAB_RUNDIR");
+  }
+  if (!cfg->cluster && !remote) { /* shared-memory segments in the run's directory (the spec's), */
+    const char *sl = strrchr(cfg->spec, '/'); /* not /dev/shm: what killed ranks leave goes with it */
+    snprintf(l->shmdir, sizeof l->shmdir, "%.*s", sl ? (int)(sl - cfg->spec) : 1, sl ? cfg->spec : ".");
+    char *const shm[] = {"--mca", "btl_vader_backing_directory", l->shmdir, NULL};
+    for (int i = 0; shm[i]; i++) argv[a++] = shm[i];
   }
   if (geteuid() == 0) argv[a++] = "--allow-run-as-root";
   argv[a++] = "--bind-to";

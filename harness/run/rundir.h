@@ -4,7 +4,8 @@
  * directory: /tmp/sgdlab-XXXXXX, made by mkdtemp (an unpredictable name,
  * mode 0700), held open from then on as a descriptor checked to be a
  * directory of the user that no one else may enter.  In it: the spec, the
- * keys, the ipc sockets, mpirun's hostfile and, on an emulated cluster,
+ * keys, the ipc sockets, Open MPI's shared-memory segments (mpirun on this
+ * host), mpirun's hostfile and, on an emulated cluster,
  * one temporary directory per host for mpirun's daemons (hN, made by
  * sgdlab-nsexec).  Nothing of a run is made anywhere else, so no other
  * user can name, pre-create or replace any of it.
