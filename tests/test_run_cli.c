@@ -557,3 +557,53 @@ TEST(bench_step_takes_the_run_list_syntax) {
   CHECK_EQ_INT(ru_run(sweep, 1, NULL, out, sizeof out), 2);
   CHECK_STR_CONTAINS(out, "lr: '[0.1,0.2]' is a sweep; bench step measures one value");
 }
+
+/* `run --sbatch`: every argument of the script's command is one shell
+ * word, whatever quotes, $(...), backquotes and newlines the paths and
+ * --set values hold (the script is run by sh with its program replaced by
+ * printf, which must print the arguments back unchanged and create no
+ * file); and the script never replaces the experiment file or the
+ * database (exit 2, both left as they were). */
+TEST(sbatch_script_quotes_every_argument_and_keeps_its_inputs) {
+  char dir[64], sub[256], cfg[512], db[512], script[512], cmd[1200], *out = NULL;
+  CHECK(ru_mkdtemp(dir, sizeof dir, "cli") == 0);
+  snprintf(sub, sizeof sub, "%s/q'd $(touch PWNED)\n#SBATCH --uid=0", dir);
+  CHECK(mkdir(sub, 0700) == 0);
+  snprintf(cfg, sizeof cfg, "%s/e`touch PWNED`'\"x.yaml", sub);
+  snprintf(db, sizeof db, "%s/d'$(touch PWNED).db", sub);
+  snprintf(script, sizeof script, "%s/job.sh", sub);
+  CHECK(ru_write_file(cfg, "name: q\nworkers: 2\nengines: [allreduce]\n") == 0);
+  const char *set = "name=x'; touch PWNED; '\n#SBATCH --uid=0";
+  CHECK_EQ_INT(ru_sgdlab_in(NULL, &out, "run", cfg, "--db", db, "--set", set, "--sbatch", script,
+                            NULL), 0);
+  free(out);
+  /* exec 'SGDLAB' run ... -> exec printf '[%s]\n' run ... */
+  snprintf(cmd, sizeof cmd, "cd '%s' && for f in q*/job.sh; do sed \"s|^exec '[^']*' |exec printf "
+           "'[%%s]\\\\\\\\n' |\" \"$f\" > p.sh; done && sh p.sh > args.txt", dir);
+  CHECK_EQ_INT(ru_sh(cmd), 0);
+  char path[512], want[2048];
+  snprintf(path, sizeof path, "%s/args.txt", dir);
+  char *got = ru_slurp(path, 8192);
+  snprintf(want, sizeof want, "[run]\n[%s]\n[--db]\n[%s]\n[--set]\n[%s]\n", cfg, db, set);
+  CHECK_MSG(got && !strcmp(got, want), "the script's arguments:\n%s\nwanted:\n%s", got, want);
+  free(got);
+  snprintf(path, sizeof path, "%s/PWNED", dir);
+  CHECK(access(path, F_OK) < 0);
+  snprintf(path, sizeof path, "%s/PWNED", sub);
+  CHECK(access(path, F_OK) < 0);
+  /* the experiment file and the database are never the script */
+  CHECK_EQ_INT(ru_sgdlab_in(NULL, &out, "run", cfg, "--db", db, "--sbatch", cfg, NULL), 2);
+  CHECK_STR_CONTAINS(out, "is the experiment file");
+  free(out);
+  CHECK(ru_write_file(db, "not a script") == 0);
+  CHECK_EQ_INT(ru_sgdlab_in(NULL, &out, "run", cfg, "--db", db, "--sbatch", db, NULL), 2);
+  CHECK_STR_CONTAINS(out, "is the results database");
+  free(out);
+  char *text = ru_slurp(cfg, 256);
+  CHECK_STR_CONTAINS(text, "name: q\n");
+  free(text);
+  text = ru_slurp(db, 256);
+  CHECK(text && !strcmp(text, "not a script"));
+  free(text);
+  ru_rm_rf(dir);
+}

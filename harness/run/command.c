@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "admit.h"
@@ -407,8 +408,20 @@ static int load_experiment(const run_args_t *a, sg_experiment_t **x) {
   return 0;
 }
 
-/* --sbatch: the batch script for the experiment's largest run. */
+/* Whether paths a and b name one existing file. */
+static int same_file(const char *a, const char *b) {
+  struct stat x, y;
+  return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* --sbatch: the batch script for the experiment's largest run; never in
+ * place of the experiment file or the results database (exit 2). */
 static int write_sbatch(const run_args_t *a, const sg_experiment_t *x) {
+  if (same_file(a->sbatch, a->config) || same_file(a->sbatch, a->db_path)) {
+    fprintf(stderr, "sgdlab run: --sbatch %s is the %s; give the batch script a file of its own\n",
+            a->sbatch, same_file(a->sbatch, a->config) ? "experiment file" : "results database");
+    return 2;
+  }
   int nprocs = 1;
   for (size_t i = 0; i < x->nruns; i++)
     if (x->runs[i].nprocs > nprocs) nprocs = x->runs[i].nprocs;
