@@ -135,11 +135,36 @@ int64_t sg_shard_size(int64_t n, int worker, int nworkers) {
   return n / nworkers + (worker < n % nworkers ? 1 : 0);
 }
 
+/* Every rank draws the shards itself, so the draw must give the same bits
+ * on every host: log and exp below use only +, -, *, / and sqrt (correctly
+ * rounded by IEEE 754) and frexp/ldexp (exact), and the build contracts
+ * nothing into FMAs (-ffp-contract=off).  libm's log and pow are not
+ * portable so: glibc's FMA and SSE2 variants differ in the last bit for
+ * about 1 argument in 10^4 (log) and 10^3 (pow), and other libms and
+ * versions may differ more.  Relative error about 1e-15: enough to sample. */
+static const double LN2 = 0.69314718055994530942;
+
+static double det_log(double x) { /* x > 0, finite */
+  int e;
+  double m = frexp(x, &e); /* x = m 2^e, m in [0.5, 1) */
+  if (m < 0.70710678118654752440) m *= 2, e--; /* m in [sqrt(1/2), sqrt(2)) */
+  double s = (m - 1) / (m + 1), s2 = s * s, t = 0; /* log m = 2 atanh s, |s| < 0.172 */
+  for (int k = 41; k >= 1; k -= 2) t = t * s2 + 1.0 / k;
+  return 2 * s * t + e * LN2;
+}
+
+static double det_exp(double y) { /* y <= 0 here */
+  if (y < -800) return 0;
+  double k = floor(y / LN2 + 0.5), r = y - k * LN2, t = 1; /* |r| <= 0.35 (+ rounding) */
+  for (int n = 27; n >= 1; n--) t = 1 + t * r / n;
+  return ldexp(t, (int)k);
+}
+
 /* N(0,1) by Marsaglia's polar method. */
 static double rng_normal(sg_rng_t *r) {
   for (;;) {
     double u = 2 * sg_rng_uniform(r) - 1, v = 2 * sg_rng_uniform(r) - 1, s = u * u + v * v;
-    if (s > 0 && s < 1) return u * sqrt(-2 * log(s) / s);
+    if (s > 0 && s < 1) return u * sqrt(-2 * det_log(s) / s);
   }
 }
 
@@ -147,7 +172,7 @@ static double rng_normal(sg_rng_t *r) {
 static double rng_gamma(sg_rng_t *r, double a) {
   if (a < 1) {
     double u = sg_rng_uniform(r);
-    return rng_gamma(r, a + 1) * pow(u > 0 ? u : 0x1.0p-53, 1 / a);
+    return rng_gamma(r, a + 1) * det_exp(det_log(u > 0 ? u : 0x1.0p-53) / a);
   }
   const double d = a - 1.0 / 3, c = 1 / sqrt(9 * d);
   for (;;) {
@@ -155,7 +180,7 @@ static double rng_gamma(sg_rng_t *r, double a) {
     if (v <= 0) continue;
     v = v * v * v;
     double u = sg_rng_uniform(r);
-    if (log(u > 0 ? u : 0x1.0p-53) < 0.5 * x * x + d - d * v + d * log(v)) return d * v;
+    if (det_log(u > 0 ? u : 0x1.0p-53) < 0.5 * x * x + d - d * v + d * det_log(v)) return d * v;
   }
 }
 
