@@ -17,7 +17,9 @@
  *    the run's wall time (the clocks are the simulation's: a real
  *    1 Mbit/s transfer of these steps would take as long as simulated);
  *  - ps (S = 1 and 2) with modeled compute, its messages never folded
- *    across ranks, runs to the end with every step recorded;
+ *    across ranks, runs to the end with every step recorded, and two
+ *    servers take under 0.6 of one server's time per step where the
+ *    servers' links bind (2 N M / (S B): half);
  *  - the step-calibration cache reuses only a measurement taken at a load
  *    within its cores (planted lines of load 9 on 2 cores and without a
  *    load are measured again, one of load 0.5 reused);
@@ -191,6 +193,24 @@ TEST(ps_modeled_runs) {
                              "AND value = 'modeled'"), 2);
   /* every process records its 5 steps: 4 workers and S servers */
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), (5 + 6) * 5);
+  /* The servers' links bind here (each carries N pushes in and N replies
+   * out, 2 N M / S per step against 2 M on a worker's link), so two
+   * servers take half the time of one: 2 N M / (S B) = 521 ms and 260 ms.
+   * The period: the workers' mean time from step 1's start to step 4's
+   * (simulated, deterministic).  When every server took the same worker
+   * first, S = 2 shared that worker's link and took as long as S = 1. */
+  double per[2];
+  for (int id = 1; id <= 2; id++) {
+    char sql[320];
+    snprintf(sql, sizeof sql, "SELECT 1e6 * AVG(b.t_start - a.t_start) / 3 FROM steps a "
+             "JOIN steps b ON b.run_id = a.run_id AND b.rank = a.rank AND b.step = 4 "
+             "WHERE a.run_id = %d AND a.step = 1 AND a.role = 'worker'", id);
+    per[id - 1] = (double)ru_db_int(db, sql) / 1e6;
+  }
+  fprintf(stderr, "ps modeled: %.4f s per step with S = 1, %.4f s with S = 2 (%.2fx)\n", per[0],
+          per[1], per[1] / per[0]);
+  CHECK_MSG(per[0] > 0.4 && per[1] < 0.6 * per[0], "S = 1: %.4f s, S = 2: %.4f s per step", per[0],
+            per[1]);
 }
 
 /* One modeled run with the calibration cache in cache/ of dir; 1 when
