@@ -22,7 +22,8 @@
  *    servers' links bind (2 N M / (S B): half);
  *  - the step-calibration cache reuses only a measurement taken at a load
  *    within its cores (planted lines of load 9 on 2 cores and without a
- *    load are measured again, one of load 0.5 reused);
+ *    load are measured again, one of load 0.5 reused), executed compute
+ *    any (the speed is only its unit);
  *  - the topologies SMPI builds: two-level, fat-tree and torus platforms
  *    run to the end;
  *  - refusals, one line with file:line:col and exit 2 before launch:
@@ -213,23 +214,24 @@ TEST(ps_modeled_runs) {
             per[1]);
 }
 
-/* One modeled run with the calibration cache in cache/ of dir; 1 when
- * its run_info says calibration `how` and step_s `step` (NULL: any). */
-static int cal_run(const char *dir, const char *db, const char *how, const char *step) {
-  char cfg[256], sql[256];
+/* One run (compute: `compute`) with the calibration cache in cache/ of
+ * dir; 1 when its run_info says calibration `how` and, unless NULL, `key`
+ * = `value` (simulate.step_s modeled, simulate.host_speed executed). */
+static int cal_run(const char *dir, const char *db, const char *compute, const char *how,
+                   const char *value) {
+  char cfg[256], sql[256], text[512];
   snprintf(cfg, sizeof cfg, "%s/cal.yaml", dir);
-  if (ru_write_file(cfg, "name: simulate-calibration\n"
-                         "workload: {dataset: synthetic, batch: 8, max_steps: 2, eval_every: 1000000}\n"
-                         "workers: 2\nsimulate: {compute: modeled}\n"
-                         "engines: [{engine: allreduce, algorithm: ring, transport: mpi}]\n") ||
-      ru_sgdlab_run(cfg, db) != 0)
-    return 0;
+  snprintf(text, sizeof text, "name: simulate-calibration\n"
+           "workload: {dataset: synthetic, batch: 8, max_steps: 2, eval_every: 1000000}\n"
+           "workers: 2\nsimulate: {compute: %s}\n"
+           "engines: [{engine: allreduce, algorithm: ring, transport: mpi}]\n", compute);
+  if (ru_write_file(cfg, text) || ru_sgdlab_run(cfg, db) != 0) return 0;
   snprintf(sql, sizeof sql, "SELECT count(*) FROM run_info WHERE key = 'simulate.calibration' "
            "AND value = '%s'", how);
   if (ru_db_int(db, sql) != 1) return 0;
-  if (!step) return 1;
-  snprintf(sql, sizeof sql, "SELECT count(*) FROM run_info WHERE key = 'simulate.step_s' "
-           "AND value = '%s'", step);
+  if (!value) return 1;
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM run_info WHERE key = 'simulate.%s' "
+           "AND value = '%s'", strcmp(compute, "modeled") ? "host_speed" : "step_s", value);
   return ru_db_int(db, sql) == 1;
 }
 
@@ -249,7 +251,9 @@ static int cal_plant(const char *path, const char *load) {
 /* The step-calibration cache keeps the load average and cores of each
  * measurement and reuses only one taken at a load within its cores: a
  * planted line of load 9 on 2 cores and an older line without load are
- * measured again (step_s not the planted 0.25), one of load 0.5 is reused. */
+ * measured again (step_s not the planted 0.25), one of load 0.5 is reused.
+ * Executed compute reuses the line of load 9 (its host speed, 1e9): there
+ * the speed is only the unit of the simulated compute. */
 TEST(calibration_cache_skips_loaded_entries) {
   skip_without_simgrid();
   const char *dir = ru_scratch("simcal");
@@ -263,14 +267,16 @@ TEST(calibration_cache_skips_loaded_entries) {
   setenv("XDG_CACHE_HOME", cache, 1);
   static const struct {
     const char *load, *how, *step;
-  } cases[] = {{"9", "measured", NULL}, {"", "measured", NULL}, {"0.5", "cached", "0.25"}};
+    const char *compute;
+  } cases[] = {{"9", "measured", NULL, "modeled"}, {"", "measured", NULL, "modeled"},
+               {"0.5", "cached", "0.25", "modeled"}, {"9", "cached", "1e+09", "executed"}};
   snprintf(db, sizeof db, "%s/cal0.db", dir);
-  CHECK_MSG(cal_run(dir, db, "measured", NULL), "first run: not measured");
-  for (int i = 0; i < 3; i++) {
+  CHECK_MSG(cal_run(dir, db, "modeled", "measured", NULL), "first run: not measured");
+  for (int i = 0; i < 4; i++) {
     CHECK_EQ_INT(cal_plant(path, cases[i].load), 0);
     snprintf(db, sizeof db, "%s/cal%d.db", dir, i + 1);
-    CHECK_MSG(cal_run(dir, db, cases[i].how, cases[i].step), "load '%s': not %s", cases[i].load,
-              cases[i].how);
+    CHECK_MSG(cal_run(dir, db, cases[i].compute, cases[i].how, cases[i].step),
+              "%s, load '%s': not %s", cases[i].compute, cases[i].load, cases[i].how);
     if (!cases[i].step)
       CHECK_MSG(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.step_s' "
                               "AND value = '0.25'") == 0,
