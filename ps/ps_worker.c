@@ -330,7 +330,19 @@ static int exchange(worker_t *wk, int push, int64_t t, int64_t clock, int dense_
   if (wk->sliced) return exchange_sliced(wk, push, t, clock, held, stale);
   *held = 0;
   *stale = -1;
-  for (int k = 0; k < S; k++) {
+  for (int k = 0; k < S; k++)
+    if ((rc = sg_irecv(c, k, PS_TAG_REPLY, wk->rep[k], hdrsz() + wk->cnt[k] * sizeof(float),
+                       &rr[k])) < 0)
+      return peer_fail(wk, rc, k, "posting the receive of PARAMS for", clock);
+  /* Shards in turn from this worker's own, w S / N (the server that answers
+   * it first, release_all in ps_server.c), each push sent before the next
+   * starts: posted at once, every worker's pushes reached all S servers
+   * together, each server took the same worker first, and S servers
+   * shared that worker's link (S = 2 no faster than S = 1).  Every
+   * receive is posted first, so no server's reply waits on this wait. */
+  int first = (int)(((int64_t)wk->w * S) / wk->N);
+  for (int j = 0; j < S; j++) {
+    int k = (first + j) % S;
     if (push) {
       size_t len = build_push(wk, k, t);
       if ((rc = sg_isend(c, k, PS_TAG_REQ, wk->push[k], len, &rs[k])) < 0)
@@ -339,12 +351,11 @@ static int exchange(worker_t *wk, int push, int64_t t, int64_t clock, int dense_
     size_t len = build_pull(wk, k, clock, dense_pull);
     if ((rc = sg_isend(c, k, PS_TAG_REQ, wk->pull[k], len, &rp[k])) < 0)
       return peer_fail(wk, rc, k, "sending PULL of", clock);
-    if ((rc = sg_irecv(c, k, PS_TAG_REPLY, wk->rep[k], hdrsz() + wk->cnt[k] * sizeof(float),
-                       &rr[k])) < 0)
-      return peer_fail(wk, rc, k, "posting the receive of PARAMS for", clock);
+    if (push && j + 1 < S && (rc = sg_wait_within(c, server_wait(c), &rs[k], NULL)) < 0)
+      return peer_fail(wk, rc, k, "PUSH of", t);
   }
   for (int k = 0; k < S; k++) {
-    if (push && (rc = sg_wait_within(c, server_wait(c), &rs[k], NULL)) < 0)
+    if (push && rs[k] && (rc = sg_wait_within(c, server_wait(c), &rs[k], NULL)) < 0)
       return peer_fail(wk, rc, k, "PUSH of", t);
     if ((rc = sg_wait_within(c, server_wait(c), &rp[k], NULL)) < 0)
       return peer_fail(wk, rc, k, "PULL of", clock);

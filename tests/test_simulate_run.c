@@ -17,10 +17,13 @@
  *    the run's wall time (the clocks are the simulation's: a real
  *    1 Mbit/s transfer of these steps would take as long as simulated);
  *  - ps (S = 1 and 2) with modeled compute, its messages never folded
- *    across ranks, runs to the end with every step recorded;
+ *    across ranks, runs to the end with every step recorded, and two
+ *    servers take under 0.6 of one server's time per step where the
+ *    servers' links bind (2 N M / (S B): half);
  *  - the step-calibration cache reuses only a measurement taken at a load
  *    within its cores (planted lines of load 9 on 2 cores and without a
- *    load are measured again, one of load 0.5 reused);
+ *    load are measured again, one of load 0.5 reused), executed compute
+ *    any (the speed is only its unit);
  *  - the topologies SMPI builds: two-level, fat-tree and torus platforms
  *    run to the end;
  *  - refusals, one line with file:line:col and exit 2 before launch:
@@ -191,25 +194,44 @@ TEST(ps_modeled_runs) {
                              "AND value = 'modeled'"), 2);
   /* every process records its 5 steps: 4 workers and S servers */
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), (5 + 6) * 5);
+  /* The servers' links bind here (each carries N pushes in and N replies
+   * out, 2 N M / S per step against 2 M on a worker's link), so two
+   * servers take half the time of one: 2 N M / (S B) = 521 ms and 260 ms.
+   * The period: the workers' mean time from step 1's start to step 4's
+   * (simulated, deterministic).  When every server took the same worker
+   * first, S = 2 shared that worker's link and took as long as S = 1. */
+  double per[2];
+  for (int id = 1; id <= 2; id++) {
+    char sql[320];
+    snprintf(sql, sizeof sql, "SELECT 1e6 * AVG(b.t_start - a.t_start) / 3 FROM steps a "
+             "JOIN steps b ON b.run_id = a.run_id AND b.rank = a.rank AND b.step = 4 "
+             "WHERE a.run_id = %d AND a.step = 1 AND a.role = 'worker'", id);
+    per[id - 1] = (double)ru_db_int(db, sql) / 1e6;
+  }
+  fprintf(stderr, "ps modeled: %.4f s per step with S = 1, %.4f s with S = 2 (%.2fx)\n", per[0],
+          per[1], per[1] / per[0]);
+  CHECK_MSG(per[0] > 0.4 && per[1] < 0.6 * per[0], "S = 1: %.4f s, S = 2: %.4f s per step", per[0],
+            per[1]);
 }
 
-/* One modeled run with the calibration cache in cache/ of dir; 1 when
- * its run_info says calibration `how` and step_s `step` (NULL: any). */
-static int cal_run(const char *dir, const char *db, const char *how, const char *step) {
-  char cfg[256], sql[256];
+/* One run (compute: `compute`) with the calibration cache in cache/ of
+ * dir; 1 when its run_info says calibration `how` and, unless NULL, `key`
+ * = `value` (simulate.step_s modeled, simulate.host_speed executed). */
+static int cal_run(const char *dir, const char *db, const char *compute, const char *how,
+                   const char *value) {
+  char cfg[256], sql[256], text[512];
   snprintf(cfg, sizeof cfg, "%s/cal.yaml", dir);
-  if (ru_write_file(cfg, "name: simulate-calibration\n"
-                         "workload: {dataset: synthetic, batch: 8, max_steps: 2, eval_every: 1000000}\n"
-                         "workers: 2\nsimulate: {compute: modeled}\n"
-                         "engines: [{engine: allreduce, algorithm: ring, transport: mpi}]\n") ||
-      ru_sgdlab_run(cfg, db) != 0)
-    return 0;
+  snprintf(text, sizeof text, "name: simulate-calibration\n"
+           "workload: {dataset: synthetic, batch: 8, max_steps: 2, eval_every: 1000000}\n"
+           "workers: 2\nsimulate: {compute: %s}\n"
+           "engines: [{engine: allreduce, algorithm: ring, transport: mpi}]\n", compute);
+  if (ru_write_file(cfg, text) || ru_sgdlab_run(cfg, db) != 0) return 0;
   snprintf(sql, sizeof sql, "SELECT count(*) FROM run_info WHERE key = 'simulate.calibration' "
            "AND value = '%s'", how);
   if (ru_db_int(db, sql) != 1) return 0;
-  if (!step) return 1;
-  snprintf(sql, sizeof sql, "SELECT count(*) FROM run_info WHERE key = 'simulate.step_s' "
-           "AND value = '%s'", step);
+  if (!value) return 1;
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM run_info WHERE key = 'simulate.%s' "
+           "AND value = '%s'", strcmp(compute, "modeled") ? "host_speed" : "step_s", value);
   return ru_db_int(db, sql) == 1;
 }
 
@@ -229,7 +251,9 @@ static int cal_plant(const char *path, const char *load) {
 /* The step-calibration cache keeps the load average and cores of each
  * measurement and reuses only one taken at a load within its cores: a
  * planted line of load 9 on 2 cores and an older line without load are
- * measured again (step_s not the planted 0.25), one of load 0.5 is reused. */
+ * measured again (step_s not the planted 0.25), one of load 0.5 is reused.
+ * Executed compute reuses the line of load 9 (its host speed, 1e9): there
+ * the speed is only the unit of the simulated compute. */
 TEST(calibration_cache_skips_loaded_entries) {
   skip_without_simgrid();
   const char *dir = ru_scratch("simcal");
@@ -243,14 +267,16 @@ TEST(calibration_cache_skips_loaded_entries) {
   setenv("XDG_CACHE_HOME", cache, 1);
   static const struct {
     const char *load, *how, *step;
-  } cases[] = {{"9", "measured", NULL}, {"", "measured", NULL}, {"0.5", "cached", "0.25"}};
+    const char *compute;
+  } cases[] = {{"9", "measured", NULL, "modeled"}, {"", "measured", NULL, "modeled"},
+               {"0.5", "cached", "0.25", "modeled"}, {"9", "cached", "1e+09", "executed"}};
   snprintf(db, sizeof db, "%s/cal0.db", dir);
-  CHECK_MSG(cal_run(dir, db, "measured", NULL), "first run: not measured");
-  for (int i = 0; i < 3; i++) {
+  CHECK_MSG(cal_run(dir, db, "modeled", "measured", NULL), "first run: not measured");
+  for (int i = 0; i < 4; i++) {
     CHECK_EQ_INT(cal_plant(path, cases[i].load), 0);
     snprintf(db, sizeof db, "%s/cal%d.db", dir, i + 1);
-    CHECK_MSG(cal_run(dir, db, cases[i].how, cases[i].step), "load '%s': not %s", cases[i].load,
-              cases[i].how);
+    CHECK_MSG(cal_run(dir, db, cases[i].compute, cases[i].how, cases[i].step),
+              "%s, load '%s': not %s", cases[i].compute, cases[i].load, cases[i].how);
     if (!cases[i].step)
       CHECK_MSG(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.step_s' "
                               "AND value = '0.25'") == 0,

@@ -62,10 +62,11 @@ static void load_now(double *load, int *cores) {
 }
 
 /* 1 when the cache has the key on a line taken at a load within its
- * cores (the last such line; values positive and finite); *busy: the
- * load of the last line of the key that was not reused (-1: none). */
-static int cache_get(const char *path, const char *key, double *step_s, double *speed,
-                     double *busy) {
+ * cores, or at any load when any_load (the last such line; values
+ * positive and finite); *busy: the load of the last line of the key that
+ * was not reused (-1: none). */
+static int cache_get(const char *path, const char *key, int any_load, double *step_s,
+                     double *speed, double *busy) {
   FILE *f = path[0] ? fopen(path, "r") : NULL;
   char line[1024];
   int found = 0, cores;
@@ -78,7 +79,7 @@ static int cache_get(const char *path, const char *key, double *step_s, double *
         !(sp > 0 && sp < 1e18))
       continue;
     if (sscanf(line + kl + 1, "%*f\t%*f\t%lf\t%d", &load, &cores) != 2 || !(load >= 0) ||
-        cores < 1 || load > cores) {
+        cores < 1 || (load > cores && !any_load)) {
       *busy = sscanf(line + kl + 1, "%*f\t%*f\t%lf", &load) == 1 && load >= 0 ? load : 1e9;
       continue;
     }
@@ -107,8 +108,11 @@ static void cache_put(const char *path, const char *key, double step_s, double s
  * this workload (sgdlab bench step's method: median of blocks after a
  * warm-up, one BLAS thread), unless host_speed is given and compute is
  * executed; from the cache when this workload was measured before at a
- * load within the cores.  One line on stderr when a cached measurement
- * is passed over or this one is taken at a load above the cores. */
+ * load within the cores (executed compute: at any load, since there the
+ * speed is only the unit, smpi/host-speed and the hosts' speed being the
+ * same number, so a burst's simulated time is its measured time whatever
+ * the value).  One line on stderr when a cached measurement is passed
+ * over or this one is taken at a load above the cores. */
 static int sim_measure(run_sim_t *m, const sg_opts_t *o) {
   if (m->cfg.host_speed > 0 && !m->cfg.modeled) return SG_OK;
   char path[4200], key[1024];
@@ -116,7 +120,7 @@ static int sim_measure(run_sim_t *m, const sg_opts_t *o) {
   int cores;
   cache_path(path, sizeof path);
   cache_key(o, key, sizeof key);
-  if (cache_get(path, key, &step_s, &speed, &busy)) {
+  if (cache_get(path, key, !m->cfg.modeled, &step_s, &speed, &busy)) {
     m->step_s = step_s;
     if (m->cfg.host_speed <= 0) m->cfg.host_speed = speed;
     m->cached = 1;
