@@ -103,9 +103,18 @@ typedef struct sg_cuda_ring sg_cuda_ring_t;
  * control over the transport) or persistent (one kernel per call, flow
  * control by flags in device memory: pring_plan.h). */
 enum { SG_CUDA_RING_STAGED = 0, SG_CUDA_RING_PERSISTENT = 1 };
-/* The persistent ring's channels (thread blocks) and inbox slots per channel. */
-enum { SG_CUDA_PRING_CHANS = 16, SG_CUDA_PRING_SLOTS = 4 };
+/* The persistent ring's channels, lanes (thread blocks) per channel, inbox
+ * slots per channel, and the longest wait for a neighbour's flag before a
+ * lane gives up (the call then fails naming the neighbour). */
+enum {
+  SG_CUDA_PRING_CHANS = 8,
+  SG_CUDA_PRING_PARTS = 4,
+  SG_CUDA_PRING_SLOTS = 4,
+  SG_CUDA_PRING_TIMEOUT_MS = 30000
+};
 int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg, int mode);
+/* Persistent: the longest wait for a neighbour (default SG_CUDA_PRING_TIMEOUT_MS). */
+void sg_cuda_ring_set_timeout(sg_cuda_ring_t *rg, double seconds);
 int sg_cuda_ring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count);
 void sg_cuda_ring_destroy(sg_cuda_ring_t **rg);
 
