@@ -14,7 +14,8 @@
  *  - a deterministic scheduler that starves rank 1 and lets every other
  *    rank run ahead as far as its flags allow: no deadlock, exact, and a
  *    plan without the ACK wait (a slot overwritten before its reader took
- *    it) must come out wrong;
+ *    it) must come out wrong, as must lanes whose windows move with each
+ *    chunk's length;
  *  - the plan's own arithmetic: flag values and slots of a worked example.
  */
 #include "test.h"
@@ -31,7 +32,9 @@
 enum { MAXN = 8, MAXL = 32 };
 
 typedef struct world {
-  int n, chans, parts, slots, no_ack; /* no_ack: the planted bug */
+  int n, chans, parts, slots;
+  int no_ack, chunk_split; /* planted bugs: no ACK wait; lanes split by each chunk's length */
+  int rev;                 /* the adversary steps the starved rank's last lane first */
   size_t count, seg;
   float *x[MAXN], *inbox[MAXN];
   _Atomic uint64_t *flags[MAXN];
@@ -56,6 +59,27 @@ static int can_run(world_t *w, int r, int ln, const sg_pring_step_t *s) {
       atomic_load_explicit(flag(w, r, ln, SG_PRING_ACK), memory_order_acquire) < s->need_ack)
     return 0;
   return 1;
+}
+
+/* Step t of lane ln: the plan's, or with the planted chunk_split the
+ * chunk cut by its own length (windows that move with it). */
+static void plan_step(const world_t *w, const sg_pring_t *pl, int ln, uint64_t base, size_t t,
+                      sg_pring_step_t *s) {
+  if (!w->chunk_split) {
+    sg_pring_step(pl, ln, base, t, s);
+    return;
+  }
+  sg_pring_t whole = *pl;
+  whole.parts = 1;
+  sg_pring_step(&whole, sg_pring_chan(pl, ln), base, t, s); /* the whole chunk */
+  const size_t start = s->off, groups = (s->len + 3) / 4, q = (size_t)(ln % pl->parts);
+  size_t a = 4 * sg_prim_chunk_off(groups, pl->parts, (int)q);
+  size_t b = a + 4 * sg_prim_chunk_len(groups, pl->parts, (int)q);
+  a = a < s->len ? a : s->len;
+  b = b < s->len ? b : s->len;
+  s->soff = a;
+  s->off = start + a;
+  s->len = b - a;
 }
 
 /* The kernel's step body (cuda_kernels.cu pring), element by element. */
@@ -130,7 +154,7 @@ static void *lane_thread(void *p) {
   const size_t nsteps = sg_pring_nsteps(&pl, ch);
   for (size_t t = 0; t < nsteps; t++) {
     sg_pring_step_t s;
-    sg_pring_step(&pl, a->ln, base, t, &s);
+    plan_step(w, &pl, a->ln, base, t, &s);
     while (!can_run(w, a->r, a->ln, &s)) sched_yield();
     do_step(w, a->r, a->ln, &s);
   }
@@ -191,16 +215,18 @@ TEST(pring_threads_exact) {
 static int advance(world_t *w, int r, size_t t[MAXL], const uint64_t base[MAXL], int one) {
   const sg_pring_t pl = plan_of(w, r);
   int moved = 0;
-  for (int ln = 0; ln < lanes(w); ln++)
+  for (int i = 0; i < lanes(w); i++) {
+    const int ln = w->rev ? lanes(w) - 1 - i : i;
     while (t[ln] < sg_pring_nsteps(&pl, sg_pring_chan(&pl, ln))) {
       sg_pring_step_t s;
-      sg_pring_step(&pl, ln, base[ln], t[ln], &s);
+      plan_step(w, &pl, ln, base[ln], t[ln], &s);
       if (!can_run(w, r, ln, &s)) break;
       do_step(w, r, ln, &s);
       t[ln]++;
       moved++;
       if (one) return moved;
     }
+  }
   return moved;
 }
 
@@ -237,11 +263,13 @@ static int starve_call(world_t *w) {
 
 /* Two calls under the adversary; wrong elements, -1 on a deadlock. */
 static long starve(int n, int chans, int parts, int slots, size_t count, size_t seg,
-                   int no_ack) {
+                   int bug, int rev_order) {
   world_t w = {0};
   long wrong = -1;
   if (world_new(&w, n, chans, parts, slots, count, seg) < 0) goto out;
-  w.no_ack = no_ack;
+  w.no_ack = bug == 1;
+  w.chunk_split = bug == 2;
+  w.rev = rev_order;
   for (int call = 0; call < 2; call++) {
     world_inputs(&w);
     if (starve_call(&w) < 0) goto out;
@@ -256,12 +284,15 @@ TEST(pring_starved_rank_exact_no_deadlock) {
   for (int n = 2; n <= MAXN; n++) {
     const size_t counts[] = {0, 1, (size_t)n + 1, 1001, 100003};
     for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) {
-      long w = starve(n, 3, 1, 2, counts[j], 5, 0);
+      long w = starve(n, 3, 1, 2, counts[j], 5, 0, 0);
       CHECK_MSG(w == 0, "starved N=%d count=%zu: %ld wrong (-1: deadlock)", n, counts[j], w);
       /* the kernel's own channels, parts and slots */
-      w = starve(n, SG_CUDA_PRING_CHANS, SG_CUDA_PRING_PARTS, SG_CUDA_PRING_SLOTS, counts[j], 9, 0);
-      CHECK_MSG(w == 0, "starved N=%d count=%zu kernel's lanes: %ld wrong (-1: deadlock)", n,
-                counts[j], w);
+      for (int rev = 0; rev < 2; rev++) {
+        w = starve(n, SG_CUDA_PRING_CHANS, SG_CUDA_PRING_PARTS, SG_CUDA_PRING_SLOTS, counts[j],
+                   9, 0, rev);
+        CHECK_MSG(w == 0, "starved N=%d count=%zu kernel's lanes (order %d): %ld wrong (-1: "
+                  "deadlock)", n, counts[j], rev, w);
+      }
     }
   }
 }
@@ -269,15 +300,36 @@ TEST(pring_starved_rank_exact_no_deadlock) {
 TEST(pring_without_ack_is_caught) {
   /* rank 0 runs N-1 sends ahead of the starved rank 1: with 2 slots and
    * no ACK wait it overwrites a slot rank 1 has not read yet */
-  long w = starve(4, 1, 1, 2, 1001, 5, 1);
+  long w = starve(4, 1, 1, 2, 1001, 5, 1, 0);
   fprintf(stderr, "plan without the ACK wait: %ld wrong (must be > 0)\n", w);
   CHECK(w > 0);
-  CHECK_EQ_INT(starve(4, 1, 1, 2, 1001, 5, 0), 0);
+  CHECK_EQ_INT(starve(4, 1, 1, 2, 1001, 5, 0, 0), 0);
   /* the same with lanes: each lane's ACK guards its own part of a slot */
-  w = starve(4, 1, 3, 2, 1001, 21, 1);
+  w = starve(4, 1, 3, 2, 1001, 21, 1, 0);
   fprintf(stderr, "plan without the ACK wait, 3 lanes: %ld wrong (must be > 0)\n", w);
   CHECK(w > 0);
-  CHECK_EQ_INT(starve(4, 1, 3, 2, 1001, 21, 0), 0);
+  CHECK_EQ_INT(starve(4, 1, 3, 2, 1001, 21, 0, 0), 0);
+}
+
+TEST(pring_lanes_split_by_chunk_is_caught) {
+  /* chunks of unequal length (a last, partial block): cut by each chunk's
+   * own length, a lane's window in a slot moves between two uses of the
+   * slot and covers bytes of the next lane's earlier window, which that
+   * lane's reader may not have taken yet (its ACK guards only its own
+   * window).  The adversary steps the starved rank's last lane first.
+   * The plan's fixed windows are exact under both orders. */
+  static const struct { int n, parts; size_t seg, count; } cases[] = {
+      {2, 2, 9, 71}, {3, 3, 13, 154}, {4, 4, 17, 269}};
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    const int n = cases[k].n, parts = cases[k].parts;
+    const size_t seg = cases[k].seg, count = cases[k].count;
+    const long w = starve(n, 1, parts, 2, count, seg, 2, 1);
+    fprintf(stderr, "N=%d %d lanes split by each chunk's length: %ld wrong (must be > 0)\n", n,
+            parts, w);
+    CHECK(w > 0);
+    for (int rev = 0; rev < 2; rev++)
+      CHECK_EQ_INT(starve(n, 1, parts, 2, count, seg, 0, rev), 0);
+  }
 }
 
 TEST(pring_plan_worked_example) {

@@ -28,15 +28,20 @@
  * Sends and receives per block are both 2N-2, so one base per channel
  * (its sends so far, equal to its receives) locates a call's steps.
  *
- * Lanes: each channel is served by `parts` thread blocks, its lanes.  Lane
- * (ch, q) takes part q of every step's chunk (the chunk cut into `parts`
- * runs of whole 4-float groups, the last run shorter) and the same part
- * of every slot, with flags of its own.  The lanes of a channel touch
- * disjoint elements and disjoint slot bytes, so each lane is a ring on its
- * own: the steps, the additions and their order are the channel's, only
- * spread over more of the device (a vector of one block still keeps
- * `parts` multiprocessors busy).  Flags, bases and counters are per lane;
- * a lane whose part of a chunk is empty still waits and posts.
+ * Lanes: each channel is served by `parts` thread blocks, its lanes.  A
+ * slot of seg floats is cut into `parts` fixed windows of whole 4-float
+ * groups; lane (ch, q) takes window q of every step's chunk (a chunk is at
+ * most seg floats; a short chunk leaves the last windows empty) and of
+ * every slot, with flags of its own.  The windows do not depend on the
+ * chunk's length, so the lanes of a channel touch disjoint elements and
+ * disjoint slot bytes at all times (a split by each chunk's own length
+ * would let lane q's next write into a slot cover bytes that lane q+1's
+ * reader has not taken yet: its ACK does not guard them).  Each lane is
+ * thus a ring on its own: the steps, the additions and their order are
+ * the channel's, spread over more of the device (a vector of one block
+ * still keeps `parts` multiprocessors busy).  Flags, bases and counters
+ * are per lane; a lane whose window of a chunk is empty still waits and
+ * posts.
  */
 #ifndef SG_PRING_PLAN_H
 #define SG_PRING_PLAN_H
@@ -94,9 +99,11 @@ static inline SG_HD uint64_t sg_pring_nsends(const sg_pring_t *p, int ch) {
 static inline SG_HD int sg_pring_lanes(const sg_pring_t *p) { return p->chans * p->parts; }
 static inline SG_HD int sg_pring_chan(const sg_pring_t *p, int ln) { return ln / p->parts; }
 
-/* Part q of `parts` of a chunk of len floats, in whole 4-float groups. */
-static inline SG_HD void sg_pring_part(size_t len, int parts, int q, size_t *off, size_t *plen) {
-  const size_t groups = (len + 3) / 4;
+/* Window q of `parts` of a slot of seg floats (whole 4-float groups),
+ * clipped to a chunk of len <= seg floats: [*off, *off + *plen). */
+static inline SG_HD void sg_pring_part(size_t len, size_t seg, int parts, int q, size_t *off,
+                                       size_t *plen) {
+  const size_t groups = (seg + 3) / 4;
   size_t a = 4 * sg_prim_chunk_off(groups, parts, q);
   size_t b = a + 4 * sg_prim_chunk_len(groups, parts, q);
   a = a < len ? a : len;
@@ -115,7 +122,8 @@ static inline SG_HD void sg_pring_step(const sg_pring_t *p, int ln, uint64_t bas
   const size_t bl = p->count - b0 < sg_pring_block(p) ? p->count - b0 : sg_pring_block(p);
   int chunk = 0;
   sg_ring_prim_at(n, p->r, k, &s->op, &chunk);
-  sg_pring_part(sg_prim_chunk_len(bl, n, chunk), p->parts, ln % p->parts, &s->soff, &s->len);
+  sg_pring_part(sg_prim_chunk_len(bl, n, chunk), p->seg, p->parts, ln % p->parts, &s->soff,
+                &s->len);
   s->off = b0 + sg_prim_chunk_off(bl, n, chunk) + s->soff;
   s->rx = s->op != SG_PRIM_SEND;
   s->tx = s->op != SG_PRIM_RECV;
