@@ -10,7 +10,8 @@
 #include "cuda_impl.h"
 #include "err.h"
 #include "ring_prims.h"
-#include "sg_cuda.h"
+#include "sg_cuda_comm.h"
+#include "sg_cuda_rt.h"
 #include "stage_plan.h"
 
 #ifdef SG_HAVE_NCCL
