@@ -8,8 +8,9 @@
 #include "err.h"
 #include "transport_new.h"
 
-static const sg_ar_algo_t *const algos[] = {&sg_ar_ring, &sg_ar_rhd, &sg_ar_tree, &sg_ar_hier,
-                                            &sg_ar_native, NULL};
+static const sg_ar_algo_t *const algos[] = {&sg_ar_ring, &sg_ar_rhd,  &sg_ar_tree,
+                                            &sg_ar_hier, &sg_ar_native, &sg_ar_cuda_ring,
+                                            &sg_ar_nccl, NULL};
 
 const sg_ar_algo_t *sg_ar_algo_find(const char *name) {
   for (const sg_ar_algo_t *const *a = algos; *a; a++)
@@ -100,6 +101,9 @@ int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm, size_t segment
   if (!algo)
     return sg_err_set(SG_ECONFIG, "algorithm: '%s' is not one of %s", algorithm,
                       SG_AR_ALGORITHMS);
+  if (algo->memory != SG_AR_MEM_HOST)
+    return sg_err_set(SG_ECONFIG, "algorithm: %s sums device buffers; it needs device: cuda",
+                      algorithm);
   if (algo->needs_mpi && !sg_comm_mpi_handle(c))
     return sg_err_set(SG_ECONFIG, "algorithm: %s needs transport mpi, not %s", algorithm,
                       c->ops->name);

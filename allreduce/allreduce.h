@@ -79,6 +79,12 @@ typedef struct sg_ar_opts {
 
 enum { SG_AR_COMPRESS_NONE, SG_AR_COMPRESS_FP16 };
 
+/* Where an algorithm's buffer lives.  A host algorithm also serves
+ * device: cuda, its vector staged through pinned host slots; a device
+ * algorithm sums device vectors only (allreduce_device.c). */
+enum { SG_AR_MEM_HOST = 0, SG_AR_MEM_DEVICE = 1 };
+struct sg_ar_dev_algo; /* a device algorithm's setup and run (allreduce_device.c) */
+
 /* One algorithm, as an ops table. */
 typedef struct sg_ar_algo {
   const char *name;    /* "ring" */
@@ -90,6 +96,9 @@ typedef struct sg_ar_algo {
                 size_t *scratch_floats, size_t *req_slots);
   /* Nonzero when the algorithm needs the MPI transport. */
   int needs_mpi;
+  /* SG_AR_MEM_HOST (allreduce, needs) or SG_AR_MEM_DEVICE (dev). */
+  int memory;
+  const struct sg_ar_dev_algo *dev;
 } sg_ar_algo_t;
 
 int sg_allreduce_ring(sg_comm_t *c, float *buf, size_t count,
@@ -102,7 +111,9 @@ int sg_allreduce_tree(sg_comm_t *c, float *buf, size_t count, const sg_ar_opts_t
 int sg_allreduce_hier(sg_comm_t *c, float *buf, size_t count, const sg_ar_opts_t *o);
 
 extern const sg_ar_algo_t sg_ar_ring, sg_ar_rhd, sg_ar_native, sg_ar_tree, sg_ar_hier;
-/* "ring" | "rhd" | "tree" | "hier" | "native", or NULL. */
+/* Device rows (allreduce_device.c): cuda-ring, nccl. */
+extern const sg_ar_algo_t sg_ar_cuda_ring, sg_ar_nccl;
+/* "ring" | "rhd" | "tree" | "hier" | "native" | "cuda-ring" | "nccl", or NULL. */
 const sg_ar_algo_t *sg_ar_algo_find(const char *name);
 #define SG_AR_ALGORITHMS "ring|rhd|tree|hier|native"
 
@@ -160,7 +171,7 @@ double sg_ar_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_sp
 
 /* ---- device: cuda (allreduce_device.c, docs/cuda.md) ------------------ */
 
-/* Algorithms that only a device workload can use: cuda-ring (CUDA IPC
+/* The rows of the table with memory SG_AR_MEM_DEVICE: cuda-ring (CUDA IPC
  * within a host) and nccl.  The engine's `algorithm` accepts them. */
 #define SG_AR_DEVICE_ALGORITHMS "cuda-ring|nccl"
 /* The engine's training loop with the workload on the device. */

@@ -12,7 +12,10 @@
  *   rank 0 copies params to the host only when it evaluates, and at the end
  *   for dump_params.
  *
- * How the device vector is summed (algorithm):
+ * How the device vector is summed: the row of the algorithm table
+ * (allreduce.h) named by `algorithm`.  A host row (memory SG_AR_MEM_HOST)
+ * runs on pinned host slots; a device row (SG_AR_MEM_DEVICE) carries its
+ * own setup and run (struct sg_ar_dev_algo, below):
  *   ring | rhd | native  host-staged: chunks copied down into pinned slots,
  *                        summed by that host algorithm over the transport,
  *                        copied up, pipelined (core/cuda/stage_plan.h)
@@ -40,6 +43,7 @@
 #define STAGE_SLOTS 2 /* double buffering */
 
 typedef struct dev_comm {
+  const struct sg_ar_dev_algo *ops; /* the algorithm row's, or host-staged */
   sg_ar_t *ar;            /* host-staged: the host algorithm ... */
   sg_cuda_stage_t *stage; /* ... and the pinned slots */
   sg_cuda_ring_t *ring;
@@ -47,7 +51,66 @@ typedef struct dev_comm {
   size_t seg;             /* cuda-ring: floats per inbox slot */
 } dev_comm_t;
 
+/* How a row of the algorithm table sums a device vector: setup once
+ * (collective), then run per call; *dev_bytes = the bytes the devices
+ * moved directly (past the transport's counters).  dc_destroy frees
+ * whatever setup made. */
+struct sg_ar_dev_algo {
+  int (*setup)(dev_comm_t *dc, sg_rank_ctx_t *ctx, const char *algo, size_t n, size_t segment);
+  int (*run)(dev_comm_t *dc, sg_comm_t *c, float *dgrad, size_t n, uint64_t *dev_bytes);
+};
+
+/* ---- host rows (ring, rhd, tree, hier, native): staged through pinned slots */
+
 static int host_reduce(void *arg, float *host, size_t len) { return sg_ar_run(arg, host, len); }
+
+static int staged_setup(dev_comm_t *dc, sg_rank_ctx_t *ctx, const char *algo, size_t n,
+                        size_t segment) {
+  int64_t chunk = 0;
+  SG_CHECK(sg_opts_int_or(ctx->opts, "stage_chunk", 4 << 20, &chunk));
+  size_t cf = (size_t)chunk / sizeof(float);
+  if (cf == 0) cf = 1;
+  if (cf > n && n > 0) cf = n;
+  SG_CHECK(sg_ar_new(&dc->ar, ctx->comm, algo, segment, cf));
+  return sg_cuda_stage_new(&dc->stage, cf, STAGE_SLOTS);
+}
+
+static int staged_run(dev_comm_t *dc, sg_comm_t *c, float *dgrad, size_t n, uint64_t *dev_bytes) {
+  (void)c;
+  *dev_bytes = 0;
+  return sg_cuda_stage_run(dc->stage, dgrad, n, host_reduce, dc->ar);
+}
+
+static const struct sg_ar_dev_algo staged_ops = {staged_setup, staged_run};
+
+/* ---- cuda-ring ---------------------------------------------------------- */
+
+static int ring_setup(dev_comm_t *dc, sg_rank_ctx_t *ctx, const char *algo, size_t n,
+                      size_t segment) {
+  (void)algo, (void)n;
+  const int mode = strcmp(sg_opts_str_or(ctx->opts, "cuda_ring", "staged"), "persistent")
+                       ? SG_CUDA_RING_STAGED
+                       : SG_CUDA_RING_PERSISTENT;
+  dc->seg = segment / sizeof(float);
+  return sg_cuda_ring_new(&dc->ring, ctx->comm, dc->seg, mode);
+}
+
+static int ring_run(dev_comm_t *dc, sg_comm_t *c, float *dgrad, size_t n, uint64_t *dev_bytes) {
+  *dev_bytes = 4 * (uint64_t)sg_dring_floats_sent(c->size, c->rank, n, dc->seg);
+  return sg_cuda_ring_run(dc->ring, dgrad, n);
+}
+
+static const struct sg_ar_dev_algo cuda_ring_ops = {ring_setup, ring_run};
+
+const sg_ar_algo_t sg_ar_cuda_ring = {
+    .name = "cuda-ring",
+    .summary = "device ring within one host: inboxes shared by CUDA IPC, the ring's steps as "
+               "kernels (staged) or one kernel per allreduce (persistent)",
+    .memory = SG_AR_MEM_DEVICE,
+    .dev = &cuda_ring_ops,
+};
+
+/* ---- nccl --------------------------------------------------------------- */
 
 /* NCCL refuses two ranks on one GPU: say so before it does. */
 static int nccl_fits(const sg_rank_ctx_t *ctx) {
@@ -65,44 +128,44 @@ static int nccl_fits(const sg_rank_ctx_t *ctx) {
   return SG_OK;
 }
 
+static int nccl_setup(dev_comm_t *dc, sg_rank_ctx_t *ctx, const char *algo, size_t n,
+                      size_t segment) {
+  (void)algo, (void)n, (void)segment;
+  unsigned char id[SG_NCCL_ID_BYTES] = {0};
+  SG_CHECK(nccl_fits(ctx));
+  if (ctx->rank == 0) SG_CHECK(sg_cuda_nccl_id(id));
+  SG_CHECK(sg_ar_bcast(ctx->comm, id, sizeof id, 0));
+  return sg_cuda_nccl_new(&dc->nccl, id, ctx->rank, ctx->size);
+}
+
+static int nccl_run(dev_comm_t *dc, sg_comm_t *c, float *dgrad, size_t n, uint64_t *dev_bytes) {
+  *dev_bytes = (uint64_t)(2.0 * (c->size - 1) / c->size * 4.0 * (double)n);
+  return sg_cuda_nccl_run(dc->nccl, dgrad, n);
+}
+
+static const struct sg_ar_dev_algo nccl_ops = {nccl_setup, nccl_run};
+
+const sg_ar_algo_t sg_ar_nccl = {
+    .name = "nccl",
+    .summary = "ncclAllReduce on the device vector (one GPU per rank; builds with NCCL)",
+    .memory = SG_AR_MEM_DEVICE,
+    .dev = &nccl_ops,
+};
+
+/* ---- the row of the run's `algorithm` ------------------------------------ */
+
 static int dc_new(dev_comm_t *dc, sg_rank_ctx_t *ctx, const char *algo, size_t n) {
-  int64_t segment = 0, chunk = 0;
+  int64_t segment = 0;
   SG_CHECK(sg_opts_int_or(ctx->opts, "segment", 0, &segment));
   if (segment <= 0) segment = SG_AR_SEGMENT_DEFAULT;
-  SG_CHECK(sg_opts_int_or(ctx->opts, "stage_chunk", 4 << 20, &chunk));
-  if (!strcmp(algo, "nccl")) {
-    unsigned char id[SG_NCCL_ID_BYTES] = {0};
-    SG_CHECK(nccl_fits(ctx));
-    if (ctx->rank == 0) SG_CHECK(sg_cuda_nccl_id(id));
-    SG_CHECK(sg_ar_bcast(ctx->comm, id, sizeof id, 0));
-    return sg_cuda_nccl_new(&dc->nccl, id, ctx->rank, ctx->size);
-  }
-  if (!strcmp(algo, "cuda-ring")) {
-    const int mode = strcmp(sg_opts_str_or(ctx->opts, "cuda_ring", "staged"), "persistent")
-                         ? SG_CUDA_RING_STAGED
-                         : SG_CUDA_RING_PERSISTENT;
-    dc->seg = (size_t)segment / sizeof(float);
-    return sg_cuda_ring_new(&dc->ring, ctx->comm, dc->seg, mode);
-  }
-  size_t cf = (size_t)chunk / sizeof(float);
-  if (cf == 0) cf = 1;
-  if (cf > n && n > 0) cf = n;
-  SG_CHECK(sg_ar_new(&dc->ar, ctx->comm, algo, (size_t)segment, cf));
-  return sg_cuda_stage_new(&dc->stage, cf, STAGE_SLOTS);
+  const sg_ar_algo_t *row = sg_ar_algo_find(algo);
+  dc->ops = row && row->memory == SG_AR_MEM_DEVICE ? row->dev : &staged_ops;
+  return dc->ops->setup(dc, ctx, algo, n, (size_t)segment);
 }
 
 /* Sum dgrad over the ranks; *dev_bytes = bytes the devices moved directly. */
 static int dc_run(dev_comm_t *dc, sg_comm_t *c, float *dgrad, size_t n, uint64_t *dev_bytes) {
-  *dev_bytes = 0;
-  if (dc->nccl) {
-    *dev_bytes = (uint64_t)(2.0 * (c->size - 1) / c->size * 4.0 * (double)n);
-    return sg_cuda_nccl_run(dc->nccl, dgrad, n);
-  }
-  if (dc->ring) {
-    *dev_bytes = 4 * (uint64_t)sg_dring_floats_sent(c->size, c->rank, n, dc->seg);
-    return sg_cuda_ring_run(dc->ring, dgrad, n);
-  }
-  return sg_cuda_stage_run(dc->stage, dgrad, n, host_reduce, dc->ar);
+  return dc->ops->run(dc, c, dgrad, n, dev_bytes);
 }
 
 static void dc_destroy(dev_comm_t *dc) {

@@ -64,11 +64,13 @@ static const sg_setting_t ar_options[] = {
 };
 /* clang-format on */
 
-/* cuda-ring and nccl reduce device vectors; nccl needs a build with it. */
+/* The device rows of the algorithm table (cuda-ring, nccl) sum device
+ * vectors; nccl needs a build with it. */
 static int ar_check_device(const sg_opts_t *o, const char *algo) {
   int dev = !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda");
   int nccl = !strcmp(algo, "nccl");
-  if ((nccl || !strcmp(algo, "cuda-ring")) && !dev)
+  const sg_ar_algo_t *row = sg_ar_algo_find(algo);
+  if (row && row->memory == SG_AR_MEM_DEVICE && !dev)
     return sg_err_set(SG_ECONFIG, "algorithm: %s sums device buffers; it needs device: cuda", algo);
   if (nccl && !sg_device_build_has_nccl())
     return sg_err_set(SG_ECONFIG, "algorithm: nccl: this build has no NCCL (devices: %s)",

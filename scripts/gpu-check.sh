@@ -17,9 +17,13 @@
 #      (when nvidia-cuda-mps-control exists); the device copy bandwidth;
 #   3. the test_cuda* binaries; compute-sanitizer memcheck on the gradient
 #      and SGD cases of test_cuda_gpu;
-# and prints one Markdown table (medians of the rounds).  Every part is
-# bounded by `timeout` and non-fatal: a failing part prints "FAIL: part"
-# and the script goes on; the whole stays under LIMIT_S (420 s).
+#   4. the persistent device ring with a silent neighbour (cuda_ring_rank
+#      --dead): the kernel must give up after 2 s and the call fail;
+# and prints one Markdown table (medians of the rounds) and the device
+# rings' busbw at 64 MiB against the host-staged ring and the copy
+# bandwidth.  Every part is bounded by `timeout` and non-fatal: a failing
+# part prints "FAIL: part" and the script goes on; the whole stays under
+# LIMIT_S (260 s).
 # Logs: $OUT/gpu-check-logs.tar.gz (OUT defaults to ./gpu-check-out), the
 # table also in $OUT/table.md.
 #
@@ -28,7 +32,7 @@
 # throughput parts run on device: cpu with a small model and one round,
 # so the table's layout and parsing are exercised.
 set -u
-DRY=0 BUNDLE=.gpu BUILD=build LIMIT_S=${LIMIT_S:-420}
+DRY=0 BUNDLE=.gpu BUILD=build LIMIT_S=${LIMIT_S:-260}
 while [ $# -gt 0 ]; do
   case $1 in
     --dry) DRY=1 ;;
@@ -188,6 +192,13 @@ for m in $MODES; do
   [ "$m" = on ] && mps off
 done
 [ $DRY -eq 0 ] && part d2d-copy 30 "$TESTS/cuda_ring_rank" --copy 67108864
+# the persistent ring's timeout: rank 1 never calls, rank 0 must fail in ~2 s
+if [ $DRY -eq 1 ]; then
+  skip "persistent ring with a silent neighbour (cuda_ring_rank --dead)"; DEAD="skipped: dry, no GPU"
+else
+  part pring-dead-peer 40 mpirun --allow-run-as-root --oversubscribe -np 2 "$TESTS/cuda_ring_rank" --dead
+  DEAD=$(grep -m1 -o 'dead-peer: .*' "$LOGS/pring-dead-peer.log" || echo "FAIL (see pring-dead-peer.log)")
+fi
 
 # ---- 3. tests (last: the table comes first) ------------------------------------------------------------------
 TEST_RESULT=""
@@ -222,6 +233,12 @@ med() { # the median of the numbers in a file (FAIL/dry kept when none)
 }
 vals() { [ -f "$1" ] && paste -sd/ "$1" || echo n/a; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a+0 > 0 && b+0 > 0) printf "%.2f", a / b; else print "-"}'; }
+# bw64 MODE IMPL: busbw (GB/s) at 64 MiB of IMPL's section of a bench log
+bw64() {
+  awk -v impl="$2" '/^# allreduce / {on = ($3 == impl ",")} on && $1 == 67108864 {print $8; exit}' \
+    "$LOGS/bench-allreduce-mps$1.log" 2>/dev/null | grep . || echo n/a
+}
+COPY=$(grep -ho 'd2d-copy.*' "$LOGS/d2d-copy.log" 2>/dev/null | grep -o '[0-9.]* GB/s' | grep -o '[0-9.]*')
 TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-small.sps") LS=$(med "$W/local-small.sps")
 {
   echo "| $( [ $DRY -eq 1 ] && echo 'DRY RUN, device: cpu, small models' || echo 'device: cuda') | samples/s (median) | rounds | vs PyTorch |"
@@ -240,6 +257,18 @@ TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-sma
   echo "| sgdlab local, device $DEV, hidden $SMALL, batch $SMALLB | $LS | $(vals "$W/local-small.sps") | $(ratio "$LS" "$TS") |"
   echo
   echo "device copy: $(grep -h 'd2d-copy' "$LOGS/d2d-copy.log" 2>/dev/null | head -1)"
+  echo
+  echo "| busbw at 64 MiB, 2 ranks sharing the GPU | GB/s | % of device copy (${COPY:-n/a} GB/s) | vs host-staged ring |"
+  echo "|---|---:|---:|---:|"
+  for m in $MODES; do
+    H=$(bw64 "$m" ring-staged)
+    for impl in ring-staged cuda-ring-staged cuda-ring-persistent; do
+      v=$(bw64 "$m" $impl)
+      echo "| $impl, MPS $m | $v | $(awk -v a="$v" -v b="${COPY:-0}" 'BEGIN {if (a+0 > 0 && b+0 > 0) printf "%.1f", 100 * a / b; else print "-"}') | $(ratio "$v" "$H") |"
+    done
+  done
+  echo
+  echo "persistent ring, silent neighbour: $DEAD"
   echo
   for m in $MODES; do
     echo "bench allreduce (device buffers, 2 ranks sharing the GPU, MPS $m):"

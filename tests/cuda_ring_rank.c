@@ -2,7 +2,9 @@
  * mpirun: the device ring on test_allreduce.c's inputs and counts, two
  * inbox sizes, staged and persistent; exit 0 when every element is exact.
  * `cuda_ring_rank --copy BYTES` (no mpirun) prints the device-to-device
- * copy bandwidth instead. */
+ * copy bandwidth instead.  `cuda_ring_rank --dead` (mpirun -np 2): rank 1
+ * never calls the persistent ring; rank 0's kernel must give up after its
+ * 2-second limit and the call fail naming rank 1 (exit 0 when it does). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,8 +65,37 @@ static int copy_bw(size_t bytes) {
   return 0;
 }
 
+/* A neighbour that never comes: rank 0's persistent call must end with
+ * the error, within its limit, and not hang the kernel.  1 = wrong. */
+static int dead_peer(sg_comm_t *c) {
+  sg_cuda_ring_t *rg = NULL;
+  float *d = NULL;
+  int bad = 0;
+  const size_t count = (1u << 20) + 3;
+  if (sg_cuda_ring_new(&rg, c, 1u << 16, SG_CUDA_RING_PERSISTENT) < 0 ||
+      sg_cuda_alloc(&d, count, "x") < 0 || sg_cuda_zero(d, count) < 0) {
+    fprintf(stderr, "dead-peer rank %d: setup: %s\n", c->rank, sg_err_msg());
+    bad = 1;
+  } else if (c->rank == 0) {
+    sg_cuda_ring_set_timeout(rg, 2.0);
+    const double t0 = sg_now();
+    const int rc = sg_cuda_ring_run(rg, d, count);
+    const double dt = sg_now() - t0;
+    bad = rc >= 0 || !strstr(sg_err_msg(), "rank 1") || !strstr(sg_err_msg(), "waited") ||
+          dt < 1.5 || dt > 20;
+    fprintf(stderr, "dead-peer: %s after %.2f s: %s\n", bad ? "WRONG" : "OK", dt,
+            rc < 0 ? sg_err_msg() : "the call succeeded");
+  }
+  /* rank 1 keeps its inbox mapped until rank 0's kernel has ended */
+  if (sg_barrier(c) < 0) bad = 1;
+  sg_cuda_free(&d);
+  sg_cuda_ring_destroy(&rg);
+  return bad;
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "--copy")) return copy_bw((size_t)strtoull(argv[2], NULL, 0));
+  const int dead = argc == 2 && !strcmp(argv[1], "--dead");
   sg_comm_t *c = NULL;
   int count = 0, lr = 0, ls = 0;
   if (sg_comm_mpi_new(&c, 60) < 0 || sg_cuda_probe(&count) < 0) {
@@ -73,6 +104,12 @@ int main(int argc, char **argv) {
   }
   sg_device_local_rank(c, &lr, &ls);
   if (sg_cuda_use(sg_device_pick(lr, count, 0)) < 0) return 1;
+  if (dead) {
+    const int bad = dead_peer(c);
+    sg_comm_destroy(&c);
+    sg_mpi_finalize();
+    return bad;
+  }
   const int n = c->size;
   const size_t counts[] = {0, 1, (size_t)n - 1, (size_t)n + 1, 1001, (1u << 20) + 3};
   long bad = 0;

@@ -8,6 +8,8 @@
  *  - the device ring (CUDA IPC, ring primitives as kernels) is exact on
  *    test_allreduce.c's inputs and counts, N = 2..4 processes (mpirun;
  *    ranks may share a GPU);
+ *  - the persistent ring with a neighbour that never calls: the kernel
+ *    gives up after its limit and the call fails naming the neighbour;
  *  - training through sgdlab matches `local` on the CPU: allreduce with
  *    host-staged ring and with cuda-ring, and local itself on the device.
  */
@@ -142,6 +144,15 @@ TEST(device_ring_exact) {
              n, getenv("SGDLAB_BIN_DIR") ? getenv("SGDLAB_BIN_DIR") : ".");
     CHECK_MSG(ru_sh(cmd) == 0, "device ring N=%d: not exact (or failed)", n);
   }
+}
+
+TEST(device_ring_dead_peer_times_out) {
+  gpu_or_skip();
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 '%s/tests/cuda_ring_rank' --dead >&2",
+           getenv("SGDLAB_BIN_DIR") ? getenv("SGDLAB_BIN_DIR") : ".");
+  CHECK_MSG(ru_sh(cmd) == 0, "persistent ring with a silent neighbour: no clean timeout");
 }
 
 TEST(training_matches_local) {

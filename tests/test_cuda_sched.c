@@ -22,6 +22,7 @@
 #include "test.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "allreduce.h"
 #include "thread_ranks.h"
@@ -379,3 +380,29 @@ TEST(cublas_and_nccl_load_on_demand) {
 #endif
 }
 #endif
+
+/* The device algorithms are rows of the allreduce algorithm table with
+ * memory SG_AR_MEM_DEVICE; the engine's list of device algorithms names
+ * exactly those rows; a host context refuses them. */
+TEST(algorithm_table_memory_flag) {
+  static const char *const host[] = {"ring", "rhd", "tree", "hier", "native"};
+  static const char *const dev[] = {"cuda-ring", "nccl"};
+  for (size_t i = 0; i < sizeof host / sizeof *host; i++) {
+    const sg_ar_algo_t *a = sg_ar_algo_find(host[i]);
+    CHECK_MSG(a && a->memory == SG_AR_MEM_HOST && a->allreduce && !a->dev, "%s", host[i]);
+    CHECK_MSG(strstr(SG_AR_ALGORITHMS, host[i]) != NULL, "%s", host[i]);
+  }
+  char list[64] = "";
+  for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) {
+    const sg_ar_algo_t *a = sg_ar_algo_find(dev[i]);
+    CHECK_MSG(a && a->memory == SG_AR_MEM_DEVICE && a->dev && !a->allreduce, "%s", dev[i]);
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? "|" : "", dev[i]);
+  }
+  CHECK_MSG(strcmp(list, SG_AR_DEVICE_ALGORITHMS) == 0, "rows %s, list %s", list,
+            SG_AR_DEVICE_ALGORITHMS);
+  /* refused from the row alone, before the communicator is used */
+  sg_ar_t *ar = NULL;
+  CHECK(sg_ar_new(&ar, NULL, "cuda-ring", 0, 16) == SG_ECONFIG);
+  CHECK_STR_CONTAINS(sg_err_msg(), "sums device buffers");
+  CHECK(ar == NULL);
+}

@@ -10,7 +10,8 @@
 #include "cuda_impl.h"
 #include "err.h"
 #include "ring_prims.h"
-#include "sg_cuda.h"
+#include "sg_cuda_comm.h"
+#include "sg_cuda_rt.h"
 #include "stage_plan.h"
 
 #ifdef SG_HAVE_NCCL
@@ -144,6 +145,9 @@ struct sg_cuda_ring {
   size_t seg;
   int persistent;     /* SG_CUDA_RING_PERSISTENT: one kernel per call */
   int ran;            /* persistent: a call completed (the neighbours may write) */
+  int broken;         /* persistent: a lane gave up waiting; the ring is unusable */
+  uint64_t limit_ns;  /* persistent: the longest wait for a neighbour's flag */
+  uint64_t *fail, *dfail; /* persistent: per lane {what, step, wanted, seen}, mapped host memory */
   float *inbox;       /* this rank's: 2 slots of seg floats, written by the left
                          (persistent: chans x slots x seg, then the flags) */
   float *right_inbox; /* the right neighbour's, mapped by CUDA IPC */
@@ -151,6 +155,8 @@ struct sg_cuda_ring {
   uint64_t *flags, *rflags, *lflags; /* persistent: mine, the right's, the left's */
   float *x;           /* the call's vector */
 };
+
+enum { PRING_LANES = SG_CUDA_PRING_CHANS * SG_CUDA_PRING_PARTS };
 
 /* Persistent: the flag words start at a 128-byte boundary after the slots. */
 static size_t pring_flag_off(size_t seg) {
@@ -189,6 +195,23 @@ static int ring_map(sg_cuda_ring_t *rg) {
   return SG_OK;
 }
 
+/* The lanes' failure records: pinned host memory the kernel writes. */
+static int pring_fail_new(sg_cuda_ring_t *rg) {
+  const size_t bytes = 4 * (size_t)PRING_LANES * sizeof(uint64_t);
+  rg->limit_ns = (uint64_t)SG_CUDA_PRING_TIMEOUT_MS * 1000000u;
+  if (cudaHostAlloc((void **)&rg->fail, bytes, cudaHostAllocMapped) != cudaSuccess) {
+    rg->fail = NULL;
+    return sg_err_set(SG_ENOMEM, "pinned host memory for the device ring's failure records");
+  }
+  memset(rg->fail, 0, bytes);
+  SG_CU(cudaHostGetDevicePointer((void **)&rg->dfail, rg->fail, 0));
+  return SG_OK;
+}
+
+void sg_cuda_ring_set_timeout(sg_cuda_ring_t *rg, double seconds) {
+  if (seconds > 0) rg->limit_ns = (uint64_t)(seconds * 1e9);
+}
+
 int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg, int mode) {
   int rc;
   sg_cuda_ring_t *rg = calloc(1, sizeof *rg);
@@ -203,9 +226,10 @@ int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg, int mode) {
       goto fail;
     }
   if (rg->persistent) {
-    const size_t nf = pring_flag_off(rg->seg) + 2 * (size_t)SG_CUDA_PRING_CHANS * SG_PRING_FLAG_STRIDE;
+    const size_t nf = pring_flag_off(rg->seg) + 2 * (size_t)PRING_LANES * SG_PRING_FLAG_STRIDE;
     SG_TRY(sg_cuda_alloc(&rg->inbox, nf, "the device ring's inbox and flags"));
     SG_TRY(sg_cuda_zero(rg->inbox, nf)); /* every counter starts at 0 */
+    SG_TRY(pring_fail_new(rg));
   } else {
     SG_TRY(sg_cuda_alloc(&rg->inbox, 2 * rg->seg, "the device ring's inbox"));
   }
@@ -224,7 +248,8 @@ void sg_cuda_ring_destroy(sg_cuda_ring_t **prg) {
   /* persistent: the right neighbour's kernel posts its last ACK into this
    * rank's flags after this rank's kernel ended; free only once every
    * rank's last call is over */
-  if (rg->ran) (void)sg_barrier(rg->c);
+  if (rg->ran && !rg->broken) (void)sg_barrier(rg->c);
+  if (rg->fail) cudaFreeHost(rg->fail);
   if (rg->left_buf) cudaIpcCloseMemHandle(rg->left_buf);
   if (rg->right_inbox) cudaIpcCloseMemHandle(rg->right_inbox);
   sg_cuda_free(&rg->inbox);
@@ -244,15 +269,36 @@ static int ring_apply(void *ctx, int op, size_t off, size_t len, int in_slot, in
   return SG_OK;
 }
 
+/* A lane that gave up: the error, naming the neighbour it waited for. */
+static int pring_failed(sg_cuda_ring_t *rg) {
+  for (int ln = 0; ln < PRING_LANES; ln++) {
+    const volatile uint64_t *f = rg->fail + 4 * (size_t)ln;
+    if (f[0] == 0) continue;
+    const int n = rg->c->size, r = rg->c->rank, ready = f[0] == 1;
+    rg->broken = 1;
+    return sg_err_set(SG_EIO, "cuda-ring persistent: rank %d (lane %d, step %llu) waited %.1f s "
+                      "for rank %d's %s flag (wanted %llu, saw %llu): that rank is gone or stuck",
+                      r, ln, (unsigned long long)f[1], (double)rg->limit_ns / 1e9,
+                      ready ? (r + n - 1) % n : (r + 1) % n, ready ? "ready" : "ack",
+                      (unsigned long long)f[2], (unsigned long long)f[3]);
+  }
+  return SG_OK;
+}
+
 /* One launch: the kernel's flags do the flow control; the host waits
- * only for the stream's end. */
+ * only for the stream's end, then reads the lanes' failure records. */
 static int pring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count) {
   cudaStream_t s = NULL;
+  if (rg->broken)
+    return sg_err_set(SG_EIO, "cuda-ring persistent: unusable after a neighbour did not answer");
   SG_CHECK(sg_cuda_stream(&s));
   const sg_pring_t p = {.n = rg->c->size, .r = rg->c->rank, .chans = SG_CUDA_PRING_CHANS,
-                        .slots = SG_CUDA_PRING_SLOTS, .count = count, .seg = rg->seg};
-  SG_CU(sg_k_pring(&p, dbuf, rg->inbox, rg->right_inbox, rg->flags, rg->rflags, rg->lflags, s));
+                        .parts = SG_CUDA_PRING_PARTS, .slots = SG_CUDA_PRING_SLOTS,
+                        .count = count, .seg = rg->seg};
+  SG_CU(sg_k_pring(&p, dbuf, rg->inbox, rg->right_inbox, rg->flags, rg->rflags, rg->lflags,
+                   rg->limit_ns, rg->dfail, s));
   SG_CHECK(sg_cuda_sync());
+  SG_CHECK(pring_failed(rg));
   rg->ran = 1;
   return SG_OK;
 }

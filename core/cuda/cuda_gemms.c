@@ -12,7 +12,8 @@
 #include "cuda_dl.h"
 #include "cuda_impl.h"
 #include "err.h"
-#include "sg_cuda.h"
+#include "sg_cuda_gemms.h"
+#include "sg_cuda_rt.h"
 
 struct sg_cuda_gemms {
   size_t n;

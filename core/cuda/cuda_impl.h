@@ -52,11 +52,15 @@ cudaError_t sg_k_sgd(float *p, float *g, float *v, size_t n, float gscale, float
                      float mu, cudaStream_t s);
 /* one ring primitive (ring_prims.h) over len floats */
 cudaError_t sg_k_prim(int op, float *x, const float *in, float *out, size_t len, cudaStream_t s);
-/* the persistent ring (pring_plan.h): one block per channel, the whole
+/* the persistent ring (pring_plan.h): one block per lane, the whole
  * allreduce in one launch; flags/rflags/lflags: this rank's, the right's
- * and the left's flag arrays (SG_PRING_FLAG_STRIDE words per channel) */
+ * and the left's flag arrays (SG_PRING_FLAG_STRIDE words per lane); a
+ * lane that waits longer than limit_ns writes {1 ready | 2 ack, step,
+ * wanted, seen} into fail[4 * lane] (device pointer of mapped host
+ * memory, zeroed by the caller) and ends */
 cudaError_t sg_k_pring(const sg_pring_t *p, float *x, const float *inbox, float *rinbox,
-                       uint64_t *flags, uint64_t *rflags, uint64_t *lflags, cudaStream_t s);
+                       uint64_t *flags, uint64_t *rflags, uint64_t *lflags, uint64_t limit_ns,
+                       uint64_t *fail, cudaStream_t s);
 
 #ifdef __cplusplus
 }

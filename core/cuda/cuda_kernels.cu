@@ -130,43 +130,128 @@ __global__ void prim(int op, float *x, const float *in, float *out, size_t len) 
 
 /* ---- the persistent device ring (pring_plan.h) ------------------------ */
 
-__device__ void pring_wait(const volatile uint64_t *f, uint64_t want) {
-  while (*f < want) __nanosleep(64);
+__device__ __forceinline__ uint64_t gtimer() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
 }
 
-/* One thread block per channel; the host sees only the launch and the
+/* Wait until *f >= want, polling with volatile loads; gives up after
+ * limit_ns of device time (0 when it did, *seen = the last value). */
+__device__ int pring_wait(const volatile uint64_t *f, uint64_t want, uint64_t limit_ns,
+                          uint64_t *seen) {
+  uint64_t v = *f;
+  if (v >= want) return 1;
+  const uint64_t t0 = gtimer();
+  while ((v = *f) < want) {
+    if (gtimer() - t0 > limit_ns) {
+      *seen = v;
+      return 0;
+    }
+    __nanosleep(64);
+  }
+  return 1;
+}
+
+__device__ __forceinline__ void apply4(int op, float4 &x, const float4 &in, float4 &out) {
+  float xa[4] = {x.x, x.y, x.z, x.w}, ia[4] = {in.x, in.y, in.z, in.w}, oa[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (int k = 0; k < 4; k++) sg_prim_apply1(op, xa, ia, oa, (size_t)k);
+  x = make_float4(xa[0], xa[1], xa[2], xa[3]);
+  out = make_float4(oa[0], oa[1], oa[2], oa[3]);
+}
+
+/* One step's data, by every thread of the block: 4-float groups (kUnroll
+ * of them in flight per thread) when x, in and out are 16-byte aligned,
+ * then the rest one float at a time; the same sg_prim_apply1 on every
+ * element either way.  x is read only by the ops that use it and written
+ * only by those that change it. */
+const int kUnroll = 4;
+__device__ void pring_move(int op, int rx, int tx, float *x, const float *in, float *out,
+                           size_t len) {
+  const int rdx = op <= SG_PRIM_RECV_REDUCE_COPY_SEND, wrx = op >= SG_PRIM_RECV_REDUCE_COPY_SEND;
+  const uintptr_t al = (uintptr_t)x | (rx ? (uintptr_t)in : 0) | (tx ? (uintptr_t)out : 0);
+  size_t done = 0;
+  if ((al & 15) == 0) {
+    const size_t n4 = len / 4;
+    float4 *x4 = (float4 *)x, *o4 = (float4 *)out;
+    const float4 *i4 = (const float4 *)in;
+    const float4 z = make_float4(0, 0, 0, 0);
+    for (size_t b = threadIdx.x; b < n4; b += (size_t)kUnroll * blockDim.x) {
+      float4 xv[kUnroll], iv[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) {
+        const size_t e = b + (size_t)u * blockDim.x;
+        xv[u] = e < n4 && rdx ? x4[e] : z;
+        iv[u] = e < n4 && rx ? __ldcg(i4 + e) : z;
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) {
+        const size_t e = b + (size_t)u * blockDim.x;
+        if (e >= n4) break;
+        float4 ov;
+        apply4(op, xv[u], iv[u], ov);
+        if (wrx) x4[e] = xv[u];
+        if (tx) __stcg(o4 + e, ov);
+      }
+    }
+    done = n4 * 4;
+  }
+  for (size_t e = done + threadIdx.x; e < len; e += blockDim.x) {
+    float iv = rx ? __ldcg(in + e) : 0.0f, ov = 0.0f;
+    sg_prim_apply1(op, x + e, &iv, &ov, 0);
+    if (tx) __stcg(out + e, ov);
+  }
+}
+
+/* One thread block per lane; the host sees only the launch and the
  * stream's end.  Thread 0 polls the flags; the block's barrier hands the
  * go-ahead to every thread.  A step's data is written (or read) by every
  * thread, each thread fences (system scope: the flag's reader may be
  * another process's kernel or another device), the block meets, and only
  * then does thread 0 store the flag.  Inbox reads bypass L1 (__ldcg): a
- * slot is rewritten by the neighbour between two reads of this block. */
+ * slot is rewritten by the neighbour between two reads of this block.
+ * A wait longer than limit_ns (a neighbour gone or stuck) ends the lane:
+ * thread 0 writes {what, step, wanted, seen} into fail[4 * lane] (host
+ * memory mapped into the device) and the block returns. */
 __global__ void pring(sg_pring_t p, float *x, const float *inbox, float *rinbox, uint64_t *flags,
-                      uint64_t *rflags, uint64_t *lflags) {
-  const int ch = blockIdx.x;
-  volatile uint64_t *my = flags + (size_t)ch * SG_PRING_FLAG_STRIDE;
-  volatile uint64_t *rready = rflags + (size_t)ch * SG_PRING_FLAG_STRIDE + SG_PRING_READY;
-  volatile uint64_t *lack = lflags + (size_t)ch * SG_PRING_FLAG_STRIDE + SG_PRING_ACK;
+                      uint64_t *rflags, uint64_t *lflags, uint64_t limit_ns,
+                      volatile uint64_t *fail) {
+  const int ln = blockIdx.x, ch = sg_pring_chan(&p, ln);
+  volatile uint64_t *my = flags + (size_t)ln * SG_PRING_FLAG_STRIDE;
+  volatile uint64_t *rready = rflags + (size_t)ln * SG_PRING_FLAG_STRIDE + SG_PRING_READY;
+  volatile uint64_t *lack = lflags + (size_t)ln * SG_PRING_FLAG_STRIDE + SG_PRING_ACK;
   __shared__ uint64_t base;
-  if (threadIdx.x == 0) base = my[SG_PRING_BASE];
+  __shared__ int ok;
+  if (threadIdx.x == 0) {
+    base = my[SG_PRING_BASE];
+    ok = 1;
+  }
   __syncthreads();
   const size_t nsteps = sg_pring_nsteps(&p, ch);
   for (size_t t = 0; t < nsteps; t++) {
     sg_pring_step_t s;
-    sg_pring_step(&p, ch, base, t, &s);
+    sg_pring_step(&p, ln, base, t, &s);
     if (threadIdx.x == 0) {
-      if (s.rx) pring_wait(my + SG_PRING_READY, s.need_ready);
-      if (s.tx && s.need_ack) pring_wait(my + SG_PRING_ACK, s.need_ack);
+      uint64_t seen = 0, what = 0;
+      if (s.rx && !pring_wait(my + SG_PRING_READY, s.need_ready, limit_ns, &seen)) what = 1;
+      else if (s.tx && s.need_ack && !pring_wait(my + SG_PRING_ACK, s.need_ack, limit_ns, &seen))
+        what = 2;
+      if (what) {
+        volatile uint64_t *f = fail + 4 * (size_t)ln;
+        f[1] = t;
+        f[2] = what == 1 ? s.need_ready : s.need_ack;
+        f[3] = seen;
+        f[0] = what;
+        ok = 0;
+      }
       __threadfence_system();
     }
     __syncthreads();
-    const float *in = inbox + ((size_t)ch * p.slots + (s.rx ? s.in_slot : 0)) * p.seg;
-    float *out = rinbox + ((size_t)ch * p.slots + (s.tx ? s.out_slot : 0)) * p.seg;
-    for (size_t e = threadIdx.x; e < s.len; e += blockDim.x) {
-      float iv = s.rx ? __ldcg(in + e) : 0.0f, ov = 0.0f;
-      sg_prim_apply1(s.op, x + s.off + e, &iv, &ov, 0);
-      if (s.tx) __stcg(out + e, ov);
-    }
+    if (!ok) return;
+    const float *in = inbox + ((size_t)ch * p.slots + (s.rx ? s.in_slot : 0)) * p.seg + s.soff;
+    float *out = rinbox + ((size_t)ch * p.slots + (s.tx ? s.out_slot : 0)) * p.seg + s.soff;
+    pring_move(s.op, s.rx, s.tx, x + s.off, in, out, s.len);
     __threadfence_system();
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -235,9 +320,11 @@ cudaError_t sg_k_prim(int op, float *x, const float *in, float *out, size_t len,
 }
 
 cudaError_t sg_k_pring(const sg_pring_t *p, float *x, const float *inbox, float *rinbox,
-                       uint64_t *flags, uint64_t *rflags, uint64_t *lflags, cudaStream_t s) {
+                       uint64_t *flags, uint64_t *rflags, uint64_t *lflags, uint64_t limit_ns,
+                       uint64_t *fail, cudaStream_t s) {
   if (p->n < 2 || p->count == 0) return cudaSuccess;
-  pring<<<p->chans, kPringThreads, 0, s>>>(*p, x, inbox, rinbox, flags, rflags, lflags);
+  pring<<<sg_pring_lanes(p), kPringThreads, 0, s>>>(*p, x, inbox, rinbox, flags, rflags, lflags,
+                                                    limit_ns, fail);
   return cudaGetLastError();
 }
 

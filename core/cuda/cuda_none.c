@@ -78,6 +78,7 @@ int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg, int mode) {
   return NO_CUDA();
 }
 int sg_cuda_ring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count) { return NO_CUDA(); }
+void sg_cuda_ring_set_timeout(sg_cuda_ring_t *rg, double seconds) {}
 void sg_cuda_ring_destroy(sg_cuda_ring_t **rg) {
   if (rg) *rg = NULL;
 }

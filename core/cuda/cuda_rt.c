@@ -6,7 +6,7 @@
 
 #include "cuda_impl.h"
 #include "err.h"
-#include "sg_cuda.h"
+#include "sg_cuda_rt.h"
 
 #ifdef SG_HAVE_NCCL
 #include <nccl.h>

@@ -14,7 +14,8 @@
 #include "cuda_impl.h"
 #include "cuda_model.h"
 #include "err.h"
-#include "sg_cuda.h"
+#include "sg_cuda_rt.h"
+#include "sg_cuda_wl.h"
 
 struct sg_cuda_wl {
   sg_cmodel_t *model;

@@ -1,0 +1,54 @@
+/* sg_cuda_comm.h - communication of device vectors: host-staged through pinned slots, the device ring within a host, NCCL.
+ * Part of the CUDA layer's interface (sg_cuda.h includes every part);
+ * cuda_none.c stands in for all of it in a build without CUDA. */
+#ifndef SG_CUDA_COMM_H
+#define SG_CUDA_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport.h"
+
+/* ---- communication of device vectors (cuda_comm.c) --------------------- */
+
+/* Host-staged: pinned slots, a down and an up stream (stage_plan.h). */
+typedef struct sg_cuda_stage sg_cuda_stage_t;
+typedef int (*sg_host_reduce_fn)(void *arg, float *host, size_t len);
+int sg_cuda_stage_new(sg_cuda_stage_t **out, size_t chunk, int slots);
+/* Allreduce dbuf[0..count) chunk by chunk: reduce(arg, slot, len) sums a
+ * chunk over the host transport in place. */
+int sg_cuda_stage_run(sg_cuda_stage_t *st, float *dbuf, size_t count, sg_host_reduce_fn reduce,
+                      void *arg);
+void sg_cuda_stage_destroy(sg_cuda_stage_t **st);
+
+/* Device ring within one host (ring_prims.h): inboxes shared by CUDA IPC.
+ * Collective over c: every rank calls new, run and destroy. */
+typedef struct sg_cuda_ring sg_cuda_ring_t;
+/* mode: staged (a kernel and a host synchronization per primitive, flow
+ * control over the transport) or persistent (one kernel per call, flow
+ * control by flags in device memory: pring_plan.h). */
+enum { SG_CUDA_RING_STAGED = 0, SG_CUDA_RING_PERSISTENT = 1 };
+/* The persistent ring's channels, lanes (thread blocks) per channel, inbox
+ * slots per channel, and the longest wait for a neighbour's flag before a
+ * lane gives up (the call then fails naming the neighbour). */
+enum {
+  SG_CUDA_PRING_CHANS = 8,
+  SG_CUDA_PRING_PARTS = 4,
+  SG_CUDA_PRING_SLOTS = 4,
+  SG_CUDA_PRING_TIMEOUT_MS = 30000
+};
+int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg, int mode);
+/* Persistent: the longest wait for a neighbour (default SG_CUDA_PRING_TIMEOUT_MS). */
+void sg_cuda_ring_set_timeout(sg_cuda_ring_t *rg, double seconds);
+int sg_cuda_ring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count);
+void sg_cuda_ring_destroy(sg_cuda_ring_t **rg);
+
+/* NCCL (when the build found it): ncclAllReduce in place. */
+#define SG_NCCL_ID_BYTES 128
+typedef struct sg_cuda_nccl sg_cuda_nccl_t;
+int sg_cuda_nccl_id(void *id); /* SG_NCCL_ID_BYTES, on one rank */
+int sg_cuda_nccl_new(sg_cuda_nccl_t **out, const void *id, int rank, int size);
+int sg_cuda_nccl_run(sg_cuda_nccl_t *nc, float *dbuf, size_t count);
+void sg_cuda_nccl_destroy(sg_cuda_nccl_t **nc);
+
+#endif
