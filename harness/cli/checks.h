@@ -29,7 +29,7 @@
  * Metrics (per ok run, from the run_summary view and the steps table):
  * bytes (busiest rank, sent + received per step), worker_bytes (busiest
  * worker rank), step_ms (worker compute + comm + wait), comm_ms, wait_ms,
- * samples_per_s, final_acc, max_staleness, params; of bench rows:
+ * comm_share (comm over the step), * samples_per_s, final_acc, max_staleness, params; of bench rows:
  * bench_us (median time per call), wrong (rows whose check failed).
  * Expressions: numbers, + - * / ( ), and K (model bytes, 4 per
  * parameter), P (parameters), N (workers), S (servers) of the run.

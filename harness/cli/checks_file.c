@@ -113,7 +113,7 @@ static int check_key(doc_t *x, const char *k, yaml_node_t *kn, yaml_node_t *v, c
 }
 
 static const char *const MEASURES[] = {"bytes",     "worker_bytes", "step_ms", "comm_ms",
-                                       "wait_ms",   "samples_per_s", "final_acc",
+                                       "wait_ms",   "comm_share", "samples_per_s", "final_acc",
                                        "max_staleness", "params", "bench_us", "wrong", NULL};
 
 static int check_done(doc_t *x, yaml_node_t *m, ck_check_t *c) {
@@ -121,7 +121,7 @@ static int check_done(doc_t *x, yaml_node_t *m, ck_check_t *c) {
                                  c->kind == CK_PREDICTED;
   for (const char *const *s = MEASURES; *s; s++) known |= !strcmp(*s, c->measure);
   if (needs_measure && !known)
-    return at(x, m, "measure", "one of bytes, worker_bytes, step_ms, comm_ms, wait_ms, "
+    return at(x, m, "measure", "one of bytes, worker_bytes, step_ms, comm_ms, wait_ms, comm_share, "
                                "samples_per_s, final_acc, max_staleness, params, bench_us, wrong");
   if (c->kind == CK_RATIO && !(c->lo <= c->hi && c->hi > 0))
     return at(x, m, "band", "a ratio needs band: [lo, hi] with lo <= hi");

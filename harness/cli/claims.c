@@ -12,6 +12,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -164,8 +165,12 @@ static int run_child(const claims_args_t *a, const claim_t *c) {
   argv[n++] = (char *)a->db;
   argv[n++] = "-q";
   argv[n] = NULL;
+  posix_spawn_file_actions_t fa; /* its tables go nowhere: the verdict says it */
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   fflush(NULL);
-  int e = posix_spawn(&pid, self, NULL, NULL, argv, environ);
+  int e = posix_spawn(&pid, self, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
   if (e) return sg_err_set(SG_EIO, "sgdlab claims: starting %s: %s", self, strerror(e));
   while (waitpid(pid, &st, 0) < 0)
     if (errno != EINTR) return sg_err_set(SG_EIO, "sgdlab claims: waitpid: %s", strerror(errno));
