@@ -13,6 +13,7 @@
  *       where: {engine: allreduce}     # which runs (or bench rows)
  *       expect: 4*K*(N-1)/N            # every matching run: value = expr
  *       tol: 0                         #   relative; 0 = exactly
+ *       bound: upper                   #   or: value <= expr (1 + tol)
  *     - measure: step_ms               # or a ratio of two medians
  *       ratio: [{engine: ps, workers: 8}, {engine: ps, workers: 2}]
  *       band: [2.5, 6]                 #   lo <= A / B <= hi
@@ -25,11 +26,14 @@
  *       where: {engine: ps, workers: 8}
  *       predicted: ps_bytes_n8         #   (predictions.yaml) within tol
  *       tol: 0.02
+ *     - predicted: ring_messages       # or: a prediction of a number the
+ *       expect: "6"                    #   lab fixes (no measure, no run)
  *
  * Metrics (per ok run, from the run_summary view and the steps table):
  * bytes (busiest rank, sent + received per step), worker_bytes (busiest
  * worker rank), step_ms (worker compute + comm + wait), comm_ms, wait_ms,
- * comm_share (comm over the step), * samples_per_s, final_acc, max_staleness, params; of bench rows:
+ * comm_share (comm over the step), samples_per_s, final_acc, max_staleness,
+ * params; of bench rows:
  * bench_us (median time per call), wrong (rows whose check failed).
  * Expressions: numbers, + - * / ( ), and K (model bytes, 4 per
  * parameter), P (parameters), N (workers), S (servers) of the run.
@@ -67,6 +71,7 @@ typedef struct ck_check {
   char key[64];            /* CK_SAME: the option; CK_PREDICTED: the prediction */
   double tol, lo, hi;      /* CK_EXPECT/CK_PREDICTED: tol; CK_RATIO: band */
   int min;                 /* CK_COUNT */
+  int upper;               /* CK_EXPECT: value <= expr (1 + tol), a bound */
   int points;              /* labs: what the check is worth (default 1) */
   char exp[128];           /* labs: another experiment than the file's name */
   int line;                /* where it is in its file */

@@ -93,7 +93,16 @@ static int check_key(doc_t *x, const char *k, yaml_node_t *kn, yaml_node_t *v, c
   if (!strcmp(k, "where")) return where_load(x, v, k, &c->where);
   if (!strcmp(k, "ratio")) return ratio_load(x, v, c);
   if (!strcmp(k, "band")) return pair_load(x, v, k, &c->lo, &c->hi);
-  if (!strcmp(k, "expect")) return c->kind = CK_EXPECT, copy(x, v, k, c->expr, sizeof c->expr);
+  if (!strcmp(k, "expect")) {
+    if (c->kind != CK_PREDICTED) c->kind = CK_EXPECT;
+    return copy(x, v, k, c->expr, sizeof c->expr);
+  }
+  if (!strcmp(k, "bound")) {
+    const char *s = scalar(v);
+    if (!s || strcmp(s, "upper")) return at(x, v, k, "upper (the value at most the expression)");
+    c->upper = 1;
+    return SG_OK;
+  }
   if (!strcmp(k, "tol")) {
     SG_CHECK(number(x, v, k, &c->tol));
     return c->tol < 0 ? at(x, v, k, "must be >= 0") : SG_OK;
@@ -109,7 +118,7 @@ static int check_key(doc_t *x, const char *k, yaml_node_t *kn, yaml_node_t *v, c
     return SG_OK;
   }
   return at(x, kn, k, "unknown key (what, measure, where, expect, tol, ratio, band, count, "
-                      "min, same, predicted, points, experiment)");
+                      "min, same, predicted, points, experiment, bound)");
 }
 
 static const char *const MEASURES[] = {"bytes",     "worker_bytes", "step_ms", "comm_ms",
@@ -118,14 +127,14 @@ static const char *const MEASURES[] = {"bytes",     "worker_bytes", "step_ms", "
 
 static int check_done(doc_t *x, yaml_node_t *m, ck_check_t *c) {
   int known = 0, needs_measure = c->kind == CK_EXPECT || c->kind == CK_RATIO ||
-                                 c->kind == CK_PREDICTED;
+                                 (c->kind == CK_PREDICTED && !c->expr[0]);
   for (const char *const *s = MEASURES; *s; s++) known |= !strcmp(*s, c->measure);
   if (needs_measure && !known)
     return at(x, m, "measure", "one of bytes, worker_bytes, step_ms, comm_ms, wait_ms, comm_share, "
                                "samples_per_s, final_acc, max_staleness, params, bench_us, wrong");
   if (c->kind == CK_RATIO && !(c->lo <= c->hi && c->hi > 0))
     return at(x, m, "band", "a ratio needs band: [lo, hi] with lo <= hi");
-  if (c->kind == CK_EXPECT) {
+  if (c->kind == CK_EXPECT || (c->kind == CK_PREDICTED && c->expr[0])) {
     double v;
     if (ck_expr(c->expr, 4, 2, 1, &v) < 0) return at(x, m, "expect", sg_err_msg());
   }
