@@ -2,7 +2,8 @@
 # claims_check.sh SGDLAB SRC MODE: `sgdlab claims` end to end on the cheap
 # exact claims (byte counts) in a private directory.
 #   exact    ring-bytes and ps-bytes PASS, exit 0, both recorded in the
-#            database's claims table
+#            database's claims table, and `sgdlab report` of the claim's
+#            experiment shows its row (a says with markup, escaped)
 #   planted  ring-bytes with a wrong expectation (2K(N-1)/N, the bytes of
 #            one direction, where sent + received is counted) FAILs, exit 1,
 #            naming the wrong rows
@@ -25,6 +26,11 @@ exact)
   echo "$out" | grep -q '^PASS  ps-bytes' || fail "ps-bytes did not pass"
   n=$(sqlite3 "$d/c.db" "SELECT count(*) FROM claims WHERE verdict = 'PASS'")
   [ "$n" = 2 ] || fail "claims table holds $n PASS rows, not 2"
+  # the report of a claim's experiment shows its verdict, markup escaped
+  sqlite3 "$d/c.db" "UPDATE claims SET says = '<b>x</b>' WHERE name = 'ring-bytes'"
+  "$sg" report claim-ring-bytes --db "$d/c.db" --out "$d/rep" >/dev/null 2>&1 || fail "report"
+  grep -q '<td>ring-bytes</td><td>PASS</td><td>&lt;b&gt;x&lt;/b&gt;</td>' "$d/rep/index.html" ||
+    fail "no claims row in the report"
   ;;
 planted)
   sed -i '0,/expect: 4\*K\*(N-1)\/N/s//expect: 2*K*(N-1)\/N/' "$d/ring-bytes.claim"
