@@ -1,6 +1,6 @@
 /* checks.h - checks over a results database, declared as data: what
  * `sgdlab claims` (configs/claims/NAME.claim) and `sgdlab lab check`
- * (configs/labs/labN.check) read.  One file is YAML:
+ * (configs/labs/lab1.check, lab2.check, ...) read.  One file is YAML:
  *
  *   says: a ring allreduce moves 2K(N-1)/N bytes each way per rank
  *   experiment: ring-bytes.yaml       # claims: the experiment file to run

@@ -1,6 +1,6 @@
 /* lab.c - `sgdlab lab check N --db FILE`: grade a student's database.
  *
- * The rubric of lab N is configs/labs/labN.check (checks.h): the
+ * The rubric of lab N is labN.check in configs/labs/ (checks.h): the
  * experiment the lab's sheet has the student run, and checks that do not
  * depend on timing (the right runs present with the right settings, exact
  * byte counts, bounds that hold by construction, the student's
