@@ -4,6 +4,7 @@
 # lab's sheet asks, with right predictions (full marks, exit 0), and one
 # with a planted mistake -- a missing run, a wrong setting or a wrong
 # prediction (points lost, exit 1, and the line that says why).
+# LAB badpred: a malformed predictions file is one line and exit 2.
 set -u
 sg=${1:?usage: lab_check.sh SGDLAB SRC LAB}
 src=${2:?}
@@ -13,6 +14,14 @@ trap 'rm -rf "$d"' EXIT
 fail() { echo "FAIL: $*"; echo "$out"; exit 1; }
 run() { "$sg" run "$@" -q >/dev/null 2>&1 || { out=""; fail "sgdlab run $*"; }; }
 case $lab in
+badpred)  # a predictions file that is not name: number: one line, exit 2
+   printf 'ring_bytes_n8: lots\n' > "$d/p.yaml"
+   out=$("$sg" lab check 1 --dir "$src/configs/labs" --db "$d/none.db" --predictions "$d/p.yaml" 2>&1)
+   rc=$?
+   echo "$out"
+   [ $rc -eq 2 ] || fail "exit $rc, not 2"
+   [ "$out" = "$d/p.yaml:1:16: ring_bytes_n8: expected a number" ] || fail "not the one line"
+   exit 0 ;;
 1) cfg=$src/configs/labs/lab1-ring-vs-ps.yaml
    run "$cfg" --db "$d/ok.db"
    run "$cfg" --db "$d/bad.db" --set repeat=1          # one repeat, not two
