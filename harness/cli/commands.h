@@ -12,6 +12,8 @@
 int sg_cmd_bench(int argc, char **argv);   /* bench.c */
 int sg_cmd_engines(int argc, char **argv); /* main.c */
 int sg_cmd_help(int argc, char **argv);    /* main.c: help config */
+int sg_cmd_claims(int argc, char **argv);  /* claims.c */
+int sg_cmd_lab(int argc, char **argv);     /* lab.c: lab check */
 
 #include "db_path.h"
 

@@ -50,6 +50,9 @@ static const cmd_t CMDS[] = {
     {"model", NULL, sg_cmd_model, "model",
      "predicted (alpha-beta-gamma) vs measured step time per run;\n"
      "--what-if: the formulas for any case, without a run\n", 1},
+    {"claims", NULL, sg_cmd_claims, "claims [NAME...]",
+     "the seeds' claims as checks: run each, PASS/FAIL/SKIP\n", 1},
+    {"lab", NULL, sg_cmd_lab, "lab check N", "grade a student's database for lab N\n", 1},
     {"engines", NULL, sg_cmd_engines, "engines", "the engines and their options\n", 0},
     {"cluster", NULL, sg_cmd_cluster, "cluster",
      "an emulated cluster in this machine: network namespaces\n"

@@ -251,6 +251,10 @@ int sg_cost_plot(const char *dir, const char *name, int x_is_rate, const sg_cost
 
 /* ---- the commands over the database (argv[0] is the command's name;
  * exit code: 0 ok, 1 failure, 2 usage) */
+/* claims_html.c: the "Claims" section of index.html, from the claims
+ * table `sgdlab claims` records, for the experiments in ids_json. */
+int sg_report_claims_html(sqlite3 *db, FILE *f, const char *ids_json);
+
 int sg_cmd_report(int argc, char **argv);  /* report.c */
 int sg_cmd_list(int argc, char **argv);    /* show.c */
 int sg_cmd_show(int argc, char **argv);    /* show.c */

@@ -670,6 +670,7 @@ int sg_report_html(sqlite3 *db, const char *db_path, const sg_rset_t *s,
   }
   SG_TRY(figures(&p, dir, figs, nfigs));
   if (!single_run) SG_TRY(bench_table(&p));
+  if (!single_run) SG_TRY(sg_report_claims_html(db, p.f, p.ids));
   SG_TRY(environment(&p));
   if (s->n) SG_TRY(options_diff(&p));
   SG_TRY(experiment_files(&p));

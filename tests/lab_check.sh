@@ -1,0 +1,72 @@
+#!/bin/sh
+# lab_check.sh SGDLAB SRC LAB: `sgdlab lab check LAB` on two student
+# databases made by real runs in a private directory: one done as the
+# lab's sheet asks, with right predictions (full marks, exit 0), and one
+# with a planted mistake -- a missing run, a wrong setting or a wrong
+# prediction (points lost, exit 1, and the line that says why).
+# LAB badpred: a malformed predictions file is one line and exit 2.
+set -u
+sg=${1:?usage: lab_check.sh SGDLAB SRC LAB}
+src=${2:?}
+lab=${3:?}
+d=$(mktemp -d) || exit 1
+trap 'rm -rf "$d"' EXIT
+fail() { echo "FAIL: $*"; echo "$out"; exit 1; }
+run() { "$sg" run "$@" -q >/dev/null 2>&1 || { out=""; fail "sgdlab run $*"; }; }
+case $lab in
+badpred)  # a predictions file that is not name: number: one line, exit 2
+   printf 'ring_bytes_n8: lots\n' > "$d/p.yaml"
+   out=$("$sg" lab check 1 --dir "$src/configs/labs" --db "$d/none.db" --predictions "$d/p.yaml" 2>&1)
+   rc=$?
+   echo "$out"
+   [ $rc -eq 2 ] || fail "exit $rc, not 2"
+   [ "$out" = "$d/p.yaml:1:16: ring_bytes_n8: expected a number" ] || fail "not the one line"
+   exit 0 ;;
+1) cfg=$src/configs/labs/lab1-ring-vs-ps.yaml
+   run "$cfg" --db "$d/ok.db"
+   run "$cfg" --db "$d/bad.db" --set repeat=1          # one repeat, not two
+   printf 'ring_bytes_n8: 109900\nps_bytes_n8: 502400\nring_messages_n8: 14\n' > "$d/ok.yaml"
+   printf 'ring_bytes_n8: 54950\nps_bytes_n8: 502400\nring_messages_n8: 14\n' > "$d/bad.yaml"
+   why='FAIL] 0/1  ps sync S=1 at N=2, 4, 8, two repeats each: 3 ok runs'
+   why2='FAIL] 0/2  prediction ring_bytes_n8.*predicted 54950, measured 109904 (off by 50.0 %)' ;;
+2) cfg=$src/configs/labs/lab2-ssp-staleness.yaml
+   run "$cfg" --db "$d/ok.db"
+   run "$cfg" --db "$d/bad.db" --set engines.4.momentum=0.9  # async tuned apart
+   printf 'server_bytes: 3256640\nssp0_max_staleness: 3\n' > "$d/ok.yaml"
+   printf 'server_bytes: 1628320\nssp0_max_staleness: 3\n' > "$d/bad.yaml"
+   why='FAIL] 0/2  one momentum for every mode.*momentum over 5 runs: 0.75,0.9'
+   why2='FAIL] 0/2  prediction server_bytes.*off by 50' ;;
+3) cfg=$src/configs/labs/lab3-sparse-vs-ring.yaml
+   run "$cfg" --db "$d/ok.db"
+   sed '/sparse: false/d' "$cfg" > "$d/lab3.yaml"            # the dense ps left out
+   run "$d/lab3.yaml" --db "$d/bad.db"
+   printf 'ring_bytes: 31457400\ndense_server_bytes: 83886400\nsparse_worker_bytes: 1024000\n' > "$d/ok.yaml"
+   printf 'ring_bytes: 15728700\ndense_server_bytes: 83886400\nsparse_worker_bytes: 1024000\n' > "$d/bad.yaml"
+   why='FAIL] 0/1  dense ps present: 0 ok runs'
+   why2='FAIL] 0/2  prediction ring_bytes.*off by 50' ;;
+4) b="bench allreduce --np 4 --sizes 4K:16M --name lab4-ring-vs-rhd -q"
+   "$sg" $b --impl ring,rhd,native --db "$d/ok.db" >/dev/null 2>&1 || fail "bench"
+   "$sg" $b --impl ring,rhd --db "$d/bad.db" >/dev/null 2>&1 || fail "bench"  # no native
+   printf 'ring_messages: 6\nrhd_messages: 4\nbytes_factor: 1.5\n' > "$d/ok.yaml"
+   printf 'ring_messages: 6\nrhd_messages: 6\nbytes_factor: 1.5\n' > "$d/bad.yaml"
+   why='FAIL] 0/1  native (MPI_Allreduce) at 13 sizes, N = 4: 0 ok rows'
+   why2='FAIL] 0/1  prediction rhd_messages.*predicted 6, answer 4' ;;
+*) echo "no test for lab $lab"; exit 2 ;;
+esac
+out=$("$sg" lab check "$lab" --dir "$src/configs/labs" --db "$d/ok.db" --predictions "$d/ok.yaml" 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "the correct database: exit $rc"
+full=$(echo "$out" | sed -n 's/^score: \([0-9]*\)\/\([0-9]*\)$/\1 \2/p')
+set -- $full
+[ $# -eq 2 ] && [ "$1" = "$2" ] || fail "the correct database: not full marks ($full)"
+out=$("$sg" lab check "$lab" --dir "$src/configs/labs" --db "$d/bad.db" --predictions "$d/bad.yaml" 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 1 ] || fail "the wrong database: exit $rc, not 1"
+echo "$out" | grep -q "$why" || fail "the wrong database: no line '$why'"
+echo "$out" | grep -q "$why2" || fail "the wrong database: no line '$why2'"
+score=$(echo "$out" | sed -n 's/^score: \([0-9]*\)\/\([0-9]*\)$/\1 \2/p')
+set -- $score
+[ $# -eq 2 ] && [ "$1" -lt "$2" ] || fail "the wrong database lost no points ($score)"
+exit 0
