@@ -202,14 +202,11 @@ static int rank_staged(sg_opts_t **o, sg_keys_t **keys, int *rank) {
   return sg_stage_watch(STDIN_FILENO, *rank);
 }
 
-int main(int argc, char **argv) {
-  sg_opts_t *o = NULL;
-  sg_records_t *rec = NULL;
-  sg_comm_t *comm = NULL;
-  sg_keys_t *keys = NULL;
-  rank_shape_t sh;
-  int rc, rank = -1, mpi = 0, staged = argc == 2 && !strcmp(argv[1], "--stdin");
-  const char *spec_name = staged ? "spec (stdin)" : argc == 2 ? argv[1] : "";
+/* Before anything else: the usage, the rank (from the launcher's
+ * environment, or with --stdin the stage, which also brings the spec and
+ * keys) and the test-only clock shift.  0, or the exit status. */
+static int rank_begin(int argc, char **argv, int staged, sg_opts_t **o, sg_keys_t **keys,
+                      int *rank) {
   if (argc != 2 || (argv[1][0] == '-' && !staged)) {
     fprintf(stderr,
             "usage: sgdlab-rank SPECFILE\n"
@@ -219,20 +216,34 @@ int main(int argc, char **argv) {
             "from standard input (launcher ssh); exits when it ends.\n");
     return 2;
   }
-  if (staged && (rc = rank_staged(&o, &keys, &rank)) < 0) {
+  if (staged && rank_staged(o, keys, rank) < 0) {
     fprintf(stderr, "sgdlab-rank: %s\n", sg_err_msg());
-    sg_keys_destroy(&keys);
+    sg_keys_destroy(keys);
+    sg_opts_destroy(o);
     return 2;
   }
   static const char *const rank_env[] = {"SGDLAB_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
                                          "SLURM_PROCID", NULL};
-  if (!staged) rank = env_int(rank_env, 0);
+  if (!staged) *rank = env_int(rank_env, 0);
 #ifndef SG_SMPI
-  if (sg_clock_skew_apply(rank) < 0) { /* test only (clock_sync.h) */
-    fprintf(stderr, "sgdlab-rank: rank %d: %s\n", rank, sg_err_msg());
+  if (sg_clock_skew_apply(*rank) < 0) { /* test only (clock_sync.h) */
+    fprintf(stderr, "sgdlab-rank: rank %d: %s\n", *rank, sg_err_msg());
     return 2;
   }
 #endif
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  sg_opts_t *o = NULL;
+  sg_records_t *rec = NULL;
+  sg_comm_t *comm = NULL;
+  sg_keys_t *keys = NULL;
+  rank_shape_t sh;
+  int rc, rank = -1, mpi = 0, staged = argc == 2 && !strcmp(argv[1], "--stdin");
+  const char *spec_name = staged ? "spec (stdin)" : argc == 2 ? argv[1] : "";
+  int early = rank_begin(argc, argv, staged, &o, &keys, &rank);
+  if (early) return early;
 #ifdef SG_SMPI
   /* simulated (smpirun): every rank is an actor of one process sharing
    * one environment; MPI says which rank this is */
