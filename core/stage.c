@@ -87,9 +87,9 @@ static int read_head(int fd, int *rank, int *size, size_t *slen, size_t *klen) {
   line[n] = '\0';
   char tail;
   if (sscanf(line, "sgdlab-stage 1 %d %d %zu %zu%c", rank, size, slen, klen, &tail) != 5 ||
-      tail != '\n' || *size < 1 || *rank < 0 || *rank >= *size || *slen > SG_STAGE_SPEC_MAX ||
+      tail != '\n' || *size < 1 || *rank < -1 || *rank >= *size || *slen > SG_STAGE_SPEC_MAX ||
       *klen > SG_STAGE_KEYS_MAX)
-    return sg_err_set(SG_EPROTO, "stage (stdin):1: not a stage header (rank < size, spec <= "
+    return sg_err_set(SG_EPROTO, "stage (stdin):1: not a stage header (-1 <= rank < size, spec <= "
                       "%d and keys <= %d bytes)", SG_STAGE_SPEC_MAX, SG_STAGE_KEYS_MAX);
   return SG_OK;
 }

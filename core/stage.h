@@ -6,7 +6,9 @@
  *
  * The bytes: one line "sgdlab-stage 1 RANK SIZE SPECLEN KEYSLEN\n", then
  * SPECLEN bytes of the spec file's text (key=value lines) and KEYSLEN
- * bytes of the key file's text (auth.h; 0: the run has no keys).
+ * bytes of the key file's text (auth.h; 0: the run has no keys).  RANK
+ * -1: one stage for every rank (srun --input=all), each taking its rank
+ * from its launcher's environment (SLURM_PROCID).
  *
  * The rank keeps reading its standard input afterwards: end of file
  * means its launcher is gone (the ssh connection closed, the harness

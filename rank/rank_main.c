@@ -193,9 +193,13 @@ static void rank_report_failure(sg_records_t *rec, int rank, int rc) {
 /* --stdin: the stage (stage.h) from standard input; the size goes where
  * the launchers put it (SGDLAB_SIZE, this process only), and a thread
  * ends the rank when the input ends. */
+static const char *const rank_env[] = {"SGDLAB_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                       "SLURM_PROCID", NULL};
+
 static int rank_staged(sg_opts_t **o, sg_keys_t **keys, int *rank) {
   int size;
   SG_CHECK(sg_stage_read(STDIN_FILENO, o, keys, rank, &size));
+  if (*rank < 0) *rank = env_int(rank_env, 0); /* srun --input=all: one stage for every task */
   char v[16];
   snprintf(v, sizeof v, "%d", size);
   setenv("SGDLAB_SIZE", v, 1);
@@ -222,8 +226,6 @@ static int rank_begin(int argc, char **argv, int staged, sg_opts_t **o, sg_keys_
     sg_opts_destroy(o);
     return 2;
   }
-  static const char *const rank_env[] = {"SGDLAB_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                                         "SLURM_PROCID", NULL};
   if (!staged) *rank = env_int(rank_env, 0);
 #ifndef SG_SMPI
   if (sg_clock_skew_apply(*rank) < 0) { /* test only (clock_sync.h) */

@@ -75,6 +75,7 @@ TEST(stage_refuses_bad_input) {
       {"", "ends at byte 0"},
       {"hello\n", "not a stage header"},
       {"sgdlab-stage 1 2 2 3 0\nx=1", "rank < size"},
+      {"sgdlab-stage 1 -2 2 3 0\nx=1", "rank < size"},
       {"sgdlab-stage 1 0 1 99999999 0\n", "not a stage header"},
       {"sgdlab-stage 1 0 2 10 0\nengine=", "the spec ends at byte 7 of 10"},
       {"sgdlab-stage 1 0 2 4 5\nx=1\nsgdla", "not a key file"},

@@ -282,6 +282,20 @@ static int smpirun_argv(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv,
   return SG_OK;
 }
 
+/* srun's stdin (write end fd, kept open as stage_fd[0]): the stage for
+ * every task, which srun broadcasts (--input=all); the tasks take their
+ * rank from SLURM_PROCID and end when it closes. */
+static int stage_all(sg_launch_t *l, const sg_launch_cfg_t *cfg, int fd) {
+  if (!(l->stage_fd = malloc(sizeof *l->stage_fd))) return close(fd), SG_ENOMEM;
+  l->stage_fd[0] = fd;
+  const char *slash = strrchr(cfg->spec, '/');
+  char keys[4200];
+  snprintf(keys, sizeof keys, "%.*skeys", slash ? (int)(slash - cfg->spec) + 1 : 0, cfg->spec);
+  int rc = sg_stage_write(fd, -1, cfg->nprocs, cfg->spec, access(keys, F_OK) == 0 ? keys : NULL);
+  if (rc == SG_EPEER) rc = SG_OK, sg_err_clear(); /* srun exited: it says why */
+  return rc;
+}
+
 /* One mpirun (or smpirun) that starts all the ranks; l->pid[0] is its */
 static int start_mpirun(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *sizes) {
   int rc = SG_OK;
@@ -315,12 +329,20 @@ static int start_mpirun(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *
   /* on a cluster mpirun itself runs on rank 0's host: its daemons on
    * the other hosts reach its out-of-band channel over the links */
   spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[0] : 0, cfg->sim_argv != NULL, 0};
+  int in[2] = {-1, -1}; /* srun --input=all: one stage (rank -1) for every task */
+  int staged = slurm && !cfg->mpi; /* MPI ranks under srun read the spec file */
+  if (staged && pipe2(in, O_CLOEXEC) < 0)
+    return close(p[1]), sg_err_set(SG_EIO, "launcher slurm: pipe: %s", strerror(errno));
+  at.in_fd = in[0];
   rc = spawn(argv, NULL, NULL, 0, p[1], at, &l->pid[0]);
   close(p[1]);
+  if (in[0] >= 0) close(in[0]);
+  if (rc < 0 && in[1] >= 0) close(in[1]);
   SG_TRY(rc);
   l->n = 1;
   l->mpirun = 1;
   l->pgid = l->pid[0];
+  if (staged) SG_TRY(stage_all(l, cfg, in[1]));
 fail:
   return rc;
 }
