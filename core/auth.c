@@ -126,26 +126,40 @@ static int keys_line(sg_keys_t *k, FILE *f, const char *path, int line, int want
   return 0;
 }
 
-int sg_keys_load(sg_keys_t **out, const char *path, int nranks) {
+/* The key file's text from f (the ownership checks done by the caller);
+ * `what` names it in errors. */
+static int keys_read(sg_keys_t **out, FILE *f, const char *what, int nranks) {
   int rc = 0, n = 0;
+  if (fscanf(f, "sgdlab-keys 1 %d", &n) != 1 || n != nranks)
+    return sg_err_set(SG_EPROTO, "%s:1: not a key file for %d ranks", what, nranks);
+  SG_TRY(keys_alloc(out, nranks));
+  SG_TRY(keys_line(*out, f, what, 2, SG_AUTH_HARNESS));
+  for (int i = 0; i < nranks; i++) SG_TRY(keys_line(*out, f, what, i + 3, i));
+fail:
+  if (rc < 0) sg_keys_destroy(out);
+  return rc;
+}
+
+int sg_keys_load(sg_keys_t **out, const char *path, int nranks) {
+  int rc = 0;
   *out = NULL;
   FILE *f = fopen(path, "re");
   if (!f) return sg_err_set(SG_EIO, "%s: cannot open the key file: %s", path, strerror(errno));
   struct stat st;
-  if (fstat(fileno(f), &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+  if (fstat(fileno(f), &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077))
     rc = sg_err_set(SG_EIO, "%s: the key file must be this user's and mode 0600", path);
-    goto fail;
-  }
-  if (fscanf(f, "sgdlab-keys 1 %d", &n) != 1 || n != nranks) {
-    rc = sg_err_set(SG_EPROTO, "%s:1: not a key file for %d ranks", path, nranks);
-    goto fail;
-  }
-  SG_TRY(keys_alloc(out, nranks));
-  SG_TRY(keys_line(*out, f, path, 2, SG_AUTH_HARNESS));
-  for (int i = 0; i < nranks; i++) SG_TRY(keys_line(*out, f, path, i + 3, i));
-fail:
+  else rc = keys_read(out, f, path, nranks);
   fclose(f);
-  if (rc < 0) sg_keys_destroy(out);
+  return rc;
+}
+
+int sg_keys_load_text(sg_keys_t **out, const char *text, size_t len, const char *what,
+                      int nranks) {
+  *out = NULL;
+  FILE *f = len ? fmemopen((void *)text, len, "r") : NULL;
+  if (!f) return sg_err_set(SG_EPROTO, "%s: no keys", what);
+  int rc = keys_read(out, f, what, nranks);
+  fclose(f);
   return rc;
 }
 

@@ -43,6 +43,10 @@ int sg_keys_save(const sg_keys_t *k, const char *path);
 /* Read a key file written by sg_keys_save for a run of `nranks` ranks;
  * the file must belong to this user and be readable by no one else. */
 int sg_keys_load(sg_keys_t **out, const char *path, int nranks);
+/* The same from the text of such a file in memory (received over a
+ * launcher's private channel, stage.h); `what` names it in errors. */
+int sg_keys_load_text(sg_keys_t **out, const char *text, size_t len, const char *what,
+                      int nranks);
 void sg_keys_destroy(sg_keys_t **k);
 int sg_keys_nranks(const sg_keys_t *k);
 /* Z85 keys of `who` (a rank, or SG_AUTH_HARNESS). */

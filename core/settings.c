@@ -59,11 +59,13 @@ const sg_setting_t sg_settings[] = {
 
   /* run: how processes are started and talk */
   {"transport", SG_T_ENUM, "zmq", "point-to-point transport between ranks", "zmq|mpi", NOB, SG_S_RUN},
-  {"launcher", SG_T_ENUM, "auto", "how ranks are started (auto: slurm inside a Slurm allocation, else mpirun for mpi or hosts, local otherwise)", "auto|local|mpirun|slurm", NOB, SG_S_RUN},
-  {"zmq_scheme", SG_T_ENUM, "ipc", "ZeroMQ endpoint kind between processes (ipc: sockets in the run's private directory; with hosts, a cluster or launcher slurm always tcp)", "ipc|tcp", NOB, SG_S_RUN},
+  {"launcher", SG_T_ENUM, "auto", "how ranks are started (auto: slurm inside a Slurm allocation, else mpirun for mpi or hosts, local otherwise; ssh: zmq ranks each started by ssh on a host of hosts/hostfile, spec and keys over ssh's stdin)", "auto|local|mpirun|slurm|ssh", NOB, SG_S_RUN},
+  {"zmq_scheme", SG_T_ENUM, "ipc", "ZeroMQ endpoint kind between processes (ipc: sockets in the run's private directory; with hosts, a cluster or launcher slurm or ssh always tcp)", "ipc|tcp", NOB, SG_S_RUN},
   {"zmq_auth", SG_T_ENUM, "curve", "tcp sockets of a run (ranks, rendezvous, records): curve = CurveZMQ with fresh keys per run, only the run's own processes admitted; none = no authentication (only to measure what curve costs, on a host no one else can reach)", "curve|none", NOB, SG_S_RUN},
   {"zmq_cma", SG_T_ENUM, "auto", "zmq over ipc: auto = an isend of 1 MiB or more is read by the receiver straight from the sender's memory (process_vm_readv, one copy, as Open MPI's shared-memory transport does; where the kernel allows it); off = every byte through ZeroMQ's sockets (what libzmq alone costs: three copies)", "auto|off", NOB, SG_S_RUN},
   {"hosts", SG_T_STR, "", "mpirun -H list (host:slots,...); empty = this host", NULL, NOB, SG_S_RUN},
+  {"hostfile", SG_T_STR, "", "a hostfile (lines 'host [slots=N]', # comments, as mpirun reads it) instead of hosts; read when the experiment is checked", NULL, NOB, SG_S_RUN},
+  {"ssh_config", SG_T_STR, "", "an ssh client configuration (absolute path) for runs on hosts: launcher ssh runs ssh -F PATH, mpirun gets plm_rsh_agent 'ssh -F PATH'; empty = ssh's own (~/.ssh/config)", NULL, NOB, SG_S_RUN},
   {"deadline", SG_T_FLOAT, "30", "seconds any receive may wait before its peer is declared dead", NULL, 0.01, 86400, SG_S_RUN},
   {"delay_rank", SG_T_INT, "-1", "rank to slow down on purpose (-1 = none)", NULL, -1, 1e6, SG_S_RUN},
   {"delay_ms", SG_T_FLOAT, "0", "milliseconds added to every step of delay_rank", NULL, 0, 1e6, SG_S_RUN},

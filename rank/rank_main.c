@@ -10,6 +10,10 @@
  * engine's training loop.  Ends with a DONE record (ok, or the error
  * message) and exit status 0 / 1; on failure also one line on stderr:
  * "sgdlab-rank: rank R: <message>".
+ *
+ * `sgdlab-rank --stdin` (launcher ssh) takes its rank, size, spec and
+ * keys from its standard input instead (stage.h) and exits when that
+ * input ends: nothing of the run is read from this host's disk.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +29,7 @@
 #include "device.h"
 #include "engine.h"
 #include "err.h"
+#include "stage.h"
 #include "transport_new.h"
 
 /* Item `rank` of the spec's _rank_addrs ("a0,a1,..."; a run on an
@@ -185,30 +190,62 @@ static void rank_report_failure(sg_records_t *rec, int rank, int rc) {
   if (rec) sg_records_done(rec, 1, copy, blamed, why);
 }
 
+/* --stdin: the stage (stage.h) from standard input; the size goes where
+ * the launchers put it (SGDLAB_SIZE, this process only), and a thread
+ * ends the rank when the input ends. */
+static const char *const rank_env[] = {"SGDLAB_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                       "SLURM_PROCID", NULL};
+
+static int rank_staged(sg_opts_t **o, sg_keys_t **keys, int *rank) {
+  int size;
+  SG_CHECK(sg_stage_read(STDIN_FILENO, o, keys, rank, &size));
+  if (*rank < 0) *rank = env_int(rank_env, 0); /* srun --input=all: one stage for every task */
+  char v[16];
+  snprintf(v, sizeof v, "%d", size);
+  setenv("SGDLAB_SIZE", v, 1);
+  return sg_stage_watch(STDIN_FILENO, *rank);
+}
+
+/* Before anything else: the usage, the rank (from the launcher's
+ * environment, or with --stdin the stage, which also brings the spec and
+ * keys) and the test-only clock shift.  0, or the exit status. */
+static int rank_begin(int argc, char **argv, int staged, sg_opts_t **o, sg_keys_t **keys,
+                      int *rank) {
+  if (argc != 2 || (argv[1][0] == '-' && !staged)) {
+    fprintf(stderr,
+            "usage: sgdlab-rank SPECFILE\n"
+            "One process of an sgdlab run; `sgdlab run` starts it (directly or through\n"
+            "mpirun) with the spec file it wrote.  Rank from SGDLAB_RANK or\n"
+            "OMPI_COMM_WORLD_RANK.  sgdlab-rank --stdin: rank, size, spec and keys\n"
+            "from standard input (launcher ssh); exits when it ends.\n");
+    return 2;
+  }
+  if (staged && rank_staged(o, keys, rank) < 0) {
+    fprintf(stderr, "sgdlab-rank: %s\n", sg_err_msg());
+    sg_keys_destroy(keys);
+    sg_opts_destroy(o);
+    return 2;
+  }
+  if (!staged) *rank = env_int(rank_env, 0);
+#ifndef SG_SMPI
+  if (sg_clock_skew_apply(*rank) < 0) { /* test only (clock_sync.h) */
+    fprintf(stderr, "sgdlab-rank: rank %d: %s\n", *rank, sg_err_msg());
+    return 2;
+  }
+#endif
+  return 0;
+}
+
 int main(int argc, char **argv) {
   sg_opts_t *o = NULL;
   sg_records_t *rec = NULL;
   sg_comm_t *comm = NULL;
   sg_keys_t *keys = NULL;
   rank_shape_t sh;
-  int rc, rank = -1, mpi = 0;
-  if (argc != 2 || argv[1][0] == '-') {
-    fprintf(stderr,
-            "usage: sgdlab-rank SPECFILE\n"
-            "One process of an sgdlab run; `sgdlab run` starts it (directly or through\n"
-            "mpirun) with the spec file it wrote.  Rank from SGDLAB_RANK or\n"
-            "OMPI_COMM_WORLD_RANK.\n");
-    return 2;
-  }
-  static const char *const rank_env[] = {"SGDLAB_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                                         "SLURM_PROCID", NULL};
-  rank = env_int(rank_env, 0);
-#ifndef SG_SMPI
-  if (sg_clock_skew_apply(rank) < 0) { /* test only (clock_sync.h) */
-    fprintf(stderr, "sgdlab-rank: rank %d: %s\n", rank, sg_err_msg());
-    return 2;
-  }
-#endif
+  int rc, rank = -1, mpi = 0, staged = argc == 2 && !strcmp(argv[1], "--stdin");
+  const char *spec_name = staged ? "spec (stdin)" : argc == 2 ? argv[1] : "";
+  int early = rank_begin(argc, argv, staged, &o, &keys, &rank);
+  if (early) return early;
 #ifdef SG_SMPI
   /* simulated (smpirun): every rank is an actor of one process sharing
    * one environment; MPI says which rank this is */
@@ -218,17 +255,17 @@ int main(int argc, char **argv) {
 #endif
   sg_fd_limit_raise(); /* mpirun on another host does not pass the harness's on */
 
-  SG_TRY(sg_opts_load(&o, argv[1]));
+  if (!staged) SG_TRY(sg_opts_load(&o, argv[1]));
   const char *name = sg_opts_str_or(o, "engine", "");
   const sg_engine_t *eng = sg_engine_find(name);
   if (!eng) {
-    rc = sg_err_set(SG_ECONFIG, "%s: unknown engine '%s'", argv[1], name);
+    rc = sg_err_set(SG_ECONFIG, "%s: unknown engine '%s'", spec_name, name);
     goto fail;
   }
   SG_TRY(rank_shape(o, rank, &sh));
   const char *role = sg_engine_role(eng, o, (int)sh.workers, rank);
   const char *keys_path = sg_opts_str_or(o, "_keys", "");
-  if (keys_path[0]) SG_TRY(sg_keys_load(&keys, keys_path, sh.size));
+  if (keys_path[0] && !staged) SG_TRY(sg_keys_load(&keys, keys_path, sh.size));
   SG_TRY(sg_records_open(&rec, sg_opts_str_or(o, "_records", ""), rank, role, sh.t0, keys));
   sg_blas_set_threads((int)sh.threads);
   sg_denormals_apply(o); /* before the BLAS line records it */

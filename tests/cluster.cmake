@@ -34,3 +34,12 @@ sg_add_test(test_cluster_slurm SOURCES test_cluster_slurm.c TIMEOUT 240
   LIBS sgtestcluster sgrun PkgConfig::SQLITE)
 add_dependencies(test_cluster_slurm sgdlab sgdlab-rank sgdlab-nsexec)
 set_tests_properties(test_cluster_slurm PROPERTIES RESOURCE_LOCK sgdlab_cluster)
+# ssh hosts on the cluster (`cluster up --ssh`): ring over mpirun's ssh
+# launch and ring/ps over launcher ssh on 4 hosts equal local; no key in
+# any argv or environment; a killed rank, a killed harness, a host that
+# does not see the run's directory; nothing left after down.  Skips
+# without root or sshd.
+sg_add_test(test_cluster_ssh SOURCES test_cluster_ssh.c TIMEOUT 300
+  LIBS sgtestcluster sgrun PkgConfig::SQLITE)
+add_dependencies(test_cluster_ssh sgdlab sgdlab-rank sgdlab-nsexec)
+set_tests_properties(test_cluster_ssh PROPERTIES RESOURCE_LOCK sgdlab_cluster)

@@ -55,3 +55,6 @@ add_dependencies(test_clocks sgdlab sgdlab-rank)
 add_test(NAME tmp_names
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tmp_names.sh ${CMAKE_SOURCE_DIR})
 set_tests_properties(tmp_names PROPERTIES TIMEOUT 30)
+# launcher ssh's stage over stdin (core/stage.c) and host lists
+# (harness/run/launch_ssh.c): round trip, malformed input refused.
+sg_add_test(test_stage SOURCES test_stage.c TIMEOUT 30 LIBS sgrun)

@@ -12,6 +12,11 @@
  *    SLURM_CONF in its environment) ends the run within 2 deadlines, the
  *    run failed naming the rank.
  *  - the harness killed with SIGKILL under salloc: no rank is left.
+ *  - node h2 lost (its slurmd, step daemon and rank killed at once): the
+ *    run ends within 2 deadlines (+5 s) naming rank 2, nothing is left.
+ *  - each host's link (tc's counter on its end) carried at least the
+ *    bytes its ranks recorded sending; the time from sbatch to the first
+ *    step is reported.
  *  - `down` leaves no namespace, no slurm or munge process of the cluster
  *    and no state directory.
  *
@@ -132,6 +137,51 @@ static int on_h0(char **words) {
   return ru_sh(cmd);
 }
 
+/* What tc counted on each host's link, sent by the host (tbf on its end). */
+static int link_tx(uint64_t tx[4]) {
+  sg_cluster_t *cl = NULL;
+  if (sg_cluster_open(&cl, g_name) < 0) return -1;
+  int rc = 0;
+  for (int h = 0; h < 4; h++) {
+    sg_cluster_link_t s;
+    if (sg_cluster_link_stats(cl, h, &s) < 0) rc = -1;
+    else tx[h] = s.host_tx;
+  }
+  sg_cluster_close(&cl);
+  return rc;
+}
+
+/* Each host with one rank: its link carried at least what the rank
+ * recorded sending (ranks.host is the slurmd's node name hI).  A host
+ * with several ranks is left out: what they send each other stays on it,
+ * and the step rows do not say to whom a rank sent. */
+static void check_links(const char *db, const uint64_t before[4], const char *what) {
+  uint64_t after[4];
+  CHECK_EQ_INT(link_tx(after), 0);
+  long long id = ru_db_int(db, "SELECT max(id) FROM runs");
+  int ok = 0, single = 0;
+  for (int h = 0; h < 4; h++) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM ranks WHERE run_id = %lld AND host = 'h%d'",
+             id, h);
+    if (ru_db_int(db, sql) != 1) {
+      fprintf(stderr, "  %s: h%d has %lld ranks: not compared\n", what, h, ru_db_int(db, sql));
+      continue;
+    }
+    single++;
+    snprintf(sql, sizeof sql, "SELECT coalesce(sum(s.bytes_sent), 0) FROM steps s JOIN ranks r "
+             "ON r.run_id = s.run_id AND r.rank = s.rank WHERE s.run_id = %lld AND r.host = 'h%d'",
+             id, h);
+    long long sent = ru_db_int(db, sql);
+    uint64_t link = after[h] - before[h];
+    fprintf(stderr, "  %s: h%d: ranks sent %lld B, its link carried %llu B (%.3f)\n", what, h,
+            sent, (unsigned long long)link, sent > 0 ? (double)link / (double)sent : 0.0);
+    ok += sent > 0 && link >= (uint64_t)sent;
+  }
+  CHECK_MSG(single >= 3 && ok == single, "%s: %d of %d one-rank hosts' links carried their "
+            "rank's bytes", what, ok, single);
+}
+
 static void check_run(const char *db, const char *dump, const char *ref, int nranks,
                       const char *what) {
   long long id = ru_db_int(db, "SELECT max(id) FROM runs");
@@ -168,10 +218,13 @@ static void interactive_runs(const char *d, const char *ref) {
     snprintf(n, sizeof n, "-n%s", variants[v][2]);
     char *words[] = {"salloc", "-N4", n, "--overcommit", (char *)ru_sgdlab(), "run", cfg,
                      "--db", db, NULL};
+    uint64_t before[4];
+    CHECK_EQ_INT(link_tx(before), 0);
     double t0 = sg_now();
     CHECK_MSG(on_h0(words) == 0, "%s: salloc ... sgdlab run failed", variants[v][3]);
     fprintf(stderr, "  %s: %.2f s from salloc to its return\n", variants[v][3], sg_now() - t0);
     check_run(db, dump, ref, atoi(variants[v][2]), variants[v][3]);
+    if (!test_failed_now_) check_links(db, before, variants[v][3]);
     if (test_failed_now_) return;
   }
 }
@@ -196,10 +249,20 @@ static void batch_run(const char *d, const char *ref) {
   char outfile[160];
   snprintf(outfile, sizeof outfile, "--output=%s/job.out", d);
   char *words[] = {"sbatch", "--wait", outfile, script, NULL};
-  double t0 = sg_now();
+  double t0 = sg_now(), submit = sg_wall();
   int rc = on_h0(words);
   fprintf(stderr, "  ring zmq (sbatch): exit %d, %.2f s from sbatch to its return\n", rc,
           sg_now() - t0);
+  /* the job's harness claimed its row at started_at (epoch seconds, ms);
+   * step starts count from the run's t0, taken just after */
+  char *start = ru_db_text(db, "SELECT printf('%.3f', (julianday(started_at) - 2440587.5) * "
+                           "86400) FROM runs ORDER BY id DESC LIMIT 1");
+  char *first = ru_db_text(db, "SELECT printf('%.6f', min(t_start)) FROM steps");
+  if (start && first)
+    fprintf(stderr, "  ring zmq (sbatch): submit to job start (row claimed) %.3f s, submit to "
+            "first step %.3f s\n", atof(start) - submit, atof(start) + atof(first) - submit);
+  free(start);
+  free(first);
   snprintf(outfile, sizeof outfile, "%s/job.out", d);
   char *log = ru_slurp(outfile, 16384);
   if (log) fprintf(stderr, "  job output:\n%s", log);
@@ -297,6 +360,68 @@ static void killed_harness(const char *d) {
   CHECK_MSG(ranks == 0, "%d ranks left after the harness was killed", ranks);
 }
 
+/* The pid of daemon TAG recorded in the cluster's daemons file, or 0. */
+static pid_t daemon_pid(const char *tag) {
+  char path[300], line[128], t[32];
+  snprintf(path, sizeof path, "%s", g_conf);
+  char *slash = strrchr(path, '/');
+  if (!slash) return 0;
+  snprintf(slash, sizeof path - (size_t)(slash - path), "/daemons");
+  FILE *f = fopen(path, "r");
+  int pid = 0, p;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "%31s %d", t, &p) == 2 && !strcmp(t, tag)) pid = p;
+  if (f) fclose(f);
+  return pid;
+}
+
+/* Node h2 lost under a running job: its slurmd, the step daemon and the
+ * rank on it killed at once (SIGKILL).  The run ends within 2 deadlines
+ * naming rank 2, salloc returns, and no rank of the job is left. */
+static void node_lost(const char *d) {
+  char cfg[128], db[128], extra[128], host[32], errpath[160];
+  snprintf(cfg, sizeof cfg, "%s/n.yaml", d);
+  snprintf(db, sizeof db, "%s/n.db", d);
+  snprintf(errpath, sizeof errpath, "%s/n.err", d);
+  snprintf(extra, sizeof extra, "transport: zmq\ndeadline: %g\n", DEADLINE_S);
+  CHECK_OK(ru_write_train_config(cfg, "slurm-node", "{engine: allreduce, algorithm: ring}", extra,
+                                 "", 4, 100000));
+  snprintf(host, sizeof host, "%s/h0", g_name);
+  char *argv[] = {"sgdlab", "cluster", "exec", host, "--", "salloc", "-N4", "-n4",
+                  (char *)ru_sgdlab(), "run", cfg, "--db", db, NULL};
+  pid_t sg = ru_start(argv, errpath, 1, NULL);
+  CHECK(sg > 0);
+  int st = 0, w = ru_db_wait(db, "SELECT COUNT(*) FROM steps WHERE rank = 3", 5, 60, sg, &st);
+  pid_t rank_pid[4] = {0}, slurmd = daemon_pid("slurmd-h2");
+  for (int r = 0; r < 4 && w == 0; r++) scan_procs(g_conf, r, &rank_pid[r]);
+  pid_t stepd = rank_pid[2] > 0 ? ru_parent_of(rank_pid[2]) : 0;
+  if (w != 0 || slurmd <= 0 || rank_pid[2] <= 0 || stepd <= 1)
+    kill(sg, SIGKILL), waitpid(sg, NULL, 0);
+  CHECK_MSG(w == 0 && slurmd > 0 && rank_pid[2] > 0 && stepd > 1,
+            "training did not start or h2's processes not found (wait %d)", w);
+  double t_kill = sg_now();
+  kill(slurmd, SIGKILL);
+  kill(stepd, SIGKILL);
+  kill(rank_pid[2], SIGKILL);
+  int code = ru_wait_exit_code(sg, 60);
+  double took = sg_now() - t_kill;
+  char *error = ru_db_text(db, "SELECT error FROM runs ORDER BY id DESC LIMIT 1");
+  double t0 = sg_now();
+  int left = 0;
+  for (int r = 0; r < 4; r++)
+    left += rank_pid[r] > 0 && !ru_wait_gone(rank_pid[r], t0 + 30 - sg_now(), 1);
+  fprintf(stderr, "  node h2 lost (slurmd %d, slurmstepd %d, rank 2 %d killed): salloc exit %d "
+          "%.2f s later: %s; %d ranks left %.2f s after\n", (int)slurmd, (int)stepd,
+          (int)rank_pid[2], code, took, error ? error : "?", left, sg_now() - t0);
+  int named = error && strstr(error, "rank 2");
+  free(error);
+  CHECK_MSG(code > 0, "salloc/sgdlab exit %d after the node was lost", code);
+  CHECK_MSG(took <= 2 * DEADLINE_S + 5, "the run took %.2f s to end (deadline %g s)", took,
+            DEADLINE_S);
+  CHECK_MSG(named, "the run's error does not name rank 2");
+  CHECK_MSG(left == 0, "%d ranks left after the node was lost", left);
+}
+
 static void down_leaves_nothing(void) {
   char state[128], why[96] = "";
   int procs_before = scan_procs(g_conf, -1, NULL);
@@ -346,5 +471,6 @@ TEST(slurm_runs_equal_local_on_4_hosts) {
   if (!test_failed_now_) batch_run(d, ref);
   if (!test_failed_now_) killed_rank(d);
   if (!test_failed_now_) killed_harness(d);
+  if (!test_failed_now_) node_lost(d);
   down_leaves_nothing();
 }

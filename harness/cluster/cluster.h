@@ -182,6 +182,24 @@ void sg_cluster_daemons_dir(const char *name, char *out, size_t cap);
 void sg_cluster_slurm_conf(const char *name, char *out, size_t cap);
 int sg_cluster_has_slurm(const char *name);
 
+/* ---- ssh hosts on the cluster (sshd.c) -------------------------------------- */
+
+/* One sshd per host (its network namespace and a UTS namespace named hI),
+ * listening on the host's address only, port 22; a host key and a user
+ * key made for the cluster (ed25519, 0600), public-key login as root from
+ * the cluster's subnet only, commands only (no tty, forwarding or client
+ * environment); TMPDIR of a session = the host's own tmp/hI.  Writes
+ * authorized_keys, known_hosts, ssh_config (for `ssh -F`) and hostfile
+ * (one address per host) into /run/sgdlab/daemons-NAME, and waits (up to
+ * timeout_s) until `ssh -F ssh_config ADDR true` from h0 succeeds on every
+ * host.  On failure the caller removes the cluster.  The sshds and every
+ * session they started are stopped by sg_cluster_daemons_down. */
+int sg_cluster_ssh_up(const sg_cluster_t *cl, double timeout_s);
+/* ".../daemons-NAME/ssh_config" and ".../hostfile"; whether it exists. */
+void sg_cluster_ssh_config(const char *name, char *out, size_t cap);
+void sg_cluster_ssh_hostfile(const char *name, char *out, size_t cap);
+int sg_cluster_has_ssh(const char *name);
+
 /* `sgdlab cluster ...` (cluster_cmd.c); argv[0] is "cluster". */
 int sg_cmd_cluster(int argc, char **argv);
 

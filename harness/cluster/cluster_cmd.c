@@ -13,7 +13,7 @@
 
 static const char USAGE[] =
     "usage: sgdlab cluster up --hosts N --link RATE[,RATE...] [--loss F[,F...]] [--name NAME]\n"
-    "                         [--slurm]\n"
+    "                         [--slurm] [--ssh]\n"
     "       sgdlab cluster status [NAME]\n"
     "       sgdlab cluster exec HOST [--] CMD [ARG...]\n"
     "       sgdlab cluster down NAME... | --all\n"
@@ -34,7 +34,7 @@ static const char USAGE[] =
 
 static const char USAGE_UP[] =
     "usage: sgdlab cluster up --hosts N --link RATE[,RATE...] [--loss F[,F...]] [--name NAME]\n"
-    "                         [--slurm]\n"
+    "                         [--slurm] [--ssh]\n"
     "\n"
     "Create a cluster of N hosts (1..250) that stays until `sgdlab cluster down`.\n"
     "  --hosts N     number of hosts\n"
@@ -47,6 +47,9 @@ static const char USAGE_UP[] =
     "                host (node hI); waits until every node is idle.  Clients\n"
     "                (sinfo, srun, sbatch) run on a host: sgdlab cluster exec\n"
     "                NAME/h0 -- sbatch ... (exec sets SLURM_CONF)\n"
+    "  --ssh         also run sshd on every host (its address, port 22) with a host\n"
+    "                key and a user key made for the cluster; writes ssh_config\n"
+    "                (ssh -F) and a hostfile for hosts:/hostfile: runs\n"
     "Prints each host's name, address, namespace and interface.\n";
 
 static const char USAGE_STATUS[] =
@@ -122,7 +125,8 @@ static void print_hosts(const sg_cluster_t *cl) {
   }
 }
 
-static int g_slurm; /* up --slurm */
+static int g_slurm, g_ssh; /* up --slurm, --ssh */
+#define SSH_UP_TIMEOUT_S 30.0
 #define SLURM_UP_TIMEOUT_S 60.0
 
 static int parse_up(int argc, char **argv, sg_cluster_desc_t *d) {
@@ -130,8 +134,8 @@ static int parse_up(int argc, char **argv, sg_cluster_desc_t *d) {
   long hosts = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--slurm")) {
-      g_slurm = 1;
+    if (!strcmp(a, "--slurm") || !strcmp(a, "--ssh")) {
+      *(!strcmp(a, "--ssh") ? &g_ssh : &g_slurm) = 1;
       continue;
     }
     if (strcmp(a, "--hosts") && strcmp(a, "--link") && strcmp(a, "--loss") && strcmp(a, "--name"))
@@ -171,6 +175,7 @@ static int cmd_up(int argc, char **argv) {
   if (rc == SG_OK) rc = sg_cluster_persist(cl);
   double t_net = sg_now() - t0;
   if (rc == SG_OK && g_slurm && !g_stop) rc = sg_cluster_slurm_up(cl, SLURM_UP_TIMEOUT_S);
+  if (rc == SG_OK && g_ssh && !g_stop) rc = sg_cluster_ssh_up(cl, SSH_UP_TIMEOUT_S);
   if (rc == SG_OK && g_stop) /* the signal came after the last check */
     rc = sg_err_set(SG_EINTERRUPTED, "interrupted");
   if (rc < 0) {
@@ -189,6 +194,13 @@ static int cmd_up(int argc, char **argv) {
     sg_cluster_slurm_conf(nm, conf, sizeof conf);
     printf("slurm: munged, slurmctld on h0, slurmd on h0..h%d, every node idle; "
            "SLURM_CONF=%s\n", d.nhosts - 1, conf);
+  }
+  if (g_ssh) {
+    char conf[256], hf[256];
+    sg_cluster_ssh_config(nm, conf, sizeof conf);
+    sg_cluster_ssh_hostfile(nm, hf, sizeof hf);
+    printf("ssh: sshd on h0..h%d (port 22 of each address), every host accepts the cluster's "
+           "key; ssh_config %s hostfile %s\n", d.nhosts - 1, conf, hf);
   }
   printf("up in %.2f s (network %.2f s); sgdlab cluster exec %s/h0 -- CMD runs CMD on h0; "
          "sgdlab cluster down %s removes it\n", sg_now() - t0, t_net, nm, nm);

@@ -120,7 +120,7 @@ static void daemon_child(const sg_cluster_t *cl, int h, char *const *argv, const
 
 /* Start one daemon (in the foreground: it stays our child's process, not
  * a double fork we could lose) and record "TAG PID START" before returning. */
-static int start_daemon(const sg_cluster_t *cl, const char *dir, const char *tag, int h,
+int sgc_start_daemon(const sg_cluster_t *cl, const char *dir, const char *tag, int h,
                         char **argv) {
   char prog[512], log[512], rec[128];
   SG_CHECK(sgc_find_prog(argv[0], prog, sizeof prog));
@@ -154,15 +154,15 @@ static int start_all(const sg_cluster_t *cl, const char *dir) {
   /* --force: the socket sits in this 0700 directory, which munged would
    * refuse (it wants other users to reach it; here only root may) */
   char *munged[] = {"munged", "--foreground", "--force", a[0], a[1], a[2], a[3], a[4], NULL};
-  SG_CHECK(start_daemon(cl, dir, "munged", -1, munged));
+  SG_CHECK(sgc_start_daemon(cl, dir, "munged", -1, munged));
   char *ctld[] = {"slurmctld", "-D", "-i", "-f", conf, NULL};
-  SG_CHECK(start_daemon(cl, dir, "slurmctld", 0, ctld));
+  SG_CHECK(sgc_start_daemon(cl, dir, "slurmctld", 0, ctld));
   for (int h = 0; h < cl->d.nhosts; h++) {
     char node[16], tag[24];
     snprintf(node, sizeof node, "h%d", h);
     snprintf(tag, sizeof tag, "slurmd-h%d", h);
     char *sd[] = {"slurmd", "-D", "-f", conf, "-N", node, NULL};
-    SG_CHECK(start_daemon(cl, dir, tag, h, sd));
+    SG_CHECK(sgc_start_daemon(cl, dir, tag, h, sd));
   }
   return SG_OK;
 }
@@ -185,26 +185,43 @@ static int wait_idle(const sg_cluster_t *cl, double deadline) {
   }
 }
 
+int sgc_daemons_prepare(const sg_cluster_t *cl, const char *what) {
+  char dir[256], path[300];
+  sg_cluster_daemons_dir(cl->d.name, dir, sizeof dir);
+  for (int h = 0; h < cl->d.nhosts; h++)
+    if (cl->ns_fd[h] < 0) return sg_err_set(SG_EINVAL, "%s: host %d is not open", what, h);
+  snprintf(path, sizeof path, "%s/tmp", dir);
+  if (access(path, F_OK) == 0) return SG_OK; /* the other daemons made it */
+  if (mkdir(dir, 0700) < 0) return sg_err_set(SG_EIO, "%s: %s", dir, strerror(errno));
+  SG_CHECK(make_dir(dir, "tmp", NULL));
+  for (int h = 0; h < cl->d.nhosts; h++) {
+    char node[16];
+    snprintf(node, sizeof node, "h%d", h);
+    SG_CHECK(make_dir(dir, "tmp", node));
+  }
+  return SG_OK;
+}
+
+int sgc_write_file(const char *dir, const char *leaf, const void *p, size_t n, mode_t mode) {
+  return write_file(dir, leaf, p, n, mode);
+}
+
 int sg_cluster_slurm_up(const sg_cluster_t *cl, double timeout_s) {
   char dir[256], conf[256];
   unsigned char key[1024];
   sg_cluster_daemons_dir(cl->d.name, dir, sizeof dir);
   sg_cluster_slurm_conf(cl->d.name, conf, sizeof conf);
-  for (int h = 0; h < cl->d.nhosts; h++)
-    if (cl->ns_fd[h] < 0) return sg_err_set(SG_EINVAL, "slurm: host %d is not open", h);
-  if (mkdir(dir, 0700) < 0) return sg_err_set(SG_EIO, "%s: %s", dir, strerror(errno));
+  SG_CHECK(sgc_daemons_prepare(cl, "slurm"));
   if (getrandom(key, sizeof key, 0) != (ssize_t)sizeof key)
     return sg_err_set(SG_EIO, "getrandom: %s", strerror(errno));
   SG_CHECK(write_file(dir, "munge.key", key, sizeof key, 0400));
   SG_CHECK(write_conf(cl, dir));
   SG_CHECK(make_dir(dir, "state", NULL));
   SG_CHECK(make_dir(dir, "spool", NULL));
-  SG_CHECK(make_dir(dir, "tmp", NULL));
   for (int h = 0; h < cl->d.nhosts; h++) {
     char node[16];
     snprintf(node, sizeof node, "h%d", h);
     SG_CHECK(make_dir(dir, "spool", node));
-    SG_CHECK(make_dir(dir, "tmp", node));
   }
   setenv("SLURM_CONF", conf, 1); /* for sinfo, which sgc_run starts */
   SG_CHECK(start_all(cl, dir));
@@ -285,13 +302,51 @@ static void stop_stepds(const char *dir) {
   if (d) closedir(d);
 }
 
+/* Whether pid descends from one of the recorded sshd listeners (ppid
+ * links, at most 16 hops). */
+static int under_sshd(int pid, const daemon_rec_t *d, int n) {
+  char buf[512];
+  for (int hop = 0; hop < 16 && pid > 1; hop++) {
+    const char *s = sg_proc_stat(pid, buf, sizeof buf);
+    int ppid;
+    if (!s || sscanf(s, "%*c %d", &ppid) != 1) return 0;
+    for (int i = 0; i < n; i++)
+      if (ppid == d[i].pid && !strncmp(d[i].tag, "sshd-", 5)) return 1;
+    pid = ppid;
+  }
+  return 0;
+}
+
+/* SIGKILL to everything the cluster's sshds started (sessions and the
+ * commands they run: ranks, orted), taken as one snapshot so that a
+ * command whose session dies first is not lost to reparenting; repeated
+ * while new ones appear (a few rounds). */
+static void stop_sessions(const daemon_rec_t *d, int n) {
+  enum { MAXK = 4096 };
+  static int kill_list[MAXK];
+  for (int round = 0; round < 4; round++) {
+    int k = 0;
+    DIR *dp = opendir("/proc");
+    for (struct dirent *e; dp && k < MAXK && (e = readdir(dp));) {
+      int pid = atoi(e->d_name);
+      if (pid > 1 && under_sshd(pid, d, n)) kill_list[k++] = pid;
+    }
+    if (dp) closedir(dp);
+    if (!k) return;
+    for (int i = 0; i < k; i++) kill(kill_list[i], SIGKILL);
+    struct timespec ts = {0, 20 * 1000 * 1000}; /* let the killed go before looking again */
+    nanosleep(&ts, NULL);
+  }
+}
+
 /* SIGTERM to the node daemons and slurmctld, then munged; SIGKILL to what
  * is left after the grace.  Returns how many could not be stopped. */
 static int stop_daemons(const char *dir) {
-  enum { MAXD = SG_CLUSTER_MAX_HOSTS + 8 };
+  enum { MAXD = 2 * SG_CLUSTER_MAX_HOSTS + 8 };
   static daemon_rec_t d[MAXD];
   int n = read_daemons(dir, d, MAXD), munge = -1;
   stop_stepds(dir);
+  stop_sessions(d, n);
   for (int i = 0; i < n; i++) {
     if (!strcmp(d[i].tag, "munged")) munge = i;
     else if (running(&d[i])) kill(d[i].pid, SIGTERM);

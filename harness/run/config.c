@@ -17,6 +17,7 @@
  * (layout, check_transport), still before anything launches.
  */
 #include "config.h"
+#include "launch.h" /* host lists */
 
 #include <errno.h>
 #include <limits.h>
@@ -825,6 +826,41 @@ static int64_t list_len(const char *v) {
   return n;
 }
 
+/* Where ranks run on named hosts: hostfile (read now, into hosts: the
+ * run records the list it used), hosts (checked), ssh_config (a plain
+ * absolute path), and what launcher ssh needs.  Errors name the key. */
+static int check_hosts(const parser_t *p, const entry_t *e, sg_opts_t *o, const char *transport,
+                       const char *launcher) {
+  const char *hf = sg_opts_str_or(o, "hostfile", ""), *hosts = sg_opts_str_or(o, "hosts", "");
+  const char *sc = sg_opts_str_or(o, "ssh_config", "");
+  const vset_t *v;
+#define KEY_POS(k) ((v = choose(p, e, k)) ? v->pos : e->pos)
+  if (hf[0] && hosts[0])
+    return perr(KEY_POS("hostfile"), "hostfile", "hosts '%s' and a hostfile exclude each other",
+                hosts);
+  if (hf[0]) {
+    char list[8192];
+    if (sg_hosts_from_file(hf, list, sizeof list) < 0)
+      return perr(KEY_POS("hostfile"), "hostfile", "%s", sg_err_msg());
+    SG_CHECK(sg_opts_set(o, "hosts", list));
+    hosts = sg_opts_get(o, "hosts");
+  }
+  if (hosts[0] && sg_hosts_check(hosts, NULL) < 0)
+    return perr(KEY_POS(hf[0] ? "hostfile" : "hosts"), hf[0] ? "hostfile" : "hosts", "%s",
+                sg_err_msg());
+  if (sc[0] && sg_ssh_config_check(sc) < 0)
+    return perr(KEY_POS("ssh_config"), "ssh_config", "%s", sg_err_msg());
+  if (strcmp(launcher, "ssh")) return SG_OK; /* not an engine: the launcher */
+  if (!hosts[0])
+    return perr(KEY_POS("launcher"), "launcher", "ssh starts each rank on a host of hosts or "
+                "hostfile, and neither is set");
+  if (strcmp(transport, "zmq"))
+    return perr(KEY_POS("launcher"), "launcher", "ssh starts zmq ranks; transport mpi's ranks are "
+                "started by mpirun (launcher mpirun or auto, which reaches hosts over ssh)");
+#undef KEY_POS
+  return SG_OK;
+}
+
 /* A run on an emulated cluster (cluster.hosts > 0): the harness places
  * the ranks (no mpirun host list), tcp between ranks, and per-host lists
  * that fit the hosts.  Under mpirun (launch.c) the hostfile, the rsh
@@ -905,6 +941,8 @@ static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const e
   const char *hosts = sg_opts_get(*o, "hosts");
   int64_t on_cluster = 0;
   SG_TRY(sg_opts_int_or(*o, "cluster.hosts", 0, &on_cluster));
+  SG_TRY(check_hosts(p, e, *o, transport, launcher));
+  hosts = sg_opts_get(*o, "hosts");
   const char *job = getenv("SLURM_JOB_ID");
   if (!strcmp(launcher, "auto") && job && *job && !(hosts && *hosts) && !on_cluster)
     launcher = "slurm"; /* inside an allocation: its nodes */
@@ -924,7 +962,7 @@ static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const e
   SG_TRY(sg_opts_set(*o, "launcher", launcher));
   /* ranks on other nodes or hosts: ipc cannot reach them, and they have
    * no run directory for its socket (the harness's is on this host) */
-  if (!strcmp(launcher, "slurm") || (hosts && *hosts)) /* not an engine: the launcher */
+  if (!strcmp(launcher, "slurm") || !strcmp(launcher, "ssh") || (hosts && *hosts)) /* not an engine: the launcher */
     SG_TRY(sg_opts_set(*o, "zmq_scheme", "tcp"));
   SG_TRY(check_cluster(p, e, *o));
   int nprocs = 0;

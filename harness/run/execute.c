@@ -358,6 +358,7 @@ static int launch(serve_t *s, const char *spec_path, const sg_run_cluster_t *rcl
                         .mpi = !strcmp(sg_opts_str_or(run->opts, "transport", ""), "mpi"),
                         .rank_bin = rank_bin, .spec = spec_path,
                         .nprocs = run->nprocs, .hosts = sg_opts_str_or(run->opts, "hosts", ""),
+                        .ssh_config = sg_opts_str_or(run->opts, "ssh_config", ""),
                         .verbose = s->env->verbose, .cluster = sg_run_cluster_handle(rcl),
                         .host_of = sg_run_cluster_host_of(rcl),
                         .sim_argv = s->sim ? s->sim->argv : NULL,
@@ -366,7 +367,8 @@ static int launch(serve_t *s, const char *spec_path, const sg_run_cluster_t *rcl
   sg_fd_limit_raise(); /* before the ranks inherit it; admission kept to the user's limit */
   SG_CHECK(sg_launch_start(out, &lc));
   s->launch = *out;
-  s->local = !strcmp(launcher, "local") && !s->sim; /* smpirun, srun: as mpirun; the launcher, not an engine */
+  /* ssh: one process per rank, as local; smpirun, srun: as mpirun (the launcher, not an engine) */
+  s->local = (!strcmp(launcher, "local") || !strcmp(launcher, "ssh")) && !s->sim; /* not an engine */
   s->err_fd = sg_launch_stderr_fd(*out);
   s->err_open = s->err_fd >= 0;
   return SG_OK;

@@ -1,4 +1,4 @@
-/* launch.c - local fork/exec and mpirun launchers (see launch.h). */
+/* launch.c - local fork/exec, ssh and mpirun launchers (see launch.h). */
 #define _GNU_SOURCE /* syscall */
 #include "launch.h"
 
@@ -18,6 +18,7 @@
 #include "cluster.h"
 #include "err.h"
 #include "proc.h"
+#include "stage.h"
 
 enum { KIN_MAX = 256,    /* mpirun descendants remembered */
        ANCESTRY_HOPS = 16 /* how far up /proc ppid links are followed */ };
@@ -38,6 +39,8 @@ struct sg_launch {
   char hostfile[4096], agent[4096], subnet[64];
   char tmpdir_env[4200]; /* smpirun: "TMPDIR=..." */
   char shmdir[4096];     /* mpirun on this host: Open MPI's shared-memory segments */
+  char rsh_agent[4200];  /* mpirun over ssh with a configuration: "ssh -F PATH" */
+  int *stage_fd;         /* launcher ssh: each rank's ssh stdin (write end), or -1 */
 };
 
 /* Environment variables passed through mpirun -x when set here. */
@@ -107,6 +110,7 @@ typedef struct spawn_at {
    * exec -- the first touch of each simulated rank's stack otherwise
    * zeroes a 2 MiB page (256 ranks: 835 MB of huge pages) */
   int no_thp;
+  int in_fd; /* > 0: the child's standard input (launcher ssh's stage pipe) */
 } spawn_at_t;
 
 static int spawn(char *const *argv, const char *rank, const char *size, pid_t pgid, int err_fd,
@@ -121,6 +125,7 @@ static int spawn(char *const *argv, const char *rank, const char *size, pid_t pg
       dup2(err_fd, STDERR_FILENO);
       close(err_fd);
     }
+    if (at.in_fd > 0) dup2(at.in_fd, STDIN_FILENO); /* the copy is not close-on-exec */
     signal(SIGINT, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
     if (at.no_thp) prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
@@ -230,6 +235,12 @@ static int mpirun_argv(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv, 
     argv[a++] = "-H";
     argv[a++] = (char *)cfg->hosts;
   }
+  if (remote && cfg->ssh_config && cfg->ssh_config[0]) { /* a path of [A-Za-z0-9/._+-] */
+    snprintf(l->rsh_agent, sizeof l->rsh_agent, "ssh -F %s", cfg->ssh_config);
+    argv[a++] = "--mca";
+    argv[a++] = "plm_rsh_agent";
+    argv[a++] = l->rsh_agent;
+  }
   if (cfg->cluster) {
     SG_TRY(cluster_args(l, cfg, argv, &a));
   } else { /* an earlier run's, in this harness */
@@ -278,6 +289,20 @@ static int smpirun_argv(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv,
   return SG_OK;
 }
 
+/* srun's stdin (write end fd, kept open as stage_fd[0]): the stage for
+ * every task, which srun broadcasts (--input=all); the tasks take their
+ * rank from SLURM_PROCID and end when it closes. */
+static int stage_all(sg_launch_t *l, const sg_launch_cfg_t *cfg, int fd) {
+  if (!(l->stage_fd = malloc(sizeof *l->stage_fd))) return close(fd), SG_ENOMEM;
+  l->stage_fd[0] = fd;
+  const char *slash = strrchr(cfg->spec, '/');
+  char keys[4200];
+  snprintf(keys, sizeof keys, "%.*skeys", slash ? (int)(slash - cfg->spec) + 1 : 0, cfg->spec);
+  int rc = sg_stage_write(fd, -1, cfg->nprocs, cfg->spec, access(keys, F_OK) == 0 ? keys : NULL);
+  if (rc == SG_EPEER) rc = SG_OK, sg_err_clear(); /* srun exited: it says why */
+  return rc;
+}
+
 /* One mpirun (or smpirun) that starts all the ranks; l->pid[0] is its */
 static int start_mpirun(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *sizes) {
   int rc = SG_OK;
@@ -291,6 +316,12 @@ static int start_mpirun(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *
   if (cfg->sim_argv) SG_TRY(smpirun_argv(l, cfg, argv, sizeof argv / sizeof argv[0]));
   else if (slurm) SG_TRY(sg_slurm_argv(cfg, cfg->mpi, sbufs, argv, sizeof argv / sizeof argv[0]));
   else SG_TRY(mpirun_argv(l, cfg, argv, np, sizeof np));
+  if (!slurm && !cfg->sim_argv && !cfg->cluster && cfg->hosts && cfg->hosts[0]) {
+    char dir[4096]; /* the ranks read the spec in the run's directory */
+    const char *slash = strrchr(cfg->spec, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - cfg->spec) : 1, slash ? cfg->spec : ".");
+    SG_TRY(sg_ssh_probe_rundir(cfg, dir));
+  }
   if (cfg->verbose) print_cmd(argv);
   if (!(l->pid = calloc(1, sizeof *l->pid))) return SG_ENOMEM;
   setenv("SGDLAB_SIZE", sizes, 1); /* for -x; the harness never reads it */
@@ -304,13 +335,21 @@ static int start_mpirun(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *
   fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
   /* on a cluster mpirun itself runs on rank 0's host: its daemons on
    * the other hosts reach its out-of-band channel over the links */
-  spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[0] : 0, cfg->sim_argv != NULL};
+  spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[0] : 0, cfg->sim_argv != NULL, 0};
+  int in[2] = {-1, -1}; /* srun --input=all: one stage (rank -1) for every task */
+  int staged = slurm && !cfg->mpi; /* MPI ranks under srun read the spec file */
+  if (staged && pipe2(in, O_CLOEXEC) < 0)
+    return close(p[1]), sg_err_set(SG_EIO, "launcher slurm: pipe: %s", strerror(errno));
+  at.in_fd = in[0];
   rc = spawn(argv, NULL, NULL, 0, p[1], at, &l->pid[0]);
   close(p[1]);
+  if (in[0] >= 0) close(in[0]);
+  if (rc < 0 && in[1] >= 0) close(in[1]);
   SG_TRY(rc);
   l->n = 1;
   l->mpirun = 1;
   l->pgid = l->pid[0];
+  if (staged) SG_TRY(stage_all(l, cfg, in[1]));
 fail:
   return rc;
 }
@@ -324,10 +363,51 @@ static int start_local(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *s
   for (int r = 0; r < cfg->nprocs; r++) {
     char rank[16];
     snprintf(rank, sizeof rank, "%d", r);
-    spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[r] : 0, 0};
+    spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[r] : 0, 0, 0};
     SG_TRY(spawn(argv, rank, sizes, l->pgid, -1, at, &l->pid[r]));
     l->n = r + 1;
     if (r == 0) l->pgid = l->pid[0];
+  }
+fail:
+  return rc;
+}
+
+/* One ssh per rank (launch_ssh.c), all in rank 0's process group; each
+ * one's stdin a pipe that gets the rank's stage and stays open (its write
+ * end close-on-exec, so no other child holds it). */
+static int start_ssh(sg_launch_t *l, const sg_launch_cfg_t *cfg) {
+  int rc = SG_OK;
+  if (!sg_launch_on_path("ssh"))
+    return sg_err_set(SG_ENOTFOUND, "launcher ssh: ssh is not on PATH (install openssh-client)");
+  if (!(l->pid = calloc((size_t)cfg->nprocs, sizeof *l->pid)) ||
+      !(l->stage_fd = malloc((size_t)cfg->nprocs * sizeof *l->stage_fd)))
+    return SG_ENOMEM;
+  for (int r = 0; r < cfg->nprocs; r++) l->stage_fd[r] = -1;
+  const char *slash = strrchr(cfg->spec, '/');
+  char keys[4200], host[256], cmd[4300], rank[16], *argv[24];
+  snprintf(keys, sizeof keys, "%.*skeys", slash ? (int)(slash - cfg->spec) + 1 : 0, cfg->spec);
+  int have_keys = access(keys, F_OK) == 0;
+  for (int r = 0; r < cfg->nprocs; r++) {
+    int p[2];
+    SG_TRY(sg_hosts_of_rank(cfg->hosts, r, host, sizeof host));
+    SG_TRY(sg_ssh_rank_cmd(cfg->rank_bin, cmd, sizeof cmd));
+    SG_TRY(sg_ssh_argv(cfg, host, cmd, argv, sizeof argv / sizeof *argv));
+    if (cfg->verbose) print_cmd(argv);
+    if (pipe2(p, O_CLOEXEC) < 0) return sg_err_set(SG_EIO, "launcher ssh: pipe: %s", strerror(errno));
+    snprintf(rank, sizeof rank, "%d", r);
+    spawn_at_t at = {NULL, 0, 0, p[0]};
+    rc = spawn(argv, rank, NULL, l->pgid, -1, at, &l->pid[r]);
+    close(p[0]);
+    if (rc < 0) close(p[1]);
+    SG_TRY(rc);
+    l->stage_fd[r] = p[1];
+    l->n = r + 1;
+    if (r == 0) l->pgid = l->pid[0];
+    /* a write to an ssh that already exited (SG_EPEER) is not an error
+     * here: its exit names the rank */
+    rc = sg_stage_write(p[1], r, cfg->nprocs, cfg->spec, have_keys ? keys : NULL);
+    if (rc == SG_EPEER) rc = SG_OK, sg_err_clear();
+    SG_TRY(rc);
   }
 fail:
   return rc;
@@ -342,6 +422,7 @@ int sg_launch_start(sg_launch_t **out, const sg_launch_cfg_t *cfg) {
   snprintf(sizes, sizeof sizes, "%d", cfg->nprocs);
   if (!strcmp(cfg->launcher, "mpirun") || !strcmp(cfg->launcher, "slurm") || cfg->sim_argv)
     SG_TRY(start_mpirun(l, cfg, sizes));
+  else if (!strcmp(cfg->launcher, "ssh")) SG_TRY(start_ssh(l, cfg));
   else SG_TRY(start_local(l, cfg, sizes));
   *out = l;
   return SG_OK;
@@ -495,6 +576,9 @@ void sg_launch_destroy(sg_launch_t **pl) {
   if (!pl || !*pl) return;
   sg_launch_stop(*pl, 2.0);
   if ((*pl)->err_fd >= 0) close((*pl)->err_fd);
+  for (int i = 0; (*pl)->stage_fd && i < (*pl)->n; i++)
+    if ((*pl)->stage_fd[i] >= 0) close((*pl)->stage_fd[i]);
+  free((*pl)->stage_fd);
   for (int i = 0; i < (*pl)->nkin; i++)
     if ((*pl)->kin_fd[i] >= 0) close((*pl)->kin_fd[i]);
   free((*pl)->pid);

@@ -21,11 +21,22 @@
  * Processes are reaped with sg_launch_poll() (never blocking), so the
  * harness keeps serving records and rendezvous while ranks run.
  *
+ *  ssh     (transport zmq, hosts) one `ssh [-F CONFIG] -T -e none -a -x -o
+ *          BatchMode=yes -- HOST exec 'sgdlab-rank' --stdin` per rank, all
+ *          in rank 0's process group like local ranks, rank r on the r-th
+ *          slot of hosts (host:N has N slots; wrapping around); the rank's
+ *          number, size, spec and keys are written to its ssh's standard
+ *          input (core/stage.h), which stays open: when the harness goes
+ *          (or closes it), the remote rank's input ends and it exits.
+ *
  *  slurm   inside a Slurm allocation (SLURM_JOB_ID): fork/exec one `srun
  *          --ntasks N --nodes min(N, nodes) --distribution=cyclic
  *          --overcommit --kill-on-bad-exit=1 --mpi=pmix|none sgdlab-rank
  *          SPEC` step, handled as mpirun is (own process group, stderr
- *          piped); ranks learn their rank from SLURM_PROCID.
+ *          piped); ranks learn their rank from SLURM_PROCID.  zmq ranks
+ *          run `sgdlab-rank --stdin` under `srun --input=all`: one stage
+ *          (rank -1, core/stage.h) written to srun's stdin reaches every
+ *          task; MPI ranks read SPEC (--input=none).
  *
  * Every process started here (each local rank, mpirun) gets
  * PR_SET_PDEATHSIG SIGKILL before exec: it dies with the harness, however
@@ -54,7 +65,10 @@ typedef struct sg_launch_cfg {
   const char *rank_bin; /* path of sgdlab-rank */
   const char *spec;     /* spec file every rank reads */
   int nprocs;
-  const char *hosts;    /* mpirun -H list; NULL or "" = this host */
+  const char *hosts;    /* mpirun -H list, launcher ssh's hosts; NULL or "" = this host */
+  /* an ssh client configuration (ssh -F; mpirun's plm_rsh_agent "ssh -F
+   * PATH"); NULL or "" = ssh's own */
+  const char *ssh_config;
   int verbose;          /* print the command lines to stderr */
   /* an emulated cluster (cluster.h): rank r runs on host host_of[r]; NULL
    * = none */
@@ -142,6 +156,28 @@ typedef struct sg_slurm_batch {
   char *const *sets;
 } sg_slurm_batch_t;
 int sg_slurm_write_batch(const sg_slurm_batch_t *b);
+
+/* launch_ssh.c: host lists.  hosts is "HOST[:SLOTS],..." (HOST of
+ * letters, digits, '.', '-', '_'): checked, with its slot total; the host
+ * of rank r (slots filled in order, then around again); a hostfile
+ * ("HOST [slots=N] [max_slots=M]" lines, '#' comments, as Open MPI reads
+ * it) as such a list; an ssh configuration path (absolute, readable, no
+ * character that mpirun's agent string would split or a shell would
+ * read).  Errors are one line naming the file and line. */
+int sg_hosts_check(const char *hosts, int *nslots);
+int sg_hosts_of_rank(const char *hosts, int rank, char *out, size_t cap);
+int sg_hosts_from_file(const char *path, char *out, size_t cap);
+int sg_ssh_config_check(const char *path);
+/* ssh's command line running the remote command cmd on host (above)
+ * into argv (cap slots); the remote command that starts a staged rank. */
+int sg_ssh_argv(const sg_launch_cfg_t *cfg, const char *host, const char *cmd, char **argv,
+                size_t cap);
+int sg_ssh_rank_cmd(const char *rank_bin, char *cmd, size_t cap);
+/* mpirun over ssh: whether every host of cfg->hosts that is not this
+ * machine sees the run's directory dir (ssh cats a random word the
+ * harness wrote there, all hosts at once, 30 s at most).  SG_OK, or
+ * SG_ECONFIG naming the first host that does not. */
+int sg_ssh_probe_rundir(const sg_launch_cfg_t *cfg, const char *dir);
 
 /* Path of sgdlab-rank: next to the running executable, else
  * $SGDLAB_BIN_DIR/harness/sgdlab-rank.  SG_ENOTFOUND names both places. */

@@ -58,7 +58,11 @@ void run_describe_exit(serve_t *s, const sg_exit_t *ex) {
           return;
         }
       run_fail(s, "%s: exited with status %d", who, WEXITSTATUS(ex->status));
-    } else
+    } else if (ex->rank >= 0 && WEXITSTATUS(ex->status) == 255 &&
+               !strcmp(sg_opts_str_or(s->run->opts, "launcher", ""), "ssh")) /* the launcher */
+      run_fail(s, "%s: its ssh ended with status 255 (the rank was killed by a signal, or ssh "
+               "could not reach the host or log in)", who);
+    else
       run_fail(s, "%s: exited with status %d", who, WEXITSTATUS(ex->status));
   }
 }
@@ -162,7 +166,8 @@ void run_watchdog(serve_t *s, double deadline) {
 static int run_rank_pid(serve_t *s, int r) {
   rank_info_t *ri = &s->ranks[r];
   const char *launcher = sg_opts_str_or(s->run->opts, "launcher", "local"); /* the launcher, not an engine */
-  if (!strcmp(launcher, "slurm")) return 0; /* slurmstepd's children, not ours */
+  if (!strcmp(launcher, "slurm") || !strcmp(launcher, "ssh")) /* the launcher, not an engine */
+    return 0; /* slurmstepd's children, or on another host: not ours to look at */
   if (strcmp(launcher, "mpirun")) /* not an engine: the launcher */
     return (int)sg_launch_pid(s->launch, r);
   char host[64] = "";

@@ -62,4 +62,18 @@ int sgc_find_prog(const char *prog, char *out, size_t cap);
 /* `ip netns del NAME` when /run/netns/NAME exists. */
 int sgc_ns_delete(const char *ns);
 
+/* ---- daemons.c ---------------------------------------------------------------- */
+
+/* The daemons' directory (0700) with tmp/hI per host, made by whichever
+ * daemons come first (Slurm, ssh); `what` names them in errors. */
+int sgc_daemons_prepare(const sg_cluster_t *cl, const char *what);
+/* A new file DIR/LEAF (O_EXCL, no links followed) with n bytes. */
+int sgc_write_file(const char *dir, const char *leaf, const void *p, size_t n, mode_t mode);
+/* Start argv[0] (PATH, /usr/sbin, /sbin) as a daemon on host h (its
+ * network namespace and a UTS namespace named hI; -1: this namespace),
+ * output into DIR/TAG.out, and record "TAG PID START" in DIR/daemons
+ * before returning.  argv[0] is replaced by the full path. */
+int sgc_start_daemon(const sg_cluster_t *cl, const char *dir, const char *tag, int h,
+                     char **argv);
+
 #endif
