@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "auth.h"
@@ -119,5 +120,18 @@ TEST(host_lists) {
   CHECK(sg_ssh_config_check("/tmp/a b") < 0 && strstr(sg_err_msg(), "only letters"));
   CHECK(sg_ssh_config_check("/nonexistent/sgdlab/conf") < 0);
   CHECK_OK(sg_ssh_config_check(hf));
+  /* ssh runs what the file names: one another user could write is refused */
+  CHECK(chmod(hf, 0666) == 0);
+  CHECK(sg_ssh_config_check(hf) < 0 && strstr(sg_err_msg(), "writable by others"));
+  CHECK(chmod(hf, 0600) == 0 && chmod(g_dir, 0777) == 0);
+  CHECK(sg_ssh_config_check(hf) < 0 && strstr(sg_err_msg(), "writable by others"));
+  CHECK(chmod(g_dir, 01777) == 0); /* sticky, as /tmp: others cannot replace the file */
+  CHECK_OK(sg_ssh_config_check(hf));
+  CHECK(chmod(g_dir, 0700) == 0);
+  if (geteuid() == 0) {
+    CHECK(chown(hf, 65534, 65534) == 0);
+    CHECK(sg_ssh_config_check(hf) < 0 && strstr(sg_err_msg(), "owned by uid 65534"));
+    CHECK(chown(hf, 0, 0) == 0);
+  }
   ru_rm_rf(g_dir);
 }

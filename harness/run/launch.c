@@ -250,7 +250,9 @@ static int mpirun_argv(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv, 
   if (!cfg->cluster && !remote) { /* shared-memory segments in the run's directory (the spec's), */
     const char *sl = strrchr(cfg->spec, '/'); /* not /dev/shm: what killed ranks leave goes with it */
     snprintf(l->shmdir, sizeof l->shmdir, "%.*s", sl ? (int)(sl - cfg->spec) : 1, sl ? cfg->spec : ".");
-    char *const shm[] = {"--mca", "btl_vader_backing_directory", l->shmdir, NULL};
+    char *const shm[] = {"--mca", "btl_vader_backing_directory", l->shmdir,
+                         /* one host: shared memory only, so ranks open no tcp listener */
+                         "--mca", "btl", "self,vader", NULL};
     for (int i = 0; shm[i]; i++) argv[a++] = shm[i];
   }
   if (geteuid() == 0) argv[a++] = "--allow-run-as-root";

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -139,6 +141,35 @@ int sg_hosts_from_file(const char *path, char *out, size_t cap) {
   return rc;
 }
 
+/* ssh runs what the file says (ProxyCommand, LocalCommand, Match exec) as
+ * the user who runs sgdlab, and does not check who owns it: accept it only
+ * when nobody else could have written it or what leads to it.  The file and
+ * every directory above it (symbolic links resolved) belong to this user or
+ * root and are writable by no one else; a directory anyone may write (/tmp)
+ * is accepted only with the sticky bit, where others cannot replace what is
+ * not theirs. */
+static int trusted_file(const char *path) {
+  char real[PATH_MAX];
+  if (!realpath(path, real)) return sg_err_set(SG_ECONFIG, "'%s': %s", path, strerror(errno));
+  for (int top = 1;; top = 0) {
+    struct stat sb;
+    if (stat(real[0] ? real : "/", &sb) < 0)
+      return sg_err_set(SG_ECONFIG, "'%s': %s", real, strerror(errno));
+    if (sb.st_uid != 0 && sb.st_uid != geteuid())
+      return sg_err_set(SG_ECONFIG, "'%s': %s is owned by uid %u, not by you or root (ssh "
+                        "runs the commands its configuration names)", path, real[0] ? real : "/",
+                        (unsigned)sb.st_uid);
+    if ((sb.st_mode & 022) && (top || !(sb.st_mode & S_ISVTX)))
+      return sg_err_set(SG_ECONFIG, "'%s': %s is writable by others (mode %04o; ssh runs the "
+                        "commands its configuration names)", path, real[0] ? real : "/",
+                        (unsigned)(sb.st_mode & 07777));
+    if (top && !S_ISREG(sb.st_mode))
+      return sg_err_set(SG_ECONFIG, "'%s': not a regular file", path);
+    if (!real[0]) return SG_OK;
+    *strrchr(real, '/') = '\0';
+  }
+}
+
 int sg_ssh_config_check(const char *path) {
   if (path[0] != '/')
     return sg_err_set(SG_ECONFIG, "'%s': give an absolute path (ssh -F; mpirun's agent)", path);
@@ -150,7 +181,7 @@ int sg_ssh_config_check(const char *path) {
   FILE *f = fopen(path, "re");
   if (!f) return sg_err_set(SG_ECONFIG, "'%s': %s", path, strerror(errno));
   fclose(f);
-  return SG_OK;
+  return trusted_file(path);
 }
 
 /* s as one single-quoted word for the remote shell. */
