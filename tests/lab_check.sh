@@ -28,7 +28,12 @@ badpred)  # a predictions file that is not name: number: one line, exit 2
    printf 'ring_bytes_n8: 109900\nps_bytes_n8: 502400\nring_messages_n8: 14\n' > "$d/ok.yaml"
    printf 'ring_bytes_n8: 54950\nps_bytes_n8: 502400\nring_messages_n8: 14\n' > "$d/bad.yaml"
    why='FAIL] 0/1  ps sync S=1 at N=2, 4, 8, two repeats each: 3 ok runs'
-   why2='FAIL] 0/2  prediction ring_bytes_n8.*predicted 54950, measured 109904 (off by 50.0 %)' ;;
+   why2='FAIL] 0/2  prediction ring_bytes_n8.*predicted 54950, measured 109904 (off by 50.0 %)'
+   # a run name with a terminal escape (a student's database is anyone's text)
+   sqlite3 "$d/bad.db" "UPDATE run_info SET value = 'ring' || char(27) || ']0;owned' || char(7)
+     WHERE key = 'label' AND run_id = (SELECT min(id) FROM runs WHERE engine = 'allreduce')" ||
+     fail "could not plant the escape"
+   esc=1 ;;
 2) cfg=$src/configs/labs/lab2-ssp-staleness.yaml
    run "$cfg" --db "$d/ok.db"
    run "$cfg" --db "$d/bad.db" --set engines.4.momentum=0.9  # async tuned apart
@@ -66,6 +71,10 @@ echo "$out"
 [ $rc -eq 1 ] || fail "the wrong database: exit $rc, not 1"
 echo "$out" | grep -q "$why" || fail "the wrong database: no line '$why'"
 echo "$out" | grep -q "$why2" || fail "the wrong database: no line '$why2'"
+if [ "${esc:-0}" = 1 ]; then
+  echo "$out" | grep -q 'ring?\]0;owned? N=2' || fail "the planted name is not shown made printable"
+  ! printf '%s' "$out" | LC_ALL=C grep -q "$(printf '\033')" || fail "an escape byte reached the output"
+fi
 score=$(echo "$out" | sed -n 's/^score: \([0-9]*\)\/\([0-9]*\)$/\1 \2/p')
 set -- $score
 [ $# -eq 2 ] && [ "$1" -lt "$2" ] || fail "the wrong database lost no points ($score)"

@@ -338,19 +338,32 @@ static int eval_same(sqlite3 *db, int64_t exp, const ck_check_t *c, int *pass, c
   return SG_OK;
 }
 
+/* The measured text holds the database's strings (run names, option
+ * values: a student's database is anyone's text), printed on a terminal
+ * and stored: every byte outside printable ASCII becomes '?', so no
+ * escape sequence gets through. */
+static void printable(char *s) {
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f) *s = '?';
+}
+
 int ck_eval(sqlite3 *db, int64_t exp_id, const ck_check_t *c, const ck_preds_t *preds,
             int *pass, char *got, size_t gotlen, char *want, size_t wantlen) {
+  int rc = SG_EINTERNAL;
   *pass = 0;
   got[0] = want[0] = 0;
   switch (c->kind) {
-  case CK_EXPECT: return eval_expect(db, exp_id, c, pass, got, gotlen, want, wantlen);
-  case CK_RATIO: return eval_ratio(db, exp_id, c, pass, got, gotlen, want, wantlen);
+  case CK_EXPECT: rc = eval_expect(db, exp_id, c, pass, got, gotlen, want, wantlen); break;
+  case CK_RATIO: rc = eval_ratio(db, exp_id, c, pass, got, gotlen, want, wantlen); break;
   case CK_PREDICTED:
-    return eval_predicted(db, exp_id, c, preds, pass, got, gotlen, want, wantlen);
-  case CK_COUNT: return eval_count(db, exp_id, c, pass, got, gotlen, want, wantlen);
-  case CK_SAME: return eval_same(db, exp_id, c, pass, got, gotlen, want, wantlen);
+    rc = eval_predicted(db, exp_id, c, preds, pass, got, gotlen, want, wantlen);
+    break;
+  case CK_COUNT: rc = eval_count(db, exp_id, c, pass, got, gotlen, want, wantlen); break;
+  case CK_SAME: rc = eval_same(db, exp_id, c, pass, got, gotlen, want, wantlen); break;
   }
-  return sg_err_set(SG_EINTERNAL, "checks: unknown kind");
+  printable(got);
+  printable(want);
+  return rc;
 }
 
 int64_t ck_latest_experiment(sqlite3 *db, const char *name) {
