@@ -195,15 +195,15 @@ TEST(pring_threads_exact) {
       const size_t big = counts[j] > 1u << 20;
       long w = threaded(n, 3, 1, 2, counts[j], big ? 1u << 14 : 2);
       CHECK_MSG(w == 0, "threads N=%d count=%zu: %ld wrong (or error)", n, counts[j], w);
-      /* lanes: 2 channels of 3 parts (parts of whole 4-float groups,
-       * some empty for short chunks) */
-      w = threaded(n, 2, 3, 2, counts[j], big ? (1u << 14) + 3 : 2);
-      CHECK_MSG(w == 0, "threads N=%d count=%zu 2x3 lanes: %ld wrong", n, counts[j], w);
+      /* lanes: 2 channels of 3 windows (whole 4-float groups of the slot,
+       * the last short; chunks of unequal length in the last block) */
+      if (counts[j] >= 1001) {
+        w = threaded(n, 2, 3, 2, counts[j], big ? (1u << 14) + 3 : 37);
+        CHECK_MSG(w == 0, "threads N=%d count=%zu 2x3 lanes: %ld wrong", n, counts[j], w);
+      }
       if (big) continue;
       w = threaded(n, 2, 1, 4, counts[j], 7);
       CHECK_MSG(w == 0, "threads N=%d count=%zu seg 7: %ld wrong", n, counts[j], w);
-      w = threaded(n, 1, 4, 4, counts[j], 37);
-      CHECK_MSG(w == 0, "threads N=%d count=%zu seg 37 1x4 lanes: %ld wrong", n, counts[j], w);
     }
   }
 }
@@ -286,10 +286,13 @@ TEST(pring_starved_rank_exact_no_deadlock) {
     for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) {
       long w = starve(n, 3, 1, 2, counts[j], 5, 0, 0);
       CHECK_MSG(w == 0, "starved N=%d count=%zu: %ld wrong (-1: deadlock)", n, counts[j], w);
-      /* the kernel's own channels, parts and slots */
+      /* the kernel's own channels, parts and slots (seg 41: 11 groups over
+       * 4 windows, the last short; 20011 in place of 100003 keeps the
+       * adversary's rescans of 32 lanes x N ranks within seconds) */
+      const size_t kc = counts[j] > 1001 ? 20011 : counts[j];
       for (int rev = 0; rev < 2; rev++) {
-        w = starve(n, SG_CUDA_PRING_CHANS, SG_CUDA_PRING_PARTS, SG_CUDA_PRING_SLOTS, counts[j],
-                   9, 0, rev);
+        w = starve(n, SG_CUDA_PRING_CHANS, SG_CUDA_PRING_PARTS, SG_CUDA_PRING_SLOTS, kc, 41, 0,
+                   rev);
         CHECK_MSG(w == 0, "starved N=%d count=%zu kernel's lanes (order %d): %ld wrong (-1: "
                   "deadlock)", n, counts[j], rev, w);
       }
