@@ -21,7 +21,6 @@
 #include "test.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -38,6 +37,8 @@ typedef struct world {
   size_t count, seg;
   float *x[MAXN], *inbox[MAXN];
   _Atomic uint64_t *flags[MAXN];
+  pthread_mutex_t mu; /* threads: a lane that cannot move waits on cv ... */
+  pthread_cond_t cv;  /* ... which every step's flag stores signal */
 } world_t;
 
 static sg_pring_t plan_of(const world_t *w, int r) {
@@ -102,9 +103,11 @@ static void do_step(world_t *w, int r, int ln, const sg_pring_step_t *s) {
 
 static int world_new(world_t *w, int n, int chans, int parts, int slots, size_t count,
                      size_t seg) {
+  if (n < 1 || n > MAXN || chans * parts > MAXL) return -1; /* w stays empty */
   *w = (world_t){.n = n, .chans = chans, .parts = parts, .slots = slots, .count = count,
                  .seg = seg};
-  if (n > MAXN || chans * parts > MAXL) return -1;
+  pthread_mutex_init(&w->mu, NULL);
+  pthread_cond_init(&w->cv, NULL);
   for (int r = 0; r < n; r++) {
     w->x[r] = malloc((count + 1) * sizeof(float));
     w->inbox[r] = calloc((size_t)chans * slots * seg, sizeof(float));
@@ -130,6 +133,9 @@ static long world_wrong(const world_t *w) {
 }
 
 static void world_free(world_t *w) {
+  if (w->n == 0) return; /* never set up */
+  pthread_mutex_destroy(&w->mu);
+  pthread_cond_destroy(&w->cv);
   for (int r = 0; r < w->n; r++) {
     free(w->x[r]);
     free(w->inbox[r]);
@@ -155,8 +161,17 @@ static void *lane_thread(void *p) {
   for (size_t t = 0; t < nsteps; t++) {
     sg_pring_step_t s;
     plan_step(w, &pl, a->ln, base, t, &s);
-    while (!can_run(w, a->r, a->ln, &s)) sched_yield();
+    if (!can_run(w, a->r, a->ln, &s)) {
+      /* checked again under the mutex: a store made after this check
+       * is followed by a broadcast taken after we wait */
+      pthread_mutex_lock(&w->mu);
+      while (!can_run(w, a->r, a->ln, &s)) pthread_cond_wait(&w->cv, &w->mu);
+      pthread_mutex_unlock(&w->mu);
+    }
     do_step(w, a->r, a->ln, &s);
+    pthread_mutex_lock(&w->mu);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
   }
   atomic_store(basef, base + sg_pring_nsends(&pl, ch));
   return NULL;
