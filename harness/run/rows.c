@@ -23,9 +23,13 @@ static void rank_time(run_times_t *t, const char *key, const char *val) {
 }
 
 /* The rank's kind from the engine's role table, decided by the harness
- * (not by what the rank says): what the views and the report read. */
-static sg_role_kind_t rank_kind(const serve_t *s, int rank) {
-  return sg_engine_role_kind(s->run->engine, s->run->opts, s->run->workers, rank);
+ * (not by what the rank says): what the views and the report read.
+ * Looked up once per rank (a role() may parse the engine's options). */
+static sg_role_kind_t rank_kind(serve_t *s, int rank) {
+  rank_info_t *ri = &s->ranks[rank];
+  if (!ri->kind)
+    ri->kind = 1 + (int)sg_engine_role_kind(s->run->engine, s->run->opts, s->run->workers, rank);
+  return (sg_role_kind_t)(ri->kind - 1);
 }
 
 /* HELLO: the rank's role, host and pid (one per rank). */
