@@ -258,7 +258,10 @@ static int write_v2(const char *path) {
       "ALTER TABLE runs ADD COLUMN tmp_dir TEXT;"
       "CREATE INDEX runs_status ON runs(status);"
       "UPDATE runs SET status='failed' WHERE status='running';"
-      "INSERT INTO ranks(run_id, rank, role, host, pid) VALUES(1, 0, 'worker', 'vm', 42);"
+      "INSERT INTO ranks(run_id, rank, role, host, pid) VALUES(1, 0, 'worker', 'vm', 42),"
+      " (1, 2, 'driver', 'vm', 44);"
+      "INSERT INTO steps(run_id, rank, role, step) VALUES(1, 2, 'driver', 0),"
+      " (1, 3, 'server', 0);"
       "PRAGMA user_version=2;";
   if (write_v1(path) < 0) return -1;
   sqlite3 *db;
@@ -286,6 +289,12 @@ TEST(version_2_file_gets_the_ranks_cluster_columns) {
   CHECK_EQ_INT(count(db, "SELECT count(*) FROM ranks WHERE pid=42 AND host='vm' AND "
                          "cluster_host IS NULL AND address IS NULL AND clock_offset_s IS NULL"), 1);
   CHECK_EQ_INT(count(db, "SELECT count(*) FROM steps WHERE loss=0.75 AND t_start_raw IS NULL"), 1);
+  /* version 5's kind, from the hub roles of the old engines */
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM steps WHERE kind = 'hub' AND role IN ('driver',"
+                         " 'server')"), 2);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM steps WHERE kind = 'worker'"), 1);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM ranks WHERE rank = 2 AND kind = 'hub'"), 1);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM ranks WHERE rank = 0 AND kind = 'worker'"), 1);
   CHECK_OK(sg_recorder_rank(r, 1, 1, "worker", SG_ROLE_WORKER, "vm", 43, "h0", "198.18.0.1"));
   CHECK_OK(sg_recorder_flush(r));
   CHECK_EQ_INT(count(db, "SELECT count(*) FROM ranks WHERE address='198.18.0.1'"), 1);
