@@ -81,18 +81,46 @@ static int64_t leading_same(const char *list, int64_t rack) {
   return n ? n : 1;
 }
 
+int sg_ar_cfg_from_opts(sg_ar_cfg_t *c, const sg_opts_t *o) {
+  const sg_setting_t *t = sg_ar_options;
+  const char *device, *overlap;
+  memset(c, 0, sizeof *c);
+  SG_CHECK(sg_setting_str(o, t, "algorithm", &c->algorithm));
+  SG_CHECK(sg_setting_str(o, t, "compress", &c->compress));
+  SG_CHECK(sg_setting_str(o, t, "update", &c->update));
+  SG_CHECK(sg_setting_str(o, t, "cuda_ring", &c->cuda_ring));
+  SG_CHECK(sg_setting_double(o, t, "topk", &c->topk));
+  SG_CHECK(sg_setting_int(o, t, "bucket", &c->bucket));
+  SG_CHECK(sg_setting_int(o, t, "segment", &c->segment));
+  SG_CHECK(sg_setting_int(o, t, "group", &c->group));
+  SG_CHECK(sg_setting_int(o, t, "cluster.racks", &c->racks));
+  SG_CHECK(sg_setting_str(o, t, "overlap", &overlap));
+  SG_CHECK(sg_setting_str(o, t, "device", &device));
+  c->overlap = !strcmp(overlap, "true");
+  c->device = !strcmp(device, "cuda");
+  /* spec keys the harness writes for the ranks, not settings: absent
+   * means none */
+  const char *addrs = sg_opts_get(o, "_rank_addrs"), *plant = sg_opts_get(o, "_plant_bug");
+  c->rank_addrs = addrs ? addrs : "";
+  c->plant_bug = plant && !strcmp(plant, "ring-skip");
+  return SG_OK;
+}
+
+int64_t sg_ar_cfg_group(const sg_ar_cfg_t *c, const sg_comm_t *comm) {
+  if (c->group > 0) return c->group;
+  return c->rank_addrs[0] ? leading_same(c->rank_addrs, c->racks) : comm->size;
+}
+
 int sg_ar_group_opt(const sg_opts_t *o, const sg_comm_t *comm, int64_t *out) {
-  SG_CHECK(sg_opts_int_or(o, "group", 0, out));
-  if (*out > 0) return SG_OK;
-  const char *addrs = sg_opts_str_or(o, "_rank_addrs", "");
-  int64_t rack = 0;
-  SG_CHECK(sg_opts_int_or(o, "cluster.racks", 0, &rack));
-  *out = addrs[0] ? leading_same(addrs, rack) : comm->size;
+  sg_ar_cfg_t c;
+  SG_CHECK(sg_ar_cfg_from_opts(&c, o));
+  *out = sg_ar_cfg_group(&c, comm);
   return SG_OK;
 }
 
 int sg_ar_plant_requested(const sg_opts_t *o) {
-  return !strcmp(sg_opts_str_or(o, "_plant_bug", ""), "ring-skip");
+  sg_ar_cfg_t c;
+  return sg_ar_cfg_from_opts(&c, o) == SG_OK && c.plant_bug;
 }
 
 int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm, size_t segment_bytes,
@@ -191,11 +219,16 @@ void sg_ar_destroy(sg_ar_t **pa) {
   *pa = NULL;
 }
 
+int64_t sg_ar_cfg_segment(const sg_ar_cfg_t *c, const sg_comm_t *comm) {
+  if (c->segment > 0) return c->segment;
+  return sg_comm_zmq_cma(comm)     ? SG_AR_SEGMENT_ZMQ_IPC
+         : sg_comm_zmq_curve(comm) ? SG_AR_SEGMENT_CURVE
+                                   : SG_AR_SEGMENT_DEFAULT;
+}
+
 int sg_ar_segment_opt(const sg_opts_t *o, const sg_comm_t *comm, int64_t *out) {
-  SG_CHECK(sg_opts_int_or(o, "segment", 0, out));
-  if (*out <= 0)
-    *out = sg_comm_zmq_cma(comm)     ? SG_AR_SEGMENT_ZMQ_IPC
-           : sg_comm_zmq_curve(comm) ? SG_AR_SEGMENT_CURVE
-                                     : SG_AR_SEGMENT_DEFAULT;
+  sg_ar_cfg_t c;
+  SG_CHECK(sg_ar_cfg_from_opts(&c, o));
+  *out = sg_ar_cfg_segment(&c, comm);
   return SG_OK;
 }

@@ -32,6 +32,7 @@
 #include <stddef.h>
 
 #include "opts.h"
+#include "settings.h"
 #include "transport.h"
 
 /* Tag ranges (each must stay below SG_TAG_MAX for N <= 1024). */
@@ -52,9 +53,42 @@ enum {
 #define SG_AR_SEGMENT_ZMQ_IPC (4u << 20)   /* zmq over ipc: fewer, larger reads */
 #define SG_AR_SEGMENT_CURVE (256u << 10)   /* zmq with CURVE: shorter store-and-forward */
 
-/* The run's `segment` (0 = auto: 4 MiB where comm reads large sends from
+/* ---- the engine's configuration, parsed once ------------------------- */
+
+/* The engine's settings table (allreduce_engine.c): every option's one
+ * default. */
+extern const sg_setting_t sg_ar_options[];
+
+/* The engine's options, typed, filled once from the run's options and
+ * the settings tables (sg_ar_cfg_from_opts) before anything trains; the
+ * strings point into the options or the tables. */
+typedef struct sg_ar_cfg {
+  const char *algorithm; /* SG_AR_ALGORITHMS or SG_AR_DEVICE_ALGORITHMS */
+  const char *compress;  /* none | fp16 | topk */
+  const char *update;    /* auto | sharded | replicated */
+  const char *cuda_ring; /* staged | persistent */
+  double topk;           /* compress topk: the fraction sent */
+  int64_t bucket;        /* overlap: bytes per bucket */
+  int64_t segment;       /* as set; 0 = auto (sg_ar_cfg_segment) */
+  int64_t group;         /* as set; 0 = auto (sg_ar_cfg_group) */
+  int64_t racks;         /* cluster.racks */
+  const char *rank_addrs; /* the cluster's rank addresses (spec key), or "" */
+  int overlap;           /* overlap: true */
+  int device;            /* device: cuda */
+  int plant_bug;         /* tests: _plant_bug = ring-skip */
+} sg_ar_cfg_t;
+
+/* Fill c from o (SG_ECONFIG naming a key that does not parse). */
+int sg_ar_cfg_from_opts(sg_ar_cfg_t *c, const sg_opts_t *o);
+/* The segment in bytes (auto: 4 MiB where comm reads large sends from
  * the sender's memory, zmq over ipc (sg_comm_zmq_cma), measured faster
- * from 4 MiB up at N = 2; 1 MiB otherwise). */
+ * from 4 MiB up at N = 2; 256 KiB with CURVE; 1 MiB otherwise). */
+int64_t sg_ar_cfg_segment(const sg_ar_cfg_t *c, const sg_comm_t *comm);
+/* hier's ranks per group (auto: see sg_ar_group_opt). */
+int64_t sg_ar_cfg_group(const sg_ar_cfg_t *c, const sg_comm_t *comm);
+
+/* The run's `segment` resolved as sg_ar_cfg_segment does (kept for
+ * callers that hold only the options). */
 int sg_ar_segment_opt(const sg_opts_t *o, const sg_comm_t *comm, int64_t *out);
 #define SG_AR_DEPTH_DEFAULT 4              /* ring segments received ahead */
 

@@ -49,7 +49,7 @@
 #include "err.h"
 
 /* clang-format off */
-static const sg_setting_t ar_options[] = {
+const sg_setting_t sg_ar_options[] = {
   {"algorithm", SG_T_ENUM, "ring", "allreduce algorithm: ring (pipelined reduce-scatter + allgather), rhd (Rabenseifner), tree (pipelined binary tree: reduce to rank 0, broadcast back), hier (hierarchical: reduce-scatter inside groups of `group` ranks, ring across groups, allgather inside), native (MPI_Allreduce; transport mpi); with device cuda also cuda-ring (GPUs of one host, CUDA IPC) and nccl (builds with NCCL)", SG_AR_ALGORITHMS "|" SG_AR_DEVICE_ALGORITHMS, 1, 0, SG_S_ENGINE},
   {"group", SG_T_INT, "0", "hier: ranks per group, consecutive ranks (0 = auto: on an emulated cluster the ranks from rank 0 on that share rank 0's host (cluster.placement: pack) or, with cluster.racks, its rack; every rank without a cluster, which is one host)", NULL, 0, 1024, SG_S_ENGINE},
   {"segment", SG_T_INT, "0", "ring, rhd, tree, hier: pipeline segment in bytes (K/M suffixes; 0 = auto: 4M for zmq over ipc with zmq_cma on, 256K for zmq with CURVE, else 1M); cuda-ring: the chunk of a ring step (0 = 1M)", NULL, 0, 1 << 30, SG_S_ENGINE},
@@ -66,12 +66,12 @@ static const sg_setting_t ar_options[] = {
 
 /* The device rows of the algorithm table (cuda-ring, nccl) sum device
  * vectors; nccl needs a build with it. */
-static int ar_check_device(const sg_opts_t *o, const char *algo) {
-  int dev = !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda");
-  int nccl = !strcmp(algo, "nccl");
-  const sg_ar_algo_t *row = sg_ar_algo_find(algo);
-  if (row && row->memory == SG_AR_MEM_DEVICE && !dev)
-    return sg_err_set(SG_ECONFIG, "algorithm: %s sums device buffers; it needs device: cuda", algo);
+static int ar_check_device(const sg_ar_cfg_t *c) {
+  int nccl = !strcmp(c->algorithm, "nccl");
+  const sg_ar_algo_t *row = sg_ar_algo_find(c->algorithm);
+  if (row && row->memory == SG_AR_MEM_DEVICE && !c->device)
+    return sg_err_set(SG_ECONFIG, "algorithm: %s sums device buffers; it needs device: cuda",
+                      c->algorithm);
   if (nccl && !sg_device_build_has_nccl())
     return sg_err_set(SG_ECONFIG, "algorithm: nccl: this build has no NCCL (devices: %s)",
                       sg_device_build());
@@ -79,28 +79,23 @@ static int ar_check_device(const sg_opts_t *o, const char *algo) {
 }
 
 static int ar_check_transport(const sg_opts_t *o, const char *transport) {
-  const char *algo = sg_opts_str_or(o, "algorithm", "ring");
-  SG_CHECK(ar_check_device(o, algo));
-  const char *compress = sg_opts_str_or(o, "compress", "none");
+  sg_ar_cfg_t c;
+  SG_CHECK(sg_ar_cfg_from_opts(&c, o));
+  SG_CHECK(ar_check_device(&c));
+  const char *algo = c.algorithm, *compress = c.compress;
   int fp16 = !strcmp(compress, "fp16"), ring = !strcmp(algo, "ring");
-  if (strcmp(compress, "none") != 0 &&
-      ((!ring && !(fp16 && !strcmp(algo, "rhd"))) ||
-       !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda")))
+  if (strcmp(compress, "none") != 0 && ((!ring && !(fp16 && !strcmp(algo, "rhd"))) || c.device))
     return sg_err_set(SG_ECONFIG, "compress: %s is implemented for algorithm%s on device cpu",
                       compress, fp16 ? "s ring and rhd" : " ring");
-  if (!strcmp(sg_opts_str_or(o, "overlap", "false"), "true") &&
-      (!strcmp(compress, "topk") || !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda")))
+  if (c.overlap && (!strcmp(compress, "topk") || c.device))
     return sg_err_set(SG_ECONFIG, "overlap: true needs device cpu and compress none or fp16");
-  if (!strcmp(sg_opts_str_or(o, "update", "auto"), "sharded") &&
-      (strcmp(algo, "ring") != 0 || strcmp(compress, "none") != 0 ||
-       !strcmp(sg_opts_str_or(o, "overlap", "false"), "true") ||
-       !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda")))
+  if (!strcmp(c.update, "sharded") &&
+      (!ring || strcmp(compress, "none") != 0 || c.overlap || c.device))
     return sg_err_set(SG_ECONFIG, "update: sharded needs algorithm ring, device cpu, compress "
                       "none and overlap false");
-  int64_t segment = 0;
-  if (sg_opts_int_or(o, "segment", 0, &segment) == SG_OK && segment > 0 && segment < 4)
+  if (c.segment > 0 && c.segment < 4)
     return sg_err_set(SG_ECONFIG, "segment: %lld bytes is less than one float (4; 0 = auto)",
-                      (long long)segment);
+                      (long long)c.segment);
   if (strcmp(algo, "native") == 0 && strcmp(transport, "mpi") != 0)
     return sg_err_set(SG_ECONFIG,
                       "algorithm: native is MPI_Allreduce and needs transport mpi, not %s",
@@ -110,12 +105,10 @@ static int ar_check_transport(const sg_opts_t *o, const char *transport) {
 
 /* compress: topk replaces the allreduce by its own allgather (topk.h);
  * none and fp16 are the allreduce context's. */
-static int compress_new(sg_rank_ctx_t *ctx, sg_ar_t *ar, size_t n, sg_topk_t **tk) {
-  const char *compress = sg_opts_str_or(ctx->opts, "compress", "none");
-  double ratio = 0.01;
-  if (strcmp(compress, "topk") != 0) return sg_ar_set_compress(ar, compress);
-  SG_CHECK(sg_opts_double_or(ctx->opts, "topk", 0.01, &ratio));
-  return sg_topk_new(tk, ctx->comm, n, ratio);
+static int compress_new(sg_rank_ctx_t *ctx, const sg_ar_cfg_t *c, sg_ar_t *ar, size_t n,
+                        sg_topk_t **tk) {
+  if (strcmp(c->compress, "topk") != 0) return sg_ar_set_compress(ar, c->compress);
+  return sg_topk_new(tk, ctx->comm, n, c->topk);
 }
 
 static uint64_t bytes_moved(const sg_comm_t *c, uint64_t *recvd) {
@@ -126,6 +119,7 @@ static uint64_t bytes_moved(const sg_comm_t *c, uint64_t *recvd) {
 /* What one training step needs. */
 typedef struct ar_loop {
   sg_rank_ctx_t *ctx;
+  sg_ar_cfg_t cfg;     /* the options, parsed once */
   sg_workload_t *wl;
   sg_optim_t *opt;
   sg_ar_t *ar;
@@ -200,20 +194,15 @@ static int ar_step(ar_loop_t *lp, sg_trainlog_t *log, int64_t step, int64_t spe)
 /* overlap: true starts the compute thread (overlap.h); not for N = 1,
  * which has nothing to reduce (the thread's hand-offs cost ~13% there). */
 static int overlap_new(ar_loop_t *lp) {
-  int64_t bucket = SG_AR_BUCKET_DEFAULT;
-  if (strcmp(sg_opts_str_or(lp->ctx->opts, "overlap", "false"), "true") != 0 ||
-      lp->ctx->size == 1)
-    return SG_OK;
-  SG_CHECK(sg_opts_int_or(lp->ctx->opts, "bucket", SG_AR_BUCKET_DEFAULT, &bucket));
-  return sg_ar_overlap_new(&lp->ov, lp->wl, lp->ar, (size_t)bucket);
+  if (!lp->cfg.overlap || lp->ctx->size == 1) return SG_OK;
+  return sg_ar_overlap_new(&lp->ov, lp->wl, lp->ar, (size_t)lp->cfg.bucket);
 }
 
 static int ar_setup(ar_loop_t *lp) {
   sg_rank_ctx_t *ctx = lp->ctx;
-  int64_t segment = 0;
+  const sg_ar_cfg_t *c = &lp->cfg;
   const int root = ctx->rank == 0;
-  SG_CHECK(sg_ar_segment_opt(ctx->opts, ctx->comm, &segment));
-  const char *algo = sg_opts_str_or(ctx->opts, "algorithm", "ring");
+  int64_t segment = sg_ar_cfg_segment(c, ctx->comm);
   SG_CHECK(sg_workload_new(&lp->wl, ctx->opts, ctx->rank, ctx->size,
                            root ? SG_WL_ALL : SG_WL_TRAIN));
   size_t n = lp->n = sg_workload_nparams(lp->wl);
@@ -221,19 +210,16 @@ static int ar_setup(ar_loop_t *lp) {
   lp->grad = sg_ar_alloc(n * sizeof *lp->grad);
   if (!lp->params || !lp->grad)
     return sg_err_set(SG_ENOMEM, "allreduce: no memory for %zu parameters", n);
-  SG_CHECK(sg_ar_new(&lp->ar, ctx->comm, algo, (size_t)segment, n));
-  sg_ar_plant_bug(lp->ar, sg_ar_plant_requested(ctx->opts));
-  int64_t group = 0;
-  SG_CHECK(sg_ar_group_opt(ctx->opts, ctx->comm, &group));
-  sg_ar_set_group(lp->ar, (int)group);
-  SG_CHECK(compress_new(ctx, lp->ar, n, &lp->tk));
+  SG_CHECK(sg_ar_new(&lp->ar, ctx->comm, c->algorithm, (size_t)segment, n));
+  sg_ar_plant_bug(lp->ar, c->plant_bug);
+  sg_ar_set_group(lp->ar, (int)sg_ar_cfg_group(c, ctx->comm));
+  SG_CHECK(compress_new(ctx, c, lp->ar, n, &lp->tk));
   SG_CHECK(overlap_new(lp));
   if (root) SG_CHECK(sg_workload_init_params(lp->wl, lp->params));
   SG_CHECK(sg_ar_bcast(ctx->comm, lp->params, n * sizeof *lp->params, 0));
   SG_CHECK(sg_workload_optim_new(lp->wl, ctx->opts, &lp->opt));
-  const char *update = sg_opts_str_or(ctx->opts, "update", "auto");
   lp->scale = 1.0f / (float)ctx->size;
-  lp->sharded = ctx->size > 1 && strcmp(update, "replicated") != 0 && !lp->ov && !lp->tk &&
+  lp->sharded = ctx->size > 1 && strcmp(c->update, "replicated") != 0 && !lp->ov && !lp->tk &&
                 sg_ar_can_update(lp->ar); /* N = 1: the whole update, booked as compute */
   if (root) {
     SG_CHECK(sg_records_info(ctx->rec, "workload", sg_workload_describe(lp->wl)));
@@ -252,7 +238,8 @@ static int ar_run(sg_rank_ctx_t *ctx) {
   int rc;
   const int root = ctx->rank == 0;
 
-  if (!strcmp(sg_opts_str_or(ctx->opts, "device", "cpu"), "cuda")) return sg_ar_run_device(ctx);
+  SG_CHECK(sg_ar_cfg_from_opts(&lp.cfg, ctx->opts));
+  if (lp.cfg.device) return sg_ar_run_device(ctx);
   SG_TRY(ar_setup(&lp));
   SG_TRY(sg_trainlog_new(&log, ctx, lp.wl, root));
   /* The training clock starts when every rank holds the parameters: the
@@ -278,7 +265,8 @@ fail:
 
 /* MPI_Allreduce moves its bytes inside MPI, past the transport's counters. */
 static int ar_bytes_uncounted(const sg_opts_t *o) {
-  return !strcmp(sg_opts_str_or(o, "algorithm", "ring"), "native");
+  sg_ar_cfg_t c;
+  return sg_ar_cfg_from_opts(&c, o) == SG_OK && !strcmp(c.algorithm, "native");
 }
 
 extern const struct sg_bench_round sg_ar_bench_round; /* the benchmark round, next to the engine */
@@ -306,14 +294,16 @@ static void ar_memory(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *
  * other option not at its default ("allreduce ring compress=fp16"). */
 static void ar_label(const sg_opts_t *o, char *out, size_t cap) {
   static const char *const spelled[] = {"algorithm", NULL};
-  int n = snprintf(out, cap, "allreduce %s", sg_opts_str_or(o, "algorithm", "ring"));
+  const char *algo = "?";
+  if (sg_setting_str(o, sg_ar_options, "algorithm", &algo) < 0) sg_err_clear();
+  int n = snprintf(out, cap, "allreduce %s", algo);
   sg_engine_label_options(&sg_engine_allreduce, o, spelled, out, cap, n < 0 ? 0 : (size_t)n);
 }
 
 const sg_engine_t sg_engine_allreduce = {
     .name = "allreduce",
     .summary = "every worker a replica: gradients summed by allreduce (ring, rhd, tree, hier or native MPI), same update everywhere",
-    .options = ar_options,
+    .options = sg_ar_options,
     .layout = NULL,
     .role = NULL,
     .check_transport = ar_check_transport,

@@ -15,23 +15,25 @@
 
 typedef struct ar_round {
   sg_rank_ctx_t *ctx;
+  sg_ar_cfg_t cfg;  /* the options, parsed once */
   sg_ar_t *ar;
   float *buf;
   sg_ar_dev_t *dev; /* device: cuda: the device path's summation ... */
   float *dbuf;      /* ... of this device buffer (buf stages fill/check) */
 } ar_round_t;
 
-static int on_device(const sg_opts_t *o) {
-  return !strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda");
-}
-
 /* device cuda: "cuda-ring-persistent", "ring-staged" (through pinned host
  * slots), "nccl"; device cpu: the algorithm. */
 static void ar_impl(const sg_opts_t *o, char *out, size_t cap) {
-  const char *algo = sg_opts_str_or(o, "algorithm", "ring");
-  if (!on_device(o)) snprintf(out, cap, "%s", algo);
-  else if (!strcmp(algo, "cuda-ring"))
-    snprintf(out, cap, "cuda-ring-%s", sg_opts_str_or(o, "cuda_ring", "staged"));
+  sg_ar_cfg_t c;
+  if (sg_ar_cfg_from_opts(&c, o) < 0) {
+    sg_err_clear();
+    snprintf(out, cap, "?");
+    return;
+  }
+  const char *algo = c.algorithm;
+  if (!c.device) snprintf(out, cap, "%s", algo);
+  else if (!strcmp(algo, "cuda-ring")) snprintf(out, cap, "cuda-ring-%s", c.cuda_ring);
   else if (!strcmp(algo, "nccl")) snprintf(out, cap, "nccl");
   else snprintf(out, cap, "%s-staged", algo);
 }
@@ -43,20 +45,18 @@ static int dev_init(ar_round_t *b, sg_rank_ctx_t *ctx, size_t max_count) {
 
 static int ar_init(void **st, sg_rank_ctx_t *ctx, size_t max_count) {
   ar_round_t *b = calloc(1, sizeof *b);
-  int64_t segment;
   if (!b) return sg_err_set(SG_ENOMEM, "bench: no memory");
   *st = b;
   b->ctx = ctx;
+  const sg_ar_cfg_t *c = &b->cfg;
+  SG_CHECK(sg_ar_cfg_from_opts(&b->cfg, ctx->opts));
   if (!(b->buf = sg_ar_alloc(max_count * sizeof(float)))) /* touched, huge pages */
     return sg_err_set(SG_ENOMEM, "bench: no memory for %zu floats", max_count);
-  if (on_device(ctx->opts)) return dev_init(b, ctx, max_count);
-  SG_CHECK(sg_ar_segment_opt(ctx->opts, ctx->comm, &segment));
-  SG_CHECK(sg_ar_new(&b->ar, ctx->comm, sg_opts_str_or(ctx->opts, "algorithm", "ring"),
-                     (size_t)segment, max_count));
-  sg_ar_plant_bug(b->ar, sg_ar_plant_requested(ctx->opts));
-  int64_t group = 0;
-  SG_CHECK(sg_ar_group_opt(ctx->opts, ctx->comm, &group));
-  sg_ar_set_group(b->ar, (int)group);
+  if (c->device) return dev_init(b, ctx, max_count);
+  SG_CHECK(sg_ar_new(&b->ar, ctx->comm, c->algorithm, (size_t)sg_ar_cfg_segment(c, ctx->comm),
+                     max_count));
+  sg_ar_plant_bug(b->ar, c->plant_bug);
+  sg_ar_set_group(b->ar, (int)sg_ar_cfg_group(c, ctx->comm));
   return SG_OK;
 }
 

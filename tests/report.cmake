@@ -60,3 +60,8 @@ add_dependencies(test_labels sgdlab sgdlab-rank)
 # horizontal bars.  Chromium missing: skipped, a failure when
 # SGDLAB_REQUIRE_CHROMIUM=1 (scripts/test.sh).
 sg_add_test(test_report_screen SOURCES test_report_screen.c TIMEOUT 180 LIBS sgreport)
+
+# Hubs and workers by the recorded kind, not by role names: a renamed hub
+# and a worker named "server" (views, report numbers, hub figure), and an
+# old read-only database (its hub roles of the time).
+sg_add_test(test_role_kind SOURCES test_role_kind.c TIMEOUT 120 LIBS sgreport sgrun)

@@ -272,16 +272,18 @@ static int fill(sqlite3 *h) {
       for (int s = 0; s < 20; s++) {
         double period = run == 6 ? 0.01 : 0.01 * run;
         snprintf(sql, sizeof sql,
-                 "INSERT INTO steps(run_id, rank, role, step, t_start, compute_s, comm_s, wait_s,"
-                 " bytes_sent, bytes_recv) VALUES(%d, %d, 'worker', %d, %.17g, 0.002, 0.005, 0, 1, 1)",
+                 "INSERT INTO steps(run_id, rank, role, kind, step, t_start, compute_s, comm_s,"
+                 " wait_s, bytes_sent, bytes_recv)"
+                 " VALUES(%d, %d, 'worker', 'worker', %d, %.17g, 0.002, 0.005, 0, 1, 1)",
                  run, rank, s, s * period + (s < 5 ? 0.5 * s : 2.5));
         if (sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) return -1;
       }
-  /* run 2's server: 1 ms of update per step, on the step's path */
+  /* run 2's server (kind hub): 1 ms of update per step, on the step's path */
   for (int s = 0; s < 20; s++) {
     snprintf(sql, sizeof sql,
-             "INSERT INTO steps(run_id, rank, role, step, t_start, compute_s, comm_s, wait_s,"
-             " bytes_sent, bytes_recv) VALUES(2, 4, 'server', %d, %d, 0.001, 0, 0, 1, 1)", s, s);
+             "INSERT INTO steps(run_id, rank, role, kind, step, t_start, compute_s, comm_s,"
+             " wait_s, bytes_sent, bytes_recv) VALUES(2, 4, 'server', 'hub', %d, %d, 0.001, 0, 0,"
+             " 1, 1)", s, s);
     if (sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) return -1;
   }
   return 0;

@@ -66,12 +66,12 @@ TEST(schema_columns_are_exactly_the_design) {
                "processes,repeat,seed,status,error,started_at,finished_at,wall_s,"
                "harness_pid,harness_host,harness_start,tmp_dir"},
       {"steps", "run_id,rank,role,step,epoch,t_start,compute_s,comm_s,wait_s,bytes_sent,"
-                "bytes_recv,loss,staleness,t_start_raw"},
+                "bytes_recv,loss,staleness,t_start_raw,kind"},
       {"evals", "run_id,step,epoch,wall_s,samples,train_loss,test_loss,test_acc"},
       {"bench", "id,experiment_id,collective,impl,transport,np,bytes,iters,t_min,t_median,"
                 "t_max,algbw,busbw,wrong"},
       {"ranks", "run_id,rank,role,host,pid,cluster_host,address,clock_offset_s,clock_unc_s,"
-                "clock_at_s,clock_end_offset_s,clock_end_unc_s,clock_end_at_s"},
+                "clock_at_s,clock_end_offset_s,clock_end_unc_s,clock_end_at_s,kind"},
       {"run_info", "run_id,key,value"},
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -103,14 +103,14 @@ TEST(batches_commit_while_the_run_goes_on) {
   CHECK_EQ_INT(count(reader, "SELECT count(*) FROM runs WHERE status='running'"), 1);
 
   sg_step_rec_t s = {.step = 0, .loss = NAN, .staleness = -1, .bytes_sent = 5};
-  CHECK_OK(sg_recorder_step(r, run, 0, "server", &s, s.t_start));
+  CHECK_OK(sg_recorder_step(r, run, 0, "server", SG_ROLE_HUB, &s, s.t_start));
   CHECK_OK(sg_recorder_tick(r));
   CHECK_EQ_INT(count(reader, "SELECT count(*) FROM steps"), 0); /* still in the batch */
   for (int i = 1; i < SG_DB_BATCH_ROWS; i++) {
     s.step = i;
     s.loss = 1.0 / (i + 1);
     s.staleness = i % 3;
-    CHECK_OK(sg_recorder_step(r, run, 1, "worker", &s, s.t_start));
+    CHECK_OK(sg_recorder_step(r, run, 1, "worker", SG_ROLE_WORKER, &s, s.t_start));
   }
   CHECK_OK(sg_recorder_tick(r)); /* SG_DB_BATCH_ROWS rows: committed */
   CHECK_EQ_INT(count(reader, "SELECT count(*) FROM steps"), SG_DB_BATCH_ROWS);
@@ -130,8 +130,8 @@ TEST(batches_commit_while_the_run_goes_on) {
   CHECK_OK(sg_recorder_bench(r, exp, &b));
   CHECK_OK(sg_recorder_info(r, run, "blas", "OpenBLAS"));
   CHECK_OK(sg_recorder_info(r, run, "blas", "second value ignored"));
-  CHECK_OK(sg_recorder_rank(r, run, 0, "worker", "h", 123, NULL, NULL));
-  CHECK_OK(sg_recorder_rank(r, run, 1, "server", "h", 124, "h1", "198.18.0.2"));
+  CHECK_OK(sg_recorder_rank(r, run, 0, "worker", SG_ROLE_WORKER, "h", 123, NULL, NULL));
+  CHECK_OK(sg_recorder_rank(r, run, 1, "server", SG_ROLE_HUB, "h", 124, "h1", "198.18.0.2"));
   CHECK_OK(sg_recorder_run_end(r, run, "failed", "rank 0 (worker, h, pid 123): killed by signal 9", 1.5));
   CHECK_EQ_INT(count(reader, "SELECT count(*) FROM bench WHERE impl='ring' AND np=4"), 1);
   CHECK_EQ_INT(count(reader, "SELECT count(*) FROM run_info WHERE value='OpenBLAS'"), 1);
@@ -258,7 +258,10 @@ static int write_v2(const char *path) {
       "ALTER TABLE runs ADD COLUMN tmp_dir TEXT;"
       "CREATE INDEX runs_status ON runs(status);"
       "UPDATE runs SET status='failed' WHERE status='running';"
-      "INSERT INTO ranks(run_id, rank, role, host, pid) VALUES(1, 0, 'worker', 'vm', 42);"
+      "INSERT INTO ranks(run_id, rank, role, host, pid) VALUES(1, 0, 'worker', 'vm', 42),"
+      " (1, 2, 'driver', 'vm', 44);"
+      "INSERT INTO steps(run_id, rank, role, step) VALUES(1, 2, 'driver', 0),"
+      " (1, 3, 'server', 0);"
       "PRAGMA user_version=2;";
   if (write_v1(path) < 0) return -1;
   sqlite3 *db;
@@ -281,12 +284,18 @@ TEST(version_2_file_gets_the_ranks_cluster_columns) {
   columns(db, "ranks", cols, sizeof cols);
   CHECK_MSG(!strcmp(cols, "run_id,rank,role,host,pid,cluster_host,address,clock_offset_s,"
                           "clock_unc_s,clock_at_s,clock_end_offset_s,clock_end_unc_s,"
-                          "clock_end_at_s"), "%s", cols);
+                          "clock_end_at_s,kind"), "%s", cols);
   /* the old row is intact, with NULL where version 2 knew nothing */
   CHECK_EQ_INT(count(db, "SELECT count(*) FROM ranks WHERE pid=42 AND host='vm' AND "
                          "cluster_host IS NULL AND address IS NULL AND clock_offset_s IS NULL"), 1);
   CHECK_EQ_INT(count(db, "SELECT count(*) FROM steps WHERE loss=0.75 AND t_start_raw IS NULL"), 1);
-  CHECK_OK(sg_recorder_rank(r, 1, 1, "worker", "vm", 43, "h0", "198.18.0.1"));
+  /* version 5's kind, from the hub roles of the old engines */
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM steps WHERE kind = 'hub' AND role IN ('driver',"
+                         " 'server')"), 2);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM steps WHERE kind = 'worker'"), 1);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM ranks WHERE rank = 2 AND kind = 'hub'"), 1);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM ranks WHERE rank = 0 AND kind = 'worker'"), 1);
+  CHECK_OK(sg_recorder_rank(r, 1, 1, "worker", SG_ROLE_WORKER, "vm", 43, "h0", "198.18.0.1"));
   CHECK_OK(sg_recorder_flush(r));
   CHECK_EQ_INT(count(db, "SELECT count(*) FROM ranks WHERE address='198.18.0.1'"), 1);
   sg_recorder_close(&r);
@@ -307,13 +316,14 @@ TEST(clock_offsets_correct_the_steps_with_drift) {
   CHECK_OK(sg_recorder_experiment(r, "e", "x", &exp));
   sg_run_row_t row = {.engine = "local", .transport = "zmq", .launcher = "local", .workers = 1};
   CHECK_OK(sg_recorder_run_begin(r, exp, &row, &run));
-  for (int k = 0; k < 2; k++) CHECK_OK(sg_recorder_rank(r, run, k, "worker", "vm", 40 + k, NULL, NULL));
+  for (int k = 0; k < 2; k++)
+    CHECK_OK(sg_recorder_rank(r, run, k, "worker", SG_ROLE_WORKER, "vm", 40 + k, NULL, NULL));
   CHECK_OK(sg_recorder_clock(r, run, 1, 0, -0.5, 0.001, 1.0));
   for (int i = 0; i < 3; i++) { /* raw 1, 2, 3 s, corrected by the start's -0.5 */
     sg_step_rec_t s = {.step = i, .t_start = 1.0 + i - 0.5, .loss = 1, .staleness = -1};
-    CHECK_OK(sg_recorder_step(r, run, 1, "worker", &s, 1.0 + i));
+    CHECK_OK(sg_recorder_step(r, run, 1, "worker", SG_ROLE_WORKER, &s, 1.0 + i));
     s.t_start = 1.0 + i;
-    CHECK_OK(sg_recorder_step(r, run, 0, "worker", &s, 1.0 + i));
+    CHECK_OK(sg_recorder_step(r, run, 0, "worker", SG_ROLE_WORKER, &s, 1.0 + i));
   }
   CHECK_OK(sg_recorder_clock(r, run, 1, 1, -0.3, 0.002, 3.0));
   CHECK_OK(sg_recorder_clock_drift(r, run, 1, -0.5, 0.1, 1.0)); /* (-0.3 + 0.5) / (3 - 1) */
@@ -538,7 +548,7 @@ TEST(no_write_transaction_between_batches) {
                       .launcher = "local", .workers = 1, .processes = 1, .seed = 7};
   CHECK_OK(sg_recorder_run_begin(r, exp, &row, &run));
   sg_step_rec_t s = {.step = 1, .loss = 1.0f, .staleness = -1};
-  CHECK_OK(sg_recorder_step(r, run, 0, "worker", &s, s.t_start));
+  CHECK_OK(sg_recorder_step(r, run, 0, "worker", SG_ROLE_WORKER, &s, s.t_start));
   sqlite3 *other = NULL;
   CHECK(sqlite3_open_v2(path, &other, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
   sqlite3_busy_timeout(other, 0);

@@ -369,7 +369,17 @@ TEST(run_summary_view_matches_report) {
   views_agree(db);
   sqlite3_close(db);
   CHECK_EQ_INT((int)ru_db_int(path, "SELECT count(*) FROM sqlite_master WHERE type = 'view'"), 0);
-  /* ensure: the file gets them, once (a second call writes nothing) */
+  /* ensure: a file before schema version 5 (no kind) keeps no views
+   * (readers get TEMP ones) until a run migrates it; migrated (kind
+   * added as the recorder's migration does), the file gets them, once
+   * (a second call writes nothing) */
+  CHECK_OK(sg_views_ensure(path));
+  CHECK_EQ_INT((int)ru_db_int(path, "SELECT count(*) FROM sqlite_master WHERE type = 'view'"), 0);
+  CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+  CHECK(sqlite3_exec(db, "ALTER TABLE steps ADD COLUMN kind TEXT; ALTER TABLE ranks ADD COLUMN"
+                         " kind TEXT; UPDATE steps SET kind = " SG_LEGACY_KIND_SQL ";",
+                     NULL, NULL, NULL) == SQLITE_OK);
+  sqlite3_close(db);
   CHECK_OK(sg_views_ensure(path));
   CHECK_EQ_INT((int)ru_db_int(path, "SELECT count(*) FROM sqlite_master WHERE type = 'view'"), 3);
   long long v = ru_db_int(path, "PRAGMA schema_version");

@@ -18,12 +18,12 @@ typedef struct view {
 #define VARIANT_SQL "coalesce(" INFO("label") ", r.engine)"
 
 static const view_t VIEWS[] = {
-    /* samples/s window (report.h): worker ranks (a loss, not server or
-     * driver), steps from the first eval after training on, or every
-     * step when that eval is the last step. */
+    /* samples/s window (report.h): worker ranks (a loss, kind worker),
+     * steps from the first eval after training on, or every step when
+     * that eval is the last step. */
     {"run_summary_throughput",
      "WITH k AS (SELECT DISTINCT run_id, rank FROM steps WHERE loss IS NOT NULL"
-     "   AND coalesce(role, '') NOT IN ('driver', 'server')),"
+     "   AND coalesce(kind, 'worker') <> 'hub'),"
      " warm AS (SELECT run_id, min(step) AS warm FROM evals WHERE step > 0"
      "   GROUP BY run_id),"
      " w AS (SELECT s.run_id, s.step, s.t_start, s.t_start + coalesce(s.compute_s, 0)"
@@ -45,7 +45,7 @@ static const view_t VIEWS[] = {
      "   sum(CASE WHEN w THEN compute_s END) AS c, sum(CASE WHEN w THEN comm_s END) AS m,"
      "   sum(CASE WHEN w THEN wait_s END) AS wt,"
      "   nullif(sum(CASE WHEN w THEN 1 ELSE 0 END), 0) AS n"
-     "   FROM (SELECT *, coalesce(role, '') NOT IN ('server', 'driver') AS w FROM steps)"
+     "   FROM (SELECT *, coalesce(kind, 'worker') <> 'hub' AS w FROM steps)"
      "   GROUP BY run_id, rank)"
      " GROUP BY run_id"},
     {"run_summary",
@@ -123,8 +123,32 @@ fail:
   return rc;
 }
 
+/* 1 when main.steps has the kind column (schema version >= 5). */
+static int has_kind(sqlite3 *db) {
+  sqlite3_stmt *st = NULL;
+  int yes = 0;
+  if (sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_table_info('steps', 'main')"
+                         " WHERE name = 'kind'", -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    yes = sqlite3_column_int(st, 0) > 0;
+  sqlite3_finalize(st);
+  return yes;
+}
+
+/* A file before version 5: TEMP views steps and ranks that add kind. */
+static int legacy_kind(sqlite3 *db) {
+  return exec(db, "CREATE TEMP VIEW IF NOT EXISTS steps AS SELECT *, " SG_LEGACY_KIND_SQL
+                  " AS kind FROM main.steps;"
+                  "CREATE TEMP VIEW IF NOT EXISTS ranks AS SELECT *, " SG_LEGACY_KIND_SQL
+                  " AS kind FROM main.ranks;");
+}
+
 int sg_views_ready(sqlite3 *db) {
   char sql[8192];
+  if (!has_kind(db)) {
+    SG_CHECK(legacy_kind(db));
+    return sg_views_install(db, 1);
+  }
   for (size_t i = 0; i < NVIEWS; i++) {
     snprintf(sql, sizeof sql, "CREATE VIEW %s AS %s", VIEWS[i].name, VIEWS[i].body);
     if (!current(db, "sqlite_master", VIEWS[i].name, sql)) return sg_views_install(db, 1);
@@ -147,7 +171,9 @@ int sg_views_ensure(const char *path) {
   sqlite3_finalize(st);
   /* Not writable (another user's file, a read-only copy): readers fall
    * back to TEMP views, so this is not an error. */
-  if (ours && sqlite3_db_readonly(db, "main") == 0 && sg_views_install(db, 0) < 0)
+  /* a file before version 5 (no kind) keeps its views until a run
+   * migrates it */
+  if (ours && has_kind(db) && sqlite3_db_readonly(db, "main") == 0 && sg_views_install(db, 0) < 0)
     sg_err_clear();
 done:
   sqlite3_close(db);

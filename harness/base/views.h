@@ -24,6 +24,16 @@
 
 #include <sqlite3.h>
 
+/* Ranks and steps say each rank's kind, 'worker' or 'hub' (schema
+ * version 5; core/engine.h's role table): every view and query tells
+ * hubs from workers by `kind`, never by a role's name.  Databases written
+ * before version 5 have no kind; their hub roles were ps's "server" and
+ * mapreduce's "driver", the only hubs then, and this expression gives
+ * their rows the kind (the migration stores it; sg_views_ready shows it
+ * to readers of a file that cannot be migrated).  Nothing else names
+ * roles. */
+#define SG_LEGACY_KIND_SQL "(CASE WHEN role IN ('server', 'driver') THEN 'hub' ELSE 'worker' END)"
+
 /* Create the views in `db` (temp: as TEMP views of this connection, for
  * a database opened read-only).  A view whose stored definition differs
  * from this build's is replaced; one that matches is left alone, so
@@ -37,7 +47,10 @@ int sg_views_ensure(const char *path);
 
 /* On a connection of any kind (read-only too): when the database's own
  * views are missing or differ from this build's, create them as TEMP
- * views of this connection (temp names are looked up first). */
+ * views of this connection (temp names are looked up first).  A file of
+ * schema version < 5 (no kind column) also gets TEMP views `steps` and
+ * `ranks` over its tables with kind from SG_LEGACY_KIND_SQL, so every
+ * query of this connection reads kind alike. */
 int sg_views_ready(sqlite3 *db);
 
 #endif

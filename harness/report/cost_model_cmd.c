@@ -172,7 +172,8 @@ static double median_of(sqlite3 *db, const char *sql, long long run, long long w
   return m;
 }
 
-#define WORKER_ROWS " FROM steps WHERE run_id = ?1 AND step >= ?2 AND role IN ('worker','executor')"
+#define WORKER_ROWS \
+  " FROM steps WHERE run_id = ?1 AND step >= ?2 AND coalesce(kind, 'worker') <> 'hub'"
 
 static void run_medians(sqlite3 *db, mrun_t *r, long long warm) {
   r->compute = median_of(db, "SELECT compute_s, rank" WORKER_ROWS, r->id, warm, 0);
@@ -180,7 +181,7 @@ static void run_medians(sqlite3 *db, mrun_t *r, long long warm) {
   /* a sync server applies the update between the N-th push and the pulls,
    * a driver between aggregate and the next broadcast: on the step's path */
   r->hub_compute = median_of(db, "SELECT compute_s, rank FROM steps WHERE run_id = ?1 AND"
-                             " step >= ?2 AND role IN ('server','driver')", r->id, warm, 0);
+                             " step >= ?2 AND kind = 'hub'", r->id, warm, 0);
   if (r->c.sparse) /* the bytes a sparse worker really moves per step, each way */
     r->c.K = median_of(db, "SELECT (bytes_sent + bytes_recv) / 2.0, rank" WORKER_ROWS, r->id, warm, 0);
 }

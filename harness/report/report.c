@@ -940,7 +940,7 @@ static int fig_server(report_t *rp) {
   if (!bars) return sg_err_set(SG_ENOMEM, "report: out of memory");
   SG_TRY(sg_rdb_prepare(rp->db,
                         "SELECT avg(compute_s), avg(comm_s), avg(wait_s), count(*)"
-                        " FROM steps WHERE run_id = ?1 AND role IN ('server', 'driver')"
+                        " FROM steps WHERE run_id = ?1 AND kind = 'hub'"
                         " AND step > 0",
                         &st));
   /* Step 0 is left out: a ps server's first record holds the start
@@ -970,7 +970,7 @@ static int fig_server(report_t *rp) {
                         "Where the servers' and the driver's time goes",
                         "ms per step record (server/driver mean)",
                         "mean seconds per step record over the ps server and mapreduce"
-                        " driver ranks (role server, driver) from step 1 on, mean over repeats",
+                        " driver ranks (kind hub) from step 1 on, mean over repeats",
                         parts, bars, n));
     add_fig(rp, "server_time",
             "PS servers and mapreduce driver, ms per step record (ps: one per "
@@ -1098,7 +1098,7 @@ static int fig_server_timeline(report_t *rp) {
   if (!blocks) return sg_err_set(SG_ENOMEM, "report: out of memory");
   SG_TRY(sg_rdb_prepare(rp->db,
                         "SELECT avg(t_start), avg(compute_s), avg(comm_s), avg(wait_s) FROM steps"
-                        " WHERE run_id = ?1 AND role IN ('server', 'driver') AND step > 0"
+                        " WHERE run_id = ?1 AND kind = 'hub' AND step > 0"
                         " GROUP BY step ORDER BY step",
                         &st));
   for (size_t i = 0; i < s->n; i++) { /* one block per label: its first run with rows */
@@ -1707,7 +1707,7 @@ static int fig_step_time(report_t *rp) {
   if (!val) return sg_err_set(SG_ENOMEM, "report: out of memory");
   SG_TRY(sg_rdb_prepare(rp->db,
                         "SELECT avg(compute_s + coalesce(comm_s, 0) + coalesce(wait_s, 0))"
-                        " FROM steps WHERE run_id = ?1 AND role NOT IN ('server', 'driver')"
+                        " FROM steps WHERE run_id = ?1 AND coalesce(kind, 'worker') <> 'hub'"
                         " AND step >= (SELECT min(1, max(step)) FROM steps WHERE run_id = ?1)",
                         &st));
   for (size_t i = 0; i < s->n; i++) {
@@ -1742,7 +1742,7 @@ static int fig_async_vs_workers(report_t *rp) {
   if (!val) return sg_err_set(SG_ENOMEM, "report: out of memory");
   SG_TRY(sg_rdb_prepare(rp->db,
                         "SELECT avg(staleness) FROM steps WHERE run_id = ?1"
-                        " AND staleness IS NOT NULL AND role NOT IN ('server', 'driver')",
+                        " AND staleness IS NOT NULL AND coalesce(kind, 'worker') <> 'hub'",
                         &st));
   for (size_t i = 0; i < s->n; i++) {
     val[i] = s->runs[i].final_acc;

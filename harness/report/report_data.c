@@ -262,7 +262,7 @@ static int load_throughput(sqlite3 *db, sg_rrun_t *r) {
   SG_TRY(sg_rdb_prepare(
       db,
       "WITH w AS (SELECT DISTINCT rank FROM steps WHERE run_id = ?1"
-      "   AND loss IS NOT NULL AND coalesce(role, '') NOT IN ('driver', 'server')),"
+      "   AND loss IS NOT NULL AND coalesce(kind, 'worker') <> 'hub'),"
       " s AS (SELECT t_start, t_start + coalesce(compute_s, 0)"
       "   + coalesce(comm_s, 0) + coalesce(wait_s, 0) AS t_end, step FROM steps"
       "   WHERE run_id = ?1 AND rank IN (SELECT rank FROM w))"
@@ -308,7 +308,7 @@ static int load_steps(sqlite3 *db, sg_rrun_t *r) {
         db,
         pass == 0 ? "SELECT avg(compute_s), avg(comm_s), avg(wait_s), count(*)"
                     " FROM steps WHERE run_id = ?1"
-                    " AND role NOT IN ('server', 'driver')"
+                    " AND coalesce(kind, 'worker') <> 'hub'"
                   : "SELECT avg(compute_s), avg(comm_s), avg(wait_s), count(*)"
                     " FROM steps WHERE run_id = ?1",
         &st));

@@ -974,7 +974,7 @@ static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const e
   SG_TRY(check_simulate(p, e, *o, nprocs));
   r->servers = 0;
   for (int i = 0; i < nprocs; i++)
-    if (!strcmp(sg_engine_role(e->engine, *o, (int)workers, i), "server")) r->servers++;
+    r->servers += sg_engine_role_kind(e->engine, *o, (int)workers, i) == SG_ROLE_HUB;
   r->opts = *o;
   *o = NULL;
   r->engine = e->engine;

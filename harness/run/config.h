@@ -44,7 +44,7 @@ typedef struct sg_run_spec {
   const sg_engine_t *engine;
   int workers;  /* N */
   int nprocs;   /* processes the engine's layout asks for */
-  int servers;  /* ranks whose role is "server" */
+  int servers;  /* ranks of kind hub (ps servers, the mapreduce driver) */
   int repeat;   /* 0-based */
   int64_t seed;
   /* The variant (harness/run/variant.c): decided once the experiment is

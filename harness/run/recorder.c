@@ -74,16 +74,28 @@ static const char MIGRATE_V4[] =
     "ALTER TABLE ranks ADD COLUMN clock_end_unc_s REAL;"
     "ALTER TABLE ranks ADD COLUMN clock_end_at_s REAL;";
 
+/* Version 5: each rank's kind, 'worker' or 'hub' (core/engine.h: the
+ * engine's role table), in ranks and in every step row; views, report and
+ * cost model tell workers from hubs by it, never by a role's name.  Rows
+ * of older versions get the kind their engines' hub roles had then: ps's
+ * "server" and mapreduce's "driver" (SG_LEGACY_HUB_SQL, views.h). */
+static const char MIGRATE_V5[] =
+    "ALTER TABLE steps ADD COLUMN kind TEXT;"
+    "ALTER TABLE ranks ADD COLUMN kind TEXT;"
+    "UPDATE steps SET kind = " SG_LEGACY_KIND_SQL ";"
+    "UPDATE ranks SET kind = " SG_LEGACY_KIND_SQL ";";
+
 enum { ST_STEP, ST_EVAL, ST_BENCH, ST_RANK, ST_INFO, ST_CLOCK0, ST_CLOCK1, ST_DRIFT, ST_N };
 static const char *const STMT_SQL[ST_N] = {
     [ST_STEP] = "INSERT INTO steps(run_id,rank,role,step,epoch,t_start,compute_s,comm_s,wait_s,"
-                "bytes_sent,bytes_recv,loss,staleness,t_start_raw) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "bytes_sent,bytes_recv,loss,staleness,t_start_raw,kind)"
+                " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_EVAL] = "INSERT INTO evals(run_id,step,epoch,wall_s,samples,train_loss,test_loss,test_acc)"
                 " VALUES(?,?,?,?,?,?,?,?)",
     [ST_BENCH] = "INSERT INTO bench(experiment_id,collective,impl,transport,np,bytes,iters,t_min,"
                  "t_median,t_max,algbw,busbw,wrong) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_RANK] = "INSERT INTO ranks(run_id,rank,role,host,pid,cluster_host,address)"
-                " VALUES(?,?,?,?,?,?,?)",
+    [ST_RANK] = "INSERT INTO ranks(run_id,rank,role,host,pid,cluster_host,address,kind)"
+                " VALUES(?,?,?,?,?,?,?,?)",
     [ST_INFO] = "INSERT OR IGNORE INTO run_info(run_id,key,value) VALUES(?,?,?)",
     [ST_CLOCK0] = "UPDATE ranks SET clock_offset_s=?3, clock_unc_s=?4, clock_at_s=?5"
                   " WHERE run_id=?1 AND rank=?2",
@@ -102,7 +114,7 @@ typedef struct val {
   char *t;
 } val_t;
 
-enum { ROW_VALS = 14 };
+enum { ROW_VALS = 15 };
 typedef struct row {
   int stmt; /* ST_* */
   int n;
@@ -144,6 +156,7 @@ static int migrate(sg_recorder_t *r, int from) {
   if (from < 2) SG_CHECK(exec(r, MIGRATE_V2));
   if (from < 3) SG_CHECK(exec(r, MIGRATE_V3));
   if (from < 4) SG_CHECK(exec(r, MIGRATE_V4));
+  if (from < 5) SG_CHECK(exec(r, MIGRATE_V5));
   char sql[64];
   snprintf(sql, sizeof sql, "PRAGMA user_version=%d", SG_DB_VERSION);
   SG_CHECK(exec(r, sql));
@@ -511,8 +524,13 @@ int sg_recorder_run_dir(sg_recorder_t *r, int64_t run_id, const char *dir) {
   return rc;
 }
 
+static const char *kind_name(sg_role_kind_t kind) {
+  return kind == SG_ROLE_HUB ? "hub" : "worker";
+}
+
 int sg_recorder_rank(sg_recorder_t *r, int64_t run_id, int rank, const char *role,
-                     const char *host, int pid, const char *cluster_host, const char *address) {
+                     sg_role_kind_t kind, const char *host, int pid, const char *cluster_host,
+                     const char *address) {
   row_t *w = batch_row(r, ST_RANK);
   if (!w) return SG_ENOMEM;
   put_int(w, run_id);
@@ -522,6 +540,7 @@ int sg_recorder_rank(sg_recorder_t *r, int64_t run_id, int rank, const char *rol
   put_int(w, pid);
   put_text(r, w, cluster_host);
   put_text(r, w, address);
+  put_text(r, w, kind_name(kind));
   return SG_OK;
 }
 
@@ -535,7 +554,7 @@ int sg_recorder_info(sg_recorder_t *r, int64_t run_id, const char *key, const ch
 }
 
 int sg_recorder_step(sg_recorder_t *r, int64_t run_id, int rank, const char *role,
-                     const sg_step_rec_t *x, double t_raw) {
+                     sg_role_kind_t kind, const sg_step_rec_t *x, double t_raw) {
   row_t *w = batch_row(r, ST_STEP);
   if (!w) return SG_ENOMEM;
   put_int(w, run_id);
@@ -553,6 +572,7 @@ int sg_recorder_step(sg_recorder_t *r, int64_t run_id, int rank, const char *rol
   if (x->staleness < 0) w->v[w->n++] = (val_t){.type = 'n'};
   else put_int(w, x->staleness);
   put_real(w, t_raw);
+  put_text(r, w, kind_name(kind));
   return SG_OK;
 }
 

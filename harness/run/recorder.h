@@ -15,6 +15,13 @@
  *                                             (clock_sync.h); steps gain
  *                                             t_start_raw, the rank's own
  *                                             t_start, beside the corrected
+ *   (version 5: kind)                         'worker' or 'hub': the
+ *                                             rank's kind in its engine's
+ *                                             role table (engine.h); steps
+ *                                             carry it too.  Views, report
+ *                                             and cost model tell hubs
+ *                                             (ps servers, the mapreduce
+ *                                             driver) from workers by it
  *   run_info(run_id, key, value)              BLAS library, workload, ...
  *                                             (one value per key: the first sent)
  *
@@ -29,8 +36,10 @@
  *
  * Versioned with PRAGMA user_version (SG_DB_VERSION); an older file is
  * migrated in place by migrate() (version 1 -> 2 adds the runs columns
- * above, 2 -> 3 the ranks columns, 3 -> 4 the clock columns; old rows
- * keep NULL there), a newer one is refused with a message.
+ * above, 2 -> 3 the ranks columns, 3 -> 4 the clock columns, 4 -> 5 the
+ * kind columns; old rows keep NULL there, except kind, which old rows get
+ * from the hub roles of their time, views.h), a newer one is refused with
+ * a message.
  * WAL mode, so readers (sgdlab report, sqlite3) see committed rows while a
  * run goes on.  Record rows are kept in memory and written in one short
  * transaction (BEGIN IMMEDIATE .. COMMIT) when sg_recorder_tick() finds
@@ -51,9 +60,10 @@
 
 #include <stdint.h>
 
+#include "engine.h"
 #include "records.h"
 
-#define SG_DB_VERSION 4
+#define SG_DB_VERSION 5
 #define SG_DB_BATCH_ROWS 200
 #define SG_DB_BATCH_SECONDS 0.5
 #define SG_DB_BUSY_SECONDS 60.0
@@ -116,16 +126,18 @@ int sg_recorder_run_end(sg_recorder_t *db, int64_t run_id, const char *status,
                         const char *error, double wall_s);
 
 /* Row inserts (batched; call sg_recorder_tick() regularly). */
-/* cluster_host and address: NULL without a cluster. */
-int sg_recorder_rank(sg_recorder_t *db, int64_t run_id, int rank,
-                     const char *role, const char *host, int pid,
-                     const char *cluster_host, const char *address);
+/* cluster_host and address: NULL without a cluster.  kind: the rank's
+ * kind in its engine's role table (sg_engine_role_kind), stored as
+ * 'worker' or 'hub'. */
+int sg_recorder_rank(sg_recorder_t *db, int64_t run_id, int rank, const char *role,
+                     sg_role_kind_t kind, const char *host, int pid, const char *cluster_host,
+                     const char *address);
 int sg_recorder_info(sg_recorder_t *db, int64_t run_id, const char *key,
                      const char *value);
 /* A step row: s->t_start on the harness's clock (corrected), t_raw the
  * rank's own (NaN: NULL). */
-int sg_recorder_step(sg_recorder_t *db, int64_t run_id, int rank,
-                     const char *role, const sg_step_rec_t *s, double t_raw);
+int sg_recorder_step(sg_recorder_t *db, int64_t run_id, int rank, const char *role,
+                     sg_role_kind_t kind, const sg_step_rec_t *s, double t_raw);
 /* A rank's clock measurement (end 0: the start, 1: the end) into its
  * ranks row. */
 int sg_recorder_clock(sg_recorder_t *db, int64_t run_id, int rank, int end, double offset_s,

@@ -22,6 +22,16 @@ static void rank_time(run_times_t *t, const char *key, const char *val) {
   else if (!strcmp(key, "time.eval_in_s")) t->eval_in_s = (isnan(t->eval_in_s) ? 0 : t->eval_in_s) + v;
 }
 
+/* The rank's kind from the engine's role table, decided by the harness
+ * (not by what the rank says): what the views and the report read.
+ * Looked up once per rank (a role() may parse the engine's options). */
+static sg_role_kind_t rank_kind(serve_t *s, int rank) {
+  rank_info_t *ri = &s->ranks[rank];
+  if (!ri->kind)
+    ri->kind = 1 + (int)sg_engine_role_kind(s->run->engine, s->run->opts, s->run->workers, rank);
+  return (sg_role_kind_t)(ri->kind - 1);
+}
+
 /* HELLO: the rank's role, host and pid (one per rank). */
 static int on_hello(serve_t *s, int rank, const unsigned char *p) {
   rank_info_t *ri = &s->ranks[rank];
@@ -36,8 +46,9 @@ static int on_hello(serve_t *s, int rank, const unsigned char *p) {
   ri->pid = x.pid;
   s->times.nhello++;
   s->times.last_hello = s->last_rec;
-  return sg_recorder_rank(s->env->db, s->run_id, rank, ri->role, ri->host, ri->pid,
-                          sg_run_cluster_host(s->cluster, rank), sg_run_cluster_addr(s->cluster, rank));
+  return sg_recorder_rank(s->env->db, s->run_id, rank, ri->role, rank_kind(s, rank), ri->host,
+                          ri->pid, sg_run_cluster_host(s->cluster, rank),
+                          sg_run_cluster_addr(s->cluster, rank));
 }
 
 /* A step's start and end on the rank's clock (seconds since t0), bounded
@@ -62,8 +73,9 @@ static int on_step(serve_t *s, int rank, const unsigned char *p) {
   memcpy(&x, p, sizeof x);
   double raw = x.t_start; /* the rank's clock; to the harness's by its offset */
   if (ri->clocked) x.t_start += ri->clk_off;
-  SG_CHECK(sg_recorder_step(s->env->db, s->run_id, rank, ri->hello ? ri->role : "worker", &x,
-                            raw));
+  const char *role =
+      ri->hello ? ri->role : sg_engine_role(s->run->engine, s->run->opts, s->run->workers, rank);
+  SG_CHECK(sg_recorder_step(s->env->db, s->run_id, rank, role, rank_kind(s, rank), &x, raw));
   /* training is under way once every rank has begun: the latest first
    * step start (a rank that starts earlier waits on the evaluating
    * rank's first evaluation inside its step).  The step's end on the

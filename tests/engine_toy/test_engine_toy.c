@@ -11,8 +11,9 @@
  *    of that copy lists it; a toy_root that is not a rank is one line and
  *    exit 2 before anything starts.
  *  - No late reads: none of those runs, nor a short run of every tree
- *    engine in ten variants (the real sgdlab; ps servers and the
- *    mapreduce driver included: a rank's first step record freezes too),
+ *    engine in thirteen variants (every host allreduce algorithm; the
+ *    real sgdlab; ps servers and the mapreduce driver included: a rank's
+ *    first step record freezes too),
  *    records run_info opts.late_reads.*.  The
  *    copy built with TOY_PLANT_LATE_READ (SG_TOY_PLANT_DIR) reads toy_root
  *    by key every step: the same check must find it on both ranks, with a
@@ -99,10 +100,13 @@ TEST(no_tree_engine_reads_an_option_while_training) {
                           "  - {engine: allreduce, algorithm: rhd, compress: fp16, overlap: true}\n"
                           "  - {engine: allreduce, algorithm: ring, compress: topk}\n"
                           "  - {engine: allreduce, algorithm: native, transport: mpi}\n"
+                          "  - {engine: allreduce, algorithm: tree, update: replicated}\n"
+                          "  - {engine: allreduce, algorithm: hier, segment: 64K}\n"
+                          "  - {engine: allreduce, algorithm: rhd, transport: mpi}\n"
                           "  - {engine: mapreduce, aggregate: tree}\n"
                           "  - {engine: gossip, delay_rank: 1, delay_ms: 1}\n"));
   CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 10);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 13);
   char *late = ru_db_text(db, "SELECT group_concat(run_id || ' ' || key || ': ' || value, '; ') "
                               "FROM run_info WHERE key LIKE 'opts.late_reads.%'");
   CHECK_MSG(ru_db_int(db, LATE) == 0, "late reads: %s", late ? late : "");

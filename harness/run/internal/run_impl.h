@@ -67,6 +67,7 @@ typedef struct rank_info {
   int dead; /* died, and the engine tolerates it (run_info dead_rank.R) */
   char role[16], host[64], msg[400];
   int pid;
+  int kind; /* its sg_role_kind_t + 1 once looked up (rows.c), 0: not yet */
   int64_t last_step; /* step of its last step record, -1: none yet */
   double last_t;     /* sg_now() of its last record of any kind, 0: none */
   int state;         /* its process state when last read (scan_states), 0: gone,
