@@ -30,7 +30,8 @@
 
 typedef struct sg_model sg_model_t;
 
-/* kind "softmax" (nhidden must be 0) or "mlp" (nhidden >= 1).
+/* kind "softmax" (nhidden must be 0), "mlp" (nhidden >= 1) or "cnn" (the
+ * LeNet-5-like network of model_cnn.h; hidden is ignored).
  * sparse_input: batches come as CSR.  Caller owns the result. */
 int sg_model_new(sg_model_t **out, const char *kind, int64_t d, int classes,
                  const int64_t *hidden, size_t nhidden, int sparse_input,
@@ -38,7 +39,8 @@ int sg_model_new(sg_model_t **out, const char *kind, int64_t d, int classes,
 void sg_model_destroy(sg_model_t **m);
 
 size_t sg_model_nparams(const sg_model_t *m);
-/* Layer sizes into dims[0..L] (input, hidden..., classes); returns L.
+/* Layer sizes into dims[0..L] (input, hidden..., classes); returns L
+ * (0 for the cnn, which is not a dense stack).
  * The device model (core/cuda) lays its parameters out from these. */
 int sg_model_dims(const sg_model_t *m, int64_t dims[SG_MODEL_MAX_LAYERS + 1]);
 /* "mlp 784-128-10 (101770 params)" */

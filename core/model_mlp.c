@@ -11,6 +11,7 @@
 
 #include "err.h"
 #include "model.h"
+#include "model_cnn.h"
 #include "rng.h"
 
 struct sg_model {
@@ -26,6 +27,7 @@ struct sg_model {
   sg_grad_ready_fn ready;            /* backward hook (model.h), or NULL */
   void *ready_arg;
   char desc[256];
+  sg_cnn_t *cnn; /* model: cnn (model_cnn.c); the rest unused */
 };
 
 int sg_model_new(sg_model_t **out, const char *kind, int64_t d, int classes,
@@ -34,8 +36,14 @@ int sg_model_new(sg_model_t **out, const char *kind, int64_t d, int classes,
   int rc = SG_OK;
   sg_model_t *m = NULL;
   int softmax = strcmp(kind, "softmax") == 0;
+  if (!strcmp(kind, "cnn")) {
+    if (!(m = calloc(1, sizeof *m))) return SG_ENOMEM;
+    if ((rc = sg_cnn_new(&m->cnn, d, classes, sparse_input, max_rows)) == SG_OK) *out = m;
+    else free(m);
+    return rc;
+  }
   if (!softmax && strcmp(kind, "mlp") != 0)
-    return sg_err_set(SG_ECONFIG, "model: unknown model '%s' (softmax|mlp)", kind);
+    return sg_err_set(SG_ECONFIG, "model: unknown model '%s' (softmax|mlp|cnn)", kind);
   if (softmax) nhidden = 0;
   if (!softmax && nhidden == 0)
     return sg_err_set(SG_ECONFIG, "hidden: mlp needs at least one hidden layer");
@@ -94,21 +102,31 @@ fail:
 void sg_model_destroy(sg_model_t **pm) {
   if (!pm || !*pm) return;
   sg_model_t *m = *pm;
+  sg_cnn_destroy(&m->cnn);
   for (int l = 0; l <= SG_MODEL_MAX_LAYERS; l++) free(m->A[l]);
   for (int l = 0; l < SG_MODEL_MAX_LAYERS; l++) free(m->G[l]);
   free(m);
   *pm = NULL;
 }
 
-size_t sg_model_nparams(const sg_model_t *m) { return m->nparams; }
-const char *sg_model_describe(const sg_model_t *m) { return m->desc; }
+size_t sg_model_nparams(const sg_model_t *m) {
+  return m->cnn ? sg_cnn_nparams(m->cnn) : m->nparams;
+}
+const char *sg_model_describe(const sg_model_t *m) {
+  return m->cnn ? sg_cnn_describe(m->cnn) : m->desc;
+}
 
 int sg_model_dims(const sg_model_t *m, int64_t dims[SG_MODEL_MAX_LAYERS + 1]) {
+  dims[0] = 0; /* cnn: no dense stack to describe */
   for (int l = 0; l <= m->L; l++) dims[l] = m->dims[l];
   return m->L;
 }
 
 void sg_model_init(const sg_model_t *m, uint64_t seed, float *params) {
+  if (m->cnn) {
+    sg_cnn_init(m->cnn, seed, params);
+    return;
+  }
   memset(params, 0, m->nparams * sizeof *params);
   if (m->softmax) return;
   for (int l = 0; l < m->L; l++) {
@@ -202,6 +220,7 @@ static void layer_grad(sg_model_t *m, int l, const float *Gout, const sg_batch_t
 
 int sg_model_grad(sg_model_t *m, const float *params, const sg_batch_t *b,
                   float *grad, double *loss) {
+  if (m->cnn) return sg_cnn_grad(m->cnn, params, b, grad, loss, m->ready, m->ready_arg);
   const int n = b->n, L = m->L;
   if (n < 1 || n > m->max_rows)
     return sg_err_set(SG_EINVAL, "batch of %d rows (model sized for %d)", n, m->max_rows);
@@ -230,6 +249,7 @@ int sg_model_grad(sg_model_t *m, const float *params, const sg_batch_t *b,
 
 int sg_model_eval(sg_model_t *m, const float *params, const sg_batch_t *b,
                   double *loss_sum, int64_t *correct) {
+  if (m->cnn) return sg_cnn_eval(m->cnn, params, b, loss_sum, correct);
   if (b->n < 1 || b->n > m->max_rows)
     return sg_err_set(SG_EINVAL, "batch of %d rows (model sized for %d)", b->n, m->max_rows);
   forward(m, params, b);
@@ -248,6 +268,7 @@ size_t sg_model_gemms(const sg_model_t *m, int rows, sg_gemm_shape_t *out,
   static const char *dx[] = {"dX L0", "dX L1", "dX L2", "dX L3", "dX L4", "dX L5",
                              "dX L6", "dX L7", "dX L8", "dX L9", "dX L10", "dX L11",
                              "dX L12", "dX L13", "dX L14", "dX L15"};
+  if (m->cnn) return sg_cnn_gemms(m->cnn, rows, out, cap);
   size_t k = 0;
 #define PUSH(TA, TB, M, N, K, BETA, WHAT)                                       \
   do {                                                                          \

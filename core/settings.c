@@ -33,7 +33,7 @@ const sg_setting_t sg_settings[] = {
   {"test_samples", SG_T_INT, "0", "test samples to use (0 = all; synthetic: 10000)", NULL, 0, 1e9, SG_S_WORKLOAD},
   {"nnz", SG_T_INT, "100", "synthetic-sparse: nonzeros per row", NULL, 1, 1e7, SG_S_WORKLOAD},
   /* workload: model */
-  {"model", SG_T_ENUM, "mlp", "model", "softmax|mlp", NOB, SG_S_WORKLOAD},
+  {"model", SG_T_ENUM, "mlp", "model", "softmax|mlp|cnn", NOB, SG_S_WORKLOAD},
   {"hidden", SG_T_INTLIST, "128", "mlp: hidden layer sizes (ReLU), e.g. [256, 128]", NULL, 1, 1e6, SG_S_WORKLOAD},
   /* workload: optimizer */
   {"batch", SG_T_INT, "64", "minibatch per worker (local: the whole batch; compare with N*batch)", NULL, 1, 1e7, SG_S_WORKLOAD},

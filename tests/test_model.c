@@ -233,7 +233,7 @@ TEST(init_and_layout) {
   sg_model_destroy(&m);
   CHECK(m == NULL);
   CHECK_EQ_INT(sg_model_new(&m, "mlp", 6, 3, h, 0, 0, 8), SG_ECONFIG);
-  CHECK_EQ_INT(sg_model_new(&m, "cnn", 6, 3, h, 1, 0, 8), SG_ECONFIG);
+  CHECK_EQ_INT(sg_model_new(&m, "rnn", 6, 3, h, 1, 0, 8), SG_ECONFIG);
   CHECK_STR_CONTAINS(sg_err_msg(), "model");
   CHECK_OK(sg_model_new(&m, "softmax", 6, 3, NULL, 0, 0, 8));
   sg_model_init(m, 1, a);

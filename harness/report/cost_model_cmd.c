@@ -187,7 +187,8 @@ static void run_medians(sqlite3 *db, mrun_t *r, long long warm) {
 }
 
 /* Model bytes from the run's model and dataset: 4 bytes per parameter of
- * the dense layers features -> hidden... -> classes (softmax: one layer);
+ * the dense layers features -> hidden... -> classes (softmax: one layer;
+ * cnn: its two convolutions, then 120 -> 84 -> classes);
  * 0 when the feature count is not in the options. */
 static double model_bytes(const char *model, const char *hidden, const char *dataset,
                           long features, long classes) {
@@ -198,6 +199,11 @@ static double model_bytes(const char *model, const char *hidden, const char *dat
   if (classes < 1 && (!strcmp(dataset, "fashion-mnist") || !strcmp(dataset, "mnist")))
     classes = 10; /* 0: the dataset's own count */
   if (!d || classes < 1) return 0;
+  if (!strcmp(model, "cnn")) { /* core/model_cnn.h: convs 156 + 2416, dense p*p*16-120-84 */
+    long side = lround(sqrt((double)d)), p = ((side - 4) / 2 - 4) / 2;
+    n = 156 + 2416 + (double)(p * p * 16 + 1) * 120 + 121 * 84;
+    in = 84;
+  }
   if (!strcmp(model, "mlp"))
     for (const char *p = hidden; *p;) {
       char *end;

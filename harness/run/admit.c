@@ -212,6 +212,15 @@ static int model_shape(const sg_opts_t *o, const dsinfo_t *di, shape_t *m) {
     in = out;
   }
   m->act_row_in = di->sparse ? 8.0 * (double)di->max_row_nnz : 4.0 * (double)di->d;
+  if (!strcmp(sg_opts_str_or(o, "model", "mlp"), "cnn")) { /* core/model_cnn.c's buffers */
+    const double s = floor(sqrt((double)di->d) + 0.5), c1 = (s - 4) * (s - 4);
+    const double p1 = c1 / 4, c2 = ((s - 4) / 2 - 4) * ((s - 4) / 2 - 4), p2 = c2 / 4;
+    m->params = 156 + 2416 + (16 * p2 + 1) * 120 + 121 * 84 + 85 * (double)classes;
+    /* conv1: patches 25, z and dz 6 each, pooled + index + grad 6 each;
+     * conv2: patches and their grad 150 each, z and dz 16, pooled 3 x 16 */
+    m->width = c1 * (25 + 12) + p1 * 18 + c2 * (300 + 32) + p2 * 48 +
+               2 * (120 + 84 + (double)classes);
+  }
   return SG_OK;
 }
 
