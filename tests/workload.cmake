@@ -8,6 +8,7 @@ add_test(NAME shard_draw_uses_no_inexact_libm
 set_tests_properties(shard_draw_uses_no_inexact_libm PROPERTIES TIMEOUT 30)
 sg_add_test(test_model SOURCES test_model.c TIMEOUT 60)
 sg_add_test(test_model_cnn SOURCES test_model_cnn.c TIMEOUT 120)
+sg_add_test(test_model_embed SOURCES test_model_embed.c TIMEOUT 60)
 sg_add_test(test_optim SOURCES test_optim.c TIMEOUT 30)
 sg_add_test(test_workload SOURCES test_workload.c TIMEOUT 120)
 sg_add_test(test_workload_slice SOURCES test_workload_slice.c TIMEOUT 60)
