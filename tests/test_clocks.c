@@ -188,7 +188,9 @@ static void clocks_case(const char *transport) {
   seen_read(&bare, dir, raw, 2, "raw");
   seen_read(&plain, dir, db, 1, "plain");
   CHECK(got.trace && want.trace && bare.trace);
-  CHECK(got.span > 0.1);
+  /* the span must dwarf the uncertainty for the samples/s comparison to
+   * mean anything (a fast, quiet machine runs these steps in ~0.1 s) */
+  CHECK_MSG(got.span > 20 * u, "span %.4f s against uncertainty %.6f s", got.span, u);
   fprintf(stderr, "%s: samples/s without skew (run 1) %.1f; with skew, corrected %.1f,"
           " uncorrected %.1f; span %.4f s\n", transport, plain.sps, got.sps, bare.sps, got.span);
   CHECK(same_within(&want, &got, u, "corrected vs clocks put right"));

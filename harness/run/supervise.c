@@ -245,6 +245,11 @@ static int serve_once(serve_t *s) {
   SG_CHECK(on_exits(s));
   if (!s->local && !s->error[0]) {
     SG_CHECK(run_check_mpirun_ranks(s));
+    const sg_mpirun_notice_t *n = &s->notice;
+    /* a rank that exited (not killed) may have sent its DONE, with the
+     * peer it blames, just before: srun's line about it can come first */
+    if (n->rank >= 0 && n->rank < s->nprocs && n->signal <= 0 && !s->ranks[n->rank].done)
+      SG_CHECK(run_drain_for(s, DRAIN_S, n->rank));
     run_fail_from_notice(s);
     if (s->suspect >= 0 && sg_now() - s->suspect_t > NOTICE_WAIT_S) run_fail_from_suspect(s);
   }
