@@ -611,3 +611,18 @@ int ru_none_vs_topk(const char *tag, const char *none, const char *topk, int min
   }
   return 0;
 }
+
+ru_kill_outcome_t ru_kill_outcome(pid_t sg, double t_kill, double wait_s, const char *db,
+                                  int rank, const char *what) {
+  ru_kill_outcome_t o;
+  char name[32];
+  o.code = ru_wait_exit_code(sg, wait_s);
+  o.took = sg_now() - t_kill;
+  char *error = ru_db_text(db, "SELECT error FROM runs ORDER BY id DESC LIMIT 1");
+  fprintf(stderr, "  %s: exit %d %.2f s after the kill: %s\n", what, o.code, o.took,
+          error ? error : "?");
+  snprintf(name, sizeof name, "rank %d", rank);
+  o.named = error && strstr(error, name);
+  free(error);
+  return o;
+}

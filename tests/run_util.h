@@ -98,6 +98,19 @@ int ru_wait_exit(pid_t pid, double secs, int *status);
  * secs (it is then killed with SIGKILL and reaped, so no test leaves it). */
 int ru_wait_exit_code(pid_t pid, double secs);
 
+/* What became of run `sg` (a started `sgdlab run`, maybe under salloc or
+ * cluster exec) after its rank was killed at t_kill: its exit code (-1
+ * when it still ran after wait_s, then killed), the seconds it took, and
+ * whether the run's recorded error names "rank R".  Prints one line,
+ * "  WHAT: exit C T s after the kill: ERROR". */
+typedef struct ru_kill_outcome {
+  int code;
+  double took;
+  int named;
+} ru_kill_outcome_t;
+ru_kill_outcome_t ru_kill_outcome(pid_t sg, double t_kill, double wait_s, const char *db,
+                                  int rank, const char *what);
+
 /* ---- the results database ------------------------------------------------ */
 
 /* The first column of the first row as an integer; -1 when the database

@@ -295,16 +295,10 @@ static void killed_rank(const char *d) {
   CHECK_MSG(v > 0, "rank 2's process not found");
   double t_kill = sg_now();
   CHECK_EQ_INT(kill(v, SIGKILL), 0);
-  int code = ru_wait_exit_code(sg, 4 * DEADLINE_S + 10);
-  double took = sg_now() - t_kill;
-  char *error = ru_db_text(db, "SELECT error FROM runs ORDER BY id DESC LIMIT 1");
-  fprintf(stderr, "  killed rank 2: exit %d %.2f s after the kill: %s\n", code, took,
-          error ? error : "?");
-  int named = error && strstr(error, "rank 2");
-  free(error);
-  CHECK_MSG(code > 0, "salloc/sgdlab exit %d after the kill", code);
-  CHECK_MSG(took <= 2 * DEADLINE_S, "failure took %.2f s > 2 deadlines", took);
-  CHECK_MSG(named, "the run's error does not name rank 2");
+  ru_kill_outcome_t o = ru_kill_outcome(sg, t_kill, 4 * DEADLINE_S + 10, db, 2, "killed rank 2");
+  CHECK_MSG(o.code > 0, "salloc/sgdlab exit %d after the kill", o.code);
+  CHECK_MSG(o.took <= 2 * DEADLINE_S, "failure took %.2f s > 2 deadlines", o.took);
+  CHECK_MSG(o.named, "the run's error does not name rank 2");
 }
 
 /* The `sgdlab run CFG` process (not salloc or cluster exec around it). */

@@ -28,6 +28,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -51,12 +53,29 @@ static int private_shared_dirs(void) {
     fprintf(stderr, "SKIP: needs root (a mount namespace); running as uid %d\n", (int)geteuid());
     return 0;
   }
+  /* a tree under /tmp (a checkout built there) stays visible: its top
+   * directory is bound back into the fresh /tmp (counts below look only
+   * at run directories and rank sockets) */
+  char top[PATH_MAX] = "";
+  ssize_t n = readlink("/proc/self/exe", top, sizeof top - 1);
+  top[n > 0 ? n : 0] = '\0';
+  char *sl = !strncmp(top, "/tmp/", 5) ? strchr(top + 5, '/') : NULL;
+  if (sl) *sl = '\0';
+  else top[0] = '\0';
+  int keep = -1; /* opened inside the new namespace: a bind takes only its own mounts */
+  char from[64];
   if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+      (top[0] && (keep = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) ||
+      snprintf(from, sizeof from, "/proc/self/fd/%d", keep) < 0 ||
       mount("sgdlab-test-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0 ||
-      mount("sgdlab-test-tmp", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0) {
+      mount("sgdlab-test-tmp", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0 ||
+      (top[0] && (mkdir(top, 0755) < 0 ||
+                  mount(from, top, NULL, MS_BIND | MS_REC, NULL) < 0))) {
     perror("test_leftovers: private /dev/shm and /tmp");
+    if (keep >= 0) close(keep);
     return 0;
   }
+  if (keep >= 0) close(keep);
   prctl(PR_SET_CHILD_SUBREAPER, 1); /* a dead harness's orphans come to us */
   return done = 1;
 }
