@@ -199,7 +199,7 @@ static int run_secrets(const char *db, char k[][48], int cap) {
   int n = 0;
   if (f && fscanf(f, "sgdlab-keys 1 %*d") == 0)
     while (n < cap && fscanf(f, "%15s %63s %63s", who, pub, sec) == 3)
-      if (strlen(sec) == 40) snprintf(k[n++], 48, "%s", sec);
+      if (strlen(sec) == 40) memcpy(k[n++], sec, 41); /* 40 characters and the NUL */
   if (f) fclose(f);
   return n;
 }
