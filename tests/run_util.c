@@ -626,3 +626,17 @@ ru_kill_outcome_t ru_kill_outcome(pid_t sg, double t_kill, double wait_s, const 
   free(error);
   return o;
 }
+
+int ru_cluster_reference(const char *d, const char *name, int steps, char *ref, size_t cap) {
+  char cfg[512], db[512];
+  snprintf(cfg, sizeof cfg, "%s/local.yaml", d);
+  snprintf(db, sizeof db, "%s/local.db", d);
+  snprintf(ref, cap, "%s/local.bin", d);
+  if (ru_write_train_config(cfg, name, "local", NULL, ref, 4, steps) < 0 ||
+      ru_sgdlab_run(cfg, db) != 0)
+    return -1;
+  setenv("OMPI_MCA_btl", "tcp,self", 1);
+  setenv("OMPI_MCA_btl_tcp_if_include", "198.18.0.0/15", 1);
+  setenv("OMPI_MCA_oob_tcp_if_include", "198.18.0.0/15", 1);
+  return 0;
+}

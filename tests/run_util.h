@@ -111,6 +111,12 @@ typedef struct ru_kill_outcome {
 ru_kill_outcome_t ru_kill_outcome(pid_t sg, double t_kill, double wait_s, const char *db,
                                   int rank, const char *what);
 
+/* In scratch d: a `local` run of 4 workers for `steps` steps that dumps its
+ * parameters to d/local.bin (path into ref), the reference the cluster
+ * tests compare with; then Open MPI is told to use TCP on the cluster's
+ * subnets only (namespace hosts).  0, or -1 when the run failed. */
+int ru_cluster_reference(const char *d, const char *name, int steps, char *ref, size_t cap);
+
 /* ---- the results database ------------------------------------------------ */
 
 /* The first column of the first row as an integer; -1 when the database

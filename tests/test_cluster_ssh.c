@@ -353,16 +353,8 @@ TEST(ssh_runs_equal_local_on_4_hosts) {
   const char *d = ru_scratch("ssh");
   CHECK(d);
   chmod(d, 0755);
-  char cfg[128], db[128], ref[128];
-  snprintf(cfg, sizeof cfg, "%s/local.yaml", d);
-  snprintf(db, sizeof db, "%s/local.db", d);
-  snprintf(ref, sizeof ref, "%s/local.bin", d);
-  CHECK_OK(ru_write_train_config(cfg, "ssh-eq", "local", NULL, ref, 4, 40));
-  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
-  /* Open MPI between namespace hosts: TCP on the cluster's subnets only */
-  setenv("OMPI_MCA_btl", "tcp,self", 1);
-  setenv("OMPI_MCA_btl_tcp_if_include", "198.18.0.0/15", 1);
-  setenv("OMPI_MCA_oob_tcp_if_include", "198.18.0.0/15", 1);
+  char ref[128];
+  CHECK_OK(ru_cluster_reference(d, "ssh-eq", 40, ref, sizeof ref));
   up_or_fail();
   if (test_failed_now_) return;
   equal_runs(d, ref);
