@@ -94,6 +94,8 @@ int sg_ar_cfg_from_opts(sg_ar_cfg_t *c, const sg_opts_t *o) {
   SG_CHECK(sg_setting_int(o, t, "segment", &c->segment));
   SG_CHECK(sg_setting_int(o, t, "group", &c->group));
   SG_CHECK(sg_setting_int(o, t, "cluster.racks", &c->racks));
+  SG_CHECK(sg_setting_int(o, t, "stage_chunk", &c->stage_chunk));
+  SG_CHECK(sg_setting_int(o, t, "gpus_per_host", &c->gpus_per_host));
   SG_CHECK(sg_setting_str(o, t, "overlap", &overlap));
   SG_CHECK(sg_setting_str(o, t, "device", &device));
   c->overlap = !strcmp(overlap, "true");

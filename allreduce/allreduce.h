@@ -72,6 +72,8 @@ typedef struct sg_ar_cfg {
   int64_t segment;       /* as set; 0 = auto (sg_ar_cfg_segment) */
   int64_t group;         /* as set; 0 = auto (sg_ar_cfg_group) */
   int64_t racks;         /* cluster.racks */
+  int64_t stage_chunk;   /* device cuda, host algorithms: bytes per staged chunk */
+  int64_t gpus_per_host; /* device cuda: the workload's gpus_per_host */
   const char *rank_addrs; /* the cluster's rank addresses (spec key), or "" */
   int overlap;           /* overlap: true */
   int device;            /* device: cuda */
@@ -208,9 +210,7 @@ double sg_ar_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_sp
 /* The rows of the table with memory SG_AR_MEM_DEVICE: cuda-ring (CUDA IPC
  * within a host) and nccl.  The engine's `algorithm` accepts them. */
 #define SG_AR_DEVICE_ALGORITHMS "cuda-ring|nccl"
-/* The engine's training loop with the workload on the device. */
 struct sg_rank_ctx;
-int sg_ar_run_device(struct sg_rank_ctx *ctx);
 /* The summation of a device vector of up to n floats by the run's
  * `algorithm` (host-staged ring/rhd/native, cuda-ring, nccl), as the
  * training loop and the benchmark round use it.  Collective. */

@@ -1,16 +1,12 @@
-/* allreduce_device.c - the allreduce engine with `device: cuda`.
+/* allreduce_device.c - the allreduce engine's device ops (`device: cuda`).
  *
- * The same schedule as allreduce_engine.c, with the parameters, the
- * gradient and the momentum in device memory (the host vector's layout):
- *
- *   rank 0: params = init(seed) on the host; broadcast (host); upload
- *   every step t, on every rank r:
- *     g_r = grad on the device (batch_t of worker r)        compute_s
- *     g   = allreduce_sum(g_r) of the device vector         comm_s
- *     params = sgd(params, g / N, t)   one kernel: the scale and
- *                                      optim.c's update
- *   rank 0 copies params to the host only when it evaluates, and at the end
- *   for dump_params.
+ * The training loop is allreduce_engine.c's, the same for host and
+ * device (ar_loop.h); this file is its row sg_ar_mem_cuda: the
+ * parameters, the gradient and the momentum in device memory (the host
+ * vector's layout), the gradient by sg_workload_grad_device, the update
+ * one kernel (the 1/N scale and optim.c's update), and the parameters
+ * copied to the host only when rank 0 evaluates and at the end for
+ * dump_params.
  *
  * How the device vector is summed: the row of the algorithm table
  * (allreduce.h) named by `algorithm`.  A host row (memory SG_AR_MEM_HOST)
@@ -25,6 +21,8 @@
  *                        persistent = one kernel per allreduce, flags in
  *                        device memory (core/cuda/pring_plan.h)
  *   nccl                 ncclAllReduce (one GPU per rank)
+ * compress: fp16 applies to the host-staged ring and rhd (each chunk
+ * crosses the wire as halves, the host algorithm's own compression).
  * Step records carry the transport's byte counters plus, for cuda-ring and
  * nccl, the bytes the devices moved (cuda-ring: exact; nccl: the ring's
  * 2K(N-1)/N, K = 4 * nparams).
@@ -33,12 +31,14 @@
 #include <string.h>
 
 #include "allreduce.h"
+#include "ar_loop.h"
 #include "clock.h"
 #include "cuda/sg_cuda.h"
 #include "cuda/ring_prims.h"
 #include "device.h"
 #include "engine.h"
 #include "err.h"
+#include "settings.h"
 
 #define STAGE_SLOTS 2 /* double buffering */
 
@@ -56,7 +56,8 @@ typedef struct dev_comm {
  * moved directly (past the transport's counters).  dc_destroy frees
  * whatever setup made. */
 struct sg_ar_dev_algo {
-  int (*setup)(dev_comm_t *dc, sg_rank_ctx_t *ctx, const char *algo, size_t n, size_t segment);
+  int (*setup)(dev_comm_t *dc, sg_rank_ctx_t *ctx, const sg_ar_cfg_t *cfg, size_t n,
+               size_t segment);
   int (*run)(dev_comm_t *dc, sg_comm_t *c, float *dgrad, size_t n, uint64_t *dev_bytes);
 };
 
@@ -64,14 +65,16 @@ struct sg_ar_dev_algo {
 
 static int host_reduce(void *arg, float *host, size_t len) { return sg_ar_run(arg, host, len); }
 
-static int staged_setup(dev_comm_t *dc, sg_rank_ctx_t *ctx, const char *algo, size_t n,
+/* compress: fp16 is the host algorithm's own (ring, rhd): each staged
+ * chunk crosses the wire as halves and is summed in float32. */
+static int staged_setup(dev_comm_t *dc, sg_rank_ctx_t *ctx, const sg_ar_cfg_t *cfg, size_t n,
                         size_t segment) {
-  int64_t chunk = 0;
-  SG_CHECK(sg_opts_int_or(ctx->opts, "stage_chunk", 4 << 20, &chunk));
-  size_t cf = (size_t)chunk / sizeof(float);
+  size_t cf = (size_t)cfg->stage_chunk / sizeof(float);
   if (cf == 0) cf = 1;
   if (cf > n && n > 0) cf = n;
-  SG_CHECK(sg_ar_new(&dc->ar, ctx->comm, algo, segment, cf));
+  SG_CHECK(sg_ar_new(&dc->ar, ctx->comm, cfg->algorithm, segment, cf));
+  sg_ar_set_group(dc->ar, (int)sg_ar_cfg_group(cfg, ctx->comm));
+  SG_CHECK(sg_ar_set_compress(dc->ar, cfg->compress));
   return sg_cuda_stage_new(&dc->stage, cf, STAGE_SLOTS);
 }
 
@@ -85,13 +88,12 @@ static const struct sg_ar_dev_algo staged_ops = {staged_setup, staged_run};
 
 /* ---- cuda-ring ---------------------------------------------------------- */
 
-static int ring_setup(dev_comm_t *dc, sg_rank_ctx_t *ctx, const char *algo, size_t n,
+static int ring_setup(dev_comm_t *dc, sg_rank_ctx_t *ctx, const sg_ar_cfg_t *cfg, size_t n,
                       size_t segment) {
-  (void)algo, (void)n;
-  const int mode = strcmp(sg_opts_str_or(ctx->opts, "cuda_ring", "staged"), "persistent")
-                       ? SG_CUDA_RING_STAGED
-                       : SG_CUDA_RING_PERSISTENT;
-  dc->seg = segment / sizeof(float);
+  (void)n, (void)segment;
+  const int mode = strcmp(cfg->cuda_ring, "persistent") ? SG_CUDA_RING_STAGED
+                                                         : SG_CUDA_RING_PERSISTENT;
+  dc->seg = (cfg->segment > 0 ? (size_t)cfg->segment : SG_AR_SEGMENT_DEFAULT) / sizeof(float);
   return sg_cuda_ring_new(&dc->ring, ctx->comm, dc->seg, mode);
 }
 
@@ -113,11 +115,10 @@ const sg_ar_algo_t sg_ar_cuda_ring = {
 /* ---- nccl --------------------------------------------------------------- */
 
 /* NCCL refuses two ranks on one GPU: say so before it does. */
-static int nccl_fits(const sg_rank_ctx_t *ctx) {
+static int nccl_fits(const sg_rank_ctx_t *ctx, const sg_ar_cfg_t *cfg) {
   int count = 0, lr = 0, ls = 0;
-  int64_t g = 0;
+  int64_t g = cfg->gpus_per_host;
   SG_CHECK(sg_cuda_probe(&count));
-  SG_CHECK(sg_opts_int_or(ctx->opts, "gpus_per_host", 0, &g));
   if (g <= 0 || g > count) g = count;
   sg_device_local_rank(ctx->comm, &lr, &ls);
   if (ls > g)
@@ -128,11 +129,11 @@ static int nccl_fits(const sg_rank_ctx_t *ctx) {
   return SG_OK;
 }
 
-static int nccl_setup(dev_comm_t *dc, sg_rank_ctx_t *ctx, const char *algo, size_t n,
+static int nccl_setup(dev_comm_t *dc, sg_rank_ctx_t *ctx, const sg_ar_cfg_t *cfg, size_t n,
                       size_t segment) {
-  (void)algo, (void)n, (void)segment;
+  (void)n, (void)segment;
   unsigned char id[SG_NCCL_ID_BYTES] = {0};
-  SG_CHECK(nccl_fits(ctx));
+  SG_CHECK(nccl_fits(ctx, cfg));
   if (ctx->rank == 0) SG_CHECK(sg_cuda_nccl_id(id));
   SG_CHECK(sg_ar_bcast(ctx->comm, id, sizeof id, 0));
   return sg_cuda_nccl_new(&dc->nccl, id, ctx->rank, ctx->size);
@@ -154,13 +155,13 @@ const sg_ar_algo_t sg_ar_nccl = {
 
 /* ---- the row of the run's `algorithm` ------------------------------------ */
 
-static int dc_new(dev_comm_t *dc, sg_rank_ctx_t *ctx, const char *algo, size_t n) {
-  int64_t segment = 0;
-  SG_CHECK(sg_opts_int_or(ctx->opts, "segment", 0, &segment));
-  if (segment <= 0) segment = SG_AR_SEGMENT_DEFAULT;
-  const sg_ar_algo_t *row = sg_ar_algo_find(algo);
+/* segment: the host algorithms' (sg_ar_cfg_segment); cuda-ring's slot is
+ * the set `segment`, 0 = SG_AR_SEGMENT_DEFAULT. */
+static int dc_new(dev_comm_t *dc, sg_rank_ctx_t *ctx, const sg_ar_cfg_t *cfg, size_t n,
+                  int64_t segment) {
+  const sg_ar_algo_t *row = sg_ar_algo_find(cfg->algorithm);
   dc->ops = row && row->memory == SG_AR_MEM_DEVICE ? row->dev : &staged_ops;
-  return dc->ops->setup(dc, ctx, algo, n, (size_t)segment);
+  return dc->ops->setup(dc, ctx, cfg, n, (size_t)segment);
 }
 
 /* Sum dgrad over the ranks; *dev_bytes = bytes the devices moved directly. */
@@ -184,7 +185,9 @@ int sg_ar_dev_new(sg_ar_dev_t **out, sg_rank_ctx_t *ctx, size_t n) {
   sg_ar_dev_t *d = calloc(1, sizeof *d);
   if (!d) return SG_ENOMEM;
   d->c = ctx->comm;
-  int rc = dc_new(&d->dc, ctx, sg_opts_str_or(ctx->opts, "algorithm", "ring"), n);
+  sg_ar_cfg_t cfg;
+  int rc = sg_ar_cfg_from_opts(&cfg, ctx->opts);
+  if (rc == SG_OK) rc = dc_new(&d->dc, ctx, &cfg, n, sg_ar_cfg_segment(&cfg, ctx->comm));
   if (rc < 0) {
     sg_ar_dev_destroy(&d);
     return rc;
@@ -205,91 +208,69 @@ void sg_ar_dev_destroy(sg_ar_dev_t **pd) {
   *pd = NULL;
 }
 
-typedef struct dev_state {
-  sg_workload_t *wl;
-  sg_optim_t *opt;
-  sg_trainlog_t *log;
-  dev_comm_t dc;
-  float *params;          /* host: init, broadcast, evaluation, dump */
-  float *dp, *dg, *dv;    /* device */
-  double mu, wd;
-} dev_state_t;
+/* ---- the device ops of the training loop (ar_loop.h) --------------------- */
 
-static int setup(dev_state_t *d, sg_rank_ctx_t *ctx, size_t *np) {
-  const int root = ctx->rank == 0;
-  SG_CHECK(sg_workload_new(&d->wl, ctx->opts, ctx->rank, ctx->size,
-                           root ? SG_WL_ALL : SG_WL_TRAIN));
-  const size_t n = *np = sg_workload_nparams(d->wl);
-  if (!(d->params = sg_ar_alloc(n * sizeof *d->params)))
+struct ar_dev_state {
+  dev_comm_t dc;
+  float *dp, *dg, *dv;    /* params, grad, momentum on the device */
+  double mu, wd;          /* momentum, weight_decay: the settings table's */
+};
+
+static int cuda_alloc(ar_loop_t *lp) {
+  const size_t n = lp->n;
+  struct ar_dev_state *d = lp->dev = calloc(1, sizeof *lp->dev);
+  if (!d || !(lp->params = sg_ar_alloc(n * sizeof *lp->params)))
     return sg_err_set(SG_ENOMEM, "allreduce: no memory for %zu parameters", n);
+  SG_CHECK(sg_setting_double(lp->ctx->opts, NULL, "momentum", &d->mu));
+  SG_CHECK(sg_setting_double(lp->ctx->opts, NULL, "weight_decay", &d->wd));
   SG_CHECK(sg_cuda_alloc(&d->dp, n, "the parameters"));
   SG_CHECK(sg_cuda_alloc(&d->dg, n, "the gradient"));
-  SG_CHECK(sg_opts_double_or(ctx->opts, "momentum", 0.0, &d->mu));
-  SG_CHECK(sg_opts_double_or(ctx->opts, "weight_decay", 0.0, &d->wd));
   if (d->mu > 0) {
     SG_CHECK(sg_cuda_alloc(&d->dv, n, "the momentum"));
     SG_CHECK(sg_cuda_zero(d->dv, n));
   }
-  SG_CHECK(dc_new(&d->dc, ctx, sg_opts_str_or(ctx->opts, "algorithm", "ring"), n));
-  if (root) SG_CHECK(sg_workload_init_params(d->wl, d->params));
-  SG_CHECK(sg_ar_bcast(ctx->comm, d->params, n * sizeof *d->params, 0));
-  SG_CHECK(sg_cuda_put(d->dp, d->params, n));
-  SG_CHECK(sg_workload_optim_new(d->wl, ctx->opts, &d->opt));
-  if (root) {
-    SG_CHECK(sg_records_info(ctx->rec, "workload", sg_workload_describe(d->wl)));
-    SG_CHECK(sg_records_info(ctx->rec, "device", sg_device_build()));
-  }
-  return sg_trainlog_new(&d->log, ctx, d->wl, root);
-}
-
-static int train(dev_state_t *d, sg_rank_ctx_t *ctx, size_t n) {
-  const int root = ctx->rank == 0;
-  sg_comm_t *c = ctx->comm;
-  const int64_t total = sg_workload_total_steps(d->wl), spe = sg_workload_steps_per_epoch(d->wl);
-  const float scale = 1.0f / (float)ctx->size;
-  SG_CHECK(sg_barrier(c));
-  SG_CHECK(sg_trainlog_begin(d->log, root ? d->params : NULL));
-  for (int64_t step = 0; step < total; step++) {
-    sg_step_rec_t s = {.step = step, .epoch = (int32_t)(step / spe),
-                       .t_start = sg_records_elapsed(ctx->rec), .staleness = -1};
-    uint64_t s0 = sg_comm_bytes_sent(c), r0 = sg_comm_bytes_recvd(c), dev = 0;
-    double t = sg_now();
-    sg_engine_delay(ctx);
-    SG_CHECK(sg_workload_grad_device(d->wl, d->dp, d->dg, step, &s.loss));
-    double t1 = sg_now();
-    SG_CHECK(dc_run(&d->dc, c, d->dg, n, &dev));
-    double t2 = sg_now();
-    SG_CHECK(sg_cuda_sgd(d->dp, d->dg, d->dv, n, scale, (float)sg_optim_lr(d->opt, step),
-                         (float)d->wd, (float)d->mu));
-    const int eval = root && sg_trainlog_due(d->log, step);
-    if (eval) SG_CHECK(sg_cuda_get(d->params, d->dp, n)); /* waits for the update */
-    s.compute_s = (t1 - t) + (sg_now() - t2);
-    s.comm_s = t2 - t1;
-    s.bytes_sent = sg_comm_bytes_sent(c) - s0 + dev;
-    s.bytes_recv = sg_comm_bytes_recvd(c) - r0 + dev;
-    SG_CHECK(sg_trainlog_step(d->log, &s, eval ? d->params : NULL));
-  }
-  if (root) {
-    SG_CHECK(sg_cuda_get(d->params, d->dp, n));
-    SG_CHECK(sg_engine_dump_params(ctx, d->params, n));
-  }
   return SG_OK;
 }
 
-int sg_ar_run_device(sg_rank_ctx_t *ctx) {
-  dev_state_t d = {0};
-  size_t n = 0;
-  int rc;
-  SG_TRY(setup(&d, ctx, &n));
-  SG_TRY(train(&d, ctx, n));
-fail:
-  sg_trainlog_destroy(&d.log);
-  dc_destroy(&d.dc);
-  sg_optim_destroy(&d.opt);
-  sg_workload_destroy(&d.wl);
-  sg_cuda_free(&d.dp);
-  sg_cuda_free(&d.dg);
-  sg_cuda_free(&d.dv);
-  sg_ar_free(d.params);
-  return rc;
+static int cuda_comm(ar_loop_t *lp, int64_t segment) {
+  return dc_new(&lp->dev->dc, lp->ctx, &lp->cfg, lp->n, segment);
 }
+
+static int cuda_load(ar_loop_t *lp) { return sg_cuda_put(lp->dev->dp, lp->params, lp->n); }
+
+static int cuda_grad(ar_loop_t *lp, int64_t step, double *loss) {
+  return sg_workload_grad_device(lp->wl, lp->dev->dp, lp->dev->dg, step, loss);
+}
+
+static int cuda_reduce(ar_loop_t *lp) {
+  return dc_run(&lp->dev->dc, lp->ctx->comm, lp->dev->dg, lp->n, &lp->dev_bytes);
+}
+
+/* One kernel: the 1/N scale and optim.c's update. */
+static int cuda_apply(ar_loop_t *lp, int64_t step) {
+  struct ar_dev_state *d = lp->dev;
+  return sg_cuda_sgd(d->dp, d->dg, d->dv, lp->n, lp->scale, (float)sg_optim_lr(lp->opt, step),
+                     (float)d->wd, (float)d->mu);
+}
+
+/* Waits for the update queued before it. */
+static int cuda_view(ar_loop_t *lp) { return sg_cuda_get(lp->params, lp->dev->dp, lp->n); }
+
+static void cuda_fini(ar_loop_t *lp) {
+  struct ar_dev_state *d = lp->dev;
+  if (d) {
+    dc_destroy(&d->dc);
+    sg_cuda_free(&d->dp);
+    sg_cuda_free(&d->dg);
+    sg_cuda_free(&d->dv);
+    free(d);
+    lp->dev = NULL;
+  }
+  sg_ar_free(lp->params);
+}
+
+const ar_mem_ops_t sg_ar_mem_cuda = {
+    .name = "cuda", .info_key = "device", .info = sg_device_build,
+    .alloc = cuda_alloc, .comm = cuda_comm, .load = cuda_load, .grad = cuda_grad,
+    .reduce = cuda_reduce, .apply = cuda_apply, .view = cuda_view, .fini = cuda_fini,
+};

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "allreduce.h"
+#include "ar_loop.h"
 #include "overlap.h"
 #include "topk.h"
 #include "clock.h"
@@ -53,7 +54,7 @@ const sg_setting_t sg_ar_options[] = {
   {"algorithm", SG_T_ENUM, "ring", "allreduce algorithm: ring (pipelined reduce-scatter + allgather), rhd (Rabenseifner), tree (pipelined binary tree: reduce to rank 0, broadcast back), hier (hierarchical: reduce-scatter inside groups of `group` ranks, ring across groups, allgather inside), native (MPI_Allreduce; transport mpi); with device cuda also cuda-ring (GPUs of one host, CUDA IPC) and nccl (builds with NCCL)", SG_AR_ALGORITHMS "|" SG_AR_DEVICE_ALGORITHMS, 1, 0, SG_S_ENGINE},
   {"group", SG_T_INT, "0", "hier: ranks per group, consecutive ranks (0 = auto: on an emulated cluster the ranks from rank 0 on that share rank 0's host (cluster.placement: pack) or, with cluster.racks, its rack; every rank without a cluster, which is one host)", NULL, 0, 1024, SG_S_ENGINE},
   {"segment", SG_T_INT, "0", "ring, rhd, tree, hier: pipeline segment in bytes (K/M suffixes; 0 = auto: 4M for zmq over ipc with zmq_cma on, 256K for zmq with CURVE, else 1M); cuda-ring: the chunk of a ring step (0 = 1M)", NULL, 0, 1 << 30, SG_S_ENGINE},
-  {"compress", SG_T_ENUM, "none", "gradient compression on the wire: none; fp16 (ring, rhd: IEEE halves on the wire, sums in float32; every replica keeps the rounded sum); topk (the topk fraction of largest entries as index/value pairs, allgathered around the ring, the rest carried over as error feedback)", "none|fp16|topk", 1, 0, SG_S_ENGINE},
+  {"compress", SG_T_ENUM, "none", "gradient compression on the wire: none; fp16 (ring, rhd, also host-staged with device cuda: IEEE halves on the wire, sums in float32; every replica keeps the rounded sum); topk (device cpu: the topk fraction of largest entries as index/value pairs, allgathered around the ring, the rest carried over as error feedback)", "none|fp16|topk", 1, 0, SG_S_ENGINE},
   {"topk", SG_T_FLOAT, "0.01", "compress: topk: fraction of the gradient's entries each rank sends per step", NULL, 1e-6, 1, SG_S_ENGINE},
   {"overlap", SG_T_BOOL, "false", "allreduce the gradient in buckets while backward still computes the layers below (a compute thread runs backward; the rank's thread runs the allreduce); device cpu, compress none|fp16", NULL, 1, 0, SG_S_ENGINE},
   {"bucket", SG_T_INT, "512K", "overlap: bytes of gradient gathered before a bucket is allreduced (K/M suffixes)", NULL, 4, 1 << 30, SG_S_ENGINE},
@@ -84,11 +85,15 @@ static int ar_check_transport(const sg_opts_t *o, const char *transport) {
   SG_CHECK(ar_check_device(&c));
   const char *algo = c.algorithm, *compress = c.compress;
   int fp16 = !strcmp(compress, "fp16"), ring = !strcmp(algo, "ring");
-  if (strcmp(compress, "none") != 0 && ((!ring && !(fp16 && !strcmp(algo, "rhd"))) || c.device))
-    return sg_err_set(SG_ECONFIG, "compress: %s is implemented for algorithm%s on device cpu",
-                      compress, fp16 ? "s ring and rhd" : " ring");
+  if (strcmp(compress, "none") != 0 && !ring && !(fp16 && !strcmp(algo, "rhd")))
+    return sg_err_set(SG_ECONFIG, "compress: %s is implemented for algorithm%s%s", compress,
+                      fp16 ? "s ring and rhd" : " ring", c.device ? " (host-staged)" : "");
+  if (c.device && !strcmp(compress, "topk"))
+    return sg_err_set(SG_ECONFIG, "compress: topk needs device cpu (its selection and error "
+                      "feedback run on host vectors); device cuda has none and fp16");
   if (c.overlap && (!strcmp(compress, "topk") || c.device))
-    return sg_err_set(SG_ECONFIG, "overlap: true needs device cpu and compress none or fp16");
+    return sg_err_set(SG_ECONFIG, "overlap: true needs device cpu (the device model's backward "
+                      "hands over no buckets) and compress none or fp16");
   if (!strcmp(c.update, "sharded") &&
       (!ring || strcmp(compress, "none") != 0 || c.overlap || c.device))
     return sg_err_set(SG_ECONFIG, "update: sharded needs algorithm ring, device cpu, compress "
@@ -116,26 +121,45 @@ static uint64_t bytes_moved(const sg_comm_t *c, uint64_t *recvd) {
   return sg_comm_bytes_sent(c);
 }
 
-/* What one training step needs. */
-typedef struct ar_loop {
-  sg_rank_ctx_t *ctx;
-  sg_ar_cfg_t cfg;     /* the options, parsed once */
-  sg_workload_t *wl;
-  sg_optim_t *opt;
-  sg_ar_t *ar;
-  sg_topk_t *tk;
-  sg_ar_overlap_t *ov; /* overlap: true */
-  float *params, *grad;
-  size_t n;
-  int sharded;         /* update: the ring's owners update (sg_ar_run_update) */
-  int64_t step;        /* the step being updated (for the update callback) */
-  float scale;         /* 1/N: the sum to the mean gradient */
-} ar_loop_t;
+/* ---- the host ops (ar_loop.h): vectors in host memory ----------------- */
 
-/* Gradient, then barrier and allreduce.  Wait and comm booked apart
- * (docs/engines/allreduce.md): the barrier returns once the slowest rank
- * has its gradient, so the allreduce after it moves bytes between ranks
- * that are all ready. */
+static int host_alloc(ar_loop_t *lp) {
+  lp->params = sg_ar_alloc(lp->n * sizeof *lp->params); /* touched, huge pages */
+  lp->grad = sg_ar_alloc(lp->n * sizeof *lp->grad);
+  if (!lp->params || !lp->grad)
+    return sg_err_set(SG_ENOMEM, "allreduce: no memory for %zu parameters", lp->n);
+  return SG_OK;
+}
+
+/* overlap: true starts the compute thread (overlap.h); not for N = 1,
+ * which has nothing to reduce (the thread's hand-offs cost ~13% there). */
+static int overlap_new(ar_loop_t *lp) {
+  if (!lp->cfg.overlap || lp->ctx->size == 1) return SG_OK;
+  return sg_ar_overlap_new(&lp->ov, lp->wl, lp->ar, (size_t)lp->cfg.bucket);
+}
+
+static int host_comm(ar_loop_t *lp, int64_t segment) {
+  const sg_ar_cfg_t *c = &lp->cfg;
+  sg_comm_t *comm = lp->ctx->comm;
+  SG_CHECK(sg_ar_new(&lp->ar, comm, c->algorithm, (size_t)segment, lp->n));
+  sg_ar_plant_bug(lp->ar, c->plant_bug);
+  sg_ar_set_group(lp->ar, (int)sg_ar_cfg_group(c, comm));
+  SG_CHECK(compress_new(lp->ctx, c, lp->ar, lp->n, &lp->tk));
+  SG_CHECK(overlap_new(lp));
+  lp->sharded = comm->size > 1 && strcmp(c->update, "replicated") != 0 && !lp->ov && !lp->tk &&
+                sg_ar_can_update(lp->ar); /* N = 1: the whole update, booked as compute */
+  return SG_OK;
+}
+
+static int host_load(ar_loop_t *lp) {
+  (void)lp;
+  return SG_OK;
+}
+
+static int host_grad(ar_loop_t *lp, int64_t step, double *loss) {
+  return sg_workload_grad(lp->wl, lp->params, lp->grad, step, loss);
+}
+
 /* The update of one owned range, called by the ring as the range's sum
  * completes (update: sharded). */
 static void update_range(void *arg, size_t off, size_t len, const float *recv) {
@@ -143,17 +167,46 @@ static void update_range(void *arg, size_t off, size_t len, const float *recv) {
   sg_optim_apply_range2(lp->opt, lp->params, lp->grad, recv, off, len, lp->scale, lp->step);
 }
 
+/* sharded: the owners update inside the ring, so comm_s holds this
+ * rank's 1/N of the update */
+static int host_reduce(ar_loop_t *lp) {
+  return lp->sharded ? sg_ar_run_update(lp->ar, lp->grad, lp->params, lp->n, update_range, lp)
+         : lp->tk    ? sg_topk_run(lp->tk, lp->grad)
+                     : sg_ar_run(lp->ar, lp->grad, lp->n);
+}
+
+static int host_apply(ar_loop_t *lp, int64_t step) {
+  sg_optim_apply_range(lp->opt, lp->params, lp->grad, 0, lp->n, lp->scale, step);
+  return SG_OK;
+}
+
+static void host_fini(ar_loop_t *lp) {
+  sg_ar_overlap_destroy(&lp->ov); /* joins the compute thread before wl goes */
+  sg_ar_destroy(&lp->ar);
+  sg_topk_destroy(&lp->tk);
+  sg_ar_free(lp->params);
+  sg_ar_free(lp->grad);
+}
+
+const ar_mem_ops_t sg_ar_mem_host = {
+    .name = "host", .info_key = "blas", .info = sg_blas_info,
+    .alloc = host_alloc, .comm = host_comm, .load = host_load, .grad = host_grad,
+    .reduce = host_reduce, .apply = host_apply, .view = host_load, .fini = host_fini,
+};
+
+/* ---- the loop --------------------------------------------------------- */
+
+/* Gradient, then barrier and allreduce.  Wait and comm booked apart
+ * (docs/engines/allreduce.md): the barrier returns once the slowest rank
+ * has its gradient, so the allreduce after it moves bytes between ranks
+ * that are all ready. */
 static int grad_then_reduce(ar_loop_t *lp, sg_step_rec_t *s, double t) {
-  SG_CHECK(sg_workload_grad(lp->wl, lp->params, lp->grad, s->step, &s->loss));
+  SG_CHECK(lp->mem->grad(lp, s->step, &s->loss));
   double t1 = sg_now();
   SG_CHECK(sg_barrier(lp->ctx->comm));
   double tw = sg_now();
   lp->step = s->step;
-  /* sharded: the owners update inside the ring, so comm_s holds this
-   * rank's 1/N of the update */
-  SG_CHECK(lp->sharded ? sg_ar_run_update(lp->ar, lp->grad, lp->params, lp->n, update_range, lp)
-           : lp->tk    ? sg_topk_run(lp->tk, lp->grad)
-                       : sg_ar_run(lp->ar, lp->grad, lp->n));
+  SG_CHECK(lp->mem->reduce(lp));
   s->compute_s = t1 - t;
   s->wait_s = tw - t1;
   s->comm_s = sg_now() - tw;
@@ -173,6 +226,16 @@ static int grad_overlapped(ar_loop_t *lp, sg_step_rec_t *s, double t) {
   return SG_OK;
 }
 
+/* The update (unless the ring made it), then the host copy of the
+ * parameters where rank 0 evaluates this step. */
+static int apply_and_view(ar_loop_t *lp, sg_trainlog_t *log, sg_step_rec_t *s) {
+  double t2 = sg_now();
+  if (!lp->sharded) SG_CHECK(lp->mem->apply(lp, s->step));
+  if (lp->ctx->rank == 0 && sg_trainlog_due(log, s->step)) SG_CHECK(lp->mem->view(lp));
+  s->compute_s += sg_now() - t2;
+  return SG_OK;
+}
+
 static int ar_step(ar_loop_t *lp, sg_trainlog_t *log, int64_t step, int64_t spe) {
   sg_rank_ctx_t *ctx = lp->ctx;
   sg_step_rec_t s = {.step = step, .epoch = (int32_t)(step / spe),
@@ -180,56 +243,39 @@ static int ar_step(ar_loop_t *lp, sg_trainlog_t *log, int64_t step, int64_t spe)
   uint64_t r0, s0 = bytes_moved(ctx->comm, &r0), r1;
   double t = sg_now();
   sg_engine_delay(ctx);
+  lp->dev_bytes = 0;
   SG_CHECK(lp->ov ? grad_overlapped(lp, &s, t) : grad_then_reduce(lp, &s, t));
-  if (!lp->sharded) {
-    double t2 = sg_now();
-    sg_optim_apply_range(lp->opt, lp->params, lp->grad, 0, lp->n, lp->scale, step);
-    s.compute_s += sg_now() - t2;
-  }
-  s.bytes_sent = bytes_moved(ctx->comm, &r1) - s0;
-  s.bytes_recv = r1 - r0;
+  SG_CHECK(apply_and_view(lp, log, &s));
+  s.bytes_sent = bytes_moved(ctx->comm, &r1) - s0 + lp->dev_bytes;
+  s.bytes_recv = r1 - r0 + lp->dev_bytes;
   return sg_trainlog_step(log, &s, ctx->rank == 0 ? lp->params : NULL);
 }
 
-/* overlap: true starts the compute thread (overlap.h); not for N = 1,
- * which has nothing to reduce (the thread's hand-offs cost ~13% there). */
-static int overlap_new(ar_loop_t *lp) {
-  if (!lp->cfg.overlap || lp->ctx->size == 1) return SG_OK;
-  return sg_ar_overlap_new(&lp->ov, lp->wl, lp->ar, (size_t)lp->cfg.bucket);
+static int ar_records(ar_loop_t *lp, int64_t segment) {
+  sg_records_t *rec = lp->ctx->rec;
+  SG_CHECK(sg_records_info(rec, "workload", sg_workload_describe(lp->wl)));
+  SG_CHECK(sg_records_info(rec, lp->mem->info_key, lp->mem->info()));
+  char seg[24];
+  snprintf(seg, sizeof seg, "%lld", (long long)segment);
+  SG_CHECK(sg_records_info(rec, "allreduce.segment", seg));
+  return sg_records_info(rec, "allreduce.update", lp->sharded ? "sharded" : "replicated");
 }
 
 static int ar_setup(ar_loop_t *lp) {
   sg_rank_ctx_t *ctx = lp->ctx;
-  const sg_ar_cfg_t *c = &lp->cfg;
   const int root = ctx->rank == 0;
-  int64_t segment = sg_ar_cfg_segment(c, ctx->comm);
+  int64_t segment = sg_ar_cfg_segment(&lp->cfg, ctx->comm);
   SG_CHECK(sg_workload_new(&lp->wl, ctx->opts, ctx->rank, ctx->size,
                            root ? SG_WL_ALL : SG_WL_TRAIN));
-  size_t n = lp->n = sg_workload_nparams(lp->wl);
-  lp->params = sg_ar_alloc(n * sizeof *lp->params); /* touched, huge pages */
-  lp->grad = sg_ar_alloc(n * sizeof *lp->grad);
-  if (!lp->params || !lp->grad)
-    return sg_err_set(SG_ENOMEM, "allreduce: no memory for %zu parameters", n);
-  SG_CHECK(sg_ar_new(&lp->ar, ctx->comm, c->algorithm, (size_t)segment, n));
-  sg_ar_plant_bug(lp->ar, c->plant_bug);
-  sg_ar_set_group(lp->ar, (int)sg_ar_cfg_group(c, ctx->comm));
-  SG_CHECK(compress_new(ctx, c, lp->ar, n, &lp->tk));
-  SG_CHECK(overlap_new(lp));
+  lp->n = sg_workload_nparams(lp->wl);
+  SG_CHECK(lp->mem->alloc(lp));
+  SG_CHECK(lp->mem->comm(lp, segment));
   if (root) SG_CHECK(sg_workload_init_params(lp->wl, lp->params));
-  SG_CHECK(sg_ar_bcast(ctx->comm, lp->params, n * sizeof *lp->params, 0));
+  SG_CHECK(sg_ar_bcast(ctx->comm, lp->params, lp->n * sizeof *lp->params, 0));
+  SG_CHECK(lp->mem->load(lp));
   SG_CHECK(sg_workload_optim_new(lp->wl, ctx->opts, &lp->opt));
   lp->scale = 1.0f / (float)ctx->size;
-  lp->sharded = ctx->size > 1 && strcmp(c->update, "replicated") != 0 && !lp->ov && !lp->tk &&
-                sg_ar_can_update(lp->ar); /* N = 1: the whole update, booked as compute */
-  if (root) {
-    SG_CHECK(sg_records_info(ctx->rec, "workload", sg_workload_describe(lp->wl)));
-    SG_CHECK(sg_records_info(ctx->rec, "blas", sg_blas_info()));
-    char seg[24];
-    snprintf(seg, sizeof seg, "%lld", (long long)segment);
-    SG_CHECK(sg_records_info(ctx->rec, "allreduce.segment", seg));
-    SG_CHECK(sg_records_info(ctx->rec, "allreduce.update", lp->sharded ? "sharded" : "replicated"));
-  }
-  return SG_OK;
+  return root ? ar_records(lp, segment) : SG_OK;
 }
 
 static int ar_run(sg_rank_ctx_t *ctx) {
@@ -239,7 +285,7 @@ static int ar_run(sg_rank_ctx_t *ctx) {
   const int root = ctx->rank == 0;
 
   SG_CHECK(sg_ar_cfg_from_opts(&lp.cfg, ctx->opts));
-  if (lp.cfg.device) return sg_ar_run_device(ctx);
+  lp.mem = lp.cfg.device ? &sg_ar_mem_cuda : &sg_ar_mem_host;
   SG_TRY(ar_setup(&lp));
   SG_TRY(sg_trainlog_new(&log, ctx, lp.wl, root));
   /* The training clock starts when every rank holds the parameters: the
@@ -249,17 +295,14 @@ static int ar_run(sg_rank_ctx_t *ctx) {
   SG_TRY(sg_trainlog_begin(log, root ? lp.params : NULL));
   int64_t total = sg_workload_total_steps(lp.wl), spe = sg_workload_steps_per_epoch(lp.wl);
   for (int64_t step = 0; step < total; step++) SG_TRY(ar_step(&lp, log, step, spe));
+  if (root) SG_TRY(lp.mem->view(&lp));
   if (root) SG_TRY(sg_engine_dump_params(ctx, lp.params, lp.n));
   rc = SG_OK;
 fail:
   sg_trainlog_destroy(&log);
-  sg_ar_overlap_destroy(&lp.ov); /* joins the compute thread before wl goes */
-  sg_ar_destroy(&lp.ar);
-  sg_topk_destroy(&lp.tk);
+  lp.mem->fini(&lp); /* joins any compute thread before wl goes */
   sg_optim_destroy(&lp.opt);
   sg_workload_destroy(&lp.wl);
-  sg_ar_free(lp.params);
-  sg_ar_free(lp.grad);
   return rc;
 }
 
