@@ -254,7 +254,7 @@ static int train(dev_state_t *d, sg_rank_ctx_t *ctx, size_t n) {
                        .t_start = sg_records_elapsed(ctx->rec), .staleness = -1};
     uint64_t s0 = sg_comm_bytes_sent(c), r0 = sg_comm_bytes_recvd(c), dev = 0;
     double t = sg_now();
-    sg_engine_delay(ctx);
+    sg_engine_delay(ctx, step);
     SG_CHECK(sg_workload_grad_device(d->wl, d->dp, d->dg, step, &s.loss));
     double t1 = sg_now();
     SG_CHECK(dc_run(&d->dc, c, d->dg, n, &dev));
