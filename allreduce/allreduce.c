@@ -91,6 +91,7 @@ int sg_ar_cfg_from_opts(sg_ar_cfg_t *c, const sg_opts_t *o) {
   SG_CHECK(sg_setting_str(o, t, "cuda_ring", &c->cuda_ring));
   SG_CHECK(sg_setting_double(o, t, "topk", &c->topk));
   SG_CHECK(sg_setting_int(o, t, "bucket", &c->bucket));
+  SG_CHECK(sg_setting_int(o, t, "bucket_every", &c->bucket_every));
   SG_CHECK(sg_setting_int(o, t, "segment", &c->segment));
   SG_CHECK(sg_setting_int(o, t, "group", &c->group));
   SG_CHECK(sg_setting_int(o, t, "cluster.racks", &c->racks));

@@ -69,6 +69,7 @@ typedef struct sg_ar_cfg {
   const char *cuda_ring; /* staged | persistent */
   double topk;           /* compress topk: the fraction sent */
   int64_t bucket;        /* overlap: bytes per bucket */
+  int64_t bucket_every;  /* record the buckets of every so many steps; 0 = never */
   int64_t segment;       /* as set; 0 = auto (sg_ar_cfg_segment) */
   int64_t group;         /* as set; 0 = auto (sg_ar_cfg_group) */
   int64_t racks;         /* cluster.racks */

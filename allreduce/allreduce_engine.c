@@ -58,6 +58,7 @@ const sg_setting_t sg_ar_options[] = {
   {"topk", SG_T_FLOAT, "0.01", "compress: topk: fraction of the gradient's entries each rank sends per step", NULL, 1e-6, 1, SG_S_ENGINE},
   {"overlap", SG_T_BOOL, "false", "allreduce the gradient in buckets while backward still computes the layers below (a compute thread runs backward; the rank's thread runs the allreduce); device cpu, compress none|fp16", NULL, 1, 0, SG_S_ENGINE},
   {"bucket", SG_T_INT, "512K", "overlap: bytes of gradient gathered before a bucket is allreduced (K/M suffixes)", NULL, 4, 1 << 30, SG_S_ENGINE},
+  {"bucket_every", SG_T_INT, "50", "record the gradient's buckets (when backward handed each over, when its allreduce started and ended; table buckets) on every bucket_every-th step from step 0; 0 = never. Without overlap the whole gradient is one bucket", NULL, 0, 1e9, SG_S_ENGINE},
   {"update", SG_T_ENUM, "auto", "where the optimizer runs: replicated (every rank updates the whole vector after the allreduce); sharded (ring, device cpu, compress none, no overlap: each rank updates the 1/N of the vector whose sum it completes, inside the reduce-scatter, and the allgather moves parameters instead of sums); auto = sharded where it applies, else replicated", "auto|sharded|replicated", 1, 0, SG_S_ENGINE},
   {"cuda_ring", SG_T_ENUM, "staged", "algorithm cuda-ring: staged (one kernel and one host synchronization per ring primitive, flow control over the transport) or persistent (one kernel per allreduce, flow control by flags in device memory)", "staged|persistent", 1, 0, SG_S_ENGINE},
   {"stage_chunk", SG_T_INT, "4M", "device cuda with ring/rhd/native: bytes per chunk copied between device and host, overlapped with the transport", NULL, 4, 1 << 30, SG_S_ENGINE},
@@ -205,11 +206,14 @@ static int grad_then_reduce(ar_loop_t *lp, sg_step_rec_t *s, double t) {
   double t1 = sg_now();
   SG_CHECK(sg_barrier(lp->ctx->comm));
   double tw = sg_now();
+  lp->t_ready = t1;
+  lp->t_ar0 = tw;
   lp->step = s->step;
   SG_CHECK(lp->mem->reduce(lp));
+  lp->t_ar1 = sg_now();
   s->compute_s = t1 - t;
   s->wait_s = tw - t1;
-  s->comm_s = sg_now() - tw;
+  s->comm_s = lp->t_ar1 - tw;
   return SG_OK;
 }
 
@@ -223,6 +227,21 @@ static int grad_overlapped(ar_loop_t *lp, sg_step_rec_t *s, double t) {
   s->compute_s = tg - t;
   s->wait_s = 0;
   s->comm_s = sg_now() - tg;
+  return SG_OK;
+}
+
+/* The buckets of a sampled step (bucket_every), times after t, the
+ * step's start: overlap's, or the whole gradient as one. */
+static int send_buckets(ar_loop_t *lp, int64_t step, double t) {
+  size_t nb = 1;
+  sg_ar_bucket_time_t one = {0, lp->n, lp->t_ready, lp->t_ar0, lp->t_ar1};
+  const sg_ar_bucket_time_t *b = lp->ov ? sg_ar_overlap_buckets(lp->ov, &nb) : &one;
+  for (size_t i = 0; i < nb; i++) {
+    sg_bucket_rec_t r = {.step = step, .bucket = (int32_t)i, .nbuckets = (int32_t)nb,
+                         .offset = b[i].off, .floats = b[i].len, .ready_s = b[i].ready - t,
+                         .start_s = b[i].start - t, .end_s = b[i].end - t};
+    SG_CHECK(sg_records_bucket(lp->ctx->rec, &r));
+  }
   return SG_OK;
 }
 
@@ -242,13 +261,15 @@ static int ar_step(ar_loop_t *lp, sg_trainlog_t *log, int64_t step, int64_t spe)
                      .t_start = sg_records_elapsed(ctx->rec), .staleness = -1};
   uint64_t r0, s0 = bytes_moved(ctx->comm, &r0), r1;
   double t = sg_now();
-  sg_engine_delay(ctx);
+  sg_engine_delay(ctx, step);
   lp->dev_bytes = 0;
   SG_CHECK(lp->ov ? grad_overlapped(lp, &s, t) : grad_then_reduce(lp, &s, t));
   SG_CHECK(apply_and_view(lp, log, &s));
   s.bytes_sent = bytes_moved(ctx->comm, &r1) - s0 + lp->dev_bytes;
   s.bytes_recv = r1 - r0 + lp->dev_bytes;
-  return sg_trainlog_step(log, &s, ctx->rank == 0 ? lp->params : NULL);
+  SG_CHECK(sg_trainlog_step(log, &s, ctx->rank == 0 ? lp->params : NULL));
+  int64_t every = lp->cfg.bucket_every;
+  return every > 0 && step % every == 0 && !lp->tk ? send_buckets(lp, step, t) : SG_OK;
 }
 
 static int ar_records(ar_loop_t *lp, int64_t segment) {

@@ -68,6 +68,7 @@ struct ar_loop {
   size_t n;
   int sharded;         /* update: the ring's owners update (sg_ar_run_update) */
   int64_t step;        /* the step being updated (for the update callback) */
+  double t_ready, t_ar0, t_ar1; /* no overlap: the gradient's bucket (sg_now()) */
   float scale;         /* 1/N: the sum to the mean gradient */
   uint64_t dev_bytes;  /* reduce: bytes the devices moved past the transport */
   struct ar_dev_state *dev; /* device: cuda */

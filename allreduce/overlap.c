@@ -22,9 +22,7 @@
 #include "model.h"
 #include "overlap.h"
 
-typedef struct range {
-  size_t off, len;
-} range_t;
+typedef sg_ar_bucket_time_t range_t; /* off, len; its times */
 
 struct sg_ar_overlap {
   sg_workload_t *wl;
@@ -51,7 +49,7 @@ static void push_pending(sg_ar_overlap_t *ov) {
   if (ov->hi == ov->lo) return;
   pthread_mutex_lock(&ov->mu);
   if (ov->qtail < ov->qcap)
-    ov->q[ov->qtail++] = (range_t){ov->lo, ov->hi - ov->lo};
+    ov->q[ov->qtail++] = (range_t){.off = ov->lo, .len = ov->hi - ov->lo, .ready = sg_now()};
   else
     ov->overflow = 1;
   pthread_cond_broadcast(&ov->cv);
@@ -133,11 +131,16 @@ static int drain(sg_ar_overlap_t *ov, float *grad, size_t *covered) {
   for (;;) {
     while (ov->qhead == ov->qtail && !ov->done) pthread_cond_wait(&ov->cv, &ov->mu);
     if (ov->qhead == ov->qtail) break;
-    range_t r = ov->q[ov->qhead++];
+    range_t *q = &ov->q[ov->qhead++];
+    range_t r = *q;
     pthread_mutex_unlock(&ov->mu);
     *covered += r.len;
+    double t0 = sg_now();
     if (rc == SG_OK) rc = sg_ar_run(ov->ar, grad + r.off, r.len);
+    double t1 = sg_now();
     pthread_mutex_lock(&ov->mu);
+    q->start = t0; /* the queue never moves while a step runs */
+    q->end = t1;
   }
   pthread_mutex_unlock(&ov->mu);
   return rc;
@@ -166,6 +169,11 @@ int sg_ar_overlap_step(sg_ar_overlap_t *ov, const float *params, float *grad, in
     return sg_err_set(SG_EINTERNAL, "overlap: backward handed over %zu of %zu gradient floats%s",
                       covered, ov->nparams, ov->overflow ? " (bucket queue full)" : "");
   return SG_OK;
+}
+
+const sg_ar_bucket_time_t *sg_ar_overlap_buckets(const sg_ar_overlap_t *ov, size_t *n) {
+  *n = ov->qtail; /* the compute thread is idle between steps */
+  return ov->q;
 }
 
 void sg_ar_overlap_destroy(sg_ar_overlap_t **pov) {

@@ -38,6 +38,15 @@ int sg_ar_overlap_new(sg_ar_overlap_t **out, sg_workload_t *wl, sg_ar_t *ar,
  * part).  An error of either thread is returned, after both are idle. */
 int sg_ar_overlap_step(sg_ar_overlap_t *ov, const float *params, float *grad, int64_t step,
                        double *loss, double *t_grad);
+/* The buckets of the last step, in the order they were reduced (last
+ * layer first): floats [off, off+len) of the gradient, and sg_now() when
+ * backward handed each over (ready), when its allreduce began and when
+ * it ended.  Valid until the next step; *n = how many. */
+typedef struct sg_ar_bucket_time {
+  size_t off, len;
+  double ready, start, end;
+} sg_ar_bucket_time_t;
+const sg_ar_bucket_time_t *sg_ar_overlap_buckets(const sg_ar_overlap_t *ov, size_t *n);
 /* Stops and joins the compute thread, removes the hook.  NULL-safe. */
 void sg_ar_overlap_destroy(sg_ar_overlap_t **ov);
 

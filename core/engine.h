@@ -22,8 +22,10 @@
  * (a loop never looks them up by key: core/opts.h, sg_opts_freeze). */
 typedef struct sg_run_conf {
   int parsed;
-  int64_t delay_rank;      /* the on-purpose straggler, -1 = none */
-  double delay_ms;         /* its delay per step */
+  int64_t delay_rank;      /* the on-purpose straggler, -1 = none, -2 = every rank */
+  double delay_ms;         /* its delay per slowed step */
+  double delay_prob;       /* chance that a given step is slowed (1 = every step) */
+  int64_t seed;            /* the workload's seed: which steps are slowed */
   const char *dump_params; /* "" = none; points into the ctx's opts */
 } sg_run_conf_t;
 
@@ -211,7 +213,14 @@ void sg_trainlog_destroy(sg_trainlog_t **t);
 int sg_engine_dump_params(const sg_rank_ctx_t *ctx, const float *params,
                           size_t n);
 
-/* Sleep delay_ms when this rank is delay_rank (the on-purpose straggler). */
-void sg_engine_delay(const sg_rank_ctx_t *ctx);
+/* Whether `rank` is slowed at `step`: delay_rank is that rank (or -2,
+ * every rank) and, unless prob >= 1, a draw hashed from (seed, rank,
+ * step) falls below prob.  Stateless: the same arguments give the same
+ * answer on every host, so a run's slowed steps follow from its settings. */
+int sg_delay_hit(int64_t delay_rank, double prob, uint64_t seed, int rank, int64_t step);
+
+/* Sleep delay_ms when sg_delay_hit says this rank is slowed at `step`
+ * (the on-purpose straggler). */
+void sg_engine_delay(const sg_rank_ctx_t *ctx, int64_t step);
 
 #endif

@@ -108,7 +108,7 @@ static int train(local_state_t *L, sg_rank_ctx_t *ctx) {
                        .t_start = sg_records_elapsed(ctx->rec), .staleness = -1};
     const float *ep = NULL;
     double t = sg_now();
-    sg_engine_delay(ctx);
+    sg_engine_delay(ctx, step);
     SG_CHECK(one_step(L, step, &s.loss, &ep));
     s.compute_s = sg_now() - t;
     SG_CHECK(sg_trainlog_step(L->log, &s, ep));

@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "err.h"
+#include "rng.h"
 
 struct sg_trainlog {
   sg_rank_ctx_t *ctx;
@@ -47,6 +48,8 @@ static int send_data_time(sg_rank_ctx_t *ctx) {
 static int run_conf_load(sg_run_conf_t *c, const sg_opts_t *o) {
   SG_CHECK(sg_setting_int(o, NULL, "delay_rank", &c->delay_rank));
   SG_CHECK(sg_setting_double(o, NULL, "delay_ms", &c->delay_ms));
+  SG_CHECK(sg_setting_double(o, NULL, "delay_prob", &c->delay_prob));
+  SG_CHECK(sg_setting_int(o, NULL, "seed", &c->seed));
   SG_CHECK(sg_setting_str(o, NULL, "dump_params", &c->dump_params));
   c->parsed = 1;
   return SG_OK;
@@ -168,10 +171,20 @@ void sg_trainlog_destroy(sg_trainlog_t **pt) {
   *pt = NULL;
 }
 
-void sg_engine_delay(const sg_rank_ctx_t *ctx) {
+int sg_delay_hit(int64_t delay_rank, double prob, uint64_t seed, int rank, int64_t step) {
+  if (delay_rank != rank && delay_rank != -2) return 0;
+  if (prob >= 1) return 1;
+  uint64_t h = sg_hash64(sg_hash64(seed ^ 0x5354524147474c45ULL) ^
+                         sg_hash64((uint64_t)rank * 0x9e3779b97f4a7c15ULL) ^
+                         sg_hash64((uint64_t)step + 0x2545f4914f6cdd1dULL));
+  return (double)(h >> 11) * 0x1.0p-53 < prob;
+}
+
+void sg_engine_delay(const sg_rank_ctx_t *ctx, int64_t step) {
   sg_run_conf_t c = ctx->run;
   if (!c.parsed && run_conf_load(&c, ctx->opts) < 0) return; /* a loop without a trainlog */
-  if (c.delay_rank != ctx->rank || c.delay_ms <= 0) return;
+  if (c.delay_ms <= 0 || !sg_delay_hit(c.delay_rank, c.delay_prob, (uint64_t)c.seed, ctx->rank, step))
+    return;
   double ms = c.delay_ms;
   struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(fmod(ms, 1000) * 1e6)};
   while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {

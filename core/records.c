@@ -179,6 +179,10 @@ int sg_records_bench(sg_records_t *r, const sg_bench_rec_t *b) {
   return send_rec(r, SG_REC_BENCH, b, sizeof *b, NULL, 0);
 }
 
+int sg_records_bucket(sg_records_t *r, const sg_bucket_rec_t *b) {
+  return send_rec(r, SG_REC_BUCKET, b, sizeof *b, NULL, 0);
+}
+
 /* The longest INFO value or DONE message: a record stays under SG_REC_MAX. */
 enum { REC_TEXT_MAX = SG_REC_MAX - sizeof(sg_rec_header_t) - 256 };
 
@@ -249,6 +253,7 @@ int sg_rec_decode(const void *msg, size_t len, int nprocs, sg_rec_header_t *h,
                : SG_EFORMAT;
   case SG_REC_EVAL: return n == sizeof(sg_eval_rec_t) ? 0 : SG_EFORMAT;
   case SG_REC_BENCH: return n == sizeof(sg_bench_rec_t) ? 0 : SG_EFORMAT;
+  case SG_REC_BUCKET: return n == sizeof(sg_bucket_rec_t) ? 0 : SG_EFORMAT;
   case SG_REC_INFO: return nul_strings(p, n, 2) ? 0 : SG_EFORMAT;
   case SG_REC_DONE: {
     sg_rec_done_t d;

@@ -31,6 +31,7 @@ enum {
   SG_REC_INFO = 6, /* key=value about the run (blas, workload, ...) */
   SG_REC_STEPS = 7, /* 1..SG_REC_STEPS_MAX STEP records of one rank, in order */
   SG_REC_STEPS_MAX = 64,
+  SG_REC_BUCKET = 8, /* one bucket of a sampled step's gradient (sg_bucket_rec_t) */
 };
 
 typedef struct sg_step_rec {
@@ -55,6 +56,19 @@ typedef struct sg_eval_rec {
   int64_t samples; /* training samples consumed so far (all workers) */
   double train_loss, test_loss, test_acc;
 } sg_eval_rec_t;
+
+/* One bucket of one step's gradient, on the allreduce engine's sampled
+ * steps (setting bucket_every): which floats it holds and when, in
+ * seconds after the step began on this rank (its step record's t_start,
+ * the same clock), backward handed it over (ready_s) and its allreduce
+ * started and finished.  Buckets are numbered in the order they are
+ * reduced; without overlap the whole gradient is bucket 0. */
+typedef struct sg_bucket_rec {
+  int64_t step;
+  int32_t bucket, nbuckets;
+  uint64_t offset, floats;
+  double ready_s, start_s, end_s;
+} sg_bucket_rec_t;
 
 typedef struct sg_bench_rec {
   char collective[32];
@@ -90,6 +104,7 @@ int sg_records_open(sg_records_t **out, const char *endpoint, int rank,
 int sg_records_step(sg_records_t *r, const sg_step_rec_t *s);
 int sg_records_eval(sg_records_t *r, const sg_eval_rec_t *e);
 int sg_records_bench(sg_records_t *r, const sg_bench_rec_t *b);
+int sg_records_bucket(sg_records_t *r, const sg_bucket_rec_t *b);
 int sg_records_info(sg_records_t *r, const char *key, const char *value);
 /* Final record: status 0 = ok, else the error message is sent with the
  * rank it blames and why (err.h, sg_err_blamed(); blamed < 0 or

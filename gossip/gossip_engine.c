@@ -165,7 +165,7 @@ static int gs_train(gs_t *g, sg_workload_t *wl, sg_optim_t *opt, sg_trainlog_t *
                        .t_start = sg_records_elapsed(ctx->rec), .staleness = -1};
     uint64_t r0, s0 = bytes_moved(ctx->comm, &r0), r1;
     double t = sg_now();
-    sg_engine_delay(ctx);
+    sg_engine_delay(ctx, step);
     SG_TRY(sg_workload_grad(wl, g->params, grad, step, &s.loss));
     sg_optim_apply(opt, g->params, grad, step);
     s.compute_s = sg_now() - t;

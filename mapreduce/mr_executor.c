@@ -43,7 +43,9 @@
 typedef struct executor {
   const mr_config_t *cfg;
   sg_workload_t *wl; /* worker 0 of 1, batch B = N*b */
-  double delay_ms;   /* per worker batch of work; 0 = not the slow rank */
+  double delay_ms;   /* per worker batch of work; 0 = not a slow rank */
+  int64_t delay_rank, seed; /* which executor is slowed (engine.h, sg_delay_hit) */
+  double delay_prob;
   mr_job_msg_t job;  /* the driver's */
   size_t n;          /* parameters */
   float *params, *grad, *acc, *tmp; /* [n] each */
@@ -67,9 +69,11 @@ static int run_task(executor_t *x, int p, const float *params, float *grad,
   return SG_OK;
 }
 
-/* The straggler's sleep for task p: delay_ms * n_p / b (see above). */
-static void task_delay(const executor_t *x, int p) {
-  if (x->delay_ms <= 0) return;
+/* The straggler's sleep for task p of `step` on executor e: delay_ms *
+ * n_p / b (see above), on the steps sg_delay_hit picks. */
+static void task_delay(const executor_t *x, int p, int e, int64_t step) {
+  if (x->delay_ms <= 0 || !sg_delay_hit(x->delay_rank, x->delay_prob, (uint64_t)x->seed, e, step))
+    return;
   int64_t first, count;
   mr_task_slice(x->cfg, p, &first, &count);
   double ms = x->delay_ms * (double)count / (double)x->cfg->batch;
@@ -128,7 +132,7 @@ static int executor_tasks(sg_comm_t *c, executor_t *x, int64_t step, sg_step_rec
     if (task >= P)
       return sg_err_set(SG_EPROTO, "mapreduce: rank %d got task %d of %d", c->rank, task, P);
     double t = sg_now();
-    task_delay(x, task);
+    task_delay(x, task, c->rank, step);
     mr_done_msg_t d = {.step = step, .task = task};
     SG_CHECK(run_task(x, task, x->params, x->grad, x->acc, x->n, *ntasks == 0, step, &d.weight,
                       &d.loss));
@@ -179,11 +183,12 @@ int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
   sg_trainlog_t *log = NULL;
   int N = cfg->executors, e = ctx->rank;
   int parent = mr_bcast_parent(cfg, e, c->size);
-  int64_t delay_rank = -1;
   int rc;
 
-  SG_TRY(sg_setting_int(ctx->opts, NULL, "delay_rank", &delay_rank));
-  if (delay_rank == e) SG_TRY(sg_setting_double(ctx->opts, NULL, "delay_ms", &x.delay_ms));
+  SG_TRY(sg_setting_int(ctx->opts, NULL, "delay_rank", &x.delay_rank));
+  SG_TRY(sg_setting_double(ctx->opts, NULL, "delay_ms", &x.delay_ms));
+  SG_TRY(sg_setting_double(ctx->opts, NULL, "delay_prob", &x.delay_prob));
+  SG_TRY(sg_setting_int(ctx->opts, NULL, "seed", &x.seed));
   /* The run's settings with batch = N*b: the workload of one worker that
    * sees the whole global batch. */
   if (!(wl_opts = sg_opts_dup(ctx->opts))) {

@@ -541,7 +541,7 @@ static int worker_step(worker_t *wk, sg_workload_t *wl, sg_trainlog_t *log, int6
   uint64_t sent0 = sg_comm_bytes_sent(c), recv0 = sg_comm_bytes_recvd(c);
   double t0 = sg_now(), held;
   int64_t stale;
-  sg_engine_delay(ctx);
+  sg_engine_delay(ctx, t);
   wk->pushn = wk->needs[t % 2];
   wk->pulln = wk->needs[(t + 1) % 2];
   SG_CHECK(worker_grad(wk, wl, t, sparse_grad, &s.loss));

@@ -15,3 +15,8 @@ add_dependencies(test_allreduce_run sgdlab sgdlab-rank)
 sg_add_test(test_allreduce_overlap SOURCES test_allreduce_overlap.c TIMEOUT 240
   LABELS allreduce LIBS PkgConfig::SQLITE)
 add_dependencies(test_allreduce_overlap sgdlab sgdlab-rank)
+# the gradient's buckets recorded (table buckets) and drawn (sgdlab trace):
+# two N = 2 cnn runs of 21 steps (~10 s on a loaded host)
+sg_add_test(test_bucket_timeline SOURCES test_bucket_timeline.c json_check.c TIMEOUT 180
+  LABELS allreduce LIBS PkgConfig::SQLITE)
+add_dependencies(test_bucket_timeline sgdlab sgdlab-rank)

@@ -12,3 +12,8 @@ foreach(lab 1 2 3 4 badpred)
             ${CMAKE_SOURCE_DIR} ${lab})
   set_tests_properties(lab_check_${lab} PROPERTIES TIMEOUT 300)
 endforeach()
+# lab 10 (stragglers and SSP): six ps runs of 200 steps, twice (~1.5 min)
+add_test(NAME lab_check_10
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/lab_check.sh $<TARGET_FILE:sgdlab>
+          ${CMAKE_SOURCE_DIR} 10)
+set_tests_properties(lab_check_10 PROPERTIES TIMEOUT 300)

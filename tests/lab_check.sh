@@ -56,6 +56,14 @@ badpred)  # a predictions file that is not name: number: one line, exit 2
    printf 'ring_messages: 6\nrhd_messages: 6\nbytes_factor: 1.5\n' > "$d/bad.yaml"
    why='FAIL] 0/1  native (MPI_Allreduce) at 13 sizes, N = 4: 0 ok rows'
    why2='FAIL] 0/1  prediction rhd_messages.*predicted 6, answer 4' ;;
+10) cfg=$src/configs/labs/lab10-stragglers-ssp.yaml
+   run "$cfg" --db "$d/ok.db"
+   sed '/mode: ssp, staleness: 4, delay_rank: 2,/d' "$cfg" > "$d/lab10.yaml"  # no persistent-straggler ssp
+   run "$d/lab10.yaml" --db "$d/bad.db"
+   printf 'bsp_added_ms: 13.7\nssp_added_ms: 5\nssp4_staleness_bound: 27\n' > "$d/ok.yaml"
+   printf 'bsp_added_ms: 5\nssp_added_ms: 5\nssp4_staleness_bound: 27\n' > "$d/bad.yaml"
+   why='FAIL] 0/1  ssp(4), persistent straggler, present: 0 ok runs'
+   why2='FAIL] 0/2  prediction bsp_added_ms.*predicted 5, answer 13.67' ;;
 *) echo "no test for lab $lab"; exit 2 ;;
 esac
 out=$("$sg" lab check "$lab" --dir "$src/configs/labs" --db "$d/ok.db" --predictions "$d/ok.yaml" 2>&1)

@@ -10,6 +10,14 @@
  * the order compute -> comm -> wait within a step is nominal; phases of
  * zero or unknown duration get no event.  The run's settings go into
  * metadata events and "otherData".
+ *
+ * The allreduce engine's sampled steps (setting bucket_every; table
+ * buckets) add a second track per rank, "rank R buckets" (tid = rank +
+ * SG_TRACE_BUCKET_TID): one complete event "bucket" per gradient bucket,
+ * from its allreduce's start to its end, and an instant event "ready" when
+ * backward handed it over -- measured times, on the step's clock, so a
+ * bucket reduced while backward still runs lies under the step's compute
+ * slice.
  */
 #include <errno.h>
 #include <math.h>
@@ -164,6 +172,74 @@ fail:
   return rc;
 }
 
+enum { SG_TRACE_BUCKET_TID = 1 << 20 };
+
+/* 1 when the database has a buckets table (schema version 6 on). */
+static int have_buckets(sqlite3 *db) {
+  sqlite3_stmt *st = NULL;
+  int yes = sg_rdb_prepare(db, "SELECT 1 FROM sqlite_master WHERE type = 'table'"
+                               " AND name = 'buckets'", &st) == SG_OK &&
+            sqlite3_step(st) == SQLITE_ROW;
+  sqlite3_finalize(st);
+  sg_err_clear();
+  return yes;
+}
+
+/* One bucket row: its allreduce as a complete event, its hand-over as an
+ * instant event, on the rank's bucket track; t = the step's start (us). */
+static void bucket_event(FILE *f, sqlite3_stmt *st, int64_t run_id, double t) {
+  long long rank = sqlite3_column_int64(st, 0), tid = rank + SG_TRACE_BUCKET_TID;
+  double ready = sg_rdb_double(st, 6) * 1e6, a = sg_rdb_double(st, 7) * 1e6,
+         b = sg_rdb_double(st, 8) * 1e6;
+  char args[200];
+  snprintf(args, sizeof args, "\"step\":%lld,\"bucket\":%lld,\"of\":%lld,\"offset\":%lld,"
+           "\"floats\":%lld", (long long)sqlite3_column_int64(st, 1),
+           (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 3),
+           (long long)sqlite3_column_int64(st, 4), (long long)sqlite3_column_int64(st, 5));
+  if (isfinite(a) && isfinite(b) && b >= a)
+    fprintf(f, ",\n{\"ph\":\"X\",\"cat\":\"bucket\",\"name\":\"bucket\",\"pid\":%lld,"
+               "\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f,\"args\":{%s}}",
+            (long long)run_id, tid, t + a, b - a, args);
+  if (isfinite(ready))
+    fprintf(f, ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"bucket\",\"name\":\"ready\","
+               "\"pid\":%lld,\"tid\":%lld,\"ts\":%.3f,\"args\":{%s}}",
+            (long long)run_id, tid, t + ready, args);
+}
+
+/* The bucket tracks and events of the run's sampled steps, if any. */
+static int bucket_events(FILE *f, sqlite3 *db, int64_t run_id, long long *n) {
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK;
+  long long last = -1;
+  char name[64];
+  if (!have_buckets(db)) return SG_OK;
+  SG_TRY(sg_rdb_prepare(db,
+                        "SELECT b.rank, b.step, b.bucket, b.nbuckets, b.offset, b.floats,"
+                        " b.ready_s, b.start_s, b.end_s, s.t_start FROM buckets b"
+                        " JOIN steps s ON s.run_id = b.run_id AND s.rank = b.rank"
+                        " AND s.step = b.step WHERE b.run_id = ?1 AND s.t_start IS NOT NULL"
+                        " ORDER BY b.rank, b.step, b.bucket",
+                        &st));
+  sqlite3_bind_int64(st, 1, run_id);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    long long rank = sqlite3_column_int64(st, 0);
+    double t = sqlite3_column_double(st, 9) * 1e6;
+    if (!isfinite(t)) continue;
+    if (rank != last) {
+      snprintf(name, sizeof name, "rank %lld buckets", rank);
+      meta(f, run_id, (long)(rank + SG_TRACE_BUCKET_TID), "thread_name", "name", name, 0);
+      meta(f, run_id, (long)(rank + SG_TRACE_BUCKET_TID), "thread_sort_index", "sort_index",
+           NULL, (long)rank);
+      last = rank;
+    }
+    bucket_event(f, st, run_id, t);
+    (*n)++;
+  }
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
 static int write_trace(FILE *f, sqlite3 *db, int64_t run_id, long long *n) {
   sg_rset_t *s = NULL;
   const sg_rrun_t *r = NULL;
@@ -172,6 +248,7 @@ static int write_trace(FILE *f, sqlite3 *db, int64_t run_id, long long *n) {
   SG_TRY(run_meta(f, db, s, r));
   SG_TRY(rank_tracks(f, db, run_id));
   SG_TRY(step_events(f, db, run_id, n));
+  SG_TRY(bucket_events(f, db, run_id, n));
   fputs("\n]}\n", f);
 fail:
   sg_rset_destroy(&s);
@@ -189,6 +266,7 @@ static const char html_style[] =
     "h1{font-size:20px;margin:0 0 4px}p{margin:4px 0 12px;color:#555}"
     "svg{border:1px solid #ddd;background:#fff}"
     "rect.compute{fill:#4c78a8}rect.comm{fill:#f58518}rect.wait{fill:#e45756}"
+    "rect.bucket{fill:#54a24b}line.ready{stroke:#222;stroke-width:1.5}"
     ".lg span{display:inline-block;width:12px;height:12px;margin:0 4px 0 14px;"
     "vertical-align:-1px}table{border-collapse:collapse;margin-top:14px}"
     "td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:right}"
@@ -205,7 +283,8 @@ static const char html_script[] =
     "t0=Math.min(t0,e.ts);t1=Math.max(t1,e.ts+e.dur);"
     "n++;}});"
     "Object.keys(names).forEach(function(t){if(!(t in seen)){seen[t]=1;tr.push(+t);}});"
-    "tr.sort(function(a,b){return a-b;});"
+    "function ord(t){return t>=1048576?(t-1048576)*2+1:t*2;}"
+    "tr.sort(function(a,b){return ord(a)-ord(b);});"
     "document.getElementById('title').textContent=title||'(untitled run)';"
     "if(!n){t0=0;t1=1;}var all=t0,from=Math.max.apply(null,Object.keys(first).map("
     "function(k){return first[k];}));if(location.hash!=='#all'&&n&&from>t0&&from<t1){t0=from;"
@@ -220,7 +299,7 @@ static const char html_script[] =
     "svg.setAttribute('data-slices',n);var row={};tr.forEach(function(t,i){row[t]=i;});"
     "T.traceEvents.forEach(function(e){if(e.ph!=='X')return;"
     "var a=Math.max(e.ts,t0),d=e.ts+e.dur-a;if(d<=0)return;"
-    "var s=tot[e.tid]=tot[e.tid]||{compute:0,comm:0,wait:0};s[e.name]+=d;});"
+    "var s=tot[e.tid]=tot[e.tid]||{compute:0,comm:0,wait:0};if(e.name in s)s[e.name]+=d;});"
     /* draw the view [V0, V1] (zoom and pan change it and draw again) */
     "function draw(){while(svg.firstChild)svg.removeChild(svg.firstChild);"
     "var vs=V1-V0;sx=(W-L-R)/Math.max(vs,1e-9);"
@@ -234,12 +313,15 @@ static const char html_script[] =
     "tr.forEach(function(t,i){var y=TOP+i*H;"
     "el('text',{x:6,y:y+H/2+4}).textContent=names[t]||('rank '+t);"
     "el('line',{x1:L,x2:W-R,y1:y+H,y2:y+H,stroke:'#f3f3f3'});});"
-    "T.traceEvents.forEach(function(e){if(e.ph!=='X')return;"
+    "T.traceEvents.forEach(function(e){if(e.ph==='i'&&e.ts>=V0&&e.ts<=V1&&e.tid in row){"
+    "var xi=L+(e.ts-V0)*sx,yi=TOP+row[e.tid]*H;el('line',{class:'ready',x1:xi,x2:xi,y1:yi+2,"
+    "y2:yi+H-2});return;}if(e.ph!=='X')return;"
     "var a=Math.max(e.ts,V0),b=Math.min(e.ts+e.dur,V1);if(b<=a)return;"
     "var r=el('rect',{class:e.name,x:L+(a-V0)*sx,y:TOP+row[e.tid]*H+5,"
     "width:Math.max((b-a)*sx,0.6),height:H-10});"
     "el('title',{},r).textContent=e.name+' '+(e.dur/1e3).toFixed(3)+' ms, step '+"
-    "(e.args&&e.args.step);});}"
+    "(e.args&&e.args.step)+(e.name==='bucket'?', bucket '+e.args.bucket+' of '+e.args.of+"
+    "', '+e.args.floats+' floats':'');});}"
     /* zoom by f around time c; pan by dt; both kept inside the run */
     "function view(a,b){var w=Math.min(Math.max(b-a,Math.min(10,span)),span);"
     "a=Math.min(Math.max(a,t0),t1-w);V0=a;V1=a+w;draw();}"
@@ -281,12 +363,15 @@ static int write_html(FILE *f, sqlite3 *db, int64_t run_id, long long *n) {
           "<title>sgdlab trace of run %lld</title><style>%s</style></head><body>\n"
           "<h1 id=\"title\"></h1><p>One track per rank; each step's compute, comm and wait"
           " laid end to end from the step's start (a step records how long each phase took,"
-          " not where in the step it fell). Hover a slice for its step and duration; the"
+          " not where in the step it fell). An allreduce run's sampled steps add a bucket"
+          " track under each rank: each gradient bucket's allreduce where it ran, and a tick"
+          " where backward handed the bucket over. Hover a slice for its step and duration; the"
           " table sums the drawn part."
           " <span id=\"from\"></span></p>\n"
           "<div class=\"lg\"><span style=\"background:#4c78a8\"></span>compute"
           "<span style=\"background:#f58518\"></span>comm (moving bytes)"
-          "<span style=\"background:#e45756\"></span>wait (blocked on a peer)</div>\n"
+          "<span style=\"background:#e45756\"></span>wait (blocked on a peer)"
+          "<span style=\"background:#54a24b\"></span>bucket allreduce</div>\n"
           "<div id=\"zoom\">zoom: mouse wheel or buttons; pan: drag or buttons </div>\n"
           "<div id=\"tl\"></div>\n<table id=\"sum\"><tr><th>track</th><th>compute s</th>"
           "<th>comm s</th><th>wait s</th><th>compute+comm</th></tr></table>\n"

@@ -85,7 +85,17 @@ static const char MIGRATE_V5[] =
     "UPDATE steps SET kind = " SG_LEGACY_KIND_SQL ";"
     "UPDATE ranks SET kind = " SG_LEGACY_KIND_SQL ";";
 
-enum { ST_STEP, ST_EVAL, ST_BENCH, ST_RANK, ST_INFO, ST_CLOCK0, ST_CLOCK1, ST_DRIFT, ST_N };
+/* Version 6: the buckets of the allreduce engine's sampled steps
+ * (records.h, sg_bucket_rec_t; setting bucket_every): times in seconds
+ * after the step's start on its rank, so they need no clock correction
+ * of their own (a bucket's time on the harness's clock is the step's
+ * t_start plus them). */
+static const char MIGRATE_V6[] =
+    "CREATE TABLE buckets(run_id INTEGER NOT NULL, rank INTEGER, step INTEGER, bucket INTEGER,"
+    " nbuckets INTEGER, offset INTEGER, floats INTEGER, ready_s REAL, start_s REAL, end_s REAL);"
+    "CREATE INDEX buckets_run ON buckets(run_id, step, rank);";
+
+enum { ST_STEP, ST_EVAL, ST_BENCH, ST_RANK, ST_INFO, ST_CLOCK0, ST_CLOCK1, ST_DRIFT, ST_BUCKET, ST_N };
 static const char *const STMT_SQL[ST_N] = {
     [ST_STEP] = "INSERT INTO steps(run_id,rank,role,step,epoch,t_start,compute_s,comm_s,wait_s,"
                 "bytes_sent,bytes_recv,loss,staleness,t_start_raw,kind)"
@@ -104,6 +114,8 @@ static const char *const STMT_SQL[ST_N] = {
     /* the offset interpolated between the two measurements (drift) */
     [ST_DRIFT] = "UPDATE steps SET t_start = t_start_raw + ?3 + ?4 * (t_start_raw - ?5)"
                  " WHERE run_id=?1 AND rank=?2 AND t_start_raw IS NOT NULL",
+    [ST_BUCKET] = "INSERT INTO buckets(run_id,rank,step,bucket,nbuckets,offset,floats,ready_s,"
+                  "start_s,end_s) VALUES(?,?,?,?,?,?,?,?,?,?)",
 };
 
 /* One value of a row waiting for its batch. */
@@ -157,6 +169,7 @@ static int migrate(sg_recorder_t *r, int from) {
   if (from < 3) SG_CHECK(exec(r, MIGRATE_V3));
   if (from < 4) SG_CHECK(exec(r, MIGRATE_V4));
   if (from < 5) SG_CHECK(exec(r, MIGRATE_V5));
+  if (from < 6) SG_CHECK(exec(r, MIGRATE_V6));
   char sql[64];
   snprintf(sql, sizeof sql, "PRAGMA user_version=%d", SG_DB_VERSION);
   SG_CHECK(exec(r, sql));
@@ -597,6 +610,22 @@ int sg_recorder_clock_drift(sg_recorder_t *r, int64_t run_id, int rank, double o
   put_real(w, offset_s);
   put_real(w, slope);
   put_real(w, at_s);
+  return SG_OK;
+}
+
+int sg_recorder_bucket(sg_recorder_t *r, int64_t run_id, int rank, const sg_bucket_rec_t *b) {
+  row_t *w = batch_row(r, ST_BUCKET);
+  if (!w) return SG_ENOMEM;
+  put_int(w, run_id);
+  put_int(w, rank);
+  put_int(w, b->step);
+  put_int(w, b->bucket);
+  put_int(w, b->nbuckets);
+  put_int(w, (int64_t)b->offset);
+  put_int(w, (int64_t)b->floats);
+  put_real(w, b->ready_s);
+  put_real(w, b->start_s);
+  put_real(w, b->end_s);
   return SG_OK;
 }
 

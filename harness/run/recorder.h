@@ -22,6 +22,9 @@
  *                                             and cost model tell hubs
  *                                             (ps servers, the mapreduce
  *                                             driver) from workers by it
+ *   (version 6: buckets(run_id, rank, step,   the allreduce's gradient
+ *    bucket, nbuckets, offset, floats,         buckets of sampled steps
+ *    ready_s, start_s, end_s))                 (records.h, sg_bucket_rec_t)
  *   run_info(run_id, key, value)              BLAS library, workload, ...
  *                                             (one value per key: the first sent)
  *
@@ -37,9 +40,9 @@
  * Versioned with PRAGMA user_version (SG_DB_VERSION); an older file is
  * migrated in place by migrate() (version 1 -> 2 adds the runs columns
  * above, 2 -> 3 the ranks columns, 3 -> 4 the clock columns, 4 -> 5 the
- * kind columns; old rows keep NULL there, except kind, which old rows get
- * from the hub roles of their time, views.h), a newer one is refused with
- * a message.
+ * kind columns, 5 -> 6 the buckets table; old rows keep NULL there,
+ * except kind, which old rows get from the hub roles of their time,
+ * views.h), a newer one is refused with a message.
  * WAL mode, so readers (sgdlab report, sqlite3) see committed rows while a
  * run goes on.  Record rows are kept in memory and written in one short
  * transaction (BEGIN IMMEDIATE .. COMMIT) when sg_recorder_tick() finds
@@ -63,7 +66,7 @@
 #include "engine.h"
 #include "records.h"
 
-#define SG_DB_VERSION 5
+#define SG_DB_VERSION 6
 #define SG_DB_BATCH_ROWS 200
 #define SG_DB_BATCH_SECONDS 0.5
 #define SG_DB_BUSY_SECONDS 60.0
@@ -148,6 +151,7 @@ int sg_recorder_clock(sg_recorder_t *db, int64_t run_id, int rank, int end, doub
 int sg_recorder_clock_drift(sg_recorder_t *db, int64_t run_id, int rank, double offset_s,
                             double slope, double at_s);
 int sg_recorder_eval(sg_recorder_t *db, int64_t run_id, const sg_eval_rec_t *e);
+int sg_recorder_bucket(sg_recorder_t *db, int64_t run_id, int rank, const sg_bucket_rec_t *b);
 int sg_recorder_bench(sg_recorder_t *db, int64_t exp_id, const sg_bench_rec_t *b);
 
 /* Commit the open batch when it holds SG_DB_BATCH_ROWS rows or is older

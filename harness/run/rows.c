@@ -186,6 +186,11 @@ static int handle_record(serve_t *s, const sg_rec_in_t *in) {
     x.transport[sizeof x.transport - 1] = '\0';
     return sg_recorder_bench(s->env->db, s->env->exp_id, &x);
   }
+  case SG_REC_BUCKET: {
+    sg_bucket_rec_t x;
+    memcpy(&x, p, sizeof x);
+    return sg_recorder_bucket(s->env->db, s->run_id, rank, &x);
+  }
   case SG_REC_INFO: return on_info(s, rank, p);
   case SG_REC_DONE: on_done(s, rank, p); return SG_OK;
   default: return SG_OK;

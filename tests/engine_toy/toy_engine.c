@@ -99,7 +99,7 @@ static int toy_train(toy_t *t, sg_workload_t *wl, sg_optim_t *opt, sg_trainlog_t
     SG_CHECK(toy_conf_load(&t->conf, t->ctx));
 #endif
     double t0 = sg_now();
-    sg_engine_delay(t->ctx);
+    sg_engine_delay(t->ctx, step);
     SG_CHECK(sg_workload_grad(wl, t->params, t->grad, step, &s.loss));
     double t1 = sg_now();
     SG_CHECK(toy_average(t));
