@@ -231,8 +231,11 @@ static int setup(dev_state_t *d, sg_rank_ctx_t *ctx, size_t *np) {
     SG_CHECK(sg_cuda_zero(d->dv, n));
   }
   SG_CHECK(dc_new(&d->dc, ctx, sg_opts_str_or(ctx->opts, "algorithm", "ring"), n));
-  if (root) SG_CHECK(sg_workload_init_params(d->wl, d->params));
-  SG_CHECK(sg_ar_bcast(ctx->comm, d->params, n * sizeof *d->params, 0));
+  /* one set of initial parameters, rank 0's; init: per-rank (a teaching
+   * fault) leaves every rank its own */
+  const int own = sg_workload_init_per_rank(d->wl);
+  if (root || own) SG_CHECK(sg_workload_init_params(d->wl, d->params));
+  if (!own) SG_CHECK(sg_ar_bcast(ctx->comm, d->params, n * sizeof *d->params, 0));
   SG_CHECK(sg_cuda_put(d->dp, d->params, n));
   SG_CHECK(sg_workload_optim_new(d->wl, ctx->opts, &d->opt));
   if (root) {

@@ -215,8 +215,11 @@ static int ar_setup(ar_loop_t *lp) {
   sg_ar_set_group(lp->ar, (int)sg_ar_cfg_group(c, ctx->comm));
   SG_CHECK(compress_new(ctx, c, lp->ar, n, &lp->tk));
   SG_CHECK(overlap_new(lp));
-  if (root) SG_CHECK(sg_workload_init_params(lp->wl, lp->params));
-  SG_CHECK(sg_ar_bcast(ctx->comm, lp->params, n * sizeof *lp->params, 0));
+  /* one set of initial parameters, rank 0's; init: per-rank (a teaching
+   * fault) leaves every rank its own */
+  const int own = sg_workload_init_per_rank(lp->wl);
+  if (root || own) SG_CHECK(sg_workload_init_params(lp->wl, lp->params));
+  if (!own) SG_CHECK(sg_ar_bcast(ctx->comm, lp->params, n * sizeof *lp->params, 0));
   SG_CHECK(sg_workload_optim_new(lp->wl, ctx->opts, &lp->opt));
   lp->scale = 1.0f / (float)ctx->size;
   lp->sharded = ctx->size > 1 && strcmp(c->update, "replicated") != 0 && !lp->ov && !lp->tk &&
