@@ -291,8 +291,11 @@ static int ar_setup(ar_loop_t *lp) {
   lp->n = sg_workload_nparams(lp->wl);
   SG_CHECK(lp->mem->alloc(lp));
   SG_CHECK(lp->mem->comm(lp, segment));
-  if (root) SG_CHECK(sg_workload_init_params(lp->wl, lp->params));
-  SG_CHECK(sg_ar_bcast(ctx->comm, lp->params, lp->n * sizeof *lp->params, 0));
+  /* one set of initial parameters, rank 0's; init: per-rank (a teaching
+   * fault) leaves every rank its own */
+  const int own = sg_workload_init_per_rank(lp->wl);
+  if (root || own) SG_CHECK(sg_workload_init_params(lp->wl, lp->params));
+  if (!own) SG_CHECK(sg_ar_bcast(ctx->comm, lp->params, lp->n * sizeof *lp->params, 0));
   SG_CHECK(lp->mem->load(lp));
   SG_CHECK(sg_workload_optim_new(lp->wl, ctx->opts, &lp->opt));
   lp->scale = 1.0f / (float)ctx->size;

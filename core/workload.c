@@ -34,6 +34,7 @@ struct sg_workload {
   int64_t shard_len;
   int64_t perm_epoch;
   int worker, nworkers, batch;
+  int init_per_rank; /* init: per-rank, the teaching fault */
   uint64_t seed;
   int64_t ntrain, ntest, d, spe, total;
   int classes;
@@ -344,6 +345,7 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
   w->nworkers = nworkers;
   w->batch = (int)c.batch;
   w->seed = (uint64_t)c.seed;
+  w->init_per_rank = !strcmp(sg_opts_str_or(o, "init", "consistent"), "per-rank");
   w->classes = (int)c.classes;
   sg_blas_set_threads((int)c.threads);
   sg_denormals_apply(o);
@@ -416,9 +418,14 @@ int sg_workload_batch(const sg_workload_t *w) { return w->batch; }
 const char *sg_workload_describe(const sg_workload_t *w) { return w->desc; }
 
 int sg_workload_init_params(const sg_workload_t *w, float *params) {
-  sg_model_init(w->model, w->seed, params);
+  uint64_t seed = w->seed;
+  /* init: per-rank (a teaching fault): worker w > 0 draws from a seed of its own */
+  if (w->init_per_rank && w->worker > 0) seed ^= 0x9e3779b97f4a7c15ull * (uint64_t)w->worker;
+  sg_model_init(w->model, seed, params);
   return SG_OK;
 }
+
+int sg_workload_init_per_rank(const sg_workload_t *w) { return w->init_per_rank; }
 
 int sg_workload_grad(sg_workload_t *w, const float *params, float *grad,
                      int64_t step, double *loss) {

@@ -63,6 +63,9 @@ const char *sg_workload_describe(const sg_workload_t *w);
 
 /* Initial parameters, a pure function of the seed. */
 int sg_workload_init_params(const sg_workload_t *w, float *params);
+/* init: per-rank (a teaching fault): every worker makes its own initial
+ * parameters and the engines skip the broadcast that would make them one. */
+int sg_workload_init_per_rank(const sg_workload_t *w);
 
 /* Gradient of the mean loss over this worker's batch of global step `step`
  * (epoch = step / steps_per_epoch).  grad has nparams elements and is fully

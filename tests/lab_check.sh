@@ -56,6 +56,44 @@ badpred)  # a predictions file that is not name: number: one line, exit 2
    printf 'ring_messages: 6\nrhd_messages: 6\nbytes_factor: 1.5\n' > "$d/bad.yaml"
    why='FAIL] 0/1  native (MPI_Allreduce) at 13 sizes, N = 4: 0 ok rows'
    why2='FAIL] 0/1  prediction rhd_messages.*predicted 6, answer 4' ;;
+5) cfg=$src/configs/noniid-gossip.yaml
+   run "$cfg" --db "$d/ok.db"
+   sed '/engine: allreduce/d' "$cfg" > "$d/lab5.yaml"          # the exact average left out
+   run "$d/lab5.yaml" --db "$d/bad.db"
+   printf 'skew_classes: 1.5\n' > "$d/ok.yaml"
+   printf 'skew_classes: 5\n' > "$d/bad.yaml"                 # ten classes halved
+   why='FAIL] 0/1  the ring allreduce under the same skew.*: 0 ok runs'
+   why2='FAIL] 0/1  prediction skew_classes.*predicted 5, answer 1.5' ;;
+6) cfg=$src/configs/labs/lab6-consistent-init.yaml
+   run "$cfg" --db "$d/ok.db"
+   run "$cfg" --db "$d/bad.db" --set engines.2.init=consistent --set max_steps=20  # no fault
+   printf 'bcast_bytes: 407080\nring_inits: 4\nps_inits: 1\n' > "$d/ok.yaml"
+   printf 'bcast_bytes: 101770\nring_inits: 4\nps_inits: 1\n' > "$d/bad.yaml"  # floats, not bytes
+   why='FAIL] 0/1  ring, init per-rank: 0 ok runs'
+   why2='FAIL] 0/2  prediction bcast_bytes.*predicted 101770, answer 407080' ;;
+7) cfg=$src/configs/labs/lab7-compression.yaml
+   run "$cfg" --db "$d/ok.db"
+   run "$cfg" --db "$d/bad.db" --set engines.1.compress=none --set max_steps=20  # no fp16
+   printf 'fp16_bytes: 162240\ntopk1_bytes: 13008\ntopk1_ratio: 0.0401\n' > "$d/ok.yaml"
+   printf 'fp16_bytes: 324480\ntopk1_bytes: 13008\ntopk1_ratio: 0.0401\n' > "$d/bad.yaml"
+   why='FAIL] 0/1  ring fp16: 0 ok runs'
+   why2='FAIL] 0/2  prediction fp16_bytes.*no ok run to compare with' ;;
+8) cfg=$src/configs/labs/lab8-failure.yaml
+   "$sg" run "$cfg" --db "$d/ok.db" -q >/dev/null 2>&1          # two runs fail: exit 1
+   [ $? -eq 1 ] || { out=""; fail "sgdlab run $cfg: not exit 1"; }
+   "$sg" run "$cfg" --db "$d/bad.db" --set delay_rank=1 -q >/dev/null 2>&1  # another rank slowed
+   printf 'slow_run_fails: 0\nring_blamed_rank: 2\nworker_wait_s: 1.15\n' > "$d/ok.yaml"
+   printf 'slow_run_fails: 0\nring_blamed_rank: 3\nworker_wait_s: 1.15\n' > "$d/bad.yaml"
+   why='FAIL] 0/2  the failed ring blames rank 2: .* 1 != 2'
+   why2='FAIL] 0/1  prediction ring_blamed_rank.*predicted 3, answer 2' ;;
+9) cfg=$src/configs/labs/lab9-cnn-overlap.yaml
+   run "$cfg" --db "$d/ok.db"
+   sed '/overlap: true/d' "$cfg" > "$d/lab9.yaml"           # the buckets left out
+   run "$d/lab9.yaml" --db "$d/bad.db"
+   printf 'cnn_params: 44426\nbuckets_32k: 3\nring_bytes: 355408\n' > "$d/ok.yaml"
+   printf 'cnn_params: 44426\nbuckets_32k: 4\nring_bytes: 355408\n' > "$d/bad.yaml"
+   why='FAIL] 0/1  overlap with 32 KiB buckets: 0 ok runs'
+   why2='FAIL] 0/1  prediction buckets_32k.*predicted 4, answer 3' ;;
 10) cfg=$src/configs/labs/lab10-stragglers-ssp.yaml
    run "$cfg" --db "$d/ok.db"
    sed '/mode: ssp, staleness: 4, delay_rank: 2,/d' "$cfg" > "$d/lab10.yaml"  # no persistent-straggler ssp

@@ -33,13 +33,16 @@
  * bytes (busiest rank, sent + received per step), worker_bytes (busiest
  * worker rank), step_ms (worker compute + comm + wait), comm_ms, wait_ms,
  * comm_share (comm over the step), samples_per_s, final_acc, max_staleness,
- * params; of bench rows:
+ * params, wall_s (the harness's wall time of the run), steps (step rows
+ * recorded), blame_rank (the rank a failed run's blame names); of bench rows:
  * bench_us (median time per call), wrong (rows whose check failed).
  * Expressions: numbers, + - * / ( ), and K (model bytes, 4 per
  * parameter), P (parameters), N (workers), S (servers) of the run.
  * `where` keys: engine, workers, servers, repeat, transport, variant
  * (the run's name), any option of the run (mode, algorithm, delay_ms,
- * cluster.link, ...); for bench rows impl, np, bytes, transport and
+ * cluster.link, ...), info.KEY (a run_info value, as text: info.blame.reason),
+ * status (without it only ok runs count; status: failed selects the failed
+ * ones); for bench rows impl, np, bytes, transport and
  * min_bytes / max_bytes.
  */
 #ifndef SG_CHECKS_H

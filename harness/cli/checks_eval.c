@@ -91,6 +91,11 @@ static const char *run_metric(const char *m) {
       {"final_acc", "rs.final_acc"},
       {"max_staleness", "(SELECT max(s.staleness) FROM steps s WHERE s.run_id = rs.run_id)"},
       {"params", "NULL"}, /* from run_info workload, below */
+      {"wall_s", "rs.wall_s"},
+      {"steps", "(SELECT count(*) FROM steps s WHERE s.run_id = rs.run_id)"},
+      {"blame_rank", "(SELECT CAST(CASE WHEN i.value LIKE 'rank %' THEN substr(i.value, 6)"
+                     " ELSE i.value END AS INTEGER) FROM run_info i WHERE i.run_id = rs.run_id"
+                     " AND i.key = 'blame.rank')"}, /* "rank 2 (worker, host, pid 7)" */
   };
   for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
     if (!strcmp(M[i].name, m)) return M[i].sql;
@@ -102,7 +107,7 @@ static int is_bench(const char *m) { return !strcmp(m, "bench_us") || !strcmp(m,
 /* WHERE terms for w, appended to sql; values bound from ?2 on. */
 static void where_sql(char *sql, size_t cap, const ck_where_t *w, int bench) {
   static const char *const RUNCOL[] = {"engine", "workers", "servers", "repeat", "transport",
-                                       "variant", NULL};
+                                       "variant", "status", NULL};
   static const char *const BENCHCOL[] = {"impl", "np", "bytes", "transport", "collective", NULL};
   for (int i = 0; i < w->n; i++) {
     size_t len = strlen(sql);
@@ -113,15 +118,32 @@ static void where_sql(char *sql, size_t cap, const ck_where_t *w, int bench) {
     else if (bench && !strcmp(k, "max_bytes")) snprintf(sql + len, cap - len, " AND bytes <= ?%d", i + 2);
     else if (col) snprintf(sql + len, cap - len, " AND %s%s = ?%d", bench ? "" : "rs.", col, i + 2);
     else if (bench) snprintf(sql + len, cap - len, " AND 0"); /* no such column */
+    else if (!strncmp(k, "info.", 5)) /* a run_info value, as text (keys: checks_file.c) */
+      snprintf(sql + len, cap - len,
+               " AND (SELECT i.value FROM run_info i WHERE i.run_id = rs.run_id AND"
+               " i.key = '%s') = ?%d", k + 5, i + 2);
     else
       snprintf(sql + len, cap - len,
                " AND json_extract(rs.options_json, '$.\"' || '%s' || '\"') = ?%d", k, i + 2);
   }
 }
 
+/* The runs a selection looks at: the ok ones, unless it names a status
+ * (status: failed selects the failed runs, with their blame). */
+static const char *status_sql(const ck_where_t *w) {
+  for (int i = 0; i < w->n; i++)
+    if (!strcmp(w->kv[i].key, "status")) return "1";
+  return "rs.status = 'ok'";
+}
+
 /* A value as the database holds it: a number when it reads as one. */
-static void bind_value(sqlite3_stmt *st, int i, const char *v) {
+static void bind_value(sqlite3_stmt *st, int i, const ck_kv_t *kv) {
+  const char *v = kv->val;
   char *end = NULL;
+  if (!strncmp(kv->key, "info.", 5)) { /* run_info holds text */
+    sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+    return;
+  }
   double d = strtod(v, &end);
   if (*v && end && !*end) sqlite3_bind_double(st, i, d);
   else sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
@@ -146,15 +168,15 @@ static int select_rows(sqlite3 *db, int64_t exp, const char *m, const ck_where_t
     snprintf(sql, sizeof sql,
              "SELECT %s, (SELECT i.value FROM run_info i WHERE i.run_id = rs.run_id AND"
              " i.key = 'workload'), rs.workers, rs.servers, rs.variant || ' N=' || rs.workers"
-             " FROM run_summary rs WHERE rs.experiment_id = ?1 AND rs.status = 'ok'",
-             run_metric(m));
+             " FROM run_summary rs WHERE rs.experiment_id = ?1 AND %s",
+             run_metric(m), status_sql(w));
   where_sql(sql, sizeof sql, w, bench);
   strncat(sql, bench ? " ORDER BY impl, bytes" : " ORDER BY rs.workers, rs.run_id",
           sizeof sql - strlen(sql) - 1);
   if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
     return sg_err_set(SG_EIO, "checks: %s", sqlite3_errmsg(db));
   sqlite3_bind_int64(st, 1, exp);
-  for (int i = 0; i < w->n; i++) bind_value(st, i + 2, w->kv[i].val);
+  for (int i = 0; i < w->n; i++) bind_value(st, i + 2, &w->kv[i]);
   *n = 0;
   while (sqlite3_step(st) == SQLITE_ROW && *n < cap) {
     row_t *r = &out[*n];
@@ -303,7 +325,8 @@ static int eval_count(sqlite3 *db, int64_t exp, const ck_check_t *c, int *pass, 
   SG_TRY(select_rows(db, exp, c->measure[0] ? c->measure : "bytes", &c->where, r, ROWS, &n));
   *pass = n >= c->min;
   where_text(&c->where, w, sizeof w);
-  snprintf(got, gl, "%d ok %s%s with %s", n, is_bench(c->measure) ? "row" : "run", n == 1 ? "" : "s", w);
+  snprintf(got, gl, "%d %s%s%s with %s", n, strcmp(status_sql(&c->where), "1") ? "ok " : "",
+           is_bench(c->measure) ? "row" : "run", n == 1 ? "" : "s", w);
   snprintf(want, wl, "at least %d", c->min);
 fail:
   free(r);
@@ -317,13 +340,13 @@ static int eval_same(sqlite3 *db, int64_t exp, const ck_check_t *c, int *pass, c
   snprintf(sql, sizeof sql,
            "SELECT count(DISTINCT coalesce(json_extract(rs.options_json, '$.\"%s\"'), '-')),"
            " group_concat(DISTINCT coalesce(json_extract(rs.options_json, '$.\"%s\"'), '-')),"
-           " count(*) FROM run_summary rs WHERE rs.experiment_id = ?1 AND rs.status = 'ok'",
-           c->key, c->key);
+           " count(*) FROM run_summary rs WHERE rs.experiment_id = ?1 AND %s",
+           c->key, c->key, status_sql(&c->where));
   where_sql(sql, sizeof sql, &c->where, 0);
   if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
     return sg_err_set(SG_EIO, "checks: %s", sqlite3_errmsg(db));
   sqlite3_bind_int64(st, 1, exp);
-  for (int i = 0; i < c->where.n; i++) bind_value(st, i + 2, c->where.kv[i].val);
+  for (int i = 0; i < c->where.n; i++) bind_value(st, i + 2, &c->where.kv[i]);
   int d = 0, n = 0;
   const char *vals = "";
   if (sqlite3_step(st) == SQLITE_ROW) {

@@ -123,7 +123,8 @@ static int check_key(doc_t *x, const char *k, yaml_node_t *kn, yaml_node_t *v, c
 
 static const char *const MEASURES[] = {"bytes",     "worker_bytes", "step_ms", "comm_ms",
                                        "wait_ms",   "comm_share", "samples_per_s", "final_acc",
-                                       "max_staleness", "params", "bench_us", "wrong", NULL};
+                                       "max_staleness", "params", "wall_s", "steps",
+                                       "blame_rank", "bench_us", "wrong", NULL};
 
 static int check_done(doc_t *x, yaml_node_t *m, ck_check_t *c) {
   int known = 0, needs_measure = c->kind == CK_EXPECT || c->kind == CK_RATIO ||
@@ -131,7 +132,8 @@ static int check_done(doc_t *x, yaml_node_t *m, ck_check_t *c) {
   for (const char *const *s = MEASURES; *s; s++) known |= !strcmp(*s, c->measure);
   if (needs_measure && !known)
     return at(x, m, "measure", "one of bytes, worker_bytes, step_ms, comm_ms, wait_ms, comm_share, "
-                               "samples_per_s, final_acc, max_staleness, params, bench_us, wrong");
+                               "samples_per_s, final_acc, max_staleness, params, wall_s, steps, "
+                               "blame_rank, bench_us, wrong");
   if (c->kind == CK_RATIO && !(c->lo <= c->hi && c->hi > 0))
     return at(x, m, "band", "a ratio needs band: [lo, hi] with lo <= hi");
   if (c->kind == CK_EXPECT || (c->kind == CK_PREDICTED && c->expr[0])) {
