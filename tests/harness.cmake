@@ -44,6 +44,11 @@ set_tests_properties(doc_paths_catches_a_missing_path PROPERTIES TIMEOUT 30)
 # on one database (two --resume, two runs), read-only readers.
 sg_add_test(test_outputs SOURCES test_outputs.c TIMEOUT 400 LIBS PkgConfig::SQLITE)
 add_dependencies(test_outputs sgdlab sgdlab-rank)
+# databases someone else made whose schema runs its own SQL on read (a
+# recursive view, a generated column, a virtual table under a results
+# table's name): every reader refuses them at once with one line
+add_test(NAME hostile_db COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hostile_db.sh $<TARGET_FILE:sgdlab> ${CMAKE_SOURCE_DIR})
+set_tests_properties(hostile_db PROPERTIES TIMEOUT 300)
 # inputs refused before launch and the 100,000-run dry run (its TIMEOUT is
 # generous: the test checks the count, not the time)
 sg_add_test(test_inputs SOURCES test_inputs.c TIMEOUT 300)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "bench_method.h"
@@ -52,6 +53,58 @@ static char *db_uri(const char *path, const char *query) {
   return u;
 }
 
+/* A database may be anyone's (a student's, one someone sent you):
+ * SQLite's settings for untrusted files.  Functions and virtual tables
+ * that are not innocuous stay out of its schema, no extension loads, its
+ * shadow tables stay read-only, every page's cells are checked, no
+ * string or blob grows past 64 MiB. */
+static void untrusted_file(sqlite3 *db) {
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+  sqlite3_limit(db, SQLITE_LIMIT_LENGTH, 64 << 20);
+  sqlite3_exec(db, "PRAGMA cell_size_check = ON", NULL, NULL, NULL);
+}
+
+/* The tables sgdlab reads must be plain tables of the file, as the
+ * recorder makes them: a view, a virtual table or a generated column
+ * under one of these names would run the file's own SQL on every read
+ * (a recursive view never ends and fills the temp directory).  The
+ * views sgdlab reads through (views.h) are its own TEMP ones whenever
+ * the file's differ. */
+static int plain_tables(sqlite3 *db, const char *path) {
+  static const char *const T[] = {"experiments", "runs", "steps", "evals", "run_info",
+                                  "ranks", "bench", "claims", NULL};
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT m.type, coalesce(m.sql, ''), (SELECT count(*) FROM"
+                         " pragma_table_xinfo(m.name, 'main') x WHERE x.hidden <> 0)"
+                         " FROM main.sqlite_master m WHERE m.type IN ('table', 'view')"
+                         " AND m.name = ?1 COLLATE NOCASE",
+                         -1, &st, NULL) != SQLITE_OK)
+    return sg_err_set(SG_EFORMAT, "%s: reading its schema: %s", path, sqlite3_errmsg(db));
+  for (int i = 0; T[i] && rc == SG_OK; i++) {
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, T[i], -1, SQLITE_STATIC);
+    int e = sqlite3_step(st);
+    if (e == SQLITE_DONE) continue; /* absent: the query that needs it says so */
+    const char *type = e == SQLITE_ROW ? sg_rdb_text(st, 0) : "";
+    if (e != SQLITE_ROW)
+      rc = sg_err_set(SG_EFORMAT, "%s: reading its schema: %s", path, sqlite3_errmsg(db));
+    else if (strcmp(type, "table") || strncasecmp(sg_rdb_text(st, 1), "CREATE TABLE", 12) ||
+             sqlite3_column_int(st, 2))
+      rc = sg_err_set(SG_EFORMAT,
+                      "%s: '%s' is a %s, not a plain table: not an sgdlab results database",
+                      path, T[i], strcmp(type, "table") ? type
+                                  : strncasecmp(sg_rdb_text(st, 1), "CREATE TABLE", 12)
+                                      ? "virtual table"
+                                      : "table with generated columns");
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
 /* Open path read-only (query "mode=ro" or "immutable=1") and count its
  * experiments and runs tables: 0 with *ntables set, or the SQLite code
  * of what failed (*db open or NULL; the caller closes it). */
@@ -63,6 +116,7 @@ static int open_ro(sqlite3 **db, const char *path, const char *query, int *ntabl
   free(uri);
   if (rc != SQLITE_OK) return rc;
   sqlite3_busy_timeout(*db, 5000); /* a run may be committing right now */
+  untrusted_file(*db);
   rc = sqlite3_prepare_v2(*db,
                           "SELECT count(*) FROM sqlite_master WHERE type='table'"
                           " AND name IN ('experiments','runs')",
@@ -107,6 +161,7 @@ int sg_rdb_open(sqlite3 **out, const char *path) {
                     " tables)", path);
     goto fail;
   }
+  SG_TRY(plain_tables(db, path));
   SG_TRY(sg_views_ready(db));
   *out = db;
   return SG_OK;
