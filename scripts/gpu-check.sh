@@ -17,13 +17,16 @@
 #      (when nvidia-cuda-mps-control exists); the device copy bandwidth;
 #   3. the test_cuda* binaries; compute-sanitizer memcheck on the gradient
 #      and SGD cases of test_cuda_gpu;
+#   2b. the engine's one training loop against local on the device: the
+#      parameters after 100 steps of allreduce (host-staged ring, fp16 on
+#      the wire, cuda-ring; 2 ranks) against local's, relative L2 distance;
 #   4. the persistent device ring with a silent neighbour (cuda_ring_rank
 #      --dead): the kernel must give up after 2 s and the call fail;
 # and prints one Markdown table (medians of the rounds) and the device
 # rings' busbw at 64 MiB against the host-staged ring and the copy
 # bandwidth.  Every part is bounded by `timeout` and non-fatal: a failing
 # part prints "FAIL: part" and the script goes on; the whole stays under
-# LIMIT_S (260 s).
+# LIMIT_S (330 s).
 # Logs: $OUT/gpu-check-logs.tar.gz (OUT defaults to ./gpu-check-out), the
 # table also in $OUT/table.md.
 #
@@ -32,7 +35,7 @@
 # throughput parts run on device: cpu with a small model and one round,
 # so the table's layout and parsing are exercised.
 set -u
-DRY=0 BUNDLE=.gpu BUILD=build LIMIT_S=${LIMIT_S:-260}
+DRY=0 BUNDLE=.gpu BUILD=build LIMIT_S=${LIMIT_S:-330}
 while [ $# -gt 0 ]; do
   case $1 in
     --dry) DRY=1 ;;
@@ -183,6 +186,7 @@ for m in $MODES; do
     sgrun ar-cudaring-p-mps$m 1 "{engine: allreduce, algorithm: cuda-ring, cuda_ring: persistent}" 2 "$BIG" $((BIGB / 2))
   fi
   sgrun ar-ring-mps$m 1 "{engine: allreduce, algorithm: ring}" 2 "$BIG" $((BIGB / 2))
+  sgrun ar-ringfp16-mps$m 1 "{engine: allreduce, algorithm: ring, compress: fp16}" 2 "$BIG" $((BIGB / 2))
   if [ $DRY -eq 1 ]; then
     skip "sgdlab bench allreduce --set device=cuda --impl cuda-ring,ring"
   else
@@ -191,6 +195,45 @@ for m in $MODES; do
   fi
   [ "$m" = on ] && mps off
 done
+# ---- 2b. the one training loop against local, on the device ------------------------
+# 100 steps of the small MLP with the parameters dumped: local (batch 2b)
+# and allreduce with 2 ranks of batch b through the engine's one loop
+# (host-staged ring, fp16 on the wire, cuda-ring); the relative L2
+# distance of each dump to local's.  float32 sums: ~1e-6; fp16 on the
+# wire: rounding of the sums, ~1e-3.
+agree() { # KEY ENGINE WORKERS BATCH
+  cat >"$W/cfg/agree-$1.yaml" <<Y
+name: agree-$1
+workers: $3
+workload: {dataset: fashion-mnist, data_dir: $DATA, model: mlp, hidden: $SMALL, batch: $4,
+           lr: 0.05, momentum: 0.9, max_steps: 100, seed: 1, eval_every: 100000, device: $DEV,
+           dump_params: $W/agree-$1.bin}
+engines:
+  - $2
+Y
+  part "agree-$1" 60 "$SG" run "$W/cfg/agree-$1.yaml" --db "$W/db/agree-$1.db"
+}
+# dist KEY: relative L2 distance of agree-KEY.bin to agree-local.bin
+dist() {
+  python3 - "$W/agree-$1.bin" "$W/agree-local.bin" <<'PY' 2>/dev/null || echo FAIL
+import array, math, sys
+a, b = array.array("f"), array.array("f")
+for x, p in ((a, sys.argv[1]), (b, sys.argv[2])):
+    with open(p, "rb") as f:
+        x.frombytes(f.read())
+assert len(a) == len(b) > 0
+d = math.sqrt(sum((u - v) ** 2 for u, v in zip(a, b))) / math.sqrt(sum(v * v for v in b))
+print("%.2g" % d)
+PY
+}
+agree local local 2 "$SMALLB" # the global batch of 2 workers, one process
+agree ring "{engine: allreduce, algorithm: ring}" 2 "$SMALLB"
+agree ringfp16 "{engine: allreduce, algorithm: ring, compress: fp16}" 2 "$SMALLB"
+if [ $DRY -eq 1 ]; then
+  skip "allreduce cuda-ring against local"
+else
+  agree cudaring "{engine: allreduce, algorithm: cuda-ring}" 2 "$SMALLB"
+fi
 [ $DRY -eq 0 ] && part d2d-copy 30 "$TESTS/cuda_ring_rank" --copy 67108864
 # the persistent ring's timeout: rank 1 never calls, rank 0 must fail in ~2 s
 if [ $DRY -eq 1 ]; then
@@ -252,6 +295,7 @@ TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-sma
     echo "| sgdlab allreduce cuda-ring, 2 ranks sharing the GPU, MPS $m | $(med "$W/ar-cudaring-mps$m.sps") | 1 | $(ratio "$(med "$W/ar-cudaring-mps$m.sps")" "$TB") |"
     echo "| sgdlab allreduce cuda-ring persistent, 2 ranks sharing the GPU, MPS $m | $(med "$W/ar-cudaring-p-mps$m.sps") | 1 | $(ratio "$(med "$W/ar-cudaring-p-mps$m.sps")" "$TB") |"
     echo "| sgdlab allreduce ring, host-staged, 2 ranks, MPS $m | $(med "$W/ar-ring-mps$m.sps") | 1 | $(ratio "$(med "$W/ar-ring-mps$m.sps")" "$TB") |"
+    echo "| sgdlab allreduce ring, host-staged, fp16 on the wire, 2 ranks, MPS $m | $(med "$W/ar-ringfp16-mps$m.sps") | 1 | $(ratio "$(med "$W/ar-ringfp16-mps$m.sps")" "$TB") |"
   done
   echo "| PyTorch, MLP 784-128-10, batch 64 | $TS | $(vals "$W/torch-small.sps") | 1.00 |"
   echo "| sgdlab local, device $DEV, hidden $SMALL, batch $SMALLB | $LS | $(vals "$W/local-small.sps") | $(ratio "$LS" "$TS") |"
@@ -266,6 +310,16 @@ TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-sma
       v=$(bw64 "$m" $impl)
       echo "| $impl, MPS $m | $v | $(awk -v a="$v" -v b="${COPY:-0}" 'BEGIN {if (a+0 > 0 && b+0 > 0) printf "%.1f", 100 * a / b; else print "-"}') | $(ratio "$v" "$H") |"
     done
+  done
+  echo
+  echo "| the one loop against local (hidden $SMALL, 100 steps, device $DEV) | relative L2 distance of the parameters | bound | verdict |"
+  echo "|---|---:|---:|---|"
+  for k in ring ringfp16 cudaring; do
+    [ -f "$W/agree-$k.bin" ] || [ $DRY -eq 0 ] || continue
+    d=$(dist $k) tol=1e-4
+    [ $k = ringfp16 ] && tol=2e-2
+    v=$(awk -v d="$d" -v t="$tol" 'BEGIN {print (d ~ /^[0-9.e+-]+$/ && d + 0 <= t + 0) ? "ok" : "FAIL"}')
+    echo "| allreduce $k, 2 ranks of batch $SMALLB vs local batch $((SMALLB * 2)) | $d | $tol | $v |"
   done
   echo
   echo "persistent ring, silent neighbour: $DEAD"

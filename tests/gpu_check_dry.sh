@@ -20,6 +20,10 @@ grep -Eq '^\| sgdlab local, device cpu, hidden \[64\], batch 256 \| [0-9]+ \|' "
 grep -Eq '^\| GEMM bound of one step .*\| [0-9]+ \|' "$T/out.txt" || fail "no bench step bound"
 grep -Eq '^\| sgdlab allreduce ring, host-staged, 2 ranks, MPS off \| [0-9]+ \|' "$T/out.txt" ||
   fail "no allreduce ring row"
+grep -Eq '^\| allreduce ring, 2 ranks of batch 64 vs local batch 128 \| [0-9.e+-]+ \| 1e-4 \| ok \|' "$T/out.txt" ||
+  fail "the one loop's ring row does not agree with local"
+grep -Eq '^\| allreduce ringfp16, .*\| ok \|' "$T/out.txt" || fail "no fp16 agreement row"
+grep -q '^SKIP (dry: no GPU): allreduce cuda-ring against local' "$T/out.txt" || fail "no SKIP line for cuda-ring against local"
 [ -s "$T/o/table.md" ] || fail "no table.md"
 tar tzf "$T/o/gpu-check-logs.tar.gz" >"$T/list" || fail "no log archive"
 for f in logs/machine.log logs/local-big-1.log logs/bench-step.log logs/ar-ring-mpsoff-1.log; do

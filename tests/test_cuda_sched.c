@@ -17,6 +17,9 @@
  *    inproc ZeroMQ, exact on test_allreduce.c's inputs and counts
  *    (x_r[i] = (r+1)(i%7+1): small integers, exact in any order); the
  *    planted wrong-chunk bug must fail the same check.
+ *  - fp16 on the wire through the staging (device cuda, compress fp16):
+ *    the staged vector equals the host fp16 ring / rhd run on each chunk
+ *    of a host copy, bit for bit, N = 2..5; leaving fp16 off is caught.
  *  - which device a local rank takes.
  */
 #include "test.h"
@@ -115,8 +118,18 @@ static int sim_finish(void *ctx) {
 
 /* Stage count floats of rank r's input through the simulated device;
  * returns the wrong elements (+ order faults), or a negative error. */
+static long stage_io(size_t count, size_t chunk, int slots, int lazy, int plant, int drop,
+                     sg_ar_t *ar, int r, int n, const float *in, float *out);
 static long stage_once(size_t count, size_t chunk, int slots, int lazy, int plant, int drop,
                        sg_ar_t *ar, int r, int n) {
+  return stage_io(count, chunk, slots, lazy, plant, drop, ar, r, n, NULL, NULL);
+}
+
+/* The same with the device vector's input `in` (NULL: input_at) and its
+ * result copied to `out` instead of checked against the exact sum (the
+ * order checks stay). */
+static long stage_io(size_t count, size_t chunk, int slots, int lazy, int plant, int drop,
+                     sg_ar_t *ar, int r, int n, const float *in, float *out) {
   sim_t *s = calloc(1, sizeof *s);
   sg_stage_plan_t p;
   long wrong = 0;
@@ -128,11 +141,12 @@ static long stage_once(size_t count, size_t chunk, int slots, int lazy, int plan
   s->upq = malloc(Q_MAX * sizeof(op_t));
   s->chunk = chunk, s->lazy = lazy, s->drop_order = drop, s->ar = ar;
   s->tri = (float)n * (float)(n + 1) / 2;
-  for (size_t i = 0; i < count; i++) s->dev[i] = input_at(i, r);
+  for (size_t i = 0; i < count; i++) s->dev[i] = in ? in[i] : input_at(i, r);
   s->dev[count] = -1; /* guard */
   const sg_stage_ops_t ops = {s, sim_down, sim_wait_down, sim_reduce, sim_up, sim_finish};
   int rc = sg_stage_run(&p, &ops);
-  for (size_t i = 0; rc == 0 && i < count; i++) wrong += s->dev[i] != expect_at(i, n);
+  if (out && rc == 0) memcpy(out, s->dev, count * sizeof *out);
+  for (size_t i = 0; rc == 0 && !out && i < count; i++) wrong += s->dev[i] != expect_at(i, n);
   wrong += s->dev[count] != -1;
   for (size_t c = 0; rc == 0 && c < p.nchunks; c++) /* once each, down < reduce < up */
     wrong += s->times_down[c] != 1 || s->times_up[c] != 1 || !(s->t_down[c] < s->t_reduce[c]) ||
@@ -196,7 +210,9 @@ TEST(stage_without_device_ordering_is_caught) {
 /* ---- N threads over inproc ZeroMQ --------------------------------------- */
 
 typedef struct targ {
-  int rank, size, mode, plant; /* mode 0: staging + ring allreduce; 1: device-ring twin */
+  int rank, size, mode, plant; /* mode 0: staging + ring allreduce; 1: device-ring twin;
+                                  2: staging + fp16 ring/rhd (plant: fp16 left off) */
+  const char *algo;            /* mode 2: ring | rhd */
   size_t count, chunk;
   float **inboxes;             /* the twin's: every rank's inbox */
   long wrong;
@@ -230,6 +246,47 @@ static int twin_run(sg_comm_t *c, targ_t *a, float *x) {
   return rc;
 }
 
+/* compress: fp16 with device cuda (allreduce_device.c): the host-staged
+ * path runs the fp16 ring (or rhd) on each chunk.  Checked by
+ * construction: the staged device vector must equal, bit for bit, the
+ * same fp16 algorithm run on a host copy chunk by chunk; inputs that
+ * halves do not hold exactly (fp16_input), so of 1000 or more elements
+ * some must differ from the float32 sum (an fp16 silently dropped fails
+ * that). */
+static float fp16_input(size_t i, int r) {
+  return (float)((i * 2654435761u) % 1000u) * 1e-3f + (float)r * 0.37f;
+}
+
+static int stage_fp16(sg_comm_t *c, targ_t *a) {
+  const size_t n = a->count, chunk = a->chunk;
+  float *in = malloc((n + 1) * sizeof *in), *got = malloc((n + 1) * sizeof *got),
+        *ref = malloc((n + 1) * sizeof *ref);
+  sg_ar_t *ar = NULL, *ra = NULL;
+  int rc = in && got && ref ? SG_OK : SG_ENOMEM;
+  for (size_t i = 0; rc == 0 && i < n; i++) in[i] = ref[i] = fp16_input(i, a->rank);
+  if (rc == 0) rc = sg_ar_new(&ar, c, a->algo, 0, chunk);
+  if (rc == 0) rc = sg_ar_set_compress(ar, a->plant ? "none" : "fp16");
+  if (rc == 0) rc = sg_ar_new(&ra, c, a->algo, 0, chunk);
+  if (rc == 0) rc = sg_ar_set_compress(ra, "fp16");
+  long w = rc == 0 ? stage_io(n, chunk, 2, 1, 0, 0, ar, a->rank, a->size, in, got) : 0;
+  if (w < 0) rc = (int)w;
+  for (size_t off = 0; rc == 0 && off < n; off += chunk)
+    rc = sg_ar_run(ra, ref + off, n - off < chunk ? n - off : chunk);
+  long rounded = 0;
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    float f32 = 0;
+    for (int r = 0; r < a->size; r++) f32 += fp16_input(i, r);
+    w += memcmp(&got[i], &ref[i], sizeof(float)) != 0;
+    rounded += got[i] != f32;
+  }
+  /* fp16 must show where there are enough elements for a rounding (a
+   * few small sums may all be exact in halves) */
+  a->wrong = w + (a->size > 1 && n >= 1000 && rounded == 0);
+  sg_ar_destroy(&ar), sg_ar_destroy(&ra);
+  free(in), free(got), free(ref);
+  return rc;
+}
+
 static int thread_rank(sg_comm_t *c, void *p) {
   targ_t *a = p;
   sg_ar_t *ar = NULL;
@@ -237,7 +294,9 @@ static int thread_rank(sg_comm_t *c, void *p) {
   int rc;
   a->rank = c->rank;
   a->size = c->size;
-  if (a->mode == 0) {
+  if (a->mode == 2) {
+    SG_TRY(stage_fp16(c, a));
+  } else if (a->mode == 0) {
     SG_TRY(sg_ar_new(&ar, c, "ring", 0, a->chunk));
     long w = stage_once(a->count, a->chunk, 2, 1, 0, 0, ar, a->rank, a->size);
     if (w < 0) SG_TRY((int)w);
@@ -284,6 +343,35 @@ TEST(stage_with_ring_allreduce_exact) {
       CHECK_MSG(w == 0, "staged ring N=%d count=%zu: %ld wrong (or error)", n, counts[j], w);
     }
   }
+}
+
+static long threads_fp16(const char *algo, int n, size_t count, size_t chunk, int plant) {
+  targ_t args[8];
+  if (n > 8) return SG_EINVAL;
+  for (int r = 0; r < n; r++)
+    args[r] = (targ_t){.mode = 2, .algo = algo, .plant = plant, .count = count, .chunk = chunk};
+  tr_group_t g = {.n = n, .fn = thread_rank, .args = args, .stride = sizeof *args,
+                  .what = "staged fp16"};
+  int rc = tr_run(&g);
+  long wrong = 0;
+  for (int r = 0; r < n; r++) wrong += args[r].wrong;
+  return rc < 0 ? rc : wrong;
+}
+
+TEST(stage_fp16_equals_the_host_algorithm_per_chunk) {
+  static const char *const algos[] = {"ring", "rhd"};
+  for (size_t k = 0; k < 2; k++)
+    for (int n = 2; n <= 5; n++) {
+      size_t counts[] = {1, (size_t)n + 1, 1001, 100003};
+      for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) {
+        long w = threads_fp16(algos[k], n, counts[j], counts[j] > 10000 ? 4096 : 100, 0);
+        CHECK_MSG(w == 0, "staged fp16 %s N=%d count=%zu: %ld wrong (or error)", algos[k], n,
+                  counts[j], w);
+      }
+    }
+  /* planted: the staged path left at float32 on the wire */
+  long w = threads_fp16("ring", 3, 1001, 100, 1);
+  CHECK_MSG(w > 0, "fp16 left off was not caught (%ld)", w);
 }
 
 TEST(ring_prims_schedule) {
