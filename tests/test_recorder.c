@@ -298,6 +298,17 @@ TEST(version_2_file_gets_the_ranks_cluster_columns) {
   CHECK_OK(sg_recorder_rank(r, 1, 1, "worker", SG_ROLE_WORKER, "vm", 43, "h0", "198.18.0.1"));
   CHECK_OK(sg_recorder_flush(r));
   CHECK_EQ_INT(count(db, "SELECT count(*) FROM ranks WHERE address='198.18.0.1'"), 1);
+  /* version 6's buckets table, empty, and a bucket row goes in */
+  columns(db, "buckets", cols, sizeof cols);
+  CHECK_MSG(!strcmp(cols, "run_id,rank,step,bucket,nbuckets,offset,floats,ready_s,start_s,end_s"),
+            "%s", cols);
+  sg_bucket_rec_t b = {.step = 10, .bucket = 1, .nbuckets = 3, .offset = 2572, .floats = 30840,
+                       .ready_s = 0.25, .start_s = 0.5, .end_s = 0.75};
+  CHECK_OK(sg_recorder_bucket(r, 1, 1, &b));
+  CHECK_OK(sg_recorder_flush(r));
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM buckets WHERE rank = 1 AND step = 10 AND bucket = 1"
+                         " AND nbuckets = 3 AND offset = 2572 AND floats = 30840 AND ready_s = 0.25"
+                         " AND start_s = 0.5 AND end_s = 0.75"), 1);
   sg_recorder_close(&r);
   cleanup(dir);
 }

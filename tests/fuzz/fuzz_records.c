@@ -35,7 +35,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case SG_REC_HELLO:
     case SG_REC_STEP:
     case SG_REC_EVAL:
-    case SG_REC_BENCH: {
+    case SG_REC_BENCH:
+    case SG_REC_BUCKET: {
+      fuzz_require(h.type != SG_REC_BUCKET || h.len == sizeof(sg_bucket_rec_t));
       unsigned char copy[512];
       fuzz_require(h.len <= sizeof copy);
       memcpy(copy, p, h.len);

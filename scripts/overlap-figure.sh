@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Draw overlap's gain vs link rate from the runs of configs/overlap-links.yaml
+# (docs/engines/allreduce.md, "Overlap's gain vs link rate"):
+#   for i in 1 2 3; do sgdlab run configs/overlap-links.yaml --db ov.db -q; done
+#   scripts/overlap-figure.sh ov.db [OUT_PREFIX]     (default docs/img/overlap-links)
+# Per run: the median worker step (compute + comm + wait, steps 5 on);
+# per variant and link rate: the median over the passes, printed as a
+# table with the gain over overlap off, and drawn into OUT_PREFIX.png/.svg.
+# Then, from the buckets table, how much of the buckets' allreduce time
+# ran while backward still ran (before the step's compute_s ended).
+# Only numbers reach gnuplot: the variants' names are this script's own.
+set -euo pipefail
+db=${1:?usage: overlap-figure.sh DB [OUT_PREFIX]}
+out=${2:-docs/img/overlap-links}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# variant (0 off, 1 one bucket, 2 16K buckets), link in Mbit/s, run, step ms
+sqlite3 -separator ' ' "file:$db?mode=ro" "
+  WITH r AS (SELECT id,
+      CASE WHEN json_extract(options_json, '$.overlap') = 0 THEN 0
+           WHEN json_extract(options_json, '$.bucket') >= 1048576 THEN 1 ELSE 2 END AS v,
+      json_extract(options_json, '$.\"cluster.link\"') AS link
+    FROM runs WHERE status = 'ok' AND experiment_id IN
+      (SELECT id FROM experiments WHERE name = 'overlap-links'))
+  SELECT r.v,
+    CASE WHEN r.link GLOB '*gbit' THEN 1000 * CAST(rtrim(r.link, 'gbit') AS REAL)
+         WHEN r.link GLOB '*mbit' THEN CAST(rtrim(r.link, 'mbit') AS REAL) ELSE -1 END,
+    r.id, 1e3 * (s.compute_s + s.comm_s + s.wait_s)
+  FROM r JOIN steps s ON s.run_id = r.id
+  WHERE s.kind = 'worker' AND s.step >= 5
+  ORDER BY r.v, 2, r.id, 4" > "$tmp/steps"
+
+# the median of each run, then the median over the runs of a point
+awk '
+  function med(a, n) { return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+  { k = $1 " " $2 " " $3; if (k != last && n) { print last, med(x, n); n = 0 } last = k; x[++n] = $4 }
+  END { if (n) print last, med(x, n) }' "$tmp/steps" |
+  sort -k1,1n -k2,2n -k4,4n |
+  awk '
+  function med(a, n) { return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+  { k = $1 " " $2; if (k != last && n) { print last, med(x, n), n, lo, hi; n = 0 }
+    if (!n) lo = $4; hi = $4; last = k; x[++n] = $4 }
+  END { if (n) print last, med(x, n), n, lo, hi }' > "$tmp/points"
+
+echo "# variant (0 off, 1 one bucket, 2 16K buckets)  link Mbit/s  median step ms  runs  min  max"
+cat "$tmp/points"
+echo "# gain = step ms off / step ms with overlap, per link rate"
+awk '$1 == 0 { off[$2] = $3 } $1 > 0 && ($2 in off) { printf "variant %d  %g Mbit/s  %.3f\n", $1, $2, off[$2] / $3 }' \
+  "$tmp/points"
+
+for v in 0 1 2; do awk -v v=$v '$1 == v { print $2, $3, $5, $6 }' "$tmp/points" > "$tmp/v$v.tsv"; done
+cat > "$tmp/fig.gp" <<EOF
+set logscale x
+set xlabel 'link rate (Mbit/s), ring N = 4, one rank per emulated host'
+set ylabel 'step time (ms), median over passes'
+set title 'CNN (174 KiB of gradient): overlap off and on, by link rate'
+set key top right
+set grid
+plot '$tmp/v0.tsv' using 1:2:3:4 with yerrorlines lw 2 title 'overlap off', \
+     '$tmp/v1.tsv' using 1:2:3:4 with yerrorlines lw 2 title 'overlap, one bucket (1M)', \
+     '$tmp/v2.tsv' using 1:2:3:4 with yerrorlines lw 2 title 'overlap, 16 KiB buckets (3 a step)'
+EOF
+gnuplot -e "set terminal pngcairo size 900,560; set output '$out.png'" "$tmp/fig.gp"
+gnuplot -e "set terminal svg size 900,560; set output '$out.svg'" "$tmp/fig.gp"
+echo "# drawn: $out.png, $out.svg"
+
+echo "# buckets: share of allreduce time before backward ended, per variant and link (all sampled steps)"
+sqlite3 -separator ' ' "file:$db?mode=ro" "
+  WITH r AS (SELECT id,
+      CASE WHEN json_extract(options_json, '$.overlap') = 0 THEN 0
+           WHEN json_extract(options_json, '$.bucket') >= 1048576 THEN 1 ELSE 2 END AS v,
+      json_extract(options_json, '$.\"cluster.link\"') AS link
+    FROM runs WHERE status = 'ok' AND experiment_id IN
+      (SELECT id FROM experiments WHERE name = 'overlap-links'))
+  SELECT r.v, r.link, count(*),
+    round(sum(max(0, min(b.end_s, s.compute_s) - b.start_s)) / sum(b.end_s - b.start_s), 3),
+    round(1e3 * avg(b.start_s - b.ready_s), 2), round(1e3 * avg(s.compute_s), 2),
+    round(1e3 * avg(b.end_s - b.start_s), 2)
+  FROM r JOIN buckets b ON b.run_id = r.id
+  JOIN steps s ON s.run_id = b.run_id AND s.rank = b.rank AND s.step = b.step
+  WHERE b.step > 0 GROUP BY r.v, r.link ORDER BY r.v, r.link" |
+  awk 'BEGIN { print "# variant link rows share_concurrent mean_ms(ready->start) mean_ms(compute) mean_ms(bucket allreduce)" } { print }'
