@@ -30,6 +30,8 @@ static int copy(doc_t *x, yaml_node_t *v, const char *key, char *dst, size_t cap
   const char *s = scalar(v);
   if (!s) return at(x, v, key, "expected a scalar");
   if (strlen(s) >= cap) return at(x, v, key, "too long");
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++) /* printed on a terminal */
+    if (*c < 0x20 || *c == 0x7f) return at(x, v, key, "a control character");
   memcpy(dst, s, strlen(s) + 1);
   return SG_OK;
 }
