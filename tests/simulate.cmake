@@ -5,7 +5,7 @@
 # smpicc was not found; scripts/setup.sh installs it).
 sg_add_test(test_simulate_platform SOURCES test_simulate_platform.c TIMEOUT 30 LABELS simulate
   LIBS sgrun)
-sg_add_test(test_simulate_run SOURCES test_simulate_run.c TIMEOUT 900 LABELS simulate
+sg_add_test(test_simulate_run SOURCES test_simulate_run.c TIMEOUT 1200 LABELS simulate
   LIBS PkgConfig::SQLITE)
 add_dependencies(test_simulate_run sgdlab sgdlab-rank)
 set_tests_properties(test_simulate_run PROPERTIES SKIP_RETURN_CODE 77)

@@ -24,6 +24,11 @@
  *    within its cores (planted lines of load 9 on 2 cores and without a
  *    load are measured again, one of load 0.5 reused), executed compute
  *    any (the speed is only its unit);
+ *  - the rows of one sweep share the first row's step calibration;
+ *  - a slow host is not a hang: a simulation throttled to 10 % of a core
+ *    (a CPU cgroup) with a watchdog bound below its wall-clock silences
+ *    ends ok (its silence is counted in the simulator's CPU time; in wall
+ *    time the run failed); skipped without a writable cpu controller;
  *  - the topologies SMPI builds: two-level, fat-tree and torus platforms
  *    run to the end;
  *  - refusals, one line with file:line:col and exit 2 before launch:
@@ -284,6 +289,102 @@ TEST(calibration_cache_skips_loaded_entries) {
   }
   if (keep[0]) setenv("XDG_CACHE_HOME", keep, 1);
   else unsetenv("XDG_CACHE_HOME");
+}
+
+/* Within one `sgdlab run` the rows of a sweep share one step calibration:
+ * with the cache's only line planted at a load above its cores, the first
+ * of two modeled rows measures and the second takes that measurement
+ * (calibration cached, the same step_s), whatever the load meanwhile. */
+TEST(calibration_shared_by_a_sweep) {
+  skip_without_simgrid();
+  const char *dir = ru_scratch("simcalsweep");
+  CHECK(dir);
+  char cache[300], path[400], db[300], cfg[300], keep[4096], *old = getenv("XDG_CACHE_HOME");
+  snprintf(keep, sizeof keep, "%s", old ? old : "");
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  snprintf(path, sizeof path, "%s/sgdlab/simulate-calibration", cache);
+  snprintf(db, sizeof db, "%s/cal0.db", dir);
+  CHECK_EQ_INT(mkdir(cache, 0700), 0);
+  setenv("XDG_CACHE_HOME", cache, 1);
+  CHECK_MSG(cal_run(dir, db, "modeled", "measured", NULL), "first run: not measured");
+  CHECK_EQ_INT(cal_plant(path, "9"), 0);
+  snprintf(cfg, sizeof cfg, "%s/sweep.yaml", dir);
+  snprintf(db, sizeof db, "%s/sweep.db", dir);
+  CHECK_EQ_INT(ru_write_file(cfg, "name: simulate-calibration-sweep\n"
+               "workload: {dataset: synthetic, batch: 8, max_steps: 2, eval_every: 1000000}\n"
+               "workers: 2\nsimulate: {compute: modeled}\n"
+               "engines: [{engine: allreduce, algorithm: ring, transport: mpi},\n"
+               "          {engine: allreduce, algorithm: rhd, transport: mpi}]\n"), 0);
+  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.calibration' "
+                             "AND value = 'measured' AND run_id = 1"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.calibration' "
+                             "AND value = 'cached' AND run_id = 2"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(DISTINCT value) FROM run_info "
+                             "WHERE key = 'simulate.step_s'"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.step_s' "
+                             "AND value = '0.25'"), 0);
+  if (keep[0]) setenv("XDG_CACHE_HOME", keep, 1);
+  else unsetenv("XDG_CACHE_HOME");
+}
+
+/* A CPU cgroup of this test with `pct` % of one core (cgroup v2's
+ * cpu.max, else v1's cpu.cfs_quota_us) into dir, its process list into
+ * procs; 0, or -1 when this machine has no writable cpu controller. */
+static int throttle_group(const char *tag, int pct, char *dir, size_t cap, char *procs,
+                          size_t pcap) {
+  static const char *const roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/cpu"};
+  char f[512], v[64];
+  for (int i = 0; i < 2; i++) {
+    snprintf(dir, cap, "%s/%s-%d", roots[i], tag, (int)getpid());
+    if (mkdir(dir, 0755) != 0) continue;
+    snprintf(f, sizeof f, "%s/%s", dir, i ? "cpu.cfs_quota_us" : "cpu.max");
+    snprintf(v, sizeof v, i ? "%d" : "%d 100000", pct * 1000);
+    snprintf(procs, pcap, "%s/cgroup.procs", dir);
+    if (access(f, W_OK) == 0 && ru_write_file(f, v) == 0) return 0;
+    rmdir(dir);
+  }
+  return -1;
+}
+
+/* A slow host is not a hang: the silence watchdog counts a simulation's
+ * silence in the simulator's CPU time.  The run (4 simulated ranks,
+ * executed compute of an MLP 784-512-10 at batch 256, about 40 ms of CPU
+ * per rank and step, deadline 0.1 s: 0.15 s of silence allowed) runs in a
+ * cgroup of 10 % of a core, so the simulator takes about 10 x the wall time
+ * of its CPU time between two records: counted in wall time (as before)
+ * the watchdog failed it ("no rank reported for"); counted in CPU time it
+ * ends ok.  The run's wall time per record shows the wall-clock silences
+ * exceeded the bound (the mean gap above it means at least one gap was). */
+TEST(slow_simulation_is_not_silence) {
+  skip_without_simgrid();
+  char grp[300], procs[320], cfg[300], db[300], cmd[1400], sql[200];
+  if (throttle_group("sgdlab-simslow", 10, grp, sizeof grp, procs, sizeof procs) != 0) {
+    printf("SKIP: no writable cpu cgroup controller to slow the simulator\n");
+    exit(77);
+  }
+  const char *dir = ru_scratch("simslow");
+  CHECK(dir);
+  snprintf(cfg, sizeof cfg, "%s/slow.yaml", dir);
+  snprintf(db, sizeof db, "%s/slow.db", dir);
+  CHECK_EQ_INT(ru_write_file(cfg, "name: simulate-slow-host\ndeadline: 0.1\nworkers: 4\n"
+               "workload: {dataset: synthetic, features: 784, train_samples: 4096,\n"
+               "           test_samples: 256, model: mlp, hidden: [512], batch: 256,\n"
+               "           max_steps: 4, eval_every: 1000000}\n"
+               "simulate: {compute: executed, host_speed: 1e10}\n"
+               "engines: [{engine: allreduce, algorithm: ring, transport: mpi}]\n"), 0);
+  const char *bin = getenv("SGDLAB_BIN_DIR");
+  snprintf(cmd, sizeof cmd, "sh -c 'echo $$ > \"$1\" && exec \"$2\"/harness/sgdlab run -q "
+           "\"$3\" --db \"$4\"' sh '%s' '%s' '%s' '%s'", procs, bin ? bin : ".", cfg, db);
+  int rc = ru_sh(cmd);
+  rmdir(grp);
+  CHECK_EQ_INT(rc, 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 4 * 4);
+  snprintf(sql, sizeof sql, "SELECT CAST(1000 * wall_s / (4 * (4 + 2)) AS INTEGER) FROM runs");
+  long gap_ms = ru_db_int(db, sql);
+  fprintf(stderr, "throttled simulation: %ld ms of wall time per record (bound 150 ms)\n", gap_ms);
+  CHECK_MSG(gap_ms > 150, "the run was not slowed past the bound (%ld ms per record)", gap_ms);
 }
 
 /* sgdlab run on this experiment text: exit 2 and one line with `want`. */

@@ -111,18 +111,24 @@ static void cache_put(const char *path, const char *key, double step_s, double s
  * load within the cores (executed compute: at any load, since there the
  * speed is only the unit, smpi/host-speed and the hosts' speed being the
  * same number, so a burst's simulated time is its measured time whatever
- * the value).  One line on stderr when a cached measurement is passed
- * over or this one is taken at a load above the cores. */
+ * the value); and always from this process's own last measurement of the
+ * workload, so the rows of one sweep (one `sgdlab run`) are charged the
+ * same step whatever the load did meanwhile.  One line on stderr when a
+ * cached measurement is passed over or this one is taken at a load above
+ * the cores. */
 static int sim_measure(run_sim_t *m, const sg_opts_t *o) {
   if (m->cfg.host_speed > 0 && !m->cfg.modeled) return SG_OK;
+  /* this process's own last measurement: the rows of one sweep share it */
+  static struct { char key[1024]; double step_s, speed; } last;
   char path[4200], key[1024];
   double step_s, speed, busy, load;
   int cores;
   cache_path(path, sizeof path);
   cache_key(o, key, sizeof key);
-  if (cache_get(path, key, !m->cfg.modeled, &step_s, &speed, &busy)) {
-    m->step_s = step_s;
-    if (m->cfg.host_speed <= 0) m->cfg.host_speed = speed;
+  int mine = last.key[0] && !strcmp(last.key, key);
+  if (mine || cache_get(path, key, !m->cfg.modeled, &step_s, &speed, &busy)) {
+    m->step_s = mine ? last.step_s : step_s;
+    if (m->cfg.host_speed <= 0) m->cfg.host_speed = mine ? last.speed : speed;
     m->cached = 1;
     return SG_OK;
   }
@@ -144,6 +150,8 @@ static int sim_measure(run_sim_t *m, const sg_opts_t *o) {
   if (m->cfg.host_speed <= 0) m->cfg.host_speed = speed;
   load_now(&load, &cores); /* the load over the measurement's last minute */
   cache_put(path, key, r.step_s, speed, load, cores);
+  snprintf(last.key, sizeof last.key, "%s", key);
+  last.step_s = r.step_s, last.speed = speed;
   return SG_OK;
 }
 

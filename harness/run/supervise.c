@@ -116,6 +116,47 @@ void run_kill_stopped(serve_t *s) {
   }
 }
 
+/* CPU seconds (user + system) process pid has used, -1 when it is gone. */
+static double proc_cpu_s(int pid) {
+  char buf[1024];
+  const char *st = sg_proc_stat(pid, buf, sizeof buf);
+  const char *u = sg_proc_field(st, 14), *k = sg_proc_field(st, 15);
+  long tick = sysconf(_SC_CLK_TCK);
+  if (!u || !k || tick <= 0) return -1;
+  return (strtod(u, NULL) + strtod(k, NULL)) / (double)tick;
+}
+
+/* A simulation's silence.  Every rank is an actor of one simulator
+ * process, which computes every rank's step in turn: its wall time per
+ * simulated step grows with the simulated work (ranks, messages, bytes
+ * copied) and with the host's load, and a slow host is not a hang.  SMPI
+ * itself ends a simulation whose ranks all block (a deadlock); what is left
+ * to catch is a simulator that works without any rank recording (its CPU
+ * time grows) or one blocked outside the simulation (its CPU time stands).
+ * So the silence is the simulator's CPU time since the last record, or the
+ * wall time since it was last seen runnable or its CPU time moved,
+ * whichever is longer (and never more than the wall time since the last
+ * record); the wall time alone before a rank has said HELLO (which gives
+ * the simulator's pid), and once the simulator has ended, the wall time
+ * less SILENCE_MARGIN_S for smpirun's own exit (its clean-up). */
+static double sim_quiet(serve_t *s, double now, double quiet_wall, int *by_cpu) {
+  int pid = 0;
+  for (int r = 0; r < s->nprocs && pid <= 0; r++)
+    if (s->ranks[r].hello) pid = s->ranks[r].pid;
+  double cpu = pid > 0 ? proc_cpu_s(pid) : -1;
+  *by_cpu = 0;
+  if (cpu < 0 && s->sim_cpu_moved > 0) /* it has ended: smpirun's own exit is left */
+    return fmin(quiet_wall, now - s->sim_cpu_moved - SILENCE_MARGIN_S);
+  if (cpu < 0) return quiet_wall;
+  if (s->sim_rec_at != s->last_rec) s->sim_rec_at = s->last_rec, s->sim_cpu_at_rec = cpu;
+  /* runnable ('R', also while it waits for a core or its CPU quota) is not blocked */
+  if (cpu != s->sim_cpu || s->sim_cpu_moved <= 0 || sg_proc_state(pid) == 'R')
+    s->sim_cpu = cpu, s->sim_cpu_moved = now;
+  double busy = cpu - s->sim_cpu_at_rec, idle = now - s->sim_cpu_moved;
+  *by_cpu = busy >= idle;
+  return fmin(quiet_wall, fmax(busy, idle));
+}
+
 /* The silence watchdog, the only guard against a rank that hangs inside a
  * call without a deadline (MPI_Allreduce of `allreduce native`): every
  * rank of a training run sends a step record every step, so silence from
@@ -124,7 +165,8 @@ void run_kill_stopped(serve_t *s) {
  * deadline + SILENCE_MARGIN_S.  Why 1.5: the engines' own receives give up
  * after 1..1.35 deadlines on a dead peer and report it (the better
  * message; the rule is in core/deadline.h), and a step, or the evaluation between two steps, takes far
- * less than a deadline.  The error lists every rank's last step record
+ * less than a deadline.  A simulation's silence is counted in the
+ * simulator's CPU time (sim_quiet).  The error lists every rank's last step record
  * and which rank has been silent longest (a stopped or dead process of
  * this host is named before it, see run_blame()):
  *   "no rank reported for 45.0 s (1.5 x deadline 30 s); last records:
@@ -132,9 +174,11 @@ void run_kill_stopped(serve_t *s) {
 void run_watchdog(serve_t *s, double deadline) {
   double now = sg_now(), quiet = now - s->last_rec;
   double limit = s->armed ? WATCHDOG_FACTOR * deadline : deadline + SILENCE_MARGIN_S;
+  int by_cpu = 0;
   /* a simulation computes every rank's step in this one process: its
    * silences grow with the ranks (SIM_WATCHDOG_RANKS per bound) */
   if (s->sim && s->nprocs > SIM_WATCHDOG_RANKS) limit *= (double)s->nprocs / SIM_WATCHDOG_RANKS;
+  if (s->sim) quiet = sim_quiet(s, now, quiet, &by_cpu);
   if (s->error[0] || quiet <= limit) return;
   char list[300] = "";
   size_t len = 0;
@@ -157,7 +201,8 @@ void run_watchdog(serve_t *s, double deadline) {
   if (s->armed) snprintf(bound, sizeof bound, "%.1f x deadline %g s", WATCHDOG_FACTOR, deadline);
   else snprintf(bound, sizeof bound, "deadline %g s + %g s at start-up", deadline, SILENCE_MARGIN_S);
   s->hung = 1;
-  run_fail(s, "no rank reported for %.1f s (%s); last records: %s", quiet, bound, list);
+  run_fail(s, "no rank reported for %.1f s%s (%s); last records: %s", quiet,
+           by_cpu ? " of the simulator's CPU time" : "", bound, list);
 }
 
 /* The pid of rank r's process on this host that this run started: the

@@ -127,6 +127,10 @@ typedef struct serve {
   int interrupted;      /* a signal stopped the run */
   double deadline;      /* the run's receive deadline, seconds */
   run_sim_t *sim;       /* a simulated run's launch, or NULL */
+  /* a simulation's silence (run_watchdog): the simulator's CPU seconds at
+   * the last record (sim_rec_at: that record's sg_now()), its last CPU
+   * seconds read and when they last moved */
+  double sim_rec_at, sim_cpu_at_rec, sim_cpu, sim_cpu_moved;
 } serve_t;
 
 /* simulated.c: every SIM_TELL_S of a simulated run, one line on stderr
