@@ -8,6 +8,8 @@
  *    (launcher ssh: one ssh per rank, spec and keys over its stdin) on 4
  *    hosts; each ends within relative L2 distance 1e-4 of `local`, with its
  *    ranks on 4 distinct hosts (each sshd's UTS namespace names its host).
+ *    Each host with one rank: tc's counter on its end of the link carried
+ *    1.0-1.25 x the bytes the rank recorded sending.
  *  - keys: while a zmq run trains, no process's argv or environment
  *    (/proc/PID/cmdline, /proc/PID/environ) holds any of the run's secret
  *    keys; a planted process with one in its environment is found.
@@ -37,6 +39,11 @@
 
 #define RTOL 1e-4
 #define DEADLINE_S 5.0
+/* A host's link bytes over its rank's recorded bytes: frame headers,
+ * acknowledgements, CURVE, records, ssh and (h0) the harness's replies
+ * come on top of the payload */
+#define LINK_LO 1.0
+#define LINK_HI 1.25
 
 static char g_name[16], g_dir[256], g_conf[300], g_hostfile[300];
 
@@ -167,6 +174,8 @@ static void equal_runs(const char *d, const char *ref) {
     snprintf(errp, sizeof errp, "%s/v%zu.err", d, v);
     write_cfg(cfg, variants[v][0], variants[v][1], dump, 40);
     on_h0_argv(argv, host, sizeof host, cfg, db);
+    uint64_t before[4];
+    CHECK_EQ_INT(tc_link_tx(g_name, 4, before), 0);
     double t0 = sg_now();
     int code = ru_wait_exit_code(ru_start(argv, errp, 1, NULL), 120);
     char *err = ru_slurp(errp, 4096);
@@ -185,6 +194,11 @@ static void equal_runs(const char *d, const char *ref) {
     CHECK_MSG(dist >= 0 && dist <= RTOL, "%s: distance %.3g", variants[v][3], dist);
     CHECK_MSG(hosts == 4 && ranks == atoi(variants[v][2]), "%s: %lld ranks on %lld hosts",
               variants[v][3], ranks, hosts);
+    int single = 0, ok = tc_links_vs_ranks(db, g_name, 4, before, variants[v][3], LINK_LO,
+                                           LINK_HI, &single);
+    CHECK_MSG(single >= 3 && ok == single, "%s: %d of %d one-rank hosts' links carried their "
+              "rank's bytes within %.2f-%.2f of them", variants[v][3], ok, single, LINK_LO,
+              LINK_HI);
   }
 }
 

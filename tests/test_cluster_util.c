@@ -166,3 +166,46 @@ pid_t tc_spawn_on(const sg_cluster_t *cl, int host, int (*fn)(void *arg, int wfd
   *rfd = p[0];
   return pid;
 }
+
+int tc_link_tx(const char *name, int nhosts, uint64_t *tx) {
+  sg_cluster_t *cl = NULL;
+  if (sg_cluster_open(&cl, name) < 0) return -1;
+  int rc = 0;
+  for (int h = 0; h < nhosts; h++) {
+    sg_cluster_link_t s;
+    if (sg_cluster_link_stats(cl, h, &s) < 0) rc = -1;
+    else tx[h] = s.host_tx;
+  }
+  sg_cluster_close(&cl);
+  return rc;
+}
+
+int tc_links_vs_ranks(const char *db, const char *name, int nhosts, const uint64_t *before,
+                      const char *what, double lo, double hi, int *single) {
+  uint64_t after[SG_CLUSTER_MAX_HOSTS];
+  *single = 0;
+  if (nhosts > SG_CLUSTER_MAX_HOSTS || tc_link_tx(name, nhosts, after) < 0) return -1;
+  long long id = ru_db_int(db, "SELECT max(id) FROM runs");
+  int ok = 0;
+  for (int h = 0; h < nhosts; h++) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM ranks WHERE run_id = %lld AND host = 'h%d'",
+             id, h);
+    long long n = ru_db_int(db, sql);
+    if (n != 1) {
+      fprintf(stderr, "  %s: h%d has %lld ranks: not compared\n", what, h, n);
+      continue;
+    }
+    ++*single;
+    snprintf(sql, sizeof sql, "SELECT coalesce(sum(s.bytes_sent), 0) FROM steps s JOIN ranks r "
+             "ON r.run_id = s.run_id AND r.rank = s.rank WHERE s.run_id = %lld AND r.host = 'h%d'",
+             id, h);
+    long long sent = ru_db_int(db, sql);
+    uint64_t link = after[h] - before[h];
+    double ratio = sent > 0 ? (double)link / (double)sent : 0.0;
+    fprintf(stderr, "  %s: h%d: its rank sent %lld B, its link carried %llu B (%.3f; band %.2f-%.2f)\n",
+            what, h, sent, (unsigned long long)link, ratio, lo, hi);
+    ok += sent > 0 && ratio >= lo && ratio <= hi;
+  }
+  return ok;
+}

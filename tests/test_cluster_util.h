@@ -7,6 +7,7 @@
 #define SG_TEST_CLUSTER_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "cluster.h"
@@ -47,5 +48,18 @@ pid_t tc_spawn_on(const sg_cluster_t *cl, int host, int (*fn)(void *arg, int wfd
 int tc_read_full(int fd, void *buf, size_t n, double secs);
 /* Wait for our child pid at most secs (then SIGKILL); its exit code or -1. */
 int tc_wait(pid_t pid, double secs);
+
+/* What tc counted sent by each host of cluster `name` (the tbf on the
+ * host's end of its link) into tx[0..nhosts-1]; 0 or -1. */
+int tc_link_tx(const char *name, int nhosts, uint64_t *tx);
+/* Each host with exactly one rank of the newest run in db (ranks.host =
+ * 'hI': the host's UTS name): the bytes its link carried since `before`
+ * over the bytes the rank recorded sending, one line each (what names the
+ * run); a host with several ranks is left out (what they send each other
+ * stays on it, and the step rows do not say to whom a rank sent).  Returns
+ * how many were within [lo, hi] (-1 when the counters cannot be read), and
+ * the number compared in *single. */
+int tc_links_vs_ranks(const char *db, const char *name, int nhosts, const uint64_t *before,
+                      const char *what, double lo, double hi, int *single);
 
 #endif

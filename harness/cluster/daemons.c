@@ -14,8 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,8 +98,12 @@ static int write_conf(const sg_cluster_t *cl, const char *dir) {
 }
 
 /* In the forked child: leave our session, enter host h (network
- * namespace, and a UTS namespace named hI), exec. */
-static void daemon_child(const sg_cluster_t *cl, int h, char *const *argv, const char *log) {
+ * namespace, and a UTS namespace named hI; with SGC_PRIVATE_TMP also a
+ * mount namespace whose /tmp is a tmpfs of its own, as a separate
+ * machine's), tell the parent through `ready` that the namespaces exist,
+ * exec. */
+static void daemon_child(const sg_cluster_t *cl, int h, int flags, int ready, char *const *argv,
+                         const char *log) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
@@ -105,10 +111,18 @@ static void daemon_child(const sg_cluster_t *cl, int h, char *const *argv, const
   if (h >= 0) {
     char hn[16];
     snprintf(hn, sizeof hn, "h%d", h);
-    if (setns(cl->ns_fd[h], CLONE_NEWNET) < 0 || unshare(CLONE_NEWUTS) < 0 ||
+    int ns = CLONE_NEWUTS | (flags & SGC_PRIVATE_TMP ? CLONE_NEWNS : 0);
+    if (setns(cl->ns_fd[h], CLONE_NEWNET) < 0 || unshare(ns) < 0 ||
         sethostname(hn, strlen(hn)) < 0)
       _exit(126);
+    /* private propagation first, so that the tmpfs is not seen outside */
+    if ((flags & SGC_PRIVATE_TMP) &&
+        (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+         mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=1g") < 0))
+      _exit(126);
   }
+  if (write(ready, "1", 1) != 1) _exit(126);
+  close(ready);
   int in = open("/dev/null", O_RDONLY), out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
   if (in < 0 || out < 0) _exit(126);
   dup2(in, STDIN_FILENO);
@@ -118,26 +132,45 @@ static void daemon_child(const sg_cluster_t *cl, int h, char *const *argv, const
   _exit(127);
 }
 
+/* The inode of process pid's mount namespace, or 0. */
+static unsigned long long mnt_ns(int pid) {
+  char path[64];
+  struct stat st;
+  snprintf(path, sizeof path, "/proc/%d/ns/mnt", pid);
+  return stat(path, &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
 /* Start one daemon (in the foreground: it stays our child's process, not
- * a double fork we could lose) and record "TAG PID START" before returning. */
-int sgc_start_daemon(const sg_cluster_t *cl, const char *dir, const char *tag, int h,
-                        char **argv) {
-  char prog[512], log[512], rec[128];
+ * a double fork we could lose) and record "TAG PID START [MNTNS]" before
+ * returning; MNTNS: the inode of the mount namespace made for it
+ * (SGC_PRIVATE_TMP), which every process it starts inherits. */
+int sgc_start_daemon(const sg_cluster_t *cl, const char *dir, const char *tag, int h, int flags,
+                     char **argv) {
+  char prog[512], log[512], rec[160], ok;
   SG_CHECK(sgc_find_prog(argv[0], prog, sizeof prog));
   argv[0] = prog;
   snprintf(log, sizeof log, "%s/%s.out", dir, tag);
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0) return sg_err_set(SG_EIO, "pipe: %s", strerror(errno));
   pid_t pid = fork();
-  if (pid < 0) return sg_err_set(SG_EIO, "fork: %s", strerror(errno));
-  if (pid == 0) daemon_child(cl, h, argv, log);
-  unsigned long long start = sg_proc_start(pid);
-  int n = snprintf(rec, sizeof rec, "%s %d %llu\n", tag, (int)pid, start);
+  if (pid < 0) return close(p[0]), close(p[1]), sg_err_set(SG_EIO, "fork: %s", strerror(errno));
+  if (pid == 0) close(p[0]), daemon_child(cl, h, flags, p[1], argv, log);
+  close(p[1]);
+  ssize_t r; /* the child's namespaces exist (or it exited): bounded by its exit */
+  while ((r = read(p[0], &ok, 1)) < 0 && errno == EINTR) {
+  }
+  close(p[0]);
+  unsigned long long start = sg_proc_start(pid), ns = 0;
+  if (r == 1 && (flags & SGC_PRIVATE_TMP)) ns = mnt_ns(pid);
+  int n = ns ? snprintf(rec, sizeof rec, "%s %d %llu %llu\n", tag, (int)pid, start, ns)
+             : snprintf(rec, sizeof rec, "%s %d %llu\n", tag, (int)pid, start);
   char path[512];
   snprintf(path, sizeof path, "%s/" DAEMONS_FILE, dir);
   int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0 || write(fd, rec, (size_t)n) != n) {
+  if (r != 1 || fd < 0 || write(fd, rec, (size_t)n) != n) {
     kill(pid, SIGKILL);
     if (fd >= 0) close(fd);
-    return sg_err_set(SG_EIO, "%s: cannot record daemon %s", path, tag);
+    return sg_err_set(SG_EIO, "%s: cannot %s daemon %s", path, r != 1 ? "start" : "record", tag);
   }
   close(fd);
   return SG_OK;
@@ -154,15 +187,15 @@ static int start_all(const sg_cluster_t *cl, const char *dir) {
   /* --force: the socket sits in this 0700 directory, which munged would
    * refuse (it wants other users to reach it; here only root may) */
   char *munged[] = {"munged", "--foreground", "--force", a[0], a[1], a[2], a[3], a[4], NULL};
-  SG_CHECK(sgc_start_daemon(cl, dir, "munged", -1, munged));
+  SG_CHECK(sgc_start_daemon(cl, dir, "munged", -1, 0, munged));
   char *ctld[] = {"slurmctld", "-D", "-i", "-f", conf, NULL};
-  SG_CHECK(sgc_start_daemon(cl, dir, "slurmctld", 0, ctld));
+  SG_CHECK(sgc_start_daemon(cl, dir, "slurmctld", 0, 0, ctld));
   for (int h = 0; h < cl->d.nhosts; h++) {
     char node[16], tag[24];
     snprintf(node, sizeof node, "h%d", h);
     snprintf(tag, sizeof tag, "slurmd-h%d", h);
     char *sd[] = {"slurmd", "-D", "-f", conf, "-N", node, NULL};
-    SG_CHECK(sgc_start_daemon(cl, dir, tag, h, sd));
+    SG_CHECK(sgc_start_daemon(cl, dir, tag, h, SGC_PRIVATE_TMP, sd));
   }
   return SG_OK;
 }
@@ -234,20 +267,28 @@ typedef struct daemon_rec {
   char tag[32];
   int pid;
   unsigned long long start;
+  unsigned long long mntns; /* the mount namespace made for it, or 0 */
 } daemon_rec_t;
 
-/* The recorded daemons still running as recorded (same pid, same start). */
-static int read_daemons(const char *dir, daemon_rec_t *d, int cap) {
-  char path[512], line[128];
+/* The recorded daemons; with `live`, only those still running as
+ * recorded (same pid, same start). */
+static int read_records(const char *dir, daemon_rec_t *d, int cap, int live) {
+  char path[512], line[160];
   snprintf(path, sizeof path, "%s/" DAEMONS_FILE, dir);
   FILE *f = fopen(path, "re");
   int n = 0;
-  while (f && n < cap && fgets(line, sizeof line, f))
-    if (sscanf(line, "%31s %d %llu", d[n].tag, &d[n].pid, &d[n].start) == 3 && d[n].pid > 1 &&
-        d[n].start && sg_proc_start(d[n].pid) == d[n].start)
+  while (f && n < cap && fgets(line, sizeof line, f)) {
+    d[n].mntns = 0;
+    if (sscanf(line, "%31s %d %llu %llu", d[n].tag, &d[n].pid, &d[n].start, &d[n].mntns) >= 3 &&
+        d[n].pid > 1 && d[n].start && (!live || sg_proc_start(d[n].pid) == d[n].start))
       n++;
+  }
   if (f) fclose(f);
   return n;
+}
+
+static int read_daemons(const char *dir, daemon_rec_t *d, int cap) {
+  return read_records(dir, d, cap, 1);
 }
 
 /* Whether a recorded daemon still runs (a zombie has ended). */
@@ -267,37 +308,47 @@ static int wait_gone(const daemon_rec_t *d, int n, int except, double deadline) 
   }
 }
 
-/* Whether process pid is a slurmstepd of root whose environment holds
- * `want` (SLURM_CONF=this cluster's conf, inherited from its slurmd):
- * the step daemons slurmd detached, which `down` must end too. */
-static int our_stepd(int pid, const char *want) {
-  char path[64], buf[65536];
-  snprintf(path, sizeof path, "/proc/%d/comm", pid);
-  FILE *f = fopen(path, "re");
-  int ok = f && fgets(buf, sizeof buf, f) && !strcmp(buf, "slurmstepd\n");
-  if (f) fclose(f);
-  struct stat st;
-  snprintf(path, sizeof path, "/proc/%d", pid);
-  if (!ok || stat(path, &st) < 0 || st.st_uid != 0) return 0;
-  snprintf(path, sizeof path, "/proc/%d/environ", pid);
-  if (!(f = fopen(path, "re"))) return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  for (size_t o = 0; o < n; o += strlen(buf + o) + 1)
-    if (!strcmp(buf + o, want)) return 1;
-  return 0;
+/* The record (alive or not) whose mount namespace process pid is in and
+ * which started before pid did, or NULL: a process the cluster's daemon
+ * started (every process a node's slurmd starts inherits its mount
+ * namespace; one started before the daemon cannot be its). */
+static const daemon_rec_t *started_by(int pid, const daemon_rec_t *d, int n,
+                                      unsigned long long *start) {
+  unsigned long long ns = mnt_ns(pid);
+  *start = ns ? sg_proc_start(pid) : 0;
+  for (int i = 0; ns && i < n; i++)
+    if (d[i].mntns == ns && pid != d[i].pid && *start >= d[i].start) return &d[i];
+  return NULL;
 }
 
-/* SIGKILL to the step daemons of this cluster's jobs (a job whose srun
- * or harness was killed can leave them waiting on a slurmd that is gone). */
+/* SIGKILL to process pid when it is (still, by pid and start time) one
+ * that a daemon in d started: the pidfd is opened first and the checks
+ * made after, so a pid reused in between is never signalled. */
+static int kill_started(int pid, const daemon_rec_t *d, int n) {
+  unsigned long long start, again;
+  if (!started_by(pid, d, n, &start)) return 0;
+  int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+  if (fd < 0) return 0; /* gone */
+  int ok = started_by(pid, d, n, &again) && again == start &&
+           syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) == 0;
+  close(fd);
+  return ok;
+}
+
+/* SIGKILL to every process the nodes' slurmds started (their step
+ * daemons and the tasks under them), alive or not: a job whose srun or
+ * harness was killed, or whose node's slurmd is gone, can leave step
+ * daemons waiting.  A slurmstepd the cluster did not start (another
+ * cluster's, the machine's own) is not in a recorded namespace. */
 static void stop_stepds(const char *dir) {
-  char want[320];
-  snprintf(want, sizeof want, "SLURM_CONF=%s/slurm.conf", dir);
-  DIR *d = opendir("/proc");
+  enum { MAXD = 2 * SG_CLUSTER_MAX_HOSTS + 8 };
+  static daemon_rec_t all[MAXD];
+  int n = read_records(dir, all, MAXD, 0), any = 0;
+  for (int i = 0; i < n; i++) any |= all[i].mntns != 0;
+  DIR *d = any ? opendir("/proc") : NULL;
   for (struct dirent *e; d && (e = readdir(d));) {
     int pid = atoi(e->d_name);
-    if (pid > 1 && our_stepd(pid, want)) kill(pid, SIGKILL);
+    if (pid > 1) kill_started(pid, all, n);
   }
   if (d) closedir(d);
 }
@@ -344,8 +395,8 @@ static void stop_sessions(const daemon_rec_t *d, int n) {
 static int stop_daemons(const char *dir) {
   enum { MAXD = 2 * SG_CLUSTER_MAX_HOSTS + 8 };
   static daemon_rec_t d[MAXD];
-  int n = read_daemons(dir, d, MAXD), munge = -1;
   stop_stepds(dir);
+  int n = read_daemons(dir, d, MAXD), munge = -1;
   stop_sessions(d, n);
   for (int i = 0; i < n; i++) {
     if (!strcmp(d[i].tag, "munged")) munge = i;

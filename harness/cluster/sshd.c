@@ -159,7 +159,7 @@ static int start_sshds(const sg_cluster_t *cl, const char *dir) {
     snprintf(env, sizeof env, "SetEnv=TMPDIR=%s/tmp/h%d", dir, h);
     snprintf(tag, sizeof tag, "sshd-h%d", h);
     char *argv[] = {"sshd", "-D", "-e", "-f", conf, "-o", listen, "-o", env, NULL};
-    SG_CHECK(sgc_start_daemon(cl, dir, tag, h, argv));
+    SG_CHECK(sgc_start_daemon(cl, dir, tag, h, 0, argv));
   }
   return SG_OK;
 }

@@ -339,7 +339,7 @@ static int start_mpirun(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *
    * the other hosts reach its out-of-band channel over the links */
   spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[0] : 0, cfg->sim_argv != NULL, 0};
   int in[2] = {-1, -1}; /* srun --input=all: one stage (rank -1) for every task */
-  int staged = slurm && !cfg->mpi; /* MPI ranks under srun read the spec file */
+  int staged = slurm;   /* zmq and MPI ranks alike: nothing read from the node's disk */
   if (staged && pipe2(in, O_CLOEXEC) < 0)
     return close(p[1]), sg_err_set(SG_EIO, "launcher slurm: pipe: %s", strerror(errno));
   at.in_fd = in[0];

@@ -33,10 +33,11 @@
  *          --ntasks N --nodes min(N, nodes) --distribution=cyclic
  *          --overcommit --kill-on-bad-exit=1 --mpi=pmix|none sgdlab-rank
  *          SPEC` step, handled as mpirun is (own process group, stderr
- *          piped); ranks learn their rank from SLURM_PROCID.  zmq ranks
- *          run `sgdlab-rank --stdin` under `srun --input=all`: one stage
- *          (rank -1, core/stage.h) written to srun's stdin reaches every
- *          task; MPI ranks read SPEC (--input=none).
+ *          piped); ranks learn their rank from SLURM_PROCID.  Every
+ *          rank (zmq and MPI) runs `sgdlab-rank --stdin` under `srun
+ *          --input=all`: one stage (rank -1, core/stage.h) written to
+ *          srun's stdin reaches every task, so no node needs the run's
+ *          directory (a node's /tmp is its own).
  *
  * Every process started here (each local rank, mpirun) gets
  * PR_SET_PDEATHSIG SIGKILL before exec: it dies with the harness, however

@@ -56,9 +56,8 @@ int sg_slurm_argv(const sg_launch_cfg_t *cfg, int mpi, char bufs[4][32], char **
   snprintf(bufs[1], sizeof bufs[1], "--nodes=%d", nodes);
   snprintf(bufs[2], sizeof bufs[2], "--mpi=%s", mpi ? "pmix" : "none");
   char *args[] = {"srun", bufs[0], bufs[1], "--distribution=cyclic", "--overcommit",
-                  "--kill-on-bad-exit=1", "--export=ALL", bufs[2],
-                  mpi ? "--input=none" : "--input=all", (char *)cfg->rank_bin,
-                  mpi ? (char *)cfg->spec : "--stdin", NULL};
+                  "--kill-on-bad-exit=1", "--export=ALL", bufs[2], "--input=all",
+                  (char *)cfg->rank_bin, "--stdin", NULL};
   for (int i = 0; args[i]; i++) {
     if (a + 1 >= cap) return sg_err_set(SG_EINVAL, "srun: too many arguments");
     argv[a++] = args[i];

@@ -309,22 +309,55 @@ static int serve_once(serve_t *s) {
   return SG_OK;
 }
 
+/* Under srun (launcher slurm): how long a failed run waits for srun to
+ * end its step itself (--kill-on-bad-exit, which reaches every live node
+ * at once) before it is signalled, and srun's grace between SIGTERM and
+ * SIGKILL.  srun waits on every node of the step, also one that is lost,
+ * until Slurm declares the node down (SlurmdTimeout, minutes): past the
+ * blame nothing it could say matters, and the ranks on live nodes end
+ * anyway (srun's kill, their records connection closing with the
+ * harness, the allocation's end). */
+#define SRUN_ABORT_S 1.0
+#define SRUN_GRACE_S 0.5
+
+/* Wait up to wait_s for mpirun (srun) to end the job itself, reading its
+ * stderr; then signal what is left (SIGTERM, SIGKILL after grace_s), and
+ * read the rest of its stderr once it has exited.  Measured with a node
+ * lost under srun (deadline 5 s): 3 s of waiting, 1 s for the stderr of a
+ * srun still running and 2 s of grace made the harness end 11.7 s after
+ * the kill; with 1 s, no early read and 0.5 s, under 2 deadlines. */
+static void stop_launcher(serve_t *s, double wait_s, double grace_s) {
+  double t0 = sg_now(), until = t0 + wait_s, t_sig = 0;
+  sg_exit_t ex;
+  int by_itself = 0;
+  while (sg_launch_alive(s->launch) && sg_now() < until) {
+    if (s->err_open && run_mpirun_read(s)) s->err_open = 0;
+    if (sg_launch_poll(s->launch, &ex)) {
+      by_itself = 1;
+      break;
+    }
+    struct pollfd pf = {.fd = s->err_fd, .events = POLLIN};
+    poll(&pf, s->err_open ? 1 : 0, 20);
+  }
+  if (sg_launch_alive(s->launch)) t_sig = sg_now();
+  sg_launch_stop(s->launch, grace_s);
+  run_mpirun_read_to_eof(s); /* it has exited now: no wait on a live writer */
+  if (s->env->verbose) /* where a failed run's end goes */
+    fprintf(stderr, "sgdlab: run %lld: stop from monotonic %.3f s: launcher %s after %.2f s%s; "
+            "all reaped at +%.2f s\n", (long long)s->run_id, t0, by_itself ? "ended the job itself" : "signalled",
+            (t_sig ? t_sig : sg_now()) - t0, t_sig ? " (SIGTERM, then SIGKILL after the grace)" : "",
+            sg_now() - t0);
+}
+
 /* A failed run: let mpirun abort its job itself first (it reaches every
  * host), then signal what is left; keep the end of mpirun's stderr. */
 static int stop_failed(serve_t *s) {
   run_kill_stopped(s);
-  if (!s->local && !s->interrupted && !s->hung) {
-    double until = sg_now() + MPIRUN_ABORT_S;
-    sg_exit_t ex;
-    while (sg_launch_alive(s->launch) && sg_now() < until) {
-      if (s->err_open && run_mpirun_read(s)) s->err_open = 0;
-      if (sg_launch_poll(s->launch, &ex)) break;
-      struct pollfd pf = {.fd = s->err_fd, .events = POLLIN};
-      poll(&pf, s->err_open ? 1 : 0, 20);
-    }
-    run_mpirun_read_to_eof(s);
-  }
-  sg_launch_stop(s->launch, STOP_GRACE_S);
+  int srun = !strcmp(sg_opts_str_or(s->run->opts, "launcher", ""), "slurm"); /* the launcher */
+  if (!s->local && !s->interrupted && !s->hung)
+    stop_launcher(s, srun ? SRUN_ABORT_S : MPIRUN_ABORT_S, srun ? SRUN_GRACE_S : STOP_GRACE_S);
+  else
+    sg_launch_stop(s->launch, STOP_GRACE_S);
   run_kill_leftovers(s);
   if (s->tail_len) SG_CHECK(sg_recorder_info(s->env->db, s->run_id, "mpirun_stderr", s->tail));
   return SG_OK;

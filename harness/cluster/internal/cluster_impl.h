@@ -71,9 +71,14 @@ int sgc_daemons_prepare(const sg_cluster_t *cl, const char *what);
 int sgc_write_file(const char *dir, const char *leaf, const void *p, size_t n, mode_t mode);
 /* Start argv[0] (PATH, /usr/sbin, /sbin) as a daemon on host h (its
  * network namespace and a UTS namespace named hI; -1: this namespace),
- * output into DIR/TAG.out, and record "TAG PID START" in DIR/daemons
- * before returning.  argv[0] is replaced by the full path. */
-int sgc_start_daemon(const sg_cluster_t *cl, const char *dir, const char *tag, int h,
+ * output into DIR/TAG.out, and record "TAG PID START [MNTNS]" in
+ * DIR/daemons before returning.  argv[0] is replaced by the full path.
+ * flags SGC_PRIVATE_TMP: the daemon also gets a mount namespace whose
+ * /tmp is a tmpfs of its own (a node's /tmp, not shared with the others),
+ * whose inode is recorded as MNTNS: every process the daemon starts is in
+ * it, which is how `down` tells them (slurmd's step daemons) from others. */
+#define SGC_PRIVATE_TMP 1
+int sgc_start_daemon(const sg_cluster_t *cl, const char *dir, const char *tag, int h, int flags,
                      char **argv);
 
 #endif
