@@ -41,7 +41,7 @@ int sg_model_new_embed(sg_model_t **out, int fields, int64_t table_rows, int dim
     free(m);
     return sg_err_set(SG_ECONFIG, "%s", err);
   }
-  snprintf(m->desc, sizeof m->desc, "embedding %dx(%lld x %d)-%d-2 (%zu params, %zu dense)",
+  snprintf(m->desc, sizeof m->desc, "embedding %dx%lldx%d-%d-2 (%zu params, %zu dense)",
            fields, (long long)table_rows, dim, hidden, sg_embed_nparams(m->embed),
            sg_embed_dense_len(m->embed));
   *out = m;

@@ -56,6 +56,14 @@ badpred)  # a predictions file that is not name: number: one line, exit 2
    printf 'ring_messages: 6\nrhd_messages: 6\nbytes_factor: 1.5\n' > "$d/bad.yaml"
    why='FAIL] 0/1  native (MPI_Allreduce) at 13 sizes, N = 4: 0 ok rows'
    why2='FAIL] 0/1  prediction rhd_messages.*predicted 6, answer 4' ;;
+11) cfg=$src/configs/labs/lab11-embedding-sparse-ps.yaml
+   run "$cfg" --db "$d/ok.db"
+   sed '/sparse: true/d' "$cfg" > "$d/lab11.yaml"            # the sparse ps left out
+   run "$d/lab11.yaml" --db "$d/bad.db"
+   printf 'ring_bytes: 12636384\ndense_server_bytes: 33697024\nsparse_worker_bound: 202368\nring_ms_100mbit: 510\n' > "$d/ok.yaml"
+   printf 'ring_bytes: 6318192\ndense_server_bytes: 33697024\nsparse_worker_bound: 202368\nring_ms_100mbit: 510\n' > "$d/bad.yaml"
+   why='FAIL] 0/1  sparse ps present: 0 ok runs'
+   why2='FAIL] 0/2  prediction ring_bytes.*off by 50' ;;
 *) echo "no test for lab $lab"; exit 2 ;;
 esac
 out=$("$sg" lab check "$lab" --dir "$src/configs/labs" --db "$d/ok.db" --predictions "$d/ok.yaml" 2>&1)
