@@ -36,6 +36,13 @@ typedef struct sg_model sg_model_t;
 int sg_model_new(sg_model_t **out, const char *kind, int64_t d, int classes,
                  const int64_t *hidden, size_t nhidden, int sparse_input,
                  int max_rows);
+/* kind "embedding": the hashed embedding table + MLP of model_embed.h
+ * (fields, table rows, embedding dim, hidden units), on click batches. */
+int sg_model_new_embed(sg_model_t **out, int fields, int64_t table_rows, int dim, int hidden,
+                       int max_rows);
+/* The embedding model inside m, or NULL for the other kinds. */
+struct sg_embed;
+struct sg_embed *sg_model_embed(sg_model_t *m);
 void sg_model_destroy(sg_model_t **m);
 
 size_t sg_model_nparams(const sg_model_t *m);

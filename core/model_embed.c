@@ -1,6 +1,8 @@
 /* model_embed.c - see model_embed.h. */
 #include "model_embed.h"
 
+#include "err.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,10 @@ struct sg_embed {
   int64_t R;
   float *x, *a, *g, *gx; /* n x FE input, n x H hidden, n x H grad, n x FE */
   int64_t *rowof;        /* n x F table row of each (row, field) */
+  /* the batch functions' buffers (max_rows rows) */
+  uint64_t *keys; /* n x F */
+  int64_t *rows;  /* distinct rows, ascending */
+  float *rg, *dg; /* rows x E row gradients; dense_len dense gradient */
 };
 
 static uint64_t mix64(uint64_t z) {
@@ -42,7 +48,12 @@ int sg_embed_new(sg_embed_t **out, int F, int64_t R, int E, int H,
   m->a = malloc(n * (size_t)H * sizeof(float));
   m->g = malloc(n * (size_t)H * sizeof(float));
   m->rowof = malloc(n * (size_t)F * sizeof(int64_t));
-  if (!m->x || !m->gx || !m->a || !m->g || !m->rowof) {
+  m->keys = malloc(n * (size_t)F * sizeof(uint64_t));
+  m->rows = malloc(n * (size_t)F * sizeof(int64_t));
+  m->rg = malloc(n * fe * sizeof(float));
+  m->dg = malloc(sg_embed_dense_len(m) * sizeof(float));
+  if (!m->x || !m->gx || !m->a || !m->g || !m->rowof || !m->keys || !m->rows || !m->rg ||
+      !m->dg) {
     sg_embed_destroy(&m);
     snprintf(err, errlen, "model embedding: out of memory");
     return -1;
@@ -55,6 +66,7 @@ void sg_embed_destroy(sg_embed_t **mp) {
   if (!mp || !*mp) return;
   sg_embed_t *m = *mp;
   free(m->x), free(m->gx), free(m->a), free(m->g), free(m->rowof);
+  free(m->keys), free(m->rows), free(m->rg), free(m->dg);
   free(m);
   *mp = NULL;
 }
@@ -184,4 +196,110 @@ int sg_embed_grad(sg_embed_t *m, const float *p, int n, const uint64_t *keys,
   scatter_rows(m, n, rows, nrows, rg);
   *loss = sum / n;
   return 0;
+}
+
+/* ---- batches (model_embed.h) ------------------------------------------ */
+
+int sg_embed_fields(const sg_embed_t *m) { return m->F; }
+int sg_embed_dim(const sg_embed_t *m) { return m->E; }
+int64_t sg_embed_table_rows(const sg_embed_t *m) { return m->R; }
+
+/* m->keys and m->rowof from a CSR batch of exactly F entries per row. */
+static int batch_keys(sg_embed_t *m, const sg_batch_t *b) {
+  if (b->n < 1 || b->n > m->max_rows)
+    return sg_err_set(SG_EINVAL, "embedding: batch of %d rows (model sized for %d)", b->n,
+                      m->max_rows);
+  if (!b->rowptr)
+    return sg_err_set(SG_EINVAL, "embedding: needs click data (dataset: clicks)");
+  for (int i = 0; i < b->n; i++) {
+    int64_t len = b->rowptr[i + 1] - b->rowptr[i];
+    if (len != m->F)
+      return sg_err_set(SG_EINVAL, "embedding: row %d has %lld keys, the model has %d fields",
+                        i, (long long)len, m->F);
+    for (int f = 0; f < m->F; f++) {
+      uint64_t k = b->col[b->rowptr[i] + f];
+      m->keys[(size_t)i * m->F + f] = k;
+      m->rowof[(size_t)i * m->F + f] = sg_embed_row(m, f, k);
+    }
+  }
+  return SG_OK;
+}
+
+int sg_embed_batch_grad(sg_embed_t *m, const float *p, const sg_batch_t *b, float *grad,
+                        double *loss) {
+  SG_CHECK(batch_keys(m, b));
+  size_t nr = 0, dl = sg_embed_dense_len(m), E = (size_t)m->E;
+  if (sg_embed_grad(m, p, b->n, m->keys, b->y, grad, m->rows, &nr, m->rg, loss, NULL))
+    return sg_err_set(SG_EINVAL, "embedding: batch of %d rows", b->n);
+  memset(grad + dl, 0, (size_t)m->R * E * sizeof(float));
+  for (size_t r = 0; r < nr; r++)
+    memcpy(grad + dl + (size_t)m->rows[r] * E, m->rg + r * E, E * sizeof(float));
+  return SG_OK;
+}
+
+int sg_embed_batch_eval(sg_embed_t *m, const float *p, const sg_batch_t *b, double *loss_sum,
+                        int64_t *correct) {
+  SG_CHECK(batch_keys(m, b));
+  for (int i = 0; i < b->n; i++) {
+    float z[2];
+    fwd_row(m, p, i, z);
+    float mx = z[0] > z[1] ? z[0] : z[1];
+    double lse = mx + log(exp((double)(z[0] - mx)) + exp((double)(z[1] - mx)));
+    *loss_sum += lse - z[b->y[i] ? 1 : 0];
+    if (correct && (z[1] > z[0] ? 1 : 0) == (b->y[i] ? 1 : 0)) (*correct)++;
+  }
+  return SG_OK;
+}
+
+/* m->rows[0..*nr): the batch's distinct rows, ascending (after batch_keys). */
+static void batch_rows(sg_embed_t *m, int n, size_t *nr) {
+  size_t nf = (size_t)n * (size_t)m->F, k = 0;
+  memcpy(m->rows, m->rowof, nf * sizeof(int64_t));
+  qsort(m->rows, nf, sizeof(int64_t), cmp_i64);
+  for (size_t j = 0; j < nf; j++)
+    if (j == 0 || m->rows[j] != m->rows[k - 1]) m->rows[k++] = m->rows[j];
+  *nr = k;
+}
+
+int sg_embed_batch_coords(sg_embed_t *m, const sg_batch_t *b, uint32_t *idx, size_t cap,
+                          size_t *n, size_t *nrows) {
+  if ((uint64_t)sg_embed_nparams(m) > UINT32_MAX)
+    return sg_err_set(SG_EUNSUPPORTED, "embedding: %zu parameters do not fit 32-bit indices",
+                      sg_embed_nparams(m));
+  SG_CHECK(batch_keys(m, b));
+  size_t nr = 0, dl = sg_embed_dense_len(m), E = (size_t)m->E;
+  batch_rows(m, b->n, &nr);
+  *n = dl + nr * E;
+  if (nrows) *nrows = nr;
+  if (cap < *n)
+    return sg_err_set(SG_ERANGE, "embedding coords: %zu indices, room for %zu", *n, cap);
+  for (size_t i = 0; i < dl; i++) idx[i] = (uint32_t)i;
+  for (size_t r = 0; r < nr; r++)
+    for (size_t e = 0; e < E; e++) idx[dl + r * E + e] = (uint32_t)(dl + (size_t)m->rows[r] * E + e);
+  return SG_OK;
+}
+
+int sg_embed_batch_grad_at(sg_embed_t *m, const float *p, const sg_batch_t *b,
+                           const uint32_t *idx, size_t n, float *gval, double *loss) {
+  SG_CHECK(batch_keys(m, b));
+  size_t nr = 0, dl = sg_embed_dense_len(m), E = (size_t)m->E, np = sg_embed_nparams(m);
+  if (sg_embed_grad(m, p, b->n, m->keys, b->y, m->dg, m->rows, &nr, m->rg, loss, NULL))
+    return sg_err_set(SG_EINVAL, "embedding: batch of %d rows", b->n);
+  size_t r = 0; /* walks m->rows along idx */
+  for (size_t j = 0; j < n; j++) {
+    if (j && idx[j] <= idx[j - 1])
+      return sg_err_set(SG_EINVAL, "embedding grad: idx[%zu] = %u after %u (not increasing)", j,
+                        (unsigned)idx[j], (unsigned)idx[j - 1]);
+    if (idx[j] >= np)
+      return sg_err_set(SG_ERANGE, "embedding grad: idx[%zu] = %u >= %zu parameters", j,
+                        (unsigned)idx[j], np);
+    if (idx[j] < dl) {
+      gval[j] = m->dg[idx[j]];
+      continue;
+    }
+    int64_t row = (int64_t)((idx[j] - dl) / E);
+    while (r < nr && m->rows[r] < row) r++;
+    gval[j] = r < nr && m->rows[r] == row ? m->rg[r * E + (idx[j] - dl) % E] : 0.0f;
+  }
+  return SG_OK;
 }

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shard.h"
+
 typedef struct sg_embed sg_embed_t;
 
 /* Options checked: F in [1, 256], R in [1, 2^30], E in [1, 1024],
@@ -39,5 +41,33 @@ int sg_embed_grad(sg_embed_t *m, const float *params, int n,
                   const uint64_t *keys, const int32_t *y, float *dense_grad,
                   int64_t *rows, size_t *nrows, float *row_grad,
                   double *loss, int64_t *correct);
+
+/* ---- batches of the workload (sg_batch_t) -----------------------------
+ * A click batch is CSR with exactly F entries per row: entry f of a row
+ * is the key of field f (col, uint32; val is ignored), y in {0, 1}.  A
+ * row with another number of entries is SG_EINVAL.  The buffers of
+ * sg_embed_new (max_rows rows) serve every call: nothing is allocated. */
+
+/* The full gradient (nparams floats, fully overwritten: dense prefix,
+ * table zero but at the batch's rows). */
+int sg_embed_batch_grad(sg_embed_t *m, const float *params, const sg_batch_t *b, float *grad,
+                        double *loss);
+/* Forward only: *loss_sum += summed loss, *correct += argmax hits. */
+int sg_embed_batch_eval(sg_embed_t *m, const float *params, const sg_batch_t *b,
+                        double *loss_sum, int64_t *correct);
+/* The coordinates the batch reads and writes, ascending: [0, dense_len)
+ * then dense_len + r*E + e for each distinct row r it touches, e < E.
+ * *n is set even when cap is too small (then SG_ERANGE).  *nrows (may be
+ * NULL) gets the number of distinct rows: *n = dense_len + *nrows * E. */
+int sg_embed_batch_coords(sg_embed_t *m, const sg_batch_t *b, uint32_t *idx, size_t cap,
+                          size_t *n, size_t *nrows);
+/* gval[j] = the full gradient at idx[j] (strictly increasing), bit-equal
+ * to sg_embed_batch_grad's (0 where the batch writes nothing); params are
+ * read at the batch's coordinates only. */
+int sg_embed_batch_grad_at(sg_embed_t *m, const float *params, const sg_batch_t *b,
+                           const uint32_t *idx, size_t n, float *gval, double *loss);
+int sg_embed_fields(const sg_embed_t *m);
+int sg_embed_dim(const sg_embed_t *m);
+int64_t sg_embed_table_rows(const sg_embed_t *m);
 
 #endif

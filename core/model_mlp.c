@@ -12,6 +12,7 @@
 #include "err.h"
 #include "model.h"
 #include "model_cnn.h"
+#include "model_embed.h"
 #include "rng.h"
 
 struct sg_model {
@@ -28,7 +29,26 @@ struct sg_model {
   void *ready_arg;
   char desc[256];
   sg_cnn_t *cnn; /* model: cnn (model_cnn.c); the rest unused */
+  sg_embed_t *embed; /* model: embedding (model_embed.c); the rest but desc unused */
 };
+
+int sg_model_new_embed(sg_model_t **out, int fields, int64_t table_rows, int dim, int hidden,
+                       int max_rows) {
+  char err[160];
+  sg_model_t *m = calloc(1, sizeof *m);
+  if (!m) return SG_ENOMEM;
+  if (sg_embed_new(&m->embed, fields, table_rows, dim, hidden, max_rows, err, sizeof err) < 0) {
+    free(m);
+    return sg_err_set(SG_ECONFIG, "%s", err);
+  }
+  snprintf(m->desc, sizeof m->desc, "embedding %dx%lldx%d-%d-2 (%zu params, %zu dense)",
+           fields, (long long)table_rows, dim, hidden, sg_embed_nparams(m->embed),
+           sg_embed_dense_len(m->embed));
+  *out = m;
+  return SG_OK;
+}
+
+sg_embed_t *sg_model_embed(sg_model_t *m) { return m ? m->embed : NULL; }
 
 int sg_model_new(sg_model_t **out, const char *kind, int64_t d, int classes,
                  const int64_t *hidden, size_t nhidden, int sparse_input,
@@ -103,6 +123,7 @@ void sg_model_destroy(sg_model_t **pm) {
   if (!pm || !*pm) return;
   sg_model_t *m = *pm;
   sg_cnn_destroy(&m->cnn);
+  sg_embed_destroy(&m->embed);
   for (int l = 0; l <= SG_MODEL_MAX_LAYERS; l++) free(m->A[l]);
   for (int l = 0; l < SG_MODEL_MAX_LAYERS; l++) free(m->G[l]);
   free(m);
@@ -110,6 +131,7 @@ void sg_model_destroy(sg_model_t **pm) {
 }
 
 size_t sg_model_nparams(const sg_model_t *m) {
+  if (m->embed) return sg_embed_nparams(m->embed);
   return m->cnn ? sg_cnn_nparams(m->cnn) : m->nparams;
 }
 const char *sg_model_describe(const sg_model_t *m) {
@@ -125,6 +147,10 @@ int sg_model_dims(const sg_model_t *m, int64_t dims[SG_MODEL_MAX_LAYERS + 1]) {
 void sg_model_init(const sg_model_t *m, uint64_t seed, float *params) {
   if (m->cnn) {
     sg_cnn_init(m->cnn, seed, params);
+    return;
+  }
+  if (m->embed) {
+    sg_embed_init(m->embed, seed, params);
     return;
   }
   memset(params, 0, m->nparams * sizeof *params);
@@ -221,6 +247,11 @@ static void layer_grad(sg_model_t *m, int l, const float *Gout, const sg_batch_t
 int sg_model_grad(sg_model_t *m, const float *params, const sg_batch_t *b,
                   float *grad, double *loss) {
   if (m->cnn) return sg_cnn_grad(m->cnn, params, b, grad, loss, m->ready, m->ready_arg);
+  if (m->embed) { /* one piece: the hook sees the whole vector once */
+    SG_CHECK(sg_embed_batch_grad(m->embed, params, b, grad, loss));
+    if (m->ready) m->ready(m->ready_arg, 0, sg_embed_nparams(m->embed));
+    return SG_OK;
+  }
   const int n = b->n, L = m->L;
   if (n < 1 || n > m->max_rows)
     return sg_err_set(SG_EINVAL, "batch of %d rows (model sized for %d)", n, m->max_rows);
@@ -250,6 +281,7 @@ int sg_model_grad(sg_model_t *m, const float *params, const sg_batch_t *b,
 int sg_model_eval(sg_model_t *m, const float *params, const sg_batch_t *b,
                   double *loss_sum, int64_t *correct) {
   if (m->cnn) return sg_cnn_eval(m->cnn, params, b, loss_sum, correct);
+  if (m->embed) return sg_embed_batch_eval(m->embed, params, b, loss_sum, correct);
   if (b->n < 1 || b->n > m->max_rows)
     return sg_err_set(SG_EINVAL, "batch of %d rows (model sized for %d)", b->n, m->max_rows);
   forward(m, params, b);
@@ -269,6 +301,7 @@ size_t sg_model_gemms(const sg_model_t *m, int rows, sg_gemm_shape_t *out,
                              "dX L6", "dX L7", "dX L8", "dX L9", "dX L10", "dX L11",
                              "dX L12", "dX L13", "dX L14", "dX L15"};
   if (m->cnn) return sg_cnn_gemms(m->cnn, rows, out, cap);
+  if (m->embed) return 0; /* plain loops, no sgemm */
   size_t k = 0;
 #define PUSH(TA, TB, M, N, K, BETA, WHAT)                                       \
   do {                                                                          \

@@ -17,9 +17,11 @@
 #include "share.h"
 #endif
 #include "dataset.h"
+#include "dataset_clicks.h"
 #include "device.h"
 #include "err.h"
 #include "model.h"
+#include "model_embed.h"
 #include "shard.h"
 #include "workload.h"
 
@@ -188,6 +190,8 @@ static int load_synth(sg_workload_t *w, unsigned what, int sparse, int64_t featu
 
 /* device: cuda: the same model and data on the device (core/cuda). */
 static int attach_device(sg_workload_t *w, int max_rows) {
+  if (sg_model_embed(w->model))
+    return sg_err_set(SG_ECONFIG, "device: the embedding model runs on the cpu only");
   int64_t dims[SG_MODEL_MAX_LAYERS + 1];
   sg_cuda_wl_desc_t d = {.dims = dims, .max_rows = max_rows, .train = w->train, .test = w->test};
   d.L = sg_model_dims(w->model, dims);
@@ -208,7 +212,34 @@ typedef struct wl_cfg {
   int64_t hidden[SG_MODEL_MAX_LAYERS];
   size_t nhidden;
   double epochs;
+  int64_t fields, table_rows, embed_dim, keys_per_field; /* model embedding, dataset clicks */
+  double zipf;
 } wl_cfg_t;
+
+/* model: embedding and dataset: clicks (settings.c rows). */
+static int wl_read_embed_opts(const sg_opts_t *o, wl_cfg_t *c) {
+  SG_CHECK(sg_opts_int_or(o, "fields", 8, &c->fields));
+  SG_CHECK(sg_opts_int_or(o, "table_rows", 262144, &c->table_rows));
+  SG_CHECK(sg_opts_int_or(o, "embed_dim", 16, &c->embed_dim));
+  SG_CHECK(sg_opts_int_or(o, "keys_per_field", 100000, &c->keys_per_field));
+  SG_CHECK(sg_opts_double_or(o, "zipf", 1.05, &c->zipf));
+  const int embed = !strcmp(c->model, "embedding"), clicks = !strcmp(c->dataset, "clicks");
+  if (embed != clicks)
+    return sg_err_set(SG_ECONFIG, "%s", embed ? "model: embedding needs dataset: clicks"
+                                              : "dataset: clicks needs model: embedding");
+  if (!embed) return SG_OK;
+  c->classes = 2;
+  if (!sg_opts_has(o, "hidden")) {
+    c->hidden[0] = 128;
+    c->nhidden = 1;
+  } else {
+    SG_CHECK(sg_opts_intlist(o, "hidden", c->hidden, SG_MODEL_MAX_LAYERS - 1, &c->nhidden));
+  }
+  if (c->nhidden != 1 || c->hidden[0] < 1 || c->hidden[0] > 4096)
+    return sg_err_set(SG_ECONFIG, "hidden: the embedding model has one hidden layer of 1..4096 "
+                      "units, e.g. [64]");
+  return SG_OK;
+}
 
 static int wl_read_opts(const sg_opts_t *o, wl_cfg_t *c) {
   c->dataset = sg_opts_str_or(o, "dataset", "fashion-mnist");
@@ -236,12 +267,51 @@ static int wl_read_opts(const sg_opts_t *o, wl_cfg_t *c) {
   }
   if (c->batch < 1 || c->batch > (1 << 24))
     return sg_err_set(SG_ECONFIG, "batch: %lld out of range", (long long)c->batch);
+  SG_CHECK(wl_read_embed_opts(o, c));
   /* 0: libsvm infers it from the training file, synthetic data has 10 */
   const int libsvm = !strcmp(c->dataset, "libsvm");
   if (c->classes == 0 && !libsvm) c->classes = 10;
   if ((c->classes < 2 && (c->classes != 0 || !libsvm)) || c->classes > 100000)
     return sg_err_set(SG_ECONFIG, "classes: %lld out of range 2..100000 (0 = infer)",
                       (long long)c->classes);
+  return SG_OK;
+}
+
+/* dataset: clicks -- the seeded generator, or train_file (and test_file
+ * or holdout) in `format`. */
+static int load_clicks(sg_workload_t *w, const sg_opts_t *o, const wl_cfg_t *c, unsigned what) {
+  const char *tf = sg_opts_str_or(o, "train_file", ""), *ef = sg_opts_str_or(o, "test_file", "");
+  const int F = (int)c->fields;
+  w->classes = 2;
+  if (!*tf) {
+    w->d = c->keys_per_field;
+    w->ntrain = c->ntrain_lim > 0 ? c->ntrain_lim : 60000;
+    w->ntest = c->ntest_lim > 0 ? c->ntest_lim : 10000;
+    if (what & SG_WL_TRAIN)
+      SG_CHECK(sg_dataset_clicks_synth(&w->train, w->seed, SG_SPLIT_TRAIN, w->ntrain, F,
+                                       c->keys_per_field, c->zipf));
+    if (what & SG_WL_TEST)
+      SG_CHECK(sg_dataset_clicks_synth(&w->test, w->seed, SG_SPLIT_TEST, w->ntest, F,
+                                       c->keys_per_field, c->zipf));
+    return SG_OK;
+  }
+  int fmt = sg_clicks_format(sg_opts_str_or(o, "format", "libsvm"));
+  double holdout = 0;
+  SG_CHECK(sg_opts_double_or(o, "holdout", 0, &holdout));
+  if (fmt < 0) return sg_err_set(SG_ECONFIG, "format: libsvm or csv");
+  if (!*ef && !(holdout > 0))
+    return sg_err_set(SG_ECONFIG, "test_file: required for a click log file, or set holdout");
+  if (*ef && holdout > 0)
+    return sg_err_set(SG_ECONFIG, "holdout: only used without a test_file (test_file: %s)", ef);
+  /* the training set's size decides the schedule: always read */
+  SG_CHECK(sg_dataset_load_clicks(&w->train, tf, fmt, F, c->ntrain_lim));
+  if (holdout > 0) SG_CHECK(sg_dataset_holdout(&w->train, &w->test, holdout, w->seed));
+  else if (what & SG_WL_TEST) SG_CHECK(sg_dataset_load_clicks(&w->test, ef, fmt, F, c->ntest_lim));
+  w->ntrain = w->train->n;
+  w->ntest = w->test ? w->test->n : 0;
+  w->d = w->train->d;
+  if (!(what & SG_WL_TRAIN)) sg_dataset_destroy(&w->train);
+  if (!(what & SG_WL_TEST)) sg_dataset_destroy(&w->test);
   return SG_OK;
 }
 
@@ -252,6 +322,7 @@ static int wl_load_data(sg_workload_t *w, const sg_opts_t *o, const wl_cfg_t *c,
     return load_idx(w, o, ds, what, c->ntrain_lim, c->ntest_lim);
   if (!strcmp(ds, "libsvm"))
     return load_libsvm(w, o, what, c->features, c->ntrain_lim, c->ntest_lim);
+  if (!strcmp(ds, "clicks")) return load_clicks(w, o, c, what);
   if (!strcmp(ds, "synthetic") || !strcmp(ds, "synthetic-sparse"))
     return load_synth(w, what, ds[9] == '-', c->features, c->nnz, c->ntrain_lim, c->ntest_lim);
   return sg_err_set(SG_ECONFIG, "dataset: unknown dataset '%s'", ds);
@@ -262,7 +333,7 @@ static int wl_load_data(sg_workload_t *w, const sg_opts_t *o, const wl_cfg_t *c,
 static void data_key(const sg_opts_t *o, unsigned what, char *out, size_t cap) {
   static const char *const keys[] = {"dataset", "data_dir", "data_cache", "train_file",
       "test_file", "features", "classes", "holdout", "train_samples", "test_samples", "nnz",
-      "seed", "device", NULL};
+      "seed", "device", "fields", "keys_per_field", "zipf", "format", NULL};
   size_t n = (size_t)snprintf(out, cap, "data %u", what);
   for (int i = 0; keys[i] && n < cap; i++)
     n += (size_t)snprintf(out + n, cap - n, "|%s", sg_opts_str_or(o, keys[i], ""));
@@ -356,8 +427,12 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
   int sparse = (w->train && sg_dataset_sparse(w->train)) ||
                (w->test && sg_dataset_sparse(w->test));
   int max_rows = w->batch > EVAL_CHUNK ? w->batch : EVAL_CHUNK;
-  SG_TRY(sg_model_new(&w->model, c.model, w->d, w->classes, c.hidden, c.nhidden, sparse,
-                      max_rows));
+  if (!strcmp(c.model, "embedding"))
+    SG_TRY(sg_model_new_embed(&w->model, (int)c.fields, c.table_rows, (int)c.embed_dim,
+                              (int)c.hidden[0], max_rows));
+  else
+    SG_TRY(sg_model_new(&w->model, c.model, w->d, w->classes, c.hidden, c.nhidden, sparse,
+                        max_rows));
   SG_TRY(wl_plan(w, &c));
   if (!strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda") && (w->train || w->test)) {
     if (sg_opts_has(o, "tf32")) SG_TRY(sg_opts_bool(o, "tf32", &w->tf32));
@@ -609,8 +684,21 @@ static int sparse_prepare(sg_workload_t *w, int64_t step) {
   return SG_OK;
 }
 
+/* The embedding model (model_embed.h): the dense MLP and the rows the
+ * batch of `step` touches; *b gets the gathered batch. */
+static sg_embed_t *embed_batch(sg_workload_t *w, int64_t step, sg_batch_t *b) {
+  sg_embed_t *m = sg_model_embed(w->model);
+  if (!m || !w->train || step < 0) return NULL;
+  step_indices(w, step);
+  sg_batch_gather(w->bbuf, w->train, w->idx, w->batch, b);
+  return m;
+}
+
 int sg_workload_sparse_coords(sg_workload_t *w, int64_t step, uint32_t *idx, size_t cap,
                               size_t *n) {
+  sg_batch_t eb;
+  sg_embed_t *em = embed_batch(w, step, &eb);
+  if (em) return sg_embed_batch_coords(em, &eb, idx, cap, n, NULL);
   SG_CHECK(sparse_prepare(w, step));
   const struct sg_wl_sparse *s = w->sp;
   const size_t C = (size_t)w->classes, d = (size_t)w->d;
@@ -656,6 +744,9 @@ int sg_workload_sparse_coords(sg_workload_t *w, int64_t step, uint32_t *idx, siz
 
 int sg_workload_grad_sparse(sg_workload_t *w, const float *params, int64_t step,
                             const uint32_t *idx, size_t n, float *gval, double *loss) {
+  sg_batch_t eb;
+  sg_embed_t *em = embed_batch(w, step, &eb);
+  if (em) return sg_embed_batch_grad_at(em, params, &eb, idx, n, gval, loss);
   SG_CHECK(sparse_prepare(w, step));
   struct sg_wl_sparse *s = w->sp;
   const int C = w->classes;

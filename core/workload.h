@@ -96,8 +96,10 @@ int sg_workload_on_device(const sg_workload_t *w);
 int sg_workload_grad_device(sg_workload_t *w, const float *dparams, float *dgrad, int64_t step,
                             double *loss);
 
-/* ---- sparse step: softmax on CSR input (synthetic-sparse, LIBSVM) -----
- * Other models/inputs return SG_EUNSUPPORTED.  Indices are uint32_t:
+/* ---- sparse step: softmax on CSR input (synthetic-sparse, LIBSVM), and
+ * the embedding model (model_embed.h: the dense MLP prefix [0, dense_len)
+ * and whole table rows, dense_len + r*E + e for each row r the batch
+ * touches).  Other models/inputs return SG_EUNSUPPORTED.  Indices are uint32_t:
  * the model must have < 2^32 parameters (else SG_EUNSUPPORTED).
  *
  * idx[0..*n) = the sorted, unique parameter indices this worker's batch of

@@ -6,7 +6,7 @@ foreach(mode exact planted badfile)
             ${CMAKE_SOURCE_DIR} ${mode})
   set_tests_properties(claims_${mode} PROPERTIES TIMEOUT 180)
 endforeach()
-foreach(lab 1 2 3 4 5 6 7 8 9 badpred)
+foreach(lab 1 2 3 4 5 6 7 8 9 11 badpred)
   add_test(NAME lab_check_${lab}
     COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/lab_check.sh $<TARGET_FILE:sgdlab>
             ${CMAKE_SOURCE_DIR} ${lab})

@@ -40,6 +40,7 @@ endfunction()
 
 sg_fuzz_target(idx LIBS sgcore)
 sg_fuzz_target(libsvm LIBS sgcore)
+sg_fuzz_target(clicks LIBS sgcore)
 sg_fuzz_target(config LIBS sgrun)
 sg_fuzz_target(ps_hdr LIBS sgengines INTERNALS ps)
 sg_fuzz_target(records LIBS sgcore)

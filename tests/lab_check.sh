@@ -102,6 +102,14 @@ badpred)  # a predictions file that is not name: number: one line, exit 2
    printf 'bsp_added_ms: 5\nssp_added_ms: 5\nssp4_staleness_bound: 27\n' > "$d/bad.yaml"
    why='FAIL] 0/1  ssp(4), persistent straggler, present: 0 ok runs'
    why2='FAIL] 0/2  prediction bsp_added_ms.*predicted 5, answer 13.67' ;;
+11) cfg=$src/configs/labs/lab11-embedding-sparse-ps.yaml
+   run "$cfg" --db "$d/ok.db"
+   sed '/sparse: true/d' "$cfg" > "$d/lab11.yaml"            # the sparse ps left out
+   run "$d/lab11.yaml" --db "$d/bad.db"
+   printf 'ring_bytes: 12636384\ndense_server_bytes: 33697024\nsparse_worker_bound: 202368\nring_ms_100mbit: 510\n' > "$d/ok.yaml"
+   printf 'ring_bytes: 6318192\ndense_server_bytes: 33697024\nsparse_worker_bound: 202368\nring_ms_100mbit: 510\n' > "$d/bad.yaml"
+   why='FAIL] 0/1  sparse ps present: 0 ok runs'
+   why2='FAIL] 0/2  prediction ring_bytes.*off by 50' ;;
 *) echo "no test for lab $lab"; exit 2 ;;
 esac
 out=$("$sg" lab check "$lab" --dir "$src/configs/labs" --db "$d/ok.db" --predictions "$d/ok.yaml" 2>&1)

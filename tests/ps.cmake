@@ -6,3 +6,4 @@ sg_add_test(test_ps_run SOURCES test_ps_run.c TIMEOUT 300 LABELS ps LIBS PkgConf
 sg_add_test(test_ps_sparse SOURCES test_ps_sparse.c TIMEOUT 60 LABELS ps)
 # runs the real sgdlab and sgdlab-rank
 add_dependencies(test_ps_run sgdlab sgdlab-rank)
+sg_add_test(test_embed_run SOURCES test_embed_run.c TIMEOUT 300 LABELS ps)

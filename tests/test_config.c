@@ -43,7 +43,7 @@ TEST(wrong_type_and_range) {
             "t.yaml:2:7: lr: expected a number, got 'fast'");
   CHECK_ERR("workers: 0\nengines: [local]\n", "t.yaml:1:10: workers: must be >= 1");
   CHECK_ERR("workload: {model: rnn}\nengines: [local]\n",
-            "t.yaml:1:19: model: 'rnn' is not one of softmax|mlp|cnn");
+            "t.yaml:1:19: model: 'rnn' is not one of softmax|mlp|cnn|embedding");
   CHECK_ERR("workload: {model: cnn, device: cuda}\nengines: [local]\n",
             "t.yaml:1:24: device: cuda runs the dense models only (softmax, mlp); model: cnn "
             "runs on the cpu");
@@ -523,9 +523,9 @@ TEST(every_key_error_of_a_file_is_reported_at_once) {
  * options: the key's place, the key, the condition that makes it count. */
 TEST(workload_keys_no_run_uses_are_errors) {
   CHECK_ERR("workload: {train_file: a.svm}\nengines: [local]\n",
-            "t.yaml:1:12: train_file: only used with dataset: libsvm");
+            "t.yaml:1:12: train_file: only used with dataset: libsvm/clicks");
   CHECK_ERR("workload: {model: softmax, hidden: [64]}\nengines: [local]\n",
-            "t.yaml:1:28: hidden: only used with model: mlp");
+            "t.yaml:1:28: hidden: only used with model: mlp/embedding");
   CHECK_ERR("workload: {dataset: synthetic, nnz: 10}\nengines: [local]\n",
             "t.yaml:1:32: nnz: only used with dataset: synthetic-sparse");
   CHECK_ERR("workload: {nnz: 10}\nengines: [local]\n",
@@ -548,7 +548,7 @@ TEST(workload_keys_no_run_uses_are_errors) {
             "t.yaml:1:12: partition: only used with engine: ps/allreduce/gossip");
   /* in one entry: that entry's runs must use it */
   CHECK_ERR("engines:\n  - local\n  - {engine: local, model: softmax, hidden: [8]}\n",
-            "t.yaml:3:37: hidden: only used with model: mlp");
+            "t.yaml:3:37: hidden: only used with model: mlp/embedding");
   /* for the whole experiment: one run of any entry is enough */
   int rc;
   sg_experiment_t *x = parse("workload: {hidden: [8]}\n"
@@ -579,7 +579,7 @@ TEST(options_no_run_uses_are_errors) {
   CHECK_ERR("engines:\n  - {engine: allreduce, algorithm: native, transport: mpi, segment: 64K}\n",
             "t.yaml:2:60: segment: only used with algorithm: ring/rhd/tree/hier/cuda-ring");
   CHECK_ERR("workload: {holdout: 0.1}\nengines: [local]\n",
-            "t.yaml:1:12: holdout: only used with dataset: libsvm");
+            "t.yaml:1:12: holdout: only used with dataset: libsvm/clicks");
   int rc;
   /* a sweep where some run uses it is fine */
   sg_experiment_t *x = parse("engines:\n  - {engine: ps, mode: [sync, ssp], staleness: 3}\n",

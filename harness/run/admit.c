@@ -10,6 +10,7 @@
 
 #include "bench_method.h"
 #include "dataset.h"
+#include "dataset_clicks.h"
 #include "simulate.h"
 #include "err.h"
 #include "model.h"
@@ -127,6 +128,44 @@ fail:
   return rc;
 }
 
+/* dataset: clicks -- a log file is read here, as the ranks will read it,
+ * so that a bad line stops the run before anything starts. */
+static int probe_clicks(const sg_opts_t *o, dsinfo_t *di) {
+  int64_t F, V, ltrain, ltest, seed;
+  double holdout;
+  const char *tf = sg_opts_str_or(o, "train_file", ""), *ef = sg_opts_str_or(o, "test_file", "");
+  SG_CHECK(sg_opts_int_or(o, "fields", 8, &F));
+  SG_CHECK(sg_opts_int_or(o, "keys_per_field", 100000, &V));
+  SG_CHECK(sg_opts_int_or(o, "train_samples", 0, &ltrain));
+  SG_CHECK(sg_opts_int_or(o, "test_samples", 0, &ltest));
+  SG_CHECK(sg_opts_int_or(o, "seed", 1, &seed));
+  SG_CHECK(sg_opts_double_or(o, "holdout", 0, &holdout));
+  di->sparse = 1;
+  di->max_row_nnz = F;
+  di->classes = 2;
+  di->d = V;
+  di->ntrain = ltrain > 0 ? ltrain : 60000;
+  di->ntest = ltest > 0 ? ltest : 10000;
+  if (*tf) {
+    int fmt = sg_clicks_format(sg_opts_str_or(o, "format", "libsvm"));
+    sg_dataset_t *tr = NULL, *te = NULL;
+    int rc = SG_OK;
+    if (!*ef && !(holdout > 0))
+      return sg_err_set(SG_ECONFIG, "test_file: required for a click log file, or set holdout");
+    SG_TRY(sg_dataset_load_clicks(&tr, tf, fmt, (int)F, ltrain));
+    if (*ef) SG_TRY(sg_dataset_load_clicks(&te, ef, fmt, (int)F, ltest));
+    else SG_TRY(sg_dataset_holdout(&tr, &te, holdout, (uint64_t)seed));
+    di->ntrain = tr->n, di->ntest = te->n, di->d = tr->d;
+  fail:
+    sg_dataset_destroy(&tr);
+    sg_dataset_destroy(&te);
+    SG_CHECK(rc);
+  }
+  di->train_b = csr_bytes(di->ntrain, (double)di->ntrain * (double)F);
+  di->test_b = csr_bytes(di->ntest, (double)di->ntest * (double)F);
+  return SG_OK;
+}
+
 static int probe_synth(const sg_opts_t *o, int sparse, dsinfo_t *di) {
   int64_t features, ltrain, ltest, nnz;
   SG_CHECK(sg_opts_int(o, "features", &features));
@@ -150,7 +189,8 @@ static int probe_synth(const sg_opts_t *o, int sparse, dsinfo_t *di) {
 static int dataset_info(admit_t *a, const sg_opts_t *o, const dsinfo_t **out) {
   static const char *const keys[] = {"dataset", "data_dir", "train_file", "test_file", "features",
                                      "classes", "train_samples", "test_samples", "nnz",
-                                     "holdout", "seed"};
+                                     "holdout", "seed", "fields", "keys_per_field", "zipf",
+                                     "format"};
   char key[sizeof a->ds[0].key];
   size_t len = 0;
   for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
@@ -166,6 +206,7 @@ static int dataset_info(admit_t *a, const sg_opts_t *o, const dsinfo_t **out) {
   memset(di, 0, sizeof *di);
   const char *name = sg_opts_str_or(o, "dataset", "");
   if (!strcmp(name, "libsvm")) SG_CHECK(probe_libsvm(o, di));
+  else if (!strcmp(name, "clicks")) SG_CHECK(probe_clicks(o, di));
   else if (!strncmp(name, "synthetic", 9)) SG_CHECK(probe_synth(o, name[9] == '-', di));
   else SG_CHECK(probe_idx(o, di));
   snprintf(di->key, sizeof di->key, "%s", key);
@@ -212,6 +253,16 @@ static int model_shape(const sg_opts_t *o, const dsinfo_t *di, shape_t *m) {
     in = out;
   }
   m->act_row_in = di->sparse ? 8.0 * (double)di->max_row_nnz : 4.0 * (double)di->d;
+  if (!strcmp(sg_opts_str_or(o, "model", "mlp"), "embedding")) { /* core/model_embed.c */
+    int64_t F = 8, R = 262144, E = 16;
+    SG_CHECK(sg_opts_int_or(o, "fields", 8, &F));
+    SG_CHECK(sg_opts_int_or(o, "table_rows", 262144, &R));
+    SG_CHECK(sg_opts_int_or(o, "embed_dim", 16, &E));
+    SG_CHECK(sg_opts_intlist(o, "hidden", hidden, SG_MODEL_MAX_LAYERS - 1, &nh));
+    const double fe = (double)(F * E), H = nh ? (double)hidden[0] : 128;
+    m->params = H * fe + 3 * H + 2 + (double)R * (double)E;
+    m->width = 2 * fe + 2 * H + 2 * (double)F * (double)E + 3 * (double)F; /* x, gx, a, g, rows */
+  }
   if (!strcmp(sg_opts_str_or(o, "model", "mlp"), "cnn")) { /* core/model_cnn.c's buffers */
     const double s = floor(sqrt((double)di->d) + 0.5), c1 = (s - 4) * (s - 4);
     const double p1 = c1 / 4, c2 = ((s - 4) / 2 - 4) * ((s - 4) / 2 - 4), p2 = c2 / 4;

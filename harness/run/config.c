@@ -79,7 +79,7 @@ typedef struct parser {
   size_t nerrs;
   char **wheres; /* "--set k=v" names that value sets' positions point to */
   size_t nwheres;
-  int wl_used[32]; /* workload rules some run of any entry meets (MAX_NEEDS) */
+  int wl_used[48]; /* workload rules some run of any entry meets (MAX_NEEDS) */
 } parser_t;
 
 /* ---- errors ------------------------------------------------------------ */
@@ -992,7 +992,7 @@ fail:
  * when it comes from --set; either way the run stores it absolute. */
 static int set_path(const parser_t *p, sg_opts_t *o, const pick_t *k, const char *v) {
   const char *ds = sg_opts_get(o, "dataset"); /* set before these (table order) */
-  int libsvm = ds && !strcmp(ds, "libsvm"), idx = ds && strstr(ds, "mnist");
+  int libsvm = ds && (!strcmp(ds, "libsvm") || !strcmp(ds, "clicks")), idx = ds && strstr(ds, "mnist");
   int is_path = (libsvm && (!strcmp(k->s->name, "train_file") || !strcmp(k->s->name, "test_file"))) ||
                 (idx && !strcmp(k->s->name, "data_dir"));
   if (!is_path || !p->dir || !*v || *v == '/' || !k->vs) return sg_opts_set(o, k->s->name, v);
@@ -1012,15 +1012,21 @@ static int set_path(const parser_t *p, sg_opts_t *o, const pick_t *k, const char
  * workload section, a top-level key, --set) must be used by some run of
  * any entry; given in an entry, by some run of that entry. */
 static const sg_option_need_t workload_needs[] = {
-    {"train_file", "dataset", "|libsvm|"},
-    {"test_file", "dataset", "|libsvm|"},
-    {"holdout", "dataset", "|libsvm|"},
+    {"train_file", "dataset", "|libsvm|clicks|"},
+    {"test_file", "dataset", "|libsvm|clicks|"},
+    {"holdout", "dataset", "|libsvm|clicks|"},
+    {"format", "dataset", "|clicks|"},
+    {"keys_per_field", "dataset", "|clicks|"},
+    {"zipf", "dataset", "|clicks|"},
+    {"fields", "model", "|embedding|"},
+    {"table_rows", "model", "|embedding|"},
+    {"embed_dim", "model", "|embedding|"},
     {"data_dir", "dataset", "|fashion-mnist|mnist|"},
     {"data_cache", "dataset", "|fashion-mnist|mnist|"},
     {"features", "dataset", "|libsvm|synthetic|synthetic-sparse|"},
     {"classes", "dataset", "|libsvm|synthetic|synthetic-sparse|"},
     {"nnz", "dataset", "|synthetic-sparse|"},
-    {"hidden", "model", "|mlp|"},
+    {"hidden", "model", "|mlp|embedding|"},
     {"lr_gamma", "lr_schedule", "|step|"},
     {"lr_step_epochs", "lr_schedule", "|step|"},
     {"gpus_per_host", "device", "|cuda|"},
@@ -1028,7 +1034,7 @@ static const sg_option_need_t workload_needs[] = {
     {"partition", "engine", "|ps|allreduce|gossip|"},
     {NULL, NULL, NULL},
 };
-enum { MAX_NEEDS = 32, N_WL_NEEDS = sizeof workload_needs / sizeof *workload_needs - 1 };
+enum { MAX_NEEDS = 48, N_WL_NEEDS = sizeof workload_needs / sizeof *workload_needs - 1 };
 
 /* Rule i of entry e: the workload's first, then the engine's; NULL past the end. */
 static const sg_option_need_t *need_at(const entry_t *e, size_t i) {
