@@ -201,10 +201,12 @@ int sg_ar_plant_requested(const sg_opts_t *o);
 /* NULL-safe; nulls the pointer. */
 void sg_ar_destroy(sg_ar_t **a);
 
-/* The engine's alpha-beta-gamma formulas, per algorithm (allreduce_cost.c;
- * core/cost.h); negative for an algorithm without one. */
+/* The engine's alpha-beta-gamma formulas, per algorithm, and how a run
+ * or a what-if case reaches them (allreduce_cost.c; core/cost.h); the
+ * formula is negative for an algorithm without one. */
 #include "cost.h"
 double sg_ar_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o);
+extern const sg_cost_info_t sg_ar_cost_info;
 
 /* ---- device: cuda (allreduce_device.c, docs/cuda.md) ------------------ */
 

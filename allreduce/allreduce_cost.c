@@ -7,6 +7,8 @@
  * pays c->rack_alpha more per message and, when f flows leave one rack at
  * once, beta x max(1, f x oversub / rack) (sg_cost_uplink). */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "allreduce.h"
@@ -128,3 +130,34 @@ double sg_ar_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_sp
   if (!strcmp(v, "hier")) return hier(c, p, o);
   return -1;
 }
+
+/* The run's case: algorithm (`impl` in runs recorded before it had that
+ * name), hier's group and tree's segment (0: their defaults). */
+static void ar_cost_read(const sg_opts_t *o, sg_cost_case_t *c) {
+  int64_t group = 0, segment = 0;
+  c->variant = sg_opts_str_or(o, "algorithm", sg_opts_str_or(o, "impl", ""));
+  if (sg_opts_int_or(o, "group", 0, &group) < 0) group = 0;
+  if (sg_opts_int_or(o, "segment", 0, &segment) < 0) segment = 0;
+  c->group = (int)group, c->segment = (double)segment;
+}
+
+/* The algorithm's name.  ring, rhd, tree and hier run over either
+ * transport: a run's name says MPI's (native is MPI's only); a what-if
+ * hier names its group size. */
+static void ar_cost_label(const sg_cost_case_t *c, char *out, size_t cap) {
+  const char *v = c->variant ? c->variant : "";
+  size_t n;
+  snprintf(out, cap, "%s", v[0] ? v : "allreduce");
+  n = strlen(out);
+  if (c->transport && !strcmp(c->transport, "mpi") && strcmp(v, "native"))
+    snprintf(out + n, cap - n, "-mpi");
+  else if (!c->transport && !strcmp(v, "hier"))
+    snprintf(out + n, cap - n, "-G%d", c->group < c->N ? c->group : c->N);
+}
+
+static const sg_cost_whatif_t ar_what_if[] = {
+    {"ring", "ring", 0, 1}, {"rhd", "rhd", 0, 2},       {"tree", "tree", 0, 3},
+    {"hier", "hier", 0, 4}, {"native", "native", 0, 0}, {NULL, NULL, 0, 0}};
+
+const sg_cost_info_t sg_ar_cost_info = {
+    .formula = sg_ar_cost, .read = ar_cost_read, .label = ar_cost_label, .what_if = ar_what_if};

@@ -378,7 +378,7 @@ const sg_engine_t sg_engine_allreduce = {
     .label = ar_label,
     .needs = ar_needs,
     .memory = ar_memory,
-    .cost = sg_ar_cost, /* allreduce_cost.c */
+    .cost = &sg_ar_cost_info, /* allreduce_cost.c */
     .bench = &sg_ar_bench_round,
     .bytes_uncounted = ar_bytes_uncounted,
 };

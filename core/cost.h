@@ -10,6 +10,10 @@
 #ifndef SG_COST_H
 #define SG_COST_H
 
+#include <stddef.h>
+
+#include "opts.h"
+
 typedef struct sg_cost_params {
   double alpha, beta, gamma;
   double kappa, cores; /* kappa 0: the CPU never binds */
@@ -42,6 +46,9 @@ typedef struct sg_cost_case {
   int rack;
   double oversub;    /* 0 means 1 */
   double rack_alpha; /* seconds */
+  /* The run's transport ("mpi", "zmq"); NULL in a case of `sgdlab model
+   * --what-if`, which no run recorded.  Only the case's label reads it. */
+  const char *transport;
 } sg_cost_case_t;
 
 /* What a formula says about one step. */
@@ -57,6 +64,33 @@ typedef struct sg_cost_split {
  * no formula for c's variant. */
 typedef double (*sg_cost_fn)(const sg_cost_case_t *c, const sg_cost_params_t *p,
                              sg_cost_split_t *o);
+
+/* A case `sgdlab model --what-if --engines` knows by name (besides
+ * ENGINE:VARIANT). */
+typedef struct sg_cost_whatif {
+  const char *name;    /* "ps-async" */
+  const char *variant; /* "async" */
+  int tree_aggregate;  /* sets the case's tree_aggregate */
+  /* Place in the default --engines list (1 first, across engines; equal
+   * places in registry order); 0: named only. */
+  int by_default;
+} sg_cost_whatif_t;
+
+/* Everything `sgdlab model` knows of an engine: the engine table's `cost`
+ * (core/engine.h).  The harness reads a run's case, names it and lists
+ * the what-if cases only through these. */
+typedef struct sg_cost_info {
+  sg_cost_fn formula;
+  /* The engine's part of a recorded run's case from the run's options
+   * (read back from runs.options_json): variant (pointing into o), S,
+   * sparse, tree_aggregate, depth, slice, group, segment.  c->N and c->K
+   * are set before.  NULL: variant "" and nothing else. */
+  void (*read)(const sg_opts_t *o, sg_cost_case_t *c);
+  /* The case's name in the model's tables ("ps-sync-S2", "ring-mpi");
+   * NULL: its variant, or the engine's name when it has none. */
+  void (*label)(const sg_cost_case_t *c, char *out, size_t cap);
+  const sg_cost_whatif_t *what_if; /* {NULL}-terminated; NULL: none */
+} sg_cost_info_t;
 
 /* A multiplier that may be unset: m, or 1 when m is 0. */
 static inline double sg_cost_mult(double m) { return m > 0 ? m : 1; }

@@ -114,9 +114,11 @@ typedef struct sg_engine {
    * parameters, a gradient, optimizer state, the training set, the test
    * set on rank 0, activations of one batch. */
   void (*memory)(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *m);
-  /* The alpha-beta-gamma formula of one step's communication (core/cost.h,
-   * docs/model.md); NULL = none (`sgdlab model` says so). */
-  sg_cost_fn cost;
+  /* The alpha-beta-gamma formula of one step's communication and what
+   * `sgdlab model` needs around it: how a run's options make a case, its
+   * label, the what-if cases (core/cost.h, docs/model.md); NULL = none
+   * (`sgdlab model` says so). */
+  const sg_cost_info_t *cost;
   /* Every role role() may return, with its kind; {NULL}-terminated.  NULL
    * = one role, "worker", of kind worker. */
   const sg_role_info_t *roles;

@@ -3,6 +3,8 @@
  * driver's link is its own; a tree hop between racks takes one flow
  * through each uplink (sg_cost_uplink of 1). */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cost.h"
@@ -51,7 +53,7 @@ static double mr_aggregate(const sg_cost_case_t *c, const sg_cost_params_t *p, d
   return t + p->alpha + after * c->K * p->beta * sg_cost_mult(c->hub) + last * c->K * p->gamma;
 }
 
-double sg_mr_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
+static double sg_mr_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
   double out, in, sent;
   double t = mr_broadcast(c, p, &out) + mr_aggregate(c, p, &in, &sent);
   o->link_bytes = out > in ? out : in;
@@ -60,3 +62,25 @@ double sg_mr_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_sp
   o->cpu_bytes = 2 * (c->N + sent) * c->K;
   return t;
 }
+
+/* The run's case: broadcast (the variant), aggregate tree and its depth;
+ * absent keys read as flat and 2 levels. */
+static void mr_cost_read(const sg_opts_t *o, sg_cost_case_t *c) {
+  int64_t depth = 2;
+  c->variant = sg_opts_str_or(o, "broadcast", "");
+  c->tree_aggregate = !strcmp(sg_opts_str_or(o, "aggregate", "flat"), "tree");
+  if (sg_opts_int_or(o, "depth", 2, &depth) < 0) depth = 0;
+  c->depth = (int)depth;
+}
+
+/* "mapreduce-BROADCAST/AGGREGATE": "mapreduce-flat/tree". */
+static void mr_cost_label(const sg_cost_case_t *c, char *out, size_t cap) {
+  snprintf(out, cap, "mapreduce-%s/%s", c->variant ? c->variant : "",
+           c->tree_aggregate ? "tree" : "flat");
+}
+
+static const sg_cost_whatif_t mr_what_if[] = {
+    {"mapreduce", "flat", 0, 0}, {"mapreduce-tree", "tree", 1, 0}, {NULL, NULL, 0, 0}};
+
+const sg_cost_info_t sg_mr_cost_info = {
+    .formula = sg_mr_cost, .read = mr_cost_read, .label = mr_cost_label, .what_if = mr_what_if};

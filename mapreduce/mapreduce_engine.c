@@ -92,7 +92,7 @@ static void mr_memory(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *
   else *m = (sg_mem_plan_t){.params = 1, .grad = 1, .engine = 2, .batch_mult = workers, .train = 1};
 }
 
-double sg_mr_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o);
+extern const sg_cost_info_t sg_mr_cost_info; /* mapreduce_cost.c */
 
 const sg_engine_t sg_engine_mapreduce = {
     .name = "mapreduce",
@@ -106,5 +106,5 @@ const sg_engine_t sg_engine_mapreduce = {
     .bench = &sg_mr_bench_round,
     .needs = mr_needs,
     .memory = mr_memory,
-    .cost = sg_mr_cost, /* mapreduce_cost.c */
+    .cost = &sg_mr_cost_info,
 };

@@ -1,6 +1,8 @@
 /* ps_cost.c - the parameter server's alpha-beta-gamma formula (core/cost.h;
  * docs/model.md derives it). */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cost.h"
@@ -21,7 +23,7 @@
  * Sparse: K is the measured bytes per worker step.  Two-level network:
  * the servers sit outside the workers' racks, so all of a rack's workers
  * cross its uplink at once (sg_cost_uplink of rack flows). */
-double sg_ps_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
+static double sg_ps_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
   double s = c->S > 0 ? c->S : 1, per = c->N * c->K / s;
   /* sync and ssp wait for the slowest worker, async only for its own link */
   int async = c->variant && !strcmp(c->variant, "async");
@@ -41,3 +43,33 @@ double sg_ps_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_sp
   double hub_in = hub * after, T_in = hub_in > worker ? hub_in : worker;
   return 2 * p->alpha + T + T_in + per * p->gamma;
 }
+
+/* The run's case: mode, servers, sparse, and the slice bytes the run used
+ * (ps_slicing: its `slice` on the dense sync path when a shard is at
+ * least `slice_from`; compress topk never slices).  Absent keys read as
+ * the options of a run recorded before they existed: slice 0 (whole
+ * shards), one server, dense. */
+static void ps_cost_read(const sg_opts_t *o, sg_cost_case_t *c) {
+  int64_t S = 1, slice = 0, from = 0;
+  int sparse = 0;
+  c->variant = sg_opts_str_or(o, "mode", "");
+  if (sg_opts_int_or(o, "servers", 1, &S) < 0) S = 0;
+  if (sg_opts_has(o, "sparse") && sg_opts_bool(o, "sparse", &sparse) < 0) sparse = 0;
+  if (sg_opts_int_or(o, "slice", 0, &slice) < 0) slice = 0;
+  if (sg_opts_int_or(o, "slice_from", 0, &from) < 0) from = 0;
+  c->S = (int)S, c->sparse = sparse;
+  int sync = !strcmp(c->variant, "sync"), topk = !strcmp(sg_opts_str_or(o, "compress", ""), "topk");
+  double shard = c->K / (c->S > 0 ? c->S : 1);
+  c->slice = sync && !sparse && !topk && shard >= (double)from ? (double)slice : 0;
+}
+
+/* "ps-sync-S2", "ps-async-S1-sparse". */
+static void ps_cost_label(const sg_cost_case_t *c, char *out, size_t cap) {
+  snprintf(out, cap, "ps-%s-S%d%s", c->variant ? c->variant : "", c->S, c->sparse ? "-sparse" : "");
+}
+
+static const sg_cost_whatif_t ps_what_if[] = {
+    {"ps", "sync", 0, 5}, {"ps-async", "async", 0, 0}, {NULL, NULL, 0, 0}};
+
+const sg_cost_info_t sg_ps_cost_info = {
+    .formula = sg_ps_cost, .read = ps_cost_read, .label = ps_cost_label, .what_if = ps_what_if};

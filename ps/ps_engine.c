@@ -177,7 +177,7 @@ static void ps_memory(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *
                        .test = rank == servers};
 }
 
-double sg_ps_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o);
+extern const sg_cost_info_t sg_ps_cost_info; /* ps_cost.c */
 
 const sg_engine_t sg_engine_ps = {
     .name = "ps",
@@ -194,5 +194,5 @@ const sg_engine_t sg_engine_ps = {
     .label = ps_label,
     .needs = ps_needs,
     .memory = ps_memory,
-    .cost = sg_ps_cost, /* ps_cost.c */
+    .cost = &sg_ps_cost_info,
 };

@@ -33,12 +33,11 @@ sg_add_test(test_results_e2e SOURCES test_results_e2e.c json_check.c TIMEOUT 300
 add_dependencies(test_results_e2e sgdlab sgdlab-rank)
 # The harness rooms and the rank program know engines only through the
 # engine table: no engine name (as the registry lists them: `sgdlab
-# engines`) as a string literal there.  Every harness source and header
-# but the cost model's: it reads each engine's options and names its
-# cases (`sgdlab model`, `--what-if`); the formulas themselves live with
-# the engines (core/cost.h, docs/model.md).
-file(GLOB SG_HARNESS_SRCS ${CMAKE_SOURCE_DIR}/harness/*/*.[ch] ${CMAKE_SOURCE_DIR}/rank/*.[ch])
-list(FILTER SG_HARNESS_SRCS EXCLUDE REGEX "/cost_model(_cmd|_whatif)?\\.[ch]$")
+# engines`) as a string literal there.  Every harness source and header,
+# the cost model's included (an engine's formulas, how a run's options
+# make its case, its labels and what-if cases live with the engine:
+# core/cost.h, docs/model.md).
+file(GLOB_RECURSE SG_HARNESS_SRCS ${CMAKE_SOURCE_DIR}/harness/*.[ch] ${CMAKE_SOURCE_DIR}/rank/*.[ch])
 add_test(NAME no_engine_names_in_harness
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/no_engine_names.sh $<TARGET_FILE:sgdlab> ${SG_HARNESS_SRCS})
 set_tests_properties(no_engine_names_in_harness PROPERTIES TIMEOUT 30)
@@ -49,6 +48,17 @@ foreach(lit ps cuda-ring bench-gossip)
     COMMAND sh -c "f=$(mktemp) && printf 'if (!strcmp(e, \"${lit}\")) x();\\n' > \"$f\" && sh ${CMAKE_CURRENT_SOURCE_DIR}/no_engine_names.sh $<TARGET_FILE:sgdlab> \"$f\"; rc=$?; rm -f \"$f\"; test $rc -eq 1")
   set_tests_properties(no_engine_names_catches_${lit} PROPERTIES TIMEOUT 30)
 endforeach()
+# The cost model is covered: the list holds it, the file as it is passes,
+# and the same file with one planted engine literal (the old way of
+# counting a ps run's hubs) fails.
+list(FIND SG_HARNESS_SRCS ${CMAKE_SOURCE_DIR}/harness/report/cost_model_cmd.c SG_CMD_AT)
+if(SG_CMD_AT LESS 0)
+  message(FATAL_ERROR "no_engine_names_in_harness: harness/report/cost_model_cmd.c not in the list")
+endif()
+add_test(NAME no_engine_names_catches_cost_model
+  COMMAND sh -c "f=$(mktemp) && cp \"$1\" \"$f\" && sh \"$2\" \"$3\" \"$f\" >/dev/null && printf 'int hubs = !strcmp(r->engine, \"ps\");\\n' >> \"$f\" && sh \"$2\" \"$3\" \"$f\"; rc=$?; rm -f \"$f\"; test $rc -eq 1"
+    sh ${CMAKE_SOURCE_DIR}/harness/report/cost_model_cmd.c ${CMAKE_CURRENT_SOURCE_DIR}/no_engine_names.sh $<TARGET_FILE:sgdlab>)
+set_tests_properties(no_engine_names_catches_cost_model PROPERTIES TIMEOUT 30)
 # Two ps runs that differ only in servers read differently in the run
 # line, `list` and the report's key (the engine table names runs).
 sg_add_test(test_labels SOURCES test_labels.c TIMEOUT 120 LIBS sgrun)

@@ -22,13 +22,13 @@ static const sg_cost_params_t P = {1e-5, 8e-9, 1e-10, 0, 0}; /* alpha, beta, gam
 static const double K = 1e6;
 
 static double comm(const char *engine, const char *variant, int N, int S, int tree_agg, int depth) {
-  sg_cost_case_t c = {engine, variant, N, S, 0, tree_agg, depth, K, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+  sg_cost_case_t c = {engine, variant, N, S, 0, tree_agg, depth, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL};
   double t;
   return sg_cost_comm(&c, &P, &t) == 0 ? t : NAN; /* NAN fails every comparison */
 }
 
 static double link_bytes(const char *engine, const char *variant, int N, int S, double k) {
-  sg_cost_case_t c = {engine, variant, N, S, 0, 0, 1, k, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+  sg_cost_case_t c = {engine, variant, N, S, 0, 0, 1, k, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL};
   return sg_cost_link_bytes(&c);
 }
 
@@ -60,7 +60,7 @@ TEST(ps_and_mapreduce_match_hand_values) {
       4 * (1e-5 + 0.008) + (1e-5 + 2 * (0.008 + 1e-4)) + (1e-5 + 3 * (0.008 + 1e-4)));
   /* the driver's link, busier direction (docs/engines/mapreduce.md): tree/tree
    * sends 4K and receives 3K; tree/flat receives 8K */
-  sg_cost_case_t c = {"mapreduce", "tree", 8, 0, 0, 1, 2, K, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+  sg_cost_case_t c = {"mapreduce", "tree", 8, 0, 0, 1, 2, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL};
   REL(sg_cost_link_bytes(&c), 4 * K);
   c.tree_aggregate = 0;
   REL(sg_cost_link_bytes(&c), 8 * K);
@@ -83,7 +83,7 @@ TEST(link_bytes_move_the_right_way) {
 }
 
 TEST(unknown_engine_is_not_found) {
-  sg_cost_case_t c = {"gossip", "x", 4, 1, 0, 0, 1, K, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+  sg_cost_case_t c = {"gossip", "x", 4, 1, 0, 0, 1, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL};
   double t;
   CHECK(sg_cost_comm(&c, &P, &t) == SG_ENOTFOUND);
   CHECK_STR_CONTAINS(sg_err_msg(), "gossip");
@@ -122,7 +122,7 @@ TEST(gamma_is_measured) {
  * takes the larger of the links' and the CPU's time, not their sum. */
 TEST(cpu_bound_is_the_larger_of_the_two) {
   sg_cost_params_t p = P;
-  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL};
   sg_cost_split_t s;
   double t;
   p.kappa = 4e-9, p.cores = 2;
@@ -136,7 +136,7 @@ TEST(cpu_bound_is_the_larger_of_the_two) {
   CHECK_OK(sg_cost_comm(&c, &p, &t));
   REL(t, 6e-5 + 0.012 + 7.5e-5); /* cpu 6 ms < link */
   /* ps N=4: workers 2K each, servers 2NK: 16 K through the CPUs */
-  sg_cost_case_t q = {"ps", "sync", 4, 2, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+  sg_cost_case_t q = {"ps", "sync", 4, 2, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL};
   CHECK_OK(sg_cost_detail(&q, &p, &s));
   REL(s.cpu_bytes, 16 * K);
 }
@@ -144,17 +144,17 @@ TEST(cpu_bound_is_the_larger_of_the_two) {
 /* A slow link: the ring goes at its pace; a sync ps phase lasts as long as
  * the slower of the server's incast and the slow worker's own transfer. */
 TEST(slowest_link_sets_the_pace) {
-  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0};
+  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL};
   double t;
   CHECK_OK(sg_cost_comm(&c, &P, &t));
   REL(t, 6e-5 + 5 * 0.012 + 7.5e-5);
-  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0};
+  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL};
   CHECK_OK(sg_cost_comm(&q, &P, &t));
   REL(t, 2 * (1e-5 + 5 * K * 8e-9) + 4e-4); /* 5 K beta > the server's 4 K beta */
   q.slow = 2; /* 2 K beta < 4 K and 3 K beta: the server's link decides again */
   CHECK_OK(sg_cost_comm(&q, &P, &t));
   REL(t, 2 * 1e-5 + 7 * K * 8e-9 + 4e-4);
-  sg_cost_case_t as = {"ps", "async", 4, 1, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0};
+  sg_cost_case_t as = {"ps", "async", 4, 1, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL};
   CHECK_OK(sg_cost_comm(&as, &P, &t)); /* async: the median worker's link, not the slowest, */
   REL(t, 1e-5 + 4 * K * 8e-9 + 4e-4); /* pushes and pulls at once on the full-duplex link */
   q.hub = 2; /* the server on a link half as fast */
@@ -167,7 +167,7 @@ TEST(slowest_link_sets_the_pace) {
  * sum; one slice is the whole-shard formula; ssp, async and sparse runs
  * are never sliced. */
 TEST(sliced_ps_sync_overlaps_the_two_directions) {
-  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL};
   double whole, t, T = 4 * K * 8e-9;
   CHECK_OK(sg_cost_comm(&q, &P, &whole));
   REL(whole, 2 * 1e-5 + T + 0.75 * T + 4e-4);

@@ -29,16 +29,25 @@ static double root(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_s
 
 typedef double (*cost_fn)(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o);
 
+/* The name a reference goes by in a case (a what-if case only). */
+static const char ROOT[] = "root";
+
+/* c's engine: its name, or a bench engine's (bench-NAME); NULL for a
+ * reference and a name no engine has. */
+static const sg_engine_t *engine_of(const sg_cost_case_t *c) {
+  const char *e = c->engine ? c->engine : "";
+  if (!strncmp(e, "bench-", 6)) e += 6; /* a bench engine's runs */
+  return sg_engine_find(e);
+}
+
 /* The engine's own formula (its `cost` hook), or a reference above. */
 static cost_fn lookup(const sg_cost_case_t *c) {
-  const char *e = c->engine ? c->engine : "";
-  if (!strncmp(e, "bench-", 6)) e += 6; /* bench-allreduce, bench-ps, bench-mapreduce */
-  if (!strcmp(e, "root")) return root;
-  const sg_engine_t *eng = sg_engine_find(e);
-  if (!eng || !eng->cost) return NULL;
+  if (c->engine && !strcmp(c->engine, ROOT)) return root;
+  const sg_engine_t *eng = engine_of(c);
+  if (!eng || !eng->cost || !eng->cost->formula) return NULL;
   sg_cost_split_t probe = {0};
   sg_cost_params_t zero = {0};
-  return eng->cost(c, &zero, &probe) < 0 ? NULL : eng->cost;
+  return eng->cost->formula(c, &zero, &probe) < 0 ? NULL : eng->cost->formula;
 }
 
 int sg_cost_detail(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *out) {
@@ -72,14 +81,49 @@ double sg_cost_link_bytes(const sg_cost_case_t *c) {
 }
 
 void sg_cost_label(const sg_cost_case_t *c, char *out, size_t cap) {
-  const char *e = c->engine ? c->engine : "?", *v = c->variant ? c->variant : "";
-  if (!strncmp(e, "bench-", 6)) e += 6;
-  if (!strcmp(e, "ps"))
-    snprintf(out, cap, "ps-%s-S%d%s", v, c->S, c->sparse ? "-sparse" : "");
-  else if (!strcmp(e, "mapreduce"))
-    snprintf(out, cap, "mapreduce-%s/%s", v, c->tree_aggregate ? "tree" : "flat");
+  const sg_engine_t *eng = engine_of(c);
+  const char *e = eng ? eng->name : c->engine ? c->engine : "?";
+  const char *v = c->variant ? c->variant : "";
+  if (eng && eng->cost && eng->cost->label)
+    eng->cost->label(c, out, cap);
   else
     snprintf(out, cap, "%s", v[0] ? v : e);
+}
+
+void sg_cost_read(const sg_engine_t *eng, const sg_opts_t *o, sg_cost_case_t *c) {
+  c->variant = "";
+  if (eng && eng->cost && eng->cost->read) eng->cost->read(o, c);
+}
+
+/* ---- the what-if cases ----------------------------------------------- */
+
+int sg_cost_whatif_find(const char *name, sg_cost_case_t *c) {
+  if (!strcmp(name, ROOT)) {
+    c->engine = ROOT, c->variant = "", c->tree_aggregate = 0;
+    return 0;
+  }
+  for (const sg_engine_t *const *e = sg_engines; *e; e++)
+    for (const sg_cost_whatif_t *w = (*e)->cost ? (*e)->cost->what_if : NULL; w && w->name; w++)
+      if (!strcmp(w->name, name)) {
+        c->engine = (*e)->name, c->variant = w->variant, c->tree_aggregate = w->tree_aggregate;
+        return 0;
+      }
+  return -1;
+}
+
+void sg_cost_whatif_defaults(char *out, size_t cap) {
+  size_t n = 0;
+  int top = 0;
+  out[0] = 0;
+  for (const sg_engine_t *const *e = sg_engines; *e; e++)
+    for (const sg_cost_whatif_t *w = (*e)->cost ? (*e)->cost->what_if : NULL; w && w->name; w++)
+      if (w->by_default > top) top = w->by_default;
+  for (int place = 1; place <= top; place++)
+    for (const sg_engine_t *const *e = sg_engines; *e; e++)
+      for (const sg_cost_whatif_t *w = (*e)->cost ? (*e)->cost->what_if : NULL; w && w->name; w++)
+        if (w->by_default == place && n < cap)
+          n += (size_t)snprintf(out + n, cap - n, "%s,", w->name);
+  if (n < cap) snprintf(out + n, cap - n, "%s", ROOT);
 }
 
 /* ---- the fit --------------------------------------------------------- */

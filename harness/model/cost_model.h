@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "cost.h" /* sg_cost_params_t, sg_cost_case_t, sg_cost_split_t */
+#include "engine.h"
 
 /* The two bounds of c's communication under p; SG_ENOTFOUND as below. */
 int sg_cost_detail(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *out);
@@ -39,9 +40,25 @@ int sg_cost_comm(const sg_cost_case_t *c, const sg_cost_params_t *p, double *sec
 /* 1 when the table has a formula for c's engine and variant. */
 int sg_cost_known(const sg_cost_case_t *c);
 
-/* The table's name for c ("ring", "ps-sync-S2", "mapreduce-tree/flat") into
- * out. */
+/* The table's name for c (ring, ps-sync-S2, mapreduce-tree/flat) into
+ * out: the engine's label hook (core/cost.h), else c's variant, else the
+ * engine's name. */
 void sg_cost_label(const sg_cost_case_t *c, char *out, size_t cap);
+
+/* The engine's part of a recorded run's case from the run's options (the
+ * engine's read hook; c->N and c->K set before): variant "" and nothing
+ * else for an engine without one (eng may be NULL).  c->variant may
+ * point into o. */
+void sg_cost_read(const sg_engine_t *eng, const sg_opts_t *o, sg_cost_case_t *c);
+
+/* A what-if case by name: an engine's (core/cost.h, what_if) or a
+ * reference's (root): sets c's engine, variant and tree_aggregate; -1 for
+ * a name none has. */
+int sg_cost_whatif_find(const char *name, sg_cost_case_t *c);
+
+/* The default --engines list: the engines' default what-if cases in their
+ * places, then root (ring,rhd,tree,hier,ps,root). */
+void sg_cost_whatif_defaults(char *out, size_t cap);
 
 /* Bytes through the busiest link per step, one direction (the beta term
  * divided by beta), for the monotonicity checks and the docs. */

@@ -215,14 +215,10 @@ static double model_bytes(const char *model, const char *hidden, const char *dat
   return 4 * n;
 }
 
+/* The run's columns the model reads itself; the engine reads its own
+ * options (sg_cost_read). */
 static const char RUN_SQL[] =
     "SELECT id, engine, coalesce(workers, 0),"
-    " coalesce(json_extract(options_json, '$.algorithm'), json_extract(options_json, '$.impl'),"
-    "          json_extract(options_json, '$.mode'), json_extract(options_json, '$.broadcast'), ''),"
-    " coalesce(json_extract(options_json, '$.servers'), 1),"
-    " coalesce(json_extract(options_json, '$.sparse'), 0),"
-    " coalesce(json_extract(options_json, '$.aggregate'), 'flat'),"
-    " coalesce(json_extract(options_json, '$.depth'), 2),"
     " coalesce(json_extract(options_json, '$.\"cluster.link\"'), ''),"
     " coalesce(json_extract(options_json, '$.zmq_auth'), ''), coalesce(transport, ''),"
     " coalesce(json_extract(options_json, '$.model'), ''),"
@@ -230,12 +226,7 @@ static const char RUN_SQL[] =
     " coalesce(json_extract(options_json, '$.dataset'), ''),"
     " coalesce(json_extract(options_json, '$.features'), 0),"
     " coalesce(json_extract(options_json, '$.classes'), 10), experiment_id,"
-    " coalesce(json_extract(options_json, '$.slice'), 0),"
-    " coalesce(json_extract(options_json, '$.slice_from'), 0),"
-    " coalesce(json_extract(options_json, '$.compress'), 'none'),"
     " coalesce(json_extract(options_json, '$.\"cluster.hosts\"'), -1),"
-    " coalesce(json_extract(options_json, '$.group'), 0),"
-    " coalesce(json_extract(options_json, '$.segment'), 0),"
     " coalesce(json_extract(options_json, '$._label'), engine)"
     " FROM runs WHERE experiment_id = ?1 AND status = 'ok'"
     " AND json_extract(options_json, '$._bench_max_bytes') IS NULL ORDER BY id";
@@ -284,58 +275,61 @@ static void link_rates(const char *links, int procs, int hubs, double *min, doub
   }
 }
 
-/* The slice bytes a ps run used (ps_slicing): its `slice` on the dense
- * sync path when the largest shard is at least `slice_from`; runs
- * recorded before slicing existed have neither key, so 0. */
-static double ps_slice_of(const mrun_t *r, double slice, double from, const char *compress) {
-  double s = r->c.S > 0 ? r->c.S : 1;
-  if (strcmp(r->engine, "ps") || strcmp(r->variant, "sync") || r->c.sparse ||
-      !strcmp(compress, "topk"))
-    return 0;
-  return r->c.K / s >= from ? slice : 0;
+/* The run's options as its engine reads them (runs.options_json); NULL
+ * when out of memory. */
+static sg_opts_t *run_opts(sqlite3 *db, long long id) {
+  sqlite3_stmt *st = NULL;
+  sg_opts_t *o = sg_opts_new();
+  if (o && sqlite3_prepare_v2(db, "SELECT j.key, j.value FROM runs r, json_each(r.options_json) j"
+                              " WHERE r.id = ?1 AND j.type NOT IN ('null', 'object', 'array')",
+                              -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(st, 1, id);
+    while (sqlite3_step(st) == SQLITE_ROW)
+      if (sg_opts_set(o, TXT(0), TXT(1)) < 0) break;
+  }
+  sqlite3_finalize(st);
+  return o;
 }
 
-static void read_run(sqlite3_stmt *st, mrun_t *r, double k) {
+/* The run's processes and how many of them are hubs, from the engine
+ * table (its layout and role kinds); N and none when the engine cannot
+ * say. */
+static void run_ranks(const sg_engine_t *eng, const sg_opts_t *o, int N, int *procs, int *hubs) {
+  int n = N;
+  *hubs = 0;
+  if (eng && o && eng->layout && eng->layout(o, N, &n) < 0) n = N;
+  for (int i = 0; eng && o && i < n; i++)
+    *hubs += sg_engine_role_kind(eng, o, N, i) == SG_ROLE_HUB;
+  *procs = n;
+}
+
+static void read_run(sqlite3 *db, sqlite3_stmt *st, mrun_t *r, double k) {
   memset(r, 0, sizeof *r);
   r->id = sqlite3_column_int64(st, 0);
-  r->exp = sqlite3_column_int64(st, 16);
+  r->exp = sqlite3_column_int64(st, 11);
   snprintf(r->engine, sizeof r->engine, "%s", TXT(1));
-  sg_printable(r->name, sizeof r->name, TXT(23)); /* printed on terminals */
-  snprintf(r->variant, sizeof r->variant, "%s", TXT(3));
-  snprintf(r->link, sizeof r->link, "%s", TXT(8));
-  snprintf(r->auth, sizeof r->auth, "%s", TXT(9));
-  snprintf(r->transport, sizeof r->transport, "%s", TXT(10));
-  r->hosts = sqlite3_column_int(st, 20);
-  r->c = (sg_cost_case_t){.engine = r->engine, .variant = r->variant,
-                          .N = sqlite3_column_int(st, 2), .S = sqlite3_column_int(st, 4),
-                          .sparse = sqlite3_column_int(st, 5),
-                          .tree_aggregate = !strcmp(TXT(6), "tree"),
-                          .depth = sqlite3_column_int(st, 7)};
+  sg_printable(r->name, sizeof r->name, TXT(13)); /* printed on terminals */
+  snprintf(r->link, sizeof r->link, "%s", TXT(3));
+  snprintf(r->auth, sizeof r->auth, "%s", TXT(4));
+  snprintf(r->transport, sizeof r->transport, "%s", TXT(5));
+  r->hosts = sqlite3_column_int(st, 12);
+  r->c = (sg_cost_case_t){.engine = r->engine, .N = sqlite3_column_int(st, 2),
+                          .transport = r->transport};
   r->c.K = k >= 0 ? k
-                  : model_bytes(TXT(11), TXT(12), TXT(13), sqlite3_column_int(st, 14),
-                                sqlite3_column_int(st, 15));
-  /* slice and slice_from as written ("128K", "1M"): SQLite's numeric
-   * reading of "1M" is 1 */
-  int64_t slice = 0, from = 0;
-  if (sg_parse_int("slice", TXT(17), &slice) < 0) slice = 0;
-  if (sg_parse_int("slice_from", TXT(18), &from) < 0) from = 0;
-  int64_t seg = 0; /* hier's group (0: auto, one host here), tree's segment */
-  if (sg_parse_int("segment", TXT(22), &seg) < 0) seg = 0;
+                  : model_bytes(TXT(6), TXT(7), TXT(8), sqlite3_column_int(st, 9),
+                                sqlite3_column_int(st, 10));
+  const sg_engine_t *eng = sg_engine_find(r->engine);
+  sg_opts_t *o = run_opts(db, r->id);
+  int hubs;
+  sg_cost_read(eng, o, &r->c);
+  snprintf(r->variant, sizeof r->variant, "%s", r->c.variant);
+  r->c.variant = r->variant;
+  run_ranks(eng, o, r->c.N, &r->procs, &hubs);
+  sg_opts_destroy(&o);
   sg_err_clear();
-  r->c.group = sqlite3_column_int(st, 21);
-  r->c.segment = (double)seg;
-  r->c.slice = ps_slice_of(r, (double)slice, (double)from, TXT(19));
-  int hubs = !strcmp(r->engine, "ps") ? (r->c.S > 0 ? r->c.S : 1)
-             : !strcmp(r->engine, "mapreduce") ? 1 : 0;
-  r->procs = r->c.N + hubs;
   link_rates(r->link, r->procs, hubs, &r->rate_min, &r->rate_hub, &r->rate_med);
   char label[sizeof r->label];
   sg_cost_label(&r->c, label, sizeof label);
-  /* ring, rhd, tree and hier run over either transport: name MPI's
-   * (native is MPI's) */
-  if (!strcmp(r->transport, "mpi") && r->c.variant && strcmp(r->c.variant, "native") &&
-      !strcmp(r->engine, "allreduce"))
-    snprintf(label + strlen(label), sizeof label - strlen(label), "-mpi");
   safe(label, r->label, sizeof r->label);
 }
 
@@ -608,8 +602,9 @@ static int model_runs(sqlite3 *db, const margs_t *a, int64_t exp, double gamma) 
   sqlite3_bind_int64(st, 1, exp);
   while (rc == SG_OK && sqlite3_step(st) == SQLITE_ROW) {
     mrun_t r;
-    read_run(st, &r, a->k);
-    if (!strcmp(r.engine, "local") || !strncmp(r.engine, "bench-", 6)) continue;
+    read_run(db, st, &r, a->k);
+    const sg_engine_t *eng = sg_engine_find(r.engine);
+    if ((eng && eng->baseline) || !strncmp(r.engine, "bench-", 6)) continue;
     if (!sg_cost_known(&r.c)) { /* e.g. allreduce nccl: said, not fatal */
       printf("%5lld %-22s %3d   (no cost formula for this engine and variant)\n", r.id, r.label,
              r.c.N);
@@ -674,7 +669,7 @@ static int md_runs(FILE *f, sqlite3 *db, int64_t exp, double *gamma, int *rows) 
   while (sqlite3_step(st) == SQLITE_ROW) {
     mrun_t r;
     pred_t q;
-    read_run(st, &r, -1);
+    read_run(db, st, &r, -1);
     if (!r.link[0] || !sg_cost_known(&r.c) || !strncmp(r.engine, "bench-", 6)) continue;
     if (isnan(*gamma) && sg_cost_measure_gamma(16u << 20, 5, gamma) < 0) *gamma = 0;
     if (predict(db, &a, &r, *gamma, &q) < 0 || !(r.c.K > 0)) continue;

@@ -143,7 +143,7 @@ static int parse_args(int argc, char **argv, wargs_t *a) {
   char topo[16] = "flat";
   *a = (wargs_t){.gamma = -1, .servers = 1, .depth = 2, .rate = -1, .K = -1};
   snprintf(a->workers, sizeof a->workers, "2:1024");
-  snprintf(a->engines, sizeof a->engines, "ring,rhd,tree,hier,ps,root");
+  sg_cost_whatif_defaults(a->engines, sizeof a->engines);
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int t;
@@ -174,32 +174,22 @@ static int parse_args(int argc, char **argv, wargs_t *a) {
 
 /* ---- the cases ---------------------------------------------------------- */
 
-static const struct {
-  const char *name, *engine, *variant;
-  int tree; /* mapreduce: aggregate tree */
-} ALIASES[] = {
-    {"ring", "allreduce", "ring", 0},  {"rhd", "allreduce", "rhd", 0},
-    {"tree", "allreduce", "tree", 0},  {"hier", "allreduce", "hier", 0},
-    {"native", "allreduce", "native", 0}, {"ps", "ps", "sync", 0},
-    {"ps-async", "ps", "async", 0},     {"mapreduce", "mapreduce", "flat", 0},
-    {"mapreduce-tree", "mapreduce", "tree", 1}, {"root", "root", "", 0},
-};
-
 typedef struct wcase {
-  char engine[32], variant[32], label[48];
+  char engine[32], variant[32];
   int tree;
 } wcase_t;
 
-/* A case name: an alias, or ENGINE:VARIANT of letters, digits and '-'. */
+/* A case name: one an engine lists (its what-if cases, core/cost.h), a
+ * reference (root), or ENGINE:VARIANT of letters, digits and '-'. */
 static int case_of(const char *name, wcase_t *w) {
+  sg_cost_case_t c = {0};
   memset(w, 0, sizeof *w);
-  for (size_t i = 0; i < sizeof ALIASES / sizeof ALIASES[0]; i++)
-    if (!strcmp(name, ALIASES[i].name)) {
-      snprintf(w->engine, sizeof w->engine, "%s", ALIASES[i].engine);
-      snprintf(w->variant, sizeof w->variant, "%s", ALIASES[i].variant);
-      w->tree = ALIASES[i].tree;
-      return 0;
-    }
+  if (sg_cost_whatif_find(name, &c) == 0) {
+    snprintf(w->engine, sizeof w->engine, "%s", c.engine);
+    snprintf(w->variant, sizeof w->variant, "%s", c.variant);
+    w->tree = c.tree_aggregate;
+    return 0;
+  }
   size_t n = strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-:");
   const char *colon = strchr(name, ':');
   if (name[n] || !colon || colon == name || strchr(colon + 1, ':') ||
@@ -309,9 +299,6 @@ static int print_cases(const wargs_t *a, const int *ns, int nn, int dry) {
       if (dry) continue;
       SG_CHECK(row_of(a, c, &r));
       sg_cost_label(&c, label, sizeof label);
-      if (!strcmp(w.variant, "hier"))
-        snprintf(label + strlen(label), sizeof label - strlen(label), "-G%d",
-                 c.group < c.N ? c.group : c.N);
       print_row(a, label, &c, &r, first);
       first = 0;
     }
