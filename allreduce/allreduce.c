@@ -224,6 +224,8 @@ void sg_ar_destroy(sg_ar_t **pa) {
 
 int64_t sg_ar_cfg_segment(const sg_ar_cfg_t *c, const sg_comm_t *comm) {
   if (c->segment > 0) return c->segment;
+  const sg_ar_algo_t *row = sg_ar_algo_find(c->algorithm);
+  if (row && row->memory == SG_AR_MEM_DEVICE) return SG_AR_SEGMENT_DEFAULT; /* cuda-ring's slot */
   return sg_comm_zmq_cma(comm)     ? SG_AR_SEGMENT_ZMQ_IPC
          : sg_comm_zmq_curve(comm) ? SG_AR_SEGMENT_CURVE
                                    : SG_AR_SEGMENT_DEFAULT;

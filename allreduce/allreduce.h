@@ -83,9 +83,10 @@ typedef struct sg_ar_cfg {
 
 /* Fill c from o (SG_ECONFIG naming a key that does not parse). */
 int sg_ar_cfg_from_opts(sg_ar_cfg_t *c, const sg_opts_t *o);
-/* The segment in bytes (auto: 4 MiB where comm reads large sends from
- * the sender's memory, zmq over ipc (sg_comm_zmq_cma), measured faster
- * from 4 MiB up at N = 2; 256 KiB with CURVE; 1 MiB otherwise). */
+/* The segment in bytes (auto: a device row's (cuda-ring's slot) 1 MiB;
+ * 4 MiB where comm reads large sends from the sender's memory, zmq over
+ * ipc (sg_comm_zmq_cma), measured faster from 4 MiB up at N = 2; 256 KiB
+ * with CURVE; 1 MiB otherwise). */
 int64_t sg_ar_cfg_segment(const sg_ar_cfg_t *c, const sg_comm_t *comm);
 /* hier's ranks per group (auto: see sg_ar_group_opt). */
 int64_t sg_ar_cfg_group(const sg_ar_cfg_t *c, const sg_comm_t *comm);

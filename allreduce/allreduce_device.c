@@ -90,10 +90,10 @@ static const struct sg_ar_dev_algo staged_ops = {staged_setup, staged_run};
 
 static int ring_setup(dev_comm_t *dc, sg_rank_ctx_t *ctx, const sg_ar_cfg_t *cfg, size_t n,
                       size_t segment) {
-  (void)n, (void)segment;
+  (void)n;
   const int mode = strcmp(cfg->cuda_ring, "persistent") ? SG_CUDA_RING_STAGED
                                                          : SG_CUDA_RING_PERSISTENT;
-  dc->seg = (cfg->segment > 0 ? (size_t)cfg->segment : SG_AR_SEGMENT_DEFAULT) / sizeof(float);
+  dc->seg = segment / sizeof(float);
   return sg_cuda_ring_new(&dc->ring, ctx->comm, dc->seg, mode);
 }
 
@@ -155,8 +155,8 @@ const sg_ar_algo_t sg_ar_nccl = {
 
 /* ---- the row of the run's `algorithm` ------------------------------------ */
 
-/* segment: the host algorithms' (sg_ar_cfg_segment); cuda-ring's slot is
- * the set `segment`, 0 = SG_AR_SEGMENT_DEFAULT. */
+/* segment: sg_ar_cfg_segment's (cuda-ring's slot: the set `segment`, or
+ * SG_AR_SEGMENT_DEFAULT). */
 static int dc_new(dev_comm_t *dc, sg_rank_ctx_t *ctx, const sg_ar_cfg_t *cfg, size_t n,
                   int64_t segment) {
   const sg_ar_algo_t *row = sg_ar_algo_find(cfg->algorithm);
