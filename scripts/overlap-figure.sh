@@ -53,7 +53,9 @@ for v in 0 1 2; do awk -v v=$v '$1 == v { print $2, $3, $5, $6 }' "$tmp/points" 
 cat > "$tmp/fig.gp" <<EOF
 set logscale x
 set xlabel 'link rate (Mbit/s), ring N = 4, one rank per emulated host'
-set ylabel 'step time (ms), median over passes'
+set ylabel 'step time (ms): median of the passes, bars min..max'
+set xrange [14:1500]
+set yrange [0:*]
 set title 'CNN (174 KiB of gradient): overlap off and on, by link rate'
 set key top right
 set grid
