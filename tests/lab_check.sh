@@ -82,8 +82,8 @@ badpred)  # a predictions file that is not name: number: one line, exit 2
    "$sg" run "$cfg" --db "$d/ok.db" -q >/dev/null 2>&1          # two runs fail: exit 1
    [ $? -eq 1 ] || { out=""; fail "sgdlab run $cfg: not exit 1"; }
    "$sg" run "$cfg" --db "$d/bad.db" --set delay_rank=1 -q >/dev/null 2>&1  # another rank slowed
-   printf 'slow_run_fails: 0\nring_blamed_rank: 2\nworker_wait_s: 1.15\n' > "$d/ok.yaml"
-   printf 'slow_run_fails: 0\nring_blamed_rank: 3\nworker_wait_s: 1.15\n' > "$d/bad.yaml"
+   printf 'slow_run_fails: 0\nring_blamed_rank: 2\nworker_wait_s: 3.45\n' > "$d/ok.yaml"
+   printf 'slow_run_fails: 0\nring_blamed_rank: 3\nworker_wait_s: 3.45\n' > "$d/bad.yaml"
    why='FAIL] 0/2  the failed ring blames rank 2: .* 1 != 2'
    why2='FAIL] 0/1  prediction ring_blamed_rank.*predicted 3, answer 2' ;;
 9) cfg=$src/configs/labs/lab9-cnn-overlap.yaml
