@@ -37,4 +37,4 @@ export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export OMPI_MCA_mca_base_component_disable_dlclose=1 # symbolizable leak stacks
 ctest --test-dir build-asan --output-on-failure -j2 \
-  -R '^(fuzz_|test_opts|test_stage|test_config|test_admit|test_dataset|test_recorder|test_report|test_results$|test_transport_inproc|test_attack|test_show_text|test_ps_proto|test_cost_model|test_rdv_auth|test_ps_sparse|test_allreduce$|test_mapreduce$|test_model|test_shard|test_optim|test_workload|test_harness_death|test_outputs|test_inputs|test_simulate_platform|docs_config|claims_badfile|claims_planted|lab_check_badpred|lab_check_1|hostile_db)'
+  -R '^(fuzz_|test_opts|test_stage|test_config|test_admit|test_dataset|test_recorder|test_report|test_results$|test_transport_inproc|test_attack|test_show_text|test_ps_proto|test_cost_model|test_rdv_auth|test_ps_sparse|test_allreduce$|test_mapreduce$|test_model|test_shard|test_optim|test_workload|test_harness_death|test_outputs|test_inputs|test_simulate_platform|docs_config|claims_badfile|claims_planted|lab_check_badpred|lab_check_1|hostile_db|checks_input)'
