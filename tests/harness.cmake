@@ -49,9 +49,10 @@ add_dependencies(test_outputs sgdlab sgdlab-rank)
 # table's name): every reader refuses them at once with one line
 add_test(NAME hostile_db COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hostile_db.sh $<TARGET_FILE:sgdlab> ${CMAKE_SOURCE_DIR})
 set_tests_properties(hostile_db PROPERTIES TIMEOUT 300)
-# a rubric or claim file with a control character in its text: one line
-add_test(NAME rubric_text COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rubric_text.sh $<TARGET_FILE:sgdlab> ${CMAKE_SOURCE_DIR})
-set_tests_properties(rubric_text PROPERTIES TIMEOUT 60)
+# rubric and claim files with a control character in their text, and
+# predictions that are a FIFO, endless, big or deeply nested: one line each
+add_test(NAME checks_input COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/checks_input.sh $<TARGET_FILE:sgdlab> ${CMAKE_SOURCE_DIR})
+set_tests_properties(checks_input PROPERTIES TIMEOUT 120)
 # inputs refused before launch and the 100,000-run dry run (its TIMEOUT is
 # generous: the test checks the count, not the time)
 sg_add_test(test_inputs SOURCES test_inputs.c TIMEOUT 300)

@@ -171,3 +171,59 @@ TEST(bad_input_rejected) {
   CHECK(sg_shard_owners(SG_PART_LABEL_SKEW, -1, 1, y, 3, C, 2, o) == SG_ECONFIG);
   CHECK(sg_shard_owners(SG_PART_BY_CLASS, 0, 1, y, 4, C, 2, o) == SG_EINVAL); /* label 10 */
 }
+
+/* ---- the draw's exact output, pinned ------------------------------------
+ * FNV-1a of the owner array for label-skew draws over few and many classes
+ * (labels spread over every class, or over a handful of a large range),
+ * small and large alpha, N above and below the class count.  The values
+ * were taken from the one-class-at-a-time draw; any faster draw must give
+ * every owner the same, so these stay equal by construction. */
+static uint64_t fnv(const uint16_t *o, int64_t n) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (int64_t i = 0; i < n; i++)
+    for (int b = 0; b < 2; b++) h = (h ^ ((o[i] >> (8 * b)) & 0xff)) * 0x100000001b3ULL;
+  return h;
+}
+
+/* Labels of sample i: a hash over `used` classes, spaced `stride` apart. */
+static void spread(int32_t *y, int64_t n, int used, int stride) {
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t h = ((uint64_t)i + 1) * 0x9e3779b97f4a7c15ULL;
+    y[i] = (int32_t)(((h >> 29) % (uint64_t)used) * (uint64_t)stride);
+  }
+}
+
+typedef struct pin {
+  int64_t n;
+  int classes, used, stride, N;
+  double alpha;
+  uint64_t seed, hash;
+} pin_t;
+
+static const pin_t PINS[] = {
+    {60000, 10, 10, 1, 8, 0.1, 1, 0xcdd993bbde7819fdULL},
+    {60000, 10, 10, 1, 8, 1000, 1, 0x028b3fcd2d48663dULL},
+    {6007, 3, 3, 1, 13, 0.5, 9, 0xa2634c9c5159a965ULL},
+    {20000, 1000, 1000, 1, 5, 0.1, 2, 0x8454eabf0bc8c01dULL},
+    {20000, 1000, 1000, 1, 64, 1.0, 3, 0xe779b6b115a5ff35ULL},
+    {3000, 100000, 3000, 33, 4, 0.3, 4, 0xc918c302a78f604dULL},
+    {3000, 100000, 7, 9999, 6, 0.05, 5, 0x9b5d07e6b7e1846dULL},
+    {4000, 100000, 100000, 1, 3, 10, 6, 0xe904e8c66e14840eULL},
+};
+
+TEST(label_skew_draw_pinned) {
+  for (size_t k = 0; k < sizeof PINS / sizeof PINS[0]; k++) {
+    const pin_t *t = &PINS[k];
+    int32_t *y = malloc((size_t)t->n * sizeof *y);
+    uint16_t *o = malloc((size_t)t->n * sizeof *o);
+    CHECK(y && o);
+    spread(y, t->n, t->used, t->stride);
+    int rc = sg_shard_owners(SG_PART_LABEL_SKEW, t->alpha, t->seed, y, t->n, t->classes, t->N, o);
+    uint64_t h = fnv(o, t->n);
+    free(y), free(o);
+    CHECK_OK(rc);
+    if (getenv("SG_PIN_PRINT")) printf("pin %zu: 0x%016llxULL\n", k, (unsigned long long)h);
+    else CHECK_MSG(h == t->hash, "pin %zu (n %lld, %d classes, N %d, alpha %g): 0x%016llx",
+                   k, (long long)t->n, t->classes, t->N, t->alpha, (unsigned long long)h);
+  }
+}

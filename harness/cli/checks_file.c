@@ -1,10 +1,13 @@
 /* checks_file.c - reading a checks file and a predictions file (checks.h). */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "checks.h"
@@ -204,22 +207,72 @@ static int top_key(doc_t *x, const char *k, yaml_node_t *kn, yaml_node_t *v, ck_
   return at(x, kn, k, "unknown key (says, source, experiment, name, root, bench, checks)");
 }
 
-static int load_doc(doc_t *x, const char *path, yaml_node_t **root) {
-  FILE *fp = fopen(path, "rb");
+/* The whole file, read from a regular file of at most 1 MiB (a FIFO
+ * would block the open, /dev/zero never ends): *text malloc'ed. */
+static int slurp(const char *path, char **text, size_t *len) {
+  struct stat sb;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), rc = SG_OK;
+  ssize_t got = 0;
+  *text = NULL;
+  if (fd < 0) return sg_err_set(SG_ENOTFOUND, "%s: %s", path, strerror(errno));
+  if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size > (1 << 20))
+    rc = sg_err_set(SG_ECONFIG, "%s:1:1: not a regular file of at most 1 MiB", path);
+  else if (!(*text = malloc((size_t)sb.st_size + 1)))
+    rc = sg_err_set(SG_ENOMEM, "out of memory");
+  else if ((got = read(fd, *text, (size_t)sb.st_size)) != sb.st_size)
+    rc = sg_err_set(SG_EIO, "%s: %s", path, got < 0 ? strerror(errno) : "short read");
+  close(fd);
+  if (rc < 0) free(*text), *text = NULL;
+  *len = (size_t)got;
+  return rc;
+}
+
+static int yaml_err(const char *path, const yaml_parser_t *yp) {
+  return sg_err_set(SG_ECONFIG, "%s:%zu:%zu: %s", path, yp->problem_mark.line + 1,
+                    yp->problem_mark.column + 1, yp->problem ? yp->problem : "not YAML");
+}
+
+/* libyaml's loader takes time quadratic in the nesting depth (a 100 KB
+ * file of '[' took minutes): one pass over the events first, stopping
+ * at the first level deeper than 32. */
+static int prescan(const char *path, const char *text, size_t len) {
   yaml_parser_t yp;
-  int rc = SG_OK;
-  if (!fp) return sg_err_set(SG_ENOTFOUND, "%s: %s", path, strerror(errno));
+  yaml_event_t ev;
+  int depth = 0, rc = SG_OK;
   yaml_parser_initialize(&yp);
-  yaml_parser_set_input_file(&yp, fp);
-  if (!yaml_parser_load(&yp, &x->d)) {
-    rc = sg_err_set(SG_ECONFIG, "%s:%zu:%zu: %s", path, yp.problem_mark.line + 1,
-                    yp.problem_mark.column + 1, yp.problem ? yp.problem : "not YAML");
-    yaml_parser_delete(&yp);
-    fclose(fp);
-    return rc;
+  yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
+  for (;;) {
+    if (!yaml_parser_parse(&yp, &ev)) {
+      rc = yaml_err(path, &yp);
+      break;
+    }
+    yaml_event_type_t t = ev.type;
+    size_t line = ev.start_mark.line + 1, col = ev.start_mark.column + 1;
+    yaml_event_delete(&ev);
+    if (t == YAML_STREAM_END_EVENT) break;
+    if ((t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT) && ++depth > 32) {
+      rc = sg_err_set(SG_ECONFIG, "%s:%zu:%zu: nested deeper than 32 levels", path, line, col);
+      break;
+    }
+    if (t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT) depth--;
   }
   yaml_parser_delete(&yp);
-  fclose(fp);
+  return rc;
+}
+
+static int load_doc(doc_t *x, const char *path, yaml_node_t **root) {
+  yaml_parser_t yp;
+  char *text = NULL;
+  size_t len = 0;
+  int rc = slurp(path, &text, &len);
+  if (rc == SG_OK) rc = prescan(path, text, len);
+  if (rc < 0) return free(text), rc;
+  yaml_parser_initialize(&yp);
+  yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
+  if (!yaml_parser_load(&yp, &x->d)) rc = yaml_err(path, &yp);
+  yaml_parser_delete(&yp);
+  free(text);
+  if (rc < 0) return rc;
   x->path = path;
   *root = yaml_document_get_root_node(&x->d);
   if (!*root || (*root)->type != YAML_MAPPING_NODE) {
