@@ -176,13 +176,14 @@ static void equal_runs(const char *d, const char *ref) {
     on_h0_argv(argv, host, sizeof host, cfg, db);
     uint64_t before[4];
     CHECK_EQ_INT(tc_link_tx(g_name, 4, before), 0);
-    double t0 = sg_now();
+    double t0 = sg_now(), submit = sg_wall();
     int code = ru_wait_exit_code(ru_start(argv, errp, 1, NULL), 120);
     char *err = ru_slurp(errp, 4096);
     fprintf(stderr, "  %s: exit %d in %.2f s\n%s", variants[v][3], code, sg_now() - t0,
             err ? err : "");
     free(err);
     CHECK_EQ_INT(code, 0);
+    tc_submit_to_first_step(db, submit, variants[v][3]);
     long long id = ru_db_int(db, "SELECT max(id) FROM runs");
     snprintf(sql, sizeof sql, "SELECT count(DISTINCT host) FROM ranks WHERE run_id = %lld", id);
     long long hosts = ru_db_int(db, sql);
