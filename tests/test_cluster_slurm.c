@@ -210,9 +210,10 @@ static void interactive_runs(const char *d, const char *ref) {
                      "--db", db, NULL};
     uint64_t before[4];
     CHECK_EQ_INT(link_tx(before), 0);
-    double t0 = sg_now();
+    double t0 = sg_now(), submit = sg_wall();
     CHECK_MSG(on_h0(words) == 0, "%s: salloc ... sgdlab run failed", variants[v][3]);
     fprintf(stderr, "  %s: %.2f s from salloc to its return\n", variants[v][3], sg_now() - t0);
+    tc_submit_to_first_step(db, submit, variants[v][3]);
     check_run(db, dump, ref, atoi(variants[v][2]), variants[v][3]);
     if (!test_failed_now_) check_links(db, before, variants[v][3]);
     if (test_failed_now_) return;
@@ -243,16 +244,7 @@ static void batch_run(const char *d, const char *ref) {
   int rc = on_h0(words);
   fprintf(stderr, "  ring zmq (sbatch): exit %d, %.2f s from sbatch to its return\n", rc,
           sg_now() - t0);
-  /* the job's harness claimed its row at started_at (epoch seconds, ms);
-   * step starts count from the run's t0, taken just after */
-  char *start = ru_db_text(db, "SELECT printf('%.3f', (julianday(started_at) - 2440587.5) * "
-                           "86400) FROM runs ORDER BY id DESC LIMIT 1");
-  char *first = ru_db_text(db, "SELECT printf('%.6f', min(t_start)) FROM steps");
-  if (start && first)
-    fprintf(stderr, "  ring zmq (sbatch): submit to job start (row claimed) %.3f s, submit to "
-            "first step %.3f s\n", atof(start) - submit, atof(start) + atof(first) - submit);
-  free(start);
-  free(first);
+  tc_submit_to_first_step(db, submit, "ring zmq (sbatch)");
   snprintf(outfile, sizeof outfile, "%s/job.out", d);
   char *log = ru_slurp(outfile, 16384);
   if (log) fprintf(stderr, "  job output:\n%s", log);
@@ -313,6 +305,31 @@ static pid_t find_harness(const char *cfg) {
   return found;
 }
 
+static int count_files(const char *path);
+
+/* The killed harness left its run's directory (spec, keys) and its row
+ * running; the next `sgdlab run` into the same database (a one-step local
+ * run) marks the row failed and removes the directory. */
+static void after_killed_harness(const char *d, const char *db) {
+  char cfg[128], sql[96], *dir = ru_db_text(db, "SELECT tmp_dir FROM runs ORDER BY id DESC LIMIT 1");
+  long long id = ru_db_int(db, "SELECT max(id) FROM runs");
+  struct stat sb;
+  int files = dir && dir[0] && stat(dir, &sb) == 0 ? count_files(dir) : 0;
+  snprintf(cfg, sizeof cfg, "%s/after.yaml", d);
+  CHECK_OK(ru_write_train_config(cfg, "slurm-after", "local", NULL, "", 1, 2));
+  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  int left = dir && dir[0] && stat(dir, &sb) == 0;
+  snprintf(sql, sizeof sql, "SELECT status FROM runs WHERE id = %lld", id);
+  char *status = ru_db_text(db, sql);
+  fprintf(stderr, "  killed harness's run directory %s: %d files before the next run, %s after; "
+          "its row %s\n", dir ? dir : "?", files, left ? "still there" : "gone",
+          status ? status : "?");
+  CHECK_MSG(dir && dir[0] && files > 0 && !left, "the killed harness's run directory was not "
+            "removed by the next run (%s)", dir ? dir : "no tmp_dir");
+  free(dir);
+  free(status);
+}
+
 /* The harness killed with SIGKILL under salloc: salloc ends, Slurm ends
  * the job's step, and no rank of the cluster is left (bounded wait). */
 static void killed_harness(const char *d) {
@@ -326,22 +343,37 @@ static void killed_harness(const char *d) {
   snprintf(host, sizeof host, "%s/h0", g_name);
   char *argv[] = {"sgdlab", "cluster", "exec", host, "--", "salloc", "-N4", "-n4",
                   (char *)ru_sgdlab(), "run", cfg, "--db", db, NULL};
+  int idle = scan_procs(g_conf, -1, NULL); /* the daemons (and slurmctld's slurmscriptd) */
   pid_t sg = ru_start(argv, errpath, 1, NULL);
   CHECK(sg > 0);
   int st = 0, w = ru_db_wait(db, "SELECT COUNT(*) FROM steps WHERE rank = 3", 5, 60, sg, &st);
   pid_t h = w == 0 ? find_harness(cfg) : 0, rank_pid[4] = {0};
   int found = 0;
   for (int r = 0; r < 4; r++) found += scan_procs(g_conf, r, &rank_pid[r]) > 0;
+  int procs_before = scan_procs(g_conf, -1, NULL);
   if (h > 0) kill(h, SIGKILL);
   int code = ru_wait_exit_code(sg, 30);
   double t0 = sg_now();
   int ranks = 0;
   for (int r = 0; r < 4; r++)
     ranks += rank_pid[r] > 0 && !ru_wait_gone(rank_pid[r], t0 + 30 - sg_now(), 1);
+  double gone = sg_now() - t0;
+  /* the step daemons end once Slurm has ended the job (KillWait 2 s):
+   * polled, at most 20 s, until only what ran before the job is left */
+  int procs_after;
+  while ((procs_after = scan_procs(g_conf, -1, NULL)) > idle && sg_now() - t0 < 20) {
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
   fprintf(stderr, "  harness killed (-9): salloc exit %d; %d ranks before, %d left %.2f s "
-          "later\n", code, found, ranks, sg_now() - t0);
+          "later; processes of the cluster (daemons, step daemons, ranks) %d before the job, "
+          "%d during, %d %.2f s after\n", code, found, ranks, gone, idle, procs_before,
+          procs_after, sg_now() - t0);
+  CHECK_MSG(procs_after == idle, "%d processes of the cluster left, %d before the job",
+            procs_after, idle);
   CHECK_MSG(w == 0 && h > 0 && found == 4, "training did not start or harness not found (wait %d)", w);
   CHECK_MSG(ranks == 0, "%d ranks left after the harness was killed", ranks);
+  after_killed_harness(d, db);
 }
 
 /* Every node's /tmp is its own: no node sees a file in this /tmp, every

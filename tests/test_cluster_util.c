@@ -209,3 +209,15 @@ int tc_links_vs_ranks(const char *db, const char *name, int nhosts, const uint64
   }
   return ok;
 }
+
+void tc_submit_to_first_step(const char *db, double submit, const char *what) {
+  char *start = ru_db_text(db, "SELECT printf('%.3f', (julianday(started_at) - 2440587.5) * "
+                           "86400) FROM runs ORDER BY id DESC LIMIT 1");
+  char *first = ru_db_text(db, "SELECT printf('%.6f', min(t_start)) FROM steps WHERE run_id = "
+                           "(SELECT max(id) FROM runs)");
+  if (start && first)
+    fprintf(stderr, "  %s: submit to run start (row claimed) %.3f s, submit to first step "
+            "%.3f s\n", what, atof(start) - submit, atof(start) + atof(first) - submit);
+  free(start);
+  free(first);
+}

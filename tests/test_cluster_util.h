@@ -61,5 +61,10 @@ int tc_link_tx(const char *name, int nhosts, uint64_t *tx);
  * the number compared in *single. */
 int tc_links_vs_ranks(const char *db, const char *name, int nhosts, const uint64_t *before,
                       const char *what, double lo, double hi, int *single);
+/* From submit (sg_wall() before salloc, sbatch, ssh or the harness was
+ * started) to the newest run's start in db (its harness claiming the row:
+ * started_at, epoch seconds to the ms) and to its first step (step starts
+ * count from the run's t0, taken just after), printed with `what`. */
+void tc_submit_to_first_step(const char *db, double submit, const char *what);
 
 #endif
