@@ -75,11 +75,12 @@ void sg_model_set_grad_hook(sg_model_t *m, sg_grad_ready_fn fn, void *arg);
 
 /* dW of a dense layer (out x in) is computed in blocks of this many whole
  * output rows (the last block, rows [0, rest), may be smaller), always,
- * hook or not: a multiple of 16 rows holding at least 48 Ki floats
- * (192 KiB; a 784-input layer: 64 rows), or the whole layer if that is
- * less.  The blocks depend on the layer's shape only, so every run of a
- * model makes the same sgemm calls and gets the same bits on a given CPU
- * and BLAS, whatever its engine does with the hook. */
+ * hook or not: the whole layer when dW holds at most 256 Ki floats (1 MiB;
+ * the default MLP's 784 x 256 is one call), else the fewest blocks of
+ * about that size, each a multiple of 16 rows.  The blocks depend on the
+ * layer's shape only, so every run of a model makes the same sgemm calls
+ * and gets the same bits on a given CPU and BLAS, whatever its engine
+ * does with the hook. */
 int sg_model_dw_rows(int64_t in, int out);
 
 /* Forward only: adds the batch's summed loss and its number of correctly

@@ -4,8 +4,8 @@
  *    workload with 128 hidden units (MLP 784-128-10, batch 16), ring over
  *    zmq without overlap (the sharded update), then ring (zmq and mpi),
  *    rhd (mpi) and native (mpi) with overlap and 4 KiB buckets (the
- *    replicated update; 2 buckets a step: the model's dW blocks of layer
- *    0 are 64 rows).
+ *    replicated update; 2 buckets a step: the last layer, then layer 0,
+ *    whose 128 x 784 dW is one call).
  *    For N = 2 every element's sum is the same two terms, the sharded
  *    update the same operations as the replicated one, and the model
  *    makes the same sgemm calls with or without the overlap hook (its dW

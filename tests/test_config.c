@@ -97,6 +97,24 @@ TEST(defaults_are_filled_and_launcher_resolved) {
   CHECK(x == NULL);
 }
 
+/* Two entries of one engine that differ only in the model (an entry's own
+ * hidden and batch beside one on the workload's) get different run lines:
+ * the variant names every setting that tells a run apart. */
+TEST(entries_differing_in_the_model_have_different_run_lines) {
+  int rc;
+  sg_experiment_t *x = parse("name: lab\nworkers: 1\n"
+                             "workload: {model: mlp, hidden: [64], batch: 32}\n"
+                             "engines: [local, {engine: local, hidden: [128], batch: 64}]\n",
+                             NULL, 0, &rc);
+  CHECK_OK(rc);
+  CHECK_EQ_INT(x->nruns, 2);
+  CHECK_MSG(strcmp(x->runs[0].label, x->runs[1].label) != 0, "both runs read '%s'",
+            x->runs[0].label);
+  CHECK_STR_CONTAINS(x->runs[0].label, "hidden=64 batch=32");
+  CHECK_STR_CONTAINS(x->runs[1].label, "hidden=128 batch=64");
+  sg_experiment_destroy(&x);
+}
+
 TEST(sweeps_expand_to_the_cartesian_product) {
   int rc;
   sg_experiment_t *x = parse("name: sw\nworkers: [1, 2, 4]\nrepeat: 2\n"

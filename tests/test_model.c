@@ -256,17 +256,21 @@ static void record_range(void *arg, size_t off, size_t len) {
   r->n++;
 }
 
-/* dW blocks depend on the layer's shape only: 784 inputs, 150 outputs ->
- * rows [86, 150), [22, 86), [0, 22); the gradient with the hook set equals
+/* dW blocks depend on the layer's shape only: a dW of at most 1 MiB is
+ * one call (784 x 150, 784 x 256), a larger one the fewest 16-row-aligned
+ * blocks of about 1 MiB: 784 inputs, 400 outputs -> rows [192, 400),
+ * [0, 192); the gradient with the hook set equals
  * the one without it byte for byte (the same sgemm calls), and the hook
  * sees every block, last first, adjoining, covering the vector once. */
 TEST(dw_blocks_fixed_by_shape_hook_changes_no_bit) {
-  CHECK_EQ_INT(sg_model_dw_rows(784, 150), 64);
-  CHECK_EQ_INT(sg_model_dw_rows(784, 40), 40);
-  CHECK_EQ_INT(sg_model_dw_rows(256, 256), 192);
+  CHECK_EQ_INT(sg_model_dw_rows(784, 150), 150);
+  CHECK_EQ_INT(sg_model_dw_rows(784, 256), 256);
+  CHECK_EQ_INT(sg_model_dw_rows(784, 400), 208);
+  CHECK_EQ_INT(sg_model_dw_rows(784, 2048), 304);
+  CHECK_EQ_INT(sg_model_dw_rows(1024, 1024), 256);
   CHECK_EQ_INT(sg_model_dw_rows(32, 10), 10);
   CHECK_EQ_INT(sg_model_dw_rows(100000, 64), 16);
-  const int rows = 16, in = 784, hid = 150, C = 10;
+  const int rows = 16, in = 784, hid = 400, C = 10;
   const int64_t h[] = {hid};
   sg_model_t *m = NULL;
   CHECK_OK(sg_model_new(&m, "mlp", in, C, h, 1, 0, rows));
@@ -287,21 +291,20 @@ TEST(dw_blocks_fixed_by_shape_hook_changes_no_bit) {
   sg_model_set_grad_hook(m, NULL, NULL);
   CHECK(memcmp(g0, g1, n * sizeof *g0) == 0);
   CHECK(l0 == l1);
-  /* b1, dW1 (one block), b0, dW0 rows [86,150), [22,86), [0,22) */
-  CHECK_EQ_INT(r.n, 6);
+  /* b1, dW1 (one block), b0, dW0 rows [192,400), [0,192) */
+  CHECK_EQ_INT(r.n, 5);
   size_t hi = n;
   for (int i = 0; i < r.n && i < 64; i++) {
     CHECK_EQ_INT(r.off[i] + r.len[i], hi);
     hi = r.off[i];
   }
   CHECK_EQ_INT(hi, 0);
-  CHECK_EQ_INT(r.len[3], 64 * in);
-  CHECK_EQ_INT(r.len[4], 64 * in);
-  CHECK_EQ_INT(r.len[5], 22 * in);
+  CHECK_EQ_INT(r.len[3], 208 * in);
+  CHECK_EQ_INT(r.len[4], 192 * in);
   /* the bench's list of the step's sgemm calls has the same blocks */
   sg_gemm_shape_t gs[16];
-  CHECK_EQ_INT(sg_model_gemms(m, rows, gs, 16), 7); /* fwd0 fwd1 dW1 dX1 dW0 x 3 */
-  CHECK(gs[4].m == 64 && gs[5].m == 64 && gs[6].m == 22 && gs[6].n == in && gs[6].k == rows);
+  CHECK_EQ_INT(sg_model_gemms(m, rows, gs, 16), 6); /* fwd0 fwd1 dW1 dX1 dW0 x 2 */
+  CHECK(gs[4].m == 208 && gs[5].m == 192 && gs[5].n == in && gs[5].k == rows);
   free(p);
   free(g0);
   free(g1);
