@@ -111,7 +111,8 @@ static int row_libsvm(clk_t *c, const char *line, const char *p, uint32_t *keys,
     char *end;
     errno = 0;
     double x = strtod(vs, &end);
-    if (end == vs || !isfinite(x) || (*end != ' ' && *end != '\t' && !is_end(*end)))
+    if (end == vs || *vs == ' ' || *vs == '\t' || *vs == '\n' || *vs == '\r' || !isfinite(x) ||
+        (*end != ' ' && *end != '\t' && !is_end(*end)))
       return bad(c, line, vs, "bad value (expected a finite number)");
     p = end;
   }

@@ -72,6 +72,7 @@ static const bad_t bad_cases[] = {
     {SG_CLICKS_LIBSVM, 2, "1 3:1 4294967296:1\n", "1:7: bad key (expected an integer 0..4294967295, then ':') at '4294967296:1'"},
     {SG_CLICKS_LIBSVM, 2, "1 3:1 -4:1\n", "1:7: bad key (expected an integer 0..4294967295, then ':') at '-4:1'"},
     {SG_CLICKS_LIBSVM, 2, "1 3:nan 4:1\n", "1:5: bad value (expected a finite number) at 'nan 4:1'"},
+    {SG_CLICKS_LIBSVM, 2, "1 3: 5 4:1\n", "1:5: bad value (expected a finite number) at ' 5 4:1'"},
     {SG_CLICKS_LIBSVM, 2, "1 3:1 4:1\r5\n", "1:10: stray carriage return"},
     {SG_CLICKS_CSV, 2, "1,a,b\n0,a;b,c\n", "2:4: byte not allowed in a token at ';b,c'"},
     {SG_CLICKS_CSV, 2, "1,a\n", "1:4: fewer fields than the model's"},
