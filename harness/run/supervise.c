@@ -126,6 +126,20 @@ static double proc_cpu_s(int pid) {
   return (strtod(u, NULL) + strtod(k, NULL)) / (double)tick;
 }
 
+/* The simulator's pid: the one the ranks' HELLO gave, else (start-up,
+ * before any HELLO) smpirun's first child, smpimain; 0 when neither. */
+static int sim_pid(serve_t *s) {
+  for (int r = 0; r < s->nprocs; r++)
+    if (s->ranks[r].hello && s->ranks[r].pid > 0) return s->ranks[r].pid;
+  int l = (int)sg_launch_pid(s->launch, 0), c = 0;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/children", l, l);
+  FILE *f = l > 0 ? fopen(path, "r") : NULL;
+  if (f && fscanf(f, "%d", &c) != 1) c = 0;
+  if (f) fclose(f);
+  return c;
+}
+
 /* A simulation's silence.  Every rank is an actor of one simulator
  * process, which computes every rank's step in turn: its wall time per
  * simulated step grows with the simulated work (ranks, messages, bytes
@@ -136,15 +150,16 @@ static double proc_cpu_s(int pid) {
  * So the silence is the simulator's CPU time since the last record, or the
  * wall time since it was last seen runnable or its CPU time moved,
  * whichever is longer (and never more than the wall time since the last
- * record); the wall time alone before a rank has said HELLO (which gives
- * the simulator's pid), and once the simulator has ended, the wall time
- * less SILENCE_MARGIN_S for smpirun's own exit (its clean-up). */
+ * record); the wall time alone while the simulator's pid is not known
+ * (sim_pid), and once the simulator has ended, the wall time less
+ * SILENCE_MARGIN_S for smpirun's own exit (its clean-up). */
 static double sim_quiet(serve_t *s, double now, double quiet_wall, int *by_cpu) {
-  int pid = 0;
-  for (int r = 0; r < s->nprocs && pid <= 0; r++)
-    if (s->ranks[r].hello) pid = s->ranks[r].pid;
+  int pid = sim_pid(s);
   double cpu = pid > 0 ? proc_cpu_s(pid) : -1;
   *by_cpu = 0;
+  if (cpu >= 0 && pid != s->sim_pid) /* a new process: count from now */
+    s->sim_pid = pid, s->sim_rec_at = s->last_rec, s->sim_cpu_at_rec = s->sim_cpu = cpu,
+    s->sim_cpu_moved = now;
   if (cpu < 0 && s->sim_cpu_moved > 0) /* it has ended: smpirun's own exit is left */
     return fmin(quiet_wall, now - s->sim_cpu_moved - SILENCE_MARGIN_S);
   if (cpu < 0) return quiet_wall;

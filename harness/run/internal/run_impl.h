@@ -131,6 +131,7 @@ typedef struct serve {
    * the last record (sim_rec_at: that record's sg_now()), its last CPU
    * seconds read and when they last moved */
   double sim_rec_at, sim_cpu_at_rec, sim_cpu, sim_cpu_moved;
+  int sim_pid; /* the process those were read from (sim_pid()) */
 } serve_t;
 
 /* simulated.c: every SIM_TELL_S of a simulated run, one line on stderr
