@@ -6,6 +6,7 @@
 #include "test.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -128,6 +129,15 @@ TEST(host_lists) {
   CHECK(chmod(g_dir, 01777) == 0); /* sticky, as /tmp: others cannot replace the file */
   CHECK_OK(sg_ssh_config_check(hf));
   CHECK(chmod(g_dir, 0700) == 0);
+  /* a link is refused even to a trusted file: ssh opens the link, which
+   * whoever owns its directory may point elsewhere after the check */
+  char ln[PATH_MAX], dotted[PATH_MAX];
+  snprintf(ln, sizeof ln, "%s/link", g_dir);
+  snprintf(dotted, sizeof dotted, "%s/./hostfile", g_dir);
+  CHECK(symlink(hf, ln) == 0);
+  CHECK(sg_ssh_config_check(ln) < 0 && strstr(sg_err_msg(), "symbolic link"));
+  CHECK(sg_ssh_config_check(dotted) < 0 && strstr(sg_err_msg(), "symbolic link"));
+  CHECK(unlink(ln) == 0);
   if (geteuid() == 0) {
     CHECK(chown(hf, 65534, 65534) == 0);
     CHECK(sg_ssh_config_check(hf) < 0 && strstr(sg_err_msg(), "owned by uid 65534"));

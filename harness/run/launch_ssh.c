@@ -147,10 +147,15 @@ int sg_hosts_from_file(const char *path, char *out, size_t cap) {
  * every directory above it (symbolic links resolved) belong to this user or
  * root and are writable by no one else; a directory anyone may write (/tmp)
  * is accepted only with the sticky bit, where others cannot replace what is
- * not theirs. */
+ * not theirs.  The path must be the file's own (no symbolic link, no . or
+ * .. on the way): ssh opens the path as given, so a link checked here could
+ * be pointed elsewhere later by whoever owns the directory it sits in. */
 static int trusted_file(const char *path) {
   char real[PATH_MAX];
   if (!realpath(path, real)) return sg_err_set(SG_ECONFIG, "'%s': %s", path, strerror(errno));
+  if (strcmp(real, path))
+    return sg_err_set(SG_ECONFIG, "'%s' leads through a symbolic link or . and .. (to %s): "
+                      "give the file's own path (ssh opens the path as given)", path, real);
   for (int top = 1;; top = 0) {
     struct stat sb;
     if (stat(real[0] ? real : "/", &sb) < 0)
