@@ -579,7 +579,10 @@ TEST(whatif_refuses_bad_input_with_one_line) {
   } bad[] = {
       {"--engines", "bogus", "--engines: 'bogus' is not a case"},
       {"--engines", "gossip:x", "no cost formula for engine 'gossip' variant 'x'"},
-      {"--link", "6GB/sec", "--link: '6GB/sec' is not a non-negative quantity"},
+      {"--link", "6GB/sec", "--link: '6GB/sec' is not a quantity in [0, 1e15]"},
+      {"--latency", "1e308", "--latency: '1e308' is not a quantity in [0, 1e15]"},
+      {"--bytes", "1e16", "--bytes: '1e16' is not a quantity in [0, 1e15]"},
+      {"--latency", "nan", "--latency: 'nan' is not a quantity in [0, 1e15]"},
       {"--workers", "0", "--workers: '0' is not a whole number"},
       {"--rack", "4", "--rack R goes with --topology two-level"},
   };

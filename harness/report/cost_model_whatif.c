@@ -60,8 +60,9 @@ typedef struct wargs {
   char workers[256], engines[512];
 } wargs_t;
 
-/* A number with an optional suffix from units (NULL-name terminated);
- * -1 and a line naming the flag otherwise. */
+/* A number with an optional suffix from units (NULL-name terminated), in
+ * [0, 1e15] after its unit (as `sgdlab model`'s options: every formula
+ * stays finite); -1 and a line naming the flag otherwise. */
 typedef struct unit {
   const char *name;
   double mul;
@@ -72,12 +73,12 @@ static int parse_unit(const char *flag, const char *v, const unit_t *units, int 
   char *end;
   double d = v ? strtod(v, &end) : NAN;
   for (const unit_t *u = units; v && end != v && u->name; u++)
-    if (!(nocase ? strcasecmp : strcmp)(end, u->name) && isfinite(d * u->mul) && d >= 0) {
+    if (!(nocase ? strcasecmp : strcmp)(end, u->name) && d * u->mul <= 1e15 && d >= 0) {
       *out = d * u->mul;
       return 0;
     }
-  fprintf(stderr, "sgdlab model: %s: '%s' is not a non-negative quantity (see --help)\n", flag,
-          v ? v : "");
+  fprintf(stderr, "sgdlab model: %s: '%s' is not a quantity in [0, 1e15] (see --help)\n",
+          flag, v ? v : "");
   return -1;
 }
 
