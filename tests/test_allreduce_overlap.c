@@ -59,6 +59,33 @@ static int same_bytes(const char *a, const char *b) {
 /* The i-th run of db (0-based, in order of creation). */
 #define RUN_I "(SELECT id FROM runs ORDER BY id LIMIT 1 OFFSET %d)"
 
+/* Runs 1..n-1 of db against run 0 (no overlap): parameters byte-equal
+ * (dumps), the same bytes sent (but for native: MPI_Allreduce's are not
+ * counted) and, where steps > 0, that many steps booked as overlap books
+ * them (wait 0, comm > 0). */
+static void check_equal_to_first(const char *db, char (*dump)[128], const char *const *entries,
+                                 int n, int steps) {
+  char sql[256];
+  long long sent0 = ru_db_int(db, "SELECT SUM(bytes_sent) FROM steps WHERE run_id = "
+                                  "(SELECT MIN(id) FROM runs)");
+  CHECK(sent0 > 0);
+  for (int i = 1; i < n; i++) {
+    double dist = ru_rel_distance(dump[i], dump[0], NULL);
+    fprintf(stderr, "  %s: relative distance to no overlap %.3g\n", entries[i], dist);
+    CHECK_MSG(same_bytes(dump[i], dump[0]), "%s: parameters differ from no overlap (%.3g)",
+              entries[i], dist);
+    if (steps > 0) {
+      snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM steps WHERE run_id = " RUN_I
+                                " AND wait_s = 0 AND comm_s > 0", i);
+      CHECK_EQ_INT(ru_db_int(db, sql), steps);
+    }
+    if (strstr(entries[i], "native")) continue; /* MPI_Allreduce's bytes are not counted */
+    snprintf(sql, sizeof sql, "SELECT SUM(bytes_sent) FROM steps WHERE run_id = " RUN_I, i);
+    CHECK_MSG(ru_db_int(db, sql) == sent0, "%s: %lld bytes sent, no overlap %lld", entries[i],
+              ru_db_int(db, sql), sent0);
+  }
+}
+
 TEST(bit_equal_to_no_overlap) {
   static const char *const entries[] = {
       "{engine: allreduce, algorithm: ring, transport: zmq, " H128 "}",
@@ -70,7 +97,7 @@ TEST(bit_equal_to_no_overlap) {
   const int n = (int)(sizeof entries / sizeof *entries);
   const char *d = ru_scratch("arov2");
   CHECK(d);
-  char cfg[128], db[128], dump[5][128], sql[256];
+  char cfg[128], db[128], dump[5][128];
   snprintf(cfg, sizeof cfg, "%s/ov.yaml", d);
   snprintf(db, sizeof db, "%s/ov.db", d);
   for (int i = 0; i < n; i++) {
@@ -78,22 +105,7 @@ TEST(bit_equal_to_no_overlap) {
     CHECK_OK(ru_write_train_config(cfg, "overlap-n2", entries[i], NULL, dump[i], 2, 100));
     CHECK_MSG(ru_sgdlab_run(cfg, db) == 0, "%s: sgdlab run failed", entries[i]);
   }
-  long long sent0 = ru_db_int(db, "SELECT SUM(bytes_sent) FROM steps WHERE run_id = "
-                                  "(SELECT MIN(id) FROM runs)");
-  CHECK(sent0 > 0);
-  for (int i = 1; i < n; i++) {
-    double dist = ru_rel_distance(dump[i], dump[0], NULL);
-    fprintf(stderr, "  %s: relative distance to no overlap %.3g\n", entries[i], dist);
-    CHECK_MSG(same_bytes(dump[i], dump[0]), "%s: parameters differ from no overlap (%.3g)",
-              entries[i], dist);
-    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM steps WHERE run_id = " RUN_I
-                              " AND wait_s = 0 AND comm_s > 0", i);
-    CHECK_EQ_INT(ru_db_int(db, sql), 2 * 100);
-    if (strstr(entries[i], "native")) continue; /* MPI_Allreduce's bytes are not counted */
-    snprintf(sql, sizeof sql, "SELECT SUM(bytes_sent) FROM steps WHERE run_id = " RUN_I, i);
-    CHECK_MSG(ru_db_int(db, sql) == sent0, "%s: %lld bytes sent, no overlap %lld", entries[i],
-              ru_db_int(db, sql), sent0);
-  }
+  check_equal_to_first(db, dump, entries, n, 2 * 100);
 }
 
 /* The fixture's workload with model: cnn (ru_write_train_config's names
@@ -124,7 +136,7 @@ TEST(cnn_bit_equal) {
   const int n = (int)(sizeof entries / sizeof *entries);
   const char *d = ru_scratch("arovcnn");
   CHECK(d);
-  char cfg[128], db[128], dump[3][128], sql[256];
+  char cfg[128], db[128], dump[3][128];
   snprintf(cfg, sizeof cfg, "%s/ov.yaml", d);
   snprintf(db, sizeof db, "%s/ov.db", d);
   for (int i = 0; i < n; i++) {
@@ -132,18 +144,7 @@ TEST(cnn_bit_equal) {
     CHECK_OK(write_cnn_config(cfg, entries[i], dump[i]));
     CHECK_MSG(ru_sgdlab_run(cfg, db) == 0, "%s: sgdlab run failed", entries[i]);
   }
-  long long sent0 = ru_db_int(db, "SELECT SUM(bytes_sent) FROM steps WHERE run_id = "
-                                  "(SELECT MIN(id) FROM runs)");
-  CHECK(sent0 > 0);
-  for (int i = 1; i < n; i++) {
-    double dist = ru_rel_distance(dump[i], dump[0], NULL);
-    fprintf(stderr, "  %s: relative distance to no overlap %.3g\n", entries[i], dist);
-    CHECK_MSG(same_bytes(dump[i], dump[0]), "%s: parameters differ from no overlap (%.3g)",
-              entries[i], dist);
-    snprintf(sql, sizeof sql, "SELECT SUM(bytes_sent) FROM steps WHERE run_id = " RUN_I, i);
-    CHECK_MSG(ru_db_int(db, sql) == sent0, "%s: %lld bytes sent, no overlap %lld", entries[i],
-              ru_db_int(db, sql), sent0);
-  }
+  check_equal_to_first(db, dump, entries, n, 0);
 }
 
 TEST(matches_local_n3) {
