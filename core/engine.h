@@ -163,6 +163,14 @@ void sg_engine_label_head(const sg_engine_t *e, const sg_opts_t *o, char *out, s
  * experiment whose runs all share one value leaves it out of its labels
  * (harness/run/config.c): a label names what differs. */
 extern const char *const sg_engine_label_overrides[];
+/* The name rendered from a run's variant v (its structured key, decided
+ * when the experiment is expanded: harness/run/variant.c), whole and
+ * malloc'd (NULL: out of memory): the engine's label head over opts, then
+ * every other key of v in v's order (" key=value", the value quoted when
+ * it could read as another pair), then " [sim]" when sim.  The run line
+ * and the report both call it, so they never parse a name. */
+char *sg_variant_render(const sg_engine_t *e, const sg_opts_t *opts, const sg_opts_t *v,
+                        int sim);
 /* Append " key=value" for every option of e not at its default and not in
  * skip (NULL-terminated, may be NULL) at out+len; the new length. */
 size_t sg_engine_label_options(const sg_engine_t *e, const sg_opts_t *o, const char *const *skip,

@@ -89,3 +89,39 @@ int sg_engine_label_spells(const sg_engine_t *e, const char *key) {
     if (!strcmp(*k, key)) return 1;
   return e->options && sg_setting_find(e->options, key) != NULL;
 }
+
+/* " key=value", the value quoted when it is empty or holds a space, '=',
+ * a quote or a backslash, so that different pairs never read alike. */
+static void render_pair(FILE *f, const char *k, const char *v) {
+  if (*v && !strpbrk(v, " =\"'\\\t")) {
+    fprintf(f, " %s=%s", k, v);
+    return;
+  }
+  fprintf(f, " %s=\"", k);
+  for (const char *c = v; *c; c++) {
+    if (*c == '"' || *c == '\\') fputc('\\', f);
+    fputc(*c, f);
+  }
+  fputc('"', f);
+}
+
+char *sg_variant_render(const sg_engine_t *e, const sg_opts_t *opts, const sg_opts_t *v,
+                        int sim) {
+  char head[256], *name = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&name, &len);
+  if (!f) return NULL;
+  sg_engine_label_head(e, opts, head, sizeof head);
+  fputs(head, f);
+  for (size_t i = 0; i < sg_opts_count(v); i++) {
+    const char *k = sg_opts_key(v, i);
+    if (strcmp(k, "engine") && !sg_setting_find(e->options, k))
+      render_pair(f, k, sg_opts_value(v, i));
+  }
+  if (sim) fputs(" [sim]", f);
+  if (fclose(f)) {
+    free(name);
+    return NULL;
+  }
+  return name;
+}

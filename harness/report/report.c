@@ -1557,22 +1557,15 @@ fail:
 #define VSN_LEN sizeof(((sg_rrun_t *)0)->variant) /* a series name: a variant */
 
 /* The series of run i in the figures over workers: its variant, except
- * that a variant run at one worker count N whose servers S divide N
- * (one entry per N, `servers: N/8`) joins the others of the same ratio:
+ * that a variant run at one worker count N only, whose servers S divide
+ * N (one entry per N, `servers: N/8`), joins the others of the same
+ * ratio under the name the loader rendered for it (report.h, series):
  * "ps sync servers=2" at N = 16 is "ps sync servers=N/8". */
 static const char *vsn_series(const sg_rset_t *s, size_t i, char *buf, size_t len) {
   const sg_rrun_t *r = &s->runs[i];
-  char tok[32];
-  snprintf(buf, len, "%s", r->variant);
-  snprintf(tok, sizeof tok, "servers=%d", r->servers);
-  char *at = strstr(buf, tok);
-  if (!at || r->servers < 2 || r->workers % r->servers ||
-      next_workers(s, r->variant, r->workers) != INT_MAX ||
-      next_workers(s, r->variant, 0) != r->workers)
-    return buf;
-  char tail[192];
-  snprintf(tail, sizeof tail, "%s", at + strlen(tok));
-  snprintf(at, len - (size_t)(at - buf), "servers=N/%d%s", r->workers / r->servers, tail);
+  int alone = next_workers(s, r->variant, r->workers) == INT_MAX &&
+              next_workers(s, r->variant, 0) == r->workers;
+  snprintf(buf, len, "%s", alone && r->series[0] ? r->series : r->variant);
   return buf;
 }
 

@@ -40,6 +40,9 @@ typedef struct sg_rrun {
   char engine[32];
   char base[256];    /* engine + its distinguishing options: "ps ssp(2)" */
   char variant[320]; /* base + swept settings: "ps sync lr=0.1" */
+  char series[320];  /* its name in figures over workers: the variant, or,
+                      * when its servers S divide its workers N, rendered
+                      * again with servers=N/(N/S): "ps sync servers=N/8" */
   int stale;         /* the engine table says its gradients are stale
                       * (sg_engine_t.stale over its recorded options) */
   int decided;       /* named when its experiment was expanded (_variant):

@@ -219,10 +219,60 @@ typedef struct kv {
   char *key, *val;
 } kv_t;
 
+/* v := the structured variant `json` (an object of strings, as
+ * harness/run/variant.c stores it in _variant). */
+static int parse_variant(sqlite3 *db, const char *json, sg_opts_t *v) {
+  sqlite3_stmt *st = NULL;
+  int rc = SG_OK;
+  SG_TRY(sg_rdb_prepare(db,
+                        "SELECT key, CASE type WHEN 'true' THEN 'true' WHEN 'false'"
+                        " THEN 'false' ELSE value END FROM json_each(?1)"
+                        " WHERE json_valid(?1) AND json_type(?1) = 'object'",
+                        &st));
+  sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
+  while (rc == SG_OK && sqlite3_step(st) == SQLITE_ROW)
+    rc = sg_opts_set(v, sg_rdb_text(st, 0), sg_rdb_text(st, 1));
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Run r's series name (report.h) when its servers S divide its workers N:
+ * rendered as its name was, from its variant (decided runs) or the engine
+ * label (older runs: add_swept appends the same settings to both), with
+ * servers=N/(N/S); left empty (the variant) otherwise or when it does not
+ * fit.  o: the run's recorded options. */
+static int series_name(sqlite3 *db, sg_rrun_t *r, const sg_engine_t *e, sg_opts_t *o) {
+  char ratio[32], *whole = NULL;
+  int rc = SG_OK;
+  sg_opts_t *v = NULL;
+  r->series[0] = '\0';
+  if (!e || r->servers < 2 || r->workers % r->servers || !sg_setting_find(e->options, "servers"))
+    return SG_OK;
+  snprintf(ratio, sizeof ratio, "N/%d", r->workers / r->servers);
+  SG_TRY(sg_opts_set(o, "servers", ratio));
+  if (!r->decided) {
+    sg_engine_label(e, o, r->series, sizeof r->series);
+    return SG_OK;
+  }
+  if (!(v = sg_opts_new())) return sg_err_set(SG_ENOMEM, "report: out of memory");
+  SG_TRY(parse_variant(db, sg_opts_get(o, "_variant"), v));
+  if (!(whole = sg_variant_render(e, o, v, !strcmp(r->launcher, "smpirun")))) {
+    rc = sg_err_set(SG_ENOMEM, "report: out of memory");
+    goto fail;
+  }
+  sg_printable(r->series, sizeof r->series, whole);
+  if (strlen(r->series) >= sizeof r->series - 1) r->series[0] = '\0'; /* cut: no merging */
+fail:
+  free(whole);
+  sg_opts_destroy(&v);
+  return rc;
+}
+
 /* Run i's base label from the engine table, over its recorded options
- * (an engine this build does not know: its name), and the properties the
- * figures need from the same table. */
-static int label_run(sg_rrun_t *r, size_t i, const kv_t *kv, size_t nkv) {
+ * (an engine this build does not know: its name), its series name, and
+ * the properties the figures need from the same table. */
+static int label_run(sqlite3 *db, sg_rrun_t *r, size_t i, const kv_t *kv, size_t nkv) {
   const sg_engine_t *e = sg_engine_find(r->engine);
   sg_opts_t *o = sg_opts_new();
   int rc = SG_OK;
@@ -242,6 +292,7 @@ static int label_run(sg_rrun_t *r, size_t i, const kv_t *kv, size_t nkv) {
   copy_str(r->variant, sizeof r->variant, r->base);
   r->bytes_in_mpi = e && e->bytes_uncounted && e->bytes_uncounted(o);
   r->stale = e && e->stale && e->stale(o);
+  SG_TRY(series_name(db, r, e, o)); /* last: it changes o's servers */
 fail:
   sg_opts_destroy(&o);
   return rc;
@@ -272,6 +323,9 @@ static int add_swept(sg_rset_t *s, const kv_t *kv, size_t nkv) {
     size_t len = strlen(r->variant);
     snprintf(r->variant + len, sizeof r->variant - len, " %s=%s", kv[i].key,
              kv[i].val);
+    len = strlen(r->series);
+    if (len) /* the older runs' series name carries the same settings */
+      snprintf(r->series + len, sizeof r->series - len, " %s=%s", kv[i].key, kv[i].val);
   }
   free(swept);
   return SG_OK;
@@ -578,7 +632,7 @@ int sg_rset_load(sqlite3 *db, int64_t exp_id, int64_t run_id, double target,
 
   /* Every (run, setting) pair, to find the settings swept in this set. */
   SG_TRY(load_settings(db, s, &kv, &nkv));
-  for (size_t i = 0; i < s->n; i++) SG_TRY(label_run(&s->runs[i], i, kv, nkv));
+  for (size_t i = 0; i < s->n; i++) SG_TRY(label_run(db, &s->runs[i], i, kv, nkv));
   if (run_id < 0) SG_TRY(add_swept(s, kv, nkv));
 
   /* Workers vary when one variant ran with two worker counts. */

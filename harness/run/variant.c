@@ -54,45 +54,6 @@ static const char *spread(const sg_experiment_t *x, const char *k, vat_t *s, int
   return best && 2 * best_n > x->nruns ? best : "";
 }
 
-/* " key=value", the value quoted when it is empty or holds a space, '=',
- * a quote or a backslash, so that different pairs never read alike. */
-static void render_pair(FILE *f, const char *k, const char *v) {
-  if (*v && !strpbrk(v, " =\"'\\\t")) {
-    fprintf(f, " %s=%s", k, v);
-    return;
-  }
-  fprintf(f, " %s=\"", k);
-  for (const char *c = v; *c; c++) {
-    if (*c == '"' || *c == '\\') fputc('\\', f);
-    fputc(*c, f);
-  }
-  fputc('"', f);
-}
-
-/* The name rendered from run r's variant v, whole (malloc'd): the
- * engine's own label (its options not at their default), then every
- * other key of the variant in the order decided, then " [sim]" for a run
- * in simulation. */
-static char *render(const sg_run_spec_t *r, const sg_opts_t *v) {
-  char head[256], *name = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&name, &len);
-  if (!f) return NULL;
-  sg_engine_label_head(r->engine, r->opts, head, sizeof head);
-  fputs(head, f);
-  for (size_t i = 0; i < sg_opts_count(v); i++) {
-    const char *k = sg_opts_key(v, i);
-    if (strcmp(k, "engine") && !sg_setting_find(r->engine->options, k))
-      render_pair(f, k, sg_opts_value(v, i));
-  }
-  if (sg_sim_enabled(r->opts)) fputs(" [sim]", f);
-  if (fclose(f)) {
-    free(name);
-    return NULL;
-  }
-  return name;
-}
-
 /* Run i's name from its whole rendering: as it is when it fits, else cut
  * and ended with " [variant J]", J the first run of the experiment with
  * the same whole name, so that cut names stay apart. */
@@ -141,7 +102,8 @@ static int decide_one(sg_run_spec_t *r, const sg_opts_t *keys, const sg_opts_t *
   char *json = sg_opts_json(v);
   rc = json ? sg_opts_set(r->opts, "_variant", json) : SG_ENOMEM;
   free(json);
-  if (rc == SG_OK && !(*whole = render(r, v))) rc = SG_ENOMEM;
+  if (rc == SG_OK && !(*whole = sg_variant_render(r->engine, r->opts, v, sg_sim_enabled(r->opts))))
+    rc = SG_ENOMEM;
 fail:
   sg_opts_destroy(&v);
   return rc;
