@@ -294,6 +294,18 @@ int sg_setting_str(const sg_opts_t *o, const sg_setting_t *table, const char *ke
   return SG_OK;
 }
 
+const char *sg_setting_or(const sg_opts_t *o, const sg_setting_t *table, const char *key) {
+  const char *v = o ? sg_opts_get(o, key) : NULL;
+  const sg_setting_t *s = v ? NULL : sg_setting_find(table, key);
+  if (!v && !s) s = sg_setting_find(sg_settings, key);
+  return v ? v : s && s->def ? s->def : "";
+}
+
+int64_t sg_setting_int_or(const sg_opts_t *o, const sg_setting_t *table, const char *key) {
+  int64_t v = 0; /* a value that does not parse also leaves sg_parse_int's message */
+  return sg_parse_int(key, sg_setting_or(o, table, key), &v) == SG_OK ? v : 0;
+}
+
 int sg_setting_int(const sg_opts_t *o, const sg_setting_t *table, const char *key, int64_t *out) {
   const char *v;
   SG_CHECK(sg_setting_str(o, table, key, &v));

@@ -73,5 +73,11 @@ int sg_setting_str(const sg_opts_t *o, const sg_setting_t *table, const char *ke
 int sg_setting_int(const sg_opts_t *o, const sg_setting_t *table, const char *key, int64_t *out);
 int sg_setting_double(const sg_opts_t *o, const sg_setting_t *table, const char *key,
                       double *out);
+/* The same for what cannot fail on a validated run (labels, memory plans,
+ * benchmark names): the value or the table's default, "" (0) when no
+ * table has the key or it does not parse (then with sg_parse_int's
+ * message set). */
+const char *sg_setting_or(const sg_opts_t *o, const sg_setting_t *table, const char *key);
+int64_t sg_setting_int_or(const sg_opts_t *o, const sg_setting_t *table, const char *key);
 
 #endif

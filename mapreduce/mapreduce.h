@@ -181,4 +181,7 @@ int mr_probe_dl(sg_comm_t *c, double factor, int src, int tag, sg_status_t *st);
 #define MR_DL_REDUCE sg_deadline_factor(1, 0)
 #define MR_DL_EXECUTOR sg_deadline_factor(2, 0)
 
+/* The engine (mapreduce_engine.c): its options table holds every default. */
+extern const sg_engine_t sg_engine_mapreduce;
+
 #endif

@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "cost.h"
+#include "engine.h"
+
+extern const sg_engine_t sg_engine_mapreduce; /* mapreduce_engine.c: its options table */
 
 /* Mapreduce broadcast: flat, the driver's link sends N copies; tree
  * (binomial), ceil(log2(N+1)) rounds of one message of K each. */
@@ -66,10 +69,10 @@ static double sg_mr_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_
 /* The run's case: broadcast (the variant), aggregate tree and its depth;
  * absent keys read as flat and 2 levels. */
 static void mr_cost_read(const sg_opts_t *o, sg_cost_case_t *c) {
-  int64_t depth = 2;
+  int64_t depth;
   c->variant = sg_opts_str_or(o, "broadcast", "");
-  c->tree_aggregate = !strcmp(sg_opts_str_or(o, "aggregate", "flat"), "tree");
-  if (sg_opts_int_or(o, "depth", 2, &depth) < 0) depth = 0;
+  c->tree_aggregate = !strcmp(sg_setting_or(o, sg_engine_mapreduce.options, "aggregate"), "tree");
+  depth = sg_setting_int_or(o, sg_engine_mapreduce.options, "depth");
   c->depth = (int)depth;
 }
 

@@ -35,8 +35,8 @@ typedef struct mr_round {
 } mr_round_t;
 
 static void mr_impl(const sg_opts_t *o, char *out, size_t cap) {
-  const char *bc = sg_opts_str_or(o, "broadcast", "flat");
-  const char *ag = sg_opts_str_or(o, "aggregate", "flat");
+  const char *bc = sg_setting_or(o, sg_engine_mapreduce.options, "broadcast");
+  const char *ag = sg_setting_or(o, sg_engine_mapreduce.options, "aggregate");
   if (!strcmp(bc, ag)) snprintf(out, cap, "mapreduce-%s", bc);
   else snprintf(out, cap, "mapreduce-b%s-a%s", bc, ag);
 }

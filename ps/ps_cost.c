@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cost.h"
+#include "ps.h"
 
 /* Parameter server: each of S servers takes N pushes of K/S (incast on
  * its link) while each worker sends its K through its own link, so a
@@ -53,7 +54,7 @@ static void ps_cost_read(const sg_opts_t *o, sg_cost_case_t *c) {
   int64_t S = 1, slice = 0, from = 0;
   int sparse = 0;
   c->variant = sg_opts_str_or(o, "mode", "");
-  if (sg_opts_int_or(o, "servers", 1, &S) < 0) S = 0;
+  S = sg_setting_int_or(o, sg_engine_ps.options, "servers");
   if (sg_opts_has(o, "sparse") && sg_opts_bool(o, "sparse", &sparse) < 0) sparse = 0;
   if (sg_opts_int_or(o, "slice", 0, &slice) < 0) slice = 0;
   if (sg_opts_int_or(o, "slice_from", 0, &from) < 0) from = 0;

@@ -139,8 +139,8 @@ static int ps_run(sg_rank_ctx_t *ctx) {
  * then the other options not at their default: "ps async servers=2". */
 static void ps_label(const sg_opts_t *o, char *out, size_t cap) {
   static const char *const spelled[] = {"mode", "staleness", NULL};
-  const char *mode = sg_opts_str_or(o, "mode", "sync");
-  int n = !strcmp(mode, "ssp") ? snprintf(out, cap, "ps ssp(%s)", sg_opts_str_or(o, "staleness", "2"))
+  const char *mode = sg_setting_or(o, ps_options, "mode");
+  int n = !strcmp(mode, "ssp") ? snprintf(out, cap, "ps ssp(%s)", sg_setting_or(o, ps_options, "staleness"))
                                : snprintf(out, cap, "ps %s", mode);
   sg_engine_label_options(&sg_engine_ps, o, spelled, out, cap, n < 0 ? 0 : (size_t)n);
 }
@@ -162,15 +162,14 @@ static const sg_option_need_t ps_needs[] = {
  * momentum for its shard.  The evaluating worker (the first after the
  * servers) holds the test set; every worker a push, a pull and a reply. */
 static void ps_memory(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *m) {
-  int64_t servers = 1;
-  sg_opts_int_or(o, "servers", 1, &servers);
+  int64_t servers = sg_setting_int_or(o, ps_options, "servers");
   double S = servers > 0 ? (double)servers : 1, N = workers;
   if (rank < servers) {
-    int sync = !strcmp(sg_opts_str_or(o, "mode", "sync"), "sync");
-    int sparse = !strcmp(sg_opts_str_or(o, "sparse", "false"), "true");
+    int sync = !strcmp(sg_setting_or(o, ps_options, "mode"), "sync");
+    int sparse = !strcmp(sg_setting_or(o, ps_options, "sparse"), "true");
     *m = (sg_mem_plan_t){.params = 1, .optim = 1 / S,
                          .engine = (3 + (sync ? N : 0) + (sparse ? N + 1 : 0)) / S,
-                         .train = !strcmp(sg_opts_str_or(o, "dataset", ""), "libsvm")};
+                         .train = !strcmp(sg_setting_or(o, ps_options, "dataset"), "libsvm")};
     return;
   }
   *m = (sg_mem_plan_t){.params = 1, .grad = 1, .engine = 3, .batch_mult = 1, .train = 1,

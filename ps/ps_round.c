@@ -44,8 +44,7 @@ typedef struct ps_round {
 #define HS sizeof(ps_hdr_t)
 
 static void ps_impl(const sg_opts_t *o, char *out, size_t cap) {
-  int64_t S = 1;
-  sg_opts_int_or(o, "servers", 1, &S);
+  int64_t S = sg_setting_int_or(o, sg_engine_ps.options, "servers");
   snprintf(out, cap, "ps-S%lld", (long long)S);
 }
 
