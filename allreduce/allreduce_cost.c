@@ -120,25 +120,42 @@ static double hier(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_s
   return t;
 }
 
+/* The barrier before every sum (allreduce_engine.c, grad_then_reduce:
+ * sg_barrier, MPI_Barrier under simulation): ceil(log2 N) rounds of one
+ * message each (the transports' dissemination barrier; Open MPI's and
+ * SMPI's recursive doubling at a power of two), a round leaving a rack
+ * when N spans racks.  Not in the bench's runs (bench-allreduce times
+ * the sum alone) nor with overlap (no barrier). */
+static double barrier(const sg_cost_case_t *c, const sg_cost_params_t *p) {
+  if (c->N < 2 || c->overlap || !c->engine || strcmp(c->engine, "allreduce")) return 0;
+  double rounds = ceil(log2((double)c->N));
+  return rounds * (p->alpha + (c->rack > 0 && c->N > c->rack ? c->rack_alpha : 0));
+}
+
 /* native is Open MPI's choice: the ring's line, the bound it cannot beat
  * on bytes. */
 double sg_ar_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
   const char *v = c->variant ? c->variant : "";
-  if (!strcmp(v, "ring") || !strcmp(v, "native")) return ring(c, p, o);
-  if (!strcmp(v, "rhd")) return rhd(c, p, o);
-  if (!strcmp(v, "tree")) return tree(c, p, o);
-  if (!strcmp(v, "hier")) return hier(c, p, o);
-  return -1;
+  double t;
+  if (!strcmp(v, "ring") || !strcmp(v, "native")) t = ring(c, p, o);
+  else if (!strcmp(v, "rhd")) t = rhd(c, p, o);
+  else if (!strcmp(v, "tree")) t = tree(c, p, o);
+  else if (!strcmp(v, "hier")) t = hier(c, p, o);
+  else return -1;
+  return t + barrier(c, p);
 }
 
 /* The run's case: algorithm (`impl` in runs recorded before it had that
- * name), hier's group and tree's segment (0: their defaults). */
+ * name), hier's group, tree's segment (0: their defaults) and overlap. */
 static void ar_cost_read(const sg_opts_t *o, sg_cost_case_t *c) {
   int64_t group = 0, segment = 0;
+  int overlap = 0;
   c->variant = sg_opts_str_or(o, "algorithm", sg_opts_str_or(o, "impl", ""));
   if (sg_opts_int_or(o, "group", 0, &group) < 0) group = 0;
   if (sg_opts_int_or(o, "segment", 0, &segment) < 0) segment = 0;
   c->group = (int)group, c->segment = (double)segment;
+  if (sg_opts_has(o, "overlap") && sg_opts_bool(o, "overlap", &overlap) < 0) overlap = 0;
+  c->overlap = overlap;
 }
 
 /* The algorithm's name.  ring, rhd, tree and hier run over either

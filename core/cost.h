@@ -49,6 +49,7 @@ typedef struct sg_cost_case {
   /* The run's transport ("mpi", "zmq"); NULL in a case of `sgdlab model
    * --what-if`, which no run recorded.  Only the case's label reads it. */
   const char *transport;
+  int overlap; /* allreduce: `overlap: true` (no barrier before the sum) */
 } sg_cost_case_t;
 
 /* What a formula says about one step. */

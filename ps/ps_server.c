@@ -5,6 +5,7 @@
  *     while some worker has not said DONE:
  *       probe(ANY source)             -> who sent how many bytes (deadline!)
  *       recv into that worker's push slot (sync) or the scratch buffer
+ *       (simulated: one blocking recv into scratch, receive_blocking)
  *       check the header against this shard; reject + count if bad
  *       PUSH: sync: keep; when all N are in: sum, scale 1/N, apply, release
  *             sync with slices: per slice, the same, and the slice goes
@@ -713,36 +714,80 @@ static int choose_buf(server_t *s, int w, size_t bytes, unsigned char **buf, siz
   return SG_OK;
 }
 
-static int serve_one(server_t *s) {
-  sg_comm_t *c = s->ctx->comm;
-  sg_status_t st;
+#ifdef SG_SMPI
+/* Under simulation (sgdlab-rank-smpi) an unsliced server takes the next
+ * message with one blocking receive into scratch, and a push that goes
+ * to its worker's slot is moved there after.  SimGrid 3.32 runs
+ * MPI_Probe as a loop of MPI_Iprobe calls, each a switch into its
+ * kernel and a sleep of smpi/iprobe times a count of failed calls that
+ * every rank shares and any success resets: with 32 servers waiting at
+ * once the simulator spent its time in their probes (256 workers still
+ * in step 0 after 7 minutes).  A blocking receive is one wait in the
+ * simulator.  The bytes on the wire are the same; a wait in a
+ * simulation has no deadline anyway (core/transport_mpi.c).  A message
+ * larger than scratch (no valid one is) fails the receive instead of
+ * being drained and rejected: a simulation runs only this program's
+ * ranks.  Sliced shards keep the probe: a slice's slot may be taken only
+ * once its last reply has gone (choose_buf). */
+static int receive_blocking(server_t *s, unsigned char **buf, sg_status_t *st) {
   double t = sg_now();
-  int rc = sg_probe_within(c, probe_wait(s, c->deadline_s), SG_ANY_SOURCE, SG_ANY_TAG, &st);
+  SG_CHECK(sg_recv(s->ctx->comm, SG_ANY_SOURCE, SG_ANY_TAG, s->scratch, s->cap, st));
+  s->wait_s += sg_now() - t;
+  int w = st->source - s->S;
+  unsigned char *drain = NULL;
+  size_t room;
+  SG_CHECK(choose_buf(s, w >= 0 && w < s->N ? w : -1, st->bytes, buf, &room, &drain));
+  if (*buf != s->scratch) memcpy(*buf, s->scratch, st->bytes);
+  return SG_OK;
+}
+#endif
+
+/* The next message, received into choose_buf's buffer (*buf, *st).
+ * *handled: it was dealt with here (a silence, or a message too large
+ * for any valid one, drained and rejected); nothing left to do. */
+static int receive_next(server_t *s, unsigned char **buf, sg_status_t *st, int *handled) {
+  sg_comm_t *c = s->ctx->comm;
+  double t = sg_now();
+  *handled = 0;
+#ifdef SG_SMPI
+  if (!s->sliced) return receive_blocking(s, buf, st);
+#endif
+  int rc = sg_probe_within(c, probe_wait(s, c->deadline_s), SG_ANY_SOURCE, SG_ANY_TAG, st);
   s->wait_s += sg_now() - t;
   if (rc == SG_ETIMEOUT) {
     sg_err_clear();
+    *handled = 1;
     return on_silence(s);
   }
   SG_CHECK(rc);
-  int w = st.source - s->S;
-  int is_worker = w >= 0 && w < s->N;
-  unsigned char *buf, *drain = NULL;
+  int w = st->source - s->S;
+  unsigned char *drain = NULL;
   size_t room;
-  SG_CHECK(choose_buf(s, is_worker ? w : -1, st.bytes, &buf, &room, &drain));
+  SG_CHECK(choose_buf(s, w >= 0 && w < s->N ? w : -1, st->bytes, buf, &room, &drain));
   t = sg_now();
-  rc = sg_recv(c, st.source, st.tag, buf, room, &st);
+  rc = sg_recv(c, st->source, st->tag, *buf, room, st);
   s->comm_s += sg_now() - t;
-  char why[200] = "";
-  if (rc < 0) {
+  if (rc < 0 || !drain) {
     free(drain);
     return rc;
   }
-  if (drain) {
-    snprintf(why, sizeof why, "%zu B, larger than any valid message (%zu B)", st.bytes, s->cap);
-    free(drain);
-    reject(s, st.source, why);
-    return SG_OK;
-  }
+  char why[96];
+  snprintf(why, sizeof why, "%zu B, larger than any valid message (%zu B)", st->bytes, s->cap);
+  free(drain);
+  reject(s, st->source, why);
+  *handled = 1;
+  return SG_OK;
+}
+
+static int serve_one(server_t *s) {
+  sg_status_t st;
+  unsigned char *buf;
+  int handled, rc;
+  SG_CHECK(receive_next(s, &buf, &st, &handled));
+  if (handled) return SG_OK;
+  int w = st.source - s->S;
+  int is_worker = w >= 0 && w < s->N;
+  char why[200] = "";
   if (!is_worker) {
     snprintf(why, sizeof why, "rank %d is not a worker", st.source);
     reject(s, st.source, why);

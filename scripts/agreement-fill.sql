@@ -1,17 +1,15 @@
--- scripts/agreement.sh: the table's rows from the runs (the latest run of
--- each case), after the (b) predictions are in agreement_whatif.
+-- scripts/agreement.sh: the table's rows from the runs, after the (b)
+-- predictions are in agreement_whatif: the latest run of each case; (a)'s
+-- measured side the median of the latest emulated runs (agreement_a_measured).
 INSERT OR REPLACE INTO agreement(part, case_name, ord, n, size, size_bytes, predicted_s,
                                  measured_s, pred_run, meas_run)
 SELECT 'a', m.case_name, m.ord, m.n, printf('%.2f MB', m.k_bytes / 1e6), m.k_bytes,
-       ps.step_s, ms.step_s, p.run_id, m.run_id
-FROM agreement_case m JOIN agreement_step ms ON ms.run_id = m.run_id
+       ps.step_s, m.step_s, p.run_id, m.run_id
+FROM agreement_a_measured m
 JOIN agreement_case p ON p.case_name = m.case_name AND p.n = m.n
      AND p.experiment = 'agreement-simulated'
 JOIN agreement_step ps ON ps.run_id = p.run_id
-WHERE m.experiment = 'agreement-emulated'
-  AND m.run_id = (SELECT max(run_id) FROM agreement_case x
-                  WHERE x.experiment = m.experiment AND x.case_name = m.case_name AND x.n = m.n)
-  AND p.run_id = (SELECT max(run_id) FROM agreement_case x
+WHERE p.run_id = (SELECT max(run_id) FROM agreement_case x
                   WHERE x.experiment = p.experiment AND x.case_name = p.case_name AND x.n = p.n);
 
 INSERT OR REPLACE INTO agreement(part, case_name, ord, n, size, size_bytes, predicted_s,

@@ -1,6 +1,9 @@
 -- scripts/agreement.sh: the views its tables are computed from.  Every
 -- object is agreement_*; the runs' own tables are only read.
 CREATE TABLE IF NOT EXISTS agreement_whatif(run_id INTEGER PRIMARY KEY, json TEXT NOT NULL);
+-- Settings of the last agreement.sh: reps, the emulated runs per case
+-- whose median is (a)'s measured side.
+CREATE TABLE IF NOT EXISTS agreement_opts(key TEXT PRIMARY KEY, value);
 -- One row per case, N and size: predicted and measured seconds per step.
 -- Filled from the runs by agreement-fill.sql; a row no run fills stays.
 CREATE TABLE IF NOT EXISTS agreement(part TEXT NOT NULL, case_name TEXT NOT NULL, ord INTEGER,
@@ -14,6 +17,7 @@ DROP VIEW IF EXISTS agreement_b_runs;
 DROP VIEW IF EXISTS agreement_compute;
 DROP VIEW IF EXISTS agreement_err;
 DROP VIEW IF EXISTS agreement_summary;
+DROP VIEW IF EXISTS agreement_a_measured;
 
 -- The runs of the agreement experiments: part, side and case.  Warm-up:
 -- 5 of (a)'s 15 steps (the emulated ranks' first steps include their
@@ -106,6 +110,25 @@ JOIN run_info lat ON lat.run_id = c.run_id AND lat.key = 'simulate.latency_s'
 JOIN agreement_compute cm ON cm.run_id = c.run_id AND cm.hub = 0
 LEFT JOIN agreement_compute hb ON hb.run_id = c.run_id AND hb.hub = 1
 WHERE c.part = 'b';
+
+-- (a)'s measured side: per case and N, the median time per step of its
+-- latest `reps` emulated runs (agreement_opts; 3 unless set), and how
+-- many there were.  agreement.sh runs the emulated experiment `reps`
+-- times over, so a case's runs are interleaved with the other cases'.
+CREATE VIEW agreement_a_measured AS
+SELECT case_name, min(ord) AS ord, n, max(k_bytes) AS k_bytes, avg(step_s) AS step_s,
+       max(latest) AS run_id, max(cnt) AS runs, max(hi) AS hi_s, min(lo) AS lo_s FROM (
+  SELECT *, row_number() OVER (PARTITION BY case_name, n ORDER BY step_s) AS i,
+         count(*) OVER (PARTITION BY case_name, n) AS cnt,
+         max(run_id) OVER (PARTITION BY case_name, n) AS latest,
+         max(step_s) OVER (PARTITION BY case_name, n) AS hi,
+         min(step_s) OVER (PARTITION BY case_name, n) AS lo FROM (
+    SELECT m.case_name, m.ord, m.n, m.k_bytes, m.run_id, ms.step_s,
+           row_number() OVER (PARTITION BY m.case_name, m.n ORDER BY m.run_id DESC) AS recent
+    FROM agreement_case m JOIN agreement_step ms ON ms.run_id = m.run_id
+    WHERE m.experiment = 'agreement-emulated')
+  WHERE recent <= coalesce((SELECT value FROM agreement_opts WHERE key = 'reps'), 3))
+WHERE i IN ((cnt + 1) / 2, (cnt + 2) / 2) GROUP BY case_name, n;
 
 -- Per row: the relative error |p - m| / m.
 CREATE VIEW agreement_err AS

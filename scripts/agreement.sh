@@ -7,7 +7,10 @@
 # Markdown:
 #
 #   (a) simulated vs emulated: configs/agreement/simulated.yaml (predicted)
-#       against emulated.yaml (measured, needs root), N = 2, 4, 8;
+#       against emulated.yaml (measured, needs root), N = 2, 4, 8; the
+#       emulated sweep runs $AGREE_REPEATS times (default 3), so each case's
+#       runs are interleaved with the others', and the measured side is the
+#       median of each case's latest AGREE_REPEATS runs;
 #   (b) model vs simulated: `sgdlab model --what-if` (predicted) against
 #       configs/agreement/model-*.yaml simulated (measured), N = 16 ... 256.
 #
@@ -40,6 +43,7 @@ sizes=32k,1m,64m
 warmup=${AGREE_WARMUP:-}
 lock=${SGDLAB_HEAVY_LOCK:-/work/locks/heavy.lock}
 tmo=${AGREE_TIMEOUT:-900}
+reps=${AGREE_REPEATS:-3}
 
 die() { echo "agreement.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -50,7 +54,7 @@ while [ $# -gt 0 ]; do
     --part) [ $# -ge 2 ] || die "--part needs a, b or ab"; part=$2; shift ;;
     --ns) [ $# -ge 2 ] || die "--ns needs a list"; ns=$2; shift ;;
     --sizes) [ $# -ge 2 ] || die "--sizes needs a list"; sizes=$2; shift ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
   shift
@@ -60,6 +64,7 @@ echo "$ns" | grep -Eq '^[0-9]+(,[0-9]+)*$' || die "--ns '$ns': a list of numbers
 echo "$sizes" | grep -Eq '^(32k|1m|64m)(,(32k|1m|64m))*$' || die "--sizes '$sizes': of 32k, 1m, 64m"
 [ -x "$sgdlab" ] || die "no sgdlab at $sgdlab (build first, or set SGDLAB)"
 command -v sqlite3 >/dev/null || die "sqlite3 (the command) is not installed"
+echo "$reps" | grep -Eq '^[1-9][0-9]?$' || die "AGREE_REPEATS '$reps': a number from 1 to 99"
 if [ $quick = 1 ]; then part=b; ns=16; fi
 
 heavy() { # N SIZE CMD...: at N >= 256, or 64 MB at N >= 128, one heavy run
@@ -78,8 +83,12 @@ if [ $report = 0 ]; then
     ta=$(stamp)
     heavy 8 1m "$sgdlab" run "$here/configs/agreement/simulated.yaml" --db "$db" ||
       echo "# (a) simulated: exit $? (its failed runs are missing below)"
-    timeout -k 30 "$tmo" "$sgdlab" run "$here/configs/agreement/emulated.yaml" --db "$db" ||
-      echo "# (a) emulated: exit $? (its failed runs are missing below)"
+    i=1
+    while [ $i -le "$reps" ]; do
+      timeout -k 30 "$tmo" "$sgdlab" run "$here/configs/agreement/emulated.yaml" --db "$db" ||
+        echo "# (a) emulated, repeat $i: exit $? (its failed runs are missing below)"
+      i=$((i + 1))
+    done
     echo "# (a) runs: $(( $(stamp) - ta )) s, load after: $(cut -d' ' -f1-3 /proc/loadavg)" ;;
   esac
   case $part in *b*)
@@ -105,6 +114,7 @@ fi
 export AGREE_SQL_DIR="$here/scripts"
 sql() { sqlite3 -batch -bail "$db" "$@"; }
 sql < "$here/scripts/agreement-schema.sql"
+sql "INSERT OR REPLACE INTO agreement_opts(key, value) VALUES('reps', $reps)"
 
 # (b)'s predictions: sgdlab model --what-if for each simulated run of a
 # model-* experiment that has none yet; its JSON goes into the database
@@ -128,6 +138,20 @@ table() { # PART TITLE
   echo
   echo "$2"
   echo
+  if [ "$1" = a ]; then # the emulated side: median of R runs, their range
+    sql -separator ' | ' "SELECT '| case | N | size | predicted (ms) | measured (ms, median) | runs | measured range (ms) | error |';
+    SELECT '|---|---:|---:|---:|---:|---:|---:|---:|';
+    SELECT '| ' || e.case_name, e.n, e.size, printf('%.3f', e.predicted_s * 1e3),
+           printf('%.3f', e.measured_s * 1e3), coalesce(m.runs, '-'),
+           CASE WHEN m.runs IS NULL THEN '-' ELSE printf('%.1f-%.1f', m.lo_s * 1e3, m.hi_s * 1e3) END,
+           printf('%.1f %% |', e.err * 100)
+      FROM agreement_err e LEFT JOIN agreement_a_measured m ON m.case_name = e.case_name AND m.n = e.n
+      WHERE e.part = 'a' ORDER BY e.ord, e.n;
+    SELECT '| **geometric mean** (' || cases || ' cases)', '', '', '', '', '', '',
+           printf('**%.1f %%** |', gmean * 100) FROM agreement_summary WHERE part = 'a';
+    SELECT '| **worst**: ' || worst_case, worst_n, worst_size, '', '', '', '',
+           printf('**%.1f %%** |', worst * 100) FROM agreement_summary WHERE part = 'a';"
+  else
   sql -separator ' | ' "SELECT '| case | N | size | predicted (ms) | measured (ms) | error |';
     SELECT '|---|---:|---:|---:|---:|---:|';
     SELECT '| ' || case_name, n, size, printf('%.3f', predicted_s * 1e3),
@@ -137,6 +161,7 @@ table() { # PART TITLE
            printf('**%.1f %%** |', gmean * 100) FROM agreement_summary WHERE part = '$1';
     SELECT '| **worst**: ' || worst_case, worst_n, worst_size, '', '',
            printf('**%.1f %%** |', worst * 100) FROM agreement_summary WHERE part = '$1';"
+  fi
   echo
   sql "SELECT printf('# (%s): %d runs, %.0f s of their wall time (runs.wall_s: the runs alone,'
                      || ' not the step calibration before them)', '$1', count(*), sum(r.wall_s))

@@ -36,14 +36,46 @@ sqlite3 "$d/q.db" "INSERT INTO agreement(part, case_name, ord, n, size, size_byt
     ('a', 'planted-y', 2, 4, '1 MB', 1e6, 0.0006, 0.0010)" || fail "could not plant rows"
 sh "$src/scripts/agreement.sh" --report --part a --db "$d/q.db" > "$d/out" 2>&1 ||
   fail "agreement.sh --report exited $?"
-grep -q '^| planted-x | 2 | 1 MB | 1.100 | 1.000 | 10.0 % |$' "$d/out" || fail "planted 10 % row"
-grep -q '^| planted-y | 4 | 1 MB | 0.600 | 1.000 | 40.0 % |$' "$d/out" || fail "planted 40 % row"
-grep -q '^| \*\*geometric mean\*\* (2 cases) |  |  |  |  | \*\*20.0 %\*\* |$' "$d/out" ||
+# (a)'s table: the emulated runs behind each row and their range (none here)
+grep -q '^| planted-x | 2 | 1 MB | 1.100 | 1.000 | - | - | 10.0 % |$' "$d/out" || fail "planted 10 % row"
+grep -q '^| planted-y | 4 | 1 MB | 0.600 | 1.000 | - | - | 40.0 % |$' "$d/out" || fail "planted 40 % row"
+grep -q '^| \*\*geometric mean\*\* (2 cases) |  |  |  |  |  |  | \*\*20.0 %\*\* |$' "$d/out" ||
   fail "geometric mean of 10 % and 40 % is not 20.0 %"
-grep -q '^| \*\*worst\*\*: planted-y | 4 | 1 MB |  |  | \*\*40.0 %\*\* |$' "$d/out" ||
+grep -q '^| \*\*worst\*\*: planted-y | 4 | 1 MB |  |  |  |  | \*\*40.0 %\*\* |$' "$d/out" ||
   fail "worst is not planted-y's 40.0 %"
+
 # the (a) table holds only (a): the ring row of (b) is not in it
 grep -q '^| ring |' "$d/out" && fail "(b)'s row in (a)'s table"
+
+# 2b. (a)'s measured side is the median of the latest AGREE_REPEATS (3)
+# emulated runs of a case: planted runs of ring N = 2 with step periods
+# 100 ms (the oldest, left out), 1, 1.5 and 3 ms (the latest); simulated
+# 1.65 ms.  The median is 1.5 ms (10 %), not the mean (1.83 ms) nor the
+# latest run (3 ms, what one repeat takes).
+sqlite3 "$d/q.db" "DELETE FROM agreement WHERE part = 'a';
+  INSERT INTO experiments(id, name) VALUES (9001, 'agreement-emulated'), (9002, 'agreement-simulated');
+  INSERT INTO runs(id, experiment_id, engine, options_json, workers, status) VALUES
+    (9010, 9001, 'allreduce', '{\"algorithm\": \"ring\"}', 2, 'ok'),
+    (9011, 9001, 'allreduce', '{\"algorithm\": \"ring\"}', 2, 'ok'),
+    (9012, 9001, 'allreduce', '{\"algorithm\": \"ring\"}', 2, 'ok'),
+    (9013, 9001, 'allreduce', '{\"algorithm\": \"ring\"}', 2, 'ok'),
+    (9014, 9002, 'allreduce', '{\"algorithm\": \"ring\"}', 2, 'ok');
+  INSERT INTO run_info(run_id, key, value) SELECT id, 'workload', 'mlp (100000 params)'
+    FROM runs WHERE id BETWEEN 9010 AND 9014;
+  WITH p(run, d) AS (VALUES (9010, 0.1), (9011, 0.001), (9012, 0.0015), (9013, 0.003), (9014, 0.00165)),
+       k(step) AS (VALUES (5), (6), (7)), r(rank) AS (VALUES (0), (1))
+  INSERT INTO steps(run_id, rank, role, step, t_start) SELECT run, rank, 'worker', step, step * d
+    FROM p, k, r;" || fail "could not plant the emulated runs"
+sh "$src/scripts/agreement.sh" --report --part a --db "$d/q.db" > "$d/out" 2>&1 ||
+  fail "agreement.sh --report (planted runs) exited $?"
+grep -q '^| ring | 2 | 0.40 MB | 1.650 | 1.500 | 3 | 1.0-3.0 | 10.0 % |$' "$d/out" ||
+  { cat "$d/out"; fail "(a)'s measured side is not the median of the latest 3 emulated runs"; }
+AGREE_REPEATS=1 sh "$src/scripts/agreement.sh" --report --part a --db "$d/q.db" > "$d/out" 2>&1
+grep -q '^| ring | 2 | 0.40 MB | 1.650 | 3.000 | 1 | 3.0-3.0 | 45.0 % |$' "$d/out" ||
+  fail "AGREE_REPEATS=1: not the latest emulated run alone"
+AGREE_REPEATS=4 sh "$src/scripts/agreement.sh" --report --part a --db "$d/q.db" > "$d/out" 2>&1
+grep -q '^| ring | 2 | 0.40 MB | 1.650 | 2.250 | 4 | 1.0-100.0 | 26.7 % |$' "$d/out" ||
+  fail "AGREE_REPEATS=4: not the median of all four"
 
 # 3. Bad input: one line, exit 2, nothing run.
 sh "$src/scripts/agreement.sh" --sizes 3k --db "$d/x.db" > "$d/out" 2>&1
