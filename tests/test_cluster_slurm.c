@@ -54,6 +54,10 @@
 #define LINK_HI 1.25
 
 static char g_name[16]; /* the cluster this test brought up, until down */
+static int g_daemon_procs = -1; /* processes in its namespaces when idle */
+/* How long a failed run's step daemons may outlive salloc's return (they
+ * slept KillWait = 2 s before; 0.02-0.1 s now) */
+#define STEP_GONE_S 1.5
 static char g_conf[256];
 /* The test's files (experiments, databases, dumps, the job's output):
  * every node's /tmp is its own (slurmd's tmpfs), so they live where all
@@ -140,7 +144,7 @@ static int scan_procs(const char *needle, int procid, pid_t *found) {
  * namespace (/run/netns/sgc-NAME-hI) or a node's mount namespace (the
  * slurmds', recorded in the daemons file).  Each one printed (pid, parent,
  * name, where) under `label`; the count, or -1. */
-static int cluster_procs(const char *label) {
+static int cluster_procs(const char *label) { /* label NULL: count only */
   unsigned long long ns[16];
   int nns = 0;
   struct stat sb;
@@ -161,7 +165,7 @@ static int cluster_procs(const char *label) {
   if (f) fclose(f);
   DIR *d = opendir("/proc");
   int n = 0;
-  fprintf(stderr, "  processes in the cluster's namespaces (%s):", label);
+  if (label) fprintf(stderr, "  processes in the cluster's namespaces (%s):", label);
   for (struct dirent *e; d && (e = readdir(d));) {
     pid_t pid = atoi(e->d_name);
     const char *kinds[] = {"net", "mnt"};
@@ -188,11 +192,11 @@ static int cluster_procs(const char *label) {
       if (r) sscanf(r + 2, "%*c %d", &ppid);
     }
     if (sf) fclose(sf);
-    fprintf(stderr, " %d(%s<-%d,%s)", (int)pid, comm, ppid, hit ? "mnt" : "net");
+    if (label) fprintf(stderr, " %d(%s<-%d,%s)", (int)pid, comm, ppid, hit ? "mnt" : "net");
     n++;
   }
   if (d) closedir(d);
-  fprintf(stderr, "; %d in all\n", n);
+  if (label) fprintf(stderr, "; %d in all\n", n);
   return d ? n : -1;
 }
 
@@ -385,7 +389,20 @@ static void killed_rank(const char *d) {
   double t_kill = sg_now();
   CHECK_EQ_INT(kill(v, SIGKILL), 0);
   ru_kill_outcome_t o = ru_kill_outcome(sg, t_kill, 4 * DEADLINE_S + 10, db, 2, "killed rank 2");
-  cluster_procs("after the killed rank's run ended");
+  /* the run's end leaves nothing of its own: its step daemons go with
+   * its tasks (KillWait=0; with 2 s they stayed 2 s past salloc) */
+  double t_end = sg_now();
+  int left;
+  while ((left = cluster_procs(NULL)) > g_daemon_procs && sg_now() - t_end < STEP_GONE_S) {
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  fprintf(stderr, "  killed rank's run: %d processes in the cluster's namespaces %.2f s after "
+          "salloc returned (its %d daemons before the job)\n", left, sg_now() - t_end,
+          g_daemon_procs);
+  if (left != g_daemon_procs) cluster_procs("after the killed rank's run ended");
+  CHECK_MSG(left == g_daemon_procs, "%d processes of the killed rank's job outlived it by %.1f s",
+            left - g_daemon_procs, STEP_GONE_S);
   CHECK_MSG(o.code > 0, "salloc/sgdlab exit %d after the kill", o.code);
   CHECK_MSG(o.took <= 2 * DEADLINE_S, "failure took %.2f s > 2 deadlines", o.took);
   CHECK_MSG(o.named, "the run's error does not name rank 2");
@@ -466,7 +483,7 @@ static void killed_harness(const char *d) {
   for (int r = 0; r < 4; r++)
     ranks += rank_pid[r] > 0 && !ru_wait_gone(rank_pid[r], t0 + 30 - sg_now(), 1);
   double gone = sg_now() - t0;
-  /* the step daemons end once Slurm has ended the job (KillWait 2 s):
+  /* the step daemons end once Slurm has ended the job (KillWait 0):
    * polled, at most 20 s, until only what ran before the job is left */
   int procs_after;
   while ((procs_after = scan_procs(g_conf, -1, NULL)) > idle && sg_now() - t0 < 20) {
@@ -662,7 +679,7 @@ TEST(slurm_runs_equal_local_on_4_hosts) {
   CHECK_OK(ru_cluster_reference(d, "slurm-eq", 40, ref, sizeof ref));
   up_or_fail();
   if (test_failed_now_) return;
-  cluster_procs("after up");
+  g_daemon_procs = cluster_procs("after up");
   per_node_tmp(d);
   if (!test_failed_now_) interactive_runs(d, ref);
   if (!test_failed_now_) batch_run(d, ref);
