@@ -29,12 +29,16 @@
 #include "sg_mpi.h"
 #include <sched.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
 #include "err.h"
 #include "transport_impl.h"
+#ifndef SG_SMPI
+#include <zmq.h>
+#endif
 
 #define MQ_SPINS 200 /* MPI_Test calls before yielding between tests */
 /* MQ_BLOCKING: in a simulation (SG_SMPI, sgdlab-rank-smpi) a wait is
@@ -386,6 +390,41 @@ void *sg_comm_mpi_handle(sg_comm_t *c) {
   if (!c || c->ops != &mpi_ops) return NULL;
   return &((mcomm_t *)c)->user;
 }
+
+#ifndef SG_SMPI
+/* MPI_Init_thread (once), then the harness's rendezvous as a barrier:
+ * every rank has returned from MPI_Init before this one sends an MPI
+ * message.  Open MPI 4.1 goes on when a process manager's fence fails
+ * (it does not check the fence's status), so a rank may leave MPI_Init
+ * while a peer is still inside its first fence; an MPI message reaching
+ * that peer before its PML has registered its receive handlers is
+ * dispatched to a NULL callback by the TCP BTL (SIGSEGV in ompi_mpi_init,
+ * seen under srun --mpi=pmix on a loaded machine). */
+int sg_mpi_init_barrier(const char *rdv, int rank, int size, double deadline_s,
+                        const struct sg_keys *keys) {
+  int init = 0, provided = 0;
+  MPI_Initialized(&init);
+  if (!init) {
+    int e = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+    if (e != MPI_SUCCESS) return sg_err_set(SG_EIO, "MPI_Init_thread failed (code %d)", e);
+    mq_we_initialised = 1;
+  }
+  if (!rdv || !rdv[0] || size < 2) return SG_OK;
+  char host[64] = "?", (*eps)[SG_ENDPOINT_MAX] = calloc((size_t)size, sizeof *eps);
+  char (*hosts)[64] = calloc((size_t)size, sizeof *hosts);
+  void *z = zmq_ctx_new();
+  int rc = eps && hosts && z ? SG_OK : sg_err_set(SG_ENOMEM, "MPI barrier: no memory");
+  gethostname(host, sizeof host - 1);
+  host[strcspn(host, " ")] = '\0';
+  if (rc == SG_OK)
+    rc = sg_rdv_exchange(z, rdv, rank, size, host[0] ? host : "?", "mpi", deadline_s, keys, eps,
+                         hosts);
+  if (z) zmq_ctx_term(z);
+  free(eps);
+  free(hosts);
+  return rc;
+}
+#endif
 
 void sg_mpi_finalize(void) {
   int fin = 0;

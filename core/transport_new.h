@@ -83,6 +83,11 @@ int sg_zmq_max_sockets(void);
 
 /* Initialises MPI if needed; rank/size from MPI_COMM_WORLD. */
 int sg_comm_mpi_new(sg_comm_t **out, double deadline_s);
+/* MPI_Init_thread if needed, then (rdv non-empty, size > 1) a barrier
+ * through the harness's rendezvous at rdv: no rank sends an MPI message
+ * before every rank has returned from MPI_Init.  Not in simulations. */
+int sg_mpi_init_barrier(const char *rdv, int rank, int size, double deadline_s,
+                        const struct sg_keys *keys);
 /* Finalise MPI if this process initialised it (call once, at exit). */
 void sg_mpi_finalize(void);
 /* Nonzero when this build has MPI support (it always does; kept for tests). */

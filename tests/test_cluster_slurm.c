@@ -19,6 +19,9 @@
  *    is seen by no node, one in the test's directory (/var/tmp) by all;
  *    ring with transport mpi runs all the same (its ranks get the spec
  *    and keys over srun's standard input).
+ *  - a PMIx fence that fails (timeout cut to 1 s, rank 2 late into
+ *    MPI_Init): ring over MPI still ends ok, equal to local (no rank
+ *    sends before every rank is out of MPI_Init).
  *  - a process named slurmstepd with the cluster's SLURM_CONF that the
  *    cluster did not start survives `down`.
  *  - each host's link (tc's counter on its end) carried 1.0-1.25 x the
@@ -51,6 +54,10 @@
 #define LINK_HI 1.25
 
 static char g_name[16]; /* the cluster this test brought up, until down */
+static int g_daemon_procs = -1; /* processes in its namespaces when idle */
+/* How long a failed run's step daemons may outlive salloc's return (they
+ * slept KillWait = 2 s before; 0.02-0.1 s now) */
+#define STEP_GONE_S 1.5
 static char g_conf[256];
 /* The test's files (experiments, databases, dumps, the job's output):
  * every node's /tmp is its own (slurmd's tmpfs), so they live where all
@@ -131,6 +138,66 @@ static int scan_procs(const char *needle, int procid, pid_t *found) {
   }
   closedir(d);
   return n;
+}
+
+/* Every process in one of the cluster's namespaces: a host's network
+ * namespace (/run/netns/sgc-NAME-hI) or a node's mount namespace (the
+ * slurmds', recorded in the daemons file).  Each one printed (pid, parent,
+ * name, where) under `label`; the count, or -1. */
+static int cluster_procs(const char *label) { /* label NULL: count only */
+  unsigned long long ns[16];
+  int nns = 0;
+  struct stat sb;
+  for (int h = 0; h < 4; h++) {
+    char path[96];
+    snprintf(path, sizeof path, "/run/netns/" SG_CLUSTER_NS_PREFIX "%s-h%d", g_name, h);
+    if (stat(path, &sb) == 0) ns[nns++] = (unsigned long long)sb.st_ino;
+  }
+  char dpath[300], line[160];
+  snprintf(dpath, sizeof dpath, "%s", g_conf);
+  char *slash = strrchr(dpath, '/');
+  if (!slash) return -1;
+  snprintf(slash, sizeof dpath - (size_t)(slash - dpath), "/daemons");
+  FILE *f = fopen(dpath, "r");
+  unsigned long long mnt;
+  while (f && fgets(line, sizeof line, f) && nns < 16)
+    if (sscanf(line, "%*s %*d %*s %llu", &mnt) == 1) ns[nns++] = mnt;
+  if (f) fclose(f);
+  DIR *d = opendir("/proc");
+  int n = 0;
+  if (label) fprintf(stderr, "  processes in the cluster's namespaces (%s):", label);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    pid_t pid = atoi(e->d_name);
+    const char *kinds[] = {"net", "mnt"};
+    int hit = -1;
+    for (int k = 0; k < 2 && hit < 0 && pid > 0; k++) {
+      char path[64], link[64];
+      snprintf(path, sizeof path, "/proc/%d/ns/%s", (int)pid, kinds[k]);
+      ssize_t len = readlink(path, link, sizeof link - 1);
+      unsigned long long ino;
+      if (len <= 0) continue;
+      link[len] = '\0';
+      if (sscanf(strchr(link, '[') ? strchr(link, '[') + 1 : "", "%llu", &ino) != 1) continue;
+      for (int i = 0; i < nns; i++)
+        if (ns[i] == ino) hit = k;
+    }
+    if (hit < 0) continue;
+    char spath[64], stat_line[512], comm[64] = "?";
+    int ppid = 0;
+    snprintf(spath, sizeof spath, "/proc/%d/stat", (int)pid);
+    FILE *sf = fopen(spath, "r");
+    if (sf && fgets(stat_line, sizeof stat_line, sf)) {
+      char *l = strchr(stat_line, '('), *r = strrchr(stat_line, ')');
+      if (l && r && r > l) snprintf(comm, sizeof comm, "%.*s", (int)(r - l - 1), l + 1);
+      if (r) sscanf(r + 2, "%*c %d", &ppid);
+    }
+    if (sf) fclose(sf);
+    if (label) fprintf(stderr, " %d(%s<-%d,%s)", (int)pid, comm, ppid, hit ? "mnt" : "net");
+    n++;
+  }
+  if (d) closedir(d);
+  if (label) fprintf(stderr, "; %d in all\n", n);
+  return d ? n : -1;
 }
 
 static void up_or_fail(void) {
@@ -253,6 +320,50 @@ static void batch_run(const char *d, const char *ref) {
   check_run(db, dump, ref, 4, "ring zmq (sbatch)");
 }
 
+/* The cluster's mpi.conf (Slurm's PMIx plugin): text, or removed when
+ * NULL; slurmd and the step daemons read it at `scontrol reconfigure`. */
+static int set_mpi_conf(const char *text) {
+  char path[300];
+  snprintf(path, sizeof path, "%s", g_conf);
+  char *slash = strrchr(path, '/');
+  if (!slash) return -1;
+  snprintf(slash, sizeof path - (size_t)(slash - path), "/mpi.conf");
+  if (text && ru_write_file(path, text) != 0) return -1;
+  if (!text) unlink(path);
+  char *words[] = {"scontrol", "reconfigure", NULL};
+  return on_h0(words);
+}
+
+/* A fence of the process manager that fails (Slurm's PMIx timeout cut to
+ * 1 s, rank 2 held back 3 s before MPI_Init): Open MPI lets the other
+ * ranks out of MPI_Init regardless, and without the barrier after it
+ * their first message reached rank 2 inside its first fence, before its
+ * PML had receive handlers: SIGSEGV in the TCP BTL.  With the barrier
+ * the run ends ok, equal to local. */
+static void failed_fence(const char *d, const char *ref) {
+  char cfg[128], db[128], dump[128];
+  snprintf(cfg, sizeof cfg, "%s/f.yaml", d);
+  snprintf(db, sizeof db, "%s/f.db", d);
+  snprintf(dump, sizeof dump, "%s/f.bin", d);
+  CHECK_OK(ru_write_train_config(cfg, "slurm-eq", "{engine: allreduce, algorithm: ring}",
+                                 "transport: mpi\n", dump, 4, 40));
+  CHECK_EQ_INT(set_mpi_conf("PMIxTimeout=1\n"), 0);
+  setenv("SGDLAB_TEST_MPI_INIT_DELAY_S", "2:3", 1);
+  char *words[] = {"salloc", "-N4", "-n4", (char *)ru_sgdlab(), "run", cfg, "--db", db, NULL};
+  int rc = on_h0(words);
+  unsetenv("SGDLAB_TEST_MPI_INIT_DELAY_S");
+  int restored = set_mpi_conf(NULL);
+  char *error = ru_db_text(db, "SELECT coalesce(error, '') FROM runs ORDER BY id DESC LIMIT 1");
+  fprintf(stderr, "  ring mpi, PMIx fence timing out, rank 2 late into MPI_Init: exit %d%s%s\n",
+          rc, error && error[0] ? ": " : "", error ? error : "");
+  int segv = error && strstr(error, "signal 11");
+  free(error);
+  CHECK_EQ_INT(restored, 0);
+  CHECK_MSG(!segv, "a rank got an MPI message inside MPI_Init (SIGSEGV)");
+  CHECK_EQ_INT(rc, 0);
+  check_run(db, dump, ref, 4, "ring mpi (failed fence)");
+}
+
 /* A rank killed under salloc ends the run within 2 deadlines, naming it. */
 static void killed_rank(const char *d) {
   char cfg[128], db[128], extra[128], sql[128], host[32];
@@ -278,6 +389,20 @@ static void killed_rank(const char *d) {
   double t_kill = sg_now();
   CHECK_EQ_INT(kill(v, SIGKILL), 0);
   ru_kill_outcome_t o = ru_kill_outcome(sg, t_kill, 4 * DEADLINE_S + 10, db, 2, "killed rank 2");
+  /* the run's end leaves nothing of its own: its step daemons go with
+   * its tasks (KillWait=0; with 2 s they stayed 2 s past salloc) */
+  double t_end = sg_now();
+  int left;
+  while ((left = cluster_procs(NULL)) > g_daemon_procs && sg_now() - t_end < STEP_GONE_S) {
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  fprintf(stderr, "  killed rank's run: %d processes in the cluster's namespaces %.2f s after "
+          "salloc returned (its %d daemons before the job)\n", left, sg_now() - t_end,
+          g_daemon_procs);
+  if (left != g_daemon_procs) cluster_procs("after the killed rank's run ended");
+  CHECK_MSG(left == g_daemon_procs, "%d processes of the killed rank's job outlived it by %.1f s",
+            left - g_daemon_procs, STEP_GONE_S);
   CHECK_MSG(o.code > 0, "salloc/sgdlab exit %d after the kill", o.code);
   CHECK_MSG(o.took <= 2 * DEADLINE_S, "failure took %.2f s > 2 deadlines", o.took);
   CHECK_MSG(o.named, "the run's error does not name rank 2");
@@ -358,7 +483,7 @@ static void killed_harness(const char *d) {
   for (int r = 0; r < 4; r++)
     ranks += rank_pid[r] > 0 && !ru_wait_gone(rank_pid[r], t0 + 30 - sg_now(), 1);
   double gone = sg_now() - t0;
-  /* the step daemons end once Slurm has ended the job (KillWait 2 s):
+  /* the step daemons end once Slurm has ended the job (KillWait 0):
    * polled, at most 20 s, until only what ran before the job is left */
   int procs_after;
   while ((procs_after = scan_procs(g_conf, -1, NULL)) > idle && sg_now() - t0 < 20) {
@@ -470,6 +595,7 @@ static void node_lost(const char *d) {
   int named = error && strstr(error, "rank 2");
   free(error);
   stop_breakdown(errpath, t_kill, took);
+  cluster_procs("after the lost node's run ended");
   CHECK_MSG(code > 0, "salloc/sgdlab exit %d after the node was lost", code);
   CHECK_MSG(took <= 2 * DEADLINE_S, "the run took %.2f s > 2 deadlines to end (deadline %g s)",
             took, DEADLINE_S);
@@ -553,11 +679,14 @@ TEST(slurm_runs_equal_local_on_4_hosts) {
   CHECK_OK(ru_cluster_reference(d, "slurm-eq", 40, ref, sizeof ref));
   up_or_fail();
   if (test_failed_now_) return;
+  g_daemon_procs = cluster_procs("after up");
   per_node_tmp(d);
   if (!test_failed_now_) interactive_runs(d, ref);
   if (!test_failed_now_) batch_run(d, ref);
+  if (!test_failed_now_) failed_fence(d, ref);
   if (!test_failed_now_) killed_rank(d);
   if (!test_failed_now_) killed_harness(d);
   if (!test_failed_now_) node_lost(d);
+  cluster_procs("before down");
   down_leaves_nothing(d);
 }

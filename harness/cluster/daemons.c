@@ -62,7 +62,12 @@ static int make_dir(const char *dir, const char *leaf, const char *sub) {
   return SG_OK;
 }
 
-/* slurm.conf for the cluster: slurmctld on h0, node hI at its address. */
+/* slurm.conf for the cluster: slurmctld on h0, node hI at its address.
+ * KillWait=0: a step or job that ends (srun's --kill-on-bad-exit, scancel,
+ * the allocation's command gone) gets SIGKILL right after SIGTERM; a step
+ * daemon sleeps KillWait even when its tasks are already gone, so with 2 s
+ * every failed run left its step daemons (one per node) 2 s past srun's
+ * and salloc's return.  sgdlab's ranks keep nothing to save on SIGTERM. */
 static int write_conf(const sg_cluster_t *cl, const char *dir) {
   char *text = NULL;
   size_t len = 0;
@@ -82,7 +87,7 @@ static int write_conf(const sg_cluster_t *cl, const char *dir) {
           "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n"
           "JobCompType=jobcomp/none\nAccountingStorageType=accounting_storage/none\n"
           "JobAcctGatherType=jobacct_gather/none\nSlurmctldTimeout=30\nSlurmdTimeout=30\n"
-          "InactiveLimit=0\nKillWait=2\nMinJobAge=5\n",
+          "InactiveLimit=0\nKillWait=0\nMinJobAge=5\n",
           cl->d.name, cl->addr[0], dir, dir, dir, dir, dir, dir, dir, dir);
   for (int h = 0; h < cl->d.nhosts; h++)
     fprintf(f, "NodeName=h%d NodeAddr=%s CPUs=%ld State=UNKNOWN\n", h, cl->addr[h],

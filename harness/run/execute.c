@@ -83,6 +83,7 @@ typedef struct control {
   sg_keys_t *keys;
   int tcp;           /* some socket of the run is tcp */
   int zmq_ranks;     /* ZeroMQ ranks meet at the rendezvous */
+  int mpi_ranks;     /* so do MPI ranks, as a barrier after MPI_Init */
   char keys_path[160];
 } control_t;
 
@@ -125,6 +126,7 @@ static int control_open(control_t *c, const sg_run_spec_t *run, const char *dir,
   else snprintf(ep, sizeof ep, "ipc://%s/rec", dir);
   SG_CHECK(sg_rec_server_open(&c->rec, ep, run->nprocs, c->keys));
   c->zmq_ranks = zmq_ranks;
+  c->mpi_ranks = !strcmp(sg_opts_get(run->opts, "transport"), "mpi") && run->nprocs > 1;
   if (!sim) { /* the ZeroMQ ranks' rendezvous, and every rank's clock pings */
     char base[256];
     if (rdv_tcp) snprintf(base, sizeof base, "tcp://%s:*", addr);
@@ -299,7 +301,9 @@ static int write_spec(serve_t *s, const control_t *ctl, const sg_run_cluster_t *
   if (!spec) return sg_err_set(SG_ENOMEM, "run %lld: no memory for its spec", (long long)s->run_id);
   SG_TRY(sg_opts_setf(spec, "_run_id", "%lld", (long long)s->run_id));
   SG_TRY(sg_opts_set(spec, "_records", sg_rec_server_endpoint(ctl->rec)));
-  SG_TRY(sg_opts_set(spec, "_rendezvous", ctl->rdv && ctl->zmq_ranks ? sg_rdv_endpoint(ctl->rdv) : ""));
+  /* MPI ranks meet there too, once out of MPI_Init (transport_new.h) */
+  SG_TRY(sg_opts_set(spec, "_rendezvous", ctl->rdv && (ctl->zmq_ranks || ctl->mpi_ranks)
+                                              ? sg_rdv_endpoint(ctl->rdv) : ""));
   SG_TRY(sg_opts_set(spec, "_clock", ctl->rdv ? sg_rdv_endpoint(ctl->rdv) : ""));
   SG_TRY(sg_opts_set(spec, "_keys", ctl->keys_path));
   /* simulated ranks count from the simulation's start (their clocks are simulated) */
