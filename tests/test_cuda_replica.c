@@ -11,6 +11,11 @@
  * servers and workers as threads over inproc ZeroMQ, the worker code the
  * processes run, only its device swapped (ps_cfg_t.dev_twin).
  *
+ * mapreduce executors the same way: the broadcast parameters staged up,
+ * each task's weighted gradient summed into a device accumulator, the sum
+ * staged down for the reduce (partitions = N, so the tasks and their sums
+ * are the same in every run; flat and tree broadcast and aggregate).
+ *
  * Claims: the dumped parameters and every worker's bytes sent equal the
  * host workers' bit for bit (N = 2..4 workers, 1-2 servers, staged chunks
  * of 7, 333, 1000 and 4096 floats against 25,450 parameters -- none
@@ -30,6 +35,7 @@
 #include "cuda/replica.h"
 #include "engine.h"
 #include "err.h"
+#include "mapreduce.h"
 #include "opts.h"
 #include "ps.h"
 #include "records.h"
@@ -149,6 +155,17 @@ static int sim_grad(void *ctx, struct sg_workload *wl, const float *dp, float *d
   (void)ctx;
   return sg_workload_grad(wl, dp, dg, step, loss);
 }
+static int sim_grad_slice(void *ctx, struct sg_workload *wl, const float *dp, float *dg,
+                          int64_t step, int64_t first, int64_t count, double *loss) {
+  (void)ctx;
+  return sg_workload_grad_slice(wl, dp, dg, step, first, count, loss);
+}
+/* the executor's host loop, operation for operation (-ffp-contract=off) */
+static int sim_acc(void *ctx, float *dacc, const float *dg, size_t n, float w, int first) {
+  (void)ctx;
+  for (size_t i = 0; i < n; i++) dacc[i] = first ? w * dg[i] : dacc[i] + w * dg[i];
+  return SG_OK;
+}
 static void sim_destroy(void *ctx) {
   simdev_t *s = ctx;
   pthread_mutex_lock(&g_mu);
@@ -167,7 +184,8 @@ static int twin_dev(sg_rdev_t *out, size_t chunk, int worker) {
   s->lazy = g_lazy, s->w = worker, s->chunk = chunk;
   for (size_t i = 0; i < 2 * chunk; i++) s->slots[i] = -7.0f; /* never a gradient */
   *out = (sg_rdev_t){.ctx = s, .alloc = sim_alloc, .release = sim_release, .bind = sim_bind,
-                     .grad = sim_grad, .destroy = sim_destroy, .chunk = chunk};
+                     .grad = sim_grad, .grad_slice = sim_grad_slice, .acc = sim_acc,
+                     .destroy = sim_destroy, .chunk = chunk};
   return SG_OK;
 }
 
@@ -351,5 +369,102 @@ TEST(ps_on_device_refuses_sparse_and_topk_in_one_line) {
     CHECK(!strchr(m, '\n'));
     sg_err_clear();
     sg_opts_destroy(&o);
+  }
+}
+
+/* ---- mapreduce executors on the twin device -------------------------------- */
+
+typedef struct mr_arg {
+  const sg_opts_t *opts;
+  const mr_config_t *cfg;
+  int workers;
+  uint64_t sent;
+} mr_arg_t;
+
+static int mr_rank(sg_comm_t *c, void *p) {
+  mr_arg_t *a = p;
+  sg_records_t *rec = NULL;
+  int rc;
+  SG_TRY(sg_records_open(&rec, NULL, c->rank, c->rank ? "executor" : "driver", sg_wall(), NULL));
+  sg_rank_ctx_t ctx = {.rank = c->rank, .size = c->size, .workers = a->workers, .comm = c,
+                       .opts = a->opts, .rec = rec, .t0 = sg_wall()};
+  rc = mr_run(&ctx, a->cfg);
+fail:
+  a->sent = sg_comm_bytes_sent(c);
+  sg_records_close(&rec);
+  return rc;
+}
+
+/* N executors and the driver, host (dev 0) or twin (1 lazy, 2 eager). */
+static int run_mr(int N, size_t chunk, const char *const *kv, int dev, int plant, outcome_t *o) {
+  char dir[] = "/tmp/sgdlab-replica-XXXXXX", dump[96];
+  if (!mkdtemp(dir)) return SG_EIO;
+  snprintf(dump, sizeof dump, "%s/mr.bin", dir);
+  sg_opts_t *op = ru_train_opts("mapreduce", N, dump, STEPS, kv);
+  mr_config_t cfg;
+  mr_arg_t args[MAXR];
+  int rc = op ? mr_config_parse(op, N, &cfg) : SG_ENOMEM;
+  if (!rc && dev) cfg.dev_twin = twin_dev, cfg.dev_chunk = chunk, cfg.dev_plant = plant;
+  g_lazy = dev == 1;
+  memset(g_down, 0, sizeof g_down), memset(g_up, 0, sizeof g_up);
+  for (int r = 0; r <= N && r < MAXR; r++) args[r] = (mr_arg_t){.opts = op, .cfg = &cfg, .workers = N};
+  tr_group_t g = {.n = N + 1, .deadline_s = 60, .fn = mr_rank, .args = args,
+                  .stride = sizeof *args, .what = "mapreduce replica"};
+  if (!rc && N + 1 <= MAXR) rc = tr_run(&g);
+  memset(o, 0, sizeof *o);
+  for (int r = 0; r <= N && r < MAXR; r++) o->sent[r] = args[r].sent;
+  memcpy(o->down, g_down, sizeof g_down), memcpy(o->up, g_up, sizeof g_up);
+  o->dump = rc ? NULL : slurp_bin(dump, &o->len);
+  unlink(dump);
+  rmdir(dir);
+  sg_opts_destroy(&op);
+  return rc ? rc : o->dump ? SG_OK : SG_EIO;
+}
+
+static const struct mrcase {
+  int N;
+  size_t chunk;
+  const char *kv[7];
+} mr_cases[] = {
+    {2, 1000, {NULL}},
+    {3, 7, {"aggregate", "tree", NULL}},
+    {4, 4096, {"broadcast", "tree", NULL}},
+};
+
+TEST(mapreduce_executors_on_the_twin_device_equal_the_host_ones_bit_for_bit) {
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  for (size_t i = 0; i < sizeof mr_cases / sizeof *mr_cases; i++)
+    for (int dev = 1; dev <= 2; dev++) {
+      const struct mrcase *mc = &mr_cases[i];
+      outcome_t h, d;
+      CHECK_OK(run_mr(mc->N, mc->chunk, mc->kv, 0, 0, &h));
+      CHECK_OK(run_mr(mc->N, mc->chunk, mc->kv, dev, 0, &d));
+      long diff = h.len != d.len || memcmp(h.dump, d.dump, (size_t)h.len) != 0;
+      for (int r = 0; r <= mc->N; r++) diff += h.sent[r] != d.sent[r];
+      uint64_t n = (uint64_t)h.len / sizeof(float), down = 0, up = 0;
+      for (int e = 1; e <= mc->N; e++) { /* n up per step; n down per step with a task */
+        diff += d.up[e] != STEPS * n || d.down[e] % n != 0 || d.down[e] > STEPS * n;
+        down += d.down[e], up += d.up[e];
+      }
+      fprintf(stderr, "  mapreduce N=%d chunk %zu %s%s%s: %ld difference(s); executors moved "
+              "%llu floats down, %llu up (n = %llu)\n", mc->N, mc->chunk,
+              dev == 1 ? "lazy" : "eager", mc->kv[0] ? " " : "", mc->kv[0] ? mc->kv[0] : "", diff,
+              (unsigned long long)down, (unsigned long long)up, (unsigned long long)n);
+      CHECK_MSG(diff == 0, "case %zu: %ld difference(s)", i, diff);
+      CHECK(down > 0);
+      free(h.dump), free(d.dump);
+    }
+}
+
+TEST(mapreduce_planted_early_copies_are_caught) {
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  for (int plant = 1; plant <= 2; plant++) {
+    outcome_t h, d;
+    CHECK_OK(run_mr(2, 1000, mr_cases[0].kv, 0, 0, &h));
+    CHECK_OK(run_mr(2, 1000, mr_cases[0].kv, plant, plant, &d)); /* 1 lazy, 2 eager */
+    int differs = h.len != d.len || memcmp(h.dump, d.dump, (size_t)h.len) != 0;
+    fprintf(stderr, "  mapreduce planted %d: %s\n", plant, differs ? "caught" : "NOT caught");
+    CHECK(differs);
+    free(h.dump), free(d.dump);
   }
 }

@@ -421,6 +421,21 @@ static int rdev_grad(void *ctx, struct sg_workload *wl, const float *dp, float *
   return sg_workload_grad_device(wl, dp, dg, step, loss);
 }
 
+static int rdev_grad_slice(void *ctx, struct sg_workload *wl, const float *dp, float *dg,
+                           int64_t step, int64_t first, int64_t count, double *loss) {
+  (void)ctx;
+  return sg_workload_grad_slice_device(wl, dp, dg, step, first, count, loss);
+}
+
+/* stream-ordered: the next task's gradient and the staging follow it */
+static int rdev_acc(void *ctx, float *dacc, const float *dg, size_t n, float w, int first) {
+  cudaStream_t s = NULL;
+  (void)ctx;
+  SG_CHECK(sg_cuda_stream(&s));
+  SG_CU(sg_k_task_acc(dacc, dg, n, w, first, s));
+  return SG_OK;
+}
+
 static void rdev_destroy(void *ctx) {
   cuda_rdev_t *rd = ctx;
   if (!rd) return;
@@ -437,6 +452,7 @@ int sg_cuda_rdev_new(sg_rdev_t *out, size_t chunk) {
     return rc;
   }
   *out = (sg_rdev_t){.ctx = rd, .alloc = rdev_alloc, .release = rdev_free, .bind = rdev_bind,
-                     .grad = rdev_grad, .destroy = rdev_destroy, .chunk = chunk};
+                     .grad = rdev_grad, .grad_slice = rdev_grad_slice, .acc = rdev_acc,
+                     .destroy = rdev_destroy, .chunk = chunk};
   return SG_OK;
 }

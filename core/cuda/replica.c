@@ -67,8 +67,34 @@ void sg_replica_destroy(sg_replica_t **pr) {
   if (r->dev.release) {
     r->dev.release(r->dev.ctx, &r->dp);
     r->dev.release(r->dev.ctx, &r->dg);
+    r->dev.release(r->dev.ctx, &r->dacc);
   }
   if (r->dev.destroy) r->dev.destroy(r->dev.ctx);
   free(r);
   *pr = NULL;
+}
+
+/* ---- mapreduce: the task accumulator --------------------------------------- */
+
+int sg_replica_want_acc(sg_replica_t *r) {
+  if (r->dacc) return SG_OK;
+  return r->dev.alloc(r->dev.ctx, &r->dacc, r->n, "the task accumulator");
+}
+
+int sg_replica_grad_slice(sg_replica_t *r, struct sg_workload *wl, int64_t step, int64_t first,
+                          int64_t count, double *loss) {
+  return r->dev.grad_slice(r->dev.ctx, wl, r->dp, r->dg, step, first, count, loss);
+}
+
+int sg_replica_acc(sg_replica_t *r, float w, int first) {
+  if (!r->dacc) return sg_err_set(SG_EINVAL, "device replica: no accumulator");
+  return r->dev.acc(r->dev.ctx, r->dacc, r->dg, r->n, w, first);
+}
+
+int sg_replica_get_acc(sg_replica_t *r, float *host) {
+  sg_stage_cursor_t down;
+  if (!r->dacc) return sg_err_set(SG_EINVAL, "device replica: no accumulator");
+  SG_CHECK(sg_replica_grad_end(r));
+  SG_CHECK(run_begin(r, r->dacc, SG_STAGE_DOWN, host, &down));
+  return sg_stage_end(&down);
 }

@@ -1,6 +1,8 @@
 /* replica.h - a device replica of an engine's parameters and gradient,
  * moved through the host one way at a time (a ps worker: the gradient
- * down for its pushes, the pulled parameters up).
+ * down for its pushes, the pulled parameters up; a mapreduce executor:
+ * the broadcast parameters up, its tasks' weighted gradients summed on
+ * the device and the sum down for the reduce).
  *
  * The replica holds dp (parameters) and dg (gradient) on a device and
  * moves them through pinned staging slots with the one-way runs of
@@ -33,6 +35,13 @@ typedef struct sg_rdev {
   /* dg = gradient of step `step` at dp (sg_workload_grad's, on the device) */
   int (*grad)(void *ctx, struct sg_workload *wl, const float *dp, float *dg, int64_t step,
               double *loss);
+  /* dg = gradient over rows [first, first + count) of step `step`'s batch
+   * (sg_workload_grad_slice's, on the device) */
+  int (*grad_slice)(void *ctx, struct sg_workload *wl, const float *dp, float *dg, int64_t step,
+                    int64_t first, int64_t count, double *loss);
+  /* dacc = w dg (first) or dacc += w dg, a float product then a float
+   * sum per element (no fused multiply-add: the host loop's operations) */
+  int (*acc)(void *ctx, float *dacc, const float *dg, size_t n, float w, int first);
   void (*destroy)(void *ctx);
   size_t chunk; /* floats per staged chunk */
 } sg_rdev_t;
@@ -41,6 +50,7 @@ typedef struct sg_replica {
   sg_rdev_t dev; /* owned: destroyed with the replica */
   size_t n;
   float *dp, *dg;
+  float *dacc;             /* sg_replica_want_acc: a task accumulator */
   float *host_grad;        /* where the gradient's download lands */
   sg_stage_cursor_t down;  /* the gradient's download in progress */
   int plant;               /* tests only: stage_plan.h's one-way plant */
@@ -57,6 +67,16 @@ int sg_replica_grad_end(sg_replica_t *r);
 /* dp = host[0, n), staged up chunk by chunk; returns when it is there. */
 int sg_replica_put(sg_replica_t *r, float *host);
 void sg_replica_destroy(sg_replica_t **r);
+
+/* mapreduce: the accumulator dacc (allocated once) ... */
+int sg_replica_want_acc(sg_replica_t *r);
+/* ... dg = a task's gradient (rows [first, first + count) of the batch) ... */
+int sg_replica_grad_slice(sg_replica_t *r, struct sg_workload *wl, int64_t step, int64_t first,
+                          int64_t count, double *loss);
+/* ... dacc = w dg (first) or dacc += w dg ... */
+int sg_replica_acc(sg_replica_t *r, float w, int first);
+/* ... and dacc staged down into host[0, n) whole. */
+int sg_replica_get_acc(sg_replica_t *r, float *host);
 
 /* The CUDA device (cuda_comm.c; SG_EUNSUPPORTED in a build without CUDA):
  * 2 pinned slots of `chunk` floats, a down and an up stream. */
