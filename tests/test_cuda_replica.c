@@ -349,29 +349,6 @@ TEST(one_way_runs_refuse_a_table_without_slots) {
   sg_err_clear();
 }
 
-TEST(ps_on_device_refuses_sparse_and_topk_in_one_line) {
-  static const char *const sparse[] = {"device", "cuda", "sparse", "true", NULL};
-  static const char *const topk[] = {"device", "cuda", "compress", "topk", NULL};
-  static const char *const fp16[] = {"device", "cuda", "compress", "fp16", NULL};
-  const sg_engine_t *e = sg_engine_find("ps");
-  CHECK(e && e->check_transport);
-  const char *const *kvs[] = {sparse, topk, fp16};
-  const char *want[] = {"sparse: true needs device cpu", "compress: topk needs device cpu", ""};
-  for (int i = 0; i < 3; i++) {
-    sg_opts_t *o = sg_opts_new();
-    CHECK(o != NULL);
-    for (const char *const *kv = kvs[i]; kv[0]; kv += 2) CHECK_OK(sg_opts_set(o, kv[0], kv[1]));
-    int rc = e->check_transport(o, "zmq");
-    const char *m = rc < 0 ? sg_err_msg() : "";
-    fprintf(stderr, "  %s %s: %s\n", kvs[i][2], kvs[i][3], *m ? m : "taken");
-    CHECK_STR_CONTAINS(m, want[i]);
-    CHECK(*want[i] ? rc < 0 : rc == 0);
-    CHECK(!strchr(m, '\n'));
-    sg_err_clear();
-    sg_opts_destroy(&o);
-  }
-}
-
 /* ---- mapreduce executors on the twin device -------------------------------- */
 
 typedef struct mr_arg {
