@@ -529,6 +529,18 @@ int sg_workload_grad_device(sg_workload_t *w, const float *dparams, float *dgrad
   return sg_cuda_wl_grad(w->dev, dparams, dgrad, w->idx, w->batch, loss);
 }
 
+/* The slice [first, first + count) of the step's batch on the device. */
+int sg_workload_grad_slice_device(sg_workload_t *w, const float *dparams, float *dgrad,
+                                  int64_t step, int64_t first, int64_t count, double *loss) {
+  if (!w->dev) return sg_err_set(SG_EINVAL, "grad: the workload is not on a device");
+  if (step < 0) return sg_err_set(SG_EINVAL, "grad: step %lld < 0", (long long)step);
+  if (first < 0 || count < 1 || count > w->batch - first)
+    return sg_err_set(SG_EINVAL, "grad: slice [%lld, %lld) is not inside the batch of %d",
+                      (long long)first, (long long)(first + count), w->batch);
+  step_indices(w, step);
+  return sg_cuda_wl_grad(w->dev, dparams, dgrad, w->idx + first, (int)count, loss);
+}
+
 int sg_workload_grad_slice(sg_workload_t *w, const float *params, float *grad,
                            int64_t step, int64_t first, int64_t count, double *loss) {
 #ifdef SG_SMPI

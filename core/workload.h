@@ -95,6 +95,9 @@ int sg_workload_on_device(const sg_workload_t *w);
  * vector).  SG_EINVAL when the workload is not on a device. */
 int sg_workload_grad_device(sg_workload_t *w, const float *dparams, float *dgrad, int64_t step,
                             double *loss);
+/* sg_workload_grad_slice with device pointers (a mapreduce task). */
+int sg_workload_grad_slice_device(sg_workload_t *w, const float *dparams, float *dgrad,
+                                  int64_t step, int64_t first, int64_t count, double *loss);
 
 /* ---- sparse step: softmax on CSR input (synthetic-sparse, LIBSVM), and
  * the embedding model (model_embed.h: the dense MLP prefix [0, dense_len)

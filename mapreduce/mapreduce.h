@@ -82,6 +82,8 @@ enum {
 };
 
 /* Resolved engine options. */
+struct sg_rdev;
+
 typedef struct mr_config {
   int tree_broadcast; /* broadcast: tree */
   int depth;          /* reduce depth: 1 = flat (aggregate: flat) */
@@ -92,7 +94,16 @@ typedef struct mr_config {
    * message from this executor rank twice (0 = off).  Proves the
    * equivalence check can fail. */
   int plant_double_rank;
+  /* device: cuda executors (mr_executor.c, core/cuda/replica.h): floats
+   * per staged chunk, 0 = MR_DEV_CHUNK.  Tests only: dev_twin makes
+   * executor e's device (the CPU twin's simulated one) for a workload on
+   * the CPU; dev_plant plants stage_plan.h's one-way bug in it. */
+  size_t dev_chunk;
+  int (*dev_twin)(struct sg_rdev *out, size_t chunk, int executor);
+  int dev_plant;
 } mr_config_t;
+
+#define MR_DEV_CHUNK ((size_t)1 << 20) /* 4 MiB of floats, as allreduce's stage_chunk */
 
 /* Read the engine's options from `o` for `workers` executors; SG_ECONFIG
  * naming the key when they do not fit (partitions must be <= N*b). */

@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "cuda/replica.h"
 #include "err.h"
 #include "mapreduce.h"
 
@@ -49,6 +50,9 @@ typedef struct executor {
   mr_job_msg_t job;  /* the driver's */
   size_t n;          /* parameters */
   float *params, *grad, *acc, *tmp; /* [n] each */
+  sg_replica_t *dev; /* device: cuda (or the CPU twin's device): params, the
+                        task gradient and the accumulator on the device;
+                        params and acc are the staged host copies */
 } executor_t;
 
 /* Task p's gradient, weighted by w_p = n_p / B, into acc (first task of
@@ -59,9 +63,13 @@ static int run_task(executor_t *x, int p, const float *params, float *grad,
                     double *weight, double *loss) {
   int64_t first, count;
   mr_task_slice(x->cfg, p, &first, &count);
-  SG_CHECK(sg_workload_grad_slice(x->wl, params, grad, step, first, count, loss));
   *weight = (double)count / (double)(x->cfg->batch * x->cfg->executors);
   const float w = (float)*weight;
+  if (x->dev) {
+    SG_CHECK(sg_replica_grad_slice(x->dev, x->wl, step, first, count, loss));
+    return sg_replica_acc(x->dev, w, first_task);
+  }
+  SG_CHECK(sg_workload_grad_slice(x->wl, params, grad, step, first, count, loss));
   if (first_task)
     for (size_t i = 0; i < n; i++) acc[i] = w * grad[i];
   else
@@ -98,6 +106,22 @@ static int next_task(sg_comm_t *c, int64_t step, int *task, double *comm_s,
                       c->rank, (long long)step, (long long)m.step);
   *task = m.task;
   return SG_OK;
+}
+
+/* device: cuda (or the twin's device): the parameters, a task's gradient
+ * and the accumulator on the device.  The driver stays on the host. */
+static int executor_device(executor_t *x, int e) {
+  const mr_config_t *cfg = x->cfg;
+  if (!sg_workload_on_device(x->wl) && !cfg->dev_twin) return SG_OK;
+  size_t chunk = cfg->dev_chunk ? cfg->dev_chunk : MR_DEV_CHUNK;
+  if (chunk > x->n && x->n > 0) chunk = x->n;
+  sg_rdev_t dev;
+  SG_CHECK(cfg->dev_twin && !sg_workload_on_device(x->wl)
+               ? cfg->dev_twin(&dev, chunk, e)
+               : sg_cuda_rdev_new(&dev, chunk));
+  SG_CHECK(sg_replica_new(&x->dev, &dev, x->n, x->grad));
+  x->dev->plant = cfg->dev_plant;
+  return sg_replica_want_acc(x->dev);
 }
 
 /* The driver's job, checked against this rank's own workload. */
@@ -159,14 +183,17 @@ static int executor_step(sg_rank_ctx_t *ctx, executor_t *x, int parent, int64_t 
   double t1 = sg_now();
   r.wait_s += t1 - t;
   SG_CHECK(mr_broadcast(c, x->cfg, x->params, x->n));
+  if (x->dev) SG_CHECK(sg_replica_put(x->dev, x->params)); /* the parameters up */
   r.comm_s += sg_now() - t1;
 
   int ntasks = 0;
   double loss_sum = 0, weight_sum = 0;
   SG_CHECK(executor_tasks(c, x, step, &r, &ntasks, &loss_sum, &weight_sum));
+  t = sg_now();
   if (ntasks == 0)
     for (size_t i = 0; i < x->n; i++) x->acc[i] = 0.0f;
-  t = sg_now();
+  else if (x->dev) /* the tasks' sum down */
+    SG_CHECK(sg_replica_get_acc(x->dev, x->acc));
   SG_CHECK(mr_aggregate(c, x->cfg, x->acc, x->tmp, x->n));
   r.comm_s += sg_now() - t;
   r.loss = ntasks ? loss_sum / weight_sum : NAN;
@@ -207,6 +234,7 @@ int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
     rc = SG_ENOMEM;
     goto fail;
   }
+  SG_TRY(executor_device(&x, e));
   SG_TRY(sg_trainlog_new(&log, ctx, NULL, 0));
   /* Ready: the driver starts the training clock after this barrier. */
   SG_TRY(sg_barrier(c));
@@ -222,5 +250,6 @@ fail:
   free(x.grad);
   free(x.acc);
   free(x.tmp);
+  sg_replica_destroy(&x.dev);
   return rc;
 }

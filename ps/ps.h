@@ -104,6 +104,8 @@
 
 #include "engine.h"
 
+struct sg_rdev;
+
 extern const sg_engine_t sg_engine_ps;
 
 typedef enum { PS_SYNC = 0, PS_SSP = 1, PS_ASYNC = 2 } ps_mode_t;
@@ -156,7 +158,17 @@ typedef struct ps_cfg {
   int plant_ignore_stop;
   /* Tests only: server k writes its counts to stats[k] when it ends. */
   ps_server_stats_t *stats;
+  /* device: cuda workers (ps_worker.c, core/cuda/replica.h): floats per
+   * staged chunk of the gradient's download and the parameters' upload;
+   * 0 = PS_DEV_CHUNK.  Tests only: dev_twin makes worker w's device (the
+   * CPU twin's simulated one) for a workload on the CPU, and dev_plant
+   * plants stage_plan.h's one-way bug in it. */
+  size_t dev_chunk;
+  int (*dev_twin)(struct sg_rdev *out, size_t chunk, int worker);
+  int dev_plant;
 } ps_cfg_t;
+
+#define PS_DEV_CHUNK ((size_t)1 << 20) /* 4 MiB of floats, as allreduce's stage_chunk */
 
 /* Read mode, staleness, servers, sparse, compress, topk, time_budget
  * from the run's settings. */

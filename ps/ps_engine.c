@@ -176,6 +176,20 @@ static void ps_memory(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *
                        .test = rank == servers};
 }
 
+/* device: cuda workers keep a device replica and push dense gradients
+ * (ps_worker.c): the sparse path and topk select on host vectors. */
+static int ps_check_transport(const sg_opts_t *o, const char *transport) {
+  (void)transport;
+  if (strcmp(sg_opts_str_or(o, "device", "cpu"), "cuda") != 0) return SG_OK;
+  if (!strcmp(sg_opts_str_or(o, "sparse", "false"), "true"))
+    return sg_err_set(SG_ECONFIG, "sparse: true needs device cpu (the sparse push and pull run "
+                      "on host vectors); device cuda pushes dense gradients");
+  if (!strcmp(sg_opts_str_or(o, "compress", "none"), "topk"))
+    return sg_err_set(SG_ECONFIG, "compress: topk needs device cpu (its selection and error "
+                      "feedback run on host vectors); device cuda has none and fp16");
+  return SG_OK;
+}
+
 extern const sg_cost_info_t sg_ps_cost_info; /* ps_cost.c */
 
 const sg_engine_t sg_engine_ps = {
@@ -186,7 +200,7 @@ const sg_engine_t sg_engine_ps = {
     .role = ps_role,
     .roles = ps_roles,
     .stale = ps_stale,
-    .check_transport = NULL,
+    .check_transport = ps_check_transport,
     .run = ps_run,
     .tolerates_exit = ps_tolerates_exit,
     .bench = &sg_ps_bench_round,

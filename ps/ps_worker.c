@@ -29,6 +29,7 @@
 
 #include "clock.h"
 #include "compress_half.h"
+#include "cuda/replica.h"
 #include "deadline.h"
 #include "err.h"
 #include "msgbuf.h"
@@ -62,6 +63,9 @@ typedef struct worker {
   int *nsl;                /* [S] slices of shard k */
   int *rbase;              /* [S] request of shard k's slice 0 reply */
   int npush, *ok, *osl;    /* sliced: pushes per step, their shard and slice (ps_push_order) */
+  sg_replica_t *dev;       /* device: cuda (or the CPU twin's device): params and
+                              gradient on the device; grad and params are the
+                              staged host copies the messages read and fill */
   int stop;                /* ssp/async: a server answered with PS_F_STOP */
   int final;               /* the next pull is the FINAL one */
 } worker_t;
@@ -307,6 +311,9 @@ static int exchange_sliced(worker_t *wk, int push, int64_t t, int64_t clock, dou
     while (push && ps_window_lag(j, wk->cfg->slice_window, wk->S) >= taken)
       SG_CHECK(take_reply(wk, taken++, clock, held, stale));
     unsigned char *m = push ? wk->push[k] + (size_t)sl * slice_stride(wk, k) : wk->pull[k];
+    if (push && wk->dev) /* the slice's gradient on the host (staged down) */
+      SG_CHECK(sg_replica_grad_until(wk->dev, wk->off[k] + (size_t)sl * wk->elems[k] +
+                                                  slice_len(wk, k, sl)));
     size_t len = push ? build_slice(wk, k, sl, t) : build_pull(wk, k, clock, 1);
     if ((rc = sg_isend(c, k, PS_TAG_REQ, m, len, &r[nr++])) < 0)
       return peer_fail(wk, rc, k, push ? "sending PUSH of" : "sending PULL of", push ? t : clock);
@@ -317,7 +324,7 @@ static int exchange_sliced(worker_t *wk, int push, int64_t t, int64_t clock, dou
       return peer_fail(wk, rc, k, push ? "PUSH of" : "PULL of", push ? t : clock);
   }
   while (taken < wk->npush) SG_CHECK(take_reply(wk, taken++, clock, held, stale));
-  return SG_OK;
+  return wk->dev ? sg_replica_put(wk->dev, wk->params) : SG_OK;
 }
 
 /* Push step t (when push) and pull the params for step `clock` from every
@@ -344,6 +351,7 @@ static int exchange(worker_t *wk, int push, int64_t t, int64_t clock, int dense_
   for (int j = 0; j < S; j++) {
     int k = (first + j) % S;
     if (push) {
+      if (wk->dev) SG_CHECK(sg_replica_grad_until(wk->dev, wk->off[k] + wk->cnt[k]));
       size_t len = build_push(wk, k, t);
       if ((rc = sg_isend(c, k, PS_TAG_REQ, wk->push[k], len, &rs[k])) < 0)
         return peer_fail(wk, rc, k, "sending PUSH of", t);
@@ -366,7 +374,8 @@ static int exchange(worker_t *wk, int push, int64_t t, int64_t clock, int dense_
       return peer_fail(wk, rc, k, "waiting for PARAMS of", clock);
     SG_CHECK(take_params(wk, k, st.bytes, clock, held, stale));
   }
-  return SG_OK;
+  /* device: the pulled parameters up (dense: the whole vector) */
+  return wk->dev ? sg_replica_put(wk->dev, wk->params) : SG_OK;
 }
 
 static int say_done(worker_t *wk, int64_t steps) {
@@ -438,6 +447,7 @@ static void worker_free(worker_t *wk) {
   free(wk->pairs);
   ps_needs_destroy(&wk->needs[0]);
   ps_needs_destroy(&wk->needs[1]);
+  sg_replica_destroy(&wk->dev);
 }
 
 /* Per shard: its range, its slices, and the push, pull and reply buffers
@@ -510,10 +520,30 @@ static int worker_alloc(worker_t *wk, sg_workload_t *wl, int *sparse_grad) {
   return SG_OK;
 }
 
+/* device: cuda (or the twin's device): a replica of the parameters and
+ * the gradient on the device.  Dense pushes only: sparse and topk select
+ * on host vectors (refused before launch, ps_engine.c). */
+static int worker_device(worker_t *wk, sg_workload_t *wl) {
+  const ps_cfg_t *cfg = wk->cfg;
+  const int on_dev = sg_workload_on_device(wl);
+  if (!on_dev && !cfg->dev_twin) return SG_OK;
+  if (cfg->sparse || cfg->compress == PS_COMPRESS_TOPK)
+    return sg_err_set(SG_ECONFIG, "ps worker %d: device: cuda pushes dense gradients (none or "
+                      "fp16); sparse: true and compress: topk need device cpu", wk->w);
+  size_t chunk = cfg->dev_chunk ? cfg->dev_chunk : PS_DEV_CHUNK;
+  if (chunk > wk->n && wk->n > 0) chunk = wk->n;
+  sg_rdev_t dev;
+  SG_CHECK(on_dev ? sg_cuda_rdev_new(&dev, chunk) : cfg->dev_twin(&dev, chunk, wk->w));
+  SG_CHECK(sg_replica_new(&wk->dev, &dev, wk->n, wk->grad));
+  wk->dev->plant = cfg->dev_plant;
+  return SG_OK;
+}
+
 /* Step t's gradient: at the coordinates it pushes (sparse_grad, into
  * gval) or whole (grad). */
 static int worker_grad(worker_t *wk, sg_workload_t *wl, int64_t t, int sparse_grad,
                        double *loss) {
+  if (wk->dev) return sg_replica_grad(wk->dev, wl, t, loss);
   if (!sparse_grad) return sg_workload_grad(wl, wk->params, wk->grad, t, loss);
   size_t m;
   const uint32_t *idx = ps_needs_idx(wk->pushn, &m);
@@ -575,6 +605,7 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   SG_TRY(sg_workload_new(&wl, ctx->opts, wk.w, wk.N, SG_WL_TRAIN | (evaluates ? SG_WL_TEST : 0)));
   int64_t total = sg_workload_total_steps(wl);
   SG_TRY(worker_alloc(&wk, wl, &sparse_grad));
+  SG_TRY(worker_device(&wk, wl));
   if (evaluates) {
     SG_TRY(sg_records_info(ctx->rec, "workload", sg_workload_describe(wl)));
     SG_TRY(sg_records_info(ctx->rec, "blas", sg_blas_info()));

@@ -20,6 +20,10 @@
 #   2b. the engine's one training loop against local on the device: the
 #      parameters after 100 steps of allreduce (host-staged ring, fp16 on
 #      the wire, cuda-ring; 2 ranks) against local's, relative L2 distance;
+#      the same for ps (1 server on the host, 2 workers with a device
+#      replica, float32 and fp16 pushes) and mapreduce (the driver on the
+#      host, 2 executors with a device replica), and both engines'
+#      samples/s on the big MLP;
 #   4. the persistent device ring with a silent neighbour (cuda_ring_rank
 #      --dead): the kernel must give up after 2 s and the call fail;
 # and prints one Markdown table (medians of the rounds) and the device
@@ -195,6 +199,12 @@ for m in $MODES; do
   fi
   [ "$m" = on ] && mps off
 done
+# ps: 2 workers with a device replica (the gradient staged down for the
+# pushes, the pulled parameters up), 1 server on the host; without MPS
+sgrun ps-dev 1 "{engine: ps, servers: 1}" 2 "$BIG" $((BIGB / 2))
+# mapreduce: 2 executors with a device replica (the parameters up, the
+# tasks' sum down), the driver on the host
+sgrun mr-dev 1 "{engine: mapreduce}" 2 "$BIG" $((BIGB / 2))
 # ---- 2b. the one training loop against local, on the device ------------------------
 # 100 steps of the small MLP with the parameters dumped: local (batch 2b)
 # and allreduce with 2 ranks of batch b through the engine's one loop
@@ -229,6 +239,9 @@ PY
 agree local local 2 "$SMALLB" # the global batch of 2 workers, one process
 agree ring "{engine: allreduce, algorithm: ring}" 2 "$SMALLB"
 agree ringfp16 "{engine: allreduce, algorithm: ring, compress: fp16}" 2 "$SMALLB"
+agree ps "{engine: ps, servers: 1}" 2 "$SMALLB"
+agree psfp16 "{engine: ps, servers: 2, compress: fp16}" 2 "$SMALLB"
+agree mr "{engine: mapreduce}" 2 "$SMALLB"
 if [ $DRY -eq 1 ]; then
   skip "allreduce cuda-ring against local"
 else
@@ -250,6 +263,9 @@ for t in "$TESTS"/test_cuda*; do
   n=$(basename "$t")
   if [ "$n" = test_cuda_refuse ] && [ $DRY -eq 0 ]; then
     continue # it checks the refusal on a machine WITHOUT a device
+  fi
+  if [ "$n" = test_cuda_replica ] && [ $DRY -eq 0 ]; then
+    continue # a CPU twin (simulated device) reading the dataset's system path
   fi
   part "$n" 150 "$t"
   rc=$?
@@ -297,6 +313,8 @@ TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-sma
     echo "| sgdlab allreduce ring, host-staged, 2 ranks, MPS $m | $(med "$W/ar-ring-mps$m.sps") | 1 | $(ratio "$(med "$W/ar-ring-mps$m.sps")" "$TB") |"
     echo "| sgdlab allreduce ring, host-staged, fp16 on the wire, 2 ranks, MPS $m | $(med "$W/ar-ringfp16-mps$m.sps") | 1 | $(ratio "$(med "$W/ar-ringfp16-mps$m.sps")" "$TB") |"
   done
+  echo "| sgdlab ps, 1 server (host), 2 workers with a device replica, MPS off | $(med "$W/ps-dev.sps") | 1 | $(ratio "$(med "$W/ps-dev.sps")" "$TB") |"
+  echo "| sgdlab mapreduce, driver (host), 2 executors with a device replica, MPS off | $(med "$W/mr-dev.sps") | 1 | $(ratio "$(med "$W/mr-dev.sps")" "$TB") |"
   echo "| PyTorch, MLP 784-128-10, batch 64 | $TS | $(vals "$W/torch-small.sps") | 1.00 |"
   echo "| sgdlab local, device $DEV, hidden $SMALL, batch $SMALLB | $LS | $(vals "$W/local-small.sps") | $(ratio "$LS" "$TS") |"
   echo
@@ -314,12 +332,13 @@ TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-sma
   echo
   echo "| the one loop against local (hidden $SMALL, 100 steps, device $DEV) | relative L2 distance of the parameters | bound | verdict |"
   echo "|---|---:|---:|---|"
-  for k in ring ringfp16 cudaring; do
+  for k in ring ringfp16 cudaring ps psfp16 mr; do
     [ -f "$W/agree-$k.bin" ] || [ $DRY -eq 0 ] || continue
     d=$(dist $k) tol=1e-4
-    [ $k = ringfp16 ] && tol=2e-2
+    case $k in ringfp16 | psfp16) tol=2e-2 ;; esac
     v=$(awk -v d="$d" -v t="$tol" 'BEGIN {print (d ~ /^[0-9.e+-]+$/ && d + 0 <= t + 0) ? "ok" : "FAIL"}')
-    echo "| allreduce $k, 2 ranks of batch $SMALLB vs local batch $((SMALLB * 2)) | $d | $tol | $v |"
+    case $k in ps*) e=ps u=workers ;; mr) e=mapreduce u=executors ;; *) e=allreduce u=ranks ;; esac
+    echo "| $e $k, 2 $u of batch $SMALLB vs local batch $((SMALLB * 2)) | $d | $tol | $v |"
   done
   echo
   echo "persistent ring, silent neighbour: $DEAD"

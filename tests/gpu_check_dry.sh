@@ -23,6 +23,13 @@ grep -Eq '^\| sgdlab allreduce ring, host-staged, 2 ranks, MPS off \| [0-9]+ \|'
 grep -Eq '^\| allreduce ring, 2 ranks of batch 64 vs local batch 128 \| [0-9.e+-]+ \| 1e-4 \| ok \|' "$T/out.txt" ||
   fail "the one loop's ring row does not agree with local"
 grep -Eq '^\| allreduce ringfp16, .*\| ok \|' "$T/out.txt" || fail "no fp16 agreement row"
+grep -Eq '^\| ps ps, 2 workers of batch 64 vs local batch 128 \| [0-9.e+-]+ \| 1e-4 \| ok \|' "$T/out.txt" ||
+  fail "the ps row does not agree with local"
+grep -Eq '^\| ps psfp16, .*\| ok \|' "$T/out.txt" || fail "no ps fp16 agreement row"
+grep -Eq '^\| sgdlab ps, 1 server .*\| [0-9]+ \|' "$T/out.txt" || fail "no ps samples/s row"
+grep -Eq '^\| mapreduce mr, 2 executors of batch 64 vs local batch 128 \| [0-9.e+-]+ \| 1e-4 \| ok \|' "$T/out.txt" ||
+  fail "the mapreduce row does not agree with local"
+grep -Eq '^\| sgdlab mapreduce, driver .*\| [0-9]+ \|' "$T/out.txt" || fail "no mapreduce samples/s row"
 grep -q '^SKIP (dry: no GPU): allreduce cuda-ring against local' "$T/out.txt" || fail "no SKIP line for cuda-ring against local"
 [ -s "$T/o/table.md" ] || fail "no table.md"
 tar tzf "$T/o/gpu-check-logs.tar.gz" >"$T/list" || fail "no log archive"

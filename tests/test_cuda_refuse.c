@@ -188,3 +188,41 @@ TEST(allreduce_device_options_taken_or_one_line) {
     CHECK_MSG(!strchr(m, '\n'), "more than one line: %s", m);
   }
 }
+
+/* ps with device: cuda: the workers keep a device replica and push dense
+ * gradients (float32 or fp16); the sparse path and topk are one line each
+ * (the engine table's check, as above). */
+static const char *ps_check(const char *const *kv) {
+  static char msg[512];
+  sg_opts_t *o = sg_opts_new();
+  if (!o) return "no memory";
+  int rc = SG_OK;
+  for (; kv[0] && rc == SG_OK; kv += 2) rc = sg_opts_set(o, kv[0], kv[1]);
+  if (rc == SG_OK) rc = sg_engine_find("ps")->check_transport(o, "zmq");
+  snprintf(msg, sizeof msg, "%s", rc < 0 ? sg_err_msg() : "");
+  sg_err_clear();
+  sg_opts_destroy(&o);
+  return msg;
+}
+
+TEST(ps_device_options_taken_or_one_line) {
+  static const char *const fp16[] = {"device", "cuda", "compress", "fp16", NULL};
+  static const char *const plain[] = {"device", "cuda", "servers", "2", NULL};
+  static const char *const cpu_sparse[] = {"device", "cpu", "sparse", "true", NULL};
+  CHECK_MSG(!*ps_check(fp16), "ps fp16 on the device refused: %s", ps_check(fp16));
+  CHECK_MSG(!*ps_check(plain), "ps on the device refused: %s", ps_check(plain));
+  CHECK_MSG(!*ps_check(cpu_sparse), "sparse ps on the cpu refused: %s", ps_check(cpu_sparse));
+  static const struct {
+    const char *kv[5];
+    const char *want;
+  } no[] = {
+      {{"device", "cuda", "sparse", "true", NULL}, "sparse: true needs device cpu"},
+      {{"device", "cuda", "compress", "topk", NULL}, "compress: topk needs device cpu"},
+  };
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+    const char *m = ps_check(no[i].kv);
+    fprintf(stderr, "  refused: %s\n", m);
+    CHECK_STR_CONTAINS(m, no[i].want);
+    CHECK_MSG(!strchr(m, '\n'), "more than one line: %s", m);
+  }
+}

@@ -13,6 +13,8 @@
 #include "sg_cuda_comm.h"
 #include "sg_cuda_rt.h"
 #include "stage_plan.h"
+#include "replica.h"
+#include "workload.h"
 
 #ifdef SG_HAVE_NCCL
 #include "cuda_dl.h"
@@ -134,7 +136,7 @@ int sg_cuda_stage_run(sg_cuda_stage_t *st, float *dbuf, size_t count, sg_host_re
   st->dbuf = dbuf;
   st->reduce = reduce;
   st->arg = arg;
-  const sg_stage_ops_t ops = {st, st_down, st_wait_down, st_reduce, st_up, st_finish};
+  const sg_stage_ops_t ops = {st, st_down, st_wait_down, st_reduce, st_up, st_finish, NULL};
   return sg_stage_run(&p, &ops);
 }
 
@@ -380,3 +382,77 @@ void sg_cuda_nccl_destroy(sg_cuda_nccl_t **nc) {
   if (nc) *nc = NULL;
 }
 #endif
+
+/* ---- a device replica's staging (replica.h) ------------------------------ */
+
+static float *st_slot(void *ctx, int slot) { return slot_ptr(ctx, slot); }
+
+typedef struct cuda_rdev {
+  sg_cuda_stage_t *st;
+  sg_stage_ops_t ops;
+} cuda_rdev_t;
+
+static int rdev_alloc(void *ctx, float **d, size_t n, const char *what) {
+  (void)ctx;
+  return sg_cuda_alloc(d, n, what);
+}
+
+static void rdev_free(void *ctx, float **d) {
+  (void)ctx;
+  sg_cuda_free(d);
+}
+
+/* The copies start after the device work already queued (the gradient). */
+static int rdev_bind(void *ctx, float *d, const sg_stage_ops_t **ops) {
+  cuda_rdev_t *rd = ctx;
+  cudaStream_t s = NULL;
+  SG_CHECK(sg_cuda_stream(&s));
+  SG_CU(cudaEventRecord(rd->st->start, s));
+  SG_CU(cudaStreamWaitEvent(rd->st->down, rd->st->start, 0));
+  rd->st->dbuf = d;
+  rd->ops = (sg_stage_ops_t){rd->st, st_down, st_wait_down, st_reduce, st_up, st_finish, st_slot};
+  *ops = &rd->ops;
+  return SG_OK;
+}
+
+static int rdev_grad(void *ctx, struct sg_workload *wl, const float *dp, float *dg, int64_t step,
+                     double *loss) {
+  (void)ctx;
+  return sg_workload_grad_device(wl, dp, dg, step, loss);
+}
+
+static int rdev_grad_slice(void *ctx, struct sg_workload *wl, const float *dp, float *dg,
+                           int64_t step, int64_t first, int64_t count, double *loss) {
+  (void)ctx;
+  return sg_workload_grad_slice_device(wl, dp, dg, step, first, count, loss);
+}
+
+/* stream-ordered: the next task's gradient and the staging follow it */
+static int rdev_acc(void *ctx, float *dacc, const float *dg, size_t n, float w, int first) {
+  cudaStream_t s = NULL;
+  (void)ctx;
+  SG_CHECK(sg_cuda_stream(&s));
+  SG_CU(sg_k_task_acc(dacc, dg, n, w, first, s));
+  return SG_OK;
+}
+
+static void rdev_destroy(void *ctx) {
+  cuda_rdev_t *rd = ctx;
+  if (!rd) return;
+  sg_cuda_stage_destroy(&rd->st);
+  free(rd);
+}
+
+int sg_cuda_rdev_new(sg_rdev_t *out, size_t chunk) {
+  cuda_rdev_t *rd = calloc(1, sizeof *rd);
+  if (!rd) return SG_ENOMEM;
+  int rc = sg_cuda_stage_new(&rd->st, chunk, 2);
+  if (rc < 0) {
+    rdev_destroy(rd);
+    return rc;
+  }
+  *out = (sg_rdev_t){.ctx = rd, .alloc = rdev_alloc, .release = rdev_free, .bind = rdev_bind,
+                     .grad = rdev_grad, .grad_slice = rdev_grad_slice, .acc = rdev_acc,
+                     .destroy = rdev_destroy, .chunk = chunk};
+  return SG_OK;
+}

@@ -62,6 +62,10 @@ cudaError_t sg_k_pring(const sg_pring_t *p, float *x, const float *inbox, float 
                        uint64_t *flags, uint64_t *rflags, uint64_t *lflags, uint64_t limit_ns,
                        uint64_t *fail, cudaStream_t s);
 
+/* acc = w g (first) or acc += w g (replica.h, mapreduce executors) */
+cudaError_t sg_k_task_acc(float *acc, const float *g, size_t n, float w, int first,
+                          cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -329,3 +329,21 @@ cudaError_t sg_k_pring(const sg_pring_t *p, float *x, const float *inbox, float 
 }
 
 }  // extern "C"
+
+/* ---- a mapreduce executor's task accumulator (replica.h) ------------------ */
+/* acc = w g (first) or acc += w g: rounded product, rounded sum (no FMA),
+ * the host loop's operations */
+__global__ void task_acc(float *acc, const float *g, size_t n, float w, int first) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const float wg = __fmul_rn(w, g[i]);
+    acc[i] = first ? wg : __fadd_rn(acc[i], wg);
+  }
+}
+
+extern "C" cudaError_t sg_k_task_acc(float *acc, const float *g, size_t n, float w, int first,
+                                     cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  task_acc<<<blocks_for(n), kThreads, 0, s>>>(acc, g, n, w, first);
+  return cudaGetLastError();
+}

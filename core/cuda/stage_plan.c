@@ -1,6 +1,8 @@
 /* stage_plan.c - the host-staged chunk schedule (see stage_plan.h). */
 #include "stage_plan.h"
 
+#include <string.h>
+
 #include "err.h"
 
 int sg_stage_plan(sg_stage_plan_t *p, size_t count, size_t chunk, int slots) {
@@ -50,4 +52,52 @@ int sg_stage_run(const sg_stage_plan_t *p, const sg_stage_ops_t *ops) {
     }
   }
   return steps ? ops->finish(ops->ctx) : SG_OK;
+}
+
+/* ---- one way (stage_plan.h) ---------------------------------------------- */
+
+int sg_stage_begin(sg_stage_cursor_t *c, const sg_stage_plan_t *p, const sg_stage_ops_t *ops,
+                   int dir, float *host) {
+  if (!ops->slot || (dir != SG_STAGE_DOWN && dir != SG_STAGE_UP))
+    return sg_err_set(SG_EINVAL, "staging: a one-way run needs the slots' memory and a direction");
+  *c = (sg_stage_cursor_t){.plan = *p, .ops = ops, .dir = dir, .plant = p->plant_bug,
+                           .host = host, .nsteps = sg_stage_nsteps(p)};
+  return SG_OK;
+}
+
+/* Step s of a one-way run (stage_plan.h). */
+static int oneway_step(sg_stage_cursor_t *c) {
+  const sg_stage_plan_t *p = &c->plan;
+  const sg_stage_ops_t *o = c->ops;
+  const int down = c->dir == SG_STAGE_DOWN;
+  sg_stage_step_t st;
+  sg_stage_step(p, c->step++, &st);
+  if (st.down >= 0)
+    SG_CHECK(o->down(o->ctx, sg_stage_slot(p, st.down), sg_stage_off(p, st.down),
+                     down ? sg_stage_len(p, st.down) : 0, down ? -1 : st.down_after));
+  if (st.reduce < 0) return SG_OK;
+  const int slot = sg_stage_slot(p, st.reduce);
+  const size_t off = sg_stage_off(p, st.reduce), len = sg_stage_len(p, st.reduce);
+  float *h = o->slot(o->ctx, slot);
+  if (!down && c->plant == 2) /* planted: the copy up before the slot is filled */
+    SG_CHECK(o->up(o->ctx, slot, off, len, st.up));
+  if (!(down && c->plant == 1)) SG_CHECK(o->wait_down(o->ctx, slot));
+  if (down) memcpy(c->host + off, h, len * sizeof *h);
+  else memcpy(h, c->host + off, len * sizeof *h);
+  if (!down && c->plant != 2) SG_CHECK(o->up(o->ctx, slot, off, len, st.up));
+  c->done = off + len;
+  return SG_OK;
+}
+
+int sg_stage_until(sg_stage_cursor_t *c, size_t hi) {
+  if (hi > c->plan.count) hi = c->plan.count;
+  while (c->done < hi && c->step < c->nsteps) SG_CHECK(oneway_step(c));
+  return SG_OK;
+}
+
+int sg_stage_end(sg_stage_cursor_t *c) {
+  if (c->step >= c->nsteps && c->nsteps == 0) return SG_OK;
+  while (c->step < c->nsteps) SG_CHECK(oneway_step(c));
+  c->nsteps = 0; /* ended: a second end does nothing */
+  return c->ops->finish(c->ops->ctx);
 }

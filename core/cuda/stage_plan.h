@@ -70,9 +70,48 @@ typedef struct sg_stage_ops {
   int (*reduce)(void *ctx, int slot, size_t len);            /* host, blocking */
   int (*up)(void *ctx, int slot, size_t off, size_t len, long chunk); /* async */
   int (*finish)(void *ctx);                                  /* every up done */
+  float *(*slot)(void *ctx, int slot); /* one-way runs: the slot's host memory */
 } sg_stage_ops_t;
 
 /* Run the plan's steps through ops. */
 int sg_stage_run(const sg_stage_plan_t *p, const sg_stage_ops_t *ops);
+
+/* ---- one way: a device replica's pushes and pulls ----------------------
+ * The same plan with one half of the copies, for an engine whose protocol
+ * moves a device vector one way (a ps worker's gradient down, the
+ * parameters it pulls up).  A run covers `count` floats of a host vector
+ * `host` and the device vector bound to ops, chunk by chunk:
+ *
+ *   SG_STAGE_DOWN  step s: down(s) into its slot (async); wait down(s-1),
+ *                  copy the slot to host[off, off+len).  No up-copies:
+ *                  the host has read a slot before the plan's next down
+ *                  into it is issued (slots >= 2), so down needs no
+ *                  device-side ordering.
+ *   SG_STAGE_UP    step s: down(s) copies nothing but keeps its ordering
+ *                  (after up(s - slots), the slot's previous occupant);
+ *                  wait for it, copy host[off, off+len) into the slot,
+ *                  up(s-1) (async).  The host writes a slot only once the
+ *                  up-copy that read it is done.
+ *
+ * A cursor runs the steps on demand: sg_stage_until(c, hi) returns once
+ * host[0, hi) is on the host (DOWN: what the engine may send) or issued
+ * (UP), so the copy of chunk c+1 runs while the engine sends chunk c.
+ * plant (tests only): 1 = DOWN reads a slot without waiting for its copy;
+ * 2 = UP issues the copy of a chunk before the host filled its slot. */
+enum { SG_STAGE_DOWN = 0, SG_STAGE_UP = 1 };
+typedef struct sg_stage_cursor {
+  sg_stage_plan_t plan;
+  const sg_stage_ops_t *ops;
+  int dir, plant;
+  float *host;
+  size_t step, nsteps; /* next step to run, of nsteps */
+  size_t done;         /* floats of host[] complete (DOWN) or issued (UP) */
+} sg_stage_cursor_t;
+
+int sg_stage_begin(sg_stage_cursor_t *c, const sg_stage_plan_t *p, const sg_stage_ops_t *ops,
+                   int dir, float *host);
+int sg_stage_until(sg_stage_cursor_t *c, size_t hi);
+/* Every remaining step, then ops->finish: the whole vector has arrived. */
+int sg_stage_end(sg_stage_cursor_t *c);
 
 #endif
