@@ -6,7 +6,7 @@ sg_add_test(test_cuda_sched SOURCES test_cuda_sched.c TIMEOUT 120 LABELS cuda IN
 sg_add_test(test_cuda_pring SOURCES test_cuda_pring.c TIMEOUT 240 LABELS cuda INTERNALS allreduce)
 # model: cnn on the device: its step and per-thread bodies run by a CPU twin
 # against model_cnn.c, bit for bit (test_cuda_cnn.c).
-sg_add_test(test_cuda_cnn SOURCES test_cuda_cnn.c TIMEOUT 120 LABELS cuda)
+sg_add_test(test_cuda_cnn SOURCES test_cuda_cnn.c TIMEOUT 240 LABELS cuda)
 sg_add_test(test_cuda_refuse SOURCES test_cuda_refuse.c TIMEOUT 60 LABELS cuda)
 add_dependencies(test_cuda_refuse sgdlab sgdlab-rank)
 # GPU tests: exit 77 (Skipped) with "SKIP: no CUDA device: <why>" when the

@@ -21,7 +21,7 @@
  *    and in the pool's scatter (the gradient sent to the element before
  *    the maximum) each make the twin differ from the host;
  *  - finite_differences: the twin's gradient against central differences
- *    of the twin's own loss (every parameter of a 16 x 16 net, the
+ *    of the twin's own loss (every 2nd parameter of a 16 x 16 net, the
  *    bounds of test_model_cnn.c), and the same check on the planted
  *    scatter fails.
  */
@@ -381,13 +381,13 @@ TEST(finite_differences) {
   CHECK(g);
   double loss = 0, worst = 0, med = 0;
   CHECK_OK(twin_grad(&t, &o, t.rows, g, &loss));
-  double frac = fd_check(&t, &o, g, 1, &worst, &med);
-  fprintf(stderr, "  twin, 16x16, all %zu params: median relative error %.3g, max %.3g, "
-          "%.2f %% above %g\n", t.np, med, worst, 100 * frac, GC_TOL);
+  double frac = fd_check(&t, &o, g, 2, &worst, &med);
+  fprintf(stderr, "  twin, 16x16, every 2nd of %zu params: median relative error %.3g, max "
+          "%.3g, %.2f %% above %g\n", t.np, med, worst, 100 * frac, GC_TOL);
   CHECK(frac <= GC_FRAC);
   CHECK(med < GC_TOL / 10);
   CHECK_OK(twin_grad(&t, &bad, t.rows, g, &loss));
-  frac = fd_check(&t, &o, g, 1, &worst, &med);
+  frac = fd_check(&t, &o, g, 2, &worst, &med);
   fprintf(stderr, "  planted scatter: median %.3g, %.2f %% above %g\n", med, 100 * frac, GC_TOL);
   CHECK(frac > GC_FRAC);
   free(g);
