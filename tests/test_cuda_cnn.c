@@ -16,7 +16,9 @@
  *  - twin_equals_host_28 / _16: the twin's training loss, every gradient
  *    element and the evaluation's loss sum and correct count equal
  *    model_cnn.c's bit for bit (28 x 28 and 16 x 16 images, 1 and 5
- *    rows, two calls in a row);
+ *    rows, two calls in a row); twin_colmajor_equals_host: the same with
+ *    the products issued as the device issues them to cuBLAS (the
+ *    column-major call of sg_cnn_colmajor, to cblas in column-major);
  *  - planted_*: an off-by-one in im2col (a patch's columns shifted by one)
  *    and in the pool's scatter (the gradient sent to the element before
  *    the maximum) each make the twin differ from the host;
@@ -55,6 +57,16 @@ static int t_gemm(void *ctx, char ta, char tb, int m, int n, int k, const float 
   (void)ctx;
   cblas_sgemm(CblasRowMajor, ta == 'T' ? CblasTrans : CblasNoTrans,
               tb == 'T' ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, A, lda, B, ldb, beta, C, ldc);
+  return SG_OK;
+}
+/* the device's mapping: the column-major call of sg_cnn_colmajor */
+static int t_gemm_cm(void *ctx, char ta, char tb, int m, int n, int k, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc) {
+  (void)ctx;
+  const sg_cnn_colmajor_t g = sg_cnn_colmajor(ta, tb, m, n, k, A, lda, B, ldb);
+  cblas_sgemm(CblasColMajor, g.ta == 'T' ? CblasTrans : CblasNoTrans,
+              g.tb == 'T' ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0f, g.A, g.lda, g.B,
+              g.ldb, beta, C, ldc);
   return SG_OK;
 }
 static int t_fill(void *ctx, float *Z, const float *b, int rows, int out) {
@@ -264,10 +276,11 @@ TEST(layout_is_the_host_models) {
 }
 
 /* Twin against host: loss, gradient, evaluation, bit for bit. */
-static void equal_to_host(int side, int rows) {
+static void equal_to_host(int side, int rows, int colmajor) {
   net_t t;
   twin_t w = {0};
   sg_cnn_ops_t o = twin_ops(&w);
+  if (colmajor) o.gemm = t_gemm_cm;
   CHECK_OK(net_new(&t, side, rows));
   float *gh = malloc(t.np * sizeof *gh), *gt = malloc(t.np * sizeof *gt);
   CHECK(gh && gt);
@@ -289,8 +302,9 @@ static void equal_to_host(int side, int rows) {
       CHECK_MSG(eh == w.loss_sum && ch == w.correct, "eval %.17g/%lld vs %.17g/%lld", eh,
                 (long long)ch, w.loss_sum, (long long)w.correct);
       if (call == 0)
-        fprintf(stderr, "  side %d, %d row(s): loss %.9g, %zu gradient elements equal, eval "
-                "loss sum %.9g, %lld correct\n", side, n, lt, t.np, w.loss_sum,
+        fprintf(stderr, "  side %d, %d row(s)%s: loss %.9g, %zu gradient elements equal, "
+                "eval loss sum %.9g, %lld correct\n", side, n,
+                colmajor ? ", column-major sgemm" : "", lt, t.np, w.loss_sum,
                 (long long)w.correct);
     }
   }
@@ -299,8 +313,10 @@ static void equal_to_host(int side, int rows) {
   net_free(&t);
 }
 
-TEST(twin_equals_host_28) { equal_to_host(28, 5); }
-TEST(twin_equals_host_16) { equal_to_host(16, 4); }
+TEST(twin_equals_host_28) { equal_to_host(28, 5, 0); }
+TEST(twin_equals_host_16) { equal_to_host(16, 4, 0); }
+/* the products through the device's row- to column-major mapping */
+TEST(twin_colmajor_equals_host) { equal_to_host(28, 5, 1); }
 
 /* A planted op must make the twin differ from the host. */
 static void planted(sg_cnn_ops_t o, const char *what) {

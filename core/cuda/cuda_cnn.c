@@ -1,6 +1,6 @@
 /* cuda_cnn.c - the CNN on the device (cuda_cnn.h): cuda_cnn_step.c's
  * sequence with device operations -- cuBLAS sgemm for the products (the
- * row-major call mapped to column-major as cuda_model.c does: operands and
+ * row-major call mapped to column-major by sg_cnn_colmajor: operands and
  * m, n swapped), cuda_cnn_kernels.cu for the rest, cuda_kernels.cu's
  * softmax cross-entropy and row sums for the loss.  Everything runs on the
  * process's stream; the host waits once per call, for the loss. */
@@ -29,9 +29,10 @@ static int gemm(void *ctx, char ta, char tb, int m, int n, int k, const float *A
                 const float *B, int ldb, float beta, float *C, int ldc) {
   sg_ccnn_t *c = ctx;
   const float one = 1.0f;
-  cublasOperation_t oa = ta == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t ob = tb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasStatus_t st = c->cb->sgemm(c->h, ob, oa, n, m, k, &one, B, ldb, A, lda, &beta, C, ldc);
+  const sg_cnn_colmajor_t g = sg_cnn_colmajor(ta, tb, m, n, k, A, lda, B, ldb);
+  cublasStatus_t st = c->cb->sgemm(c->h, g.ta == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                   g.tb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &one,
+                                   g.A, g.lda, g.B, g.ldb, &beta, C, ldc);
   if (st != CUBLAS_STATUS_SUCCESS)
     return sg_err_set(SG_EIO, "cnn sgemm %c%c %dx%dx%d: cuBLAS status %d", ta, tb, m, n, k,
                       (int)st);

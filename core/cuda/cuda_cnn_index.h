@@ -92,6 +92,25 @@ static inline int sg_cnn_geom_init(sg_cnn_geom_t *g, int side, int classes) {
   return classes >= 2 ? 0 : -1;
 }
 
+/* cuBLAS is column-major: the row-major C (m x n) = op(A) op(B), inner
+ * dimension k, is the column-major C^T = op(B)^T op(A)^T, i.e. the call
+ * with the same op flags, the operands swapped and m, n swapped.  The
+ * device's sgemm (cuda_cnn.c) and the twin's column-major sgemm both take
+ * their arguments from here. */
+typedef struct sg_cnn_colmajor {
+  char ta, tb; /* op of the first and the second operand: 'N' or 'T' */
+  int m, n, k;
+  const float *A, *B;
+  int lda, ldb;
+} sg_cnn_colmajor_t;
+
+static inline sg_cnn_colmajor_t sg_cnn_colmajor(char ta, char tb, int m, int n, int k,
+                                                const float *A, int lda, const float *B,
+                                                int ldb) {
+  sg_cnn_colmajor_t c = {tb, ta, n, m, k, B, A, ldb, lda};
+  return c;
+}
+
 /* Thread counts of the bodies below for n images. */
 static inline size_t sg_cnn_npix(const sg_cnn_conv_t *v, int n) { /* rows of cols and z */
   return (size_t)n * (size_t)v->oh * (size_t)v->ow;
