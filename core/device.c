@@ -45,9 +45,6 @@ static int wants_cuda(const sg_opts_t *o) {
 
 int sg_device_admit(const sg_opts_t *o) {
   if (!wants_cuda(o)) return SG_OK;
-  if (!strcmp(sg_opts_str_or(o, "model", "mlp"), "cnn"))
-    return sg_err_set(SG_ECONFIG, "cuda runs the dense models only (softmax, mlp); "
-                      "model: cnn runs on the cpu");
   if (!sg_device_build_has_cuda())
     return sg_err_set(SG_ECONFIG, "cuda requested but this build of sgdlab has no CUDA "
                       "(rebuild with a CUDA toolkit present, or SGDLAB_CUDA=ON; docs/cuda.md)");

@@ -195,6 +195,11 @@ static int attach_device(sg_workload_t *w, int max_rows) {
   int64_t dims[SG_MODEL_MAX_LAYERS + 1];
   sg_cuda_wl_desc_t d = {.dims = dims, .max_rows = max_rows, .train = w->train, .test = w->test};
   d.L = sg_model_dims(w->model, dims);
+  if (d.L == 0) { /* model: cnn, the image and the classes */
+    d.cnn = d.L = 1;
+    dims[0] = w->d;
+    dims[1] = w->classes;
+  }
   d.tf32 = w->tf32;
   return sg_cuda_wl_new(&w->dev, &d);
 }

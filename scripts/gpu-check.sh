@@ -24,6 +24,10 @@
 #      replica, float32 and fp16 pushes) and mapreduce (the driver on the
 #      host, 2 executors with a device replica), and both engines'
 #      samples/s on the big MLP;
+#   2c. model: cnn on the device: local (samples/s, test accuracy after
+#      2,000 steps) and allreduce ring with 2 ranks; 100 steps against
+#      local on the CPU and the engine's loop against local on the device
+#      (relative L2 distance); compute-sanitizer on test_cuda_cnn_gpu;
 #   4. the persistent device ring with a silent neighbour (cuda_ring_rank
 #      --dead): the kernel must give up after 2 s and the call fail;
 # and prints one Markdown table (medians of the rounds) and the device
@@ -93,6 +97,7 @@ if [ $DRY -eq 1 ]; then
   export SGDLAB_BIN_DIR=$BUILD
   SG=$BUILD/harness/sgdlab TESTS=$BUILD/tests DATA=${DATA:-/usr/share/datasets/fashion-mnist}
   DEV=cpu ROUNDS=1 BIG='[64]' BIGB=256 SMALL='[32]' SMALLB=64 EPOCHS=1
+  CNNSTEPS=30 CNNTEST=1000
   [ -x "$SG" ] || { echo "gpu-check: $SG: no sgdlab build (cmake --build $BUILD)" >&2; exit 2; }
 else
   [ -f "$BUNDLE/bundle.tar.xz" ] || { echo "gpu-check: $BUNDLE/bundle.tar.xz: no bundle" >&2; exit 2; }
@@ -102,6 +107,7 @@ else
   . "$R/env.sh"
   SG=$R/build/harness/sgdlab TESTS=$R/build/tests DATA=$R/data/fashion-mnist
   DEV=cuda ROUNDS=3 BIG='[2048, 2048]' BIGB=256 SMALL='[128]' SMALLB=64 EPOCHS=3
+  CNNSTEPS=2000 CNNTEST=10000
 fi
 echo "gpu-check: $([ $DRY -eq 1 ] && echo dry, CPU build || echo GPU) $SG, logs in $OUT, limit $LIMIT_S s"
 { date -u; uname -a; uptime; nvidia-smi 2>&1 | head -20; "$SG" --version; "$SG" engines 2>&1 | tail -3; env | grep -E '^(OPENBLAS|OMP|CUDA)_' ; } >"$LOGS/machine.log" 2>&1
@@ -223,9 +229,10 @@ engines:
 Y
   part "agree-$1" 60 "$SG" run "$W/cfg/agree-$1.yaml" --db "$W/db/agree-$1.db"
 }
-# dist KEY: relative L2 distance of agree-KEY.bin to agree-local.bin
+# dist KEY [REF]: relative L2 distance of agree-KEY.bin to agree-REF.bin
+# (REF: local)
 dist() {
-  python3 - "$W/agree-$1.bin" "$W/agree-local.bin" <<'PY' 2>/dev/null || echo FAIL
+  python3 - "$W/agree-$1.bin" "$W/agree-${2:-local}.bin" <<'PY' 2>/dev/null || echo FAIL
 import array, math, sys
 a, b = array.array("f"), array.array("f")
 for x, p in ((a, sys.argv[1]), (b, sys.argv[2])):
@@ -246,6 +253,43 @@ if [ $DRY -eq 1 ]; then
   skip "allreduce cuda-ring against local"
 else
   agree cudaring "{engine: allreduce, algorithm: cuda-ring}" 2 "$SMALLB"
+fi
+# ---- 2c. the CNN on the device ---------------------------------------------------
+# model: cnn (LeNet-5-like, 44,426 parameters): `local` for samples/s and the
+# test accuracy after a fixed number of steps; allreduce (host-staged ring)
+# with 2 ranks for samples/s; and 100 steps with the parameters dumped
+# (2 workers of batch 32): local on the device against local on the CPU
+# (cuBLAS against OpenBLAS sums: a rounding difference per product, which
+# training amplifies where a max-pool or ReLU decision flips), and the
+# engine's loop (ring, cuda-ring) against local on the device.
+cnnrun() { # NAME ENGINE WORKERS BATCH DEVICE MAX_STEPS EPOCHS
+  cat >"$W/cfg/$1.yaml" <<Y
+name: $1
+workers: $3
+workload: {dataset: fashion-mnist, data_dir: $DATA, model: cnn, batch: $4, lr: 0.05,
+           momentum: 0.9, max_steps: $6, epochs: $7, test_samples: $CNNTEST, seed: 1,
+           eval_every: 100000, device: $5, dump_params: $W/$1.bin}
+engines:
+  - $2
+Y
+  part "$1" 90 "$SG" run "$W/cfg/$1.yaml" --db "$W/db/$1.db"
+}
+acc() { # DB: the run's final test accuracy
+  python3 - "$1" <<'PY' 2>/dev/null || echo FAIL
+import sqlite3, sys
+r = sqlite3.connect(sys.argv[1]).execute("SELECT final_acc FROM run_summary").fetchall()
+print("%.4f" % r[-1][0] if r and r[-1][0] is not None else "FAIL")
+PY
+}
+cnnrun cnn-local local 1 64 "$DEV" "$CNNSTEPS" 100
+cnnrun cnn-ar "{engine: allreduce, algorithm: ring}" 2 64 "$DEV" "$CNNSTEPS" 100
+cnnrun agree-cnn-cpu local 2 32 cpu 100 100
+cnnrun agree-cnn-local local 2 32 "$DEV" 100 100
+cnnrun agree-cnn-ring "{engine: allreduce, algorithm: ring}" 2 32 "$DEV" 100 100
+if [ $DRY -eq 1 ]; then
+  skip "the CNN with allreduce cuda-ring against local"
+else
+  cnnrun agree-cnn-cudaring "{engine: allreduce, algorithm: cuda-ring}" 2 32 "$DEV" 100 100
 fi
 [ $DRY -eq 0 ] && part d2d-copy 30 "$TESTS/cuda_ring_rank" --copy 67108864
 # the persistent ring's timeout: rank 1 never calls, rank 0 must fail in ~2 s
@@ -274,12 +318,16 @@ for t in "$TESTS"/test_cuda*; do
 done
 SAN=n/a
 if [ $DRY -eq 1 ]; then
-  skip "compute-sanitizer --tool memcheck test_cuda_gpu grad/sgd"
+  skip "compute-sanitizer --tool memcheck test_cuda_gpu grad/sgd, test_cuda_cnn_gpu"
 elif CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1) && [ -n "$CS" ]; then
   part sanitizer 100 "$CS" --tool memcheck --error-exitcode 1 "$TESTS/test_cuda_gpu" \
     grad_mlp_matches_cpu grad_softmax_matches_cpu sgd_matches_optim
   SAN=$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors?' "$LOGS/sanitizer.log" | tail -1)
   [ -n "$SAN" ] || SAN="FAIL (see sanitizer.log)"
+  part sanitizer-cnn 90 "$CS" --tool memcheck --error-exitcode 1 "$TESTS/test_cuda_cnn_gpu" \
+    grad_cnn_matches_cpu
+  SANC=$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors?' "$LOGS/sanitizer-cnn.log" | tail -1)
+  SAN="$SAN; the CNN: ${SANC:-FAIL (see sanitizer-cnn.log)}"
 else
   echo "FAIL: compute-sanitizer not found"; SAN="not found"; NFAIL=$((NFAIL + 1))
 fi
@@ -339,6 +387,26 @@ TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-sma
     v=$(awk -v d="$d" -v t="$tol" 'BEGIN {print (d ~ /^[0-9.e+-]+$/ && d + 0 <= t + 0) ? "ok" : "FAIL"}')
     case $k in ps*) e=ps u=workers ;; mr) e=mapreduce u=executors ;; *) e=allreduce u=ranks ;; esac
     echo "| $e $k, 2 $u of batch $SMALLB vs local batch $((SMALLB * 2)) | $d | $tol | $v |"
+  done
+  echo
+  echo "| the CNN (44,426 params), device $DEV | value | rounds |"
+  echo "|---|---:|---|"
+  echo "| local, batch 64, $CNNSTEPS steps: samples/s | $(sps "$W/db/cnn-local.db") | 1 |"
+  echo "| local, batch 64: test accuracy after $CNNSTEPS steps ($CNNTEST test images) | $(acc "$W/db/cnn-local.db") | 1 |"
+  echo "| allreduce ring (host-staged), 2 ranks of batch 64, $CNNSTEPS steps: samples/s | $(sps "$W/db/cnn-ar.db") | 1 |"
+  echo "| allreduce ring: test accuracy after $CNNSTEPS steps | $(acc "$W/db/cnn-ar.db") | 1 |"
+  echo
+  echo "| the CNN, 100 steps, 2 workers of batch 32 | relative L2 distance of the parameters | bound | verdict |"
+  echo "|---|---:|---:|---|"
+  for k in local:cnn-cpu:1e-2 ring:cnn-local:1e-3 cudaring:cnn-local:1e-3; do
+    IFS=: read -r a b tol <<K
+$k
+K
+    [ -f "$W/agree-cnn-$a.bin" ] || [ $DRY -eq 0 ] || continue
+    d=$(dist "cnn-$a" "$b")
+    v=$(awk -v d="$d" -v t="$tol" 'BEGIN {print (d ~ /^[0-9.e+-]+$/ && d + 0 <= t + 0) ? "ok" : "FAIL"}')
+    case $a in local) what="local on $DEV vs local on the CPU" ;; *) what="allreduce $a vs local, on $DEV" ;; esac
+    echo "| $what | $d | $tol | $v |"
   done
   echo
   echo "persistent ring, silent neighbour: $DEAD"

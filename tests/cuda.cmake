@@ -5,6 +5,9 @@
 sg_add_test(test_cuda_sched SOURCES test_cuda_sched.c TIMEOUT 120 LABELS cuda INTERNALS allreduce)
 sg_add_test(test_cuda_pring SOURCES test_cuda_pring.c TIMEOUT 240 LABELS cuda INTERNALS allreduce)
 sg_add_test(test_cuda_replica SOURCES test_cuda_replica.c TIMEOUT 300 LABELS cuda INTERNALS ps mapreduce)
+# model: cnn on the device: its step and per-thread bodies run by a CPU twin
+# against model_cnn.c, bit for bit (test_cuda_cnn.c).
+sg_add_test(test_cuda_cnn SOURCES test_cuda_cnn.c TIMEOUT 240 LABELS cuda)
 sg_add_test(test_cuda_refuse SOURCES test_cuda_refuse.c TIMEOUT 60 LABELS cuda)
 add_dependencies(test_cuda_refuse sgdlab sgdlab-rank)
 # GPU tests: exit 77 (Skipped) with "SKIP: no CUDA device: <why>" when the
@@ -15,6 +18,8 @@ if(SG_HAVE_CUDA)
   sg_add_test(test_cuda_gpu SOURCES test_cuda_gpu.c TIMEOUT 300 LABELS cuda gpu)
   add_dependencies(test_cuda_gpu cuda_ring_rank sgdlab sgdlab-rank)
   set_tests_properties(test_cuda_gpu PROPERTIES SKIP_RETURN_CODE 77)
+  sg_add_test(test_cuda_cnn_gpu SOURCES test_cuda_cnn_gpu.c TIMEOUT 120 LABELS cuda gpu)
+  set_tests_properties(test_cuda_cnn_gpu PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 # scripts/gpu-check.sh --dry: the device check's plumbing on the CPU (its
 # GPU parts SKIP), its parts non-fatal under a 1-second limit.

@@ -1,7 +1,8 @@
 #!/bin/sh
 # gpu_check_dry.sh SRC BUILD: scripts/gpu-check.sh --dry with the CPU
 # plumbing of the GPU check: it completes, prints the one table with a
-# measured sgdlab local row, marks every GPU part SKIP, and leaves the
+# measured sgdlab local row, the CNN's rows (samples/s, accuracy, the
+# distances with their verdicts), marks every GPU part SKIP, and leaves the
 # table and the log archive in $OUT.  Then with a 1-second limit every
 # part must FAIL visibly while the script still completes with its table
 # (the parts are non-fatal), and an unknown argument is one line, exit 2.
@@ -31,6 +32,16 @@ grep -Eq '^\| mapreduce mr, 2 executors of batch 64 vs local batch 128 \| [0-9.e
   fail "the mapreduce row does not agree with local"
 grep -Eq '^\| sgdlab mapreduce, driver .*\| [0-9]+ \|' "$T/out.txt" || fail "no mapreduce samples/s row"
 grep -q '^SKIP (dry: no GPU): allreduce cuda-ring against local' "$T/out.txt" || fail "no SKIP line for cuda-ring against local"
+grep -Eq '^\| local, batch 64, 30 steps: samples/s \| [0-9]+ \|' "$T/out.txt" || fail "no CNN samples/s row"
+grep -Eq '^\| local, batch 64: test accuracy after 30 steps .*\| 0\.[0-9]+ \|' "$T/out.txt" ||
+  fail "no CNN accuracy row"
+grep -Eq '^\| allreduce ring \(host-staged\), 2 ranks of batch 64, 30 steps: samples/s \| [0-9]+ \|' "$T/out.txt" ||
+  fail "no CNN allreduce row"
+grep -Eq '^\| local on cpu vs local on the CPU \| 0 \| 1e-2 \| ok \|' "$T/out.txt" ||
+  fail "the CNN's cpu-vs-cpu distance is not 0"
+grep -Eq '^\| allreduce ring vs local, on cpu \| [0-9.e+-]+ \| 1e-3 \| ok \|' "$T/out.txt" ||
+  fail "the CNN's ring does not agree with local"
+grep -q '^SKIP (dry: no GPU): the CNN with allreduce cuda-ring' "$T/out.txt" || fail "no SKIP line for the CNN's cuda-ring"
 [ -s "$T/o/table.md" ] || fail "no table.md"
 tar tzf "$T/o/gpu-check-logs.tar.gz" >"$T/list" || fail "no log archive"
 for f in logs/machine.log logs/local-big-1.log logs/bench-step.log logs/ar-ring-mpsoff-1.log; do

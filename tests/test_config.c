@@ -44,9 +44,6 @@ TEST(wrong_type_and_range) {
   CHECK_ERR("workers: 0\nengines: [local]\n", "t.yaml:1:10: workers: must be >= 1");
   CHECK_ERR("workload: {model: rnn}\nengines: [local]\n",
             "t.yaml:1:19: model: 'rnn' is not one of softmax|mlp|cnn|embedding");
-  CHECK_ERR("workload: {model: cnn, device: cuda}\nengines: [local]\n",
-            "t.yaml:1:24: device: cuda runs the dense models only (softmax, mlp); model: cnn "
-            "runs on the cpu");
   CHECK_ERR("workload: {hidden: [128, x]}\nengines: [local]\n",
             "t.yaml:1:26: hidden: expected an integer, got 'x'");
   CHECK_ERR("workers: {a: 1}\nengines: [local]\n",

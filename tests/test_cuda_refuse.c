@@ -5,7 +5,8 @@
  * (cudaGetDeviceCount: ...)"; a CPU-only build says it has no CUDA.  On a
  * machine with a CUDA device the refusal cannot be shown: the test says
  * so and skips.  Also: cuda-only algorithms without device cuda are
- * refused the same way, and `sgdlab engines` / `help config` name the
+ * refused the same way, `model: cnn` gets the same device refusal as the
+ * MLP (no model refusal), and `sgdlab engines` / `help config` name the
  * devices of this build.
  */
 #include "test.h"
@@ -57,6 +58,21 @@ TEST(device_cuda_without_gpu_is_one_line_exit_2) {
                               : "this build of sgdlab has no CUDA");
   struct stat st;
   CHECK_MSG(stat(db, &st) != 0, "%s exists: something ran", db);
+}
+
+/* model: cnn runs on the device too: without a GPU it gets the device's
+ * refusal, the same line as the MLP's, and no model refusal. */
+TEST(device_cuda_cnn_gets_the_device_refusal_only) {
+  int count = 0;
+  if (sg_device_build_has_cuda() && sg_cuda_probe(&count) == 0) return; /* said above */
+  char out[4096], db[256];
+  int code = run_text("name: x\nengines: [local]\nworkload:\n  dataset: synthetic\n"
+                      "  model: cnn\n  device: cuda\n", out, sizeof out, db, sizeof db);
+  fprintf(stderr, "cnn (exit %d): %s", code, out);
+  CHECK_EQ_INT(code, 2);
+  CHECK_EQ_INT(lines(out), 1);
+  CHECK_MSG(!strncmp(out, "x.yaml:6:3: device: cuda requested but ", 39), "%s", out);
+  CHECK_MSG(!strstr(out, "cnn") && !strstr(out, "dense models"), "%s", out);
 }
 
 TEST(device_cuda_refused_in_a_sweep_and_an_engine_entry) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_cnn.h"
 #include "cuda_impl.h"
 #include "cuda_model.h"
 #include "err.h"
@@ -19,6 +20,7 @@
 
 struct sg_cuda_wl {
   sg_cmodel_t *model;
+  sg_ccnn_t *cnn; /* model: cnn (cuda_cnn.h) instead of the layer stack */
   int64_t d;
   int max_rows;
   int64_t ntrain, ntest;
@@ -55,7 +57,10 @@ int sg_cuda_wl_new(sg_cuda_wl_t **out, const sg_cuda_wl_desc_t *d) {
   if (!w) return SG_ENOMEM;
   w->d = d->dims[0];
   w->max_rows = d->max_rows;
-  SG_TRY(sg_cmodel_new(&w->model, d->L, d->dims, d->max_rows, d->tf32));
+  if (d->cnn)
+    SG_TRY(sg_ccnn_new(&w->cnn, d->dims[0], (int)d->dims[d->L], d->max_rows, d->tf32));
+  else
+    SG_TRY(sg_cmodel_new(&w->model, d->L, d->dims, d->max_rows, d->tf32));
   if (d->train) {
     SG_TRY(upload_set(d->train, &w->train_x, &w->train_y, "training set"));
     w->ntrain = d->train->n;
@@ -73,7 +78,7 @@ int sg_cuda_wl_new(sg_cuda_wl_t **out, const sg_cuda_wl_desc_t *d) {
     rc = sg_err_set(SG_ENOMEM, "pinned host memory for %zu batch indices", rows);
     goto fail;
   }
-  const size_t n = sg_cmodel_nparams(w->model);
+  const size_t n = sg_cuda_wl_nparams(w);
   SG_TRY(sg_cuda_alloc(&w->dparams, n, "the parameters"));
   SG_TRY(sg_cuda_alloc(&w->dgrad, n, "the gradient"));
   *out = w;
@@ -87,6 +92,7 @@ void sg_cuda_wl_destroy(sg_cuda_wl_t **pw) {
   if (!pw || !*pw) return;
   sg_cuda_wl_t *w = *pw;
   sg_cmodel_destroy(&w->model);
+  sg_ccnn_destroy(&w->cnn);
   cudaFree(w->train_x);
   cudaFree(w->train_y);
   cudaFree(w->test_x);
@@ -101,7 +107,9 @@ void sg_cuda_wl_destroy(sg_cuda_wl_t **pw) {
   *pw = NULL;
 }
 
-size_t sg_cuda_wl_nparams(const sg_cuda_wl_t *w) { return sg_cmodel_nparams(w->model); }
+size_t sg_cuda_wl_nparams(const sg_cuda_wl_t *w) {
+  return w->cnn ? sg_ccnn_nparams(w->cnn) : sg_cmodel_nparams(w->model);
+}
 
 int sg_cuda_wl_grad(sg_cuda_wl_t *w, const float *dparams, float *dgrad, const uint32_t *idx,
                     int n, double *loss) {
@@ -117,12 +125,13 @@ int sg_cuda_wl_grad(sg_cuda_wl_t *w, const float *dparams, float *dgrad, const u
   memcpy(w->hidx, idx, (size_t)n * sizeof *idx);
   SG_CU(cudaMemcpyAsync(w->didx, w->hidx, (size_t)n * sizeof *idx, cudaMemcpyHostToDevice, s));
   SG_CU(sg_k_gather(w->train_x, w->train_y, w->didx, n, w->d, w->xb, w->yb, s));
+  if (w->cnn) return sg_ccnn_grad(w->cnn, dparams, w->xb, w->yb, n, dgrad, loss);
   return sg_cmodel_grad(w->model, dparams, w->xb, w->yb, n, dgrad, loss);
 }
 
 int sg_cuda_wl_grad_host(sg_cuda_wl_t *w, const float *params, float *grad,
                          const uint32_t *idx, int n, double *loss) {
-  const size_t np = sg_cmodel_nparams(w->model);
+  const size_t np = sg_cuda_wl_nparams(w);
   SG_CHECK(sg_cuda_put(w->dparams, params, np));
   SG_CHECK(sg_cuda_wl_grad(w, w->dparams, w->dgrad, idx, n, loss));
   return sg_cuda_get(grad, w->dgrad, np);
@@ -131,11 +140,14 @@ int sg_cuda_wl_grad_host(sg_cuda_wl_t *w, const float *params, float *grad,
 int sg_cuda_wl_eval_host(sg_cuda_wl_t *w, const float *params, double *loss_sum,
                          int64_t *correct) {
   if (!w->test_x) return sg_err_set(SG_EINVAL, "evaluate: device workload has no test set");
-  SG_CHECK(sg_cuda_put(w->dparams, params, sg_cmodel_nparams(w->model)));
+  SG_CHECK(sg_cuda_put(w->dparams, params, sg_cuda_wl_nparams(w)));
   for (int64_t s = 0; s < w->ntest; s += w->max_rows) {
     int n = (int)(w->ntest - s < w->max_rows ? w->ntest - s : w->max_rows);
-    SG_CHECK(sg_cmodel_eval(w->model, w->dparams, w->test_x + (size_t)s * (size_t)w->d,
-                            w->test_y + s, n, loss_sum, correct));
+    const float *x = w->test_x + (size_t)s * (size_t)w->d;
+    if (w->cnn)
+      SG_CHECK(sg_ccnn_eval(w->cnn, w->dparams, x, w->test_y + s, n, loss_sum, correct));
+    else
+      SG_CHECK(sg_cmodel_eval(w->model, w->dparams, x, w->test_y + s, n, loss_sum, correct));
   }
   return SG_OK;
 }

@@ -18,6 +18,7 @@ typedef struct sg_cuda_wl_desc {
   int max_rows;         /* largest batch or evaluation chunk */
   const sg_dataset_t *train, *test; /* dense; either may be NULL */
   int tf32;             /* GEMMs on TF32 tensor cores (default fp32) */
+  int cnn;              /* model: cnn (cuda_cnn.h): L = 1, dims = {side^2, classes} */
 } sg_cuda_wl_desc_t;
 
 /* Uploads the datasets and allocates every buffer once.  SG_EUNSUPPORTED
