@@ -1,12 +1,12 @@
 # `sgdlab claims` and `sgdlab lab check` (harness/cli/claims.c, lab.c,
 # checks_*.c): real runs into a real database in a private directory.
-foreach(mode exact planted badfile)
+foreach(mode exact planted badfile loaded)
   add_test(NAME claims_${mode}
     COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/claims_check.sh $<TARGET_FILE:sgdlab>
             ${CMAKE_SOURCE_DIR} ${mode})
   set_tests_properties(claims_${mode} PROPERTIES TIMEOUT 180)
 endforeach()
-foreach(lab 1 2 3 4 5 6 7 8 9 11 badpred)
+foreach(lab 1 2 3 4 5 6 7 8 9 11 badpred blame)
   add_test(NAME lab_check_${lab}
     COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/lab_check.sh $<TARGET_FILE:sgdlab>
             ${CMAKE_SOURCE_DIR} ${lab})

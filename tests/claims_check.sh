@@ -9,6 +9,11 @@
 #            naming the wrong rows
 #   badfile  a claim file with an unknown key: one line file:line:col,
 #            exit 2, nothing run (no database made)
+#   loaded   a claim of two rounds with an exact check and a timing check
+#            that cannot pass, on a host kept busy by 2 x nproc bounded busy
+#            loops: INCONCLUSIVE with the load named, exit 3; the same
+#            rounds re-checked with quiet_load 1000 FAIL (exit 1), and a
+#            wrong exact check FAILs at any load
 set -u
 sg=${1:?usage: claims_check.sh SGDLAB SRC MODE}
 src=${2:?}
@@ -51,6 +56,54 @@ badfile)
   echo "$out" | grep -q "bad.claim:6:5: tolerance: unknown key" || fail "no file:line:col line"
   [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "more than one line"
   [ ! -e "$d/c.db" ] || fail "something ran"
+  ;;
+loaded)
+  cat > "$d/t.yaml" <<'EOF2'
+name: claim-t
+workers: [2, 4]
+workload: {dataset: fashion-mnist, model: mlp, hidden: [34], batch: 32, lr: 0.05,
+           max_steps: 6, epochs: 1, eval_every: 1000000, seed: 1,
+           train_samples: 6000, test_samples: 500}
+engines:
+  - {engine: allreduce, algorithm: ring, transport: zmq}
+EOF2
+  cat > "$d/t.claim" <<'EOF2'
+says: a timing that cannot hold
+experiment: t.yaml
+rounds: 2
+quiet_load: 1
+checks:
+  - what: bytes
+    measure: bytes
+    where: {engine: allreduce}
+    expect: 4*K*(N-1)/N
+    tol: 0
+  - what: step time N=4 over N=2, 1000x
+    measure: step_ms
+    ratio: [{workers: 4}, {workers: 2}]
+    band: [1000, 2000]
+EOF2
+  pids=""
+  trap 'for p in $pids; do kill $p 2>/dev/null; done; rm -rf "$d"' EXIT
+  for i in $(seq $((2 * $(nproc)))); do
+    timeout 170 sh -c 'while :; do :; done' & pids="$pids $!"
+  done
+  out=$("$sg" claims t --dir "$d" --db "$d/c.db" 2>&1); rc=$?
+  echo "$out"
+  [ $rc -eq 3 ] || fail "loaded: exit $rc, not 3"
+  echo "$out" | grep -q '^INCONCLUSIVE  t ' || fail "no INCONCLUSIVE line"
+  echo "$out" | grep -q 'inconclusive (load [0-9]* > [0-9]*)' || fail "the load is not named"
+  echo "$out" | grep -q 'median of 2 rounds' || fail "not the median of the rounds' ratios"
+  v=$(sqlite3 "$d/c.db" "SELECT verdict FROM claims WHERE name = 't'")
+  [ "$v" = INCONCLUSIVE ] || fail "recorded verdict '$v'"
+  sed -i 's/^quiet_load: 1$/quiet_load: 1000/' "$d/t.claim"
+  out=$("$sg" claims t --dir "$d" --db "$d/c.db" --no-run 2>&1); rc=$?
+  echo "$out"
+  [ $rc -eq 1 ] && echo "$out" | grep -q '^FAIL  t ' || fail "quiet_load 1000: exit $rc, not a FAIL"
+  sed -i 's/^quiet_load: 1000$/quiet_load: 1/; s/expect: 4\*K/expect: 2*K/' "$d/t.claim"
+  out=$("$sg" claims t --dir "$d" --db "$d/c.db" --no-run 2>&1); rc=$?
+  echo "$out"
+  [ $rc -eq 1 ] && echo "$out" | grep -q '^FAIL  t ' || fail "a wrong exact check: exit $rc, not a FAIL"
   ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac

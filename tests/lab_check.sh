@@ -5,6 +5,7 @@
 # with a planted mistake -- a missing run, a wrong setting or a wrong
 # prediction (points lost, exit 1, and the line that says why).
 # LAB badpred: a malformed predictions file is one line and exit 2.
+# LAB blame: lab 8's blamed rank is read from the number recorded, not a text.
 set -u
 sg=${1:?usage: lab_check.sh SGDLAB SRC LAB}
 src=${2:?}
@@ -21,6 +22,33 @@ badpred)  # a predictions file that is not name: number: one line, exit 2
    echo "$out"
    [ $rc -eq 2 ] || fail "exit $rc, not 2"
    [ "$out" = "$d/p.yaml:1:16: ring_bytes_n8: expected a number" ] || fail "not the one line"
+   exit 0 ;;
+blame)  # lab 8's blame_rank reads the blamed rank recorded as data (run_info
+   # blame.rank_number), not a text that names ranks; a database without
+   # it (older sgdlab) is graded from blame.rank's text
+   "$sg" run "$src/configs/labs/lab8-failure.yaml" --db "$d/b.db" -q >/dev/null 2>&1
+   [ $? -eq 1 ] || { out=""; fail "sgdlab run lab8-failure: not exit 1"; }
+   printf 'slow_run_fails: 0\nring_blamed_rank: 2\nworker_wait_s: 3.45\n' > "$d/p.yaml"
+   q() { sqlite3 "$d/b.db" "$1" || fail "sqlite3: $1"; }
+   grade() { out=$("$sg" lab check 8 --dir "$src/configs/labs" --db "$d/b.db" --predictions "$d/p.yaml" 2>&1); }
+   nums=$(q "SELECT group_concat(i.value, ' ') FROM runs r JOIN run_info i ON i.run_id = r.id
+     AND i.key = 'blame.rank_number' WHERE r.status = 'failed' ORDER BY r.id")
+   out=$nums; [ "$nums" = "2 2" ] || fail "blame.rank_number of the two failed runs: '$nums', not '2 2'"
+   # the texts name rank 3: the error and blame.rank (what the fallback reads)
+   q "UPDATE runs SET error = 'rank 3 (worker, h, pid 1): rank 3 timed out' WHERE status = 'failed';
+      UPDATE run_info SET value = 'rank 3 (worker, h, pid 1)' WHERE key = 'blame.rank'"
+   grade; echo "$out"
+   echo "$out" | grep -Eq '^score: ([0-9]+)/\1$' || fail "a text naming rank 3 changed the grade"
+   # the number itself decides: blame.rank_number 1 loses the blame checks
+   q "UPDATE run_info SET value = '1' WHERE key = 'blame.rank_number'"
+   grade; echo "$out"
+   echo "$out" | grep -q 'FAIL] 0/2  the failed ring blames rank 2: .* 1 != 2' ||
+     fail "blame.rank_number 1 not read"
+   # an older database: no blame.rank_number, blame.rank's text is read
+   q "DELETE FROM run_info WHERE key = 'blame.rank_number';
+      UPDATE run_info SET value = 'rank 2 (worker, h, pid 1)' WHERE key = 'blame.rank'"
+   grade; echo "$out"
+   echo "$out" | grep -Eq '^score: ([0-9]+)/\1$' || fail "without blame.rank_number: not graded from blame.rank"
    exit 0 ;;
 1) cfg=$src/configs/labs/lab1-ring-vs-ps.yaml
    run "$cfg" --db "$d/ok.db"

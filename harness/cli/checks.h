@@ -34,7 +34,8 @@
  * worker rank), step_ms (worker compute + comm + wait), comm_ms, wait_ms,
  * comm_share (comm over the step), samples_per_s, final_acc, max_staleness,
  * params, wall_s (the harness's wall time of the run), steps (step rows
- * recorded), blame_rank (the rank a failed run's blame names); of bench rows:
+ * recorded), blame_rank (the rank a failed run blames: run_info
+ * blame.rank_number; without it, an older database, blame.rank's text); of bench rows:
  * bench_us (median time per call), wrong (rows whose check failed).
  * Expressions: numbers, + - * / ( ), and K (model bytes, 4 per
  * parameter), P (parameters), N (workers), S (servers) of the run.
@@ -51,7 +52,12 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
-enum { CK_MAX_WHERE = 8, CK_MAX_CHECKS = 24, CK_MAX_ARGS = 24, CK_MAX_PRED = 32 };
+enum { CK_MAX_WHERE = 8, CK_MAX_CHECKS = 24, CK_MAX_ARGS = 24, CK_MAX_PRED = 32, CK_MAX_ROUNDS = 9 };
+
+/* A claim's timing checks are judged only on a host whose other work
+ * leaves its cores free enough: runnable processes besides the claim's,
+ * per core, at most this (claims.c; a claim file's quiet_load). */
+#define CK_QUIET_LOAD 1.0
 
 typedef struct ck_kv {
   char key[40];
@@ -88,6 +94,8 @@ typedef struct ck_file {
   char *bench[CK_MAX_ARGS];
   int nbench;
   int root;
+  int rounds;        /* claims: the experiment run this many times, in turn */
+  double quiet_load; /* claims: timing failures above it are inconclusive */
   ck_check_t checks[CK_MAX_CHECKS];
   int nchecks;
 } ck_file_t;
@@ -112,6 +120,18 @@ int ck_preds_load(ck_preds_t *p, const char *path);
  * A database error is a negative SG_E* code. */
 int ck_eval(sqlite3 *db, int64_t exp_id, const ck_check_t *c, const ck_preds_t *preds,
             int *pass, char *got, size_t gotlen, char *want, size_t wantlen);
+
+/* The same over the rounds exps[0..n) of one experiment file (a claim's
+ * `rounds`): expect, count and same look at the runs of all of them; a
+ * ratio is the median over the rounds of each round's ratio of medians
+ * (A and B of one round ran minutes apart at most, so a load that comes
+ * and goes between rounds moves both). */
+int ck_eval_rounds(sqlite3 *db, const int64_t *exps, int n, const ck_check_t *c,
+                   const ck_preds_t *preds, int *pass, char *got, size_t gotlen, char *want,
+                   size_t wantlen);
+
+/* 1 when measure m is a time (or a rate): a loaded host moves it. */
+int ck_is_timing(const char *m);
 
 /* Evaluate expression e with K, P, N, S.  SG_EINVAL on a bad one. */
 int ck_expr(const char *e, double K, double N, double S, double *out);

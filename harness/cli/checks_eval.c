@@ -93,9 +93,15 @@ static const char *run_metric(const char *m) {
       {"params", "NULL"}, /* from run_info workload, below */
       {"wall_s", "rs.wall_s"},
       {"steps", "(SELECT count(*) FROM steps s WHERE s.run_id = rs.run_id)"},
-      {"blame_rank", "(SELECT CAST(CASE WHEN i.value LIKE 'rank %' THEN substr(i.value, 6)"
-                     " ELSE i.value END AS INTEGER) FROM run_info i WHERE i.run_id = rs.run_id"
-                     " AND i.key = 'blame.rank')"}, /* "rank 2 (worker, host, pid 7)" */
+      /* blame.rank_number, the rank as data; a database older than it has
+       * only blame.rank, "rank 2 (worker, host, pid 7)", read as text */
+      {"blame_rank", "coalesce((SELECT CAST(i.value AS INTEGER) FROM run_info i WHERE"
+                     " i.run_id = rs.run_id AND i.key = 'blame.rank_number' AND"
+                     " i.value GLOB '[0-9]*' AND NOT i.value GLOB '*[^0-9]*'),"
+                     " (SELECT CAST(substr(i.value, 6) AS INTEGER) FROM run_info i WHERE"
+                     " i.run_id = rs.run_id AND i.key = 'blame.rank' AND i.value GLOB 'rank [0-9]*'"
+                     " AND NOT EXISTS (SELECT 1 FROM run_info j WHERE j.run_id = rs.run_id AND"
+                     " j.key = 'blame.rank_number')))"},
   };
   for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
     if (!strcmp(M[i].name, m)) return M[i].sql;
@@ -149,6 +155,22 @@ static void bind_value(sqlite3_stmt *st, int i, const ck_kv_t *kv) {
   else sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
 }
 
+/* The experiments a check looks at: one, or a claim's rounds. */
+typedef struct exps {
+  const int64_t *id;
+  int n;
+} exps_t;
+
+/* "experiment_id IN (3, 4, 5)" (integers, formatted: no text of the
+ * database's reaches the SQL). */
+static void exps_sql(char *sql, size_t cap, const char *col, exps_t e) {
+  size_t len = strlen(sql);
+  len += (size_t)snprintf(sql + len, cap - len, "%s IN (", col);
+  for (int i = 0; i < e.n && len < cap; i++)
+    len += (size_t)snprintf(sql + len, cap - len, "%s%lld", i ? ", " : "", (long long)e.id[i]);
+  if (len < cap) snprintf(sql + len, cap - len, ")");
+}
+
 /* Rows of measure m over the ok runs (or bench rows) matching w: per row
  * the value and the run's K, N, S.  *n rows (up to cap). */
 typedef struct row {
@@ -156,26 +178,26 @@ typedef struct row {
   char var[96];
 } row_t;
 
-static int select_rows(sqlite3 *db, int64_t exp, const char *m, const ck_where_t *w, row_t *out,
+static int select_rows(sqlite3 *db, exps_t exp, const char *m, const ck_where_t *w, row_t *out,
                        int cap, int *n) {
   char sql[4096];
   sqlite3_stmt *st = NULL;
   int bench = is_bench(m);
   if (bench)
     snprintf(sql, sizeof sql, "SELECT %s, bytes, np, 0, impl || ' ' || bytes || ' B' FROM bench"
-             " WHERE experiment_id = ?1", !strcmp(m, "wrong") ? "wrong" : "1e6 * t_median");
+             " WHERE ", !strcmp(m, "wrong") ? "wrong" : "1e6 * t_median");
   else
     snprintf(sql, sizeof sql,
              "SELECT %s, (SELECT i.value FROM run_info i WHERE i.run_id = rs.run_id AND"
              " i.key = 'workload'), rs.workers, rs.servers, rs.variant || ' N=' || rs.workers"
-             " FROM run_summary rs WHERE rs.experiment_id = ?1 AND %s",
+             " FROM run_summary rs WHERE %s AND ",
              run_metric(m), status_sql(w));
+  exps_sql(sql, sizeof sql, bench ? "experiment_id" : "rs.experiment_id", exp);
   where_sql(sql, sizeof sql, w, bench);
   strncat(sql, bench ? " ORDER BY impl, bytes" : " ORDER BY rs.workers, rs.run_id",
           sizeof sql - strlen(sql) - 1);
   if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
     return sg_err_set(SG_EIO, "checks: %s", sqlite3_errmsg(db));
-  sqlite3_bind_int64(st, 1, exp);
   for (int i = 0; i < w->n; i++) bind_value(st, i + 2, &w->kv[i]);
   *n = 0;
   while (sqlite3_step(st) == SQLITE_ROW && *n < cap) {
@@ -228,7 +250,7 @@ static void num(char *buf, size_t cap, double v) {
 
 enum { ROWS = 256 };
 
-static int eval_expect(sqlite3 *db, int64_t exp, const ck_check_t *c, int *pass, char *got,
+static int eval_expect(sqlite3 *db, exps_t exp, const ck_check_t *c, int *pass, char *got,
                        size_t gl, char *want, size_t wl) {
   row_t *r = calloc(ROWS, sizeof *r);
   int n = 0, rc = SG_OK, bad = 0;
@@ -263,28 +285,53 @@ fail:
   return rc;
 }
 
-static int eval_ratio(sqlite3 *db, int64_t exp, const ck_check_t *c, int *pass, char *got,
+/* One round's ratio: the medians of A's and B's rows in experiment e. */
+static int round_ratio(sqlite3 *db, exps_t e, const ck_check_t *c, row_t *r, double *a,
+                       double *b, int *na, int *nb) {
+  SG_CHECK(select_rows(db, e, c->measure, &c->where, r, ROWS, na));
+  *a = median(r, *na);
+  SG_CHECK(select_rows(db, e, c->measure, &c->other, r, ROWS, nb));
+  *b = median(r, *nb);
+  return SG_OK;
+}
+
+static int eval_ratio(sqlite3 *db, exps_t exp, const ck_check_t *c, int *pass, char *got,
                       size_t gl, char *want, size_t wl) {
-  row_t *r = calloc(ROWS, sizeof *r);
-  int na = 0, nb = 0, rc = SG_OK;
-  char wa[256], wb[256];
+  row_t *r = calloc(ROWS, sizeof *r), qs[CK_MAX_ROUNDS];
+  int na = 0, nb = 0, rc = SG_OK, nq = 0;
+  double a = NAN, b = NAN, q = NAN;
+  char wa[256], wb[256], list[160] = "";
   if (!r) return sg_err_set(SG_ENOMEM, "out of memory");
-  SG_TRY(select_rows(db, exp, c->measure, &c->where, r, ROWS, &na));
-  double a = median(r, na);
-  SG_TRY(select_rows(db, exp, c->measure, &c->other, r, ROWS, &nb));
-  double b = median(r, nb), q = a / b;
+  if (exp.n <= 1) {
+    SG_TRY(round_ratio(db, exp, c, r, &a, &b, &na, &nb));
+    q = a / b;
+  } else { /* the median of the rounds' ratios */
+    for (int k = 0; k < exp.n && k < CK_MAX_ROUNDS; k++) {
+      int ka = 0, kb = 0;
+      double x = NAN, y = NAN;
+      SG_TRY(round_ratio(db, (exps_t){&exp.id[k], 1}, c, r, &x, &y, &ka, &kb));
+      qs[nq++].v = x / y;
+      na += ka, nb += kb;
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%.3g", k ? ", " : "", x / y);
+    }
+    q = median(qs, nq);
+  }
   *pass = na && nb && isfinite(q) && q >= c->lo && q <= c->hi;
   where_text(&c->where, wa, sizeof wa);
   where_text(&c->other, wb, sizeof wb);
-  snprintf(got, gl, "%s [%s] %.4g / [%s] %.4g = %.3g (medians of %d and %d)", c->measure, wa, a,
-           wb, b, q, na, nb);
+  if (exp.n <= 1)
+    snprintf(got, gl, "%s [%s] %.4g / [%s] %.4g = %.3g (medians of %d and %d)", c->measure, wa,
+             a, wb, b, q, na, nb);
+  else
+    snprintf(got, gl, "%s [%s] / [%s] = %.3g (median of %d rounds: %s; %d and %d rows)",
+             c->measure, wa, wb, q, nq, list, na, nb);
   snprintf(want, wl, "ratio in [%g, %g]", c->lo, c->hi);
 fail:
   free(r);
   return rc;
 }
 
-static int eval_predicted(sqlite3 *db, int64_t exp, const ck_check_t *c, const ck_preds_t *p,
+static int eval_predicted(sqlite3 *db, exps_t exp, const ck_check_t *c, const ck_preds_t *p,
                           int *pass, char *got, size_t gl, char *want, size_t wl) {
   row_t *r = calloc(ROWS, sizeof *r);
   int n = 0, rc = SG_OK, k = -1;
@@ -316,7 +363,7 @@ fail:
   return rc;
 }
 
-static int eval_count(sqlite3 *db, int64_t exp, const ck_check_t *c, int *pass, char *got,
+static int eval_count(sqlite3 *db, exps_t exp, const ck_check_t *c, int *pass, char *got,
                       size_t gl, char *want, size_t wl) {
   row_t *r = calloc(ROWS, sizeof *r);
   int n = 0, rc = SG_OK;
@@ -333,19 +380,19 @@ fail:
   return rc;
 }
 
-static int eval_same(sqlite3 *db, int64_t exp, const ck_check_t *c, int *pass, char *got,
+static int eval_same(sqlite3 *db, exps_t exp, const ck_check_t *c, int *pass, char *got,
                      size_t gl, char *want, size_t wl) {
   char sql[2048];
   sqlite3_stmt *st = NULL;
   snprintf(sql, sizeof sql,
            "SELECT count(DISTINCT coalesce(json_extract(rs.options_json, '$.\"%s\"'), '-')),"
            " group_concat(DISTINCT coalesce(json_extract(rs.options_json, '$.\"%s\"'), '-')),"
-           " count(*) FROM run_summary rs WHERE rs.experiment_id = ?1 AND %s",
+           " count(*) FROM run_summary rs WHERE %s AND ",
            c->key, c->key, status_sql(&c->where));
+  exps_sql(sql, sizeof sql, "rs.experiment_id", exp);
   where_sql(sql, sizeof sql, &c->where, 0);
   if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
     return sg_err_set(SG_EIO, "checks: %s", sqlite3_errmsg(db));
-  sqlite3_bind_int64(st, 1, exp);
   for (int i = 0; i < c->where.n; i++) bind_value(st, i + 2, &c->where.kv[i]);
   int d = 0, n = 0;
   const char *vals = "";
@@ -370,23 +417,36 @@ static void printable(char *s) {
     if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f) *s = '?';
 }
 
-int ck_eval(sqlite3 *db, int64_t exp_id, const ck_check_t *c, const ck_preds_t *preds,
-            int *pass, char *got, size_t gotlen, char *want, size_t wantlen) {
+int ck_eval_rounds(sqlite3 *db, const int64_t *exps, int n, const ck_check_t *c,
+                   const ck_preds_t *preds, int *pass, char *got, size_t gotlen, char *want,
+                   size_t wantlen) {
+  exps_t e = {exps, n};
   int rc = SG_EINTERNAL;
   *pass = 0;
   got[0] = want[0] = 0;
   switch (c->kind) {
-  case CK_EXPECT: rc = eval_expect(db, exp_id, c, pass, got, gotlen, want, wantlen); break;
-  case CK_RATIO: rc = eval_ratio(db, exp_id, c, pass, got, gotlen, want, wantlen); break;
-  case CK_PREDICTED:
-    rc = eval_predicted(db, exp_id, c, preds, pass, got, gotlen, want, wantlen);
-    break;
-  case CK_COUNT: rc = eval_count(db, exp_id, c, pass, got, gotlen, want, wantlen); break;
-  case CK_SAME: rc = eval_same(db, exp_id, c, pass, got, gotlen, want, wantlen); break;
+  case CK_EXPECT: rc = eval_expect(db, e, c, pass, got, gotlen, want, wantlen); break;
+  case CK_RATIO: rc = eval_ratio(db, e, c, pass, got, gotlen, want, wantlen); break;
+  case CK_PREDICTED: rc = eval_predicted(db, e, c, preds, pass, got, gotlen, want, wantlen); break;
+  case CK_COUNT: rc = eval_count(db, e, c, pass, got, gotlen, want, wantlen); break;
+  case CK_SAME: rc = eval_same(db, e, c, pass, got, gotlen, want, wantlen); break;
   }
   printable(got);
   printable(want);
   return rc;
+}
+
+int ck_eval(sqlite3 *db, int64_t exp_id, const ck_check_t *c, const ck_preds_t *preds,
+            int *pass, char *got, size_t gotlen, char *want, size_t wantlen) {
+  return ck_eval_rounds(db, &exp_id, 1, c, preds, pass, got, gotlen, want, wantlen);
+}
+
+int ck_is_timing(const char *m) {
+  static const char *const T[] = {"step_ms", "comm_ms", "wait_ms", "comm_share", "samples_per_s",
+                                  "wall_s", "bench_us", NULL};
+  for (const char *const *t = T; *t; t++)
+    if (!strcmp(*t, m)) return 1;
+  return 0;
 }
 
 int64_t ck_latest_experiment(sqlite3 *db, const char *name) {

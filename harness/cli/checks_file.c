@@ -204,7 +204,20 @@ static int top_key(doc_t *x, const char *k, yaml_node_t *kn, yaml_node_t *v, ck_
   }
   if (!strcmp(k, "bench")) return bench_load(x, v, f);
   if (!strcmp(k, "checks")) return checks_load(x, v, f);
-  return at(x, kn, k, "unknown key (says, source, experiment, name, root, bench, checks)");
+  if (!strcmp(k, "rounds")) {
+    double d = 0;
+    SG_CHECK(number(x, v, k, &d));
+    if (d != floor(d) || d < 1 || d > CK_MAX_ROUNDS) return at(x, v, k, "a whole number, 1 to 9");
+    f->rounds = (int)d;
+    return SG_OK;
+  }
+  if (!strcmp(k, "quiet_load")) {
+    SG_CHECK(number(x, v, k, &f->quiet_load));
+    return f->quiet_load >= 0 && f->quiet_load <= 1000 ? SG_OK : at(x, v, k, "0 to 1000");
+  }
+  return at(x, kn, k,
+            "unknown key (says, source, experiment, name, root, bench, rounds, quiet_load,"
+            " checks)");
 }
 
 /* The whole file, read from a regular file of at most 1 MiB (a FIFO
@@ -287,6 +300,8 @@ int ck_file_load(ck_file_t *f, const char *path) {
   yaml_node_t *root;
   int rc = SG_OK;
   memset(f, 0, sizeof *f);
+  f->rounds = 1;
+  f->quiet_load = CK_QUIET_LOAD;
   snprintf(f->path, sizeof f->path, "%s", path);
   SG_CHECK(load_doc(&x, path, &root));
   for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;

@@ -6,9 +6,19 @@
  * The command validates every claim first (a bad file: one line, exit
  * 2, nothing launched), then per claim runs its experiment as a child
  * `sgdlab run` (or `sgdlab bench`) into --db, evaluates the checks over
- * what was recorded, prints one line (PASS, FAIL or SKIP, the measured
- * numbers, the expected shape, the seconds it took) and records the
- * verdict in the database's `claims` table, which `sgdlab report` shows.
+ * what was recorded, prints one line (PASS, FAIL, INCONCLUSIVE or SKIP,
+ * the measured numbers, the expected shape, the seconds it took) and
+ * records the verdict in the database's `claims` table, which `sgdlab
+ * report` shows.
+ *
+ * Timings on a shared host: a claim file's `rounds: R` runs the
+ * experiment R times one after the other (every variant once per round,
+ * so A and B interleave), and a ratio check is the median over the
+ * rounds of each round's ratio.  Before each round and after the last the
+ * host's other load is sampled (runnable processes besides the claim's);
+ * a claim whose only failed checks are timing checks, with that load
+ * above quiet_load per core, is INCONCLUSIVE (exit status 3), never a
+ * PASS, and an exact check that fails is a FAIL at any load.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -53,11 +63,15 @@ static void usage(FILE *f) {
           "\n"
           "Run the seeds' claims as checks: per claim (DIR/NAME.claim, default\n"
           "configs/claims) its experiment, then its expected shape over what was\n"
-          "recorded.  One line per claim: PASS, FAIL or SKIP, the measured numbers,\n"
-          "the expected shape and the seconds it took; the verdicts are recorded in\n"
-          "the database's claims table (sgdlab report shows them).  Claims marked\n"
-          "root need the emulated cluster and are skipped, with the reason, when\n"
-          "not root.  No NAME: every claim in DIR.\n"
+          "recorded.  One line per claim: PASS, FAIL, INCONCLUSIVE or SKIP, the\n"
+          "measured numbers, the host's load, the expected shape and the seconds it\n"
+          "took; the verdicts are recorded in the database's claims table (sgdlab\n"
+          "report shows them).  A claim runs its experiment `rounds` times in turn\n"
+          "and a ratio is the median of the rounds' ratios.  A claim whose only\n"
+          "failed checks are timings, measured while other work kept more than its\n"
+          "quiet_load runnable processes per core, is INCONCLUSIVE, not FAIL.\n"
+          "Claims marked root need the emulated cluster and are skipped, with the\n"
+          "reason, when not root.  No NAME: every claim in DIR.\n"
           "\n"
           "  --db PATH   results database (default results/sgdlab.db)\n"
           "  --dir DIR   where the claims are (default configs/claims)\n"
@@ -65,7 +79,9 @@ static void usage(FILE *f) {
           "  --list      list the claims and what they say; run nothing\n"
           "  -v          one line per check as well\n"
           "\n"
-          "exit status: 0 no claim failed, 1 a claim failed, 2 usage or a bad claim file.\n");
+          "exit status: 0 every claim passed (or was skipped), 1 a claim failed, 3 none\n"
+          "failed but one was inconclusive (rerun it on a quieter host), 2 usage or a bad\n"
+          "claim file.\n");
 }
 
 static int parse_args(int argc, char **argv, claims_args_t *a) {
@@ -180,10 +196,13 @@ static int run_child(const claims_args_t *a, const claim_t *c) {
 /* ---- the verdict -------------------------------------------------------- */
 
 typedef struct verdict {
-  const char *word; /* PASS FAIL SKIP */
+  const char *word; /* PASS FAIL INCONCLUSIVE SKIP */
   char measured[4096], expected[2048];
   double seconds;
-  int64_t exp_id;
+  int64_t exps[CK_MAX_ROUNDS]; /* the rounds' experiments, oldest first */
+  int nexps;
+  double load, loadavg; /* the most runnable processes besides the claim's; loadavg then */
+  int timing_failed, other_failed;
 } verdict_t;
 
 static void append(char *dst, size_t cap, const char *sep, const char *s) {
@@ -198,8 +217,10 @@ static int claim_checks(sqlite3 *db, const claims_args_t *a, const claim_t *c, v
     const ck_check_t *k = &c->f.checks[i];
     char got[2048], want[512];
     int pass = 0;
-    SG_CHECK(ck_eval(db, v->exp_id, k, NULL, &pass, got, sizeof got, want, sizeof want));
+    SG_CHECK(ck_eval_rounds(db, v->exps, v->nexps, k, NULL, &pass, got, sizeof got, want,
+                            sizeof want));
     all &= pass;
+    if (!pass) *(ck_is_timing(k->measure) ? &v->timing_failed : &v->other_failed) += 1;
     char one[3072];
     snprintf(one, sizeof one, "%s%s: %s", pass ? "" : "[FAIL] ", k->what, got);
     append(v->measured, sizeof v->measured, "; ", one);
@@ -209,6 +230,65 @@ static int claim_checks(sqlite3 *db, const claims_args_t *a, const claim_t *c, v
   }
   v->word = all ? "PASS" : "FAIL";
   return SG_OK;
+}
+
+/* ---- the host's load ------------------------------------------------------ */
+
+/* Runnable processes on the host besides this one (procs_running of
+ * /proc/stat counts the reader), the median of 21 samples 10 ms apart,
+ * and the 1-minute load average.  Taken between a claim's rounds, when
+ * none of its processes runs, so it is the load of the host's other work
+ * (the load average also counts the claim's own processes of the last
+ * minute).  -1 where /proc cannot be read. */
+static void host_load(double *runnable, double *loadavg) {
+  double v[21];
+  int n = 0;
+  for (int i = 0; i < 21; i++) {
+    FILE *f = fopen("/proc/stat", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+      if (!strncmp(line, "procs_running ", 14)) v[n++] = atof(line + 14) - 1;
+    if (f) fclose(f);
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL); /* sampling, not waiting */
+  }
+  *runnable = -1;
+  if (n) {
+    for (int i = 1; i < n; i++) /* insertion sort of at most 21 */
+      for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+        double t = v[j];
+        v[j] = v[j - 1], v[j - 1] = t;
+      }
+    *runnable = v[n / 2];
+  }
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (!f || fscanf(f, "%lf", loadavg) != 1) *loadavg = -1;
+  if (f) fclose(f);
+}
+
+static void note_load(verdict_t *v) {
+  double r = 0, l = 0;
+  host_load(&r, &l);
+  if (r > v->load) v->load = r;
+  if (l > v->loadavg) v->loadavg = l;
+}
+
+/* A claim whose failed checks are all timing checks, measured while the
+ * host's other work kept more than quiet_load runnable processes per core
+ * busy, is INCONCLUSIVE: its numbers say the host was loaded, not that
+ * the claim is wrong.  An exact check that fails is a FAIL at any load. */
+static void judge_load(const claim_t *c, verdict_t *v) {
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  double limit = c->f.quiet_load * (double)(ncpu > 0 ? ncpu : 1);
+  char note[160];
+  snprintf(note, sizeof note, "load %.0f runnable besides the claim (limit %.0f: %g per core),"
+           " load average %.1f", v->load, limit, c->f.quiet_load, v->loadavg);
+  append(v->measured, sizeof v->measured, "; ", note);
+  if (!strcmp(v->word, "FAIL") && v->timing_failed && !v->other_failed && v->load > limit) {
+    v->word = "INCONCLUSIVE";
+    snprintf(note, sizeof note, "inconclusive (load %.0f > %.0f): rerun on a quieter host",
+             v->load, limit);
+    append(v->measured, sizeof v->measured, "; ", note);
+  }
 }
 
 static double now_s(void) {
@@ -263,7 +343,7 @@ static int record(sqlite3 *db, const claim_t *c, const verdict_t *v) {
   sqlite3_bind_text(st, 4, v->measured, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 5, v->expected, -1, SQLITE_STATIC);
   sqlite3_bind_double(st, 6, v->seconds);
-  if (v->exp_id > 0) sqlite3_bind_int64(st, 7, v->exp_id);
+  if (v->nexps > 0) sqlite3_bind_int64(st, 7, v->exps[v->nexps - 1]);
   if (sqlite3_step(st) != SQLITE_DONE)
     rc = sg_err_set(SG_EIO, "sgdlab claims: recording: %s", sqlite3_errmsg(db));
   sqlite3_finalize(st);
@@ -272,42 +352,82 @@ static int record(sqlite3 *db, const claim_t *c, const verdict_t *v) {
 
 /* ---- one claim ------------------------------------------------------------ */
 
-/* Run (unless --no-run), check, print one line, record.  *failed |= FAIL. */
+/* The newest experiments named `name` after id `after`, at most `max`,
+ * oldest first, into v->exps. */
+static int rounds_of(sqlite3 *db, const char *name, int64_t after, int max, verdict_t *v) {
+  sqlite3_stmt *st = NULL;
+  v->nexps = 0;
+  if (sqlite3_prepare_v2(db, "SELECT id FROM experiments WHERE name = ?1 AND id > ?2"
+                             " ORDER BY id DESC LIMIT ?3", -1, &st, NULL) != SQLITE_OK)
+    return sg_err_set(SG_EIO, "sgdlab claims: %s", sqlite3_errmsg(db));
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, after);
+  sqlite3_bind_int(st, 3, max);
+  while (sqlite3_step(st) == SQLITE_ROW && v->nexps < CK_MAX_ROUNDS)
+    v->exps[v->nexps++] = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  for (int i = 0; i < v->nexps / 2; i++) {
+    int64_t t = v->exps[i];
+    v->exps[i] = v->exps[v->nexps - 1 - i], v->exps[v->nexps - 1 - i] = t;
+  }
+  return SG_OK;
+}
+
+/* The claim's rounds (unless --no-run: the latest ones recorded), the
+ * host's load before each and after the last; then its checks. */
+static int claim_measure(const claims_args_t *a, const claim_t *c, verdict_t *v) {
+  sqlite3 *db = NULL;
+  int64_t before = 0;
+  int rc = SG_OK, status = 0;
+  if (db_open(a->db, &db) == SG_OK) before = ck_latest_experiment(db, c->exp_name);
+  sg_err_clear();
+  sqlite3_close(db);
+  db = NULL;
+  for (int r = 0; r < c->f.rounds && !a->no_run; r++) {
+    note_load(v);
+    SG_CHECK(status |= run_child(a, c));
+  }
+  note_load(v);
+  SG_CHECK(db_open(a->db, &db));
+  SG_TRY(rounds_of(db, c->exp_name, a->no_run ? 0 : before, c->f.rounds, v));
+  if (v->nexps < (a->no_run ? 1 : c->f.rounds)) {
+    v->word = "FAIL";
+    snprintf(v->measured, sizeof v->measured, "%d of %d rounds of %s recorded (exit status %d)",
+             v->nexps, c->f.rounds, c->exp_name, status);
+  } else {
+    SG_TRY(claim_checks(db, a, c, v));
+    if (status) append(v->measured, sizeof v->measured, "; ", "(a run failed)");
+    judge_load(c, v);
+  }
+fail:
+  sqlite3_close(db);
+  return rc;
+}
+
+/* Run, check, print one line, record.  *failed |= 1 on a FAIL, 2 on an
+ * INCONCLUSIVE. */
 static int claim_do(const claims_args_t *a, const claim_t *c, int *failed) {
-  verdict_t v = {.word = "SKIP"};
+  verdict_t *v = calloc(1, sizeof *v);
   sqlite3 *db = NULL;
   double t0 = now_s();
-  int rc = SG_OK, status = 0;
-  int64_t before = 0;
-  if (c->f.root && geteuid() != 0) {
-    snprintf(v.measured, sizeof v.measured, "needs root: the emulated cluster (network namespaces)");
-  } else {
-    if (db_open(a->db, &db) == SG_OK) before = ck_latest_experiment(db, c->exp_name);
-    sg_err_clear();
-    sqlite3_close(db);
-    db = NULL;
-    if (!a->no_run) SG_CHECK(status = run_child(a, c));
-    SG_CHECK(db_open(a->db, &db));
-    v.exp_id = ck_latest_experiment(db, c->exp_name);
-    if (!v.exp_id || (!a->no_run && v.exp_id <= before)) {
-      v.word = "FAIL";
-      snprintf(v.measured, sizeof v.measured, "no experiment %s recorded (exit status %d)",
-               c->exp_name, status);
-    } else {
-      SG_TRY(claim_checks(db, a, c, &v));
-      if (status) append(v.measured, sizeof v.measured, "; ", "(a run failed)");
-    }
-  }
-  v.seconds = now_s() - t0;
-  printf("%s  %-22s %6.1f s  measured: %s\n      expected: %s\n", v.word, c->name, v.seconds,
-         v.measured, v.expected[0] ? v.expected : "-");
+  int rc = SG_OK;
+  if (!v) return sg_err_set(SG_ENOMEM, "out of memory");
+  v->word = "SKIP";
+  v->load = v->loadavg = -1;
+  if (c->f.root && geteuid() != 0)
+    snprintf(v->measured, sizeof v->measured, "needs root: the emulated cluster (network namespaces)");
+  else
+    SG_TRY(claim_measure(a, c, v));
+  v->seconds = now_s() - t0;
+  printf("%s  %-22s %6.1f s  measured: %s\n      expected: %s\n", v->word, c->name, v->seconds,
+         v->measured, v->expected[0] ? v->expected : "-");
   fflush(stdout);
-  *failed |= !strcmp(v.word, "FAIL");
-  if (db) rc = record(db, c, &v);
-  else if (db_open(a->db, &db) == SG_OK) rc = record(db, c, &v);
+  *failed |= !strcmp(v->word, "FAIL") ? 1 : !strcmp(v->word, "INCONCLUSIVE") ? 2 : 0;
+  if (db_open(a->db, &db) == SG_OK) rc = record(db, c, v);
   else sg_err_clear(); /* a skip before any database exists: nothing to record into */
 fail:
   sqlite3_close(db);
+  free(v);
   return rc;
 }
 
@@ -332,7 +452,7 @@ int sg_cmd_claims(int argc, char **argv) {
       rc = 1;
       break;
     }
-  if (!rc) rc = failed;
+  if (!rc) rc = failed & 1 ? 1 : failed & 2 ? 3 : 0;
   goto out;
 bad:
   fprintf(stderr, "%s\n", sg_err_msg());

@@ -104,14 +104,18 @@ void run_blame(serve_t *s) {
 }
 
 /* Whom the failed rank that is the run's reason blames, from its DONE's
- * fields: run_info blame.rank ("rank 1 (worker, host, pid 4242)"),
- * blame.reason ("peer_timeout", "self", ...). */
+ * fields: run_info blame.rank ("rank 1 (worker, host, pid 4242)", for
+ * people), blame.rank_number ("1", for programs: `sgdlab lab check`
+ * reads it, never the text), blame.reason ("peer_timeout", "self", ...). */
 int run_record_blame(const serve_t *s) {
   if (s->cause < 0) return SG_OK;
   const rank_info_t *ri = &s->ranks[s->cause];
-  char who[160];
-  run_rank_name(s, ri->blamed >= 0 ? ri->blamed : s->cause, who, sizeof who);
+  int blamed = ri->blamed >= 0 ? ri->blamed : s->cause;
+  char who[160], num[16];
+  run_rank_name(s, blamed, who, sizeof who);
+  snprintf(num, sizeof num, "%d", blamed);
   SG_CHECK(sg_recorder_info(s->env->db, s->run_id, "blame.rank", who));
+  SG_CHECK(sg_recorder_info(s->env->db, s->run_id, "blame.rank_number", num));
   return sg_recorder_info(s->env->db, s->run_id, "blame.reason",
                           sg_blame_name(ri->blamed >= 0 ? ri->reason : SG_BLAME_SELF));
 }
