@@ -49,6 +49,10 @@ add_dependencies(test_outputs sgdlab sgdlab-rank)
 # table's name): every reader refuses them at once with one line
 add_test(NAME hostile_db COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hostile_db.sh $<TARGET_FILE:sgdlab> ${CMAKE_SOURCE_DIR})
 set_tests_properties(hostile_db PROPERTIES TIMEOUT 300)
+# scripts/overlap-figure.sh with gnuplot syntax in its paths (a quote in
+# the output prefix or TMPDIR, a newline, URI syntax in the database path)
+add_test(NAME hostile_figure COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/hostile_figure.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(hostile_figure PROPERTIES TIMEOUT 120)
 # rubric and claim files with a control character in their text, and
 # predictions that are a FIFO, endless, big or deeply nested: one line each
 add_test(NAME checks_input COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/checks_input.sh $<TARGET_FILE:sgdlab> ${CMAKE_SOURCE_DIR})
