@@ -8,6 +8,11 @@ add_dependencies(test_run_cli sgdlab sgdlab-rank)
 # raw bytes, foreign and stolen keys (CURVE on, and off as the control).
 sg_add_test(test_attack SOURCES test_attack.c TIMEOUT 400 LIBS sgrun PkgConfig::SQLITE)
 add_dependencies(test_attack sgdlab sgdlab-rank)
+# untrusted data against the newer readers: a click log whose rows need
+# more memory than the process may have, the loader's row count against
+# its parser, forged bucket times in a trace
+sg_add_test(test_attack_data SOURCES test_attack_data.c json_check.c TIMEOUT 120
+  LIBS sgreport PkgConfig::SQLITE)
 # A killed rank leaves nothing in /dev/shm or /tmp (Open MPI's segments,
 # ZeroMQ ipc sockets), counted in a private mount namespace (root).
 sg_add_test(test_leftovers SOURCES test_leftovers.c TIMEOUT 240 LIBS sgrun PkgConfig::SQLITE)
