@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,6 +46,34 @@ int sg_data_open(const char *path, uint64_t *size) {
   }
   if (size) *size = (uint64_t)st.st_size;
   return fd;
+}
+
+/* A "Key:   N kB" line of a /proc file, in bytes; -1 when absent. */
+static double proc_kb(const char *path, const char *key) {
+  char line[256];
+  double v = -1;
+  size_t kl = strlen(key);
+  FILE *f = fopen(path, "re");
+  unsigned long long kb;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, key, kl) && sscanf(line + kl, ": %llu kB", &kb) == 1) v = 1024.0 * (double)kb;
+  if (f) fclose(f);
+  return v;
+}
+
+double sg_data_mem_available(void) {
+  double have = proc_kb("/proc/meminfo", "MemAvailable");
+  static const struct { int res; const char *used; } lims[] = {{RLIMIT_AS, "VmSize"},
+                                                                {RLIMIT_DATA, "VmData"}};
+  for (size_t i = 0; i < sizeof lims / sizeof lims[0]; i++) {
+    struct rlimit rl;
+    if (getrlimit(lims[i].res, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) continue;
+    double used = proc_kb("/proc/self/status", lims[i].used), left = (double)rl.rlim_cur;
+    left -= used > 0 ? used : 0;
+    if (left < 0) left = 0;
+    if (have < 0 || left < have) have = left;
+  }
+  return have;
 }
 
 sg_dataset_t *sg_dataset_alloc_(void) { return calloc(1, sizeof(sg_dataset_t)); }

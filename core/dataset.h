@@ -47,6 +47,11 @@ enum { SG_SPLIT_TRAIN = 0, SG_SPLIT_TEST = 1 };
  * whatever a link names must itself be a regular file.  *size (may be
  * NULL) gets the file's size. */
 int sg_data_open(const char *path, uint64_t *size);
+/* The bytes this process may still allocate: the machine's MemAvailable,
+ * or less where an address-space or data limit (RLIMIT_AS, RLIMIT_DATA)
+ * is lower; -1 when unknown.  Loaders whose memory can be many times
+ * their file's size check what they will need against it first. */
+double sg_data_mem_available(void);
 
 /* IDX image + label files.  `limit` > 0 keeps only the first `limit`
  * rows.  Caller owns the result. */

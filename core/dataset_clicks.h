@@ -41,7 +41,10 @@ int sg_dataset_clicks_synth(sg_dataset_t **out, uint64_t seed, int split, int64_
  * Both: '#' starts a comment, blank lines are skipped, a line ends with
  * LF or CRLF.  Any other byte, a missing or extra field, an overlong line
  * (64 KiB), a NUL, a file over SG_LIBSVM_MAX_BYTES or no row at all is
- * one SG_EFORMAT "path:line:col: what" (col 1-based, in bytes).
+ * one SG_EFORMAT "path:line:col: what" (col 1-based, in bytes); rows
+ * that need more memory (8 F + 12 bytes each) than the process may
+ * allocate (sg_data_mem_available) are one SG_EFORMAT naming the file,
+ * found by counting them before anything is allocated.
  * limit > 0 keeps the first `limit` rows. */
 enum { SG_CLICKS_LIBSVM = 0, SG_CLICKS_CSV = 1 };
 #define SG_CLICKS_MAX_LINE ((size_t)64 << 10)

@@ -5,8 +5,16 @@
  * size is checked before a byte is read (SG_LIBSVM_MAX_BYTES), a line is
  * held up to SG_CLICKS_MAX_LINE bytes and never read past that, and
  * every byte of a row is checked against the format; the first one that
- * does not fit is the error, at its line and column.  Memory grows with
- * the rows read (F keys each), never with a value read from the file.
+ * does not fit is the error, at its line and column.  Memory follows the
+ * rows (F keys each), never a value read from the file: a first pass
+ * counts the lines that hold a row, the memory they need (8 F + 12 bytes
+ * a row: keys, values, offsets, label) is checked against what the
+ * machine has available before anything is allocated, and the second
+ * pass fills arrays of exactly that size.  A CSV row of F empty tokens
+ * is F + 2 bytes of text and 8 F + 12 in memory, so without the check a
+ * file far below SG_LIBSVM_MAX_BYTES could take all of the machine's
+ * memory in the harness's check of the experiment, before its memory
+ * estimate ever ran.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "dataset_clicks.h"
@@ -49,17 +58,12 @@ static int bad(const clk_t *c, const char *line, const char *at, const char *wha
                     what, n ? " at '" : "", shown, n ? "'" : "");
 }
 
-/* Room for one more row. */
+/* Room for one more row: the first pass counted them, so a row beyond
+ * that count means the file changed between the passes. */
 static int clk_grow(clk_t *c) {
   if (c->rows < c->cap) return SG_OK;
-  size_t nc = c->cap ? 2 * c->cap : 1024;
-  uint32_t *col = realloc(c->col, nc * (size_t)c->F * sizeof *col);
-  if (col) c->col = col;
-  int32_t *y = realloc(c->y, nc * sizeof *y);
-  if (y) c->y = y;
-  if (!col || !y) return sg_err_set(SG_ENOMEM, "%s: %zu rows", c->path, nc);
-  c->cap = nc;
-  return SG_OK;
+  return sg_err_set(SG_EFORMAT, "%s:%ld:1: more rows than the file held when its rows were "
+                    "counted (%zu): it changed while read", c->path, c->line, c->cap);
 }
 
 /* A decimal integer in [lo, hi] at *pp, no sign but an optional leading
@@ -195,6 +199,47 @@ static int clk_read(clk_t *c, FILE *f, int64_t limit) {
   return rc;
 }
 
+/* Lines of f that hold a row (their first byte after blanks is not the
+ * end of the line or a comment), at most `limit` when > 0; f rewound. */
+static int clk_count(const clk_t *c, FILE *f, int64_t limit, size_t *rows) {
+  int ch, start = 1;
+  *rows = 0;
+  while ((ch = getc_unlocked(f)) != EOF && (limit <= 0 || (int64_t)*rows < limit)) {
+    if (ch == '\n') start = 1;
+    else if (start && ch != ' ' && ch != '\t') {
+      start = 0;
+      if (ch == '\r') { /* CRLF ends a blank line; a lone CR is a row's (bad) byte */
+        int next = getc_unlocked(f);
+        if (next == '\n' || next == EOF) start = 1;
+        else *rows += 1;
+        if (next != EOF) ungetc(next, f);
+      } else {
+        *rows += ch != '#';
+      }
+    }
+  }
+  if (ferror(f) || fseeko(f, 0, SEEK_SET) != 0)
+    return sg_err_set(SG_EIO, "%s: read error", c->path);
+  return SG_OK;
+}
+
+/* The counted rows' arrays, once their bytes are known to fit in the
+ * memory this process may have (sg_data_mem_available). */
+static int clk_alloc(clk_t *c, FILE *f, int64_t limit) {
+  size_t rows;
+  SG_CHECK(clk_count(c, f, limit, &rows));
+  double need = (double)rows * (8.0 * c->F + 12.0), have = sg_data_mem_available();
+  if (have > 0 && need > have)
+    return sg_err_set(SG_EFORMAT, "%s: %zu rows of %d fields need %.1f MiB in memory, more "
+                      "than the %.1f MiB available to this process", c->path, rows, c->F,
+                      need / 1048576.0, have / 1048576.0);
+  c->cap = rows ? rows : 1;
+  c->col = malloc(c->cap * (size_t)c->F * sizeof *c->col);
+  c->y = malloc(c->cap * sizeof *c->y);
+  if (!c->col || !c->y) return sg_err_set(SG_ENOMEM, "%s: %zu rows", c->path, c->cap);
+  return SG_OK;
+}
+
 /* The rows read, as a CSR dataset. */
 static int clk_dataset(clk_t *c, sg_dataset_t **out) {
   sg_dataset_t *ds = sg_dataset_alloc_();
@@ -236,7 +281,8 @@ int sg_dataset_load_clicks(sg_dataset_t **out, const char *path, int format, int
     return sg_err_set(SG_EIO, "%s: cannot open: %s", path, strerror(errno));
   }
   clk_t c = {.path = path, .format = format, .F = F};
-  int rc = clk_read(&c, f, limit);
+  int rc = clk_alloc(&c, f, limit);
+  if (rc == SG_OK) rc = clk_read(&c, f, limit);
   fclose(f);
   if (rc == SG_OK && c.rows == 0)
     rc = sg_err_set(SG_EFORMAT, "%s:%ld:1: no rows", path, c.line > 0 ? c.line : 1);

@@ -8,12 +8,24 @@
 # table with the gain over overlap off, and drawn into OUT_PREFIX.png/.svg.
 # Then, from the buckets table, how much of the buckets' allreduce time
 # ran while backward still ran (before the step's compute_s ended).
-# Only numbers reach gnuplot: the variants' names are this script's own.
+# Only numbers reach gnuplot: the variants' names are this script's own,
+# and the two paths it names (OUT_PREFIX, the temporary directory) are
+# gnuplot single-quoted strings with their quotes doubled (a quote in
+# OUT_PREFIX would otherwise end the string and run what follows, e.g.
+# system('...')); a path with a control character is refused.
 set -euo pipefail
 db=${1:?usage: overlap-figure.sh DB [OUT_PREFIX]}
 out=${2:-docs/img/overlap-links}
+gq() { # $1 as a gnuplot single-quoted string
+  case $1 in *[[:cntrl:]]*) echo "overlap-figure.sh: a control character in a path" >&2; exit 2 ;; esac
+  local q="'"
+  printf "'%s'" "${1//$q/$q$q}"
+}
+gq "$out" >/dev/null
+case $db in *[?#]*) echo "overlap-figure.sh: '$db': ? and # would be read as URI syntax" >&2; exit 2 ;; esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+gq "$tmp" >/dev/null
 
 # variant (0 off, 1 one bucket, 2 16K buckets), link in Mbit/s, run, step ms
 sqlite3 -separator ' ' "file:$db?mode=ro" "
@@ -59,12 +71,12 @@ set yrange [0:*]
 set title 'CNN (174 KiB of gradient): overlap off and on, by link rate'
 set key top right
 set grid
-plot '$tmp/v0.tsv' using 1:2:3:4 with yerrorlines lw 2 title 'overlap off', \
-     '$tmp/v1.tsv' using 1:2:3:4 with yerrorlines lw 2 title 'overlap, one bucket (1M)', \
-     '$tmp/v2.tsv' using 1:2:3:4 with yerrorlines lw 2 title 'overlap, 16 KiB buckets (3 a step)'
+plot $(gq "$tmp/v0.tsv") using 1:2:3:4 with yerrorlines lw 2 title 'overlap off', \
+     $(gq "$tmp/v1.tsv") using 1:2:3:4 with yerrorlines lw 2 title 'overlap, one bucket (1M)', \
+     $(gq "$tmp/v2.tsv") using 1:2:3:4 with yerrorlines lw 2 title 'overlap, 16 KiB buckets (3 a step)'
 EOF
-gnuplot -e "set terminal pngcairo size 900,560; set output '$out.png'" "$tmp/fig.gp"
-gnuplot -e "set terminal svg size 900,560; set output '$out.svg'" "$tmp/fig.gp"
+gnuplot -e "set terminal pngcairo size 900,560; set output $(gq "$out.png")" "$tmp/fig.gp"
+gnuplot -e "set terminal svg size 900,560; set output $(gq "$out.svg")" "$tmp/fig.gp"
 echo "# drawn: $out.png, $out.svg"
 
 echo "# buckets: share of allreduce time before backward ended, per variant and link (all sampled steps)"

@@ -8,6 +8,11 @@ add_dependencies(test_run_cli sgdlab sgdlab-rank)
 # raw bytes, foreign and stolen keys (CURVE on, and off as the control).
 sg_add_test(test_attack SOURCES test_attack.c TIMEOUT 400 LIBS sgrun PkgConfig::SQLITE)
 add_dependencies(test_attack sgdlab sgdlab-rank)
+# untrusted data against the newer readers: a click log whose rows need
+# more memory than the process may have, the loader's row count against
+# its parser, forged bucket times in a trace
+sg_add_test(test_attack_data SOURCES test_attack_data.c json_check.c TIMEOUT 120
+  LIBS sgreport PkgConfig::SQLITE)
 # A killed rank leaves nothing in /dev/shm or /tmp (Open MPI's segments,
 # ZeroMQ ipc sockets), counted in a private mount namespace (root).
 sg_add_test(test_leftovers SOURCES test_leftovers.c TIMEOUT 240 LIBS sgrun PkgConfig::SQLITE)
@@ -49,6 +54,10 @@ add_dependencies(test_outputs sgdlab sgdlab-rank)
 # table's name): every reader refuses them at once with one line
 add_test(NAME hostile_db COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hostile_db.sh $<TARGET_FILE:sgdlab> ${CMAKE_SOURCE_DIR})
 set_tests_properties(hostile_db PROPERTIES TIMEOUT 300)
+# scripts/overlap-figure.sh with gnuplot syntax in its paths (a quote in
+# the output prefix or TMPDIR, a newline, URI syntax in the database path)
+add_test(NAME hostile_figure COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/hostile_figure.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(hostile_figure PROPERTIES TIMEOUT 120)
 # rubric and claim files with a control character in their text, and
 # predictions that are a FIFO, endless, big or deeply nested: one line each
 add_test(NAME checks_input COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/checks_input.sh $<TARGET_FILE:sgdlab> ${CMAKE_SOURCE_DIR})

@@ -186,7 +186,10 @@ static int have_buckets(sqlite3 *db) {
 }
 
 /* One bucket row: its allreduce as a complete event, its hand-over as an
- * instant event, on the rank's bucket track; t = the step's start (us). */
+ * instant event, on the rank's bucket track; t = the step's start (us).
+ * Each is left out when a time it prints is not finite: "ts":inf is not
+ * JSON, and finite times in a forged row (a start of -1e302 s and an end
+ * of 1e302 s) can still sum to one. */
 static void bucket_event(FILE *f, sqlite3_stmt *st, int64_t run_id, double t) {
   long long rank = sqlite3_column_int64(st, 0), tid = rank + SG_TRACE_BUCKET_TID;
   double ready = sg_rdb_double(st, 6) * 1e6, a = sg_rdb_double(st, 7) * 1e6,
@@ -196,11 +199,11 @@ static void bucket_event(FILE *f, sqlite3_stmt *st, int64_t run_id, double t) {
            "\"floats\":%lld", (long long)sqlite3_column_int64(st, 1),
            (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 3),
            (long long)sqlite3_column_int64(st, 4), (long long)sqlite3_column_int64(st, 5));
-  if (isfinite(a) && isfinite(b) && b >= a)
+  if (isfinite(t + a) && isfinite(b - a) && b >= a)
     fprintf(f, ",\n{\"ph\":\"X\",\"cat\":\"bucket\",\"name\":\"bucket\",\"pid\":%lld,"
                "\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f,\"args\":{%s}}",
             (long long)run_id, tid, t + a, b - a, args);
-  if (isfinite(ready))
+  if (isfinite(t + ready))
     fprintf(f, ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"bucket\",\"name\":\"ready\","
                "\"pid\":%lld,\"tid\":%lld,\"ts\":%.3f,\"args\":{%s}}",
             (long long)run_id, tid, t + ready, args);
