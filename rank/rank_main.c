@@ -15,6 +15,7 @@
  * keys from its standard input instead (stage.h) and exits when that
  * input ends: nothing of the run is read from this host's disk.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,66 @@
 #include "err.h"
 #include "stage.h"
 #include "transport_new.h"
+
+/* ---- where a crash happened ------------------------------------------- */
+
+/* The phase this rank is in, for the one line a fatal signal prints
+ * ("sgdlab-rank: rank 2: signal 11 during MPI_Init and the barrier after
+ * it"), which the launcher's stderr carries to the harness (srun's and
+ * mpirun's tail is kept as run_info mpirun_stderr when a run fails). */
+static const char *volatile g_phase = "starting";
+static volatile int g_phase_rank = -1;
+
+static void phase(const char *what) { g_phase = what; }
+
+#ifndef SG_SMPI /* simulated: every rank is an actor of one process */
+/* Text and decimal numbers into buf (at most cap bytes); both
+ * async-signal-safe. */
+static void put_str(char *buf, size_t cap, size_t *len, const char *s) {
+  for (; *s && *len < cap; s++) buf[(*len)++] = *s;
+}
+static void put_uint(char *buf, size_t cap, size_t *len, unsigned u) {
+  char d[12];
+  int k = 0;
+  do d[k++] = (char)('0' + u % 10);
+  while ((u /= 10) && k < (int)sizeof d);
+  while (k && *len < cap) buf[(*len)++] = d[--k];
+}
+
+/* The line, by write(2); then the signal's default action (a core where
+ * the limit allows), so the rank still ends "killed by signal N". */
+static void on_fatal(int sig) {
+  char buf[256];
+  size_t n = 0, cap = sizeof buf - 1;
+  put_str(buf, cap, &n, "sgdlab-rank: rank ");
+  if (g_phase_rank >= 0) put_uint(buf, cap, &n, (unsigned)g_phase_rank);
+  else put_str(buf, cap, &n, "?");
+  put_str(buf, cap, &n, ": signal ");
+  put_uint(buf, cap, &n, (unsigned)sig);
+  put_str(buf, cap, &n, " during ");
+  put_str(buf, cap, &n, g_phase);
+  buf[n++] = '\n';
+  if (write(STDERR_FILENO, buf, n)) {
+  }
+  raise(sig); /* SA_RESETHAND: the default action now; SA_NODEFER: at once */
+}
+
+/* SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT print the phase, on a stack
+ * of their own (a stack overflow too).  Installed before MPI_Init: Open
+ * MPI leaves a handler that is already there in place. */
+static void catch_fatal_signals(int rank) {
+  static char alt[64 * 1024];
+  stack_t st = {.ss_sp = alt, .ss_size = sizeof alt};
+  sigaltstack(&st, NULL);
+  g_phase_rank = rank;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_fatal;
+  sa.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
+  static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaction(sigs[i], &sa, NULL);
+}
+#endif
 
 /* Item `rank` of the spec's _rank_addrs ("a0,a1,..."; a run on an
  * emulated cluster: the address of the host each rank is placed on) into
@@ -270,6 +331,9 @@ int main(int argc, char **argv) {
   const char *spec_name = staged ? "spec (stdin)" : argc == 2 ? argv[1] : "";
   int early = rank_begin(argc, argv, staged, &o, &keys, &rank);
   if (early) return early;
+#ifndef SG_SMPI
+  catch_fatal_signals(rank);
+#endif
 #ifdef SG_SMPI
   /* simulated (smpirun): every rank is an actor of one process sharing
    * one environment; MPI says which rank this is */
@@ -279,6 +343,7 @@ int main(int argc, char **argv) {
 #endif
   sg_fd_limit_raise(); /* mpirun on another host does not pass the harness's on */
 
+  phase("setting up (spec, records)");
   if (!staged) SG_TRY(sg_opts_load(&o, argv[1]));
   const char *name = sg_opts_str_or(o, "engine", "");
   const sg_engine_t *eng = sg_engine_find(name);
@@ -296,6 +361,7 @@ int main(int argc, char **argv) {
   if (rank == 0) SG_TRY(rank_describe(rec, o, eng));
 
   mpi = !strcmp(sg_opts_str_or(o, "transport", "zmq"), "mpi");
+  phase(mpi ? "MPI_Init and the barrier after it" : "connecting (zmq rendezvous)");
   if (mpi)
     SG_TRY(rank_comm_mpi(&comm, o, rank, sh.size, sh.deadline, keys, rec));
   else
@@ -309,11 +375,14 @@ int main(int argc, char **argv) {
   SG_TRY(sg_opts_setf(o, "_engine_t", "%.6f", sg_now()));
   sg_rank_ctx_t ctx = {.rank = rank, .size = sh.size, .workers = (int)sh.workers, .comm = comm,
                        .opts = o, .rec = rec, .t0 = sh.t0};
+  phase("training");
   SG_TRY(rank_train(&ctx, eng));
+  phase("finishing (clock, DONE)");
   SG_TRY(rank_clock(rec, o, rank, keys, &sh, "clock.end"));
   SG_TRY(rank_finish(rec, comm, rank));
   rc = SG_OK;
 fail:
+  phase("closing (transport, records, MPI_Finalize)");
   if (rc < 0) rank_report_failure(rec, rank, rc);
   sg_comm_destroy(&comm);
   sg_records_close(&rec);

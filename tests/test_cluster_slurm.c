@@ -8,9 +8,10 @@
  *    within relative L2 distance 1e-4 of `local`, was launched by slurm,
  *    and its ranks ran on 4 distinct hosts (ranks.host: each slurmd's UTS
  *    namespace has its node's name).
- *  - a rank killed (SIGKILL, found by SLURM_PROCID and the cluster's
+ *  - a rank killed (SIGSEGV, found by SLURM_PROCID and the cluster's
  *    SLURM_CONF in its environment) ends the run within 2 deadlines, the
- *    run failed naming the rank.
+ *    run failed naming the rank; the rank's own line names the phase it
+ *    died in (training), kept in run_info mpirun_stderr.
  *  - the harness killed with SIGKILL under salloc: no rank is left.
  *  - node h2 lost (its slurmd, step daemon and rank killed at once): the
  *    run ends within 2 deadlines naming rank 2, nothing is left; where the
@@ -364,7 +365,9 @@ static void failed_fence(const char *d, const char *ref) {
   check_run(db, dump, ref, 4, "ring mpi (failed fence)");
 }
 
-/* A rank killed under salloc ends the run within 2 deadlines, naming it. */
+/* A rank killed under salloc ends the run within 2 deadlines, naming it.
+ * SIGSEGV, as a crash would: the rank's own line names the phase it was
+ * in, and reaches the run's record through srun's stderr. */
 static void killed_rank(const char *d) {
   char cfg[128], db[128], extra[128], sql[128], host[32];
   snprintf(cfg, sizeof cfg, "%s/k.yaml", d);
@@ -387,8 +390,14 @@ static void killed_rank(const char *d) {
   CHECK_MSG(w == 0, "training did not start (wait %d, status %d)", w, st);
   CHECK_MSG(v > 0, "rank 2's process not found");
   double t_kill = sg_now();
-  CHECK_EQ_INT(kill(v, SIGKILL), 0);
+  CHECK_EQ_INT(kill(v, SIGSEGV), 0);
   ru_kill_outcome_t o = ru_kill_outcome(sg, t_kill, 4 * DEADLINE_S + 10, db, 2, "killed rank 2");
+  char *tail = ru_db_text(db, "SELECT value FROM run_info WHERE key = 'mpirun_stderr' AND "
+                          "run_id = (SELECT max(id) FROM runs)");
+  int phase = tail && strstr(tail, "sgdlab-rank: rank 2: signal 11 during training");
+  fprintf(stderr, "  rank 2's line in srun's stderr (run_info mpirun_stderr): %s\n",
+          phase ? "sgdlab-rank: rank 2: signal 11 during training" : "missing");
+  free(tail);
   /* the run's end leaves nothing of its own: its step daemons go with
    * its tasks (KillWait=0; with 2 s they stayed 2 s past salloc) */
   double t_end = sg_now();
@@ -406,6 +415,7 @@ static void killed_rank(const char *d) {
   CHECK_MSG(o.code > 0, "salloc/sgdlab exit %d after the kill", o.code);
   CHECK_MSG(o.took <= 2 * DEADLINE_S, "failure took %.2f s > 2 deadlines", o.took);
   CHECK_MSG(o.named, "the run's error does not name rank 2");
+  CHECK_MSG(phase, "rank 2's signal line (with its phase) is not in the run's srun stderr");
 }
 
 /* The `sgdlab run CFG` process (not salloc or cluster exec around it). */
