@@ -30,6 +30,12 @@
  * executor's extra tasks can go elsewhere.  (A fixed sleep per step
  * would hit its first task whatever the partitioning, and no scheduler
  * could hide it.)
+ *
+ * With `device: cuda` the executor keeps a device replica
+ * (core/cuda/replica.h): the broadcast parameters are staged up, each
+ * task's gradient is computed and accumulated on the device, and the
+ * accumulator is staged down for the reduce; the driver stays on the
+ * host (docs/cuda.md).
  */
 #include <errno.h>
 #include <math.h>

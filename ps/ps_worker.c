@@ -21,6 +21,13 @@
  * The servers answer the initial pull only when every worker has asked
  * for it (ps_server.c, start barrier), so the training clock, started
  * right after it, leaves out every worker's start-up.
+ *
+ * With `device: cuda` the worker keeps a device replica
+ * (core/cuda/replica.h): the gradient is computed on the device and
+ * staged down chunk by chunk as each push needs it, and the pulled
+ * parameters are staged up after every exchange; the messages are built
+ * and checked on the host copies exactly as without a device
+ * (docs/cuda.md).  Dense only: sparse and topk are refused.
  */
 #include <math.h>
 #include <stdio.h>

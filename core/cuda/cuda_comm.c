@@ -93,8 +93,9 @@ static float *slot_ptr(sg_cuda_stage_t *st, int slot) { return st->pinned + (siz
 static int st_down(void *ctx, int slot, size_t off, size_t len, long after_up) {
   sg_cuda_stage_t *st = ctx;
   if (after_up >= 0) SG_CU(cudaStreamWaitEvent(st->down, st->up_done[slot], 0));
-  SG_CU(cudaMemcpyAsync(slot_ptr(st, slot), st->dbuf + off, len * sizeof(float),
-                        cudaMemcpyDeviceToHost, st->down));
+  if (len) /* len 0: a one-way upload's ordering only (stage_plan.h) */
+    SG_CU(cudaMemcpyAsync(slot_ptr(st, slot), st->dbuf + off, len * sizeof(float),
+                          cudaMemcpyDeviceToHost, st->down));
   SG_CU(cudaEventRecord(st->down_done[slot], st->down));
   return SG_OK;
 }
