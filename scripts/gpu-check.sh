@@ -262,7 +262,7 @@ fi
 # (cuBLAS against OpenBLAS sums: a rounding difference per product, which
 # training amplifies where a max-pool or ReLU decision flips), and the
 # engine's loop (ring, cuda-ring) against local on the device.
-cnnrun() { # NAME ENGINE WORKERS BATCH DEVICE MAX_STEPS EPOCHS
+cnnrun() { # NAME ENGINE WORKERS BATCH DEVICE MAX_STEPS EPOCHS LIMIT_S
   cat >"$W/cfg/$1.yaml" <<Y
 name: $1
 workers: $3
@@ -272,7 +272,7 @@ workload: {dataset: fashion-mnist, data_dir: $DATA, model: cnn, batch: $4, lr: 0
 engines:
   - $2
 Y
-  part "$1" 90 "$SG" run "$W/cfg/$1.yaml" --db "$W/db/$1.db"
+  part "$1" "$8" "$SG" run "$W/cfg/$1.yaml" --db "$W/db/$1.db"
 }
 acc() { # DB: the run's final test accuracy
   python3 - "$1" <<'PY' 2>/dev/null || echo FAIL
@@ -281,15 +281,15 @@ r = sqlite3.connect(sys.argv[1]).execute("SELECT final_acc FROM run_summary").fe
 print("%.4f" % r[-1][0] if r and r[-1][0] is not None else "FAIL")
 PY
 }
-cnnrun cnn-local local 1 64 "$DEV" "$CNNSTEPS" 100
-cnnrun cnn-ar "{engine: allreduce, algorithm: ring}" 2 64 "$DEV" "$CNNSTEPS" 100
-cnnrun agree-cnn-cpu local 2 32 cpu 100 100
-cnnrun agree-cnn-local local 2 32 "$DEV" 100 100
-cnnrun agree-cnn-ring "{engine: allreduce, algorithm: ring}" 2 32 "$DEV" 100 100
+cnnrun cnn-local local 1 64 "$DEV" "$CNNSTEPS" 100 60
+cnnrun cnn-ar "{engine: allreduce, algorithm: ring}" 2 64 "$DEV" "$CNNSTEPS" 100 60
+cnnrun agree-cnn-cpu local 2 32 cpu 100 100 45
+cnnrun agree-cnn-local local 2 32 "$DEV" 100 100 45
+cnnrun agree-cnn-ring "{engine: allreduce, algorithm: ring}" 2 32 "$DEV" 100 100 45
 if [ $DRY -eq 1 ]; then
   skip "the CNN with allreduce cuda-ring against local"
 else
-  cnnrun agree-cnn-cudaring "{engine: allreduce, algorithm: cuda-ring}" 2 32 "$DEV" 100 100
+  cnnrun agree-cnn-cudaring "{engine: allreduce, algorithm: cuda-ring}" 2 32 "$DEV" 100 100 45
 fi
 [ $DRY -eq 0 ] && part d2d-copy 30 "$TESTS/cuda_ring_rank" --copy 67108864
 # the persistent ring's timeout: rank 1 never calls, rank 0 must fail in ~2 s
