@@ -7,6 +7,9 @@
  *   bench: [allreduce, --np, 4, ...]   # or: a `sgdlab bench` command line
  *   name: lab1-ring-vs-ps              # labs: the experiment to grade
  *   root: true                         # needs the emulated cluster
+ *   rounds: 3                          # claims: the experiment 3 times in turn
+ *   quiet_load: 1                      # claims: timing failures above this
+ *                                      #   load per core are INCONCLUSIVE
  *   checks:
  *     - what: ring bytes = 4K(N-1)/N   # the line printed for this check
  *       measure: bytes                 # a metric (below)
