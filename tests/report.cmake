@@ -2,7 +2,7 @@
 # The report commands come from the CLI's own library (sgreport); the
 # test calls them directly (in forked children, to capture output and
 # exit codes).
-sg_add_test(test_report SOURCES test_report.c TIMEOUT 120 LIBS sgreport)
+sg_add_test(test_report SOURCES test_report.c TIMEOUT 300 LIBS sgreport)
 
 # End to end: `sgdlab run` on Fashion-MNIST, then report/list/show on the
 # database it wrote (needs the CLI and the rank binary built).
