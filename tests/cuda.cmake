@@ -4,7 +4,7 @@
 # the GPU tests skip, visibly, when no CUDA device is present.
 sg_add_test(test_cuda_sched SOURCES test_cuda_sched.c TIMEOUT 120 LABELS cuda INTERNALS allreduce)
 sg_add_test(test_cuda_pring SOURCES test_cuda_pring.c TIMEOUT 240 LABELS cuda INTERNALS allreduce)
-sg_add_test(test_cuda_replica SOURCES test_cuda_replica.c TIMEOUT 300 LABELS cuda INTERNALS ps mapreduce)
+sg_add_test(test_cuda_replica SOURCES test_cuda_replica.c TIMEOUT 480 LABELS cuda INTERNALS ps mapreduce)
 sg_add_test(test_cuda_refuse SOURCES test_cuda_refuse.c TIMEOUT 60 LABELS cuda)
 add_dependencies(test_cuda_refuse sgdlab sgdlab-rank)
 # GPU tests: exit 77 (Skipped) with "SKIP: no CUDA device: <why>" when the
