@@ -4,7 +4,7 @@
 # the GPU tests skip, visibly, when no CUDA device is present.
 sg_add_test(test_cuda_sched SOURCES test_cuda_sched.c TIMEOUT 120 LABELS cuda INTERNALS allreduce)
 sg_add_test(test_cuda_pring SOURCES test_cuda_pring.c TIMEOUT 240 LABELS cuda INTERNALS allreduce)
-sg_add_test(test_cuda_replica SOURCES test_cuda_replica.c TIMEOUT 300 LABELS cuda INTERNALS ps mapreduce)
+sg_add_test(test_cuda_replica SOURCES test_cuda_replica.c TIMEOUT 480 LABELS cuda INTERNALS ps mapreduce)
 # model: cnn on the device: its step and per-thread bodies run by a CPU twin
 # against model_cnn.c, bit for bit (test_cuda_cnn.c).
 sg_add_test(test_cuda_cnn SOURCES test_cuda_cnn.c TIMEOUT 240 LABELS cuda)
