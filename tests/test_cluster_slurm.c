@@ -40,6 +40,7 @@
 #include <dirent.h>
 #include <ftw.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -564,6 +565,50 @@ static void stop_breakdown(const char *errpath, double t_kill, double took) {
   free(log);
 }
 
+/* The mount namespace number recorded for daemon TAG (0: none), and
+ * whether DIR/TAG.mntns pins it (its inode is that number). */
+static unsigned long long daemon_ns(const char *tag, int *pinned) {
+  char path[300], line[160], t[32];
+  unsigned long long start, ns = 0, v;
+  struct stat st;
+  int p;
+  snprintf(path, sizeof path, "%s", g_conf);
+  char *slash = strrchr(path, '/');
+  *pinned = 0;
+  if (!slash) return 0;
+  snprintf(slash, sizeof path - (size_t)(slash - path), "/daemons");
+  FILE *f = fopen(path, "r");
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "%31s %d %llu %llu", t, &p, &start, &v) == 4 && !strcmp(t, tag)) ns = v;
+  if (f) fclose(f);
+  snprintf(slash, sizeof path - (size_t)(slash - path), "/%s.mntns", tag);
+  *pinned = ns && stat(path, &st) == 0 && (unsigned long long)st.st_ino == ns;
+  return ns;
+}
+
+/* How many of `tries` new mount namespaces (each made by a child that
+ * reports its number) got number ns. */
+static int ns_reused(unsigned long long ns, int tries) {
+  int hits = 0;
+  for (int i = 0; i < tries; i++) {
+    int fd[2];
+    if (pipe(fd) < 0) break;
+    pid_t c = fork();
+    if (c == 0) {
+      struct stat st;
+      unsigned long long got = 0;
+      if (unshare(CLONE_NEWNS) == 0 && stat("/proc/self/ns/mnt", &st) == 0) got = st.st_ino;
+      _exit(write(fd[1], &got, sizeof got) == sizeof got ? 0 : 1);
+    }
+    close(fd[1]);
+    unsigned long long got = 0;
+    if (c > 0 && read(fd[0], &got, sizeof got) == sizeof got && got == ns) hits++;
+    close(fd[0]);
+    if (c > 0) waitpid(c, NULL, 0);
+  }
+  return hits;
+}
+
 /* Node h2 lost under a running job: its slurmd, the step daemon and the
  * rank on it killed at once (SIGKILL).  The run ends within 2 deadlines
  * naming rank 2, salloc returns, and no rank of the job is left. */
@@ -611,6 +656,16 @@ static void node_lost(const char *d) {
             took, DEADLINE_S);
   CHECK_MSG(named, "the run's error does not name rank 2");
   CHECK_MSG(left == 0, "%d ranks left after the node was lost", left);
+  /* h2's mount namespace has no process left; `down` still trusts its
+   * number to find h2's step daemons only because the cluster pins it:
+   * no new namespace may get that number meanwhile. */
+  int pinned = 0;
+  unsigned long long ns = daemon_ns("slurmd-h2", &pinned);
+  int reused = ns ? ns_reused(ns, 32) : 0;
+  fprintf(stderr, "  h2's mount namespace %llu: %s; 32 new namespaces, %d got its number\n", ns,
+          pinned ? "pinned" : "NOT pinned", reused);
+  CHECK_MSG(ns && pinned, "h2's mount namespace (%llu) is not pinned", ns);
+  CHECK_MSG(reused == 0, "a new mount namespace got h2's number %llu", ns);
 }
 
 /* A process named slurmstepd, root's, with this cluster's SLURM_CONF in

@@ -149,6 +149,31 @@ static unsigned long long mnt_ns(int pid) {
   return stat(path, &st) == 0 ? (unsigned long long)st.st_ino : 0;
 }
 
+/* DIR/TAG.mntns: where the mount namespace made for daemon TAG is pinned. */
+static void pin_path(const char *dir, const char *tag, char *out, size_t cap) {
+  int n = snprintf(out, cap, "%s/%s.mntns", dir, tag);
+  if (n < 0 || (size_t)n >= cap) out[0] = '\0'; /* no such path: open and stat fail */
+}
+
+/* Pin the mount namespace ns of our child pid (not yet reaped, so pid is
+ * still it) with a bind mount of its namespace file on DIR/TAG.mntns:
+ * while the cluster is up the kernel cannot free the namespace and give
+ * its number to another (a namespace number is an inode, reused once
+ * freed), so `down` may trust the number even after the daemon died. */
+static int pin_ns(const char *dir, const char *tag, int pid, unsigned long long ns) {
+  char pin[512], src[64];
+  struct stat st;
+  pin_path(dir, tag, pin, sizeof pin);
+  snprintf(src, sizeof src, "/proc/%d/ns/mnt", pid);
+  int fd = open(pin, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  close(fd);
+  if (mount(src, pin, NULL, MS_BIND, NULL) < 0) return unlink(pin), -1;
+  if (stat(pin, &st) < 0 || (unsigned long long)st.st_ino != ns) /* it died in between */
+    return umount2(pin, MNT_DETACH), unlink(pin), -1;
+  return 0;
+}
+
 /* Start one daemon (in the foreground: it stays our child's process, not
  * a double fork we could lose) and record "TAG PID START [MNTNS]" before
  * returning; MNTNS: the inode of the mount namespace made for it
@@ -176,7 +201,8 @@ int sgc_start_daemon(const sg_cluster_t *cl, const char *dir, const char *tag, i
   char path[512];
   snprintf(path, sizeof path, "%s/" DAEMONS_FILE, dir);
   int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (r != 1 || fd < 0 || write(fd, rec, (size_t)n) != n) {
+  if (r != 1 || fd < 0 || (ns && pin_ns(dir, tag, (int)pid, ns) < 0) ||
+      write(fd, rec, (size_t)n) != n) {
     kill(pid, SIGKILL);
     if (fd >= 0) close(fd);
     return sg_err_set(SG_EIO, "%s: cannot %s daemon %s", path, r != 1 ? "start" : "record", tag);
@@ -317,6 +343,32 @@ static int wait_gone(const daemon_rec_t *d, int n, int except, double deadline) 
   }
 }
 
+/* Whether record d's mount namespace number still names the namespace
+ * made for it: pinned on DIR/TAG.mntns (pin_ns), or its daemon still runs
+ * in it.  Else the number may have been freed and given to another
+ * namespace, whose processes are not the cluster's. */
+static int ns_trusted(const char *dir, const daemon_rec_t *d) {
+  char pin[512];
+  struct stat st;
+  pin_path(dir, d->tag, pin, sizeof pin);
+  if (lstat(pin, &st) == 0 && (unsigned long long)st.st_ino == d->mntns) return 1;
+  return running(d) && mnt_ns(d->pid) == d->mntns;
+}
+
+/* Unpin every pinned namespace of the cluster (its processes are gone). */
+static void unpin_all(const char *dir) {
+  enum { MAXD = 2 * SG_CLUSTER_MAX_HOSTS + 8 };
+  static daemon_rec_t d[MAXD];
+  int n = read_records(dir, d, MAXD, 0);
+  for (int i = 0; i < n; i++) {
+    char pin[512];
+    if (!d[i].mntns) continue;
+    pin_path(dir, d[i].tag, pin, sizeof pin);
+    umount2(pin, MNT_DETACH | UMOUNT_NOFOLLOW);
+    unlink(pin);
+  }
+}
+
 /* The record (alive or not) whose mount namespace process pid is in and
  * which started before pid did, or NULL: a process the cluster's daemon
  * started (every process a node's slurmd starts inherits its mount
@@ -353,7 +405,10 @@ static void stop_stepds(const char *dir) {
   enum { MAXD = 2 * SG_CLUSTER_MAX_HOSTS + 8 };
   static daemon_rec_t all[MAXD];
   int n = read_records(dir, all, MAXD, 0), any = 0;
-  for (int i = 0; i < n; i++) any |= all[i].mntns != 0;
+  for (int i = 0; i < n; i++) {
+    if (all[i].mntns && !ns_trusted(dir, &all[i])) all[i].mntns = 0; /* number may be reused */
+    any |= all[i].mntns != 0;
+  }
   DIR *d = any ? opendir("/proc") : NULL;
   for (struct dirent *e; d && (e = readdir(d));) {
     int pid = atoi(e->d_name);
@@ -426,6 +481,7 @@ int sg_cluster_daemons_down(const char *name) {
   sg_cluster_daemons_dir(name, dir, sizeof dir);
   if (access(dir, F_OK) < 0) return SG_OK;
   int left = stop_daemons(dir);
+  if (!left) unpin_all(dir);
   if (left) return sg_err_set(SG_EIO, "cluster %s: %d daemon%s would not stop; %s stays", name,
                               left, left == 1 ? "" : "s", dir);
   snprintf(leaf, sizeof leaf, "daemons-%s", name);
