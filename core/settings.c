@@ -74,7 +74,7 @@ const sg_setting_t sg_settings[] = {
   {"hostfile", SG_T_STR, "", "a hostfile (lines 'host [slots=N]', # comments, as mpirun reads it) instead of hosts; read when the experiment is checked", NULL, NOB, SG_S_RUN},
   {"ssh_config", SG_T_STR, "", "an ssh client configuration (absolute path) for runs on hosts: launcher ssh runs ssh -F PATH, mpirun gets plm_rsh_agent 'ssh -F PATH'; empty = ssh's own (~/.ssh/config)", NULL, NOB, SG_S_RUN},
   {"deadline", SG_T_FLOAT, "30", "seconds any receive may wait before its peer is declared dead", NULL, 0.01, 86400, SG_S_RUN},
-  {"delay_rank", SG_T_INT, "-1", "rank to slow down on purpose (-1 = none, -2 = every rank that trains, each drawing its own slowed steps)", NULL, -2, 1e6, SG_S_RUN},
+  {"delay_rank", SG_T_INT, "-1", "rank to slow down on purpose, one of the run's ranks (-1 = none, -2 = every rank that trains, each drawing its own slowed steps); a rank beyond the run is refused before launch", NULL, -2, 1e6, SG_S_RUN},
   {"delay_ms", SG_T_FLOAT, "0", "milliseconds added to each slowed step of delay_rank", NULL, 0, 1e6, SG_S_RUN},
   {"delay_prob", SG_T_FLOAT, "1", "chance that a step of delay_rank is slowed, drawn per rank and step from seed (1 = every step; below 1 a straggler that comes and goes)", NULL, 0, 1, SG_S_RUN},
 

@@ -162,3 +162,24 @@ TEST(identical_runs_are_warned_once_each) {
                    "engines: [local]\n", 0), 0);
   CHECK(strstr(out, "warning:") == NULL);
 }
+
+/* A straggler on a rank the run does not have would slow nothing: refused
+ * in one line; the run's last rank (ps: 1 server + 2 workers = rank 2),
+ * -1 and -2 are admitted. */
+TEST(delay_rank_beyond_the_run_is_refused) {
+  static const char *const base = "workers: 2\nworkload: {dataset: synthetic, features: 4, "
+                                  "train_samples: 1000}\ndelay_ms: 50\n";
+  char text[512];
+  snprintf(text, sizeof text, "%sdelay_rank: 99\nengines: [allreduce]\n", base);
+  CHECK_EQ_INT(dry(text, 0), 2);
+  CHECK_MSG(one_line(), "%s", out);
+  CHECK_STR_CONTAINS(out, "delay_rank: 99, but the run has 2 processes (ranks 0..1");
+  snprintf(text, sizeof text, "%sdelay_rank: 3\nengines: [ps]\n", base);
+  CHECK_EQ_INT(dry(text, 0), 2);
+  CHECK_STR_CONTAINS(out, "delay_rank: 3, but the run has 3 processes");
+  const char *ok[] = {"2\nengines: [ps]", "-1\nengines: [allreduce]", "-2\nengines: [allreduce]"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(text, sizeof text, "%sdelay_rank: %s\n", base, ok[i]);
+    CHECK_MSG(dry(text, 0) == 0, "delay_rank: %s refused: %s", ok[i], out);
+  }
+}

@@ -407,6 +407,19 @@ static int check_procs(const admit_t *a, const sg_run_spec_t *run, char *why, si
   return SG_OK;
 }
 
+/* delay_rank names a rank of this run (or -1, -2): a rank beyond the run
+ * would slow nothing, and the straggler the experiment describes would
+ * never happen.  (delay_ms or delay_prob without a rank stay allowed: a
+ * sweep's baseline sets them so.) */
+static int check_delay(const sg_run_spec_t *run, char *why, size_t cap) {
+  int64_t r = -1;
+  if (sg_opts_int_or(run->opts, "delay_rank", -1, &r) < 0 || r < run->nprocs) return SG_OK;
+  snprintf(why, cap, "delay_rank: %lld, but the run has %d process%s (ranks 0..%d; -1 none, -2 "
+           "every training rank)", (long long)r, run->nprocs, run->nprocs == 1 ? "" : "es",
+           run->nprocs - 1);
+  return SG_ECONFIG;
+}
+
 /* Memory of one run on this host, term by term; *here = its ranks here. */
 static int run_need(const sg_run_spec_t *run, const dsinfo_t *di, need_t *n, int *here) {
   shape_t m = {0};
@@ -513,7 +526,8 @@ static int admit_run(admit_t *a, const sg_experiment_t *x, size_t i, int force, 
   char why[768];
   int big;
   need_t n;
-  if (check_procs(a, run, why, sizeof why) < 0) return run_err(x, i, why);
+  if (check_procs(a, run, why, sizeof why) < 0 || check_delay(run, why, sizeof why) < 0)
+    return run_err(x, i, why);
   if (trains(run) && dataset_info(a, run->opts, &di) < 0) return run_err(x, i, sg_err_msg());
   if (!di) di = &none;
   if (trains(run) && check_steps(run, di, why, sizeof why) < 0)
