@@ -838,6 +838,22 @@ static void capture_run(const char *d, const char *env, const char *what, int *f
   CHECK_MSG(rc == 0, "%s: salloc ... sgdlab run failed", what);
 }
 
+/* munged not answering on the harness's host (its socket named wrong):
+ * `sgdlab run` refuses in one line before srun starts, no plain stage. */
+static void munge_absent(const char *d) {
+  char host[32], cfg[128], db[128], *out = NULL;
+  snprintf(host, sizeof host, "%s/h0", g_name);
+  snprintf(cfg, sizeof cfg, "%s/cap.yaml", d);
+  snprintf(db, sizeof db, "%s/nomunge.db", d);
+  int rc = ru_sgdlab_in(NULL, &out, "cluster", "exec", host, "--", "env",
+                        "SGDLAB_MUNGE_SOCKET=/var/tmp/no-such-munge.sock", "salloc", "-N2", "-n2",
+                        ru_sgdlab(), "run", cfg, "--db", db, NULL);
+  fprintf(stderr, "  munged not answering: exit %d:\n%s", rc, out ? out : "");
+  CHECK_MSG(rc != 0 && out && strstr(out, "munged does not answer") && !strstr(out, "[1/1]"),
+            "a harness without munged did not refuse in one line");
+  free(out);
+}
+
 TEST(slurm_stage_not_in_clear_on_the_wire) {
   if (!slurm_or_skip("slurm_stage_not_in_clear_on_the_wire")) return;
   atexit(down_at_exit);
@@ -857,6 +873,7 @@ TEST(slurm_stage_not_in_clear_on_the_wire) {
   if (!test_failed_now_) capture_run(g_dir, NULL, "munge stage", &found, &nkeys);
   CHECK_MSG(nkeys >= 3, "no key file seen during the munge run (%d keys)", nkeys);
   CHECK_MSG(found == 0, "%d secret keys in clear on h1's link", found);
+  if (!test_failed_now_) munge_absent(g_dir);
   char *out = NULL;
   CHECK_EQ_INT(ru_sgdlab_in(NULL, &out, "cluster", "down", g_name, NULL), 0);
   free(out);
