@@ -717,6 +717,7 @@ TEST(slurm_runs_equal_local_on_4_hosts) {
 #define CAP_MAX (64u << 20) /* bytes of frames kept */
 #define CAP_S 150.0         /* the capture's own bound in time */
 #define CAP_KEYS 64
+#define CAP_TMP "/tmp" /* where run directories are made (mkdtemp) */
 
 typedef struct capture {
   int sock, ino, stop[2];
@@ -729,8 +730,14 @@ typedef struct capture {
 /* A key file's secret keys (the third word of each line after the first). */
 static void grab_keys(capture_t *c, const char *dir) {
   char path[128], line[256];
-  snprintf(path, sizeof path, "/tmp/%s/keys", dir);
-  FILE *f = fopen(path, "r");
+  struct stat sb;
+  /* a name inotify reported (mkdtemp's): read only a regular file of
+   * this user, never through a link another user planted */
+  snprintf(path, sizeof path, "%s/%s/keys", CAP_TMP, dir);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != getuid()))
+    close(fd), fd = -1;
+  FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
   for (int n = 0; f && fgets(line, sizeof line, f); n++) {
     char who[16], pub[64], sec[64];
     if (n == 0 || sscanf(line, "%15s %63s %63s", who, pub, sec) != 3 || strlen(sec) != 40) continue;
@@ -753,7 +760,7 @@ static void on_inotify(capture_t *c, int tmp_wd, char (*dirs)[64], int *ndirs, i
     if (e->wd == tmp_wd && !strncmp(e->name, "sgdlab-", 7) && *ndirs < 64) {
       char path[96];
       snprintf(dirs[*ndirs], 64, "%s", e->name);
-      snprintf(path, sizeof path, "/tmp/%s", e->name);
+      snprintf(path, sizeof path, "%s/%s", CAP_TMP, e->name);
       wds[*ndirs] = inotify_add_watch(c->ino, path, IN_CLOSE_WRITE | IN_MOVED_TO);
       grab_keys(c, dirs[(*ndirs)++]);
       continue;
@@ -767,7 +774,7 @@ static void *capture_loop(void *p) {
   capture_t *c = p;
   char dirs[64][64];
   int wds[64], ndirs = 0;
-  int tmp_wd = inotify_add_watch(c->ino, "/tmp", IN_CREATE | IN_ONLYDIR);
+  int tmp_wd = inotify_add_watch(c->ino, CAP_TMP, IN_CREATE | IN_ONLYDIR);
   double end = sg_now() + CAP_S;
   struct pollfd fds[3] = {{c->sock, POLLIN, 0}, {c->ino, POLLIN, 0}, {c->stop[0], POLLIN, 0}};
   while (sg_now() < end && !fds[2].revents) {
