@@ -43,20 +43,36 @@ static int write_all(int fd, const char *p, size_t n) {
   return SG_OK;
 }
 
-int sg_stage_write(int fd, int rank, int size, const char *spec_path, const char *keys_path) {
-  char *spec = NULL, *keys = NULL, head[128];
+int sg_stage_text(int rank, int size, const char *spec_path, const char *keys_path, char **out,
+                  size_t *out_len) {
+  char *spec = NULL, *keys = NULL, *buf = NULL;
   size_t slen = 0, klen = 0;
   int rc = SG_OK;
   SG_TRY(slurp(spec_path, SG_STAGE_SPEC_MAX, &spec, &slen));
   if (keys_path && keys_path[0]) SG_TRY(slurp(keys_path, SG_STAGE_KEYS_MAX, &keys, &klen));
-  int n = snprintf(head, sizeof head, "sgdlab-stage 1 %d %d %zu %zu\n", rank, size, slen, klen);
-  SG_TRY(write_all(fd, head, (size_t)n));
-  SG_TRY(write_all(fd, spec, slen));
-  if (klen) SG_TRY(write_all(fd, keys, klen));
+  if (!(buf = malloc(128 + slen + klen))) {
+    rc = SG_ENOMEM;
+    goto fail;
+  }
+  int n = snprintf(buf, 128, "sgdlab-stage 1 %d %d %zu %zu\n", rank, size, slen, klen);
+  memcpy(buf + n, spec, slen);
+  if (klen) memcpy(buf + n + slen, keys, klen);
+  *out = buf;
+  *out_len = (size_t)n + slen + klen;
 fail:
   if (keys) explicit_bzero(keys, klen);
   free(spec);
   free(keys);
+  return rc;
+}
+
+int sg_stage_write(int fd, int rank, int size, const char *spec_path, const char *keys_path) {
+  char *buf = NULL;
+  size_t len = 0;
+  SG_CHECK(sg_stage_text(rank, size, spec_path, keys_path, &buf, &len));
+  int rc = write_all(fd, buf, len);
+  explicit_bzero(buf, len);
+  free(buf);
   return rc;
 }
 
@@ -74,6 +90,17 @@ static int read_all(int fd, char *p, size_t n, const char *what, size_t off) {
   return SG_OK;
 }
 
+/* The header's numbers from line (NUL-terminated, ending in '\n'). */
+static int parse_head(const char *line, int *rank, int *size, size_t *slen, size_t *klen) {
+  char tail;
+  if (sscanf(line, "sgdlab-stage 1 %d %d %zu %zu%c", rank, size, slen, klen, &tail) != 5 ||
+      tail != '\n' || *size < 1 || *rank < -1 || *rank >= *size || *slen > SG_STAGE_SPEC_MAX ||
+      *klen > SG_STAGE_KEYS_MAX)
+    return sg_err_set(SG_EPROTO, "stage (stdin):1: not a stage header (-1 <= rank < size, spec <= "
+                      "%d and keys <= %d bytes)", SG_STAGE_SPEC_MAX, SG_STAGE_KEYS_MAX);
+  return SG_OK;
+}
+
 /* The header line, byte by byte (nothing after it may be consumed). */
 static int read_head(int fd, int *rank, int *size, size_t *slen, size_t *klen) {
   char line[128];
@@ -85,13 +112,7 @@ static int read_head(int fd, int *rank, int *size, size_t *slen, size_t *klen) {
     if (line[n++] == '\n') break;
   }
   line[n] = '\0';
-  char tail;
-  if (sscanf(line, "sgdlab-stage 1 %d %d %zu %zu%c", rank, size, slen, klen, &tail) != 5 ||
-      tail != '\n' || *size < 1 || *rank < -1 || *rank >= *size || *slen > SG_STAGE_SPEC_MAX ||
-      *klen > SG_STAGE_KEYS_MAX)
-    return sg_err_set(SG_EPROTO, "stage (stdin):1: not a stage header (-1 <= rank < size, spec <= "
-                      "%d and keys <= %d bytes)", SG_STAGE_SPEC_MAX, SG_STAGE_KEYS_MAX);
-  return SG_OK;
+  return parse_head(line, rank, size, slen, klen);
 }
 
 /* key=value lines, as sg_opts_load reads them. */
@@ -132,6 +153,34 @@ int sg_stage_read(int fd, sg_opts_t **spec, sg_keys_t **keys, int *rank, int *si
 fail:
   explicit_bzero(buf, slen + klen);
   free(buf);
+  if (rc < 0) sg_keys_destroy(keys);
+  return rc;
+}
+
+int sg_stage_parse(const char *bytes, size_t len, sg_opts_t **spec, sg_keys_t **keys, int *rank,
+                   int *size) {
+  char line[128];
+  size_t slen, klen;
+  *spec = NULL;
+  *keys = NULL;
+  const char *nl = memchr(bytes, '\n', len < sizeof line - 1 ? len : sizeof line - 1);
+  if (!nl) return sg_err_set(SG_EPROTO, "stage: no header line in the first %zu bytes", len);
+  size_t hlen = (size_t)(nl - bytes) + 1;
+  memcpy(line, bytes, hlen);
+  line[hlen] = '\0';
+  SG_CHECK(parse_head(line, rank, size, &slen, &klen));
+  if (len - hlen != slen + klen)
+    return sg_err_set(SG_EPROTO, "stage: %zu bytes after the header, which announces %zu "
+                      "(offset %zu)", len - hlen, slen + klen, hlen);
+  char *text = malloc(slen + 1);
+  if (!text) return SG_ENOMEM;
+  memcpy(text, bytes + hlen, slen);
+  text[slen] = '\0';
+  int rc = SG_OK;
+  if (klen) SG_TRY(sg_keys_load_text(keys, bytes + hlen + slen, klen, "stage keys", *size));
+  SG_TRY(parse_spec(text, spec));
+fail:
+  free(text);
   if (rc < 0) sg_keys_destroy(keys);
   return rc;
 }

@@ -10,6 +10,9 @@
  * -1: one stage for every rank (srun --input=all), each taking its rank
  * from its launcher's environment (SLURM_PROCID).
  *
+ * Under launcher slurm the same bytes travel inside munge credentials
+ * (below).
+ *
  * The rank keeps reading its standard input afterwards: end of file
  * means its launcher is gone (the ssh connection closed, the harness
  * died), and the rank exits at once with SG_LIFELINE_EXIT, as it does
@@ -33,6 +36,35 @@ int sg_stage_write(int fd, int rank, int size, const char *spec_path, const char
  * (NULL when the run has none), the rank and the size.  Errors say what
  * was wrong and at which byte. */
 int sg_stage_read(int fd, sg_opts_t **spec, sg_keys_t **keys, int *rank, int *size);
+/* The bytes sg_stage_write sends, malloc'd into *buf (*len of them). */
+int sg_stage_text(int rank, int size, const char *spec_path, const char *keys_path, char **buf,
+                  size_t *len);
+/* A stage from memory (len bytes, exactly one stage), as sg_stage_read. */
+int sg_stage_parse(const char *buf, size_t len, sg_opts_t **spec, sg_keys_t **keys, int *rank,
+                   int *size);
+
+/* Launcher slurm: srun carries its standard input to the nodes over plain
+ * TCP, so there the stage goes as munge credentials (munge(7)), one line
+ * per rank ("MUNGE:...:\n"), line k the stage of rank k, encrypted with the
+ * cluster's munge key and decodable only by this user and group
+ * (--restrict-uid/--restrict-gid), once (munged's replay cache).  munge
+ * and unmunge run by fork/exec, no shell; SG_STAGE_MUNGE_SOCKET_ENV, when
+ * set, names munged's socket (else munge's default). */
+#define SG_STAGE_MUNGE_SOCKET_ENV "SGDLAB_MUNGE_SOCKET"
+/* A credential line can be this long: 4/3 of the largest stage, plus. */
+#define SG_STAGE_CRED_MAX ((SG_STAGE_SPEC_MAX + SG_STAGE_KEYS_MAX) / 3 * 4 + 4096)
+/* The credential of len bytes of payload, restricted to this uid and
+ * gid, time to live munged's maximum (ttl -1), into *cred (malloc'd,
+ * one line with its '\n', *clen bytes).  socket NULL: munge's default. */
+int sg_stage_munge_encode(const char *payload, size_t len, const char *socket, char **cred,
+                          size_t *clen);
+/* Rank `rank`'s stage from fd: line `rank` of the input decoded by
+ * unmunge, its uid and gid checked against this process's, then parsed
+ * (sg_stage_parse; its rank must be `rank`).  Every refusal names the
+ * rank; the lines after line `rank` are left unread (beyond what one read
+ * took). */
+int sg_stage_munge_read(int fd, int rank, const char *socket, sg_opts_t **spec, sg_keys_t **keys,
+                        int *size);
 /* A thread that reads fd to its end and then ends the process (above). */
 int sg_stage_watch(int fd, int rank);
 

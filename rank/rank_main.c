@@ -281,9 +281,19 @@ static void rank_report_failure(sg_records_t *rec, int rank, int rc) {
 static const char *const rank_env[] = {"SGDLAB_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
                                        "SLURM_PROCID", NULL};
 
-static int rank_staged(sg_opts_t **o, sg_keys_t **keys, int *rank) {
+/* --stdin-munge (launcher slurm): line SLURM_PROCID of the input, a munge
+ * credential (stage.h), is this rank's stage. */
+static int rank_staged(sg_opts_t **o, sg_keys_t **keys, int *rank, int munged) {
   int size;
-  SG_CHECK(sg_stage_read(STDIN_FILENO, o, keys, rank, &size));
+  if (munged) {
+    static const char *const procid[] = {"SLURM_PROCID", NULL};
+    if ((*rank = env_int(procid, -1)) < 0)
+      return sg_err_set(SG_ECONFIG, "--stdin-munge: SLURM_PROCID is not set (not a Slurm task)");
+    SG_CHECK(sg_stage_munge_read(STDIN_FILENO, *rank, getenv(SG_STAGE_MUNGE_SOCKET_ENV), o, keys,
+                                 &size));
+  } else {
+    SG_CHECK(sg_stage_read(STDIN_FILENO, o, keys, rank, &size));
+  }
   if (*rank < 0) *rank = env_int(rank_env, 0); /* srun --input=all: one stage for every task */
   char v[16];
   snprintf(v, sizeof v, "%d", size);
@@ -302,10 +312,12 @@ static int rank_begin(int argc, char **argv, int staged, sg_opts_t **o, sg_keys_
             "One process of an sgdlab run; `sgdlab run` starts it (directly or through\n"
             "mpirun) with the spec file it wrote.  Rank from SGDLAB_RANK or\n"
             "OMPI_COMM_WORLD_RANK.  sgdlab-rank --stdin: rank, size, spec and keys\n"
-            "from standard input (launcher ssh); exits when it ends.\n");
+            "from standard input (launcher ssh); exits when it ends.  --stdin-munge:\n"
+            "line SLURM_PROCID of standard input, a munge credential, is the stage\n"
+            "(launcher slurm).\n");
     return 2;
   }
-  if (staged && rank_staged(o, keys, rank) < 0) {
+  if (staged && rank_staged(o, keys, rank, !strcmp(argv[1], "--stdin-munge")) < 0) {
     fprintf(stderr, "sgdlab-rank: %s\n", sg_err_msg());
     sg_keys_destroy(keys);
     sg_opts_destroy(o);
@@ -327,7 +339,8 @@ int main(int argc, char **argv) {
   sg_comm_t *comm = NULL;
   sg_keys_t *keys = NULL;
   rank_shape_t sh;
-  int rc, rank = -1, mpi = 0, staged = argc == 2 && !strcmp(argv[1], "--stdin");
+  int rc, rank = -1, mpi = 0;
+  int staged = argc == 2 && (!strcmp(argv[1], "--stdin") || !strcmp(argv[1], "--stdin-munge"));
   const char *spec_name = staged ? "spec (stdin)" : argc == 2 ? argv[1] : "";
   int early = rank_begin(argc, argv, staged, &o, &keys, &rank);
   if (early) return early;

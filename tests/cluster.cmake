@@ -30,7 +30,7 @@ set_tests_properties(test_teardown PROPERTIES RESOURCE_LOCK sgdlab_cluster)
 # through salloc, ring through sbatch of `sgdlab run --sbatch`'s script,
 # each equal to local with its ranks on 4 hosts; a killed rank; nothing
 # left after down.  Skips without root or Slurm.
-sg_add_test(test_cluster_slurm SOURCES test_cluster_slurm.c TIMEOUT 240
+sg_add_test(test_cluster_slurm SOURCES test_cluster_slurm.c TIMEOUT 420
   LIBS sgtestcluster sgrun PkgConfig::SQLITE)
 add_dependencies(test_cluster_slurm sgdlab sgdlab-rank sgdlab-nsexec)
 set_tests_properties(test_cluster_slurm PROPERTIES RESOURCE_LOCK sgdlab_cluster)

@@ -76,3 +76,8 @@ set_tests_properties(tmp_names PROPERTIES TIMEOUT 30)
 # launcher ssh's stage over stdin (core/stage.c) and host lists
 # (harness/run/launch_ssh.c): round trip, malformed input refused.
 sg_add_test(test_stage SOURCES test_stage.c TIMEOUT 30 LIBS sgrun)
+# launcher slurm's stage as munge credentials (core/stage_munge.c) against
+# a munged of the test's own and the real sgdlab-rank: round trip; a
+# replayed, another uid's, restricted, garbage or cut credential refused.
+sg_add_test(test_slurm_stage SOURCES test_slurm_stage.c TIMEOUT 60 LIBS sgrun)
+add_dependencies(test_slurm_stage sgdlab-rank)

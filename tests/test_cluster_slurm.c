@@ -30,6 +30,9 @@
  *    step is reported.
  *  - `down` leaves no namespace, no slurm or munge process of the cluster
  *    and no state directory.
+ *  - (a second test, its own cluster) the stage on h1's link: no secret
+ *    key of the run in the frames captured there during a 2-node run;
+ *    with the plain stage planted back, the keys are found.
  *
  * Skips (with a SKIP line) when not root or when Slurm is not installed.
  * The cluster is removed at exit even when a CHECK stops the test.
@@ -38,13 +41,23 @@
 #include "test.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
-#include <signal.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "err.h"
 #include "run_util.h"
@@ -754,4 +767,186 @@ TEST(slurm_runs_equal_local_on_4_hosts) {
   if (!test_failed_now_) node_lost(d);
   cluster_procs("before down");
   down_leaves_nothing(d);
+}
+
+/* ---- the stage on the wire ----------------------------------------------------
+ * A run through salloc on h0 and h1: srun carries its standard input to
+ * h1's step daemon over h1's link.  An AF_PACKET socket opened in h1's
+ * namespace takes every frame there (both directions, bounded in bytes
+ * and time) while an inotify watch on /tmp reads each new run
+ * directory's key file; no secret key of it may be in the frames.  With
+ * the plain stage planted back (SGDLAB_TEST_PLAIN_STAGE=1) the same
+ * search finds them: the capture sees what it looks for. */
+
+#define CAP_MAX (64u << 20) /* bytes of frames kept */
+#define CAP_S 150.0         /* the capture's own bound in time */
+#define CAP_KEYS 64
+#define CAP_TMP "/tmp" /* where run directories are made (mkdtemp) */
+
+typedef struct capture {
+  int sock, ino, stop[2];
+  char *buf;
+  size_t len;
+  char keys[CAP_KEYS][SG_KEY_Z85]; /* secret keys of the run directories seen */
+  int nkeys;
+} capture_t;
+
+/* A key file's secret keys (the third word of each line after the first). */
+static void grab_keys(capture_t *c, const char *dir) {
+  char path[128], line[256];
+  struct stat sb;
+  /* a name inotify reported (mkdtemp's): read only a regular file of
+   * this user, never through a link another user planted */
+  snprintf(path, sizeof path, "%s/%s/keys", CAP_TMP, dir);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != getuid()))
+    close(fd), fd = -1;
+  FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+  for (int n = 0; f && fgets(line, sizeof line, f); n++) {
+    char who[16], pub[64], sec[64];
+    if (n == 0 || sscanf(line, "%15s %63s %63s", who, pub, sec) != 3 || strlen(sec) != 40) continue;
+    int dup = 0;
+    for (int i = 0; i < c->nkeys; i++) dup |= !strcmp(c->keys[i], sec);
+    if (!dup && c->nkeys < CAP_KEYS) snprintf(c->keys[c->nkeys++], SG_KEY_Z85, "%s", sec);
+  }
+  if (f) fclose(f);
+}
+
+/* inotify: a new /tmp/sgdlab-* gets a watch of its own; a key file
+ * written in one is read (also at once: it may be there already). */
+static void on_inotify(capture_t *c, int tmp_wd, char (*dirs)[64], int *ndirs, int *wds) {
+  char ev[8192] __attribute__((aligned(8)));
+  ssize_t n = read(c->ino, ev, sizeof ev);
+  for (ssize_t o = 0; o < n;) {
+    struct inotify_event *e = (struct inotify_event *)(ev + o);
+    o += (ssize_t)(sizeof *e + e->len);
+    if (!e->len) continue;
+    if (e->wd == tmp_wd && !strncmp(e->name, "sgdlab-", 7) && *ndirs < 64) {
+      char path[96];
+      snprintf(dirs[*ndirs], 64, "%s", e->name);
+      snprintf(path, sizeof path, "%s/%s", CAP_TMP, e->name);
+      wds[*ndirs] = inotify_add_watch(c->ino, path, IN_CLOSE_WRITE | IN_MOVED_TO);
+      grab_keys(c, dirs[(*ndirs)++]);
+      continue;
+    }
+    for (int i = 0; i < *ndirs; i++)
+      if (e->wd == wds[i] && !strcmp(e->name, "keys")) grab_keys(c, dirs[i]);
+  }
+}
+
+static void *capture_loop(void *p) {
+  capture_t *c = p;
+  char dirs[64][64];
+  int wds[64], ndirs = 0;
+  int tmp_wd = inotify_add_watch(c->ino, CAP_TMP, IN_CREATE | IN_ONLYDIR);
+  double end = sg_now() + CAP_S;
+  struct pollfd fds[3] = {{c->sock, POLLIN, 0}, {c->ino, POLLIN, 0}, {c->stop[0], POLLIN, 0}};
+  while (sg_now() < end && !fds[2].revents) {
+    if (poll(fds, 3, 200) <= 0) continue;
+    if (fds[1].revents) on_inotify(c, tmp_wd, dirs, &ndirs, wds);
+    if (fds[0].revents) {
+      char frame[65536];
+      ssize_t n = recv(c->sock, frame, sizeof frame, MSG_DONTWAIT);
+      if (n > 0 && c->len + (size_t)n <= CAP_MAX) memcpy(c->buf + c->len, frame, (size_t)n),
+                                                    c->len += (size_t)n;
+    }
+  }
+  return NULL;
+}
+
+/* The packet socket, opened inside h1's network namespace. */
+static int capture_open(capture_t *c) {
+  char path[96];
+  snprintf(path, sizeof path, "/run/netns/" SG_CLUSTER_NS_PREFIX "%s-h1", g_name);
+  int ns = open(path, O_RDONLY | O_CLOEXEC), self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  c->sock = -1;
+  if (ns >= 0 && self >= 0 && setns(ns, CLONE_NEWNET) == 0) {
+    c->sock = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    if (setns(self, CLONE_NEWNET) != 0) abort(); /* this thread must not stay in h1 */
+  }
+  if (ns >= 0) close(ns);
+  if (self >= 0) close(self);
+  c->ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  c->buf = malloc(CAP_MAX);
+  c->len = 0;
+  c->nkeys = 0;
+  if (pipe(c->stop) < 0 || c->sock < 0 || c->ino < 0 || !c->buf) return -1;
+  return 0;
+}
+
+/* Capture during `salloc -w h0,h1 sgdlab run` (env words first, or NULL);
+ * the secret keys found in the frames into *found, of *nkeys seen. */
+static void capture_run(const char *d, const char *env, const char *what, int *found,
+                        int *nkeys) {
+  char cfg[128], db[128], dump[128];
+  snprintf(cfg, sizeof cfg, "%s/cap.yaml", d);
+  snprintf(db, sizeof db, "%s/cap.db", d);
+  snprintf(dump, sizeof dump, "%s/cap.bin", d);
+  CHECK_OK(ru_write_train_config(cfg, "slurm-cap", "{engine: allreduce, algorithm: ring}",
+                                 "transport: zmq\n", dump, 2, 10));
+  capture_t *c = calloc(1, sizeof *c);
+  CHECK(c);
+  CHECK_MSG(capture_open(c) == 0, "capture in h1: %s", strerror(errno));
+  pthread_t t;
+  CHECK_EQ_INT(pthread_create(&t, NULL, capture_loop, c), 0);
+  char *words[] = {"env", env ? (char *)env : "SGDLAB_STAGE_CAPTURE=1", "salloc", "-N2", "-n2",
+                   "-w", "h0,h1", "--overcommit", (char *)ru_sgdlab(), "run", cfg, "--db", db,
+                   NULL};
+  double t0 = sg_now();
+  int rc = on_h0(words);
+  double took = sg_now() - t0;
+  if (write(c->stop[1], "x", 1) != 1) abort();
+  pthread_join(t, NULL);
+  *found = 0;
+  for (int i = 0; i < c->nkeys; i++) *found += memmem(c->buf, c->len, c->keys[i], 40) != NULL;
+  *nkeys = c->nkeys;
+  fprintf(stderr, "  %s: run exit %d in %.2f s; %zu bytes captured on h1; %d of %d secret keys "
+          "(run directories seen meanwhile) in them\n", what, rc, took, c->len, *found, *nkeys);
+  close(c->sock), close(c->ino), close(c->stop[0]), close(c->stop[1]);
+  free(c->buf);
+  free(c);
+  unlink(dump);
+  CHECK_MSG(rc == 0, "%s: salloc ... sgdlab run failed", what);
+}
+
+/* munged not answering on the harness's host (its socket named wrong):
+ * `sgdlab run` refuses in one line before srun starts, no plain stage. */
+static void munge_absent(const char *d) {
+  char host[32], cfg[128], db[128], *out = NULL;
+  snprintf(host, sizeof host, "%s/h0", g_name);
+  snprintf(cfg, sizeof cfg, "%s/cap.yaml", d);
+  snprintf(db, sizeof db, "%s/nomunge.db", d);
+  int rc = ru_sgdlab_in(NULL, &out, "cluster", "exec", host, "--", "env",
+                        "SGDLAB_MUNGE_SOCKET=/var/tmp/no-such-munge.sock", "salloc", "-N2", "-n2",
+                        ru_sgdlab(), "run", cfg, "--db", db, NULL);
+  fprintf(stderr, "  munged not answering: exit %d:\n%s", rc, out ? out : "");
+  CHECK_MSG(rc != 0 && out && strstr(out, "munged does not answer") && !strstr(out, "[1/1]"),
+            "a harness without munged did not refuse in one line");
+  free(out);
+}
+
+TEST(slurm_stage_not_in_clear_on_the_wire) {
+  if (!slurm_or_skip("slurm_stage_not_in_clear_on_the_wire")) return;
+  atexit(down_at_exit);
+  atexit(scratch_at_exit);
+  if (!g_dir[0]) {
+    snprintf(g_dir, sizeof g_dir, "/var/tmp/sgdlab-slurm-XXXXXX");
+    if (!mkdtemp(g_dir)) g_dir[0] = '\0';
+  }
+  CHECK(g_dir[0]);
+  chmod(g_dir, 0755);
+  up_or_fail();
+  if (test_failed_now_) return;
+  int found = 0, nkeys = 0;
+  capture_run(g_dir, "SGDLAB_TEST_PLAIN_STAGE=1", "plain stage (planted)", &found, &nkeys);
+  CHECK_MSG(!test_failed_now_ && nkeys >= 3 && found >= 3, "the capture found %d of %d keys of "
+            "the plain stage: it does not see the stage", found, nkeys);
+  if (!test_failed_now_) capture_run(g_dir, NULL, "munge stage", &found, &nkeys);
+  CHECK_MSG(nkeys >= 3, "no key file seen during the munge run (%d keys)", nkeys);
+  CHECK_MSG(found == 0, "%d secret keys in clear on h1's link", found);
+  if (!test_failed_now_) munge_absent(g_dir);
+  char *out = NULL;
+  CHECK_EQ_INT(ru_sgdlab_in(NULL, &out, "cluster", "down", g_name, NULL), 0);
+  free(out);
+  g_name[0] = '\0';
 }

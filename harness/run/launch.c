@@ -291,7 +291,7 @@ static int smpirun_argv(sg_launch_t *l, const sg_launch_cfg_t *cfg, char **argv,
   return SG_OK;
 }
 
-/* srun's stdin (write end fd, kept open as stage_fd[0]): the stage for
+/* srun's stdin (write end fd, kept open as stage_fd[0]): the stages of
  * every task, which srun broadcasts (--input=all); the tasks take their
  * rank from SLURM_PROCID and end when it closes. */
 static int stage_all(sg_launch_t *l, const sg_launch_cfg_t *cfg, int fd) {
@@ -300,7 +300,7 @@ static int stage_all(sg_launch_t *l, const sg_launch_cfg_t *cfg, int fd) {
   const char *slash = strrchr(cfg->spec, '/');
   char keys[4200];
   snprintf(keys, sizeof keys, "%.*skeys", slash ? (int)(slash - cfg->spec) + 1 : 0, cfg->spec);
-  int rc = sg_stage_write(fd, -1, cfg->nprocs, cfg->spec, access(keys, F_OK) == 0 ? keys : NULL);
+  int rc = sg_slurm_stage_write(fd, cfg->nprocs, cfg->spec, access(keys, F_OK) == 0 ? keys : NULL);
   if (rc == SG_EPEER) rc = SG_OK, sg_err_clear(); /* srun exited: it says why */
   return rc;
 }
@@ -338,7 +338,7 @@ static int start_mpirun(sg_launch_t *l, const sg_launch_cfg_t *cfg, const char *
   /* on a cluster mpirun itself runs on rank 0's host: its daemons on
    * the other hosts reach its out-of-band channel over the links */
   spawn_at_t at = {cfg->cluster, cfg->cluster ? cfg->host_of[0] : 0, cfg->sim_argv != NULL, 0};
-  int in[2] = {-1, -1}; /* srun --input=all: one stage (rank -1) for every task */
+  int in[2] = {-1, -1}; /* srun --input=all: every rank's stage to every task */
   int staged = slurm;   /* zmq and MPI ranks alike: nothing read from the node's disk */
   if (staged && pipe2(in, O_CLOEXEC) < 0)
     return close(p[1]), sg_err_set(SG_EIO, "launcher slurm: pipe: %s", strerror(errno));

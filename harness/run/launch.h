@@ -147,6 +147,14 @@ int sg_slurm_node_addrs(char *out, size_t cap, int *nnodes);
 /* srun's command line for cfg into argv (cap slots, NULL-terminated);
  * bufs holds its option strings. */
 int sg_slurm_argv(const sg_launch_cfg_t *cfg, int mpi, char bufs[4][32], char **argv, size_t cap);
+/* srun's standard input (--input=all: every task reads it all): one munge
+ * credential line per rank, line k rank k's stage (stage.h), made
+ * restricted to this uid and gid.  SG_EPEER when srun is gone.  With
+ * SG_SLURM_PLAIN_STAGE_ENV=1 (tests only) one plain stage for every task,
+ * and sg_slurm_argv starts the ranks with --stdin instead of --stdin-munge
+ * and skips its munge check. */
+#define SG_SLURM_PLAIN_STAGE_ENV "SGDLAB_TEST_PLAIN_STAGE"
+int sg_slurm_stage_write(int fd, int size, const char *spec_path, const char *keys_path);
 /* `sgdlab run --sbatch PATH`: a batch script at path (mode 0755) whose
  * #SBATCH lines ask for nprocs tasks on nprocs nodes and whose one command
  * is this sgdlab (absolute path) running config with db and the --set

@@ -13,6 +13,18 @@
 #include "cluster.h"
 #include "err.h"
 #include "outfile.h"
+#include "stage.h"
+
+static int write_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return sg_err_set(SG_EPEER, "stage: write: %s", strerror(errno));
+    p += w;
+    n -= (size_t)w;
+  }
+  return SG_OK;
+}
 
 /* NodeAddr of one node ("NodeAddr=198.18.0.2 "), or its name. */
 static int node_addr(const char *node, char *out, size_t cap) {
@@ -47,8 +59,73 @@ int sg_slurm_node_addrs(char *out, size_t cap, int *nnodes) {
   return SG_OK;
 }
 
+/* Test only: the stage in plain text over srun's standard input, as it
+ * went before (proof that the capture test sees what it looks for). */
+static int plain_stage(void) {
+  const char *v = getenv(SG_SLURM_PLAIN_STAGE_ENV);
+  return v && !strcmp(v, "1");
+}
+
+/* munged's socket for munge here and unmunge on the nodes: the one Slurm
+ * itself uses (AuthInfo socket=, as `scontrol show config` says), else
+ * munge's default; put in SG_STAGE_MUNGE_SOCKET_ENV for the tasks
+ * (--export=ALL).  One set by the user stays. */
+static int munge_socket(void) {
+  static char conf[65536];
+  const char *set = getenv(SG_STAGE_MUNGE_SOCKET_ENV);
+  if (set && *set) return SG_OK;
+  char *argv[] = {"scontrol", "show", "config", NULL};
+  SG_CHECK(sg_cluster_run(argv, conf, sizeof conf));
+  const char *a = strstr(conf, "\nAuthInfo");
+  const char *eol = a ? strchr(a + 1, '\n') : NULL;
+  const char *sock = a ? strstr(a, "socket=") : NULL;
+  if (!sock || (eol && sock > eol)) return SG_OK;
+  sock += strlen("socket=");
+  char path[4096];
+  snprintf(path, sizeof path, "%.*s", (int)strcspn(sock, ", \n"), sock);
+  if (path[0]) setenv(SG_STAGE_MUNGE_SOCKET_ENV, path, 1);
+  return SG_OK;
+}
+
+/* Before srun starts: munge is here and its daemon answers (one empty
+ * credential made), or one line says why not.  No plain fallback. */
+static int munge_ready(void) {
+  if (!sg_launch_on_path("munge"))
+    return sg_err_set(SG_ENOTFOUND, "launcher slurm: munge is not on PATH: the stage goes to the "
+                      "nodes only as munge credentials (install munge; munged must run on every "
+                      "node)");
+  SG_CHECK(munge_socket());
+  char *cred = NULL, why[1024];
+  size_t len = 0;
+  if (sg_stage_munge_encode("", 0, getenv(SG_STAGE_MUNGE_SOCKET_ENV), &cred, &len) < 0) {
+    snprintf(why, sizeof why, "%s", sg_err_msg());
+    return sg_err_set(SG_EIO, "launcher slurm: munged does not answer here: %s", why);
+  }
+  free(cred);
+  return SG_OK;
+}
+
+int sg_slurm_stage_write(int fd, int size, const char *spec_path, const char *keys_path) {
+  if (plain_stage()) return sg_stage_write(fd, -1, size, spec_path, keys_path);
+  const char *sock = getenv(SG_STAGE_MUNGE_SOCKET_ENV);
+  int rc = SG_OK;
+  for (int r = 0; r < size && rc == SG_OK; r++) {
+    char *text = NULL, *cred = NULL;
+    size_t tlen = 0, clen = 0;
+    rc = sg_stage_text(r, size, spec_path, keys_path, &text, &tlen);
+    if (rc == SG_OK) rc = sg_stage_munge_encode(text, tlen, sock, &cred, &clen);
+    if (text) explicit_bzero(text, tlen);
+    free(text);
+    if (rc == SG_OK) rc = write_all(fd, cred, clen);
+    free(cred);
+  }
+  return rc;
+}
+
 int sg_slurm_argv(const sg_launch_cfg_t *cfg, int mpi, char bufs[4][32], char **argv, size_t cap) {
   size_t a = 0;
+  int plain = plain_stage();
+  if (!plain) SG_CHECK(munge_ready());
   const char *nn = getenv("SLURM_JOB_NUM_NODES");
   int nodes = nn ? atoi(nn) : 0;
   if (nodes <= 0 || nodes > cfg->nprocs) nodes = cfg->nprocs;
@@ -57,7 +134,7 @@ int sg_slurm_argv(const sg_launch_cfg_t *cfg, int mpi, char bufs[4][32], char **
   snprintf(bufs[2], sizeof bufs[2], "--mpi=%s", mpi ? "pmix" : "none");
   char *args[] = {"srun", bufs[0], bufs[1], "--distribution=cyclic", "--overcommit",
                   "--kill-on-bad-exit=1", "--export=ALL", bufs[2], "--input=all",
-                  (char *)cfg->rank_bin, "--stdin", NULL};
+                  (char *)cfg->rank_bin, plain ? "--stdin" : "--stdin-munge", NULL};
   for (int i = 0; args[i]; i++) {
     if (a + 1 >= cap) return sg_err_set(SG_EINVAL, "srun: too many arguments");
     argv[a++] = args[i];

@@ -1,0 +1,206 @@
+/* The stage as munge credentials (core/stage.h, launcher slurm), against a
+ * real munged of the test's own (fresh key, socket in a private
+ * directory) and the real sgdlab-rank:
+ *  - a round trip: rank 1 of 3 decodes line 2 of three credentials and
+ *    gets its stage (spec and keys equal to the files');
+ *  - refused, each in one line naming the rank, exit 2, before any socket
+ *    opens: a replayed credential (decoded once already), a credential of
+ *    another uid (made by nobody, unrestricted; root's munged decodes it,
+ *    the rank's uid check refuses), one restricted to another uid (munged
+ *    refuses), garbage, a credential with more on its line, a line cut
+ *    short, and a credential whose stage is another rank's.
+ * Skips when munge is not installed; the other-uid cases need root. */
+#define _GNU_SOURCE
+#include "test.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "err.h"
+#include "run_util.h"
+#include "stage.h"
+
+#define NOBODY 65534
+
+static char g_dir[128], g_sock[192];
+static pid_t g_munged = -1;
+
+static void munged_stop(void) {
+  if (g_munged <= 0) return;
+  int pfd = (int)syscall(SYS_pidfd_open, g_munged, 0);
+  kill(g_munged, SIGTERM);
+  struct pollfd p = {pfd, POLLIN, 0};
+  if (pfd >= 0) poll(&p, 1, 10000), close(pfd); /* readable when it has exited */
+  g_munged = -1;
+  if (g_dir[0]) ru_rm_rf(g_dir);
+}
+
+/* munged of our own; it daemonizes once its socket is ready (munged's
+ * parent waits for the child's word), so its exit is the signal. */
+static int munged_start(void) {
+  if (g_munged > 0) return 0;
+  char key[256], pid[256], log[256], seed[256], cmd[2048];
+  if (ru_mkdtemp(g_dir, sizeof g_dir, "munge") < 0) return -1;
+  chmod(g_dir, 0755); /* nobody's munge reaches the socket */
+  snprintf(g_sock, sizeof g_sock, "%s/munge.sock", g_dir);
+  snprintf(key, sizeof key, "%s/munge.key", g_dir);
+  snprintf(pid, sizeof pid, "%s/munged.pid", g_dir);
+  snprintf(log, sizeof log, "%s/munged.log", g_dir);
+  snprintf(seed, sizeof seed, "%s/munged.seed", g_dir);
+  snprintf(cmd, sizeof cmd, "head -c 1024 /dev/urandom > '%s' && chmod 0400 '%s' && "
+           "munged --force --socket='%s' --key-file='%s' --pid-file='%s' --log-file='%s' "
+           "--seed-file='%s'", key, key, g_sock, key, pid, log, seed);
+  if (ru_sh(cmd) != 0) return -1;
+  char *p = ru_slurp(pid, 64);
+  g_munged = p ? atoi(p) : -1;
+  free(p);
+  atexit(munged_stop);
+  return g_munged > 0 ? 0 : -1;
+}
+
+static int on_path(const char *prog) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
+  return ru_sh(cmd) == 0;
+}
+
+/* A spec and key file for a run of 3 ranks in g_dir. */
+static void files(char *spec, char *keys, size_t cap) {
+  snprintf(spec, cap, "%s/spec", g_dir);
+  snprintf(keys, cap, "%s/keys", g_dir);
+  unlink(keys);
+  CHECK_OK(ru_write_file(spec, "engine=local\nworkers=3\n_nprocs=3\n"));
+  sg_keys_t *k = NULL;
+  CHECK_OK(sg_keys_new(&k, 3));
+  CHECK_OK(sg_keys_save(k, keys));
+  sg_keys_destroy(&k);
+}
+
+/* The credential of rank r's stage (made as uid/gid when >= 0, by a
+ * child that drops to them; with restrict, restricted to them). */
+static void cred_as(char **out_cred, const char *spec, const char *keys, int r, int uid,
+                    int restrict_to) {
+  char *text = NULL, *cred = NULL;
+  *out_cred = NULL;
+  size_t tlen = 0, clen = 0;
+  CHECK_OK(sg_stage_text(r, 3, spec, keys, &text, &tlen));
+  if (uid < 0) {
+    CHECK_OK(sg_stage_munge_encode(text, tlen, g_sock, &cred, &clen));
+    free(text);
+    *out_cred = cred;
+    return;
+  }
+  char in[256], out[256], cmd[2048];
+  snprintf(in, sizeof in, "%s/payload", g_dir);
+  snprintf(out, sizeof out, "%s/cred", g_dir);
+  FILE *f = fopen(in, "w");
+  CHECK(f);
+  fwrite(text, 1, tlen, f);
+  fclose(f);
+  chmod(in, 0644);
+  snprintf(cmd, sizeof cmd, "setpriv --reuid=%d --regid=%d --clear-groups munge --socket='%s' "
+           "%s --input='%s' > '%s'", uid, uid, g_sock,
+           restrict_to ? "--restrict-uid=65534 --restrict-gid=65534" : "", in, out);
+  CHECK_MSG(ru_sh(cmd) == 0, "munge as uid %d failed", uid);
+  free(text);
+  *out_cred = ru_slurp(out, SG_STAGE_CRED_MAX);
+}
+
+/* sgdlab-rank --stdin-munge as SLURM_PROCID=1 with `input` on its
+ * standard input: exit 2 and one line on stderr holding `want`. */
+static void refused(const char *input, const char *want, const char *what) {
+  char in[256], err[256], cmd[4096];
+  snprintf(in, sizeof in, "%s/stdin", g_dir);
+  snprintf(err, sizeof err, "%s/stderr", g_dir);
+  CHECK_OK(ru_write_file(in, input));
+  snprintf(cmd, sizeof cmd, "SLURM_PROCID=1 %s='%s' '%s/harness/sgdlab-rank' --stdin-munge < '%s' 2> '%s'",
+           SG_STAGE_MUNGE_SOCKET_ENV, g_sock, getenv("SGDLAB_BIN_DIR"), in, err);
+  int rc = ru_sh(cmd);
+  char *e = ru_slurp(err, 65536);
+  CHECK(e);
+  int lines = 0;
+  for (const char *p = e; *p; p++) lines += *p == '\n';
+  fprintf(stderr, "  %s: exit %d: %s", what, rc, e);
+  CHECK_MSG(rc == 2 && lines == 1, "%s: exit %d, %d lines", what, rc, lines);
+  CHECK_MSG(strstr(e, "rank 1:") && strstr(e, want), "%s: '%s' lacks 'rank 1:' or '%s'", what, e,
+            want);
+  free(e);
+}
+
+/* Three credential lines with `mid` (rank 1's) in the middle. */
+static char *three(const char *a, const char *mid, const char *c) {
+  char *s = NULL;
+  return asprintf(&s, "%s%s%s", a, mid, c) > 0 ? s : NULL;
+}
+
+TEST(munge_stage_round_trip_and_refusals) {
+  if (!on_path("munged") || !on_path("munge") || !on_path("unmunge")) {
+    fprintf(stderr, "SKIP munge_stage: munge is not installed\n");
+    return;
+  }
+  CHECK_OK(munged_start());
+  char spec[256], keys[256];
+  files(spec, keys, sizeof spec);
+  char *c0, *c1, *c2;
+  cred_as(&c0, spec, keys, 0, -1, 0);
+  cred_as(&c1, spec, keys, 1, -1, 0);
+  cred_as(&c2, spec, keys, 2, -1, 0);
+  CHECK(c0 && c1 && c2);
+  char *all = three(c0, c1, c2);
+  CHECK(all);
+  int p[2];
+  CHECK_EQ_INT(pipe(p), 0);
+  CHECK_EQ_INT((int)write(p[1], all, strlen(all)), (int)strlen(all));
+  close(p[1]);
+  sg_opts_t *o = NULL;
+  sg_keys_t *k = NULL, *want = NULL;
+  int size = 0;
+  CHECK_OK(sg_stage_munge_read(p[0], 1, g_sock, &o, &k, &size));
+  close(p[0]);
+  CHECK_OK(sg_keys_load(&want, keys, 3));
+  CHECK_EQ_INT(size, 3);
+  CHECK(sg_opts_get(o, "engine") && !strcmp(sg_opts_get(o, "engine"), "local"));
+  CHECK(!strcmp(sg_keys_secret(k, 1), sg_keys_secret(want, 1)));
+  CHECK(!strcmp(sg_keys_secret(k, SG_AUTH_HARNESS), sg_keys_secret(want, SG_AUTH_HARNESS)));
+  sg_keys_destroy(&k);
+  sg_keys_destroy(&want);
+  sg_opts_destroy(&o);
+  refused(all, "Replayed", "a replayed credential");
+  char *fresh0, *fresh1;
+  cred_as(&fresh0, spec, keys, 0, -1, 0);
+  cred_as(&fresh1, spec, keys, 1, -1, 0);
+  CHECK(fresh0 && fresh1);
+  char *swapped = three(fresh1, fresh0, c2); /* line 2 holds rank 0's stage */
+  refused(swapped, "stage is rank 0's", "another rank's stage");
+  refused("MUNGE:nothing-like-it\nhello\n", "not a munge credential", "garbage");
+  char *extra = strdup(fresh1);
+  extra[strlen(extra) - 1] = '\0';
+  char *tail = NULL;
+  CHECK(asprintf(&tail, "%s%s x\n", c0, extra) > 0);
+  refused(tail, "not a munge credential", "more after the credential");
+  refused("MUNGE:AAAA:\n", "ends at offset", "no line 2");
+  refused("MUNGE:AAAA:\nMUNGE:AAAAAAAAAAAA:\n", "unmunge", "a credential munged cannot decode");
+  if (getuid() == 0) {
+    char *other, *restricted;
+    cred_as(&other, spec, keys, 1, NOBODY, 0);
+    cred_as(&restricted, spec, keys, 1, NOBODY, 1);
+    CHECK(other && restricted);
+    char *l1 = three(c0, other, c2), *l2 = three(c0, restricted, c2);
+    refused(l1, "uid 65534", "a credential of another uid");
+    refused(l2, "Unauthorized", "a credential restricted to another uid");
+    free(l1), free(l2), free(other), free(restricted);
+  } else {
+    fprintf(stderr, "  (not root: the other-uid cases skipped)\n");
+  }
+  free(c0), free(c1), free(c2), free(all), free(fresh0), free(fresh1), free(swapped);
+  free(extra), free(tail);
+}
