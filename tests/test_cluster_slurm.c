@@ -807,7 +807,7 @@ static void grab_keys(capture_t *c, const char *dir) {
     if (n == 0 || sscanf(line, "%15s %63s %63s", who, pub, sec) != 3 || strlen(sec) != 40) continue;
     int dup = 0;
     for (int i = 0; i < c->nkeys; i++) dup |= !strcmp(c->keys[i], sec);
-    if (!dup && c->nkeys < CAP_KEYS) snprintf(c->keys[c->nkeys++], SG_KEY_Z85, "%s", sec);
+    if (!dup && c->nkeys < CAP_KEYS) memcpy(c->keys[c->nkeys++], sec, SG_KEY_Z85); /* 40 + NUL */
   }
   if (f) fclose(f);
 }
