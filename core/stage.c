@@ -32,7 +32,7 @@ static int slurp(const char *path, size_t max, char **text, size_t *len) {
   return SG_OK;
 }
 
-static int write_all(int fd, const char *p, size_t n) {
+int sg_stage_write_bytes(int fd, const char *p, size_t n) {
   while (n) {
     ssize_t w = write(fd, p, n);
     if (w < 0 && errno == EINTR) continue;
@@ -70,7 +70,7 @@ int sg_stage_write(int fd, int rank, int size, const char *spec_path, const char
   char *buf = NULL;
   size_t len = 0;
   SG_CHECK(sg_stage_text(rank, size, spec_path, keys_path, &buf, &len));
-  int rc = write_all(fd, buf, len);
+  int rc = sg_stage_write_bytes(fd, buf, len);
   explicit_bzero(buf, len);
   free(buf);
   return rc;

@@ -68,4 +68,8 @@ int sg_stage_munge_read(int fd, int rank, const char *socket, sg_opts_t **spec, 
 /* A thread that reads fd to its end and then ends the process (above). */
 int sg_stage_watch(int fd, int rank);
 
+/* Write all n bytes of p to fd (EINTR retried); SG_EPEER naming the
+ * error otherwise.  The stage and its munge credentials go out so. */
+int sg_stage_write_bytes(int fd, const char *p, size_t n);
+
 #endif

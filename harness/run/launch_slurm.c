@@ -15,17 +15,6 @@
 #include "outfile.h"
 #include "stage.h"
 
-static int write_all(int fd, const char *p, size_t n) {
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return sg_err_set(SG_EPEER, "stage: write: %s", strerror(errno));
-    p += w;
-    n -= (size_t)w;
-  }
-  return SG_OK;
-}
-
 /* NodeAddr of one node ("NodeAddr=198.18.0.2 "), or its name. */
 static int node_addr(const char *node, char *out, size_t cap) {
   char buf[8192];
@@ -116,7 +105,7 @@ int sg_slurm_stage_write(int fd, int size, const char *spec_path, const char *ke
     if (rc == SG_OK) rc = sg_stage_munge_encode(text, tlen, sock, &cred, &clen);
     if (text) explicit_bzero(text, tlen);
     free(text);
-    if (rc == SG_OK) rc = write_all(fd, cred, clen);
+    if (rc == SG_OK) rc = sg_stage_write_bytes(fd, cred, clen);
     free(cred);
   }
   return rc;
