@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Draw overlap's gain vs link rate from the runs of configs/overlap-links.yaml
-# (docs/engines/allreduce.md, "Overlap's gain vs link rate"):
+# or overlap-links-2.yaml (docs/engines/allreduce.md, "Overlap's gain vs
+# link rate"):
 #   for i in 1 2 3; do sgdlab run configs/overlap-links.yaml --db ov.db -q; done
-#   scripts/overlap-figure.sh ov.db [OUT_PREFIX]     (default docs/img/overlap-links)
+#   scripts/overlap-figure.sh ov.db [OUT_PREFIX [EXPERIMENT]]
+#   (defaults docs/img/overlap-links and overlap-links; EXPERIMENT is
+#   letters, digits and '-' only, and N in the axis label is read from
+#   the runs)
 # Per run: the median worker step (compute + comm + wait, steps 5 on);
 # per variant and link rate: the median over the passes, printed as a
 # table with the gain over overlap off, and drawn into OUT_PREFIX.png/.svg.
@@ -16,6 +20,8 @@
 set -euo pipefail
 db=${1:?usage: overlap-figure.sh DB [OUT_PREFIX]}
 out=${2:-docs/img/overlap-links}
+exp=${3:-overlap-links}
+case $exp in ''|*[!a-z0-9-]*) echo "overlap-figure.sh: experiment '$exp': letters, digits and '-' only" >&2; exit 2 ;; esac
 gq() { # $1 as a gnuplot single-quoted string
   case $1 in *[[:cntrl:]]*) echo "overlap-figure.sh: a control character in a path" >&2; exit 2 ;; esac
   local q="'"
@@ -34,7 +40,7 @@ sqlite3 -separator ' ' "file:$db?mode=ro" "
            WHEN json_extract(options_json, '$.bucket') >= 1048576 THEN 1 ELSE 2 END AS v,
       json_extract(options_json, '$.\"cluster.link\"') AS link
     FROM runs WHERE status = 'ok' AND experiment_id IN
-      (SELECT id FROM experiments WHERE name = 'overlap-links'))
+      (SELECT id FROM experiments WHERE name = '$exp'))
   SELECT r.v,
     CASE WHEN r.link GLOB '*gbit' THEN 1000 * CAST(rtrim(r.link, 'gbit') AS REAL)
          WHEN r.link GLOB '*mbit' THEN CAST(rtrim(r.link, 'mbit') AS REAL) ELSE -1 END,
@@ -61,10 +67,13 @@ echo "# gain = step ms off / step ms with overlap, per link rate"
 awk '$1 == 0 { off[$2] = $3 } $1 > 0 && ($2 in off) { printf "variant %d  %g Mbit/s  %.3f\n", $1, $2, off[$2] / $3 }' \
   "$tmp/points"
 
+nw=$(sqlite3 "file:$db?mode=ro" "SELECT COALESCE(MAX(workers), 0) FROM runs WHERE experiment_id IN
+  (SELECT id FROM experiments WHERE name = '$exp')")
+case $nw in ''|*[!0-9]*) nw=0 ;; esac
 for v in 0 1 2; do awk -v v=$v '$1 == v { print $2, $3, $5, $6 }' "$tmp/points" > "$tmp/v$v.tsv"; done
 cat > "$tmp/fig.gp" <<EOF
 set logscale x
-set xlabel 'link rate (Mbit/s), ring N = 4, one rank per emulated host'
+set xlabel 'link rate (Mbit/s), ring N = $nw, one rank per emulated host'
 set ylabel 'step time (ms): median of the passes, bars min..max'
 set xrange [14:1500]
 set yrange [0:*]
@@ -86,7 +95,7 @@ sqlite3 -separator ' ' "file:$db?mode=ro" "
            WHEN json_extract(options_json, '$.bucket') >= 1048576 THEN 1 ELSE 2 END AS v,
       json_extract(options_json, '$.\"cluster.link\"') AS link
     FROM runs WHERE status = 'ok' AND experiment_id IN
-      (SELECT id FROM experiments WHERE name = 'overlap-links'))
+      (SELECT id FROM experiments WHERE name = '$exp'))
   SELECT r.v, r.link, count(*),
     round(sum(max(0, min(b.end_s, s.compute_s) - b.start_s)) / sum(b.end_s - b.start_s), 3),
     round(1e3 * avg(b.start_s - b.ready_s), 2), round(1e3 * avg(s.compute_s), 2),
