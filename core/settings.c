@@ -96,6 +96,7 @@ const sg_setting_t sg_settings[] = {
   {"simulate.host_speed", SG_T_FLOAT, "0", "flop/s of a simulated host (smpi/host-speed and the platform's speed, equal, so that 1 s here is 1 s simulated); 0 = the sgemm rate of one core of this machine, measured before launch", NULL, 0, 1e18, SG_S_SIMULATE},
   {"cluster.racks", SG_T_INT, "0", "two levels: hosts per rack (consecutive hosts, each rack under a bridge of its own, joined to the core bridge by an uplink); 0 = one bridge for every host", NULL, 0, 64, SG_S_CLUSTER},
   {"cluster.uplink", SG_T_STRLIST, "0", "cluster.racks: rate of each rack's uplink in both directions (as cluster.link); 0 = not shaped", NULL, NOB, SG_S_CLUSTER},
+  {"cluster.queue", SG_T_INT, "20", "how long a packet may wait in each link's queue, in ms (tbf latency: the queue holds rate x queue + the 64 KiB bucket); a shallow queue drops packets when many hosts send to one at once (incast) and TCP then waits for its retransmission timeout, as behind a switch with shallow buffers; a deep one (e.g. 200) does not drop, like the simulation's network", NULL, 1, 1000, SG_S_CLUSTER},
   {"cluster.placement", SG_T_ENUM, "spread", "spread: ps servers and the mapreduce driver get hosts of their own first, then workers round-robin over the other hosts; pack: fill hosts in order, ceil(processes / hosts) ranks per host", "spread|pack", NOB, SG_S_CLUSTER},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
 };

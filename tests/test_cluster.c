@@ -104,6 +104,50 @@ TEST(up_down_leaves_nothing) {
   CHECK_EQ_INT(tc_has_link(-1, brif), 0);
 }
 
+/* cluster.queue / --queue: every tbf of the cluster (host end and bridge
+ * end of each link) waits packets at most queue_ms; the default is
+ * SG_CLUSTER_TBF_LATENCY_MS.  tc prints the latency back ("lat 200ms"),
+ * so a queue that was not passed on fails.  The CLI refuses 0 and 1001 in
+ * one line with exit 2, before it creates anything. */
+TEST(queue_sets_every_links_latency) {
+  if (!tc_root_or_skip("queue_sets_every_links_latency")) return;
+  static const int queue[2] = {0, 200};
+  for (int k = 0; k < 2; k++) {
+    static sg_cluster_desc_t d;
+    CHECK_OK(sg_cluster_desc_parse(&d, 2, "100mbit", NULL));
+    d.queue_ms = queue[k];
+    sg_cluster_t *cl = NULL;
+    CHECK_OK(tc_up(&cl, &d));
+    if (!cl) return;
+    char want[32], ifname[32], peer[32];
+    snprintf(want, sizeof want, "lat %dms", queue[k] ? queue[k] : SG_CLUSTER_TBF_LATENCY_MS);
+    int brfd = open_ns(sg_cluster_bridge_ns(cl));
+    CHECK(brfd >= 0);
+    for (int h = 0; h < 2; h++) {
+      snprintf(ifname, sizeof ifname, "%s", sg_cluster_host_ifname(cl, h));
+      snprintf(peer, sizeof peer, SG_CLUSTER_IF_PREFIX "%sp%d", sg_cluster_name(cl), h);
+      char *q1[] = {"tc", "qdisc", "show", "dev", ifname, NULL};
+      CHECK_EQ_INT(tc_run(q1, sg_cluster_host_ns_fd(cl, h), g_out, sizeof g_out), 0);
+      CHECK_STR_CONTAINS(g_out, want);
+      char *q2[] = {"tc", "qdisc", "show", "dev", peer, NULL};
+      CHECK_EQ_INT(tc_run(q2, brfd, g_out, sizeof g_out), 0);
+      CHECK_STR_CONTAINS(g_out, want);
+    }
+    close(brfd);
+    CHECK_OK(tc_down(&cl));
+  }
+  static const char *const bad[] = {"0", "1001", "20ms"};
+  for (int k = 0; k < 3; k++) {
+    char name[16];
+    tc_name('q', name, sizeof name);
+    char *up[] = {"sgdlab", "cluster", "up", "--hosts", "1", "--link", "1gbit", "--queue",
+                  (char *)bad[k], "--name", name, NULL};
+    CHECK_EQ_INT(ru_run(up, 1, NULL, g_out, sizeof g_out), 2);
+    CHECK_STR_CONTAINS(g_out, "--queue");
+    CHECK_EQ_INT(cluster_ns_count(name), 0);
+  }
+}
+
 /* A real failure half-way: `nft` (needed for host 2's loss, the last
  * step of the last host) is /bin/false here.  By then the bridge and
  * three hosts exist; all must go. */

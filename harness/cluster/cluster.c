@@ -297,11 +297,11 @@ static int add_ns(sg_cluster_t *cl, const char *ns, int host) {
   return SG_OK;
 }
 
-static int add_tbf(const char *ns, const char *dev, uint64_t bps) {
+static int add_tbf(const char *ns, const char *dev, uint64_t bps, int queue_ms) {
   char rate[32], burst[32], lat[16];
   snprintf(rate, sizeof rate, "%llubit", (unsigned long long)bps);
   snprintf(burst, sizeof burst, "%llub", (unsigned long long)sg_cluster_tbf_burst(bps));
-  snprintf(lat, sizeof lat, "%dms", SG_CLUSTER_TBF_LATENCY_MS);
+  snprintf(lat, sizeof lat, "%dms", queue_ms > 0 ? queue_ms : SG_CLUSTER_TBF_LATENCY_MS);
   RUN("tc", "-n", (char *)ns, "qdisc", "add", "dev", (char *)dev, "root", "tbf", "rate", rate,
       "burst", burst, "latency", lat);
   return SG_OK;
@@ -360,8 +360,8 @@ static int up_racks(sg_cluster_t *cl) {
     RUN("ip", "-n", cl->br_ns, "link", "set", up, "master", br, "up");
     RUN("ip", "-n", cl->br_ns, "link", "set", core, "master", cl->br_if, "up");
     if (cl->d.uplink_bps) {
-      SG_CHECK(add_tbf(cl->br_ns, up, cl->d.uplink_bps));
-      SG_CHECK(add_tbf(cl->br_ns, core, cl->d.uplink_bps));
+      SG_CHECK(add_tbf(cl->br_ns, up, cl->d.uplink_bps, cl->d.queue_ms));
+      SG_CHECK(add_tbf(cl->br_ns, core, cl->d.uplink_bps, cl->d.queue_ms));
     }
   }
   return SG_OK;
@@ -381,8 +381,8 @@ static int up_host(sg_cluster_t *cl, int h) {
   else snprintf(master, sizeof master, "%s", cl->br_if);
   RUN("ip", "-n", cl->br_ns, "link", "set", peer, "master", master, "up");
   RUN("ip", "-n", ns, "link", "set", ifn, "up");
-  SG_CHECK(add_tbf(ns, ifn, cl->d.rate_bps[h]));
-  SG_CHECK(add_tbf(cl->br_ns, peer, cl->d.rate_bps[h]));
+  SG_CHECK(add_tbf(ns, ifn, cl->d.rate_bps[h], cl->d.queue_ms));
+  SG_CHECK(add_tbf(cl->br_ns, peer, cl->d.rate_bps[h], cl->d.queue_ms));
   if (cl->d.loss[h] > 0) SG_CHECK(add_loss(cl, h));
   return SG_OK;
 }

@@ -65,6 +65,10 @@ typedef struct sg_cluster_desc {
    * of uplink_bps on both ends (0: unshaped).  rack 0: one bridge. */
   int rack;
   uint64_t uplink_bps;
+  /* How long a packet may wait in each link's tbf queue, ms (the queue
+   * holds rate x queue_ms + the bucket): SG_CLUSTER_QUEUE_MS_MIN ..
+   * _MAX; 0 = SG_CLUSTER_TBF_LATENCY_MS. */
+  int queue_ms;
   /* setup gives up (and removes what it made) as soon as this is set;
    * NULL = never */
   volatile sig_atomic_t *stop;
@@ -163,6 +167,8 @@ int sg_cluster_link_stats(const sg_cluster_t *cl, int host, sg_cluster_link_t *o
 /* tbf parameters used for a link of `bps` bits/s (see docs/cluster.md). */
 uint64_t sg_cluster_tbf_burst(uint64_t bps); /* bytes */
 #define SG_CLUSTER_TBF_LATENCY_MS 20
+#define SG_CLUSTER_QUEUE_MS_MIN 1
+#define SG_CLUSTER_QUEUE_MS_MAX 1000
 
 /* ---- Slurm on the cluster (daemons.c) -------------------------------------- */
 

@@ -13,7 +13,7 @@
 
 static const char USAGE[] =
     "usage: sgdlab cluster up --hosts N --link RATE[,RATE...] [--loss F[,F...]] [--name NAME]\n"
-    "                         [--slurm] [--ssh]\n"
+    "                         [--queue MS] [--slurm] [--ssh]\n"
     "       sgdlab cluster status [NAME]\n"
     "       sgdlab cluster exec HOST [--] CMD [ARG...]\n"
     "       sgdlab cluster down NAME... | --all\n"
@@ -34,7 +34,7 @@ static const char USAGE[] =
 
 static const char USAGE_UP[] =
     "usage: sgdlab cluster up --hosts N --link RATE[,RATE...] [--loss F[,F...]] [--name NAME]\n"
-    "                         [--slurm] [--ssh]\n"
+    "                         [--queue MS] [--slurm] [--ssh]\n"
     "\n"
     "Create a cluster of N hosts (1..250) that stays until `sgdlab cluster down`.\n"
     "  --hosts N     number of hosts\n"
@@ -43,6 +43,8 @@ static const char USAGE_UP[] =
     "  --loss F      fraction of packets dropped in each direction of a host's\n"
     "                link (0.01 or 1%), or one per host; needs nft\n"
     "  --name NAME   1-8 of a-z 0-9 (default: random)\n"
+    "  --queue MS    how long a packet may wait in a link's queue, 1..1000 ms\n"
+    "                (default 20: shallow, drops under incast; 200: no drops)\n"
     "  --slurm       also run Slurm on it: munged, slurmctld on h0, one slurmd per\n"
     "                host (node hI); waits until every node is idle.  Clients\n"
     "                (sinfo, srun, sbatch) run on a host: sgdlab cluster exec\n"
@@ -131,14 +133,15 @@ static int g_slurm, g_ssh; /* up --slurm, --ssh */
 
 static int parse_up(int argc, char **argv, sg_cluster_desc_t *d) {
   const char *links = NULL, *loss = NULL, *name = NULL;
-  long hosts = -1;
+  long hosts = -1, queue = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--slurm") || !strcmp(a, "--ssh")) {
       *(!strcmp(a, "--ssh") ? &g_ssh : &g_slurm) = 1;
       continue;
     }
-    if (strcmp(a, "--hosts") && strcmp(a, "--link") && strcmp(a, "--loss") && strcmp(a, "--name"))
+    if (strcmp(a, "--hosts") && strcmp(a, "--link") && strcmp(a, "--loss") && strcmp(a, "--name") &&
+        strcmp(a, "--queue"))
       return sg_err_set(SG_EINVAL, "unknown argument '%s' (sgdlab cluster up --help)", a);
     if (!v) return sg_err_set(SG_EINVAL, "%s needs a value", a);
     i++;
@@ -149,12 +152,20 @@ static int parse_up(int argc, char **argv, sg_cluster_desc_t *d) {
       if (end == v || *end || errno) return sg_err_set(SG_EINVAL, "--hosts '%s': not a number", v);
       if (hosts < 1 || hosts > SG_CLUSTER_MAX_HOSTS)
         return sg_err_set(SG_ERANGE, "--hosts %s: must be 1 .. %d", v, SG_CLUSTER_MAX_HOSTS);
+    } else if (!strcmp(a, "--queue")) {
+      char *end;
+      errno = 0;
+      queue = strtol(v, &end, 10);
+      if (end == v || *end || errno || queue < SG_CLUSTER_QUEUE_MS_MIN || queue > SG_CLUSTER_QUEUE_MS_MAX)
+        return sg_err_set(SG_ERANGE, "--queue '%s': milliseconds, %d .. %d", v,
+                          SG_CLUSTER_QUEUE_MS_MIN, SG_CLUSTER_QUEUE_MS_MAX);
     } else if (!strcmp(a, "--link")) links = v;
     else if (!strcmp(a, "--loss")) loss = v;
     else name = v;
   }
   if (hosts < 0) return sg_err_set(SG_EINVAL, "--hosts N is required");
   SG_CHECK(sg_cluster_desc_parse(d, (int)hosts, links, loss));
+  d->queue_ms = (int)queue;
   if (name) {
     SG_CHECK(sg_cluster_name_check(name));
     snprintf(d->name, sizeof d->name, "%s", name);

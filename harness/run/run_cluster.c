@@ -91,8 +91,11 @@ static int describe(sg_cluster_desc_t *d, const sg_run_spec_t *run, int used) {
   first_items(sg_opts_str_or(run->opts, "cluster.loss", "0"), used, loss, sizeof loss);
   SG_CHECK(sg_cluster_desc_parse(d, used, link, loss));
   int64_t rack = 0; /* two levels: cluster.racks hosts per rack (of those used) */
+  int64_t queue = SG_CLUSTER_TBF_LATENCY_MS;
   const char *uplink = sg_opts_str_or(run->opts, "cluster.uplink", "0");
   SG_CHECK(sg_opts_int_or(run->opts, "cluster.racks", 0, &rack));
+  SG_CHECK(sg_opts_int_or(run->opts, "cluster.queue", SG_CLUSTER_TBF_LATENCY_MS, &queue));
+  d->queue_ms = (int)queue; /* 1 .. 1000: the settings table's range */
   d->rack = rack > used ? used : (int)rack;
   if (d->rack > 0 && strcmp(uplink, "0") != 0)
     SG_CHECK(sg_cluster_parse_rate(uplink, "cluster.uplink", &d->uplink_bps));
