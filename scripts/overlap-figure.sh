@@ -68,12 +68,12 @@ awk '$1 == 0 { off[$2] = $3 } $1 > 0 && ($2 in off) { printf "variant %d  %g Mbi
   "$tmp/points"
 
 nw=$(sqlite3 "file:$db?mode=ro" "SELECT COALESCE(MAX(workers), 0) FROM runs WHERE experiment_id IN
-  (SELECT id FROM experiments WHERE name = '$exp')")
-case $nw in ''|*[!0-9]*) nw=0 ;; esac
+  (SELECT id FROM experiments WHERE name = '$exp')" 2>/dev/null) || nw=0
+case $nw in ''|*[!0-9]*|0) ring='ring' ;; *) ring="ring N = $nw" ;; esac
 for v in 0 1 2; do awk -v v=$v '$1 == v { print $2, $3, $5, $6 }' "$tmp/points" > "$tmp/v$v.tsv"; done
 cat > "$tmp/fig.gp" <<EOF
 set logscale x
-set xlabel 'link rate (Mbit/s), ring N = $nw, one rank per emulated host'
+set xlabel 'link rate (Mbit/s), $ring, one rank per emulated host'
 set ylabel 'step time (ms): median of the passes, bars min..max'
 set xrange [14:1500]
 set yrange [0:*]

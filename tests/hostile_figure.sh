@@ -47,6 +47,13 @@ out=$(timeout 60 bash "$script" "$db" "$evil" 2>&1) || fail "overlap-figure.sh e
 [ -s "$evil.png" ] && [ -s "$evil.svg" ] || fail "no figure under the literal prefix: $(ls "$d")"
 echo "ok: a quote in OUT_PREFIX is part of the file name"
 
+out=$(timeout 60 bash "$script" "$db" "$d/x" "overlap-links'; DROP TABLE runs; --" 2>&1)
+rc=$?
+[ $rc -eq 2 ] || fail "a quote in EXPERIMENT: exit $rc, not 2: $out"
+[ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "a quote in EXPERIMENT: not one line: $out"
+sqlite3 "$db" "SELECT count(*) FROM runs" >/dev/null 2>&1 || fail "the runs table is gone"
+echo "ok: an EXPERIMENT with a quote is one line and exit 2"
+
 mkdir "$d/tmp'; system('touch MARK'); print '" || fail "mkdir"
 out=$(TMPDIR="$d/tmp'; system('touch MARK'); print '" timeout 60 bash "$script" "$db" "$d/b" 2>&1) ||
   fail "with a quote in TMPDIR: exit $?: $out"
