@@ -5,6 +5,7 @@
  *   h <public> <secret>
  *   0 <public> <secret>
  *   ...
+ * (a secret of "-": not given; a rank's stage has only its own, stage.h)
  * ZAP (ZeroMQ RFC 27): libzmq sends each CURVE handshake's request to
  * inproc://zeromq.zap.01 of the socket's context as 7 frames (version,
  * request id, domain, address, routing id, mechanism, client public key)
@@ -13,6 +14,7 @@
  * every client that knows the server's public key, so sg_zap_start must
  * succeed before a CURVE server socket binds.
  */
+#define _GNU_SOURCE
 #include "auth.h"
 
 #include <errno.h>
@@ -89,7 +91,7 @@ const char *sg_keys_public(const sg_keys_t *k, int who) {
 
 const char *sg_keys_secret(const sg_keys_t *k, int who) {
   sg_keypair_t *p = kp_of(k, who);
-  return p ? p->sec : NULL;
+  return p && p->sec[0] ? p->sec : NULL;
 }
 
 int sg_keys_who(const sg_keys_t *k, const char *pub) {
@@ -113,16 +115,19 @@ int sg_keys_save(const sg_keys_t *k, const char *path) {
   return 0;
 }
 
-/* One "who public secret" line; who is "h" or the next rank. */
+/* One "who public secret" line; who is "h" or the next rank; secret "-":
+ * not given (a rank's stage holds only its own, stage.h). */
 static int keys_line(sg_keys_t *k, FILE *f, const char *path, int line, int want) {
   char who[16], pub[64], sec[64];
-  if (fscanf(f, "%15s %63s %63s", who, pub, sec) != 3 || strlen(pub) != 40 || strlen(sec) != 40)
+  if (fscanf(f, "%15s %63s %63s", who, pub, sec) != 3 || strlen(pub) != 40 ||
+      (strlen(sec) != 40 && strcmp(sec, "-")))
     return sg_err_set(SG_EPROTO, "%s:%d: malformed key line", path, line);
   if (want == SG_AUTH_HARNESS ? strcmp(who, "h") != 0 : atoi(who) != want)
     return sg_err_set(SG_EPROTO, "%s:%d: keys out of order", path, line);
   sg_keypair_t *p = kp_of(k, want);
   memcpy(p->pub, pub, SG_KEY_Z85);
-  memcpy(p->sec, sec, SG_KEY_Z85);
+  if (strcmp(sec, "-")) memcpy(p->sec, sec, SG_KEY_Z85);
+  explicit_bzero(sec, sizeof sec);
   return 0;
 }
 
@@ -178,7 +183,7 @@ int sg_curve_server(void *sock, const sg_keys_t *k, int self) {
 int sg_curve_client(void *sock, const sg_keys_t *k, int self, int server) {
   const char *pub = sg_keys_public(k, self), *sec = sg_keys_secret(k, self);
   const char *srv = sg_keys_public(k, server);
-  if (!pub || !srv || zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, srv, 40) != 0 ||
+  if (!pub || !sec || !srv || zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, srv, 40) != 0 ||
       zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, pub, 40) != 0 ||
       zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, sec, 40) != 0)
     return sg_err_set(SG_EIO, "CURVE client options: %s", zmq_strerror(zmq_errno()));

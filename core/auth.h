@@ -49,7 +49,9 @@ int sg_keys_load_text(sg_keys_t **out, const char *text, size_t len, const char 
                       int nranks);
 void sg_keys_destroy(sg_keys_t **k);
 int sg_keys_nranks(const sg_keys_t *k);
-/* Z85 keys of `who` (a rank, or SG_AUTH_HARNESS). */
+/* Z85 keys of `who` (a rank, or SG_AUTH_HARNESS).  The secret is NULL
+ * where the key text gave "-" for it: a rank's stage carries only that
+ * rank's own secret (stage.h). */
 const char *sg_keys_public(const sg_keys_t *k, int who);
 const char *sg_keys_secret(const sg_keys_t *k, int who);
 /* Which identity a Z85 public key belongs to, or SG_AUTH_UNKNOWN. */

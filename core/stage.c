@@ -43,6 +43,36 @@ int sg_stage_write_bytes(int fd, const char *p, size_t n) {
   return SG_OK;
 }
 
+/* The key file's text (auth.c: a header line, then "WHO PUBLIC SECRET"
+ * lines) with every secret but rank `rank`'s replaced by "-", in place:
+ * a rank needs the others' public keys (to admit them, to reach them),
+ * never their secrets, nor the harness's.  What is cut is zeroed. */
+static void own_secret_only(char *keys, size_t *len, int rank) {
+  char me[16], *out = keys, *p = keys, *end = keys + *len;
+  size_t mlen = (size_t)snprintf(me, sizeof me, "%d", rank);
+  for (int line = 0; p < end; line++) {
+    char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t ll = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+    char *s1 = memchr(p, ' ', ll);
+    char *s2 = s1 ? memchr(s1 + 1, ' ', ll - (size_t)(s1 + 1 - p)) : NULL;
+    int mine = s1 && (size_t)(s1 - p) == mlen && !memcmp(p, me, mlen);
+    size_t seclen = s2 ? ll - (size_t)(s2 + 1 - p) - (nl ? 1 : 0) : 0;
+    if (!line || !seclen || mine) { /* the header, something else, or this rank's own */
+      memmove(out, p, ll);
+      out += ll;
+    } else {
+      size_t keep = (size_t)(s2 - p) + 1;
+      memmove(out, p, keep);
+      out += keep;
+      *out++ = '-';
+      if (nl) *out++ = '\n';
+    }
+    p += ll;
+  }
+  explicit_bzero(out, (size_t)(end - out));
+  *len = (size_t)(out - keys);
+}
+
 int sg_stage_text(int rank, int size, const char *spec_path, const char *keys_path, char **out,
                   size_t *out_len) {
   char *spec = NULL, *keys = NULL, *buf = NULL;
@@ -50,6 +80,7 @@ int sg_stage_text(int rank, int size, const char *spec_path, const char *keys_pa
   int rc = SG_OK;
   SG_TRY(slurp(spec_path, SG_STAGE_SPEC_MAX, &spec, &slen));
   if (keys_path && keys_path[0]) SG_TRY(slurp(keys_path, SG_STAGE_KEYS_MAX, &keys, &klen));
+  if (keys && rank >= 0) own_secret_only(keys, &klen, rank);
   if (!(buf = malloc(128 + slen + klen))) {
     rc = SG_ENOMEM;
     goto fail;

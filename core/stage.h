@@ -6,9 +6,12 @@
  *
  * The bytes: one line "sgdlab-stage 1 RANK SIZE SPECLEN KEYSLEN\n", then
  * SPECLEN bytes of the spec file's text (key=value lines) and KEYSLEN
- * bytes of the key file's text (auth.h; 0: the run has no keys).  RANK
- * -1: one stage for every rank (srun --input=all), each taking its rank
- * from its launcher's environment (SLURM_PROCID).
+ * bytes of the key file's text (auth.h; 0: the run has no keys), in the
+ * stage of one rank with every secret key but that rank's own given as
+ * "-" (it needs the others' public keys only).  RANK -1: one stage for
+ * every rank (srun --input=all, the test-only plain stage), each taking
+ * its rank from its launcher's environment (SLURM_PROCID), with every
+ * key.
  *
  * Under launcher slurm the same bytes travel inside munge credentials
  * (below).
@@ -58,11 +61,24 @@ int sg_stage_parse(const char *buf, size_t len, sg_opts_t **spec, sg_keys_t **ke
  * one line with its '\n', *clen bytes).  socket NULL: munge's default. */
 int sg_stage_munge_encode(const char *payload, size_t len, const char *socket, char **cred,
                           size_t *clen);
+/* Each credential is bound to the srun it was made for: the harness
+ * draws a fresh run id (32 hex digits) per srun and gives it to the tasks
+ * in their environment (SG_STAGE_RUN_ENV, srun --export=ALL), and each
+ * credential's payload is "sgdlab-run ID\n" followed by the stage, so a
+ * credential of another run (or another job) put into this run's input is
+ * refused even where munged has not seen it yet (its replay cache is per
+ * node). */
+#define SG_STAGE_RUN_ENV "SGDLAB_STAGE_RUN"
+#define SG_STAGE_RUN_HEX 32
+/* The payload of rank `rank`'s credential for run id `run` (as
+ * sg_stage_text, the run line before it), malloc'd into *buf. */
+int sg_stage_munge_payload(const char *run, int rank, int size, const char *spec_path,
+                           const char *keys_path, char **buf, size_t *len);
 /* Rank `rank`'s stage from fd: line `rank` of the input decoded by
- * unmunge, its uid and gid checked against this process's, then parsed
- * (sg_stage_parse; its rank must be `rank`).  Every refusal names the
- * rank; the lines after line `rank` are left unread (beyond what one read
- * took). */
+ * unmunge, its uid and gid checked against this process's, its run id
+ * against SG_STAGE_RUN_ENV's, then parsed (sg_stage_parse; its rank must
+ * be `rank`).  Every refusal names the rank; the lines after line `rank`
+ * are left unread (beyond what one read took). */
 int sg_stage_munge_read(int fd, int rank, const char *socket, sg_opts_t **spec, sg_keys_t **keys,
                         int *size);
 /* A thread that reads fd to its end and then ends the process (above). */

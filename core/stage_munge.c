@@ -187,6 +187,43 @@ static int check_meta(const char *out, size_t len, int rank, size_t *payload_at)
   return SG_OK;
 }
 
+int sg_stage_munge_payload(const char *run, int rank, int size, const char *spec_path,
+                           const char *keys_path, char **buf, size_t *len) {
+  char *text = NULL, head[64];
+  size_t tlen = 0;
+  int h = snprintf(head, sizeof head, "sgdlab-run %s\n", run);
+  if (strlen(run) != SG_STAGE_RUN_HEX || strspn(run, "0123456789abcdef") != SG_STAGE_RUN_HEX)
+    return sg_err_set(SG_EINVAL, "stage: run id '%.40s' is not %d hex digits", run,
+                      SG_STAGE_RUN_HEX);
+  SG_CHECK(sg_stage_text(rank, size, spec_path, keys_path, &text, &tlen));
+  char *out = malloc((size_t)h + tlen);
+  if (out) memcpy(out, head, (size_t)h), memcpy(out + h, text, tlen);
+  explicit_bzero(text, tlen);
+  free(text);
+  if (!out) return SG_ENOMEM;
+  *buf = out;
+  *len = (size_t)h + tlen;
+  return SG_OK;
+}
+
+/* The decoded payload's run line against this task's run id (the
+ * environment's); where the stage begins after it into *at. */
+static int check_run(const char *p, size_t len, int rank, size_t *at) {
+  const char *want = getenv(SG_STAGE_RUN_ENV);
+  size_t h = strlen("sgdlab-run ") + SG_STAGE_RUN_HEX + 1;
+  if (!want || strlen(want) != SG_STAGE_RUN_HEX)
+    return sg_err_set(SG_ECONFIG, "rank %d: %s is not set (%d hex digits): the run this task "
+                      "belongs to is unknown", rank, SG_STAGE_RUN_ENV, SG_STAGE_RUN_HEX);
+  if (len < h || strncmp(p, "sgdlab-run ", 11) || p[h - 1] != '\n')
+    return sg_err_set(SG_EPROTO, "rank %d: the decoded stage does not begin with its run line",
+                      rank);
+  if (memcmp(p + 11, want, SG_STAGE_RUN_HEX))
+    return sg_err_set(SG_EPROTO, "rank %d: the stage credential (line %d) is another run's, "
+                      "not this task's run %s: refused", rank, rank + 1, want);
+  *at += h;
+  return SG_OK;
+}
+
 int sg_stage_munge_read(int fd, int rank, const char *socket, sg_opts_t **spec, sg_keys_t **keys,
                         int *size) {
   char *line = NULL, sock[4200], msg[256];
@@ -209,6 +246,7 @@ int sg_stage_munge_read(int fd, int rank, const char *socket, sg_opts_t **spec, 
     goto fail;
   }
   SG_TRY(check_meta(f.out, f.out_len, rank, &at));
+  SG_TRY(check_run(f.out + at, f.out_len - at, rank, &at));
   if ((rc = sg_stage_parse(f.out + at, f.out_len - at, spec, keys, &got, size)) < 0) {
     snprintf(msg, sizeof msg, "%s", sg_err_msg());
     rc = sg_err_set(rc, "rank %d: the decoded stage: %s", rank, msg);

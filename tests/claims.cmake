@@ -17,3 +17,8 @@ add_test(NAME lab_check_10
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/lab_check.sh $<TARGET_FILE:sgdlab>
           ${CMAKE_SOURCE_DIR} 10)
 set_tests_properties(lab_check_10 PROPERTIES TIMEOUT 300)
+# hostile numbers in a student's database (lab check, the report's Claims
+# table) and in claim files: nothing is run
+add_test(NAME hostile_checks
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hostile_checks.sh $<TARGET_FILE:sgdlab>)
+set_tests_properties(hostile_checks PROPERTIES TIMEOUT 300)

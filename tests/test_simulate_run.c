@@ -24,6 +24,10 @@
  *    within its cores (planted lines of load 9 on 2 cores and without a
  *    load are measured again, one of load 0.5 reused), executed compute
  *    any (the speed is only its unit);
+ *  - the calibration cache is used only as the user's own: a file others
+ *    or its group may write, of another user, a symlink, of two links,
+ *    with a line that is not one, or in a directory its group may write is
+ *    passed over (the step measured) and left as it was;
  *  - the rows of one sweep share the first row's step calibration;
  *  - a slow host is not a hang: a simulation throttled to 10 % of a core
  *    (a CPU cgroup) with a watchdog bound below its wall-clock silences
@@ -287,6 +291,75 @@ TEST(calibration_cache_skips_loaded_entries) {
                               "AND value = '0.25'") == 0,
                 "load '%s': the planted step time was reused", cases[i].load);
   }
+  if (keep[0]) setenv("XDG_CACHE_HOME", keep, 1);
+  else unsetenv("XDG_CACHE_HOME");
+}
+
+/* The calibration cache is the user's own or it is not used: with a line
+ * that would be reused (step 0.25 s at load 0.5) planted, a cache file
+ * writable by others or by its group, not this user's, a symbolic link
+ * (to a file elsewhere), a file of two links, a file with a line that is
+ * not a calibration line, and a cache directory its group may write are
+ * each passed over: the step is measured (not the planted 0.25) and the
+ * file (or the link's target) is left as it was, nothing appended.  The
+ * same line in a plain file of the user's is reused: the plant works. */
+static int cal_refused(const char *dir, const char *path, const char *what, int i) {
+  char db[300], *before = ru_slurp(path, 1 << 16), *after = NULL;
+  snprintf(db, sizeof db, "%s/refused%d.db", dir, i);
+  int ok = before && cal_run(dir, db, "modeled", "measured", NULL) &&
+           ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.step_s' "
+                         "AND value = '0.25'") == 0;
+  after = ru_slurp(path, 1 << 16);
+  ok = ok && after && !strcmp(before, after);
+  if (!ok) fprintf(stderr, "calibration cache %s: used, or written\n", what);
+  free(before);
+  free(after);
+  return ok;
+}
+
+TEST(calibration_cache_refuses_planted_files) {
+  skip_without_simgrid();
+  const char *dir = ru_scratch("simcalplant");
+  CHECK(dir);
+  char cache[300], sub[340], path[400], other[400], db[300], keep[4096];
+  const char *old = getenv("XDG_CACHE_HOME");
+  snprintf(keep, sizeof keep, "%s", old ? old : "");
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  snprintf(sub, sizeof sub, "%s/sgdlab", cache);
+  snprintf(path, sizeof path, "%s/simulate-calibration", sub);
+  snprintf(other, sizeof other, "%s/elsewhere", dir);
+  CHECK_EQ_INT(mkdir(cache, 0700), 0);
+  setenv("XDG_CACHE_HOME", cache, 1);
+  snprintf(db, sizeof db, "%s/first.db", dir);
+  CHECK_MSG(cal_run(dir, db, "modeled", "measured", NULL), "first run: not measured");
+  CHECK_EQ_INT(cal_plant(path, "0.5"), 0);
+  CHECK_EQ_INT(chmod(path, 0666), 0);
+  CHECK(cal_refused(dir, path, "mode 0666", 1));
+  CHECK_EQ_INT(chmod(path, 0620), 0);
+  CHECK(cal_refused(dir, path, "mode 0620", 2));
+  CHECK_EQ_INT(chmod(path, 0600), 0);
+  CHECK_EQ_INT(chown(path, 65534, 65534), 0);
+  CHECK(cal_refused(dir, path, "of uid 65534", 3));
+  CHECK_EQ_INT(chown(path, getuid(), getgid()), 0);
+  CHECK_EQ_INT(rename(path, other), 0);
+  CHECK_EQ_INT(symlink(other, path), 0);
+  CHECK(cal_refused(dir, path, "a symbolic link", 4));
+  CHECK_EQ_INT(unlink(path), 0);
+  CHECK_EQ_INT(link(other, path), 0);
+  CHECK(cal_refused(dir, path, "of two links", 5));
+  CHECK_EQ_INT(unlink(other), 0);
+  char *text = ru_slurp(path, 1 << 16), more[70000];
+  CHECK(text);
+  snprintf(more, sizeof more, "%snot a calibration line\n", text ? text : "");
+  free(text);
+  CHECK_EQ_INT(ru_write_file(path, more), 0);
+  CHECK(cal_refused(dir, path, "with a line that is not one", 6));
+  CHECK_EQ_INT(cal_plant(path, "0.5"), 0);
+  CHECK_EQ_INT(chmod(sub, 0770), 0);
+  CHECK(cal_refused(dir, path, "in a directory of mode 0770", 7));
+  CHECK_EQ_INT(chmod(sub, 0700), 0);
+  snprintf(db, sizeof db, "%s/plain.db", dir);
+  CHECK_MSG(cal_run(dir, db, "modeled", "cached", "0.25"), "the plain planted line: not reused");
   if (keep[0]) setenv("XDG_CACHE_HOME", keep, 1);
   else unsetenv("XDG_CACHE_HOME");
 }

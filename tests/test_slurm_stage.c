@@ -2,13 +2,17 @@
  * real munged of the test's own (fresh key, socket in a private
  * directory) and the real sgdlab-rank:
  *  - a round trip: rank 1 of 3 decodes line 2 of three credentials and
- *    gets its stage (spec and keys equal to the files');
+ *    gets its stage (spec and keys equal to the files', but only its own
+ *    secret key: the other ranks' and the harness's are not in it);
  *  - refused, each in one line naming the rank, exit 2, before any socket
  *    opens: a replayed credential (decoded once already), a credential of
  *    another uid (made by nobody, unrestricted; root's munged decodes it,
  *    the rank's uid check refuses), one restricted to another uid (munged
  *    refuses), garbage, a credential with more on its line, a line cut
- *    short, and a credential whose stage is another rank's.
+ *    short, an empty input, a line longer than any credential, a credential whose stage is another rank's, one made for
+ *    another run (another run id: a fresh credential munged has not seen,
+ *    as a replay into another job's input would be), and a task without
+ *    a run id in its environment.
  * Skips when munge is not installed; the other-uid cases need root. */
 #define _GNU_SOURCE
 #include "test.h"
@@ -30,6 +34,9 @@
 #include "stage.h"
 
 #define NOBODY 65534
+/* this test's run id and another run's (stage.h, SG_STAGE_RUN_ENV) */
+#define RUN "0123456789abcdef0123456789abcdef"
+#define OTHER_RUN "fedcba9876543210fedcba9876543210"
 
 static char g_dir[128], g_sock[192];
 static pid_t g_munged = -1;
@@ -87,12 +94,12 @@ static void files(char *spec, char *keys, size_t cap) {
 
 /* The credential of rank r's stage (made as uid/gid when >= 0, by a
  * child that drops to them; with restrict, restricted to them). */
-static void cred_as(char **out_cred, const char *spec, const char *keys, int r, int uid,
-                    int restrict_to) {
+static void cred_run(char **out_cred, const char *run, const char *spec, const char *keys, int r,
+                     int uid, int restrict_to) {
   char *text = NULL, *cred = NULL;
   *out_cred = NULL;
   size_t tlen = 0, clen = 0;
-  CHECK_OK(sg_stage_text(r, 3, spec, keys, &text, &tlen));
+  CHECK_OK(sg_stage_munge_payload(run, r, 3, spec, keys, &text, &tlen));
   if (uid < 0) {
     CHECK_OK(sg_stage_munge_encode(text, tlen, g_sock, &cred, &clen));
     free(text);
@@ -115,15 +122,23 @@ static void cred_as(char **out_cred, const char *spec, const char *keys, int r, 
   *out_cred = ru_slurp(out, SG_STAGE_CRED_MAX);
 }
 
+/* The same for this test's run. */
+static void cred_as(char **out_cred, const char *spec, const char *keys, int r, int uid,
+                    int restrict_to) {
+  cred_run(out_cred, RUN, spec, keys, r, uid, restrict_to);
+}
+
 /* sgdlab-rank --stdin-munge as SLURM_PROCID=1 with `input` on its
- * standard input: exit 2 and one line on stderr holding `want`. */
-static void refused(const char *input, const char *want, const char *what) {
+ * standard input (and `env`, "" or VAR=VALUE, in its environment): exit 2
+ * and one line on stderr holding `want`. */
+static void refused_env(const char *input, const char *env, const char *want, const char *what) {
   char in[256], err[256], cmd[4096];
   snprintf(in, sizeof in, "%s/stdin", g_dir);
   snprintf(err, sizeof err, "%s/stderr", g_dir);
   CHECK_OK(ru_write_file(in, input));
-  snprintf(cmd, sizeof cmd, "SLURM_PROCID=1 %s='%s' '%s/harness/sgdlab-rank' --stdin-munge < '%s' 2> '%s'",
-           SG_STAGE_MUNGE_SOCKET_ENV, g_sock, getenv("SGDLAB_BIN_DIR"), in, err);
+  snprintf(cmd, sizeof cmd, "%s SLURM_PROCID=1 %s='%s' '%s/harness/sgdlab-rank' --stdin-munge < "
+           "'%s' 2> '%s'", env, SG_STAGE_MUNGE_SOCKET_ENV, g_sock, getenv("SGDLAB_BIN_DIR"), in,
+           err);
   int rc = ru_sh(cmd);
   char *e = ru_slurp(err, 65536);
   CHECK(e);
@@ -134,6 +149,10 @@ static void refused(const char *input, const char *want, const char *what) {
   CHECK_MSG(strstr(e, "rank 1:") && strstr(e, want), "%s: '%s' lacks 'rank 1:' or '%s'", what, e,
             want);
   free(e);
+}
+
+static void refused(const char *input, const char *want, const char *what) {
+  refused_env(input, "", want, what);
 }
 
 /* Three credential lines with `mid` (rank 1's) in the middle. */
@@ -148,6 +167,7 @@ TEST(munge_stage_round_trip_and_refusals) {
     return;
   }
   CHECK_OK(munged_start());
+  setenv(SG_STAGE_RUN_ENV, RUN, 1); /* what srun --export=ALL hands the tasks */
   char spec[256], keys[256];
   files(spec, keys, sizeof spec);
   char *c0, *c1, *c2;
@@ -170,7 +190,10 @@ TEST(munge_stage_round_trip_and_refusals) {
   CHECK_EQ_INT(size, 3);
   CHECK(sg_opts_get(o, "engine") && !strcmp(sg_opts_get(o, "engine"), "local"));
   CHECK(!strcmp(sg_keys_secret(k, 1), sg_keys_secret(want, 1)));
-  CHECK(!strcmp(sg_keys_secret(k, SG_AUTH_HARNESS), sg_keys_secret(want, SG_AUTH_HARNESS)));
+  /* rank 1's own secret only: the others' public keys, never their secrets */
+  CHECK(!sg_keys_secret(k, 0) && !sg_keys_secret(k, 2) && !sg_keys_secret(k, SG_AUTH_HARNESS));
+  CHECK(!strcmp(sg_keys_public(k, 2), sg_keys_public(want, 2)));
+  CHECK(!strcmp(sg_keys_public(k, SG_AUTH_HARNESS), sg_keys_public(want, SG_AUTH_HARNESS)));
   sg_keys_destroy(&k);
   sg_keys_destroy(&want);
   sg_opts_destroy(&o);
@@ -188,7 +211,26 @@ TEST(munge_stage_round_trip_and_refusals) {
   CHECK(asprintf(&tail, "%s%s x\n", c0, extra) > 0);
   refused(tail, "not a munge credential", "more after the credential");
   refused("MUNGE:AAAA:\n", "ends at offset", "no line 2");
+  refused("", "ends at offset 0", "an empty input");
+  size_t hcap = strlen(c0) + SG_STAGE_CRED_MAX + 64;
+  char *huge = malloc(hcap);
+  CHECK(huge);
+  if (huge) { /* line 2 one byte past the cap, no newline: not buffered whole */
+    size_t at = (size_t)snprintf(huge, hcap, "%sMUNGE:", c0);
+    memset(huge + at, 'A', SG_STAGE_CRED_MAX + 1 - 6);
+    huge[at + SG_STAGE_CRED_MAX + 1 - 6] = '\0';
+    refused(huge, "is longer than", "a line longer than a credential can be");
+    free(huge);
+  }
   refused("MUNGE:AAAA:\nMUNGE:AAAAAAAAAAAA:\n", "unmunge", "a credential munged cannot decode");
+  char *elsewhere, *fresh2;
+  cred_run(&elsewhere, OTHER_RUN, spec, keys, 1, -1, 0);
+  cred_as(&fresh2, spec, keys, 1, -1, 0);
+  CHECK(elsewhere && fresh2);
+  char *l3 = three(c0, elsewhere, c2), *l4 = three(c0, fresh2, c2);
+  refused(l3, "another run's", "a credential made for another run");
+  refused_env(l4, SG_STAGE_RUN_ENV "=", "is not set", "a task without a run id");
+  free(l3), free(l4), free(elsewhere), free(fresh2);
   if (getuid() == 0) {
     char *other, *restricted;
     cred_as(&other, spec, keys, 1, NOBODY, 0);

@@ -65,6 +65,10 @@ TEST(stage_round_trip) {
   sg_keys_t *f = NULL;
   CHECK_OK(sg_keys_load(&f, keys, 2));
   CHECK(!strcmp(sg_keys_secret(f, 1), sg_keys_secret(k, 1)));
+  /* only its own secret: rank 0's and the harness's stay home */
+  CHECK(!sg_keys_secret(k, 0) && !sg_keys_secret(k, SG_AUTH_HARNESS));
+  CHECK(!strcmp(sg_keys_public(f, 0), sg_keys_public(k, 0)));
+  CHECK(!strcmp(sg_keys_public(f, SG_AUTH_HARNESS), sg_keys_public(k, SG_AUTH_HARNESS)));
   sg_keys_destroy(&f);
   sg_keys_destroy(&k);
   sg_opts_destroy(&o);

@@ -221,10 +221,13 @@ static int dbl_cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+enum { ROWS = 256 };
+
+/* The median of the rows' values that are numbers (n <= ROWS). */
 static double median(row_t *r, int n) {
-  double v[64];
+  double v[ROWS];
   int k = 0;
-  for (int i = 0; i < n && k < 64; i++)
+  for (int i = 0; i < n && k < ROWS; i++)
     if (!isnan(r[i].v)) v[k++] = r[i].v;
   if (!k) return NAN;
   qsort(v, (size_t)k, sizeof v[0], dbl_cmp);
@@ -248,8 +251,6 @@ static void num(char *buf, size_t cap, double v) {
 
 /* ---- the kinds of check ------------------------------------------------- */
 
-enum { ROWS = 256 };
-
 static int eval_expect(sqlite3 *db, exps_t exp, const ck_check_t *c, int *pass, char *got,
                        size_t gl, char *want, size_t wl) {
   row_t *r = calloc(ROWS, sizeof *r);
@@ -262,8 +263,10 @@ static int eval_expect(sqlite3 *db, exps_t exp, const ck_check_t *c, int *pass, 
     double e = NAN;
     char a[32], b[32];
     SG_TRY(ck_expr(c->expr, r[i].K, r[i].N, r[i].S, &e));
-    int ok = !isnan(r[i].v) && (c->upper ? r[i].v <= e * (1 + c->tol)
-                                         : fabs(r[i].v - e) <= c->tol * fabs(e));
+    /* an infinite expectation (a workload of "inf" parameters in the
+     * file) would admit any value: neither side may be other than finite */
+    int ok = isfinite(r[i].v) && isfinite(e) &&
+             (c->upper ? r[i].v <= e * (1 + c->tol) : fabs(r[i].v - e) <= c->tol * fabs(e));
     *pass &= ok;
     bad += !ok;
     if (ok && i >= 4) continue; /* the first rows and every wrong one */
@@ -351,7 +354,8 @@ static int eval_predicted(sqlite3 *db, exps_t exp, const ck_check_t *c, const ck
   }
   *pass = 0;
   if (k < 0) snprintf(got, gl, "no prediction '%s' handed in", c->key);
-  else if (!n || isnan(m)) snprintf(got, gl, "no ok run to compare with");
+  else if (!n || !isfinite(m)) snprintf(got, gl, "no ok run to compare with%s",
+                                       n && !isnan(m) ? " (its value is infinite)" : "");
   else {
     *pass = fabs(p->val[k] - m) <= c->tol * fabs(m);
     snprintf(got, gl, "predicted %.6g, %s %.6g (off by %.1f %%)", p->val[k],

@@ -2,6 +2,7 @@
  * claims` recorded (its `claims` table) for the experiments of the
  * report, the latest per claim.  A database without the table (no claim
  * was ever checked into it) has no section. */
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 
@@ -25,17 +26,29 @@ static void cell(FILE *f, const char *cls, const char *s) {
   fputs("</td>", f);
 }
 
+/* The seconds a check took, as a short cell: "12.3" (one decimal below
+ * 1e6 s), else 3 significant digits ("1e+308"); "-" for a NULL, a text
+ * or an infinity (the row is anyone's: a database someone sent you). */
+static void seconds_cell(FILE *f, sqlite3_stmt *st, int col) {
+  char b[32];
+  int t = sqlite3_column_type(st, col);
+  double s = t == SQLITE_INTEGER || t == SQLITE_FLOAT ? sqlite3_column_double(st, col) : NAN;
+  if (!isfinite(s)) snprintf(b, sizeof b, "-");
+  else snprintf(b, sizeof b, fabs(s) < 1e6 ? "%.1f" : "%.3g", s);
+  cell(f, "n", b);
+}
+
 int sg_report_claims_html(sqlite3 *db, FILE *f, const char *ids_json) {
   sqlite3_stmt *st = NULL;
   int rc = SG_OK, any = 0;
-  char b[32];
   if (!has_table(db)) return SG_OK;
+  /* the latest row per (name, experiment), by one grouping pass: a
+   * correlated max() per row is quadratic in the rows of the file */
   SG_TRY(sg_rdb_prepare(db,
                         "SELECT c.name, c.verdict, c.says, c.measured, c.expected, c.seconds,"
-                        " c.checked_at FROM claims c WHERE c.experiment_id IN"
-                        " (SELECT value FROM json_each(?1)) AND c.id = (SELECT max(d.id) FROM"
-                        " claims d WHERE d.name = c.name AND d.experiment_id = c.experiment_id)"
-                        " ORDER BY c.name",
+                        " c.checked_at FROM claims c JOIN (SELECT max(d.id) AS id FROM claims d"
+                        " WHERE d.experiment_id IN (SELECT value FROM json_each(?1))"
+                        " GROUP BY d.name, d.experiment_id) m ON c.id = m.id ORDER BY c.name",
                         &st));
   sqlite3_bind_text(st, 1, ids_json, -1, SQLITE_STATIC);
   while (sqlite3_step(st) == SQLITE_ROW) {
@@ -50,8 +63,7 @@ int sg_report_claims_html(sqlite3 *db, FILE *f, const char *ids_json) {
     const char *v = sg_rdb_text(st, 1);
     cell(f, v[0] == 'F' ? "bad" : NULL, v);
     for (int c = 2; c <= 4; c++) cell(f, NULL, sg_rdb_text(st, c));
-    snprintf(b, sizeof b, "%.1f", sqlite3_column_double(st, 5));
-    cell(f, "n", b);
+    seconds_cell(f, st, 5);
     cell(f, NULL, sg_rdb_text(st, 6));
     fputs("</tr>\n", f);
   }

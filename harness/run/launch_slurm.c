@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "cluster.h"
@@ -94,14 +95,28 @@ static int munge_ready(void) {
   return SG_OK;
 }
 
+/* This srun's run id (stage.h), drawn by sg_slurm_argv and put in the
+ * environment the tasks inherit; the credentials carry it. */
+static char stage_run[SG_STAGE_RUN_HEX + 1];
+
+static int new_stage_run(void) {
+  unsigned char r[SG_STAGE_RUN_HEX / 2];
+  if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+    return sg_err_set(SG_EIO, "launcher slurm: getrandom: %s", strerror(errno));
+  for (size_t i = 0; i < sizeof r; i++) snprintf(stage_run + 2 * i, 3, "%02x", r[i]);
+  setenv(SG_STAGE_RUN_ENV, stage_run, 1); /* srun --export=ALL */
+  return SG_OK;
+}
+
 int sg_slurm_stage_write(int fd, int size, const char *spec_path, const char *keys_path) {
   if (plain_stage()) return sg_stage_write(fd, -1, size, spec_path, keys_path);
   const char *sock = getenv(SG_STAGE_MUNGE_SOCKET_ENV);
   int rc = SG_OK;
+  if (!stage_run[0]) return sg_err_set(SG_EINTERNAL, "launcher slurm: no run id drawn");
   for (int r = 0; r < size && rc == SG_OK; r++) {
     char *text = NULL, *cred = NULL;
     size_t tlen = 0, clen = 0;
-    rc = sg_stage_text(r, size, spec_path, keys_path, &text, &tlen);
+    rc = sg_stage_munge_payload(stage_run, r, size, spec_path, keys_path, &text, &tlen);
     if (rc == SG_OK) rc = sg_stage_munge_encode(text, tlen, sock, &cred, &clen);
     if (text) explicit_bzero(text, tlen);
     free(text);
@@ -115,6 +130,7 @@ int sg_slurm_argv(const sg_launch_cfg_t *cfg, int mpi, char bufs[4][32], char **
   size_t a = 0;
   int plain = plain_stage();
   if (!plain) SG_CHECK(munge_ready());
+  if (!plain) SG_CHECK(new_stage_run());
   const char *nn = getenv("SLURM_JOB_NUM_NODES");
   int nodes = nn ? atoi(nn) : 0;
   if (nodes <= 0 || nodes > cfg->nprocs) nodes = cfg->nprocs;

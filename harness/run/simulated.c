@@ -2,9 +2,11 @@
  * host speed and a modeled step's time measured before launch, the
  * platform and hostfile in the run's directory, smpirun's arguments, and
  * what run_info says about the simulation (simulate.*). */
+#define _GNU_SOURCE
 #include "run_impl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include "clock.h"
 #include "cluster.h"
 #include "err.h"
+#include "outfile.h"
 
 /* Folded allocations (compute: modeled): every malloc of this many bytes
  * or more is one buffer shared by all simulated ranks. */
@@ -30,12 +33,161 @@
  * so a sweep measures once.  A line taken at a load above its cores (the
  * step then timed long, shared with other work) or without a load (older
  * lines) is not reused: the step is measured again.  "" when there is no
- * cache directory. */
+ * cache directory.
+ *
+ * What it says becomes the simulated compute time of every run that reads
+ * it, so it is read and written only as the user's own: its directory
+ * passes sg_out_dir_open (the user's, writable by no one else, reached
+ * through directories no one else can change; made 0700 in such a parent
+ * when missing) and the file is opened without following a link and must
+ * be a regular file of the user with one link that group and others may
+ * not write, every line of it one of the above.  Anything else is one
+ * line on stderr, and the cache is neither read nor written: the step is
+ * measured. */
+#define CAL_NAME "simulate-calibration"
+#define CAL_LINE_MAX 4096
+
 static void cache_path(char *out, size_t cap) {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   out[0] = '\0';
-  if (xdg && *xdg == '/') snprintf(out, cap, "%s/sgdlab/simulate-calibration", xdg);
-  else if (home && *home == '/') snprintf(out, cap, "%s/.cache/sgdlab/simulate-calibration", home);
+  if (xdg && *xdg == '/') snprintf(out, cap, "%s/sgdlab/" CAL_NAME, xdg);
+  else if (home && *home == '/') snprintf(out, cap, "%s/.cache/sgdlab/" CAL_NAME, home);
+}
+
+/* One line on stderr: the cache is not used, and why. */
+static void cache_refused(const char *path, const char *why) {
+  fprintf(stderr, "sgdlab: simulate: the calibration cache %s: %s; not used (the step is "
+          "measured)\n", path, why);
+}
+
+enum { CAL_NONE = -1, CAL_REFUSED = -2 };
+
+/* The checked descriptor of the directory of path (outfile.h), made 0700
+ * in its checked parent first when `create`; CAL_NONE when there is none,
+ * CAL_REFUSED when it is not used (said on stderr). */
+static int cache_dir(const char *path, int create) {
+  char dir[4200], parent[4200];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!path[0] || !slash || slash == dir) return CAL_NONE;
+  *slash = '\0';
+  snprintf(parent, sizeof parent, "%s", dir);
+  char *leaf = strrchr(parent, '/');
+  if (create && leaf && leaf != parent) {
+    *leaf++ = '\0';
+    int pfd = sg_out_dir_open(parent, 0, "the calibration cache's parent");
+    if (pfd >= 0 && mkdirat(pfd, leaf, 0700) < 0 && errno != EEXIST)
+      fprintf(stderr, "sgdlab: simulate: cannot make %s: %s\n", dir, strerror(errno));
+    else if (pfd < 0 && pfd != SG_ENOTFOUND)
+      fprintf(stderr, "sgdlab: simulate: %s; no calibration cache\n", sg_err_msg());
+    sg_err_clear();
+    if (pfd < 0) return pfd == SG_ENOTFOUND ? CAL_NONE : CAL_REFUSED;
+  }
+  int fd = sg_out_dir_open(dir, 0, "the calibration cache's directory");
+  if (fd >= 0) return fd;
+  if (fd != SG_ENOTFOUND)
+    fprintf(stderr, "sgdlab: simulate: %s; not used (the step is measured)\n", sg_err_msg());
+  sg_err_clear();
+  return fd == SG_ENOTFOUND ? CAL_NONE : CAL_REFUSED;
+}
+
+/* The cache file (path) in directory dfd, to read or to append to (made
+ * 0600 when missing): a regular file of this user with one link that
+ * group and others may not write, never through a link; else CAL_NONE
+ * (missing) or CAL_REFUSED (said on stderr). */
+static int cache_file(int dfd, const char *path, int append) {
+  int fd = openat(dfd, CAL_NAME, O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
+                                     (append ? O_WRONLY | O_APPEND | O_CREAT : O_RDONLY), 0600);
+  struct stat st;
+  if (fd < 0 && errno == ENOENT) return CAL_NONE;
+  if (fd < 0) {
+    cache_refused(path, errno == ELOOP ? "a symbolic link" : strerror(errno));
+    return CAL_REFUSED;
+  }
+  const char *why = fstat(fd, &st) < 0              ? strerror(errno)
+                    : !S_ISREG(st.st_mode)          ? "not a regular file"
+                    : st.st_uid != geteuid()        ? "not this user's file"
+                    : (st.st_mode & 022)            ? "writable by group or others"
+                    : st.st_nlink != 1              ? "a file of more than one link"
+                                                    : NULL;
+  if (why) {
+    close(fd);
+    cache_refused(path, why);
+    return CAL_REFUSED;
+  }
+  return fd;
+}
+
+/* One cache line (its '\n' included) into key (cut at its tab), step,
+ * speed and, on a line that has them, load and cores (else load -1; a
+ * load of -1 is one that could not be read): 0, or -1 when the line is
+ * not one of the cache's. */
+static int cache_parse(char *line, char **key, double *st, double *sp, double *load, int *cores) {
+  size_t len = strlen(line);
+  char *tab = strchr(line, '\t'), *e = NULL;
+  if (!len || line[len - 1] != '\n' || !tab || tab == line) return -1;
+  line[len - 1] = *tab = '\0';
+  *key = line;
+  *st = strtod(tab + 1, &e);
+  if (e == tab + 1 || *e != '\t' || !(*st > 0 && *st < 1e3)) return -1;
+  char *p = e + 1;
+  *sp = strtod(p, &e);
+  if (e == p || !(*sp > 0 && *sp < 1e18)) return -1;
+  *load = -1, *cores = 0;
+  if (!*e) return 0; /* an older line, without load and cores */
+  p = e + 1;
+  if (*e != '\t' || (*load = strtod(p, &e), e == p) || *e != '\t' || !(*load >= -1 && *load < 1e9))
+    return -1;
+  p = e + 1;
+  long c = strtol(p, &e, 10);
+  if (e == p || *e || c < 1 || c > 1 << 20) return -1;
+  *cores = (int)c;
+  return 0;
+}
+
+/* 1 when the cache has the key on a line taken at a load within its
+ * cores, or at any load when any_load (the last such line); *busy: the
+ * load of the last line of the key that was not reused (-1: none; 1e9:
+ * an older line).  *refused: the file is there and not used (said). */
+static int cache_get(const char *path, const char *key, int any_load, double *step_s,
+                     double *speed, double *busy, int *refused) {
+  int dfd = cache_dir(path, 0), fd = dfd >= 0 ? cache_file(dfd, path, 0) : CAL_NONE, found = 0;
+  FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+  char *line = NULL, *k;
+  size_t cap = 0;
+  double st, sp, load;
+  int cores, no = 0;
+  ssize_t n;
+  *busy = -1;
+  *refused = dfd == CAL_REFUSED || fd == CAL_REFUSED;
+  if (fd >= 0 && !f) close(fd);
+  while (f && (n = getline(&line, &cap, f)) > 0) {
+    no++;
+    if (n > CAL_LINE_MAX || cache_parse(line, &k, &st, &sp, &load, &cores) < 0) {
+      char where[64];
+      snprintf(where, sizeof where, "line %d is not KEY, step_s, flop/s[, load, cores]", no);
+      cache_refused(path, where);
+      *refused = 1, found = 0;
+      break;
+    }
+    if (strcmp(k, key)) continue;
+    if (load < 0 || (load > cores && !any_load)) {
+      *busy = load >= 0 ? load : 1e9;
+      continue;
+    }
+    *step_s = st, *speed = sp, found = 1;
+  }
+  free(line);
+  if (f) fclose(f);
+  return found;
+}
+
+static void cache_put(const char *path, const char *key, double step_s, double speed,
+                      double load, int cores) {
+  int dfd = cache_dir(path, 1), fd = dfd >= 0 ? cache_file(dfd, path, 1) : CAL_NONE;
+  if (fd < 0) return;
+  dprintf(fd, "%s\t%.9g\t%.9g\t%.2f\t%d\n", key, step_s, speed, load, cores);
+  close(fd);
 }
 
 /* What the measurement depends on: the step's shapes and this CPU. */
@@ -61,49 +213,6 @@ static void load_now(double *load, int *cores) {
   *cores = c > 0 ? (int)c : 1;
 }
 
-/* 1 when the cache has the key on a line taken at a load within its
- * cores, or at any load when any_load (the last such line; values
- * positive and finite); *busy: the load of the last line of the key that
- * was not reused (-1: none). */
-static int cache_get(const char *path, const char *key, int any_load, double *step_s,
-                     double *speed, double *busy) {
-  FILE *f = path[0] ? fopen(path, "r") : NULL;
-  char line[1024];
-  int found = 0, cores;
-  double st, sp, load;
-  size_t kl = strlen(key);
-  *busy = -1;
-  while (f && fgets(line, sizeof line, f)) {
-    if (strncmp(line, key, kl) || line[kl] != '\t' ||
-        sscanf(line + kl + 1, "%lf\t%lf", &st, &sp) != 2 || !(st > 0 && st < 1e3) ||
-        !(sp > 0 && sp < 1e18))
-      continue;
-    if (sscanf(line + kl + 1, "%*f\t%*f\t%lf\t%d", &load, &cores) != 2 || !(load >= 0) ||
-        cores < 1 || (load > cores && !any_load)) {
-      *busy = sscanf(line + kl + 1, "%*f\t%*f\t%lf", &load) == 1 && load >= 0 ? load : 1e9;
-      continue;
-    }
-    *step_s = st, *speed = sp, found = 1;
-  }
-  if (f) fclose(f);
-  return found;
-}
-
-static void cache_put(const char *path, const char *key, double step_s, double speed,
-                      double load, int cores) {
-  char dir[4200];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (!path[0] || !slash) return;
-  *slash = '\0';
-  mkdir(dir, 0700); /* ~/.cache/sgdlab, like the data cache's */
-  FILE *f = fopen(path, "a");
-  if (f) {
-    fprintf(f, "%s\t%.9g\t%.9g\t%.2f\t%d\n", key, step_s, speed, load, cores);
-    fclose(f);
-  }
-}
-
 /* The sgemm rate of one core of this machine and the time of one step of
  * this workload (sgdlab bench step's method: median of blocks after a
  * warm-up, one BLAS thread), unless host_speed is given and compute is
@@ -121,12 +230,12 @@ static int sim_measure(run_sim_t *m, const sg_opts_t *o) {
   /* this process's own last measurement: the rows of one sweep share it */
   static struct { char key[1024]; double step_s, speed; } last;
   char path[4200], key[1024];
-  double step_s, speed, busy, load;
-  int cores;
+  double step_s, speed, busy = -1, load;
+  int cores, refused = 0;
   cache_path(path, sizeof path);
   cache_key(o, key, sizeof key);
   int mine = last.key[0] && !strcmp(last.key, key);
-  if (mine || cache_get(path, key, !m->cfg.modeled, &step_s, &speed, &busy)) {
+  if (mine || cache_get(path, key, !m->cfg.modeled, &step_s, &speed, &busy, &refused)) {
     m->step_s = mine ? last.step_s : step_s;
     if (m->cfg.host_speed <= 0) m->cfg.host_speed = mine ? last.speed : speed;
     m->cached = 1;
@@ -149,7 +258,7 @@ static int sim_measure(run_sim_t *m, const sg_opts_t *o) {
   speed = r.gemm_s > 0 ? r.gemm_flops / r.gemm_s : 1e10;
   if (m->cfg.host_speed <= 0) m->cfg.host_speed = speed;
   load_now(&load, &cores); /* the load over the measurement's last minute */
-  cache_put(path, key, r.step_s, speed, load, cores);
+  if (!refused) cache_put(path, key, r.step_s, speed, load, cores);
   snprintf(last.key, sizeof last.key, "%s", key);
   last.step_s = r.step_s, last.speed = speed;
   return SG_OK;
