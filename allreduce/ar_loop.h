@@ -15,7 +15,9 @@
  *                                                nccl)
  *   load     -                                   params host -> device
  *   grad     sg_workload_grad                    sg_workload_grad_device
- *   reduce   sg_ar_run | _run_update | topk      the device summation
+ *   reduce   sg_ar_run | _run_update | topk      the device summation (sharded:
+ *                                                the staged ring, the owner's
+ *                                                update on the device)
  *   apply    sg_optim_apply_range                sg_cuda_sgd (1/N folded in)
  *   overlap  sg_ar_overlap_step (overlap.h)      backward issued with an event
  *                                                per bucket, the buckets'
