@@ -23,6 +23,15 @@
  *   nccl                 ncclAllReduce (one GPU per rank)
  * compress: fp16 applies to the host-staged ring and rhd (each chunk
  * crosses the wire as halves, the host algorithm's own compression).
+ *
+ * overlap: true (host-staged rows, dense layer stack): the host overlap's
+ * buckets, planned from the layer sizes (core/cuda/bucket_plan.h).  The
+ * device model calls back as backward issues each layer's db and dW; a
+ * bucket whose ops are all issued gets its event recorded on the compute
+ * stream; the staged run then goes over the buckets' pieces in order,
+ * each bucket's first down-copy waiting on the device for its event, so
+ * the last layers' buckets cross the transport while backward computes
+ * the layers below.  The host waits for the loss only after the sum.
  * Step records carry the transport's byte counters plus, for cuda-ring and
  * nccl, the bytes the devices moved (cuda-ring: exact; nccl: the ring's
  * 2K(N-1)/N, K = 4 * nparams).
@@ -33,8 +42,10 @@
 #include "allreduce.h"
 #include "ar_loop.h"
 #include "clock.h"
+#include "cuda/bucket_plan.h"
 #include "cuda/sg_cuda.h"
 #include "cuda/ring_prims.h"
+#include "opts.h"
 #include "device.h"
 #include "engine.h"
 #include "err.h"
@@ -210,10 +221,23 @@ void sg_ar_dev_destroy(sg_ar_dev_t **pd) {
 
 /* ---- the device ops of the training loop (ar_loop.h) --------------------- */
 
+/* overlap: the plan and the last step's bucket times */
+typedef struct dev_overlap {
+  sg_bucket_t *b;
+  size_t nb, next;          /* buckets; how many are complete (marked) */
+  sg_stage_piece_t *pieces;
+  size_t npieces, done;     /* pieces; how many reduced this step */
+  sg_ar_bucket_time_t *bt;  /* per bucket: ready, start, end (sg_now()) */
+  sg_cuda_stage_t *stage;
+  sg_ar_t *ar;
+} dev_overlap_t;
+
 struct ar_dev_state {
   dev_comm_t dc;
   float *dp, *dg, *dv;    /* params, grad, momentum on the device */
   double mu, wd;          /* momentum, weight_decay: the settings table's */
+  dev_overlap_t ov;
+  sg_ar_shard_t sh;       /* update: sharded (dv then holds the owned ranges' momentum) */
 };
 
 static int cuda_alloc(ar_loop_t *lp) {
@@ -232,8 +256,203 @@ static int cuda_alloc(ar_loop_t *lp) {
   return SG_OK;
 }
 
+/* ---- overlap with backprop (bucket_plan.h) ------------------------------ */
+
+int sg_ar_dev_check_overlap(const sg_opts_t *o, const sg_ar_cfg_t *c) {
+  if (!c->overlap || !c->device) return SG_OK;
+  static const char *const staged[] = {"ring", "rhd", "tree", NULL};
+  int ok = 0;
+  for (int i = 0; staged[i]; i++) ok |= !strcmp(c->algorithm, staged[i]);
+  if (!ok)
+    return sg_err_set(SG_ECONFIG, "overlap: true with device cuda runs the host-staged ring, "
+                      "rhd and tree; %s has no bucket hand-over on the device", c->algorithm);
+  return SG_OK;
+}
+
+/* backward issued the op completing grad[off, off+len): mark the buckets
+ * now complete (their events on the compute stream) */
+static int dev_ready(void *arg, size_t off, size_t len) {
+  dev_overlap_t *ov = arg;
+  (void)len;
+  const size_t to = sg_bucket_track(ov->b, ov->nb, ov->next, off);
+  for (; ov->next < to; ov->next++) SG_CHECK(sg_cuda_stage_mark(ov->stage, ov->next));
+  return SG_OK;
+}
+
+/* A piece's host reduce (pieces come in order): the bucket's times. */
+static int piece_reduce(void *arg, float *host, size_t len) {
+  dev_overlap_t *ov = arg;
+  sg_ar_bucket_time_t *t = &ov->bt[ov->pieces[ov->done].bucket];
+  const double t0 = sg_now();
+  if (t->off == ov->pieces[ov->done].off) t->ready = t->start = t0; /* its down-copy is done */
+  int rc = sg_ar_run(ov->ar, host, len);
+  t->end = sg_now();
+  ov->done++;
+  return rc;
+}
+
+/* The host overlap's buckets of the device model (bucket_plan.h) and
+ * their pieces of at most one staging slot. */
+static int overlap_plan(ar_loop_t *lp, dev_overlap_t *ov) {
+  const struct sg_cuda_wl *cw = sg_workload_device(lp->wl);
+  size_t bucket = (size_t)lp->cfg.bucket / sizeof(float);
+  ov->nb = sg_cuda_wl_buckets(cw, bucket ? bucket : 1, NULL, 0);
+  ov->b = calloc(ov->nb ? ov->nb : 1, sizeof *ov->b);
+  ov->bt = calloc(ov->nb ? ov->nb : 1, sizeof *ov->bt);
+  if (!ov->b || !ov->bt || !ov->nb) return sg_err_set(SG_ENOMEM, "overlap: no memory for the plan");
+  sg_cuda_wl_buckets(cw, bucket ? bucket : 1, ov->b, ov->nb);
+  size_t cf = (size_t)lp->cfg.stage_chunk / sizeof(float);
+  ov->npieces = sg_bucket_pieces(ov->b, ov->nb, cf ? cf : 1, NULL, 0);
+  if (!(ov->pieces = calloc(ov->npieces, sizeof *ov->pieces)))
+    return sg_err_set(SG_ENOMEM, "overlap: no memory for the plan");
+  sg_bucket_pieces(ov->b, ov->nb, cf ? cf : 1, ov->pieces, ov->npieces);
+  for (size_t i = 0; i < ov->nb; i++)
+    ov->bt[i] = (sg_ar_bucket_time_t){.off = ov->b[i].off, .len = ov->b[i].len};
+  return SG_OK;
+}
+
+/* The staging of the host algorithm (staged_setup) with one event per
+ * bucket, and the device model's hand-over; not for N = 1 (nothing to
+ * reduce), as on the host. */
+static int overlap_new(ar_loop_t *lp) {
+  struct ar_dev_state *d = lp->dev;
+  dev_overlap_t *ov = &d->ov;
+  if (!lp->cfg.overlap || lp->ctx->size == 1) return SG_OK;
+  SG_CHECK(sg_ar_dev_check_overlap(lp->ctx->opts, &lp->cfg));
+  SG_CHECK(overlap_plan(lp, ov));
+  ov->stage = d->dc.stage;
+  ov->ar = d->dc.ar;
+  SG_CHECK(sg_cuda_stage_buckets(ov->stage, ov->nb));
+  SG_CHECK(sg_cuda_wl_set_ready(sg_workload_device(lp->wl), dev_ready, ov));
+  lp->overlapped = 1;
+  return SG_OK;
+}
+
+static void overlap_free(dev_overlap_t *ov) {
+  free(ov->b);
+  free(ov->bt);
+  free(ov->pieces);
+}
+
+/* Backward issued (events marked as it goes), then the pieces staged as
+ * their events pass, then the loss.  *t_grad: when the last bucket's
+ * first piece came down (backward had ended on the device). */
+static int cuda_overlap(ar_loop_t *lp, int64_t step, double *loss, double *t_grad) {
+  struct ar_dev_state *d = lp->dev;
+  dev_overlap_t *ov = &d->ov;
+  ov->next = ov->done = 0;
+  SG_CHECK(sg_workload_grad_device(lp->wl, d->dp, d->dg, step, loss));
+  if (ov->next != ov->nb)
+    return sg_err_set(SG_EINTERNAL, "overlap: backward completed %zu of %zu buckets", ov->next,
+                      ov->nb);
+  SG_CHECK(sg_cuda_stage_run_pieces(ov->stage, d->dg, ov->pieces, ov->npieces, piece_reduce, ov));
+  SG_CHECK(sg_cuda_wl_loss(sg_workload_device(lp->wl), loss));
+  *t_grad = ov->bt[ov->nb - 1].ready;
+  lp->bt = ov->bt;
+  lp->nbt = ov->nb;
+  lp->dev_bytes = 0;
+  return SG_OK;
+}
+
+/* ---- update: sharded (ar_loop.h) ---------------------------------------- */
+
+size_t sg_ar_shard_cap(size_t n, size_t chunk, int nranks) {
+  size_t cap = 0;
+  for (size_t off = 0; off < n; off += chunk) {
+    const size_t len = n - off < chunk ? n - off : chunk;
+    cap += (len + (size_t)nranks - 1) / (size_t)nranks;
+  }
+  return cap;
+}
+
+int sg_ar_shard_init(sg_ar_shard_t *sh, sg_ar_t *ar, size_t chunk, size_t scap,
+                     const sg_ar_shard_ops_t *ops) {
+  *sh = (sg_ar_shard_t){.ar = ar, .ops = *ops, .chunk = chunk, .scap = scap};
+  sh->sum = malloc(chunk * sizeof *sh->sum);
+  sh->pslot = malloc(chunk * sizeof *sh->pslot);
+  if (!sh->sum || !sh->pslot)
+    return sg_err_set(SG_ENOMEM, "update: sharded: no memory for two chunks of %zu floats", chunk);
+  return SG_OK;
+}
+
+void sg_ar_shard_begin(sg_ar_shard_t *sh) {
+  sh->chunk_off = sh->soff = 0;
+  sh->rc = SG_OK;
+}
+
+/* The ring's owner callback: the segment's sum, its update on the device. */
+static void shard_update(void *arg, size_t off, size_t len, const float *recv) {
+  sg_ar_shard_t *sh = arg;
+  if (sh->rc) return;
+  if (sh->soff + len > sh->scap) {
+    sh->rc = sg_err_set(SG_EINTERNAL, "update: sharded: owned floats past the shard's %zu",
+                        sh->scap);
+    return;
+  }
+  const float *g = sh->cur + off;
+  for (size_t i = 0; i < len; i++) sh->sum[i] = recv ? g[i] + recv[i] : g[i];
+  const size_t upd = sh->plant && len ? len - 1 : len; /* planted: one float short */
+  for (size_t i = upd; i < len; i++) sh->pslot[off + i] = 0; /* what a missed update leaves */
+  if (upd) sh->rc = sh->ops.update(sh->ops.ctx, sh->chunk_off + off, upd, sh->soff, sh->sum,
+                                   sh->pslot + off);
+  sh->soff += len;
+}
+
+int sg_ar_shard_reduce(void *arg, float *slot, size_t len) {
+  sg_ar_shard_t *sh = arg;
+  sh->cur = slot;
+  SG_CHECK(sg_ar_run_update(sh->ar, slot, sh->pslot, len, shard_update, sh));
+  if (sh->rc) return sh->rc;
+  memcpy(slot, sh->pslot, len * sizeof *slot); /* the parameters go up */
+  sh->chunk_off += len;
+  return SG_OK;
+}
+
+void sg_ar_shard_free(sg_ar_shard_t *sh) {
+  free(sh->sum);
+  free(sh->pslot);
+  sh->sum = sh->pslot = NULL;
+}
+
+/* The device's part: the sum up, the optimizer on the range (momentum at
+ * soff of the shard's vector), the parameters down. */
+static int dev_shard_update(void *ctx, size_t off, size_t len, size_t soff, const float *sum,
+                            float *out) {
+  ar_loop_t *lp = ctx;
+  struct ar_dev_state *d = lp->dev;
+  SG_CHECK(sg_cuda_put(d->dg + off, sum, len));
+  SG_CHECK(sg_cuda_sgd(d->dp + off, d->dg + off, d->dv ? d->dv + soff : NULL, len, lp->scale,
+                       (float)sg_optim_lr(lp->opt, lp->step), (float)d->wd, (float)d->mu));
+  return sg_cuda_get(out, d->dp + off, len);
+}
+
+/* update: sharded on the device: the host-staged ring, N > 1; the
+ * momentum for the owned ranges only (replacing the whole vector's). */
+static int shard_new(ar_loop_t *lp) {
+  struct ar_dev_state *d = lp->dev;
+  if (strcmp(lp->cfg.update, "sharded") != 0 || lp->ctx->size == 1) return SG_OK;
+  if (!d->dc.ar || !sg_ar_can_update(d->dc.ar))
+    return sg_err_set(SG_ECONFIG, "update: sharded on the device needs the host-staged ring "
+                      "with compress none");
+  size_t cf = (size_t)lp->cfg.stage_chunk / sizeof(float);
+  if (cf == 0) cf = 1;
+  if (cf > lp->n && lp->n > 0) cf = lp->n;
+  const size_t cap = sg_ar_shard_cap(lp->n, cf, lp->ctx->size);
+  sg_cuda_free(&d->dv);
+  if (d->mu > 0) {
+    SG_CHECK(sg_cuda_alloc(&d->dv, cap, "the momentum of the owned shard"));
+    SG_CHECK(sg_cuda_zero(d->dv, cap));
+  }
+  const sg_ar_shard_ops_t ops = {lp, dev_shard_update};
+  SG_CHECK(sg_ar_shard_init(&d->sh, d->dc.ar, cf, cap, &ops));
+  lp->sharded = 1;
+  return SG_OK;
+}
+
 static int cuda_comm(ar_loop_t *lp, int64_t segment) {
-  return dc_new(&lp->dev->dc, lp->ctx, &lp->cfg, lp->n, segment);
+  SG_CHECK(dc_new(&lp->dev->dc, lp->ctx, &lp->cfg, lp->n, segment));
+  SG_CHECK(shard_new(lp));
+  return overlap_new(lp);
 }
 
 static int cuda_load(ar_loop_t *lp) { return sg_cuda_put(lp->dev->dp, lp->params, lp->n); }
@@ -242,8 +461,18 @@ static int cuda_grad(ar_loop_t *lp, int64_t step, double *loss) {
   return sg_workload_grad_device(lp->wl, lp->dev->dp, lp->dev->dg, step, loss);
 }
 
+/* sharded: the staged ring updates the owned ranges and moves the
+ * parameters; the gradient vector then holds them, so the two swap. */
 static int cuda_reduce(ar_loop_t *lp) {
-  return dc_run(&lp->dev->dc, lp->ctx->comm, lp->dev->dg, lp->n, &lp->dev_bytes);
+  struct ar_dev_state *d = lp->dev;
+  if (!lp->sharded) return dc_run(&d->dc, lp->ctx->comm, d->dg, lp->n, &lp->dev_bytes);
+  lp->dev_bytes = 0;
+  sg_ar_shard_begin(&d->sh);
+  SG_CHECK(sg_cuda_stage_run(d->dc.stage, d->dg, lp->n, sg_ar_shard_reduce, &d->sh));
+  float *t = d->dp;
+  d->dp = d->dg;
+  d->dg = t;
+  return SG_OK;
 }
 
 /* One kernel: the 1/N scale and optim.c's update. */
@@ -259,6 +488,9 @@ static int cuda_view(ar_loop_t *lp) { return sg_cuda_get(lp->params, lp->dev->dp
 static void cuda_fini(ar_loop_t *lp) {
   struct ar_dev_state *d = lp->dev;
   if (d) {
+    if (d->ov.stage) sg_cuda_wl_set_ready(sg_workload_device(lp->wl), NULL, NULL);
+    overlap_free(&d->ov);
+    sg_ar_shard_free(&d->sh);
     dc_destroy(&d->dc);
     sg_cuda_free(&d->dp);
     sg_cuda_free(&d->dg);
@@ -272,5 +504,6 @@ static void cuda_fini(ar_loop_t *lp) {
 const ar_mem_ops_t sg_ar_mem_cuda = {
     .name = "cuda", .info_key = "device", .info = sg_device_build,
     .alloc = cuda_alloc, .comm = cuda_comm, .load = cuda_load, .grad = cuda_grad,
-    .reduce = cuda_reduce, .apply = cuda_apply, .view = cuda_view, .fini = cuda_fini,
+    .reduce = cuda_reduce, .apply = cuda_apply, .overlap = cuda_overlap, .view = cuda_view,
+    .fini = cuda_fini,
 };

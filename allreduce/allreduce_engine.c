@@ -23,7 +23,9 @@
  * overlap: true (overlap.h) replaces "grad, barrier, allreduce" by a
  * compute thread that runs backward and hands the gradient over in
  * buckets of `bucket` bytes, last layer first, while this thread
- * allreduces each bucket as it comes: compute_s ends with backward,
+ * allreduces each bucket as it comes (device: cuda, allreduce_device.c:
+ * the same buckets, backward issued with an event per bucket and the
+ * staged copies waiting for them on the device): compute_s ends with backward,
  * comm_s is the allreduce time left after it (the exposed part), wait_s
  * is 0 (no barrier; waiting for a slow rank happens inside comm_s).
  *
@@ -56,10 +58,10 @@ const sg_setting_t sg_ar_options[] = {
   {"segment", SG_T_INT, "0", "ring, rhd, tree, hier: pipeline segment in bytes (K/M suffixes; 0 = auto: 4M for zmq over ipc with zmq_cma on, 256K for zmq with CURVE, else 1M); cuda-ring: the chunk of a ring step (0 = 1M)", NULL, 0, 1 << 30, SG_S_ENGINE},
   {"compress", SG_T_ENUM, "none", "gradient compression on the wire: none; fp16 (ring, rhd, also host-staged with device cuda: IEEE halves on the wire, sums in float32; every replica keeps the rounded sum); topk (device cpu: the topk fraction of largest entries as index/value pairs, allgathered around the ring, the rest carried over as error feedback)", "none|fp16|topk", 1, 0, SG_S_ENGINE},
   {"topk", SG_T_FLOAT, "0.01", "compress: topk: fraction of the gradient's entries each rank sends per step", NULL, 1e-6, 1, SG_S_ENGINE},
-  {"overlap", SG_T_BOOL, "false", "allreduce the gradient in buckets while backward still computes the layers below (a compute thread runs backward; the rank's thread runs the allreduce); device cpu, compress none|fp16", NULL, 1, 0, SG_S_ENGINE},
+  {"overlap", SG_T_BOOL, "false", "allreduce the gradient in buckets while backward still computes the layers below (device cpu: a compute thread runs backward, the rank's thread the allreduce; device cuda: host-staged ring, rhd or tree, each bucket's copies waiting on the device for backward's event); compress none|fp16", NULL, 1, 0, SG_S_ENGINE},
   {"bucket", SG_T_INT, "512K", "overlap: bytes of gradient gathered before a bucket is allreduced (K/M suffixes)", NULL, 4, 1 << 30, SG_S_ENGINE},
   {"bucket_every", SG_T_INT, "50", "record the gradient's buckets (when backward handed each over, when its allreduce started and ended; table buckets) on every bucket_every-th step from step 0; 0 = never. Without overlap the whole gradient is one bucket", NULL, 0, 1e9, SG_S_ENGINE},
-  {"update", SG_T_ENUM, "auto", "where the optimizer runs: replicated (every rank updates the whole vector after the allreduce); sharded (ring, device cpu, compress none, no overlap: each rank updates the 1/N of the vector whose sum it completes, inside the reduce-scatter, and the allgather moves parameters instead of sums); auto = sharded where it applies, else replicated", "auto|sharded|replicated", 1, 0, SG_S_ENGINE},
+  {"update", SG_T_ENUM, "auto", "where the optimizer runs: replicated (every rank updates the whole vector after the allreduce); sharded (ring, compress none, no overlap: each rank updates the 1/N of the vector whose sum it completes, inside the reduce-scatter, and the allgather moves parameters instead of sums; device cuda: the host-staged ring, the owner's update runs on the device and the momentum exists for its shard only); auto = sharded where it applies on device cpu, else replicated (device cuda: replicated)", "auto|sharded|replicated", 1, 0, SG_S_ENGINE},
   {"cuda_ring", SG_T_ENUM, "staged", "algorithm cuda-ring: staged (one kernel and one host synchronization per ring primitive, flow control over the transport) or persistent (one kernel per allreduce, flow control by flags in device memory)", "staged|persistent", 1, 0, SG_S_ENGINE},
   {"stage_chunk", SG_T_INT, "4M", "device cuda with ring/rhd/native: bytes per chunk copied between device and host, overlapped with the transport", NULL, 4, 1 << 30, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
@@ -92,13 +94,12 @@ static int ar_check_transport(const sg_opts_t *o, const char *transport) {
   if (c.device && !strcmp(compress, "topk"))
     return sg_err_set(SG_ECONFIG, "compress: topk needs device cpu (its selection and error "
                       "feedback run on host vectors); device cuda has none and fp16");
-  if (c.overlap && (!strcmp(compress, "topk") || c.device))
-    return sg_err_set(SG_ECONFIG, "overlap: true needs device cpu (the device model's backward "
-                      "hands over no buckets) and compress none or fp16");
-  if (!strcmp(c.update, "sharded") &&
-      (!ring || strcmp(compress, "none") != 0 || c.overlap || c.device))
-    return sg_err_set(SG_ECONFIG, "update: sharded needs algorithm ring, device cpu, compress "
-                      "none and overlap false");
+  if (c.overlap && !strcmp(compress, "topk"))
+    return sg_err_set(SG_ECONFIG, "overlap: true needs compress none or fp16");
+  SG_CHECK(sg_ar_dev_check_overlap(o, &c));
+  if (!strcmp(c.update, "sharded") && (!ring || strcmp(compress, "none") != 0 || c.overlap))
+    return sg_err_set(SG_ECONFIG, "update: sharded needs algorithm ring (device cuda: the "
+                      "host-staged ring), compress none and overlap false");
   if (c.segment > 0 && c.segment < 4)
     return sg_err_set(SG_ECONFIG, "segment: %lld bytes is less than one float (4; 0 = auto)",
                       (long long)c.segment);
@@ -147,6 +148,7 @@ static int host_comm(ar_loop_t *lp, int64_t segment) {
   sg_ar_set_group(lp->ar, (int)sg_ar_cfg_group(c, comm));
   SG_CHECK(compress_new(lp->ctx, c, lp->ar, lp->n, &lp->tk));
   SG_CHECK(overlap_new(lp));
+  lp->overlapped = lp->ov != NULL;
   lp->sharded = comm->size > 1 && strcmp(c->update, "replicated") != 0 && !lp->ov && !lp->tk &&
                 sg_ar_can_update(lp->ar); /* N = 1: the whole update, booked as compute */
   return SG_OK;
@@ -176,6 +178,10 @@ static int host_reduce(ar_loop_t *lp) {
                      : sg_ar_run(lp->ar, lp->grad, lp->n);
 }
 
+static int host_overlap(ar_loop_t *lp, int64_t step, double *loss, double *t_grad) {
+  return sg_ar_overlap_step(lp->ov, lp->params, lp->grad, step, loss, t_grad);
+}
+
 static int host_apply(ar_loop_t *lp, int64_t step) {
   sg_optim_apply_range(lp->opt, lp->params, lp->grad, 0, lp->n, lp->scale, step);
   return SG_OK;
@@ -192,7 +198,8 @@ static void host_fini(ar_loop_t *lp) {
 const ar_mem_ops_t sg_ar_mem_host = {
     .name = "host", .info_key = "blas", .info = sg_blas_info,
     .alloc = host_alloc, .comm = host_comm, .load = host_load, .grad = host_grad,
-    .reduce = host_reduce, .apply = host_apply, .view = host_load, .fini = host_fini,
+    .reduce = host_reduce, .apply = host_apply, .overlap = host_overlap, .view = host_load,
+    .fini = host_fini,
 };
 
 /* ---- the loop --------------------------------------------------------- */
@@ -223,7 +230,7 @@ static int grad_then_reduce(ar_loop_t *lp, sg_step_rec_t *s, double t) {
  * for inside the allreduce and lands in comm_s (wait_s 0). */
 static int grad_overlapped(ar_loop_t *lp, sg_step_rec_t *s, double t) {
   double tg = t;
-  SG_CHECK(sg_ar_overlap_step(lp->ov, lp->params, lp->grad, s->step, &s->loss, &tg));
+  SG_CHECK(lp->mem->overlap(lp, s->step, &s->loss, &tg));
   s->compute_s = tg - t;
   s->wait_s = 0;
   s->comm_s = sg_now() - tg;
@@ -236,6 +243,7 @@ static int send_buckets(ar_loop_t *lp, int64_t step, double t) {
   size_t nb = 1;
   sg_ar_bucket_time_t one = {0, lp->n, lp->t_ready, lp->t_ar0, lp->t_ar1};
   const sg_ar_bucket_time_t *b = lp->ov ? sg_ar_overlap_buckets(lp->ov, &nb) : &one;
+  if (lp->bt) b = lp->bt, nb = lp->nbt; /* the device overlap's */
   for (size_t i = 0; i < nb; i++) {
     sg_bucket_rec_t r = {.step = step, .bucket = (int32_t)i, .nbuckets = (int32_t)nb,
                          .offset = b[i].off, .floats = b[i].len, .ready_s = b[i].ready - t,
@@ -263,7 +271,7 @@ static int ar_step(ar_loop_t *lp, sg_trainlog_t *log, int64_t step, int64_t spe)
   double t = sg_now();
   sg_engine_delay(ctx, step);
   lp->dev_bytes = 0;
-  SG_CHECK(lp->ov ? grad_overlapped(lp, &s, t) : grad_then_reduce(lp, &s, t));
+  SG_CHECK(lp->overlapped ? grad_overlapped(lp, &s, t) : grad_then_reduce(lp, &s, t));
   SG_CHECK(apply_and_view(lp, log, &s));
   s.bytes_sent = bytes_moved(ctx->comm, &r1) - s0 + lp->dev_bytes;
   s.bytes_recv = r1 - r0 + lp->dev_bytes;

@@ -15,8 +15,14 @@
  *                                                nccl)
  *   load     -                                   params host -> device
  *   grad     sg_workload_grad                    sg_workload_grad_device
- *   reduce   sg_ar_run | _run_update | topk      the device summation
+ *   reduce   sg_ar_run | _run_update | topk      the device summation (sharded:
+ *                                                the staged ring, the owner's
+ *                                                update on the device)
  *   apply    sg_optim_apply_range                sg_cuda_sgd (1/N folded in)
+ *   overlap  sg_ar_overlap_step (overlap.h)      backward issued with an event
+ *                                                per bucket, the buckets'
+ *                                                pieces staged as each event
+ *                                                passes (host-staged rows)
  *   view     -                                   params device -> host
  *   fini     frees what alloc and comm made      the same
  *
@@ -31,6 +37,7 @@
 
 #include "allreduce.h"
 #include "engine.h"
+#include "overlap.h"
 
 struct sg_topk;
 struct sg_ar_overlap;
@@ -48,11 +55,58 @@ typedef struct ar_mem_ops {
   int (*grad)(ar_loop_t *lp, int64_t step, double *loss);
   int (*reduce)(ar_loop_t *lp);
   int (*apply)(ar_loop_t *lp, int64_t step);
+  /* overlap: grad and sum in one, buckets reduced while backward runs;
+   * *t_grad: sg_now() when backward was seen to end */
+  int (*overlap)(ar_loop_t *lp, int64_t step, double *loss, double *t_grad);
   int (*view)(ar_loop_t *lp);
   void (*fini)(ar_loop_t *lp);
 } ar_mem_ops_t;
 
 extern const ar_mem_ops_t sg_ar_mem_host, sg_ar_mem_cuda;
+
+/* overlap: true with device: cuda (allreduce_device.c): taken for the
+ * host-staged ring, rhd and tree (every model the device runs); one line
+ * for the other algorithms. */
+int sg_ar_dev_check_overlap(const sg_opts_t *o, const sg_ar_cfg_t *c);
+
+/* update: sharded with device: cuda (allreduce_device.c), host-staged
+ * ring, plain C so that the CPU twin runs it with a simulated device.
+ * Each staged chunk of the gradient is summed by the ring with the
+ * sharded update (sg_ar_run_update): the owner of each segment forms its
+ * sum (own part + the part received, the host update's one addition),
+ * ops.update uploads it and runs the optimizer on the device for that
+ * range only -- the momentum lives for the owned ranges alone, packed in
+ * the order the ring hands them over (soff) -- and downloads the updated
+ * parameters into the chunk's parameter slot, which the ring's allgather
+ * then moves instead of sums; the chunk's slot goes back up holding the
+ * parameters.  After the run the device gradient vector holds the new
+ * parameters (the caller swaps the two vectors). */
+typedef struct sg_ar_shard_ops {
+  void *ctx;
+  /* params[off, off+len) -= the update from sum[0, len) (the mean's
+   * scale, lr, momentum at shard offset soff), then copied into out */
+  int (*update)(void *ctx, size_t off, size_t len, size_t soff, const float *sum, float *out);
+} sg_ar_shard_ops_t;
+
+typedef struct sg_ar_shard {
+  sg_ar_t *ar;
+  sg_ar_shard_ops_t ops;
+  float *sum, *pslot;  /* host scratch, one chunk each */
+  const float *cur;    /* the slot being summed */
+  size_t chunk, chunk_off, soff, scap;
+  int rc, plant;       /* plant (tests): each owned range's last float not updated */
+} sg_ar_shard_t;
+
+/* Owned floats of a rank over a vector of n staged in chunks (the bound
+ * of the packed momentum): the sum over chunks of ceil(len / N). */
+size_t sg_ar_shard_cap(size_t n, size_t chunk, int nranks);
+int sg_ar_shard_init(sg_ar_shard_t *sh, sg_ar_t *ar, size_t chunk, size_t scap,
+                     const sg_ar_shard_ops_t *ops);
+/* Before each step's staged run. */
+void sg_ar_shard_begin(sg_ar_shard_t *sh);
+/* The staged run's reduce (sg_host_reduce_fn): one chunk. */
+int sg_ar_shard_reduce(void *arg, float *slot, size_t len);
+void sg_ar_shard_free(sg_ar_shard_t *sh);
 
 /* What one training step needs. */
 struct ar_loop {
@@ -67,6 +121,9 @@ struct ar_loop {
   float *params, *grad;     /* host vectors (device: params is the host copy) */
   size_t n;
   int sharded;         /* update: the ring's owners update (sg_ar_run_update) */
+  int overlapped;      /* overlap: the step is mem->overlap (comm decides) */
+  const sg_ar_bucket_time_t *bt; /* device overlap: the last step's buckets */
+  size_t nbt;
   int64_t step;        /* the step being updated (for the update callback) */
   double t_ready, t_ar0, t_ar1; /* no overlap: the gradient's bucket (sg_now()) */
   float scale;         /* 1/N: the sum to the mean gradient */

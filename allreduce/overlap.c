@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "cuda/bucket_plan.h"
 #include "err.h"
 #include "model.h"
 #include "overlap.h"
@@ -41,38 +42,35 @@ struct sg_ar_overlap {
   size_t qcap, qhead, qtail;
   double loss, t_grad;
   char err[1024];
-  /* compute thread only: the range reported but not yet queued */
-  size_t lo, hi;
+  /* compute thread only: the bucket being filled (bucket_plan.h) */
+  sg_bucket_acc_t acc;
 };
 
-static void push_pending(sg_ar_overlap_t *ov) {
-  if (ov->hi == ov->lo) return;
+static void push_bucket(void *arg, size_t off, size_t len) {
+  sg_ar_overlap_t *ov = arg;
   pthread_mutex_lock(&ov->mu);
   if (ov->qtail < ov->qcap)
-    ov->q[ov->qtail++] = (range_t){.off = ov->lo, .len = ov->hi - ov->lo, .ready = sg_now()};
+    ov->q[ov->qtail++] = (range_t){.off = off, .len = len, .ready = sg_now()};
   else
     ov->overflow = 1;
   pthread_cond_broadcast(&ov->cv);
   pthread_mutex_unlock(&ov->mu);
-  ov->hi = ov->lo;
 }
 
 /* The model's hook: ranges come last first and adjoin; a bucket leaves
- * once it holds `bucket` floats. */
+ * once it holds `bucket` floats (bucket_plan.h's grouping, which the
+ * device overlap plans its buckets with). */
 static void on_ready(void *arg, size_t off, size_t len) {
   sg_ar_overlap_t *ov = arg;
-  if (ov->hi != ov->lo && off + len != ov->lo) push_pending(ov);
-  if (ov->hi == ov->lo) ov->hi = off + len;
-  ov->lo = off;
-  if (ov->hi - ov->lo >= ov->bucket) push_pending(ov);
+  sg_bucket_feed(&ov->acc, off, len, push_bucket, ov);
 }
 
 static void run_one(sg_ar_overlap_t *ov) {
   double loss = 0;
-  ov->lo = ov->hi = 0;
+  ov->acc = (sg_bucket_acc_t){.bucket = ov->bucket};
   int rc = sg_workload_grad(ov->wl, ov->params, ov->grad, ov->step, &loss);
   double t = sg_now();
-  if (rc == SG_OK) push_pending(ov);
+  if (rc == SG_OK) sg_bucket_flush(&ov->acc, push_bucket, ov);
   pthread_mutex_lock(&ov->mu);
   ov->rc = rc;
   if (rc) snprintf(ov->err, sizeof ov->err, "%s", sg_err_msg());

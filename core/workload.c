@@ -525,6 +525,7 @@ static void step_indices(sg_workload_t *w, int64_t step) {
 }
 
 int sg_workload_on_device(const sg_workload_t *w) { return w->dev != NULL; }
+struct sg_cuda_wl *sg_workload_device(sg_workload_t *w) { return w->dev; }
 
 int sg_workload_grad_device(sg_workload_t *w, const float *dparams, float *dgrad, int64_t step,
                             double *loss) {

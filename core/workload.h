@@ -95,6 +95,10 @@ int sg_workload_on_device(const sg_workload_t *w);
  * vector).  SG_EINVAL when the workload is not on a device. */
 int sg_workload_grad_device(sg_workload_t *w, const float *dparams, float *dgrad, int64_t step,
                             double *loss);
+/* The device side of the workload (sg_cuda_wl.h), or NULL on the cpu:
+ * for an engine that hands backward's ranges over as they are issued
+ * (allreduce's overlap). */
+struct sg_cuda_wl *sg_workload_device(sg_workload_t *w);
 /* sg_workload_grad_slice with device pointers (a mapreduce task). */
 int sg_workload_grad_slice_device(sg_workload_t *w, const float *dparams, float *dgrad,
                                   int64_t step, int64_t first, int64_t count, double *loss);

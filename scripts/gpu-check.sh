@@ -24,6 +24,10 @@
 #      replica, float32 and fp16 pushes) and mapreduce (the driver on the
 #      host, 2 executors with a device replica), and both engines'
 #      samples/s on the big MLP;
+#   2b'. overlap with backprop and the sharded update on the device
+#      (host-staged ring, 2 ranks): samples/s against the plain ring, and
+#      the parameters after 100 steps against the plain ring's (distance
+#      0 expected: the same sums and update for 2 ranks);
 #   2c. model: cnn on the device: local (samples/s, test accuracy after
 #      2,000 steps) and allreduce ring with 2 ranks; 100 steps against
 #      local on the CPU and the engine's loop against local on the device
@@ -211,6 +215,24 @@ sgrun ps-dev 1 "{engine: ps, servers: 1}" 2 "$BIG" $((BIGB / 2))
 # mapreduce: 2 executors with a device replica (the parameters up, the
 # tasks' sum down), the driver on the host
 sgrun mr-dev 1 "{engine: mapreduce}" 2 "$BIG" $((BIGB / 2))
+# overlap with backprop and the sharded update on the device (host-staged
+# ring, 2 ranks, MPS off): samples/s of 400 steps of the big MLP against
+# the plain host-staged ring under the same settings
+devopt() { # NAME ENGINE
+  cat >"$W/cfg/$1.yaml" <<Y
+name: $1
+workers: 2
+workload: {dataset: fashion-mnist, data_dir: $DATA, model: mlp, hidden: $BIG, batch: $((BIGB / 2)),
+           lr: 0.05, momentum: 0.9, max_steps: 400, seed: 1, eval_every: 200, device: $DEV}
+engines:
+  - $2
+Y
+  part "$1" 60 "$SG" run "$W/cfg/$1.yaml" --db "$W/db/$1.db"
+  sps "$W/db/$1.db" >>"$W/$1.sps"
+}
+devopt ar-ring-base "{engine: allreduce, algorithm: ring}"
+devopt ar-ring-overlap "{engine: allreduce, algorithm: ring, overlap: true}"
+devopt ar-ring-sharded "{engine: allreduce, algorithm: ring, update: sharded}"
 # ---- 2b. the one training loop against local, on the device ------------------------
 # 100 steps of the small MLP with the parameters dumped: local (batch 2b)
 # and allreduce with 2 ranks of batch b through the engine's one loop
@@ -249,6 +271,12 @@ agree ringfp16 "{engine: allreduce, algorithm: ring, compress: fp16}" 2 "$SMALLB
 agree ps "{engine: ps, servers: 1}" 2 "$SMALLB"
 agree psfp16 "{engine: ps, servers: 2, compress: fp16}" 2 "$SMALLB"
 agree mr "{engine: mapreduce}" 2 "$SMALLB"
+# overlap (4 KiB buckets: 2 of the small MLP, the last layer and layer 0)
+# and the sharded update
+# against the plain device ring: for 2 ranks the same sums and the same
+# update kernel, so the parameters must be equal (distance 0)
+agree ringov "{engine: allreduce, algorithm: ring, overlap: true, bucket: 4K}" 2 "$SMALLB"
+agree ringsh "{engine: allreduce, algorithm: ring, update: sharded}" 2 "$SMALLB"
 if [ $DRY -eq 1 ]; then
   skip "allreduce cuda-ring against local"
 else
@@ -286,6 +314,9 @@ cnnrun cnn-ar "{engine: allreduce, algorithm: ring}" 2 64 "$DEV" "$CNNSTEPS" 100
 cnnrun agree-cnn-cpu local 2 32 cpu 100 100 45
 cnnrun agree-cnn-local local 2 32 "$DEV" 100 100 45
 cnnrun agree-cnn-ring "{engine: allreduce, algorithm: ring}" 2 32 "$DEV" 100 100 45
+# overlap with backprop on the CNN (16 KiB buckets: 3 a step): for 2 ranks
+# the same sums as the plain ring, so the same parameters (bound 0)
+cnnrun agree-cnn-ringov "{engine: allreduce, algorithm: ring, overlap: true, bucket: 16K}" 2 32 "$DEV" 100 100 45
 if [ $DRY -eq 1 ]; then
   skip "the CNN with allreduce cuda-ring against local"
 else
@@ -363,6 +394,10 @@ TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-sma
   done
   echo "| sgdlab ps, 1 server (host), 2 workers with a device replica, MPS off | $(med "$W/ps-dev.sps") | 1 | $(ratio "$(med "$W/ps-dev.sps")" "$TB") |"
   echo "| sgdlab mapreduce, driver (host), 2 executors with a device replica, MPS off | $(med "$W/mr-dev.sps") | 1 | $(ratio "$(med "$W/mr-dev.sps")" "$TB") |"
+  BASE=$(med "$W/ar-ring-base.sps")
+  echo "| sgdlab allreduce ring, host-staged, 2 ranks, 400 steps, MPS off (the next two's base) | $BASE | 1 | $(ratio "$BASE" "$TB") |"
+  echo "| same, overlap: true (buckets staged as backward's events pass); vs base $(ratio "$(med "$W/ar-ring-overlap.sps")" "$BASE") | $(med "$W/ar-ring-overlap.sps") | 1 | $(ratio "$(med "$W/ar-ring-overlap.sps")" "$TB") |"
+  echo "| same, update: sharded (owner's update on the device); vs base $(ratio "$(med "$W/ar-ring-sharded.sps")" "$BASE") | $(med "$W/ar-ring-sharded.sps") | 1 | $(ratio "$(med "$W/ar-ring-sharded.sps")" "$TB") |"
   echo "| PyTorch, MLP 784-128-10, batch 64 | $TS | $(vals "$W/torch-small.sps") | 1.00 |"
   echo "| sgdlab local, device $DEV, hidden $SMALL, batch $SMALLB | $LS | $(vals "$W/local-small.sps") | $(ratio "$LS" "$TS") |"
   echo
@@ -389,6 +424,17 @@ TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-sma
     echo "| $e $k, 2 $u of batch $SMALLB vs local batch $((SMALLB * 2)) | $d | $tol | $v |"
   done
   echo
+  echo "| against the plain host-staged ring (hidden $SMALL, 100 steps, device $DEV, 2 ranks) | relative L2 distance of the parameters | bound | verdict |"
+  echo "|---|---:|---:|---|"
+  for k in ringov:overlap ringsh:sharded; do
+    IFS=: read -r a what <<K
+$k
+K
+    d=$(dist "$a" ring)
+    v=$(awk -v d="$d" 'BEGIN {print (d ~ /^[0-9.e+-]+$/ && d + 0 == 0) ? "ok" : "FAIL"}')
+    echo "| allreduce ring, $what | $d | 0 | $v |"
+  done
+  echo
   echo "| the CNN (44,426 params), device $DEV | value | rounds |"
   echo "|---|---:|---|"
   echo "| local, batch 64, $CNNSTEPS steps: samples/s | $(sps "$W/db/cnn-local.db") | 1 |"
@@ -398,14 +444,18 @@ TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-sma
   echo
   echo "| the CNN, 100 steps, 2 workers of batch 32 | relative L2 distance of the parameters | bound | verdict |"
   echo "|---|---:|---:|---|"
-  for k in local:cnn-cpu:1e-2 ring:cnn-local:1e-3 cudaring:cnn-local:1e-3; do
+  for k in local:cnn-cpu:1e-2 ring:cnn-local:1e-3 cudaring:cnn-local:1e-3 ringov:cnn-ring:0; do
     IFS=: read -r a b tol <<K
 $k
 K
     [ -f "$W/agree-cnn-$a.bin" ] || [ $DRY -eq 0 ] || continue
     d=$(dist "cnn-$a" "$b")
     v=$(awk -v d="$d" -v t="$tol" 'BEGIN {print (d ~ /^[0-9.e+-]+$/ && d + 0 <= t + 0) ? "ok" : "FAIL"}')
-    case $a in local) what="local on $DEV vs local on the CPU" ;; *) what="allreduce $a vs local, on $DEV" ;; esac
+    case $a in
+      local) what="local on $DEV vs local on the CPU" ;;
+      ringov) what="allreduce ring with overlap vs the plain ring, on $DEV" ;;
+      *) what="allreduce $a vs local, on $DEV" ;;
+    esac
     echo "| $what | $d | $tol | $v |"
   done
   echo

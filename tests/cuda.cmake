@@ -3,6 +3,10 @@
 # (or in a CPU-only build) must be one line and exit 2 (test_cuda_refuse);
 # the GPU tests skip, visibly, when no CUDA device is present.
 sg_add_test(test_cuda_sched SOURCES test_cuda_sched.c TIMEOUT 120 LABELS cuda INTERNALS allreduce)
+# overlap with backprop on the device: the bucket plan against the host
+# overlap (real overlap.c, N = 2..4 threads), the staged pieces on a lazy
+# simulated device (test_cuda_overlap.c).
+sg_add_test(test_cuda_overlap SOURCES test_cuda_overlap.c TIMEOUT 240 LABELS cuda INTERNALS allreduce)
 sg_add_test(test_cuda_pring SOURCES test_cuda_pring.c TIMEOUT 240 LABELS cuda INTERNALS allreduce)
 sg_add_test(test_cuda_replica SOURCES test_cuda_replica.c TIMEOUT 480 LABELS cuda INTERNALS ps mapreduce)
 # model: cnn on the device: its step and per-thread bodies run by a CPU twin

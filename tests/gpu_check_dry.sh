@@ -32,6 +32,12 @@ grep -Eq '^\| mapreduce mr, 2 executors of batch 64 vs local batch 128 \| [0-9.e
   fail "the mapreduce row does not agree with local"
 grep -Eq '^\| sgdlab mapreduce, driver .*\| [0-9]+ \|' "$T/out.txt" || fail "no mapreduce samples/s row"
 grep -q '^SKIP (dry: no GPU): allreduce cuda-ring against local' "$T/out.txt" || fail "no SKIP line for cuda-ring against local"
+grep -Eq '^\| allreduce ring, overlap \| 0 \| 0 \| ok \|' "$T/out.txt" ||
+  fail "overlap is not equal to the plain ring"
+grep -Eq '^\| allreduce ring, sharded \| 0 \| 0 \| ok \|' "$T/out.txt" ||
+  fail "the sharded update is not equal to the plain ring"
+grep -Eq '^\| same, overlap: true .*\| [0-9]+ \|' "$T/out.txt" || fail "no overlap samples/s row"
+grep -Eq '^\| same, update: sharded .*\| [0-9]+ \|' "$T/out.txt" || fail "no sharded samples/s row"
 grep -Eq '^\| local, batch 64, 30 steps: samples/s \| [0-9]+ \|' "$T/out.txt" || fail "no CNN samples/s row"
 grep -Eq '^\| local, batch 64: test accuracy after 30 steps .*\| 0\.[0-9]+ \|' "$T/out.txt" ||
   fail "no CNN accuracy row"
@@ -42,6 +48,8 @@ grep -Eq '^\| local on cpu vs local on the CPU \| 0 \| 1e-2 \| ok \|' "$T/out.tx
 grep -Eq '^\| allreduce ring vs local, on cpu \| [0-9.e+-]+ \| 1e-3 \| ok \|' "$T/out.txt" ||
   fail "the CNN's ring does not agree with local"
 grep -q '^SKIP (dry: no GPU): the CNN with allreduce cuda-ring' "$T/out.txt" || fail "no SKIP line for the CNN's cuda-ring"
+grep -Eq '^\| allreduce ring with overlap vs the plain ring, on cpu \| 0 \| 0 \| ok \|' "$T/out.txt" ||
+  fail "the CNN with overlap is not equal to the plain ring"
 [ -s "$T/o/table.md" ] || fail "no table.md"
 tar tzf "$T/o/gpu-check-logs.tar.gz" >"$T/list" || fail "no log archive"
 for f in logs/machine.log logs/local-big-1.log logs/bench-step.log logs/ar-ring-mpsoff-1.log; do

@@ -144,7 +144,7 @@ static int bad_unpool(void *ctx, const sg_cnn_conv_t *v, const int32_t *arg, con
 
 static sg_cnn_ops_t twin_ops(twin_t *w) {
   return (sg_cnn_ops_t){t_gemm, t_fill, t_relu, t_relu_back, t_colsum, t_im2col, t_col2im,
-                        t_pool, t_unpool, t_xent, w};
+                        t_pool, t_unpool, t_xent, w, NULL};
 }
 
 /* ---- a net: the host model and the twin on the same parameters --------- */

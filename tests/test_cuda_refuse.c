@@ -161,9 +161,10 @@ TEST(bench_allreduce_device_refusals) {
 /* What the allreduce engine does and does not take with device: cuda,
  * asked of its table's check (the harness calls it after the device
  * check, so on a machine without a GPU `sgdlab run` stops at that one).
- * fp16 on the wire goes through the host-staged ring and rhd; overlap,
- * the sharded update, topk and fp16 on a device algorithm are one line
- * each. */
+ * fp16 on the wire, overlap with backprop (ring, rhd, tree) and the
+ * sharded update (ring) go through the host-staged algorithms; overlap on
+ * another algorithm, the sharded update on a device algorithm or with
+ * overlap, topk and fp16 on a device algorithm are one line each. */
 static const char *ar_check(const char *const *kv) {
   static char msg[512];
   sg_opts_t *o = sg_opts_new();
@@ -182,8 +183,18 @@ TEST(allreduce_device_options_taken_or_one_line) {
   static const char *const fp16_rhd[] = {"device", "cuda", "algorithm", "rhd", "compress", "fp16", NULL};
   CHECK_MSG(!*ar_check(fp16_ring), "fp16 host-staged ring refused: %s", ar_check(fp16_ring));
   CHECK_MSG(!*ar_check(fp16_rhd), "fp16 host-staged rhd refused: %s", ar_check(fp16_rhd));
+  /* overlap with backprop: host-staged algorithms, a dense layer stack */
+  static const char *const ov[][9] = {
+      {"device", "cuda", "algorithm", "ring", "overlap", "true", NULL},
+      {"device", "cuda", "algorithm", "rhd", "overlap", "true", "compress", "fp16", NULL},
+      {"device", "cuda", "algorithm", "ring", "overlap", "true", "model", "softmax", NULL},
+      {"device", "cuda", "algorithm", "tree", "overlap", "true", "model", "cnn", NULL},
+      {"device", "cuda", "algorithm", "ring", "update", "sharded", NULL},
+  };
+  for (size_t i = 0; i < sizeof ov / sizeof *ov; i++)
+    CHECK_MSG(!*ar_check(ov[i]), "overlap / sharded on the device refused: %s", ar_check(ov[i]));
   static const struct {
-    const char *kv[9];
+    const char *kv[11];
     const char *want;
   } no[] = {
       {{"device", "cuda", "algorithm", "cuda-ring", "compress", "fp16", NULL},
@@ -192,10 +203,19 @@ TEST(allreduce_device_options_taken_or_one_line) {
        "compress: fp16 is implemented for algorithms ring and rhd (host-staged)"},
       {{"device", "cuda", "algorithm", "ring", "compress", "topk", NULL},
        "compress: topk needs device cpu"},
-      {{"device", "cuda", "algorithm", "ring", "overlap", "true", NULL},
-       "overlap: true needs device cpu"},
-      {{"device", "cuda", "algorithm", "ring", "update", "sharded", NULL},
-       "update: sharded needs algorithm ring, device cpu"},
+      {{"device", "cuda", "algorithm", "cuda-ring", "overlap", "true", NULL},
+       "overlap: true with device cuda runs the host-staged ring, rhd and tree"},
+      {{"device", "cuda", "algorithm", "nccl", "overlap", "true", NULL},
+       "overlap: true with device cuda runs the host-staged ring, rhd and tree"},
+      {{"device", "cuda", "algorithm", "hier", "overlap", "true", NULL},
+       "overlap: true with device cuda runs the host-staged ring, rhd and tree"},
+      {{"device", "cpu", "algorithm", "ring", "overlap", "true", "compress", "topk", NULL},
+       "overlap: true needs compress none or fp16"},
+      {{"device", "cuda", "algorithm", "cuda-ring", "update", "sharded", NULL},
+       "update: sharded needs algorithm ring (device cuda: the host-staged ring)"},
+      {{"device", "cuda", "algorithm", "ring", "update", "sharded", "overlap", "true", NULL},
+       "update: sharded needs algorithm ring (device cuda: the host-staged ring), compress none "
+       "and overlap false"},
   };
   for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
     const char *m = ar_check(no[i].kv);

@@ -146,7 +146,8 @@ static int sim_bind(void *ctx, float *d, const sg_stage_ops_t **ops) {
   simdev_t *s = ctx;
   s->d = d;
   s->ndown = s->nup = s->down_run = s->up_run = 0;
-  s->ops = (sg_stage_ops_t){s, sim_down, sim_wait_down, sim_reduce, sim_up, sim_finish, sim_slot};
+  s->ops = (sg_stage_ops_t){s, sim_down, sim_wait_down, sim_reduce, sim_up, sim_finish, sim_slot,
+                            NULL};
   *ops = &s->ops;
   return SG_OK;
 }

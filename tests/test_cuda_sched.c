@@ -143,7 +143,8 @@ static long stage_io(size_t count, size_t chunk, int slots, int lazy, int plant,
   s->tri = (float)n * (float)(n + 1) / 2;
   for (size_t i = 0; i < count; i++) s->dev[i] = in ? in[i] : input_at(i, r);
   s->dev[count] = -1; /* guard */
-  const sg_stage_ops_t ops = {s, sim_down, sim_wait_down, sim_reduce, sim_up, sim_finish, NULL};
+  const sg_stage_ops_t ops = {s, sim_down, sim_wait_down, sim_reduce, sim_up, sim_finish, NULL,
+                              NULL};
   int rc = sg_stage_run(&p, &ops);
   if (out && rc == 0) memcpy(out, s->dev, count * sizeof *out);
   for (size_t i = 0; rc == 0 && !out && i < count; i++) wrong += s->dev[i] != expect_at(i, n);

@@ -3,7 +3,9 @@
  * row-major call mapped to column-major by sg_cnn_colmajor: operands and
  * m, n swapped), cuda_cnn_kernels.cu for the rest, cuda_kernels.cu's
  * softmax cross-entropy and row sums for the loss.  Everything runs on the
- * process's stream; the host waits once per call, for the loss. */
+ * process's stream; the host waits once per call, for the loss -- except
+ * with a ready hook (overlap, sg_ccnn_set_ready): then the loss lands in
+ * pinned memory and sg_ccnn_loss waits for it. */
 #include <cublas_v2.h>
 #include <stdlib.h>
 
@@ -19,6 +21,9 @@ struct sg_ccnn {
   sg_cnn_bufs_t b;
   double *row_loss, *sum2; /* per row; [loss sum, correct] */
   int *row_ok;
+  double *hloss;           /* pinned [loss sum, correct]: a deferred loss */
+  sg_ccnn_ready_fn ready;  /* overlap: backward's hand-over, or NULL */
+  void *ready_arg;
   const sg_cublas_api_t *cb;
   cublasHandle_t h;
   int have_h;
@@ -80,9 +85,14 @@ static int xent(void *ctx, float *Z, const int32_t *y, int n, int C, float gscal
   return SG_OK;
 }
 
+static int hand_over(void *ctx, size_t off, size_t len) {
+  sg_ccnn_t *c = ctx;
+  return c->ready(c->ready_arg, off, len);
+}
+
 static sg_cnn_ops_t ops_of(sg_ccnn_t *c) {
   return (sg_cnn_ops_t){gemm, fill_rows, relu, relu_back, colsum, im2col, col2im, pool,
-                        unpool, xent, c};
+                        unpool, xent, c, c->ready ? hand_over : NULL};
 }
 
 static int dev_alloc(void *arg, void **slot, size_t bytes) {
@@ -119,6 +129,11 @@ int sg_ccnn_new(sg_ccnn_t **out, int64_t d, int classes, int max_rows, int tf32)
   SG_TRY(dev_alloc(NULL, (void **)&c->row_loss, (size_t)max_rows * sizeof(double)));
   SG_TRY(dev_alloc(NULL, (void **)&c->row_ok, (size_t)max_rows * sizeof(int)));
   SG_TRY(dev_alloc(NULL, (void **)&c->sum2, 2 * sizeof(double)));
+  if (cudaMallocHost((void **)&c->hloss, 2 * sizeof(double)) != cudaSuccess) {
+    c->hloss = NULL;
+    rc = sg_err_set(SG_ENOMEM, "pinned host memory for the device cnn's loss");
+    goto fail;
+  }
   SG_TRY(sg_cuda_stream(&c->s));
   SG_TRY(sg_cublas(&c->cb));
   SG_TRY(sg_cublas_handle(c->cb, c->s, tf32, &c->h));
@@ -137,12 +152,25 @@ void sg_ccnn_destroy(sg_ccnn_t **pc) {
   cudaFree(c->row_loss);
   cudaFree(c->row_ok);
   cudaFree(c->sum2);
+  if (c->hloss) cudaFreeHost(c->hloss);
   if (c->have_h) c->cb->destroy(c->h);
   free(c);
   *pc = NULL;
 }
 
 size_t sg_ccnn_nparams(const sg_ccnn_t *c) { return c->g.nparams; }
+const sg_cnn_geom_t *sg_ccnn_geom(const sg_ccnn_t *c) { return &c->g; }
+
+void sg_ccnn_set_ready(sg_ccnn_t *c, sg_ccnn_ready_fn fn, void *arg) {
+  c->ready = fn;
+  c->ready_arg = arg;
+}
+
+int sg_ccnn_loss(sg_ccnn_t *c, int n, double *loss) {
+  SG_CU(cudaStreamSynchronize(c->s));
+  *loss = c->hloss[0] / n;
+  return SG_OK;
+}
 
 /* The summed loss and correct rows of the last xent; waits for the stream. */
 static int sums(sg_ccnn_t *c, int n, double out2[2]) {
@@ -164,6 +192,12 @@ int sg_ccnn_grad(sg_ccnn_t *c, const float *P, const float *X, const int32_t *y,
   sg_cnn_ops_t o = ops_of(c);
   SG_CHECK(check_rows(c, n));
   SG_CHECK(sg_cnn_step_grad(&o, &c->g, &c->b, P, X, y, n, dgrad));
+  if (c->ready) { /* deferred: sg_ccnn_loss reads it */
+    SG_CU(sg_k_sum_rows(c->row_loss, c->row_ok, n, c->sum2, c->s));
+    SG_CU(cudaMemcpyAsync(c->hloss, c->sum2, 2 * sizeof(double), cudaMemcpyDeviceToHost, c->s));
+    *loss = 0;
+    return SG_OK;
+  }
   SG_CHECK(sums(c, n, s2));
   *loss = s2[0] / n;
   return SG_OK;

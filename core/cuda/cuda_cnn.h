@@ -26,6 +26,14 @@ size_t sg_ccnn_nparams(const sg_ccnn_t *m);
  * into dgrad (fully overwritten); waits for the stream (the loss). */
 int sg_ccnn_grad(sg_ccnn_t *m, const float *dparams, const float *X, const int32_t *y, int n,
                  float *dgrad, double *loss);
+/* Overlap with backprop: fn(arg, off, len) right after backward issues
+ * the op completing dgrad[off, off+len) (cuda_cnn_step.h's ready); with
+ * fn set, sg_ccnn_grad does not wait (*loss = 0) and sg_ccnn_loss waits
+ * and gives the mean loss of that step's n images. */
+typedef int (*sg_ccnn_ready_fn)(void *arg, size_t off, size_t len);
+void sg_ccnn_set_ready(sg_ccnn_t *m, sg_ccnn_ready_fn fn, void *arg);
+int sg_ccnn_loss(sg_ccnn_t *m, int n, double *loss);
+const sg_cnn_geom_t *sg_ccnn_geom(const sg_ccnn_t *m);
 /* Adds the summed loss and the correct rows of n images. */
 int sg_ccnn_eval(sg_ccnn_t *m, const float *dparams, const float *X, const int32_t *y, int n,
                  double *loss_sum, int64_t *correct);

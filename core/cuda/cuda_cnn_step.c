@@ -55,13 +55,19 @@ int sg_cnn_step_forward(const sg_cnn_ops_t *o, const sg_cnn_geom_t *g, sg_cnn_bu
   return SG_OK;
 }
 
+static int hand_over(const sg_cnn_ops_t *o, size_t off, size_t len) {
+  return o->ready ? o->ready(o->ctx, off, len) : SG_OK;
+}
+
 /* model_cnn.c dense_backward: G is d loss / d Z of layer f, X its input;
  * dX (masked by X > 0 when mask) for the layer below. */
 static int dense_bwd(const sg_cnn_ops_t *o, const sg_cnn_dense_t *f, const float *P,
                      const float *G, const float *X, int n, float *grad, float *dX, int mask) {
   SG_CHECK(o->colsum(o->ctx, G, (size_t)n, f->out, grad + f->offb));
+  SG_CHECK(hand_over(o, f->offb, (size_t)f->out));
   SG_CHECK(o->gemm(o->ctx, 'T', 'N', f->out, f->in, n, G, f->out, X, f->in, 0.0f,
                    grad + f->offW, f->in));
+  SG_CHECK(hand_over(o, f->offW, (size_t)f->out * (size_t)f->in));
   SG_CHECK(o->gemm(o->ctx, 'N', 'N', n, f->in, f->out, G, f->out, P + f->offW, f->in, 0.0f, dX,
                    f->in));
   return mask ? o->relu_back(o->ctx, dX, X, (size_t)n * (size_t)f->in) : SG_OK;
@@ -74,8 +80,10 @@ static int conv_bwd(const sg_cnn_ops_t *o, const sg_cnn_conv_t *v, sg_cnn_bufs_t
   SG_CHECK(o->unpool(o->ctx, v, b->arg[l], b->dp[l], b->dz[l], n));
   SG_CHECK(o->relu_back(o->ctx, b->dz[l], b->z[l], (size_t)M * (size_t)C));
   SG_CHECK(o->colsum(o->ctx, b->dz[l], (size_t)M, C, grad + v->offb));
+  SG_CHECK(hand_over(o, v->offb, (size_t)C));
   SG_CHECK(o->gemm(o->ctx, 'T', 'N', C, v->kkc, M, b->dz[l], C, b->cols[l], v->kkc, 0.0f,
                    grad + v->offW, v->kkc));
+  SG_CHECK(hand_over(o, v->offW, (size_t)C * (size_t)v->kkc));
   if (!dX) return SG_OK;
   SG_CHECK(o->gemm(o->ctx, 'N', 'N', M, v->kkc, C, b->dz[l], C, P + v->offW, v->kkc, 0.0f,
                    b->dcols, v->kkc));

@@ -59,6 +59,10 @@ typedef struct sg_cnn_ops {
    * logits become (softmax - onehot(y)) * gscale */
   int (*xent)(void *ctx, float *Z, const int32_t *y, int n, int C, float gscale, int want_grad);
   void *ctx;
+  /* overlap with backprop (NULL: none): called right after the op that
+   * completes grad[off, off+len) is issued -- per layer from the last, db
+   * then dW, model_cnn.c's hook order; a negative return stops the step */
+  int (*ready)(void *ctx, size_t off, size_t len);
 } sg_cnn_ops_t;
 
 /* Forward of n images X (n x side^2): logits in b->a[SG_CNN_NDENSE - 1]. */

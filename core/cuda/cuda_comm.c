@@ -31,6 +31,8 @@ struct sg_cuda_stage {
   cudaStream_t down, up;
   cudaEvent_t down_done[STAGE_MAX_SLOTS], up_done[STAGE_MAX_SLOTS], start;
   int nev;
+  cudaEvent_t *bucket_ev;               /* overlap: one per bucket */
+  size_t nbucket_ev;
   float *dbuf;                          /* of the call in progress */
   sg_host_reduce_fn reduce;
   void *arg;
@@ -80,6 +82,8 @@ void sg_cuda_stage_destroy(sg_cuda_stage_t **pst) {
     cudaEventDestroy(st->down_done[i]);
     cudaEventDestroy(st->up_done[i]);
   }
+  for (size_t i = 0; i < st->nbucket_ev; i++) cudaEventDestroy(st->bucket_ev[i]);
+  free(st->bucket_ev);
   if (st->start) cudaEventDestroy(st->start);
   if (st->down) cudaStreamDestroy(st->down);
   if (st->up) cudaStreamDestroy(st->up);
@@ -137,7 +141,49 @@ int sg_cuda_stage_run(sg_cuda_stage_t *st, float *dbuf, size_t count, sg_host_re
   st->dbuf = dbuf;
   st->reduce = reduce;
   st->arg = arg;
-  const sg_stage_ops_t ops = {st, st_down, st_wait_down, st_reduce, st_up, st_finish, NULL};
+  const sg_stage_ops_t ops = {st, st_down, st_wait_down, st_reduce, st_up, st_finish, NULL, NULL};
+  return sg_stage_run(&p, &ops);
+}
+
+/* ---- overlap with backprop: pieces of buckets ------------------------ */
+
+int sg_cuda_stage_buckets(sg_cuda_stage_t *st, size_t nbuckets) {
+  if (st->nbucket_ev) return sg_err_set(SG_EINVAL, "staging: buckets already set");
+  st->bucket_ev = calloc(nbuckets ? nbuckets : 1, sizeof *st->bucket_ev);
+  if (!st->bucket_ev) return sg_err_set(SG_ENOMEM, "staging: no memory for %zu events", nbuckets);
+  for (; st->nbucket_ev < nbuckets; st->nbucket_ev++)
+    SG_CU(cudaEventCreateWithFlags(&st->bucket_ev[st->nbucket_ev], cudaEventDisableTiming));
+  return SG_OK;
+}
+
+int sg_cuda_stage_mark(sg_cuda_stage_t *st, size_t bucket) {
+  cudaStream_t s = NULL;
+  if (bucket >= st->nbucket_ev)
+    return sg_err_set(SG_EINVAL, "staging: bucket %zu of %zu", bucket, st->nbucket_ev);
+  SG_CHECK(sg_cuda_stream(&s));
+  SG_CU(cudaEventRecord(st->bucket_ev[bucket], s));
+  return SG_OK;
+}
+
+static int st_ready(void *ctx, long bucket) {
+  sg_cuda_stage_t *st = ctx;
+  if (bucket < 0 || (size_t)bucket >= st->nbucket_ev)
+    return sg_err_set(SG_EINVAL, "staging: bucket %ld of %zu", bucket, st->nbucket_ev);
+  SG_CU(cudaStreamWaitEvent(st->down, st->bucket_ev[bucket], 0));
+  return SG_OK;
+}
+
+int sg_cuda_stage_run_pieces(sg_cuda_stage_t *st, float *dbuf, const sg_stage_piece_t *pieces,
+                             size_t npieces, sg_host_reduce_fn reduce, void *arg) {
+  sg_stage_plan_t p;
+  SG_CHECK(sg_stage_plan_pieces(&p, pieces, npieces, st->chunk, st->slots));
+  /* no wait for the whole stream: each bucket's first copy waits for its
+   * event (st_ready), recorded as backward issued the bucket's last op */
+  st->dbuf = dbuf;
+  st->reduce = reduce;
+  st->arg = arg;
+  const sg_stage_ops_t ops = {st, st_down, st_wait_down, st_reduce, st_up, st_finish, NULL,
+                              st_ready};
   return sg_stage_run(&p, &ops);
 }
 
@@ -411,7 +457,8 @@ static int rdev_bind(void *ctx, float *d, const sg_stage_ops_t **ops) {
   SG_CU(cudaEventRecord(rd->st->start, s));
   SG_CU(cudaStreamWaitEvent(rd->st->down, rd->st->start, 0));
   rd->st->dbuf = d;
-  rd->ops = (sg_stage_ops_t){rd->st, st_down, st_wait_down, st_reduce, st_up, st_finish, st_slot};
+  rd->ops = (sg_stage_ops_t){rd->st, st_down, st_wait_down, st_reduce, st_up, st_finish, st_slot,
+                             NULL};
   *ops = &rd->ops;
   return SG_OK;
 }

@@ -6,6 +6,7 @@
 #include "cuda_impl.h"
 #include "pring_plan.h"
 #include "ring_prim_op.h"
+#include "sgd_op.h"
 
 namespace {
 
@@ -109,17 +110,8 @@ __global__ void gather(const float *X, const int32_t *Y, const uint32_t *idx, in
 __global__ void sgd(float *p, float *g, float *v, size_t n, float gscale, float lr, float wd,
                     float mu) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
-    const float gi = g[i] * gscale;
-    g[i] = gi;
-    if (v) {
-      const float vi = mu * v[i] + gi + wd * p[i];
-      v[i] = vi;
-      p[i] -= lr * vi;
-    } else {
-      p[i] -= lr * (gi + wd * p[i]);
-    }
-  }
+       i += (size_t)gridDim.x * blockDim.x)
+    sg_sgd_apply1(p, g, v, i, gscale, lr, wd, mu);
 }
 
 __global__ void prim(int op, float *x, const float *in, float *out, size_t len) {

@@ -8,6 +8,16 @@
  * cuBLAS is column-major: a row-major C = op(A) op(B) (m x n) is the
  * column-major C^T = op(B)^T op(A)^T, i.e. cublasSgemm with the same op
  * flags, A and B swapped and m and n swapped (gemm_rm below).
+ *
+ * Overlap with backprop (sg_cmodel_set_ready): backward calls the hook
+ * right after it issues the op that completes a range of the gradient on
+ * the stream -- per layer from the last, db (the column sums) and then
+ * the whole dW (one sgemm), the order bucket_plan.h's
+ * sg_bucket_dev_ranges lists -- and the step does not wait for the
+ * stream: the loss is copied into pinned memory and read by
+ * sg_cmodel_loss, after the caller's communication.  The same calls with
+ * or without the hook (db before dW: two ops on disjoint outputs), so the
+ * same bits.
  */
 #include <cublas_v2.h>
 #include <stdio.h>
@@ -26,6 +36,9 @@ struct sg_cmodel {
   float *G[SG_MODEL_MAX_LAYERS];     /* G[l], 1 <= l < L */
   double *row_loss, *sum2;           /* per row; [loss sum, correct] */
   int *row_ok;
+  double *hloss;                     /* pinned [loss sum, correct]: a deferred loss */
+  sg_cmodel_ready_fn ready;          /* overlap: backward's hand-over, or NULL */
+  void *ready_arg;
   const sg_cublas_api_t *cb; /* loaded on first use (cuda_dl.h) */
   cublasHandle_t h;
   int have_h;
@@ -70,6 +83,10 @@ static int alloc_buffers(sg_cmodel_t *m) {
   SG_CHECK(dev_alloc((void **)&m->row_loss, rows * sizeof(double)));
   SG_CHECK(dev_alloc((void **)&m->row_ok, rows * sizeof(int)));
   SG_CHECK(dev_alloc((void **)&m->sum2, 2 * sizeof(double)));
+  if (cudaMallocHost((void **)&m->hloss, 2 * sizeof(double)) != cudaSuccess) {
+    m->hloss = NULL;
+    return sg_err_set(SG_ENOMEM, "pinned host memory for the device model's loss");
+  }
   return SG_OK;
 }
 
@@ -111,6 +128,7 @@ void sg_cmodel_destroy(sg_cmodel_t **pm) {
   cudaFree(m->row_loss);
   cudaFree(m->row_ok);
   cudaFree(m->sum2);
+  if (m->hloss) cudaFreeHost(m->hloss);
   if (m->have_h) m->cb->destroy(m->h);
   free(m);
   *pm = NULL;
@@ -119,6 +137,19 @@ void sg_cmodel_destroy(sg_cmodel_t **pm) {
 size_t sg_cmodel_nparams(const sg_cmodel_t *m) { return m->nparams; }
 size_t sg_cmodel_off_w(const sg_cmodel_t *m, int l) { return m->offW[l]; }
 size_t sg_cmodel_off_b(const sg_cmodel_t *m, int l) { return m->offb[l]; }
+int sg_cmodel_dims(const sg_cmodel_t *m, int64_t *dims) {
+  for (int l = 0; l <= m->L; l++) dims[l] = m->dims[l];
+  return m->L;
+}
+
+void sg_cmodel_set_ready(sg_cmodel_t *m, sg_cmodel_ready_fn fn, void *arg) {
+  m->ready = fn;
+  m->ready_arg = arg;
+}
+
+static int hand_over(sg_cmodel_t *m, size_t off, size_t len) {
+  return m->ready ? m->ready(m->ready_arg, off, len) : SG_OK;
+}
 
 static int forward(sg_cmodel_t *m, const float *P, const float *X, int n, cudaStream_t s) {
   for (int l = 0; l < m->L; l++) {
@@ -159,14 +190,28 @@ int sg_cmodel_grad(sg_cmodel_t *m, const float *P, const float *X, const int32_t
     const int in = (int)m->dims[l], out = (int)m->dims[l + 1];
     const float *Gout = l + 1 == L ? m->A[L] : m->G[l + 1];
     const float *Ain = l == 0 ? X : m->A[l];
-    SG_CHECK(gemm_rm(m->cb, m->h, 'T', 'N', out, in, n, Gout, out, Ain, in, 0.0f, dgrad + m->offW[l], in));
     SG_CU(sg_k_colsum(Gout, n, out, dgrad + m->offb[l], s));
+    SG_CHECK(hand_over(m, m->offb[l], (size_t)out));
+    SG_CHECK(gemm_rm(m->cb, m->h, 'T', 'N', out, in, n, Gout, out, Ain, in, 0.0f, dgrad + m->offW[l], in));
+    SG_CHECK(hand_over(m, m->offW[l], (size_t)out * (size_t)in));
     if (l == 0) break;
     SG_CHECK(gemm_rm(m->cb, m->h, 'N', 'N', n, in, out, Gout, out, P + m->offW[l], in, 0.0f, m->G[l], in));
     SG_CU(sg_k_relu_back(m->G[l], m->A[l], (size_t)n * (size_t)in, s));
   }
+  if (m->ready) { /* deferred: sg_cmodel_loss reads it */
+    SG_CU(sg_k_sum_rows(m->row_loss, m->row_ok, n, m->sum2, s));
+    SG_CU(cudaMemcpyAsync(m->hloss, m->sum2, 2 * sizeof(double), cudaMemcpyDeviceToHost, s));
+    *loss = 0;
+    return SG_OK;
+  }
   SG_CHECK(sums(m, n, s, s2));
   *loss = s2[0] / n;
+  return SG_OK;
+}
+
+int sg_cmodel_loss(sg_cmodel_t *m, int n, double *loss) {
+  SG_CHECK(sg_cuda_sync());
+  *loss = m->hloss[0] / n;
   return SG_OK;
 }
 

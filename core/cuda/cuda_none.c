@@ -52,6 +52,11 @@ int sg_cuda_wl_grad(sg_cuda_wl_t *cw, const float *dparams, float *dgrad, const 
                     int n, double *loss) {
   return NO_CUDA();
 }
+int sg_cuda_wl_set_ready(sg_cuda_wl_t *cw, sg_cuda_ready_fn fn, void *arg) { return NO_CUDA(); }
+int sg_cuda_wl_loss(sg_cuda_wl_t *cw, double *loss) { return NO_CUDA(); }
+size_t sg_cuda_wl_buckets(const sg_cuda_wl_t *cw, size_t bucket, sg_bucket_t *out, size_t cap) {
+  return 0;
+}
 int sg_cuda_wl_grad_host(sg_cuda_wl_t *cw, const float *params, float *grad,
                          const uint32_t *idx, int n, double *loss) {
   return NO_CUDA();
@@ -67,6 +72,12 @@ int sg_cuda_stage_new(sg_cuda_stage_t **out, size_t chunk, int slots) {
 }
 int sg_cuda_stage_run(sg_cuda_stage_t *st, float *dbuf, size_t count, sg_host_reduce_fn reduce,
                       void *arg) {
+  return NO_CUDA();
+}
+int sg_cuda_stage_buckets(sg_cuda_stage_t *st, size_t nbuckets) { return NO_CUDA(); }
+int sg_cuda_stage_mark(sg_cuda_stage_t *st, size_t bucket) { return NO_CUDA(); }
+int sg_cuda_stage_run_pieces(sg_cuda_stage_t *st, float *dbuf, const sg_stage_piece_t *pieces,
+                             size_t npieces, sg_host_reduce_fn reduce, void *arg) {
   return NO_CUDA();
 }
 void sg_cuda_stage_destroy(sg_cuda_stage_t **st) {

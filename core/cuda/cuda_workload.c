@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bucket_plan.h"
 #include "cuda_cnn.h"
 #include "cuda_impl.h"
 #include "cuda_model.h"
@@ -29,6 +30,7 @@ struct sg_cuda_wl {
   uint32_t *didx;                 /* device, max_rows */
   uint32_t *hidx;                 /* pinned host, max_rows */
   float *dparams, *dgrad;         /* for the host-pointer variants */
+  int last_n;                     /* rows of the last gradient (a deferred loss) */
 };
 
 static int upload(void **dst, const void *src, size_t bytes, const char *what) {
@@ -125,8 +127,28 @@ int sg_cuda_wl_grad(sg_cuda_wl_t *w, const float *dparams, float *dgrad, const u
   memcpy(w->hidx, idx, (size_t)n * sizeof *idx);
   SG_CU(cudaMemcpyAsync(w->didx, w->hidx, (size_t)n * sizeof *idx, cudaMemcpyHostToDevice, s));
   SG_CU(sg_k_gather(w->train_x, w->train_y, w->didx, n, w->d, w->xb, w->yb, s));
+  w->last_n = n;
   if (w->cnn) return sg_ccnn_grad(w->cnn, dparams, w->xb, w->yb, n, dgrad, loss);
   return sg_cmodel_grad(w->model, dparams, w->xb, w->yb, n, dgrad, loss);
+}
+
+int sg_cuda_wl_set_ready(sg_cuda_wl_t *w, sg_cuda_ready_fn fn, void *arg) {
+  if (w->cnn) sg_ccnn_set_ready(w->cnn, fn, arg);
+  else sg_cmodel_set_ready(w->model, fn, arg);
+  return SG_OK;
+}
+
+int sg_cuda_wl_loss(sg_cuda_wl_t *w, double *loss) {
+  if (w->last_n < 1) return sg_err_set(SG_EINVAL, "grad: no deferred loss to wait for");
+  if (w->cnn) return sg_ccnn_loss(w->cnn, w->last_n, loss);
+  return sg_cmodel_loss(w->model, w->last_n, loss);
+}
+
+size_t sg_cuda_wl_buckets(const sg_cuda_wl_t *w, size_t bucket, sg_bucket_t *out, size_t cap) {
+  int64_t dims[SG_MODEL_MAX_LAYERS + 1];
+  if (w->cnn) return sg_bucket_plan_cnn(sg_ccnn_geom(w->cnn), bucket, out, cap);
+  const int L = sg_cmodel_dims(w->model, dims);
+  return sg_bucket_plan_mlp(L, dims, bucket, out, cap);
 }
 
 int sg_cuda_wl_grad_host(sg_cuda_wl_t *w, const float *params, float *grad,

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stage_plan.h"
 #include "transport.h"
 
 /* ---- communication of device vectors (cuda_comm.c) --------------------- */
@@ -19,6 +20,17 @@ int sg_cuda_stage_new(sg_cuda_stage_t **out, size_t chunk, int slots);
  * chunk over the host transport in place. */
 int sg_cuda_stage_run(sg_cuda_stage_t *st, float *dbuf, size_t count, sg_host_reduce_fn reduce,
                       void *arg);
+/* Overlap with backprop (stage_plan.h, pieces; bucket_plan.h): one event
+ * per bucket.  sg_cuda_stage_mark records bucket's event on the process
+ * stream (backward has issued the op that completes it);
+ * sg_cuda_stage_run_pieces reduces the pieces in order, the down-copies
+ * of a bucket waiting on the device for its event only, so they run
+ * while backward goes on; returns when every piece is back in dbuf.
+ * Pieces hold at most the stage's chunk. */
+int sg_cuda_stage_buckets(sg_cuda_stage_t *st, size_t nbuckets);
+int sg_cuda_stage_mark(sg_cuda_stage_t *st, size_t bucket);
+int sg_cuda_stage_run_pieces(sg_cuda_stage_t *st, float *dbuf, const sg_stage_piece_t *pieces,
+                             size_t npieces, sg_host_reduce_fn reduce, void *arg);
 void sg_cuda_stage_destroy(sg_cuda_stage_t **st);
 
 /* Device ring within one host (ring_prims.h): inboxes shared by CUDA IPC.

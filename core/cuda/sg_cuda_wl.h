@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bucket_plan.h"
 #include "dataset.h"
 
 /* ---- the workload on the device (cuda_workload.c, cuda_model.c) -------- */
@@ -31,6 +32,18 @@ size_t sg_cuda_wl_nparams(const sg_cuda_wl_t *cw);
  * overwritten. */
 int sg_cuda_wl_grad(sg_cuda_wl_t *cw, const float *dparams, float *dgrad, const uint32_t *idx,
                     int n, double *loss);
+/* Overlap with backprop (cuda_model.h, cuda_cnn.h): fn(arg, off, len) as
+ * backward issues the op that completes dgrad[off, off+len) on the
+ * process stream, descending offsets (bucket_plan.h: sg_bucket_dev_ranges,
+ * sg_bucket_cnn_ranges); with fn set, sg_cuda_wl_grad returns without
+ * waiting (*loss = 0) and sg_cuda_wl_loss waits for the stream and gives
+ * the loss. */
+typedef int (*sg_cuda_ready_fn)(void *arg, size_t off, size_t len);
+int sg_cuda_wl_set_ready(sg_cuda_wl_t *cw, sg_cuda_ready_fn fn, void *arg);
+int sg_cuda_wl_loss(sg_cuda_wl_t *cw, double *loss);
+/* The host overlap's buckets of this model with buckets of `bucket`
+ * floats (bucket_plan.h): how many, written up to cap. */
+size_t sg_cuda_wl_buckets(const sg_cuda_wl_t *cw, size_t bucket, sg_bucket_t *out, size_t cap);
 /* The same with host params and grad (copied through the device). */
 int sg_cuda_wl_grad_host(sg_cuda_wl_t *cw, const float *params, float *grad,
                          const uint32_t *idx, int n, double *loss);

@@ -14,7 +14,34 @@ int sg_stage_plan(sg_stage_plan_t *p, size_t count, size_t chunk, int slots) {
   p->nchunks = count / chunk + (count % chunk != 0);
   p->slots = slots;
   p->plant_bug = 0;
+  p->pieces = NULL;
   return SG_OK;
+}
+
+int sg_stage_plan_pieces(sg_stage_plan_t *p, const sg_stage_piece_t *pieces, size_t npieces,
+                         size_t chunk, int slots) {
+  size_t end = 0;
+  SG_CHECK(sg_stage_plan(p, 0, chunk, slots));
+  for (size_t i = 0; i < npieces; i++) {
+    if (pieces[i].len > chunk)
+      return sg_err_set(SG_EINVAL, "staging: piece %zu holds %zu floats, more than a slot (%zu)",
+                        i, pieces[i].len, chunk);
+    if (pieces[i].off + pieces[i].len > end) end = pieces[i].off + pieces[i].len;
+  }
+  p->count = end;
+  p->nchunks = npieces;
+  p->pieces = pieces;
+  return SG_OK;
+}
+
+/* Pieces plans: before the first piece of a bucket, the down stream waits
+ * for the bucket's event (the planted bug leaves the first one out). */
+static int wait_ready(const sg_stage_plan_t *p, const sg_stage_ops_t *ops, long c) {
+  if (!p->pieces || !ops->ready) return SG_OK;
+  const long b = p->pieces[c].bucket;
+  if (c > 0 && p->pieces[c - 1].bucket == b) return SG_OK;
+  if (p->plant_bug == 2 && b == p->pieces[0].bucket) return SG_OK;
+  return ops->ready(ops->ctx, b);
 }
 
 size_t sg_stage_nsteps(const sg_stage_plan_t *p) { return p->nchunks ? p->nchunks + 1 : 0; }
@@ -28,7 +55,7 @@ void sg_stage_step(const sg_stage_plan_t *p, size_t s, sg_stage_step_t *out) {
   out->up_to = out->up;
   /* Planted bug (tests only): the second chunk's result lands on the
    * first chunk's place. */
-  if (p->plant_bug && out->up == 1) out->up_to = 0;
+  if (p->plant_bug == 1 && out->up == 1) out->up_to = 0;
 }
 
 int sg_stage_run(const sg_stage_plan_t *p, const sg_stage_ops_t *ops) {
@@ -36,9 +63,11 @@ int sg_stage_run(const sg_stage_plan_t *p, const sg_stage_ops_t *ops) {
   for (size_t s = 0; s < steps; s++) {
     sg_stage_step_t st;
     sg_stage_step(p, s, &st);
-    if (st.down >= 0)
+    if (st.down >= 0) {
+      SG_CHECK(wait_ready(p, ops, st.down));
       SG_CHECK(ops->down(ops->ctx, sg_stage_slot(p, st.down), sg_stage_off(p, st.down),
                          sg_stage_len(p, st.down), st.down_after));
+    }
     if (st.reduce >= 0) {
       const int slot = sg_stage_slot(p, st.reduce);
       SG_CHECK(ops->wait_down(ops->ctx, slot));

@@ -22,6 +22,14 @@
  *   step 2:  down 2 -> slot 0, after up 0;  reduce 1 (slot 1);  up 1
  *   step 3:                      reduce 2 (slot 0);   up 2
  *
+ * Pieces instead of chunks (overlap with backprop, bucket_plan.h): the
+ * same steps over a list of pieces of at most `chunk` floats each, in the
+ * list's order; piece c carries the bucket it belongs to, and before the
+ * down-copy of a bucket's first piece the down stream waits for that
+ * bucket's event (ops->ready: backward has issued the op that completes
+ * the bucket), so a copy never reads gradient that backward has not yet
+ * written, while backward goes on with the layers below.
+ *
  * The plan is plain C: sg_stage_run drives it through an ops table, the
  * CUDA layer (cuda_comm.c) and the CPU tests (tests/test_cuda_sched.c,
  * with copies that complete as late as allowed) alike. */
@@ -30,12 +38,20 @@
 
 #include <stddef.h>
 
+/* A piece of a pieces plan: floats [off, off+len) of bucket `bucket`. */
+typedef struct sg_stage_piece {
+  size_t off, len;
+  long bucket;
+} sg_stage_piece_t;
+
 typedef struct sg_stage_plan {
   size_t count;   /* floats in the device buffer */
   size_t chunk;   /* floats per chunk (the last one may be shorter) */
-  size_t nchunks; /* ceil(count / chunk); 0 when count == 0 */
+  size_t nchunks; /* ceil(count / chunk); 0 when count == 0 (pieces: their number) */
   int slots;      /* pinned host buffers of `chunk` floats, >= 2 */
-  int plant_bug;  /* tests only: one up-copy goes to the wrong chunk */
+  int plant_bug;  /* tests only: 1 = one up-copy goes to the wrong chunk;
+                     2 = the first bucket's ready wait is left out */
+  const sg_stage_piece_t *pieces; /* NULL: chunks of `chunk` floats */
 } sg_stage_plan_t;
 
 /* What step s does, in this order: -1 = nothing. */
@@ -50,10 +66,18 @@ typedef struct sg_stage_step {
 /* SG_EINVAL for chunk 0 or slots < 2. */
 int sg_stage_plan(sg_stage_plan_t *p, size_t count, size_t chunk, int slots);
 /* nchunks + 1 steps, or 0 when there is nothing to reduce. */
+/* A plan over npieces pieces of at most `chunk` floats each (the caller
+ * keeps `pieces`); count = the highest end of a piece.  SG_EINVAL for a
+ * longer piece, chunk 0 or slots < 2. */
+int sg_stage_plan_pieces(sg_stage_plan_t *p, const sg_stage_piece_t *pieces, size_t npieces,
+                         size_t chunk, int slots);
 size_t sg_stage_nsteps(const sg_stage_plan_t *p);
 void sg_stage_step(const sg_stage_plan_t *p, size_t s, sg_stage_step_t *out);
-static inline size_t sg_stage_off(const sg_stage_plan_t *p, long c) { return (size_t)c * p->chunk; }
+static inline size_t sg_stage_off(const sg_stage_plan_t *p, long c) {
+  return p->pieces ? p->pieces[c].off : (size_t)c * p->chunk;
+}
 static inline size_t sg_stage_len(const sg_stage_plan_t *p, long c) {
+  if (p->pieces) return p->pieces[c].len;
   size_t off = sg_stage_off(p, c);
   return p->count - off < p->chunk ? p->count - off : p->chunk;
 }
@@ -71,6 +95,8 @@ typedef struct sg_stage_ops {
   int (*up)(void *ctx, int slot, size_t off, size_t len, long chunk); /* async */
   int (*finish)(void *ctx);                                  /* every up done */
   float *(*slot)(void *ctx, int slot); /* one-way runs: the slot's host memory */
+  /* pieces plans: the down stream's next copies wait for bucket's event */
+  int (*ready)(void *ctx, long bucket);
 } sg_stage_ops_t;
 
 /* Run the plan's steps through ops. */
