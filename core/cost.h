@@ -50,6 +50,11 @@ typedef struct sg_cost_case {
    * --what-if`, which no run recorded.  Only the case's label reads it. */
   const char *transport;
   int overlap; /* allreduce: `overlap: true` (no barrier before the sum) */
+  /* Bytes below which a send returns before its bytes have gone (an MPI
+   * library's eager protocol; under SimGrid smpi/send-is-detached-thresh,
+   * 64 KiB): a sync ps server's replies below it leave at once and end
+   * together instead of one after another.  0: every reply in turn. */
+  double eager;
 } sg_cost_case_t;
 
 /* What a formula says about one step. */
@@ -58,6 +63,11 @@ typedef struct sg_cost_split {
   double cpu_s;      /* kappa * cpu_bytes / cores */
   double link_bytes; /* busiest link, one direction */
   double cpu_bytes;  /* sent + received by every process together */
+  /* Seconds of link_s in which a worker's compute runs without holding
+   * the step up (a sync ps: the server still answers and hears the other
+   * workers), so the step is the hub's compute + link_s + max(0, the
+   * worker's compute - overlap_s); 0: compute and communication add. */
+  double overlap_s;
 } sg_cost_split_t;
 
 /* An engine's formula: the links' seconds of one step of c under p, with
