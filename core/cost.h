@@ -50,10 +50,13 @@ typedef struct sg_cost_case {
    * --what-if`, which no run recorded.  Only the case's label reads it. */
   const char *transport;
   int overlap; /* allreduce: `overlap: true` (no barrier before the sum) */
-  /* Bytes below which a send returns before its bytes have gone (an MPI
-   * library's eager protocol; under SimGrid smpi/send-is-detached-thresh,
-   * 64 KiB): a sync ps server's replies below it leave at once and end
-   * together instead of one after another.  0: every reply in turn. */
+  /* An MPI transport's eager size: bytes below which a send returns
+   * before its bytes have gone (under SimGrid smpi/send-is-detached-thresh,
+   * 64 KiB).  A sync ps server's replies below it leave at once and end
+   * together; larger ones block it one after another, so it takes no push
+   * while it replies.  0: neither (every reply in turn, and the first
+   * worker's next push comes in during the others' replies, as measured
+   * over ZeroMQ). */
   double eager;
 } sg_cost_case_t;
 

@@ -22,9 +22,10 @@
  * per step, its PUSH and its PULL (ps_worker.c, exchange), so the in
  * phase pays 2N alpha, one after another, where the replies pay one:
  * (2N + 1) alpha + T_out + T_in + N K/S gamma.  A worker computes while
- * the server still answers and hears the others: o->overlap_s.  Shards
- * below the eager size (c->eager) are answered at once: the replies end
- * together, so the in phase carries all N pushes and nothing hides.  Sliced
+ * the server still answers and hears the others: o->overlap_s.  Under
+ * MPI (c->eager > 0) the replies are blocking sends, so the in phase
+ * carries all N pushes; shards below the eager size are answered at once,
+ * the replies end together and nothing hides.  Sliced
  * (sync, C > 1 slices of a shard): slice c goes out while slice c+1 comes
  * in, so the link's two directions overlap and only the last slice's
  * reply (and its sum) follows the last push: 2 alpha + T (1 + 1/C) +
@@ -50,10 +51,12 @@ static double sg_ps_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_
   int sliced = c->slice > 0 && !c->sparse && c->variant && !strcmp(c->variant, "sync");
   double C = sliced ? ceil(c->K / s / c->slice) : 1;
   if (C > 1) return 2 * p->alpha + T * (1 + 1 / C) + per * p->gamma / C;
-  /* Replies below the eager size leave at once and end together: no
-   * worker pushes early, nor computes while the server still sends. */
+  /* With an eager size (MPI): replies below it leave at once and end
+   * together, so no worker pushes early nor computes while the server
+   * still sends; larger ones are blocking sends in turn, during which the
+   * server takes no push.  Either way all N pushes follow the replies. */
   int at_once = c->eager > 0 && c->K / s < c->eager;
-  double after = c->N > 1 && !at_once ? (c->N - 1) / (double)c->N : 1; /* of the hub's bytes */
+  double after = c->N > 1 && c->eager <= 0 ? (c->N - 1) / (double)c->N : 1; /* of the hub's bytes */
   double hub_in = hub * after, T_in = hub_in > worker ? hub_in : worker;
   /* A worker's compute runs while the server answers and hears the others:
    * all it must fit in is the in phase less its own pushes (the worker

@@ -669,6 +669,10 @@ TEST(whatif_hides_a_sync_ps_workers_compute) {
   CHECK_OK(sg_cost_detail(&q, &P, &s));
   CHECK(s.overlap_s == 0);
   REL(s.link_s, in_turn + K * 8e-9);
+  q.eager = K / 2; /* above it: blocking replies in turn, then 8 K in; 7 K hide */
+  CHECK_OK(sg_cost_detail(&q, &P, &s));
+  REL(s.overlap_s, 7 * K * 8e-9);
+  REL(s.link_s, in_turn + K * 8e-9);
   q.eager = 0;
   q.variant = "async"; /* no barrier, nothing to wait out */
   CHECK_OK(sg_cost_detail(&q, &P, &s));
