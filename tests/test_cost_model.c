@@ -691,6 +691,8 @@ TEST(whatif_refuses_bad_input_with_one_line) {
       {"--latency", "nan", "--latency: 'nan' is not a quantity in [0, 1e15]"},
       {"--workers", "0", "--workers: '0' is not a whole number"},
       {"--rack", "4", "--rack R goes with --topology two-level"},
+      {"--eager", "-64Ki", "--eager: '-64Ki' is not a quantity in [0, 1e15]"},
+      {"--hub-compute", "2 ms", "--hub-compute: '2 ms' is not a quantity in [0, 1e15]"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char out[2048];
