@@ -50,6 +50,14 @@ typedef struct sg_cost_case {
    * --what-if`, which no run recorded.  Only the case's label reads it. */
   const char *transport;
   int overlap; /* allreduce: `overlap: true` (no barrier before the sum) */
+  /* An MPI transport's eager size: bytes below which a send returns
+   * before its bytes have gone (under SimGrid smpi/send-is-detached-thresh,
+   * 64 KiB).  A sync ps server's replies below it leave at once and end
+   * together; larger ones block it one after another, so it takes no push
+   * while it replies.  0: neither (every reply in turn, and the first
+   * worker's next push comes in during the others' replies, as measured
+   * over ZeroMQ). */
+  double eager;
 } sg_cost_case_t;
 
 /* What a formula says about one step. */
@@ -58,6 +66,11 @@ typedef struct sg_cost_split {
   double cpu_s;      /* kappa * cpu_bytes / cores */
   double link_bytes; /* busiest link, one direction */
   double cpu_bytes;  /* sent + received by every process together */
+  /* Seconds of link_s in which a worker's compute runs without holding
+   * the step up (a sync ps: the server still answers and hears the other
+   * workers), so the step is the hub's compute + link_s + max(0, the
+   * worker's compute - overlap_s); 0: compute and communication add. */
+  double overlap_s;
 } sg_cost_split_t;
 
 /* An engine's formula: the links' seconds of one step of c under p, with

@@ -38,27 +38,39 @@ static int fanin(int n, int d) {
  * group, then the driver takes ceil(N / f^(d-1)) K.  After a flat
  * broadcast, as with a ps server's replies, the first executor's gradient
  * comes in while the other copies still go out, so the driver's link
- * takes N-1 of them after the broadcast (flat_after).  *sent: messages
- * of K sent in all. */
+ * takes N-1 of them after the broadcast (flat_after).  Each receive is
+ * one after another (mr_aggregate.c, recv_sum in a loop), so every
+ * gradient a rank takes costs its alpha.  *sent: messages of K sent in
+ * all. */
 static double mr_aggregate(const sg_cost_case_t *c, const sg_cost_params_t *p, double *link,
                            double *sent) {
   int d = c->tree_aggregate && c->depth > 1 ? c->depth : 1, f = fanin(c->N, d);
   double t = 0, last = c->N, b = p->beta * sg_cost_mult(c->slow) * sg_cost_uplink(c, 1);
   *sent = 0;
   for (int r = 1; r < d; r++) {
-    t += p->alpha + (f - 1) * c->K * (b + p->gamma);
+    t += (f - 1) * (p->alpha + c->K * (b + p->gamma));
     *sent += last - ceil(last / f);
     last = ceil(last / f);
   }
   *link = last * c->K;
   *sent += last;
   double after = d == 1 && !strcmp(c->variant, "flat") && c->N > 1 ? last - 1 : last;
-  return t + p->alpha + after * c->K * p->beta * sg_cost_mult(c->hub) + last * c->K * p->gamma;
+  return t + last * p->alpha + after * c->K * p->beta * sg_cost_mult(c->hub) +
+         last * c->K * p->gamma;
+}
+
+/* The map stage between the two (mr_driver.c, map_stage): the driver
+ * takes every executor's DONE report with one receive at a time, alpha
+ * each.  Not in the bench's rounds (bench-mapreduce: broadcast and
+ * aggregate alone). */
+static double mr_reports(const sg_cost_case_t *c, const sg_cost_params_t *p) {
+  if (!c->engine || strcmp(c->engine, "mapreduce")) return 0;
+  return c->N * p->alpha;
 }
 
 static double sg_mr_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
   double out, in, sent;
-  double t = mr_broadcast(c, p, &out) + mr_aggregate(c, p, &in, &sent);
+  double t = mr_broadcast(c, p, &out) + mr_reports(c, p) + mr_aggregate(c, p, &in, &sent);
   o->link_bytes = out > in ? out : in;
   /* the broadcast delivers K to each executor (flat or tree), the
    * aggregate sends `sent` messages of K; each byte is sent and received */

@@ -17,13 +17,22 @@
  * begin while the replies still go out, docs/model.md), and that worker's
  * next push crosses the server's link during the other replies.  So the
  * out phase carries N K/S and the in phase after it (N-1) K/S (one push
- * when N = 1): 2 alpha + T_out + T_in + N K/S gamma.  Sliced (sync, C > 1
- * slices of a shard): slice c goes out while slice c+1 comes in, so the
- * link's two directions overlap and only the last slice's reply (and its
- * sum) follows the last push: 2 alpha + T (1 + 1/C) + N K/S gamma / C.
- * Sparse: K is the measured bytes per worker step.  Two-level network:
- * the servers sit outside the workers' racks, so all of a rack's workers
- * cross its uplink at once (sg_cost_uplink of rack flows). */
+ * when N = 1).  A server takes one request at a time (ps_server.c,
+ * serve_one: one receive, then the next), and every worker sends it two
+ * per step, its PUSH and its PULL (ps_worker.c, exchange), so the in
+ * phase pays 2N alpha, one after another, where the replies pay one:
+ * (2N + 1) alpha + T_out + T_in + N K/S gamma.  A worker computes while
+ * the server still answers and hears the others: o->overlap_s.  Under
+ * MPI (c->eager > 0) the replies are blocking sends, so the in phase
+ * carries all N pushes; shards below the eager size are answered at once,
+ * the replies end together and nothing hides.  Sliced
+ * (sync, C > 1 slices of a shard): slice c goes out while slice c+1 comes
+ * in, so the link's two directions overlap and only the last slice's
+ * reply (and its sum) follows the last push: 2 alpha + T (1 + 1/C) +
+ * N K/S gamma / C.  Sparse: K is the measured bytes per worker step.
+ * Two-level network: the servers sit outside the workers' racks, so all
+ * of a rack's workers cross its uplink at once (sg_cost_uplink of rack
+ * flows). */
 static double sg_ps_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
   double s = c->S > 0 ? c->S : 1, per = c->N * c->K / s;
   /* sync and ssp wait for the slowest worker, async only for its own link */
@@ -34,15 +43,26 @@ static double sg_ps_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_
   double T = hub > worker ? hub : worker;
   o->link_bytes = per;
   o->cpu_bytes = 4 * c->N * c->K; /* workers 2K each, servers 2NK/S each */
+  /* the server's requests, one at a time: each worker's PUSH and PULL */
+  double requests = 2.0 * (c->N > 0 ? c->N : 1) * p->alpha;
   /* async: no barrier between a push and the next pull, so the server's
    * link carries pushes in and pulls out at once (full duplex): one phase */
-  if (async) return p->alpha + T + per * p->gamma;
+  if (async) return requests + T + per * p->gamma;
   int sliced = c->slice > 0 && !c->sparse && c->variant && !strcmp(c->variant, "sync");
   double C = sliced ? ceil(c->K / s / c->slice) : 1;
   if (C > 1) return 2 * p->alpha + T * (1 + 1 / C) + per * p->gamma / C;
-  double after = c->N > 1 ? (c->N - 1) / (double)c->N : 1; /* of the hub's bytes */
+  /* With an eager size (MPI): replies below it leave at once and end
+   * together, so no worker pushes early nor computes while the server
+   * still sends; larger ones are blocking sends in turn, during which the
+   * server takes no push.  Either way all N pushes follow the replies. */
+  int at_once = c->eager > 0 && c->K / s < c->eager;
+  double after = c->N > 1 && c->eager <= 0 ? (c->N - 1) / (double)c->N : 1; /* of the hub's bytes */
   double hub_in = hub * after, T_in = hub_in > worker ? hub_in : worker;
-  return 2 * p->alpha + T + T_in + per * p->gamma;
+  /* A worker's compute runs while the server answers and hears the others:
+   * all it must fit in is the in phase less its own pushes (the worker
+   * answered last still pushes before the server has heard the rest). */
+  o->overlap_s = T_in > worker && !at_once ? T_in - worker : 0;
+  return p->alpha + requests + T + T_in + per * p->gamma;
 }
 
 /* The run's case: mode, servers, sparse, and the slice bytes the run used

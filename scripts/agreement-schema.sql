@@ -84,9 +84,10 @@ WHERE i IN ((cnt + 1) / 2, (cnt + 2) / 2) GROUP BY run_id, hub;
 -- (b): what sgdlab model --what-if needs of each simulated run: alpha is
 -- two links' latency (a message crosses its sender's and its receiver's
 -- link on the flat platform); compute, as in sgdlab model, the run's own
--- median compute of a worker plus that of the hub (a sync server applies
--- the update, the driver its sum, on every step's path), so gamma is 0
--- (the hub's compute holds the reduction; modeled compute charges none);
+-- median compute of a worker (compute_s) and that of the hub (hub_s: a
+-- sync server applies the update, the driver its sum, on every step's
+-- path), so gamma is 0 (the hub's compute holds the reduction; modeled
+-- compute charges none);
 -- slice the ps slice as the engine applies it (dense sync shards of at
 -- least slice_from; sizes K, M, G are powers of two).
 CREATE VIEW agreement_b_runs AS
@@ -94,7 +95,8 @@ SELECT c.run_id, printf('%d', c.k_bytes) AS k_bytes, c.n,
   max(r.servers, 1) AS servers, c.wcase,
   json_extract(r.options_json, '$."simulate.link"') AS link,
   printf('%.9g', 2 * CAST(lat.value AS REAL)) AS alpha_s,
-  printf('%.9g', cm.compute_s + coalesce(hb.compute_s, 0)) AS compute_s, '0' AS gamma,
+  printf('%.9g', cm.compute_s) AS compute_s, printf('%.9g', coalesce(hb.compute_s, 0)) AS hub_s,
+  '0' AS gamma,
   CASE WHEN r.engine = 'ps' AND json_extract(r.options_json, '$.mode') = 'sync'
         AND NOT coalesce(json_extract(r.options_json, '$.sparse'), 0)
         AND c.k_bytes / max(r.servers, 1) >= (SELECT v FROM (

@@ -117,17 +117,20 @@ sql < "$here/scripts/agreement-schema.sql"
 sql "INSERT OR REPLACE INTO agreement_opts(key, value) VALUES('reps', $reps)"
 
 # (b)'s predictions: sgdlab model --what-if for each simulated run of a
-# model-* experiment that has none yet; its JSON goes into the database
-# as it is, and SQL reads the step out of it.
-sql -separator ' ' "SELECT run_id, k_bytes, n, servers, wcase, link, alpha_s, compute_s, slice,
-                    gamma FROM agreement_b_runs
-                    WHERE run_id NOT IN (SELECT run_id FROM agreement_whatif)" |
-while read -r run k n s wcase link alpha compute slice gamma; do
-  # gamma 0: the hub's own compute, in $compute, holds the reduction
+# model-* experiment, evaluated again every time (the formulas of the
+# sgdlab it is given, not those of an earlier run); its JSON goes into the
+# database as it is, and SQL reads the step out of it.
+sql "DELETE FROM agreement_whatif"
+sql -separator ' ' "SELECT run_id, k_bytes, n, servers, wcase, link, alpha_s, compute_s, hub_s,
+                    slice, gamma FROM agreement_b_runs" |
+while read -r run k n s wcase link alpha compute hub slice gamma; do
+  # gamma 0: the hub's own compute, in $hub, holds the reduction; eager:
+  # SimGrid's smpi/send-is-detached-thresh (its default, 64 KiB, which
+  # sgdlab's smpirun keeps)
   set -- --gamma "$gamma"
   json=$("$sgdlab" model --what-if --bytes "$k" --link "$link" --latency "$alpha" "$@" \
-           --compute "$compute" --workers "$n" --servers "$s" --group 8 --depth 2 \
-           --segment 1Mi --slice "$slice" --engines "$wcase" --json) ||
+           --compute "$compute" --hub-compute "$hub" --workers "$n" --servers "$s" --group 8 --depth 2 \
+           --segment 1Mi --slice "$slice" --eager 64Ki --engines "$wcase" --json) ||
     die "sgdlab model --what-if failed for run $run"
   json=$(printf '%s' "$json" | sed "s/'/''/g")
   sql "INSERT OR REPLACE INTO agreement_whatif(run_id, json) VALUES($run, '$json')"

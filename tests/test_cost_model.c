@@ -22,13 +22,13 @@ static const sg_cost_params_t P = {1e-5, 8e-9, 1e-10, 0, 0}; /* alpha, beta, gam
 static const double K = 1e6;
 
 static double comm(const char *engine, const char *variant, int N, int S, int tree_agg, int depth) {
-  sg_cost_case_t c = {engine, variant, N, S, 0, tree_agg, depth, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0};
+  sg_cost_case_t c = {engine, variant, N, S, 0, tree_agg, depth, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
   double t;
   return sg_cost_comm(&c, &P, &t) == 0 ? t : NAN; /* NAN fails every comparison */
 }
 
 static double link_bytes(const char *engine, const char *variant, int N, int S, double k) {
-  sg_cost_case_t c = {engine, variant, N, S, 0, 0, 1, k, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0};
+  sg_cost_case_t c = {engine, variant, N, S, 0, 0, 1, k, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
   return sg_cost_link_bytes(&c);
 }
 
@@ -53,20 +53,24 @@ TEST(ring_and_rhd_match_hand_values) {
 
 TEST(ps_and_mapreduce_match_hand_values) {
   /* ps N=4, S=2: each server carries N K / S = 2 MB out; the first
-   * worker's push crosses during the other replies, so 1.5 MB in after */
-  REL(comm("ps", "sync", 4, 2, 0, 0), 2 * 1e-5 + 0.016 + 0.012 + 2e-4);
-  /* N = 1: nothing to overlap, K out and K in */
-  REL(comm("ps", "sync", 1, 1, 0, 0), 2 * 1e-5 + 2 * 0.008 + 1e-4);
-  /* mapreduce flat/flat N=4: broadcast alpha + 4K beta; aggregate alpha +
-   * 3K beta (the first gradient came in during the broadcast) + 4K gamma */
-  REL(comm("mapreduce", "flat", 4, 0, 0, 2), 1e-5 + 0.032 + 1e-5 + 0.024 + 4e-4);
+   * worker's push crosses during the other replies, so 1.5 MB in after;
+   * a server takes 2N = 8 requests (PUSH, PULL) one at a time, the
+   * replies one alpha: 9 alpha */
+  REL(comm("ps", "sync", 4, 2, 0, 0), 9e-5 + 0.016 + 0.012 + 2e-4);
+  /* N = 1: nothing to overlap, K out and K in; 2 requests and the reply */
+  REL(comm("ps", "sync", 1, 1, 0, 0), 3e-5 + 2 * 0.008 + 1e-4);
+  /* mapreduce flat/flat N=4: broadcast alpha + 4K beta; 4 DONE reports
+   * taken one at a time, 4 alpha; aggregate 4 receives, 4 alpha + 3K beta
+   * (the first gradient came in during the broadcast) + 4K gamma */
+  REL(comm("mapreduce", "flat", 4, 0, 0, 2), 1e-5 + 0.032 + 4e-5 + 4e-5 + 0.024 + 4e-4);
   /* tree/tree depth 2, N=8: f=3; broadcast ceil(log2 9) = 4 rounds of K;
-   * one combining round of (f-1) K, then the driver takes ceil(8/3) = 3 K */
+   * 8 reports; one combining round of (f-1) K taken one at a time, then
+   * the driver takes ceil(8/3) = 3 K, one at a time */
   REL(comm("mapreduce", "tree", 8, 0, 1, 2),
-      4 * (1e-5 + 0.008) + (1e-5 + 2 * (0.008 + 1e-4)) + (1e-5 + 3 * (0.008 + 1e-4)));
+      4 * (1e-5 + 0.008) + 8e-5 + 2 * (1e-5 + 0.008 + 1e-4) + 3 * (1e-5 + 0.008 + 1e-4));
   /* the driver's link, busier direction (docs/engines/mapreduce.md): tree/tree
    * sends 4K and receives 3K; tree/flat receives 8K */
-  sg_cost_case_t c = {"mapreduce", "tree", 8, 0, 0, 1, 2, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0};
+  sg_cost_case_t c = {"mapreduce", "tree", 8, 0, 0, 1, 2, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
   REL(sg_cost_link_bytes(&c), 4 * K);
   c.tree_aggregate = 0;
   REL(sg_cost_link_bytes(&c), 8 * K);
@@ -89,7 +93,7 @@ TEST(link_bytes_move_the_right_way) {
 }
 
 TEST(unknown_engine_is_not_found) {
-  sg_cost_case_t c = {"gossip", "x", 4, 1, 0, 0, 1, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0};
+  sg_cost_case_t c = {"gossip", "x", 4, 1, 0, 0, 1, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
   double t;
   CHECK(sg_cost_comm(&c, &P, &t) == SG_ENOTFOUND);
   CHECK_STR_CONTAINS(sg_err_msg(), "gossip");
@@ -128,7 +132,7 @@ TEST(gamma_is_measured) {
  * takes the larger of the links' and the CPU's time, not their sum. */
 TEST(cpu_bound_is_the_larger_of_the_two) {
   sg_cost_params_t p = P;
-  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0};
+  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
   sg_cost_split_t s;
   double t;
   p.kappa = 4e-9, p.cores = 2;
@@ -142,7 +146,7 @@ TEST(cpu_bound_is_the_larger_of_the_two) {
   CHECK_OK(sg_cost_comm(&c, &p, &t));
   REL(t, 2e-5 + 6e-5 + 0.012 + 7.5e-5); /* cpu 6 ms < link */
   /* ps N=4: workers 2K each, servers 2NK: 16 K through the CPUs */
-  sg_cost_case_t q = {"ps", "sync", 4, 2, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0};
+  sg_cost_case_t q = {"ps", "sync", 4, 2, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
   CHECK_OK(sg_cost_detail(&q, &p, &s));
   REL(s.cpu_bytes, 16 * K);
 }
@@ -150,22 +154,22 @@ TEST(cpu_bound_is_the_larger_of_the_two) {
 /* A slow link: the ring goes at its pace; a sync ps phase lasts as long as
  * the slower of the server's incast and the slow worker's own transfer. */
 TEST(slowest_link_sets_the_pace) {
-  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0};
+  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
   double t;
   CHECK_OK(sg_cost_comm(&c, &P, &t));
   REL(t, 2e-5 + 6e-5 + 5 * 0.012 + 7.5e-5);
-  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0};
+  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
   CHECK_OK(sg_cost_comm(&q, &P, &t));
-  REL(t, 2 * (1e-5 + 5 * K * 8e-9) + 4e-4); /* 5 K beta > the server's 4 K beta */
+  REL(t, 9e-5 + 2 * 5 * K * 8e-9 + 4e-4); /* 5 K beta > the server's 4 K beta */
   q.slow = 2; /* 2 K beta < 4 K and 3 K beta: the server's link decides again */
   CHECK_OK(sg_cost_comm(&q, &P, &t));
-  REL(t, 2 * 1e-5 + 7 * K * 8e-9 + 4e-4);
-  sg_cost_case_t as = {"ps", "async", 4, 1, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0};
+  REL(t, 9e-5 + 7 * K * 8e-9 + 4e-4);
+  sg_cost_case_t as = {"ps", "async", 4, 1, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
   CHECK_OK(sg_cost_comm(&as, &P, &t)); /* async: the median worker's link, not the slowest, */
-  REL(t, 1e-5 + 4 * K * 8e-9 + 4e-4); /* pushes and pulls at once on the full-duplex link */
+  REL(t, 8e-5 + 4 * K * 8e-9 + 4e-4); /* pushes and pulls at once on the full-duplex link */
   q.hub = 2; /* the server on a link half as fast */
   CHECK_OK(sg_cost_comm(&q, &P, &t));
-  REL(t, 2 * 1e-5 + 14 * K * 8e-9 + 4e-4);
+  REL(t, 9e-5 + 14 * K * 8e-9 + 4e-4);
 }
 
 /* Slices: the server link's two directions overlap, so a sync round costs
@@ -173,10 +177,10 @@ TEST(slowest_link_sets_the_pace) {
  * sum; one slice is the whole-shard formula; ssp, async and sparse runs
  * are never sliced. */
 TEST(sliced_ps_sync_overlaps_the_two_directions) {
-  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0};
+  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
   double whole, t, T = 4 * K * 8e-9;
   CHECK_OK(sg_cost_comm(&q, &P, &whole));
-  REL(whole, 2 * 1e-5 + T + 0.75 * T + 4e-4);
+  REL(whole, 9e-5 + T + 0.75 * T + 4e-4);
   q.slice = K / 8; /* C = 8 slices of the 1 MB shard */
   CHECK_OK(sg_cost_comm(&q, &P, &t));
   REL(t, 2 * 1e-5 + T * (1 + 1.0 / 8) + 4e-4 / 8);
@@ -325,9 +329,11 @@ TEST(cli_prints_expected_rows) {
   CHECK_STR_CONTAINS(out, want);
   /* run 2: MLP 784-100-10, K = 4 (78500 + 1010) = 318040 B; ps S=2, N=4,
    * 6 processes: kappa from the np 4 rows, 48e-9 * 2 / 12 = 8 ns/B; cpu
-   * 16 K kappa / 2 = 20.35 ms > link 2 alpha + 2K beta out + 1.5K beta in
-   * = 9.11 ms; the server's 1 ms update is added: total 2 + 1 + 20.35 */
-  double l2 = 2e-4 + 3.5 * 318040 * 8e-9, c2 = 16 * 318040 * 8e-9 / 2;
+   * 16 K kappa / 2 = 20.35 ms > link 9 alpha (2N requests and the
+   * replies) + 2K beta out + 1.5K beta in = 9.81 ms; the server's 1 ms
+   * update is added: total 2 + 1 + 20.35 (the CPU binds: no compute
+   * hidden) */
+  double l2 = 9e-4 + 3.5 * 318040 * 8e-9, c2 = 16 * 318040 * 8e-9 / 2;
   CHECK_STR_CONTAINS(out, "np 2 exp 2 link 1gbit (alpha, beta); np 4 exp 3 link 1gbit (kappa)");
   snprintf(want, sizeof want, "%5d %-22s %3d %3d %9.3f %11.2f %9.2f %9.2f %11.2f %12.2f %7.2f", 2,
            "ps-sync-S2", 4, 6, 0.31804, 3.0, l2 * 1e3, c2 * 1e3, 3.0 + c2 * 1e3, 20.0,
@@ -586,6 +592,93 @@ TEST(whatif_slices_the_ps_shard) {
   CHECK_NEAR(json_num(out, "ps-sync-S1", 0, "step_s") / (T * (1 + 1.0 / 512)), 1.0, 1e-8);
 }
 
+/* A hub takes one message at a time, each after its alpha: a ps server
+ * the PUSH and the PULL of every worker (2N), a mapreduce driver every
+ * executor's DONE report and every gradient it receives.  With beta and
+ * gamma at 0 only those latencies are left; with one alpha per phase (the
+ * formulas before this term: ps 2 alpha, mapreduce flat 2 alpha) these
+ * fail. */
+TEST(hubs_take_their_messages_one_at_a_time) {
+  const sg_cost_params_t a = {1e-6, 0, 0, 0, 0};
+  double t;
+  for (int n = 1; n <= 256; n *= 4) {
+    sg_cost_case_t q = {"ps", "sync", n, 1, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+    CHECK_OK(sg_cost_comm(&q, &a, &t));
+    REL(t, (2.0 * n + 1) * 1e-6); /* 2N requests in, the replies at once */
+    q.variant = "async";
+    CHECK_OK(sg_cost_comm(&q, &a, &t));
+    REL(t, 2.0 * n * 1e-6);
+    /* mapreduce flat: broadcast alpha, N reports, N gradients */
+    sg_cost_case_t m = {"mapreduce", "flat", n, 0, 0, 0, 2, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+    CHECK_OK(sg_cost_comm(&m, &a, &t));
+    REL(t, (1.0 + 2 * n) * 1e-6);
+    m.engine = "bench-mapreduce"; /* the bench's rounds have no map stage */
+    CHECK_OK(sg_cost_comm(&m, &a, &t));
+    REL(t, (1.0 + n) * 1e-6);
+  }
+  /* tree/tree N=64, depth 2: f=8; 7 broadcast rounds (ceil log2 65), 64
+   * reports, a leader's 7 receives, the driver's 8 */
+  sg_cost_case_t m = {"mapreduce", "tree", 64, 0, 0, 1, 2, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  CHECK_OK(sg_cost_comm(&m, &a, &t));
+  REL(t, (7.0 + 64 + 7 + 8) * 1e-6);
+}
+
+/* A sync ps worker computes while its server still answers and hears the
+ * others: of the in phase, (N-1) K/S beta, all but its own push,
+ * (N-2) K/S beta at S = 1, can hide its compute; the hub's compute never
+ * hides, and an allreduce hides nothing.  Without the overlap the step is
+ * compute + communication and the first and third checks fail. */
+TEST(whatif_hides_a_sync_ps_workers_compute) {
+  char out[4096];
+  /* K = 1 MB at 1 GB/s: K beta = 1 ms; N = 8, S = 1: out 8 ms, in 7 ms,
+   * the overlap 6 ms */
+  char *ps2[] = {"sgdlab", "model", "--what-if", "--bytes", "1M", "--link", "1GB/s",
+                 "--latency", "0", "--gamma", "0", "--workers", "8", "--engines", "ps,ring",
+                 "--compute", "2ms", "--hub-compute", "1ms", "--json", NULL};
+  CHECK_EQ_INT(ru_run(ps2, 1, NULL, out, sizeof out), 0);
+  fprintf(stderr, "%s", out);
+  CHECK(jc_valid(out, NULL));
+  CHECK_NEAR(json_num(out, "ps-sync-S1", 0, "step_s"), 0.001 + 0.015, 1e-9);
+  CHECK_NEAR(json_num(out, "ps-sync-S1", 0, "hidden_s"), 0.002, 1e-9);
+  /* the ring: compute and hub compute add to 2 (N-1)/N K beta */
+  CHECK_NEAR(json_num(out, "ring", 0, "step_s"), 0.003 + 0.00175, 1e-9);
+  char *ps10[] = {"sgdlab", "model", "--what-if", "--bytes", "1M", "--link", "1GB/s",
+                  "--latency", "0", "--gamma", "0", "--workers", "8", "--engines", "ps",
+                  "--compute", "10ms", "--json", NULL};
+  CHECK_EQ_INT(ru_run(ps10, 1, NULL, out, sizeof out), 0);
+  fprintf(stderr, "%s", out);
+  /* 10 ms of compute, 6 hidden: 15 + 4 */
+  CHECK_NEAR(json_num(out, "ps-sync-S1", 0, "step_s"), 0.019, 1e-9);
+  /* replies below the eager size end together: all 8 pushes after them,
+   * nothing hidden: 2 + 16 ms */
+  char *eager[] = {"sgdlab", "model", "--what-if", "--bytes", "32k", "--link", "1GB/s",
+                   "--latency", "0", "--gamma", "0", "--workers", "8", "--engines", "ps",
+                   "--compute", "2ms", "--eager", "64Ki", "--json", NULL};
+  CHECK_EQ_INT(ru_run(eager, 1, NULL, out, sizeof out), 0);
+  fprintf(stderr, "%s", out);
+  /* K = 32 kB < 64 KiB, K beta = 32 us: 2 ms + 8 K beta out + 8 K beta
+   * in (in turn: 7 K beta in, 6 K beta of the compute hidden) */
+  CHECK_NEAR(json_num(out, "ps-sync-S1", 0, "step_s"), 0.002 + 16 * 32e-6, 1e-9);
+  CHECK_NEAR(json_num(out, "ps-sync-S1", 0, "hidden_s"), 0, 1e-12);
+  sg_cost_case_t q = {"ps", "sync", 8, 1, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  sg_cost_split_t s;
+  CHECK_OK(sg_cost_detail(&q, &P, &s));
+  REL(s.overlap_s, 6 * K * 8e-9);
+  double in_turn = s.link_s;
+  q.eager = 2 * K; /* the whole shard below it: 8 K in, not 7 K, nothing hides */
+  CHECK_OK(sg_cost_detail(&q, &P, &s));
+  CHECK(s.overlap_s == 0);
+  REL(s.link_s, in_turn + K * 8e-9);
+  q.eager = K / 2; /* above it: blocking replies in turn, then 8 K in; 7 K hide */
+  CHECK_OK(sg_cost_detail(&q, &P, &s));
+  REL(s.overlap_s, 7 * K * 8e-9);
+  REL(s.link_s, in_turn + K * 8e-9);
+  q.eager = 0;
+  q.variant = "async"; /* no barrier, nothing to wait out */
+  CHECK_OK(sg_cost_detail(&q, &P, &s));
+  CHECK(s.overlap_s == 0);
+}
+
 TEST(whatif_refuses_bad_input_with_one_line) {
   static const struct {
     const char *arg, *val, *msg;
@@ -598,6 +691,8 @@ TEST(whatif_refuses_bad_input_with_one_line) {
       {"--latency", "nan", "--latency: 'nan' is not a quantity in [0, 1e15]"},
       {"--workers", "0", "--workers: '0' is not a whole number"},
       {"--rack", "4", "--rack R goes with --topology two-level"},
+      {"--eager", "-64Ki", "--eager: '-64Ki' is not a quantity in [0, 1e15]"},
+      {"--hub-compute", "2 ms", "--hub-compute: '2 ms' is not a quantity in [0, 1e15]"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char out[2048];

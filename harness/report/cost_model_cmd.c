@@ -560,14 +560,18 @@ typedef struct pred {
 } pred_t;
 
 /* r's medians, parameters and predicted step: compute of the workers, the
- * communication, and the hub's update on the step's path. */
+ * communication, and the hub's update on the step's path; of the workers'
+ * compute, what the links' time hides (a sync ps worker computing while
+ * its server serves the others, overlap_s) is not added when the links
+ * bind (when the CPU does, the cores are busy anyway). */
 static int predict(sqlite3 *db, const margs_t *a, mrun_t *r, double gamma, pred_t *q) {
   run_medians(db, r, (long long)a->warmup);
   SG_CHECK(params_for(db, a, r, gamma, &q->p, q->src, sizeof q->src));
   SG_CHECK(sg_cost_detail(&r->c, &q->p, &q->split));
-  q->comm = q->split.link_s > q->split.cpu_s ? q->split.link_s : q->split.cpu_s;
-  q->total = (isnan(r->compute) ? 0 : r->compute) + q->comm +
-             (isnan(r->hub_compute) ? 0 : r->hub_compute);
+  int links = q->split.link_s >= q->split.cpu_s;
+  q->comm = links ? q->split.link_s : q->split.cpu_s;
+  double w = isnan(r->compute) ? 0 : r->compute, hide = links ? q->split.overlap_s : 0;
+  q->total = (w > hide ? w - hide : 0) + q->comm + (isnan(r->hub_compute) ? 0 : r->hub_compute);
   return SG_OK;
 }
 

@@ -2,7 +2,9 @@
  * evaluated for any engine and algorithm, N, gradient size, link rate,
  * latency, servers and topology, without any recorded run.  Every formula
  * is linear in alpha, beta and gamma, so each term is the formula with the
- * other two at 0, and the three add up to the step's communication. */
+ * other two at 0, and the three add up to the step's communication; the
+ * step adds the hub's compute and the worker's, less what the links' time
+ * hides of the worker's (sg_cost_split_t.overlap_s). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,14 +18,16 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: sgdlab model --what-if --link RATE (--bytes B | --params P)\n"
           "                    [--workers LIST] [--engines LIST] [--latency T] [--gamma S]\n"
-          "                    [--servers S] [--slice B] [--depth D] [--group G] [--segment B]\n"
+          "                    [--servers S] [--slice B] [--eager B] [--depth D] [--group G]\n"
+          "                    [--segment B]\n"
           "                    [--topology flat|two-level --rack R [--oversub O]\n"
-          "                     [--rack-latency T]] [--compute T] [--json]\n"
+          "                     [--rack-latency T]] [--compute T] [--hub-compute T] [--json]\n"
           "\n"
           "The alpha-beta-gamma formulas (docs/model.md) for cases no run recorded:\n"
           "alpha = --latency, beta = 1 / --link, gamma = --gamma (default: timed on\n"
           "this host, float sum of 16 MiB).  Prints per case and N the latency (alpha),\n"
-          "bandwidth (beta) and reduction (gamma) terms, the step (compute + their sum)\n"
+          "bandwidth (beta) and reduction (gamma) terms, the step (compute + their sum,\n"
+          "less the compute a sync ps worker does while its server serves the others)\n"
           "and the bytes through the busiest link, one direction.\n"
           "\n"
           "  --link RATE      per rank link: 10gbit, 100mbit (bit/s) or 1GB/s, 6GB/s\n"
@@ -43,19 +47,26 @@ static void usage(FILE *f) {
           "  --slice B        ps (sync): bytes per slice of a shard, as a run with\n"
           "                   `slice: B` on shards of at least `slice_from` (default 0:\n"
           "                   whole shards)\n"
+          "  --eager B        an MPI transport whose sends below B bytes return at once\n"
+          "                   (SimGrid's smpi/send-is-detached-thresh is 64Ki): a sync\n"
+          "                   ps server's smaller replies end together, larger ones\n"
+          "                   block it in turn (default 0: the ZeroMQ line)\n"
           "  --depth D        mapreduce-tree aggregate levels, driver included (default 2)\n"
           "  --group G        hier ranks per group (default: --rack, else 8)\n"
           "  --segment B      tree pipeline segment (default 1Mi)\n"
           "  --topology T     flat (default) or two-level: racks of --rack consecutive\n"
           "                   ranks, whose uplink carries rack x RATE / --oversub\n"
           "                   (default 1); --rack-latency more per message between racks\n"
-          "  --compute T      compute seconds per step added to every row (default 0)\n"
+          "  --compute T      a worker's compute seconds per step (default 0), added to\n"
+          "                   every row but what a sync ps hides (`hidden` in --json)\n"
+          "  --hub-compute T  the hub's (ps servers', mapreduce driver's) compute seconds\n"
+          "                   on every step's path, never hidden (default 0)\n"
           "  --json           one JSON object instead of the table\n"
           "  --db PATH        ignored (no database is read)\n");
 }
 
 typedef struct wargs {
-  double rate, K, alpha, gamma, oversub, rack_alpha, compute, segment, slice;
+  double rate, K, alpha, gamma, oversub, rack_alpha, compute, hub_compute, segment, slice, eager;
   int servers, depth, group, rack, json;
   char workers[256], engines[512];
 } wargs_t;
@@ -126,10 +137,13 @@ static int take(wargs_t *a, const char *s, const char *v) {
   if (!strcmp(s, "--latency")) return parse_unit(s, v, TIMES, 0, &a->alpha) < 0 ? -1 : 1;
   if (!strcmp(s, "--rack-latency")) return parse_unit(s, v, TIMES, 0, &a->rack_alpha) < 0 ? -1 : 1;
   if (!strcmp(s, "--compute")) return parse_unit(s, v, TIMES, 0, &a->compute) < 0 ? -1 : 1;
+  if (!strcmp(s, "--hub-compute"))
+    return parse_unit(s, v, TIMES, 0, &a->hub_compute) < 0 ? -1 : 1;
   if (!strcmp(s, "--gamma")) return parse_unit(s, v, TIMES, 0, &a->gamma) < 0 ? -1 : 1;
   if (!strcmp(s, "--oversub")) return parse_unit(s, v, PLAIN, 0, &a->oversub) < 0 ? -1 : 1;
   if (!strcmp(s, "--segment")) return parse_unit(s, v, SIZES, 0, &a->segment) < 0 ? -1 : 1;
   if (!strcmp(s, "--slice")) return parse_unit(s, v, SIZES, 0, &a->slice) < 0 ? -1 : 1;
+  if (!strcmp(s, "--eager")) return parse_unit(s, v, SIZES, 0, &a->eager) < 0 ? -1 : 1;
   if (!strcmp(s, "--servers")) return parse_count(s, v, 1, 1 << 20, &a->servers) < 0 ? -1 : 1;
   if (!strcmp(s, "--depth")) return parse_count(s, v, 1, 16, &a->depth) < 0 ? -1 : 1;
   if (!strcmp(s, "--group")) return parse_count(s, v, 1, 1 << 20, &a->group) < 0 ? -1 : 1;
@@ -223,7 +237,7 @@ static int workers_of(const char *list, int *ns, int cap, int *n) {
 /* ---- the table ---------------------------------------------------------- */
 
 typedef struct wrow {
-  double a, b, g, step, link_bytes;
+  double a, b, g, step, link_bytes, hidden;
 } wrow_t;
 
 static sg_cost_case_t case_for(const wargs_t *a, const wcase_t *w, int n) {
@@ -231,7 +245,7 @@ static sg_cost_case_t case_for(const wargs_t *a, const wcase_t *w, int n) {
                       .tree_aggregate = w->tree, .depth = a->depth, .K = a->K,
                       .group = a->group > 0 ? a->group : a->rack > 0 ? a->rack : 8,
                       .segment = a->segment, .slice = a->slice, .rack = a->rack, .oversub = a->oversub,
-                      .rack_alpha = a->rack_alpha};
+                      .rack_alpha = a->rack_alpha, .eager = a->eager};
   return c;
 }
 
@@ -248,10 +262,12 @@ static int row_of(const wargs_t *a, sg_cost_case_t c, wrow_t *r) {
   SG_CHECK(sg_cost_detail(&c, &pb, &s));
   r->b = s.link_s;
   r->link_bytes = s.link_bytes;
+  /* the worker's compute that the links' time hides (a bandwidth term) */
+  r->hidden = a->compute < s.overlap_s ? a->compute : s.overlap_s;
   SG_CHECK(sg_cost_detail(&c, &pg, &s));
   r->g = s.link_s;
   c.rack_alpha = rack_alpha;
-  r->step = a->compute + r->a + r->b + r->g;
+  r->step = a->hub_compute + a->compute - r->hidden + r->a + r->b + r->g;
   return SG_OK;
 }
 
@@ -259,6 +275,7 @@ static void print_head(const wargs_t *a) {
   printf("# what-if: K %.6g MB, link %.6g MB/s (beta %.4g ns/B), latency %.4g us, gamma %.4g "
          "ns/B, compute %.4g ms, ", a->K / 1e6, a->rate / 1e6, 1e9 / a->rate, a->alpha * 1e6,
          a->gamma * 1e9, a->compute * 1e3);
+  if (a->hub_compute > 0) printf("hub compute %.4g ms, ", a->hub_compute * 1e3);
   if (a->rack > 0)
     printf("two-level: racks of %d ranks, oversubscription %.3g, rack latency %.4g us\n",
            a->rack, a->oversub > 0 ? a->oversub : 1, a->rack_alpha * 1e6);
@@ -273,9 +290,9 @@ static void print_row(const wargs_t *a, const char *label, const sg_cost_case_t 
   if (a->json)
     printf("%s\n    {\"case\": \"%s\", \"engine\": \"%s\", \"variant\": \"%s\", \"N\": %d, "
            "\"alpha_s\": %.9g, \"beta_s\": %.9g, \"gamma_s\": %.9g, \"compute_s\": %.9g, "
-           "\"step_s\": %.9g, \"link_bytes\": %.9g}",
+           "\"hub_compute_s\": %.9g, \"hidden_s\": %.9g, \"step_s\": %.9g, \"link_bytes\": %.9g}",
            first ? "" : ",", label, c->engine, c->variant, c->N, r->a, r->b, r->g, a->compute,
-           r->step, r->link_bytes);
+           a->hub_compute, r->hidden, r->step, r->link_bytes);
   else
     printf("%-22s %6d %12.4f %13.4f %12.4f %12.4f %14.4f\n", label, c->N, r->a * 1e3,
            r->b * 1e3, r->g * 1e3, r->step * 1e3, r->link_bytes / 1e6);
