@@ -9,9 +9,9 @@
  *             bridge-side end still holds the rate, and with both removed
  *             the same check fails (rate far above 110 %): it catches an
  *             unshaped link.
- *   short     a 64 KiB message after idle takes at least 0.9 x its time at
- *             the rate (100mbit and 1gbit), and the old 64 KiB tbf bucket,
- *             planted back, fails that check.
+ *   short     a message after idle (64 KiB at 100mbit, 256 KiB at 1gbit)
+ *             takes at least 0.9 x its time at the rate, and the old
+ *             64 KiB tbf bucket, planted back, fails that check.
  *   rtt       TCP round trips of one byte between two hosts (no netem in
  *             this kernel: the latency is the veths' and the bridge's).
  *   loss      UDP through a host with --loss 0.2 arrives at 80 % +- 5 %
@@ -289,31 +289,34 @@ static int plant_old_tbf(const sg_cluster_t *cl, uint64_t bps) {
 }
 
 /* A real link gives every frame its serialization time, so a message
- * takes at least bytes / rate however idle the link was.  64 KiB after
- * 50 ms idle, 3 times at 100mbit and at 1gbit: each at least 0.9 x 64 KiB
- * / rate.  A lower bound by construction: the shaper holds the last of
- * the message's 46 frames (68.6 kB with headers) until its peak bucket
- * (at most 5 kB) and its peak rate (rate + 3 %) allow it, 0.94 x 64 KiB /
- * rate at the earliest; load only adds time.  With the old 64 KiB bucket
- * planted back (100mbit) the same message takes about a tenth of that:
- * the fastest of 3 must fall below the bound, or the check caught nothing. */
+ * takes at least bytes / rate however idle the link was.  After 50 ms
+ * idle, 3 times each: 64 KiB at 100mbit and 256 KiB at 1gbit (5.2 and
+ * 2.1 ms at the rate) take at least 0.9 x that.  A lower bound by
+ * construction: the shaper holds a message's last frame until its peak
+ * bucket (4542 B at 100mbit, 10 kB at 1gbit) and its peak rate (rate +
+ * 3 %) allow it, at 0.95 (64 KiB: 68.6 kB in 46 frames with headers) and
+ * 0.98 x the time at the rate at the earliest; load only adds time.  With
+ * the old 64 KiB bucket planted back (100mbit) the same message takes
+ * about a tenth of that: the fastest of 3 must fall below the bound, or
+ * the check caught nothing. */
 TEST(short_message_after_idle_takes_its_serialization_time) {
   if (!tc_root_or_skip("short_message_after_idle_takes_its_serialization_time")) return;
-  const long long bytes = 65536;
   static const char *const rates[] = {"100mbit", "1gbit"};
+  static const long long sizes[] = {65536, 262144};
   for (int i = 0; i < 2; i++) {
     static sg_cluster_desc_t d;
     CHECK_OK(sg_cluster_desc_parse(&d, 2, rates[i], NULL));
     sg_cluster_t *cl = NULL;
     CHECK_OK(tc_up(&cl, &d));
     if (!cl) return;
+    const long long bytes = sizes[i];
     double ser = (double)bytes * 8 / (double)d.rate_bps[0], fastest = 1e9;
     for (int k = 0; k < 3; k++) {
       double t = message_time(cl, 0, 1, bytes);
-      fprintf(stderr, "%s: 64 KiB after idle in %.3f ms (%.2f x its %.3f ms at the rate)\n",
-              rates[i], t * 1e3, t / ser, ser * 1e3);
-      CHECK_MSG(t >= 0.9 * ser, "%s: 64 KiB in %.3f ms, under 0.9 x %.3f ms", rates[i], t * 1e3,
-                ser * 1e3);
+      fprintf(stderr, "%s: %lld B after idle in %.3f ms (%.2f x its %.3f ms at the rate)\n",
+              rates[i], bytes, t * 1e3, t / ser, ser * 1e3);
+      CHECK_MSG(t >= 0.9 * ser, "%s: %lld B in %.3f ms, under 0.9 x %.3f ms", rates[i], bytes,
+                t * 1e3, ser * 1e3);
     }
     if (i == 0) {
       CHECK_EQ_INT(plant_old_tbf(cl, d.rate_bps[0]), 0);

@@ -133,9 +133,10 @@ int sg_cluster_name_check(const char *name) {
 /* tbf, as a link that gives every frame its serialization time:
  *   - the rate's bucket holds 2 ms at the link rate, at least 64 KiB; it
  *     sets the long-run rate and lets a late timer catch up;
- *   - the peak rate, 3 % above the rate, with a bucket of 40 us at the
- *     rate (at least 3 frames), paces every packet: after idle a message
- *     leaves at the peak rate instead of as a burst of the rate's bucket;
+ *   - the peak rate, 3 % above the rate, with a bucket of 80 us at the
+ *     rate (at least 3 frames, so a timer that fires late loses no
+ *     time), paces every packet: after idle a message leaves at the peak
+ *     rate instead of as a burst of the rate's bucket;
  *   - the link's devices build GSO packets of at most the peak bucket's
  *     whole frames, so tbf does not split them in software.
  * Queued packets may wait SG_CLUSTER_TBF_LATENCY_MS.  docs/cluster.md has
@@ -148,7 +149,7 @@ uint64_t sg_cluster_tbf_burst(uint64_t bps) {
 uint64_t sg_cluster_tbf_peakrate(uint64_t bps) { return bps + bps * 3 / 100; }
 
 uint64_t sg_cluster_tbf_mtu(uint64_t bps) {
-  uint64_t b = bps / 8 / 25000; /* 40 us */
+  uint64_t b = bps / 8 / 12500; /* 80 us */
   return b < 3 * SG_CLUSTER_FRAME ? 3 * SG_CLUSTER_FRAME : b;
 }
 
