@@ -134,9 +134,9 @@ int sg_cluster_name_check(const char *name) {
  *   - the rate's bucket holds 2 ms at the link rate, at least 64 KiB; it
  *     sets the long-run rate and lets a late timer catch up;
  *   - the peak rate, 3 % above the rate, with a bucket of 80 us at the
- *     rate (at least 3 frames, so a timer that fires late loses no
- *     time), paces every packet: after idle a message leaves at the peak
- *     rate instead of as a burst of the rate's bucket;
+ *     rate (at least 3 frames: a timer that fires up to two frames late
+ *     costs the link nothing), paces every packet: after idle a message
+ *     leaves at the peak rate instead of as a burst of the rate's bucket;
  *   - the link's devices build GSO packets of at most the peak bucket's
  *     whole frames, so tbf does not split them in software.
  * Queued packets may wait SG_CLUSTER_TBF_LATENCY_MS.  docs/cluster.md has
