@@ -9,6 +9,9 @@
  *             bridge-side end still holds the rate, and with both removed
  *             the same check fails (rate far above 110 %): it catches an
  *             unshaped link.
+ *   short     a message after idle (64 KiB at 100mbit, 256 KiB at 1gbit)
+ *             takes at least 0.9 x its time at the rate, and the old
+ *             64 KiB tbf bucket, planted back, fails that check.
  *   rtt       TCP round trips of one byte between two hosts (no netem in
  *             this kernel: the latency is the veths' and the bridge's).
  *   loss      UDP through a host with --loss 0.2 arrives at 80 % +- 5 %
@@ -205,10 +208,129 @@ TEST(shaping_holds_the_rate_and_counts_bytes) {
   CHECK(bytes > 0);
   sg_cluster_t *cl = NULL;
   CHECK_OK(tc_up(&cl, &d));
-  fprintf(stderr, "cluster %s: tbf burst %llu B, latency %d ms\n", sg_cluster_name(cl),
-          (unsigned long long)sg_cluster_tbf_burst(d.rate_bps[0]), SG_CLUSTER_TBF_LATENCY_MS);
+  fprintf(stderr, "cluster %s: tbf burst %llu B, latency %d ms, peakrate %llu bit/s, mtu %llu B, "
+          "gso_max_segs %u\n", sg_cluster_name(cl),
+          (unsigned long long)sg_cluster_tbf_burst(d.rate_bps[0]), SG_CLUSTER_TBF_LATENCY_MS,
+          (unsigned long long)sg_cluster_tbf_peakrate(d.rate_bps[0]),
+          (unsigned long long)sg_cluster_tbf_mtu(d.rate_bps[0]), sg_cluster_gso_max_segs(d.rate_bps[0]));
   shaping_checks(cl, d.rate_bps[0], bytes);
   CHECK_OK(tc_down(&cl));
+}
+
+/* ---- short messages after idle ------------------------------------------------- */
+
+/* Message sink: port, then reads exactly p->bytes and answers, over the
+ * connection, the time (sg_now) the last byte arrived. */
+static int msg_sink_main(void *arg, int wfd) {
+  peer_t *p = arg;
+  static char buf[1 << 16];
+  int ls = listen_on(p->addr, SOCK_STREAM, &p->port);
+  if (ls < 0 || write(wfd, &p->port, sizeof p->port) != sizeof p->port) return 1;
+  int c = accept_within(ls, 30);
+  if (c < 0) return 1;
+  for (long long got = 0; got < p->bytes;) {
+    ssize_t r = read(c, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return 1;
+    got += r;
+  }
+  double t1 = sg_now();
+  return write(c, &t1, sizeof t1) != sizeof t1;
+}
+
+/* Connects, leaves the link idle for p->count ms (the condition measured:
+ * the shaper's buckets fill up again; nothing waits on another process by
+ * it), then sends the message with one write; results {t0: just before the
+ * write, t1: the sink's last byte}, both CLOCK_MONOTONIC of this machine. */
+static int msg_source_main(void *arg, int wfd) {
+  peer_t *p = arg;
+  static char buf[1 << 20];
+  int s = connect_to(p->addr, p->port, SOCK_STREAM);
+  if (s < 0 || p->bytes > (long long)sizeof buf) return 1;
+  struct timespec idle = {p->count / 1000, (long)(p->count % 1000) * 1000000L};
+  while (nanosleep(&idle, &idle) < 0 && errno == EINTR) {
+  }
+  double res[2] = {sg_now(), 0};
+  for (long long off = 0; off < p->bytes;) {
+    ssize_t w = write(s, buf + off, (size_t)(p->bytes - off));
+    if (w < 0 && errno != EINTR) return 1;
+    if (w > 0) off += w;
+  }
+  if (tc_read_full(s, &res[1], sizeof res[1], 20) != 0) return 1;
+  close(s);
+  return write(wfd, res, sizeof res) != sizeof res;
+}
+
+/* Seconds from the write of `bytes` on host `from`, after 50 ms of idle
+ * link, to their last byte on host `to`; -1 on failure. */
+static double message_time(const sg_cluster_t *cl, int from, int to, long long bytes) {
+  peer_t p = {.bytes = bytes, .count = 50};
+  double res[2];
+  if (pair(cl, from, to, &p, msg_sink_main, msg_source_main, res, sizeof res, 1) < 0) return -1;
+  return res[1] - res[0];
+}
+
+/* Put the earlier link shaping back on h0's end and h1's bridge end: tbf
+ * with a 64 KiB bucket and no peak rate, which let a message of up to
+ * 64 KiB through at memory speed after idle. */
+static int plant_old_tbf(const sg_cluster_t *cl, uint64_t bps) {
+  char rate[32], out[1024];
+  snprintf(rate, sizeof rate, "%llubit", (unsigned long long)bps);
+  for (int bridge_end = 0; bridge_end < 2; bridge_end++) {
+    char dev[32], ns[64];
+    snprintf(dev, sizeof dev, SG_CLUSTER_IF_PREFIX "%s%c%d", sg_cluster_name(cl),
+             bridge_end ? 'p' : 'e', bridge_end);
+    snprintf(ns, sizeof ns, "%s", bridge_end ? sg_cluster_bridge_ns(cl) : sg_cluster_host_ns(cl, 0));
+    char *argv[] = {"tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate,
+                    "burst", "65536", "latency", "20ms", NULL};
+    if (tc_run(argv, -1, out, sizeof out) != 0) return -1;
+  }
+  return 0;
+}
+
+/* A real link gives every frame its serialization time, so a message
+ * takes at least bytes / rate however idle the link was.  After 50 ms
+ * idle, 3 times each: 64 KiB at 100mbit and 256 KiB at 1gbit (5.2 and
+ * 2.1 ms at the rate) take at least 0.9 x that.  A lower bound by
+ * construction: the shaper holds a message's last frame until its peak
+ * bucket (4542 B at 100mbit, 10 kB at 1gbit) and its peak rate (rate +
+ * 3 %) allow it, at 0.95 (64 KiB: 68.6 kB in 46 frames with headers) and
+ * 0.98 x the time at the rate at the earliest; load only adds time.  With
+ * the old 64 KiB bucket planted back (100mbit) the same message takes
+ * about a tenth of that: the fastest of 3 must fall below the bound, or
+ * the check caught nothing. */
+TEST(short_message_after_idle_takes_its_serialization_time) {
+  if (!tc_root_or_skip("short_message_after_idle_takes_its_serialization_time")) return;
+  static const char *const rates[] = {"100mbit", "1gbit"};
+  static const long long sizes[] = {65536, 262144};
+  for (int i = 0; i < 2; i++) {
+    static sg_cluster_desc_t d;
+    CHECK_OK(sg_cluster_desc_parse(&d, 2, rates[i], NULL));
+    sg_cluster_t *cl = NULL;
+    CHECK_OK(tc_up(&cl, &d));
+    if (!cl) return;
+    const long long bytes = sizes[i];
+    double ser = (double)bytes * 8 / (double)d.rate_bps[0], fastest = 1e9;
+    for (int k = 0; k < 3; k++) {
+      double t = message_time(cl, 0, 1, bytes);
+      fprintf(stderr, "%s: %lld B after idle in %.3f ms (%.2f x its %.3f ms at the rate)\n",
+              rates[i], bytes, t * 1e3, t / ser, ser * 1e3);
+      CHECK_MSG(t >= 0.9 * ser, "%s: %lld B in %.3f ms, under 0.9 x %.3f ms", rates[i], bytes,
+                t * 1e3, ser * 1e3);
+    }
+    if (i == 0) {
+      CHECK_EQ_INT(plant_old_tbf(cl, d.rate_bps[0]), 0);
+      for (int k = 0; k < 3; k++) {
+        double t = message_time(cl, 0, 1, bytes);
+        fprintf(stderr, "%s, old 64 KiB bucket planted: %.3f ms (%.2f x)\n", rates[i], t * 1e3,
+                t / ser);
+        if (t > 0 && t < fastest) fastest = t;
+      }
+      CHECK_MSG(fastest < 0.9 * ser, "old bucket: fastest %.3f ms, not under 0.9 x %.3f ms",
+                fastest * 1e3, ser * 1e3);
+    }
+    CHECK_OK(tc_down(&cl));
+  }
 }
 
 /* ---- two levels: racks ------------------------------------------------------------ */

@@ -130,13 +130,31 @@ int sg_cluster_name_check(const char *name) {
   return SG_OK;
 }
 
-/* tbf: the bucket holds 2 ms at the link rate, at least 64 KiB so one
- * whole GSO/TSO packet (up to 64 KiB) fits without being split; queued
- * packets may wait SG_CLUSTER_TBF_LATENCY_MS.  Both keep one TCP stream
- * at the rate (docs/cluster.md has the measurements). */
+/* tbf, as a link that gives every frame its serialization time:
+ *   - the rate's bucket holds 2 ms at the link rate, at least 64 KiB; it
+ *     sets the long-run rate and lets a late timer catch up;
+ *   - the peak rate, 3 % above the rate, with a bucket of 80 us at the
+ *     rate (at least 3 frames: a timer that fires up to two frames late
+ *     costs the link nothing), paces every packet: after idle a message
+ *     leaves at the peak rate instead of as a burst of the rate's bucket;
+ *   - the link's devices build GSO packets of at most the peak bucket's
+ *     whole frames, so tbf does not split them in software.
+ * Queued packets may wait SG_CLUSTER_TBF_LATENCY_MS.  docs/cluster.md has
+ * the measurements. */
 uint64_t sg_cluster_tbf_burst(uint64_t bps) {
   uint64_t b = bps / 8 / 500;
   return b < 65536 ? 65536 : b;
+}
+
+uint64_t sg_cluster_tbf_peakrate(uint64_t bps) { return bps + bps * 3 / 100; }
+
+uint64_t sg_cluster_tbf_mtu(uint64_t bps) {
+  uint64_t b = bps / 8 / 12500; /* 80 us */
+  return b < 3 * SG_CLUSTER_FRAME ? 3 * SG_CLUSTER_FRAME : b;
+}
+
+unsigned sg_cluster_gso_max_segs(uint64_t bps) {
+  return (unsigned)(sg_cluster_tbf_mtu(bps) / SG_CLUSTER_FRAME);
 }
 
 /* ---- names -------------------------------------------------------------------- */
@@ -298,12 +316,16 @@ static int add_ns(sg_cluster_t *cl, const char *ns, int host) {
 }
 
 static int add_tbf(const char *ns, const char *dev, uint64_t bps, int queue_ms) {
-  char rate[32], burst[32], lat[16];
+  char rate[32], burst[32], lat[16], peak[32], mtu[32], segs[16];
   snprintf(rate, sizeof rate, "%llubit", (unsigned long long)bps);
   snprintf(burst, sizeof burst, "%llub", (unsigned long long)sg_cluster_tbf_burst(bps));
   snprintf(lat, sizeof lat, "%dms", queue_ms > 0 ? queue_ms : SG_CLUSTER_TBF_LATENCY_MS);
+  snprintf(peak, sizeof peak, "%llubit", (unsigned long long)sg_cluster_tbf_peakrate(bps));
+  snprintf(mtu, sizeof mtu, "%llub", (unsigned long long)sg_cluster_tbf_mtu(bps));
+  snprintf(segs, sizeof segs, "%u", sg_cluster_gso_max_segs(bps));
+  RUN("ip", "-n", (char *)ns, "link", "set", "dev", (char *)dev, "gso_max_segs", segs);
   RUN("tc", "-n", (char *)ns, "qdisc", "add", "dev", (char *)dev, "root", "tbf", "rate", rate,
-      "burst", burst, "latency", lat);
+      "burst", burst, "latency", lat, "peakrate", peak, "mtu", mtu);
   return SG_OK;
 }
 

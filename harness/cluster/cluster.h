@@ -164,11 +164,18 @@ int sg_cluster_nracks(const sg_cluster_t *cl);
 int sg_cluster_uplink_stats(const sg_cluster_t *cl, int k, uint64_t *out_tx, uint64_t *in_tx);
 int sg_cluster_link_stats(const sg_cluster_t *cl, int host, sg_cluster_link_t *out);
 
-/* tbf parameters used for a link of `bps` bits/s (see docs/cluster.md). */
-uint64_t sg_cluster_tbf_burst(uint64_t bps); /* bytes */
+/* tbf parameters used for a link of `bps` bits/s (see docs/cluster.md,
+ * "Rates and tbf parameters"): the rate's bucket, the peak rate and the
+ * peak rate's bucket, and the most segments one GSO packet may carry on
+ * the link's devices (the peak bucket's whole frames). */
+uint64_t sg_cluster_tbf_burst(uint64_t bps);    /* bytes */
+uint64_t sg_cluster_tbf_peakrate(uint64_t bps); /* bits/s */
+uint64_t sg_cluster_tbf_mtu(uint64_t bps);      /* bytes */
+unsigned sg_cluster_gso_max_segs(uint64_t bps);
 #define SG_CLUSTER_TBF_LATENCY_MS 20
 #define SG_CLUSTER_QUEUE_MS_MIN 1
 #define SG_CLUSTER_QUEUE_MS_MAX 1000
+#define SG_CLUSTER_FRAME 1514 /* one full Ethernet frame (MTU 1500) as tc counts it */
 
 /* ---- Slurm on the cluster (daemons.c) -------------------------------------- */
 
