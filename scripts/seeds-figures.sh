@@ -30,7 +30,7 @@ timed() { # NAME CMD...: run CMD; print its wall-clock seconds, its peak
   if [ -x /usr/bin/time ]; then
     out=$(mktemp)
     /usr/bin/time -f %M -o "$out" "$@"
-    rss=$(awk 'END { printf ", peak RSS %.2f GB", $1 / 1048576 }' "$out")
+    rss=$(awk 'END { printf ", peak RSS %.2f GiB", $1 / 1048576 }' "$out")
     rm -f "$out"
   else
     "$@"
