@@ -717,7 +717,11 @@ static int choose_buf(server_t *s, int w, size_t bytes, unsigned char **buf, siz
 #ifdef SG_SMPI
 /* Under simulation (sgdlab-rank-smpi) an unsliced server takes the next
  * message with one blocking receive into scratch, and a push that goes
- * to its worker's slot is moved there after.  SimGrid 3.32 runs
+ * to its worker's slot trades places with it: the scratch buffer becomes
+ * the slot and the old slot the scratch (both hold cap bytes, and an
+ * unsliced slot is read only until its worker's next push).  A copy
+ * instead would be charged as computation under executed compute, a
+ * cost the server does not have outside simulation.  SimGrid 3.32 runs
  * MPI_Probe as a loop of MPI_Iprobe calls, each a switch into its
  * kernel and a sleep of smpi/iprobe times a count of failed calls that
  * every rank shares and any success resets: with 32 servers waiting at
@@ -737,7 +741,11 @@ static int receive_blocking(server_t *s, unsigned char **buf, sg_status_t *st) {
   unsigned char *drain = NULL;
   size_t room;
   SG_CHECK(choose_buf(s, w >= 0 && w < s->N ? w : -1, st->bytes, buf, &room, &drain));
-  if (*buf != s->scratch) memcpy(*buf, s->scratch, st->bytes);
+  if (*buf != s->scratch) { /* a push for slot[w]: scratch becomes the slot */
+    s->slot[w] = s->scratch;
+    s->scratch = *buf;
+    *buf = s->slot[w];
+  }
   return SG_OK;
 }
 #endif

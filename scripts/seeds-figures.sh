@@ -18,13 +18,26 @@ what=${1:-all}
 [ $# -gt 0 ] && shift
 EXPS=${*:-scale gibiansky pfn async}
 
-timed() { # NAME CMD...: run CMD, print its wall-clock seconds
-  local name=$1 t0 t1
+load1() { cut -d' ' -f1 /proc/loadavg; }
+
+timed() { # NAME CMD...: run CMD; print its wall-clock seconds, its peak
+  # resident set (GNU time, when installed) and the 1-minute load average
+  # before and after
+  local name=$1 t0 t1 l0 rss="" out
   shift
+  l0=$(load1)
   t0=$(date +%s.%N)
-  "$@"
+  if [ -x /usr/bin/time ]; then
+    out=$(mktemp)
+    /usr/bin/time -f %M -o "$out" "$@"
+    rss=$(awk 'END { printf ", peak RSS %.2f GiB", $1 / 1048576 }' "$out")
+    rm -f "$out"
+  else
+    "$@"
+  fi
   t1=$(date +%s.%N)
-  printf '== %s: %.0f s\n' "$name" "$(echo "$t1 - $t0" | bc)" >&2
+  printf '== %s: %.0f s%s, load %s before, %s after\n' "$name" "$(echo "$t1 - $t0" | bc)" \
+    "$rss" "$l0" "$(load1)" >&2
 }
 
 # figures each experiment's report draws that docs/seeds.md shows
