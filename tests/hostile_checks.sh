@@ -20,6 +20,7 @@
 #    NaN, 1e308 or a very long string: refused in one line naming
 #    file:line:col and the key, or (finite extremes) accepted.
 set -u
+base=$(cat "$(dirname "$0")/hostile_schema.sql") || exit 1
 sg=${1:?usage: hostile_checks.sh SGDLAB}
 d=$(mktemp -d) || exit 1
 trap 'rm -rf "$d"' EXIT
@@ -32,16 +33,7 @@ esc=$(printf '\033')
 # $4: more SQL
 make_db() {
   sqlite3 "$1" "
-CREATE TABLE experiments(id INTEGER PRIMARY KEY, name TEXT NOT NULL, config_text TEXT,
-  started_at TEXT, host TEXT, version TEXT);
-CREATE TABLE runs(id INTEGER PRIMARY KEY, experiment_id INTEGER, engine TEXT NOT NULL,
-  options_json TEXT, transport TEXT, launcher TEXT, workers INTEGER, servers INTEGER,
-  processes INTEGER, repeat INTEGER, seed INTEGER, status TEXT NOT NULL, error TEXT,
-  started_at TEXT, finished_at TEXT, wall_s REAL, harness_pid INTEGER, harness_host TEXT,
-  harness_start TEXT, tmp_dir TEXT);
-CREATE TABLE run_info(run_id INTEGER NOT NULL, key TEXT, value TEXT);
-CREATE TABLE ranks(run_id INTEGER NOT NULL, rank INTEGER, role TEXT, host TEXT, pid INTEGER,
-  cluster_host TEXT, address TEXT, kind TEXT);
+$base
 CREATE TABLE steps(run_id INTEGER NOT NULL, rank INTEGER, role TEXT, step INTEGER,
   epoch INTEGER, t_start REAL, compute_s REAL, comm_s REAL, wait_s REAL, bytes_sent INTEGER,
   bytes_recv INTEGER, loss REAL, staleness INTEGER, t_start_raw REAL, kind TEXT);

@@ -9,6 +9,7 @@
 # run_summary view that forges numbers is ignored (sgdlab's own TEMP views
 # are read); an ordinary database made the same way still reads.
 set -u
+base=$(cat "$(dirname "$0")/hostile_schema.sql") || exit 1
 sg=${1:?usage: hostile_db.sh SGDLAB SRC}
 labs=${2:?}/configs/labs
 d=$(mktemp -d) || exit 1
@@ -19,16 +20,7 @@ command -v sqlite3 >/dev/null || fail "no sqlite3 command"
 # $1: database; $2: how steps, evals are made
 make_db() {
   sqlite3 "$1" "
-CREATE TABLE experiments(id INTEGER PRIMARY KEY, name TEXT NOT NULL, config_text TEXT,
-  started_at TEXT, host TEXT, version TEXT);
-CREATE TABLE runs(id INTEGER PRIMARY KEY, experiment_id INTEGER, engine TEXT NOT NULL,
-  options_json TEXT, transport TEXT, launcher TEXT, workers INTEGER, servers INTEGER,
-  processes INTEGER, repeat INTEGER, seed INTEGER, status TEXT NOT NULL, error TEXT,
-  started_at TEXT, finished_at TEXT, wall_s REAL, harness_pid INTEGER, harness_host TEXT,
-  harness_start TEXT, tmp_dir TEXT);
-CREATE TABLE run_info(run_id INTEGER NOT NULL, key TEXT, value TEXT);
-CREATE TABLE ranks(run_id INTEGER NOT NULL, rank INTEGER, role TEXT, host TEXT, pid INTEGER,
-  cluster_host TEXT, address TEXT, kind TEXT);
+$base
 $2
 INSERT INTO experiments(id, name) VALUES(1, 'lab1-ring-vs-ps');
 INSERT INTO runs(id, experiment_id, engine, options_json, workers, servers, repeat, status)
