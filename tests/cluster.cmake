@@ -43,3 +43,8 @@ sg_add_test(test_cluster_ssh SOURCES test_cluster_ssh.c TIMEOUT 300
   LIBS sgtestcluster sgrun PkgConfig::SQLITE)
 add_dependencies(test_cluster_ssh sgdlab sgdlab-rank sgdlab-nsexec)
 set_tests_properties(test_cluster_ssh PROPERTIES RESOURCE_LOCK sgdlab_cluster)
+# cluster down signals only what the cluster started: a pid reused
+# between a daemon's or a session's check and its signal (in a pid
+# namespace of the test's own) gets nothing; a recorded mount namespace is
+# trusted by inode and device.  Root; a tmpfs /run of its own.
+sg_add_test(test_teardown_signals SOURCES test_teardown_signals.c TIMEOUT 120 LIBS sgcluster sgbase)

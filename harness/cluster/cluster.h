@@ -190,6 +190,11 @@ int sg_cluster_slurm_up(const sg_cluster_t *cl, double timeout_s);
  * still has the recorded start time: never by name), then remove the
  * directory through descriptors (safedir.h).  No directory: SG_OK. */
 int sg_cluster_daemons_down(const char *name);
+/* Tests only: called with the pid between a process's identity check and
+ * its signal in sg_cluster_daemons_down (every signal there goes through a
+ * pidfd opened before the check, so a pid reused at that moment is not
+ * hit; the hook is where a test reuses it). */
+extern void (*sg_cluster_signal_race_hook_)(int pid);
 /* "/run/sgdlab/daemons-NAME" and ".../slurm.conf"; whether it exists. */
 void sg_cluster_daemons_dir(const char *name, char *out, size_t cap);
 void sg_cluster_slurm_conf(const char *name, char *out, size_t cap);

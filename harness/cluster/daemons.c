@@ -141,12 +141,16 @@ static void daemon_child(const sg_cluster_t *cl, int h, int flags, int ready, ch
   _exit(127);
 }
 
-/* The inode of process pid's mount namespace, or 0. */
-static unsigned long long mnt_ns(int pid) {
+/* The inode of process pid's mount namespace, or 0; its device (nsfs)
+ * into *dev.  A namespace is named by both: an inode number alone could
+ * be any file system's. */
+static unsigned long long mnt_ns(int pid, unsigned long long *dev) {
   char path[64];
   struct stat st;
   snprintf(path, sizeof path, "/proc/%d/ns/mnt", pid);
-  return stat(path, &st) == 0 ? (unsigned long long)st.st_ino : 0;
+  if (stat(path, &st) < 0) return *dev = 0, 0;
+  *dev = (unsigned long long)st.st_dev;
+  return (unsigned long long)st.st_ino;
 }
 
 /* DIR/TAG.mntns: where the mount namespace made for daemon TAG is pinned. */
@@ -160,7 +164,8 @@ static void pin_path(const char *dir, const char *tag, char *out, size_t cap) {
  * while the cluster is up the kernel cannot free the namespace and give
  * its number to another (a namespace number is an inode, reused once
  * freed), so `down` may trust the number even after the daemon died. */
-static int pin_ns(const char *dir, const char *tag, int pid, unsigned long long ns) {
+static int pin_ns(const char *dir, const char *tag, int pid, unsigned long long ns,
+                  unsigned long long dev) {
   char pin[512], src[64];
   struct stat st;
   pin_path(dir, tag, pin, sizeof pin);
@@ -169,15 +174,17 @@ static int pin_ns(const char *dir, const char *tag, int pid, unsigned long long 
   if (fd < 0) return -1;
   close(fd);
   if (mount(src, pin, NULL, MS_BIND, NULL) < 0) return unlink(pin), -1;
-  if (stat(pin, &st) < 0 || (unsigned long long)st.st_ino != ns) /* it died in between */
+  if (stat(pin, &st) < 0 || (unsigned long long)st.st_ino != ns ||
+      (unsigned long long)st.st_dev != dev) /* it died in between */
     return umount2(pin, MNT_DETACH), unlink(pin), -1;
   return 0;
 }
 
 /* Start one daemon (in the foreground: it stays our child's process, not
- * a double fork we could lose) and record "TAG PID START [MNTNS]" before
- * returning; MNTNS: the inode of the mount namespace made for it
- * (SGC_PRIVATE_TMP), which every process it starts inherits. */
+ * a double fork we could lose) and record "TAG PID START [MNTNS MNTDEV]"
+ * before returning; MNTNS MNTDEV: the inode and device of the mount
+ * namespace made for it (SGC_PRIVATE_TMP), which every process it starts
+ * inherits. */
 int sgc_start_daemon(const sg_cluster_t *cl, const char *dir, const char *tag, int h, int flags,
                      char **argv) {
   char prog[512], log[512], rec[160], ok;
@@ -194,14 +201,14 @@ int sgc_start_daemon(const sg_cluster_t *cl, const char *dir, const char *tag, i
   while ((r = read(p[0], &ok, 1)) < 0 && errno == EINTR) {
   }
   close(p[0]);
-  unsigned long long start = sg_proc_start(pid), ns = 0;
-  if (r == 1 && (flags & SGC_PRIVATE_TMP)) ns = mnt_ns(pid);
-  int n = ns ? snprintf(rec, sizeof rec, "%s %d %llu %llu\n", tag, (int)pid, start, ns)
+  unsigned long long start = sg_proc_start(pid), ns = 0, dev = 0;
+  if (r == 1 && (flags & SGC_PRIVATE_TMP)) ns = mnt_ns(pid, &dev);
+  int n = ns ? snprintf(rec, sizeof rec, "%s %d %llu %llu %llu\n", tag, (int)pid, start, ns, dev)
              : snprintf(rec, sizeof rec, "%s %d %llu\n", tag, (int)pid, start);
   char path[512];
   snprintf(path, sizeof path, "%s/" DAEMONS_FILE, dir);
   int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (r != 1 || fd < 0 || (ns && pin_ns(dir, tag, (int)pid, ns) < 0) ||
+  if (r != 1 || fd < 0 || (ns && pin_ns(dir, tag, (int)pid, ns, dev) < 0) ||
       write(fd, rec, (size_t)n) != n) {
     kill(pid, SIGKILL);
     if (fd >= 0) close(fd);
@@ -302,34 +309,62 @@ typedef struct daemon_rec {
   char tag[32];
   int pid;
   unsigned long long start;
-  unsigned long long mntns; /* the mount namespace made for it, or 0 */
+  unsigned long long mntns, mntdev; /* the mount namespace made for it (inode, nsfs device), or 0 */
 } daemon_rec_t;
 
-/* The recorded daemons; with `live`, only those still running as
- * recorded (same pid, same start). */
-static int read_records(const char *dir, daemon_rec_t *d, int cap, int live) {
+/* The recorded daemons (all, alive or not). */
+static int read_records(const char *dir, daemon_rec_t *d, int cap) {
   char path[512], line[160];
   snprintf(path, sizeof path, "%s/" DAEMONS_FILE, dir);
   FILE *f = fopen(path, "re");
   int n = 0;
   while (f && n < cap && fgets(line, sizeof line, f)) {
-    d[n].mntns = 0;
-    if (sscanf(line, "%31s %d %llu %llu", d[n].tag, &d[n].pid, &d[n].start, &d[n].mntns) >= 3 &&
-        d[n].pid > 1 && d[n].start && (!live || sg_proc_start(d[n].pid) == d[n].start))
+    d[n].mntns = d[n].mntdev = 0; /* a record without the device: its namespace is not trusted */
+    if (sscanf(line, "%31s %d %llu %llu %llu", d[n].tag, &d[n].pid, &d[n].start, &d[n].mntns,
+               &d[n].mntdev) >= 3 && d[n].pid > 1 && d[n].start)
       n++;
   }
   if (f) fclose(f);
   return n;
 }
 
-static int read_daemons(const char *dir, daemon_rec_t *d, int cap) {
-  return read_records(dir, d, cap, 1);
-}
-
 /* Whether a recorded daemon still runs (a zombie has ended). */
 static int running(const daemon_rec_t *d) {
   int st = sg_proc_state(d->pid);
   return st && st != 'Z' && st != 'X' && sg_proc_start(d->pid) == d->start;
+}
+
+/* ---- signals through pidfds ------------------------------------------------ */
+
+void (*sg_cluster_signal_race_hook_)(int pid);
+
+/* A handle on process pid, opened BEFORE the caller checks who pid is: a
+ * pidfd, which stays the process it was opened on, so when the check that
+ * follows passes, a signal through it reaches the checked process or, if
+ * that one is gone meanwhile, nobody (ESRCH), never a process that got its
+ * pid since.  -1: pid is gone.  -2: the kernel has no pidfd_open (Linux
+ * < 5.3), said once in one line; signal_handle then signals by pid. */
+static int pid_handle(int pid) {
+  static int told;
+  int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+  if (fd >= 0) return fd;
+  if (errno != ENOSYS) return -1;
+  if (!told++)
+    fprintf(stderr, "sgdlab cluster: this kernel has no pidfd_open (Linux < 5.3): the cluster's "
+                    "daemons are signalled by pid right after their check\n");
+  return -2;
+}
+
+/* sig to the process of handle h (pid_handle; pid for the fallback) that
+ * passed its check; 1 when it went. */
+static int signal_handle(int h, int pid, int sig) {
+  if (sg_cluster_signal_race_hook_) sg_cluster_signal_race_hook_(pid); /* tests: a pid reused now */
+  if (h >= 0) return syscall(SYS_pidfd_send_signal, h, sig, NULL, 0) == 0;
+  return h == -2 && kill(pid, sig) == 0;
+}
+
+static void close_handle(int h) {
+  if (h >= 0) close(h);
 }
 
 /* Wait until none but `except` (-1: none) runs; how many still do. */
@@ -343,23 +378,27 @@ static int wait_gone(const daemon_rec_t *d, int n, int except, double deadline) 
   }
 }
 
-/* Whether record d's mount namespace number still names the namespace
- * made for it: pinned on DIR/TAG.mntns (pin_ns), or its daemon still runs
- * in it.  Else the number may have been freed and given to another
- * namespace, whose processes are not the cluster's. */
+/* Whether record d's mount namespace (inode and nsfs device) still names
+ * the namespace made for it: pinned on DIR/TAG.mntns (pin_ns), or its
+ * daemon still runs in it.  Else the number may have been freed and given
+ * to another namespace, whose processes are not the cluster's. */
 static int ns_trusted(const char *dir, const daemon_rec_t *d) {
   char pin[512];
   struct stat st;
+  unsigned long long dev;
   pin_path(dir, d->tag, pin, sizeof pin);
-  if (lstat(pin, &st) == 0 && (unsigned long long)st.st_ino == d->mntns) return 1;
-  return running(d) && mnt_ns(d->pid) == d->mntns;
+  if (!d->mntdev) return 0;
+  if (lstat(pin, &st) == 0 && (unsigned long long)st.st_ino == d->mntns &&
+      (unsigned long long)st.st_dev == d->mntdev)
+    return 1;
+  return running(d) && mnt_ns(d->pid, &dev) == d->mntns && dev == d->mntdev;
 }
 
 /* Unpin every pinned namespace of the cluster (its processes are gone). */
 static void unpin_all(const char *dir) {
   enum { MAXD = 2 * SG_CLUSTER_MAX_HOSTS + 8 };
   static daemon_rec_t d[MAXD];
-  int n = read_records(dir, d, MAXD, 0);
+  int n = read_records(dir, d, MAXD);
   for (int i = 0; i < n; i++) {
     char pin[512];
     if (!d[i].mntns) continue;
@@ -375,10 +414,11 @@ static void unpin_all(const char *dir) {
  * namespace; one started before the daemon cannot be its). */
 static const daemon_rec_t *started_by(int pid, const daemon_rec_t *d, int n,
                                       unsigned long long *start) {
-  unsigned long long ns = mnt_ns(pid);
+  unsigned long long dev, ns = mnt_ns(pid, &dev);
   *start = ns ? sg_proc_start(pid) : 0;
   for (int i = 0; ns && i < n; i++)
-    if (d[i].mntns == ns && pid != d[i].pid && *start >= d[i].start) return &d[i];
+    if (d[i].mntns == ns && d[i].mntdev == dev && pid != d[i].pid && *start >= d[i].start)
+      return &d[i];
   return NULL;
 }
 
@@ -388,11 +428,10 @@ static const daemon_rec_t *started_by(int pid, const daemon_rec_t *d, int n,
 static int kill_started(int pid, const daemon_rec_t *d, int n) {
   unsigned long long start, again;
   if (!started_by(pid, d, n, &start)) return 0;
-  int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-  if (fd < 0) return 0; /* gone */
-  int ok = started_by(pid, d, n, &again) && again == start &&
-           syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) == 0;
-  close(fd);
+  int h = pid_handle(pid);
+  if (h == -1) return 0; /* gone */
+  int ok = started_by(pid, d, n, &again) && again == start && signal_handle(h, pid, SIGKILL);
+  close_handle(h);
   return ok;
 }
 
@@ -404,7 +443,7 @@ static int kill_started(int pid, const daemon_rec_t *d, int n) {
 static void stop_stepds(const char *dir) {
   enum { MAXD = 2 * SG_CLUSTER_MAX_HOSTS + 8 };
   static daemon_rec_t all[MAXD];
-  int n = read_records(dir, all, MAXD, 0), any = 0;
+  int n = read_records(dir, all, MAXD), any = 0;
   for (int i = 0; i < n; i++) {
     if (all[i].mntns && !ns_trusted(dir, &all[i])) all[i].mntns = 0; /* number may be reused */
     any |= all[i].mntns != 0;
@@ -432,26 +471,61 @@ static int under_sshd(int pid, const daemon_rec_t *d, int n) {
   return 0;
 }
 
+/* Handles on the processes under the recorded sshds, each opened before
+ * its parentage is checked (pid_handle), at most cap; how many. */
+static int snapshot_sessions(const daemon_rec_t *d, int n, int *h, int *pids, int cap) {
+  int k = 0;
+  DIR *dp = opendir("/proc");
+  for (struct dirent *e; dp && k < cap && (e = readdir(dp));) {
+    int pid = atoi(e->d_name);
+    if (pid <= 1 || !under_sshd(pid, d, n)) continue;
+    int fd = pid_handle(pid);
+    if (fd == -1) continue; /* gone */
+    if (!under_sshd(pid, d, n)) { /* its pid was reused before the pidfd */
+      close_handle(fd);
+      continue;
+    }
+    h[k] = fd, pids[k++] = pid;
+  }
+  if (dp) closedir(dp);
+  return k;
+}
+
 /* SIGKILL to everything the cluster's sshds started (sessions and the
  * commands they run: ranks, orted), taken as one snapshot so that a
  * command whose session dies first is not lost to reparenting; repeated
- * while new ones appear (a few rounds). */
+ * while new ones appear (a few rounds).  Each through its pidfd. */
 static void stop_sessions(const daemon_rec_t *d, int n) {
-  enum { MAXK = 4096 };
-  static int kill_list[MAXK];
-  for (int round = 0; round < 4; round++) {
-    int k = 0;
-    DIR *dp = opendir("/proc");
-    for (struct dirent *e; dp && k < MAXK && (e = readdir(dp));) {
-      int pid = atoi(e->d_name);
-      if (pid > 1 && under_sshd(pid, d, n)) kill_list[k++] = pid;
-    }
-    if (dp) closedir(dp);
+  enum { MAXK = 512 }; /* descriptors held at once */
+  static int h[MAXK], pids[MAXK];
+  for (int round = 0; round < 8; round++) {
+    int k = snapshot_sessions(d, n, h, pids, MAXK);
     if (!k) return;
-    for (int i = 0; i < k; i++) kill(kill_list[i], SIGKILL);
+    for (int i = 0; i < k; i++) signal_handle(h[i], pids[i], SIGKILL), close_handle(h[i]);
     struct timespec ts = {0, 20 * 1000 * 1000}; /* let the killed go before looking again */
-    nanosleep(&ts, NULL);
+    if (k < MAXK) nanosleep(&ts, NULL);
   }
+}
+
+/* The recorded daemons that still run as recorded (same pid, same start),
+ * compacted into d, each with a handle opened before that check; how many. */
+static int open_daemons(const char *dir, daemon_rec_t *d, int *h, int cap) {
+  int n = read_records(dir, d, cap), live = 0;
+  for (int i = 0; i < n; i++) {
+    int fd = pid_handle(d[i].pid);
+    if (fd != -1 && sg_proc_start(d[i].pid) == d[i].start) {
+      d[live] = d[i], h[live++] = fd;
+      continue;
+    }
+    close_handle(fd);
+  }
+  return live;
+}
+
+/* sig, through its handle, to every daemon of d but `except` that runs. */
+static void signal_all(const daemon_rec_t *d, const int *h, int n, int except, int sig) {
+  for (int i = 0; i < n; i++)
+    if (i != except && running(&d[i])) signal_handle(h[i], d[i].pid, sig);
 }
 
 /* SIGTERM to the node daemons and slurmctld, then munged; SIGKILL to what
@@ -459,21 +533,19 @@ static void stop_sessions(const daemon_rec_t *d, int n) {
 static int stop_daemons(const char *dir) {
   enum { MAXD = 2 * SG_CLUSTER_MAX_HOSTS + 8 };
   static daemon_rec_t d[MAXD];
+  static int h[MAXD];
   stop_stepds(dir);
-  int n = read_daemons(dir, d, MAXD), munge = -1;
+  int n = open_daemons(dir, d, h, MAXD), munge = -1;
   stop_sessions(d, n);
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < n; i++)
     if (!strcmp(d[i].tag, "munged")) munge = i;
-    else if (running(&d[i])) kill(d[i].pid, SIGTERM);
-  }
-  if (wait_gone(d, n, munge, sg_now() + STOP_GRACE_S))
-    for (int i = 0; i < n; i++)
-      if (i != munge && running(&d[i])) kill(d[i].pid, SIGKILL);
-  if (munge >= 0 && running(&d[munge])) kill(d[munge].pid, SIGTERM);
-  if (wait_gone(d, n, -1, sg_now() + STOP_GRACE_S))
-    for (int i = 0; i < n; i++)
-      if (running(&d[i])) kill(d[i].pid, SIGKILL);
-  return wait_gone(d, n, -1, sg_now() + 5.0);
+  signal_all(d, h, n, munge, SIGTERM);
+  if (wait_gone(d, n, munge, sg_now() + STOP_GRACE_S)) signal_all(d, h, n, munge, SIGKILL);
+  if (munge >= 0 && running(&d[munge])) signal_handle(h[munge], d[munge].pid, SIGTERM);
+  if (wait_gone(d, n, -1, sg_now() + STOP_GRACE_S)) signal_all(d, h, n, -1, SIGKILL);
+  int left = wait_gone(d, n, -1, sg_now() + 5.0);
+  for (int i = 0; i < n; i++) close_handle(h[i]);
+  return left;
 }
 
 int sg_cluster_daemons_down(const char *name) {
