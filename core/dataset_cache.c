@@ -33,6 +33,7 @@
 
 #include "dataset.h"
 #include "err.h"
+#include "trusted_path.h"
 
 enum { CACHE_VERSION = 1 };
 static const char CACHE_MAGIC[8] = {'S', 'G', 'D', 'C', 'A', 'C', 'H', '1'};
@@ -83,97 +84,8 @@ static int source_key(const char *images, const char *labels, int64_t limit, uin
   return SG_OK;
 }
 
-/* Directory `fd` (named `path` in messages) may hold the cache's path:
- * owned by root or by us, and writable by no one else unless sticky
- * (/tmp), where others cannot rename or remove what is ours. */
-static int safe_parent(int fd, const char *path) {
-  struct stat st;
-  if (fstat(fd, &st) < 0) return sg_err_set(SG_EIO, "data cache: %s: %s", path, strerror(errno));
-  if (st.st_uid != 0 && st.st_uid != geteuid())
-    return sg_err_set(SG_EIO, "data cache: %s is owned by uid %u, not by root or uid %u",
-                      path, (unsigned)st.st_uid, (unsigned)geteuid());
-  if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))
-    return sg_err_set(SG_EIO, "data cache: %s is writable by others (mode %04o, not sticky)",
-                      path, (unsigned)(st.st_mode & 07777));
-  return SG_OK;
-}
-
-/* Component buf[c..e) of a walk (cut at e, keep the byte there) is the
- * symlink st: followed only when root or we own it, its target put in its
- * place in buf.  1: the target is absolute (the walk starts at / again),
- * 0: relative (the walk goes on where it is), < 0: refused. */
-static int splice_link(int fd, const struct stat *st, char *buf, size_t c, size_t e, char keep,
-                       int *links) {
-  char link[PATH_MAX], next[PATH_MAX];
-  if (st->st_uid != 0 && st->st_uid != geteuid())
-    return sg_err_set(SG_EIO, "data cache: %s is a symlink owned by uid %u, not by root or uid %u",
-                      buf, (unsigned)st->st_uid, (unsigned)geteuid());
-  ssize_t n = readlinkat(fd, buf + c, link, sizeof link - 1);
-  if (n <= 0 || ++*links > 40)
-    return sg_err_set(SG_EIO, "data cache: %s: %s", buf, n <= 0 ? strerror(errno) : "too many symlinks");
-  link[n] = '\0';
-  buf[e] = keep;
-  int absolute = link[0] == '/';
-  if (snprintf(next, sizeof next, "%.*s%s%s", absolute ? 0 : (int)c, buf, link, buf + e) >=
-      (int)sizeof next)
-    return sg_err_set(SG_EIO, "data cache %s: path too long", buf);
-  memcpy(buf, next, strlen(next) + 1);
-  return absolute;
-}
-
-/* Open the directory `abs` (an absolute path) from / one component at a
- * time, each directory checked by safe_parent as it is entered.  A
- * symlink is followed only when root or we own it (its owner could
- * repoint it), its target spliced into the rest of the path; ".." goes to
- * the directory's real parent, as realpath would.  Nothing is resolved
- * ahead of the walk, so there is nothing to swap between a check and its
- * use.  Returns the descriptor or a negative SG_E*. */
-static int walk_checked(const char *abs) {
-  char buf[PATH_MAX];
-  int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC), links = 0, rc = SG_OK;
-  size_t at = 0; /* buf[0..at) is the part walked */
-  if (strlen(abs) >= sizeof buf) {
-    if (fd >= 0) close(fd);
-    return sg_err_set(SG_EIO, "data cache %.64s...: path too long", abs);
-  }
-  memcpy(buf, abs, strlen(abs) + 1);
-  if (fd < 0) return sg_err_set(SG_EIO, "data cache /: %s", strerror(errno));
-  if ((rc = safe_parent(fd, "/")) < 0) goto fail;
-  while (buf[at]) {
-    size_t c = at + strspn(buf + at, "/"), e = c + strcspn(buf + c, "/");
-    char keep = buf[e];
-    buf[e] = '\0';
-    if (!buf[c] || !strcmp(buf + c, ".")) {
-      buf[e] = keep, at = e;
-      continue;
-    }
-    int nfd = openat(fd, buf + c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (nfd < 0 && (errno == ELOOP || errno == ENOTDIR) &&
-        fstatat(fd, buf + c, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
-      if ((rc = splice_link(fd, &st, buf, c, e, keep, &links)) < 0) goto fail;
-      if (rc == 1) { /* an absolute target: from / again */
-        close(fd);
-        if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) break;
-        at = 0;
-      }
-      continue;
-    }
-    rc = nfd < 0 ? sg_err_set(SG_EIO, "data cache: %s: %s", buf, strerror(errno)) : safe_parent(nfd, buf);
-    close(fd);
-    fd = nfd;
-    buf[e] = keep, at = e;
-    if (rc < 0) goto fail;
-  }
-  if (fd < 0) return sg_err_set(SG_EIO, "data cache /: %s", strerror(errno));
-  return fd;
-fail:
-  if (fd >= 0) close(fd);
-  return rc;
-}
-
 /* A descriptor of the checked parent of `dir`, its last component in
- * `leaf` (walk_checked; a relative dir from the working directory). */
+ * `leaf` (trusted_path.h; a relative dir from the working directory). */
 static int open_parent(const char *path, char *leaf, size_t cap) {
   char dir[4096], par[4096], abs[PATH_MAX + 4096], cwd[PATH_MAX];
   size_t len = strlen(path);
@@ -193,7 +105,7 @@ static int open_parent(const char *path, char *leaf, size_t cap) {
   if (snprintf(abs, sizeof abs, "%s%s%s", par[0] == '/' ? "" : cwd, par[0] == '/' ? "" : "/",
                par) >= PATH_MAX)
     return sg_err_set(SG_EIO, "data cache %.64s...: path too long", path);
-  return walk_checked(abs);
+  return sg_trusted_dir_walk(abs, "data cache", SG_TRUSTED_NO_UID);
 }
 
 /* dir: made 0700 when missing; refused unless a directory of ours that

@@ -54,6 +54,15 @@ int sg_stage_parse(const char *buf, size_t len, sg_opts_t **spec, sg_keys_t **ke
  * and unmunge run by fork/exec, no shell; SG_STAGE_MUNGE_SOCKET_ENV, when
  * set, names munged's socket (else munge's default). */
 #define SG_STAGE_MUNGE_SOCKET_ENV "SGDLAB_MUNGE_SOCKET"
+/* A socket named in SG_STAGE_MUNGE_SOCKET_ENV is used only when no one
+ * but root, the user or munged's account ("munge") can put another in its
+ * place: an absolute path whose directories are all theirs and writable by
+ * no one else (trusted_path.h; only its ancestors may be sticky), and the
+ * socket, where there is one, a socket (not a link) of theirs.  Whoever
+ * answers on it reads the stage munge encodes, and what unmunge decodes is
+ * taken as its word.  0, or SG_EINVAL and one line naming the variable,
+ * the path and why. */
+int sg_stage_munge_socket_check(const char *socket);
 /* A credential line can be this long: 4/3 of the largest stage, plus. */
 #define SG_STAGE_CRED_MAX ((SG_STAGE_SPEC_MAX + SG_STAGE_KEYS_MAX) / 3 * 4 + 4096)
 /* The credential of len bytes of payload, restricted to this uid and

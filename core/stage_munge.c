@@ -7,14 +7,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "err.h"
+#include "trusted_path.h"
 
 #define OUT_MAX (SG_STAGE_CRED_MAX + 256) /* unmunge's metadata and payload */
 
@@ -102,6 +105,65 @@ static const char *error_line(const char *text, char *msg, size_t cap) {
   return msg;
 }
 
+/* munged's own account ("munge"), which Debian's package gives /run/munge
+ * and its socket: it holds the cluster's key, so it is trusted already. */
+static uid_t munge_uid(void) {
+  struct passwd pw, *got = NULL;
+  char buf[1024];
+  return getpwnam_r("munge", &pw, buf, sizeof buf, &got) == 0 && got ? got->pw_uid
+                                                                     : SG_TRUSTED_NO_UID;
+}
+
+/* The socket's own directory (fd, named dir): no one but its owner may
+ * make or replace an entry in it, not even where it is sticky (munged
+ * removes and makes its socket again when it restarts). */
+static int socket_dir(int fd, const char *socket, const char *dir) {
+  struct stat st;
+  if (fstat(fd, &st) < 0)
+    return sg_err_set(SG_EIO, "%s=%s: %s: %s", SG_STAGE_MUNGE_SOCKET_ENV, socket, dir,
+                      strerror(errno));
+  if (st.st_mode & 022)
+    return sg_err_set(SG_EINVAL, "%s=%s: its directory %s is writable by others (mode %04o): "
+                      "another user could put a munged of their own there; refused",
+                      SG_STAGE_MUNGE_SOCKET_ENV, socket, dir, (unsigned)(st.st_mode & 07777));
+  return SG_OK;
+}
+
+/* The entry itself, when there is one: a socket of root's, ours or
+ * munge's; never a link. */
+static int socket_entry(int fd, const char *socket, const char *leaf, uid_t also) {
+  struct stat st;
+  if (fstatat(fd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0) return SG_OK; /* munge will say so */
+  if (!S_ISSOCK(st.st_mode))
+    return sg_err_set(SG_EINVAL, "%s=%s: a %s, not a socket; refused", SG_STAGE_MUNGE_SOCKET_ENV,
+                      socket, S_ISLNK(st.st_mode) ? "symlink" : "file");
+  if (st.st_uid != 0 && st.st_uid != geteuid() && st.st_uid != also)
+    return sg_err_set(SG_EINVAL, "%s=%s: a socket of uid %u, not of root, uid %u or munge; "
+                      "refused", SG_STAGE_MUNGE_SOCKET_ENV, socket, (unsigned)st.st_uid,
+                      (unsigned)geteuid());
+  return SG_OK;
+}
+
+int sg_stage_munge_socket_check(const char *socket) {
+  char dir[4096], what[4200], why[1024];
+  uid_t also = munge_uid();
+  const char *slash = strrchr(socket, '/');
+  if (socket[0] != '/' || !slash[1] || (size_t)(slash - socket) >= sizeof dir)
+    return sg_err_set(SG_EINVAL, "%s=%.200s: not an absolute path to a socket; refused",
+                      SG_STAGE_MUNGE_SOCKET_ENV, socket);
+  snprintf(dir, sizeof dir, "%.*s", slash == socket ? 1 : (int)(slash - socket), socket);
+  snprintf(what, sizeof what, "%s=%s", SG_STAGE_MUNGE_SOCKET_ENV, socket);
+  int fd = sg_trusted_dir_walk(dir, what, also);
+  if (fd < 0) {
+    snprintf(why, sizeof why, "%s", sg_err_msg());
+    return sg_err_set(SG_EINVAL, "%s; refused", why);
+  }
+  int rc = socket_dir(fd, socket, dir);
+  if (rc == SG_OK) rc = socket_entry(fd, socket, slash + 1, also);
+  close(fd);
+  return rc;
+}
+
 int sg_stage_munge_encode(const char *payload, size_t len, const char *socket, char **cred,
                           size_t *clen) {
   char uid[48], gid[48], sock[4200], msg[256];
@@ -111,6 +173,7 @@ int sg_stage_munge_encode(const char *payload, size_t len, const char *socket, c
   /* ttl -1: munged's maximum (3600 s unless its --max-ttl says other):
    * srun may wait for the step's resources after the credential is made */
   char *argv[] = {"munge", uid, gid, "--ttl=-1", socket && socket[0] ? sock : NULL, NULL};
+  if (socket && socket[0]) SG_CHECK(sg_stage_munge_socket_check(socket));
   filter_t f = {payload, len, 0, NULL, 0};
   int status, rc = filter_run(argv, &f, &status);
   if (rc == SG_OK && (status != 0 || f.out_len < 8 || strncmp(f.out, "MUNGE:", 6) ||
@@ -232,6 +295,7 @@ int sg_stage_munge_read(int fd, int rank, const char *socket, sg_opts_t **spec, 
   filter_t f = {0};
   *spec = NULL;
   *keys = NULL;
+  if (socket && socket[0]) SG_TRY(sg_stage_munge_socket_check(socket));
   SG_TRY(read_line_k(fd, rank, &line, &len));
   SG_TRY(check_cred(line, len, rank));
   snprintf(sock, sizeof sock, "--socket=%s", socket ? socket : "");

@@ -912,12 +912,14 @@ static void capture_run(const char *d, const char *env, const char *what, int *f
 /* munged not answering on the harness's host (its socket named wrong):
  * `sgdlab run` refuses in one line before srun starts, no plain stage. */
 static void munge_absent(const char *d) {
-  char host[32], cfg[128], db[128], *out = NULL;
+  char host[32], cfg[128], db[128], env[256], *out = NULL;
   snprintf(host, sizeof host, "%s/h0", g_name);
   snprintf(cfg, sizeof cfg, "%s/cap.yaml", d);
   snprintf(db, sizeof db, "%s/nomunge.db", d);
-  int rc = ru_sgdlab_in(NULL, &out, "cluster", "exec", host, "--", "env",
-                        "SGDLAB_MUNGE_SOCKET=/var/tmp/no-such-munge.sock", "salloc", "-N2", "-n2",
+  /* in the test's own directory: one in /var/tmp (sticky, world-writable)
+   * is refused before munge is asked (another user could make it) */
+  snprintf(env, sizeof env, "SGDLAB_MUNGE_SOCKET=%s/no-such-munge.sock", d);
+  int rc = ru_sgdlab_in(NULL, &out, "cluster", "exec", host, "--", "env", env, "salloc", "-N2", "-n2",
                         ru_sgdlab(), "run", cfg, "--db", db, NULL);
   fprintf(stderr, "  munged not answering: exit %d:\n%s", rc, out ? out : "");
   CHECK_MSG(rc != 0 && out && strstr(out, "munged does not answer") && !strstr(out, "[1/1]"),

@@ -12,7 +12,18 @@
  *    short, an empty input, a line longer than any credential, a credential whose stage is another rank's, one made for
  *    another run (another run id: a fresh credential munged has not seen,
  *    as a replay into another job's input would be), and a task without
- *    a run id in its environment.
+ *    a run id in its environment;
+ *  - a munged socket (SGDLAB_MUNGE_SOCKET) that someone else could put in
+ *    place: in a directory others may write, where nobody listens as a
+ *    munged of their own, the harness's encode is refused in one line and
+ *    nobody reads a byte (a munge client sends the payload to whoever
+ *    answers there: before the check, nobody read the stage's secret),
+ *    the rank refuses in one line, exit 2, and `sgdlab run` with launcher
+ *    slurm exits 2 before anything launches; then one probe each: a
+ *    sticky world-writable directory, a directory of nobody's, a
+ *    directory reached through nobody's symlink, the socket a symlink or
+ *    a file or nobody's socket, a relative path; a root 0755 directory
+ *    with root's socket or none passes.
  * Skips when munge is not installed; the other-uid cases need root. */
 #define _GNU_SOURCE
 #include "test.h"
@@ -22,8 +33,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <poll.h>
 #include <unistd.h>
@@ -39,6 +52,7 @@
 #define OTHER_RUN "fedcba9876543210fedcba9876543210"
 
 static char g_dir[128], g_sock[192];
+static const char *g_rank_sock; /* the rank's SGDLAB_MUNGE_SOCKET; NULL: g_sock */
 static pid_t g_munged = -1;
 
 static void munged_stop(void) {
@@ -137,7 +151,8 @@ static void refused_env(const char *input, const char *env, const char *want, co
   snprintf(err, sizeof err, "%s/stderr", g_dir);
   CHECK_OK(ru_write_file(in, input));
   snprintf(cmd, sizeof cmd, "%s SLURM_PROCID=1 %s='%s' '%s/harness/sgdlab-rank' --stdin-munge < "
-           "'%s' 2> '%s'", env, SG_STAGE_MUNGE_SOCKET_ENV, g_sock, getenv("SGDLAB_BIN_DIR"), in,
+           "'%s' 2> '%s'", env, SG_STAGE_MUNGE_SOCKET_ENV, g_rank_sock ? g_rank_sock : g_sock,
+           getenv("SGDLAB_BIN_DIR"), in,
            err);
   int rc = ru_sh(cmd);
   char *e = ru_slurp(err, 65536);
@@ -245,4 +260,188 @@ TEST(munge_stage_round_trip_and_refusals) {
   }
   free(c0), free(c1), free(c2), free(all), free(fresh0), free(fresh1), free(swapped);
   free(extra), free(tail);
+}
+
+/* ---- a munged socket someone else could put in place ------------------------- */
+
+static void drop_to_nobody(void) {
+  if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
+      setresuid(NOBODY, NOBODY, NOBODY) < 0)
+    _exit(1);
+}
+
+static int listen_at(const char *path) {
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof a.sun_path) return -1;
+  memcpy(a.sun_path, path, strlen(path) + 1);
+  int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) < 0 || listen(ls, 8) < 0) return -1;
+  return ls;
+}
+
+/* As nobody: a "munged" on path that reads what clients send until `stop`
+ * is readable (at most 30 s; a client silent for 3 s is dropped), then
+ * writes to `out` how many bytes came and whether `secret` was in them. */
+static void fake_munged(const char *path, int stop, int out, const char *secret) {
+  static char buf[1 << 20];
+  long res[2] = {0, 0};
+  drop_to_nobody();
+  int ls = listen_at(path);
+  if (ls < 0 || write(out, "R", 1) != 1) _exit(2);
+  for (size_t got = 0;;) {
+    struct pollfd p[2] = {{ls, POLLIN, 0}, {stop, POLLIN, 0}};
+    if (poll(p, 2, 30000) <= 0 || p[1].revents) break;
+    int c = accept(ls, NULL, NULL);
+    struct pollfd q = {c, POLLIN, 0};
+    for (ssize_t r; c >= 0 && got < sizeof buf && poll(&q, 1, 3000) == 1 &&
+                    (r = read(c, buf + got, sizeof buf - got)) > 0;)
+      got += (size_t)r;
+    if (c >= 0) close(c);
+    res[0] = (long)got;
+    res[1] = memmem(buf, got, secret, strlen(secret)) != NULL;
+  }
+  _exit(write(out, res, sizeof res) == (ssize_t)sizeof res ? 0 : 3);
+}
+
+/* One probe of sg_stage_munge_socket_check: refused with `want` in its
+ * one line, or (want NULL) accepted. */
+static void probe(const char *sock, const char *want, const char *what) {
+  int rc = sg_stage_munge_socket_check(sock);
+  fprintf(stderr, "  probe %s: %s\n", what, rc ? sg_err_msg() : "accepted");
+  if (!want) {
+    CHECK_MSG(rc == 0, "%s: refused: %s", what, sg_err_msg());
+    return;
+  }
+  CHECK_MSG(rc == SG_EINVAL && strstr(sg_err_msg(), want) && !strchr(sg_err_msg(), '\n') &&
+            strstr(sg_err_msg(), SG_STAGE_MUNGE_SOCKET_ENV "="),
+            "%s: rc %d, '%s' lacks '%s'", what, rc, sg_err_msg(), want);
+}
+
+/* The attack: nobody's munged in a world-writable directory, the harness's
+ * encode against it, and what nobody read. */
+static void socket_attack(const char *dir, const char *sock) {
+  const char *secret = "rank-1-secret-0123456789abcdefghijABCDEFGHIJ";
+  char payload[256];
+  int stop[2], out[2];
+  long res[2] = {-1, -1};
+  snprintf(payload, sizeof payload, "sgdlab-run %s\nkeys: %s\n", RUN, secret);
+  CHECK(pipe(stop) == 0 && pipe(out) == 0);
+  pid_t fake = fork();
+  if (fake == 0) fake_munged(sock, stop[0], out[1], secret);
+  char ready = 0;
+  CHECK(fake > 0 && read(out[0], &ready, 1) == 1 && ready == 'R');
+  char *cred = NULL;
+  size_t clen = 0;
+  int rc = sg_stage_munge_encode(payload, strlen(payload), sock, &cred, &clen);
+  fprintf(stderr, "  encode with the socket in %s (mode 0777), nobody listening: %d: %s\n", dir,
+          rc, rc ? sg_err_msg() : "a credential");
+  free(cred);
+  CHECK(write(stop[1], "x", 1) == 1);
+  CHECK(read(out[0], res, sizeof res) == (ssize_t)sizeof res);
+  waitpid(fake, NULL, 0);
+  close(stop[0]), close(stop[1]), close(out[0]), close(out[1]);
+  fprintf(stderr, "  nobody's munged read %ld bytes, the secret %s in them\n", res[0],
+          res[1] ? "IS" : "is not");
+  CHECK_MSG(res[1] == 0, "nobody's munged read the stage's secret");
+  CHECK_MSG(rc == SG_EINVAL && strstr(sg_err_msg(), "writable by others"),
+            "encode was not refused: %d", rc);
+  CHECK_MSG(res[0] == 0, "nobody's munged got %ld bytes", res[0]);
+}
+
+/* `sgdlab run` with launcher slurm and the socket named: exit 2, one
+ * line, nothing launched. */
+static void run_refused(const char *dir, const char *sock) {
+  char cfg[256], db[256], *out = NULL;
+  snprintf(cfg, sizeof cfg, "%s/exp.yaml", dir);
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  CHECK_OK(ru_write_file(cfg, "name: s\nworkers: 2\nlauncher: slurm\nengines: [allreduce]\n"
+                              "workload: {epochs: 1}\n"));
+  setenv("SLURM_JOB_ID", "1", 1);
+  setenv(SG_STAGE_MUNGE_SOCKET_ENV, sock, 1);
+  int rc = ru_sgdlab_in(NULL, &out, "run", cfg, "--db", db, NULL);
+  unsetenv("SLURM_JOB_ID");
+  unsetenv(SG_STAGE_MUNGE_SOCKET_ENV);
+  fprintf(stderr, "  sgdlab run, launcher slurm: exit %d: %s", rc, out ? out : "(none)\n");
+  int lines = 0;
+  for (const char *p = out ? out : ""; *p; p++) lines += *p == '\n';
+  CHECK_MSG(rc == 2 && lines == 1 && strstr(out, "writable by others") && access(db, F_OK) < 0,
+            "sgdlab run: exit %d, %d lines, database %s", rc, lines,
+            access(db, F_OK) == 0 ? "made" : "not made");
+  free(out);
+}
+
+/* A directory made 0755 and given to uid. */
+static void dir_of(char *out, size_t cap, const char *parent, const char *leaf, int uid, int mode) {
+  snprintf(out, cap, "%s/%s", parent, leaf);
+  CHECK(mkdir(out, 0700) == 0 && chown(out, (uid_t)uid, (gid_t)uid) == 0 && chmod(out, (mode_t)mode) == 0);
+}
+
+/* The probes that need another user (root only). */
+static void probes_as_root(const char *top) {
+  char d[256], sock[320], link[256];
+  dir_of(d, sizeof d, top, "nobodys", NOBODY, 0755);
+  snprintf(sock, sizeof sock, "%s/munge.sock", d);
+  probe(sock, "owned by uid 65534", "a directory of nobody's");
+  dir_of(d, sizeof d, top, "root", 0, 0755);
+  snprintf(link, sizeof link, "%s/via", top);
+  CHECK(symlink(d, link) == 0 && lchown(link, NOBODY, NOBODY) == 0);
+  snprintf(sock, sizeof sock, "%s/munge.sock", link);
+  probe(sock, "symlink owned by uid 65534", "a directory through nobody's symlink");
+  snprintf(sock, sizeof sock, "%s/theirs.sock", d);
+  int ls = listen_at(sock);
+  CHECK(ls >= 0 && chown(sock, NOBODY, NOBODY) == 0);
+  close(ls);
+  probe(sock, "a socket of uid 65534", "nobody's socket in root's directory");
+}
+
+/* One probe per way the socket could be someone else's, and the two that
+ * pass. */
+static void socket_probes(const char *top) {
+  char d[256], sock[320], target[320];
+  dir_of(d, sizeof d, top, "sticky", 0, 01777);
+  snprintf(sock, sizeof sock, "%s/munge.sock", d);
+  probe(sock, "writable by others (mode 1777)", "a sticky world-writable directory");
+  dir_of(d, sizeof d, top, "ok", 0, 0755);
+  snprintf(sock, sizeof sock, "%s/munge.sock", d);
+  probe(sock, NULL, "a root 0755 directory, no socket yet");
+  int ls = listen_at(sock);
+  CHECK(ls >= 0);
+  close(ls);
+  probe(sock, NULL, "a root 0755 directory, root's socket");
+  snprintf(target, sizeof target, "%s/link.sock", d);
+  CHECK(symlink(sock, target) == 0);
+  probe(target, "a symlink, not a socket", "the socket a symlink");
+  snprintf(target, sizeof target, "%s/file.sock", d);
+  CHECK_OK(ru_write_file(target, "x"));
+  probe(target, "a file, not a socket", "the socket a regular file");
+  probe("munge.sock", "not an absolute path", "a relative path");
+  if (geteuid() == 0) probes_as_root(top);
+}
+
+TEST(munge_socket_others_could_replace_is_refused) {
+  if (!on_path("munge") || !on_path("unmunge")) {
+    fprintf(stderr, "SKIP munge_socket: munge is not installed\n");
+    return;
+  }
+  char top[128], w[256], sock[320];
+  CHECK(ru_mkdtemp(top, sizeof top, "munge-sock") == 0);
+  chmod(top, 0755);
+  dir_of(w, sizeof w, top, "open", 0, 0777); /* others may write it */
+  snprintf(sock, sizeof sock, "%s/munge.sock", w);
+  if (geteuid() == 0) socket_attack(w, sock);
+  else probe(sock, "writable by others", "a world-writable directory");
+  if (test_failed_now_) return;
+  unlink(sock);
+  setenv(SG_STAGE_RUN_ENV, RUN, 1);
+  char keep[sizeof g_dir]; /* the munged's directory, removed at exit */
+  snprintf(keep, sizeof keep, "%s", g_dir);
+  snprintf(g_dir, sizeof g_dir, "%s", top);
+  g_rank_sock = sock;
+  refused("MUNGE:AAAA:\nMUNGE:AAAA:\n", "writable by others", "the rank, its socket's directory 0777");
+  g_rank_sock = NULL;
+  snprintf(g_dir, sizeof g_dir, "%s", keep);
+  if (test_failed_now_) return;
+  run_refused(top, sock);
+  if (!test_failed_now_) socket_probes(top);
+  ru_rm_rf(top);
 }

@@ -391,11 +391,19 @@ static int run_all(const run_args_t *a, const sg_experiment_t *x, const sg_run_e
   return failed ? 1 : 0;
 }
 
+/* launcher slurm: the munged socket the user named (launch.h). */
+static int slurm_admit(const sg_experiment_t *x) {
+  for (size_t i = 0; i < x->nruns; i++)
+    if (!strcmp(sg_opts_str_or(x->runs[i].opts, "launcher", ""), "slurm"))
+      return sg_slurm_admit_socket();
+  return SG_OK;
+}
+
 /* Load, check and admit the experiment (bad input: exit 2, nothing launched). */
 static int load_experiment(const run_args_t *a, sg_experiment_t **x) {
   if (sg_config_load(x, a->config, a->sets, a->nsets) < 0 ||
       sg_admit_experiment(*x, a->force, a->dry ? stdout : NULL) < 0 ||
-      sg_run_cluster_admit(*x, a->config) < 0 ||
+      sg_run_cluster_admit(*x, a->config) < 0 || slurm_admit(*x) < 0 ||
       sg_clock_skew_parse(getenv("SGDLAB_TEST_CLOCK_SKEW_US") ? getenv("SGDLAB_TEST_CLOCK_SKEW_US")
                           : "", 0, &(double){0}) < 0) { /* test only: clock_sync.h */
     fprintf(stderr, "%s\n", sg_err_msg());

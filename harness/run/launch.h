@@ -144,6 +144,10 @@ int sg_mpirun_notice_line(sg_mpirun_notice_t *n, const char *line);
  * (SLURM_JOB_NODELIST through `scontrol show hostnames`, each node's
  * NodeAddr), comma-separated, and their number. */
 int sg_slurm_node_addrs(char *out, size_t cap, int *nnodes);
+/* Before anything launches, for an experiment with launcher slurm: a
+ * munged socket the user named (SGDLAB_MUNGE_SOCKET) that others could
+ * replace (stage.h, sg_stage_munge_socket_check) is refused, SG_EINVAL. */
+int sg_slurm_admit_socket(void);
 /* srun's command line for cfg into argv (cap slots, NULL-terminated);
  * bufs holds its option strings. */
 int sg_slurm_argv(const sg_launch_cfg_t *cfg, int mpi, char bufs[4][32], char **argv, size_t cap);

@@ -77,8 +77,18 @@ static int munge_socket(void) {
   return SG_OK;
 }
 
+int sg_slurm_admit_socket(void) {
+  const char *set = getenv(SG_STAGE_MUNGE_SOCKET_ENV);
+  char why[1024];
+  if (!set || !*set || sg_stage_munge_socket_check(set) == SG_OK) return SG_OK;
+  snprintf(why, sizeof why, "%s", sg_err_msg());
+  return sg_err_set(SG_EINVAL, "launcher slurm: %s", why);
+}
+
 /* Before srun starts: munge is here and its daemon answers (one empty
- * credential made), or one line says why not.  No plain fallback. */
+ * credential made), or one line says why not.  No plain fallback.  The
+ * socket (the user's or Slurm's AuthInfo) only where no one else can
+ * replace it. */
 static int munge_ready(void) {
   if (!sg_launch_on_path("munge"))
     return sg_err_set(SG_ENOTFOUND, "launcher slurm: munge is not on PATH: the stage goes to the "
@@ -87,6 +97,7 @@ static int munge_ready(void) {
   SG_CHECK(munge_socket());
   char *cred = NULL, why[1024];
   size_t len = 0;
+  SG_CHECK(sg_slurm_admit_socket());
   if (sg_stage_munge_encode("", 0, getenv(SG_STAGE_MUNGE_SOCKET_ENV), &cred, &len) < 0) {
     snprintf(why, sizeof why, "%s", sg_err_msg());
     return sg_err_set(SG_EIO, "launcher slurm: munged does not answer here: %s", why);
