@@ -153,6 +153,7 @@ static void driver(void) {
   int rc = sg_cluster_daemons_down("t");
   fprintf(stderr, "  down: %d (%s); pids reused under it: session %d -> %d, daemon %d -> %d\n",
           rc, rc ? sg_err_msg() : "ok", g_session, g_standin[0], g_daemon, g_standin[1]);
+  kill(sshd, SIGKILL); /* stopped by down already, unless down failed */
   waitpid(sshd, NULL, 0);
   _exit(rc != 0 ? 13 : g_hits != 2 || g_standin[0] != g_session || g_standin[1] != g_daemon ? 14 : 0);
 }

@@ -342,16 +342,18 @@ void (*sg_cluster_signal_race_hook_)(int pid);
  * pidfd, which stays the process it was opened on, so when the check that
  * follows passes, a signal through it reaches the checked process or, if
  * that one is gone meanwhile, nobody (ESRCH), never a process that got its
- * pid since.  -1: pid is gone.  -2: the kernel has no pidfd_open (Linux
- * < 5.3), said once in one line; signal_handle then signals by pid. */
+ * pid since.  -1: pid is gone.  -2: no pidfd (a kernel without pidfd_open,
+ * Linux < 5.3, or no descriptor left), said once in one line;
+ * signal_handle then signals by pid, right after the check. */
 static int pid_handle(int pid) {
   static int told;
   int fd = (int)syscall(SYS_pidfd_open, pid, 0);
   if (fd >= 0) return fd;
-  if (errno != ENOSYS) return -1;
+  if (errno == ESRCH) return -1;
   if (!told++)
-    fprintf(stderr, "sgdlab cluster: this kernel has no pidfd_open (Linux < 5.3): the cluster's "
-                    "daemons are signalled by pid right after their check\n");
+    fprintf(stderr, "sgdlab cluster: no pidfd (%s): processes are signalled by pid right after "
+            "their check\n", errno == ENOSYS ? "this kernel has no pidfd_open, Linux < 5.3" :
+            strerror(errno));
   return -2;
 }
 
@@ -496,7 +498,7 @@ static int snapshot_sessions(const daemon_rec_t *d, int n, int *h, int *pids, in
  * command whose session dies first is not lost to reparenting; repeated
  * while new ones appear (a few rounds).  Each through its pidfd. */
 static void stop_sessions(const daemon_rec_t *d, int n) {
-  enum { MAXK = 512 }; /* descriptors held at once */
+  enum { MAXK = 256 }; /* descriptors held at once, besides the daemons' */
   static int h[MAXK], pids[MAXK];
   for (int round = 0; round < 8; round++) {
     int k = snapshot_sessions(d, n, h, pids, MAXK);
