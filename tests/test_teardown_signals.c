@@ -29,6 +29,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -245,8 +246,10 @@ static pid_t in_new_ns(unsigned long long *ino, unsigned long long *dev) {
   struct stat st;
   if (pipe(p) < 0) return -1;
   pid_t v = fork();
-  if (v == 0) {
-    if (unshare(CLONE_NEWNS) < 0 || write_all(p[1], "1", 1) < 0) _exit(1);
+  if (v == 0) { /* it goes with the case, whatever ends it */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || unshare(CLONE_NEWNS) < 0 ||
+        write_all(p[1], "1", 1) < 0)
+      _exit(1);
     for (;;) pause();
   }
   close(p[1]);
