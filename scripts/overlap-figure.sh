@@ -12,7 +12,10 @@
 # table with the gain over overlap off, and drawn into OUT_PREFIX.png/.svg.
 # Then, from the buckets table, how much of the buckets' allreduce time
 # ran while backward still ran (before the step's compute_s ended).
-# Only numbers reach gnuplot: the variants' names are this script's own,
+# Every query runs under timeout (OVERLAP_FIGURE_QUERY_S, default 120 s;
+# a hostile database can hold a view that never ends) and the table it
+# prints has its control characters removed (terminal escapes in a
+# link name).  Only numbers reach gnuplot: the variants' names are this script's own,
 # and the two paths it names (OUT_PREFIX, the temporary directory) are
 # gnuplot single-quoted strings with their quotes doubled (a quote in
 # OUT_PREFIX would otherwise end the string and run what follows, e.g.
@@ -28,13 +31,26 @@ gq() { # $1 as a gnuplot single-quoted string
   printf "'%s'" "${1//$q/$q$q}"
 }
 gq "$out" >/dev/null
-case $db in *[?#]*) echo "overlap-figure.sh: '$db': ? and # would be read as URI syntax" >&2; exit 2 ;; esac
+case $db in *[?#%]*) echo "overlap-figure.sh: '$db': ? # and % would be read as URI syntax" >&2; exit 2 ;; esac
+# every query bounded (a hostile database can hold a view that never
+# ends) and its text printed without control characters (a link name
+# could carry terminal escapes)
+qs=${OVERLAP_FIGURE_QUERY_S:-120}
+case $qs in ''|*[!0-9]*) echo "overlap-figure.sh: OVERLAP_FIGURE_QUERY_S '$qs': seconds" >&2; exit 2 ;; esac
+sq() {
+  local rc=0
+  timeout "$qs" sqlite3 "$@" || rc=$?
+  [ $rc = 0 ] && return 0
+  echo "overlap-figure.sh: a query of the database failed or ran past ${qs} s (exit $rc)" >&2
+  return 1
+}
+clean() { LC_ALL=C tr -d '\000-\010\013-\037\177'; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 gq "$tmp" >/dev/null
 
 # variant (0 off, 1 one bucket, 2 16K buckets), link in Mbit/s, run, step ms
-sqlite3 -separator ' ' "file:$db?mode=ro" "
+sq -separator ' ' "file:$db?mode=ro" "
   WITH r AS (SELECT id,
       CASE WHEN json_extract(options_json, '$.overlap') = 0 THEN 0
            WHEN json_extract(options_json, '$.bucket') >= 1048576 THEN 1 ELSE 2 END AS v,
@@ -67,7 +83,7 @@ echo "# gain = step ms off / step ms with overlap, per link rate"
 awk '$1 == 0 { off[$2] = $3 } $1 > 0 && ($2 in off) { printf "variant %d  %g Mbit/s  %.3f\n", $1, $2, off[$2] / $3 }' \
   "$tmp/points"
 
-nw=$(sqlite3 "file:$db?mode=ro" "SELECT COALESCE(MAX(workers), 0) FROM runs WHERE experiment_id IN
+nw=$(sq "file:$db?mode=ro" "SELECT COALESCE(MAX(workers), 0) FROM runs WHERE experiment_id IN
   (SELECT id FROM experiments WHERE name = '$exp')" 2>/dev/null) || nw=0
 case $nw in ''|*[!0-9]*|0) ring='ring' ;; *) ring="ring N = $nw" ;; esac
 for v in 0 1 2; do awk -v v=$v '$1 == v { print $2, $3, $5, $6 }' "$tmp/points" > "$tmp/v$v.tsv"; done
@@ -89,7 +105,7 @@ gnuplot -e "set terminal svg size 900,560; set output $(gq "$out.svg")" "$tmp/fi
 echo "# drawn: $out.png, $out.svg"
 
 echo "# buckets: share of allreduce time before backward ended, per variant and link (all sampled steps)"
-sqlite3 -separator ' ' "file:$db?mode=ro" "
+sq -separator ' ' "file:$db?mode=ro" "
   WITH r AS (SELECT id,
       CASE WHEN json_extract(options_json, '$.overlap') = 0 THEN 0
            WHEN json_extract(options_json, '$.bucket') >= 1048576 THEN 1 ELSE 2 END AS v,
@@ -102,5 +118,5 @@ sqlite3 -separator ' ' "file:$db?mode=ro" "
     round(1e3 * avg(b.end_s - b.start_s), 2)
   FROM r JOIN buckets b ON b.run_id = r.id
   JOIN steps s ON s.run_id = b.run_id AND s.rank = b.rank AND s.step = b.step
-  WHERE b.step > 0 GROUP BY r.v, r.link ORDER BY r.v, r.link" |
+  WHERE b.step > 0 GROUP BY r.v, r.link ORDER BY r.v, r.link" | clean |
   awk 'BEGIN { print "# variant link rows share_concurrent mean_ms(ready->start) mean_ms(compute) mean_ms(bucket allreduce)" } { print }'

@@ -6,7 +6,9 @@
 # the string).  Here the figure must be drawn under that literal name
 # with no MARK made, a TMPDIR with a quote must work the same, and a path
 # with a newline or a database path with URI syntax (? #) is one line
-# and exit 2.  The database is a small hand-made one of the tables the
+# and exit 2; a link name with a terminal escape is printed without it,
+# and a view that never ends stops at the query bound, one line, exit 1.
+# The database is a small hand-made one of the tables the
 # script reads (experiments, runs, steps, buckets).
 set -u
 src=${1:?usage: hostile_figure.sh SRC}
@@ -74,4 +76,30 @@ out=$(timeout 60 bash "$script" "$db?mode=rwc" "$d/e" 2>&1)
 rc=$?
 [ $rc = 2 ] || fail "a database path with '?': exit $rc, want 2: $out"
 echo "ok: URI syntax in the database path is refused"
+
+out=$(timeout 60 bash "$script" "$d/sub%2Fov.db" "$d/f" 2>&1)
+rc=$?
+[ $rc = 2 ] || fail "a database path with '%': exit $rc, want 2: $out"
+echo "ok: a percent escape in the database path is refused"
+
+# a link name with a terminal escape (ESC ] 0 ; title BEL) reaches the
+# bucket table: printed without its control characters
+esc=$(printf '\033]0;pwned\007')
+sqlite3 "$db" "UPDATE runs SET options_json = json_set(options_json, '$.\"cluster.link\"',
+  '20mbit' || char(27) || ']0;pwned' || char(7)) WHERE id = 1" || fail "sqlite3 update"
+out=$(timeout 60 bash "$script" "$db" "$d/g" 2>&1) || fail "with an escape in a link: exit $?: $out"
+case $out in *"$esc"*|*$'\033'*) fail "a terminal escape from the database reached the output" ;; esac
+printf '%s\n' "$out" | grep -q '20mbit\]0;pwned' || fail "the bucket row of that link is missing: $out"
+echo "ok: a terminal escape in the database is not printed"
+
+# a view that never ends, where the script reads steps: one line, bounded
+cp "$db" "$d/loop.db" || fail "cp"
+sqlite3 "$d/loop.db" "DROP TABLE steps; CREATE VIEW steps AS WITH RECURSIVE c(x) AS
+  (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT 1 AS run_id, 0 AS rank, x AS step,
+  0.05 AS compute_s, 0.01 AS comm_s, 0.0 AS wait_s, 'worker' AS kind FROM c" || fail "view"
+out=$(OVERLAP_FIGURE_QUERY_S=2 timeout 60 bash "$script" "$d/loop.db" "$d/h" 2>&1)
+rc=$?
+[ $rc = 1 ] || fail "a view without end: exit $rc, want 1 (124: the test's own timeout): $out"
+printf '%s\n' "$out" | grep -q 'ran past 2 s' || fail "no line naming the bound: $out"
+echo "ok: a query that never ends stops at its bound: $out"
 echo "PASS"
