@@ -99,6 +99,12 @@ TEST(what_smpi_cannot_build_is_refused_naming_the_key) {
   expect_refusal("simulate.topology=torus|simulate.torus=4,x", 16, "simulate.torus");
   expect_refusal("simulate.topology=torus", 16, "simulate.torus");
   expect_refusal("simulate.topology=fat-tree|simulate.fat_tree=2;4,4;1,2", 16, "simulate.fat_tree");
+  /* UP and PARALLEL multiply the switches and links: 4 M switches at
+   * level 1 were admitted and grew the simulator until it aborted */
+  expect_refusal("simulate.topology=fat-tree|simulate.fat_tree=2;4,4;1048576,1048576;1048576,1048576",
+                 16, "simulate.fat_tree");
+  expect_refusal("simulate.topology=fat-tree|simulate.fat_tree=2;4,4;1,2;65536,1", 16,
+                 "simulate.fat_tree");
   expect_refusal("simulate.topology=fat-tree|simulate.fat_tree=2;4,2;1,2;1,2", 16,
                  "simulate.fat_tree");
   /* text after the fourth part would reach the platform file: markup, or

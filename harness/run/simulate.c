@@ -84,6 +84,25 @@ static int check_torus(sg_sim_cfg_t *c, const char *dims) {
   return SG_OK;
 }
 
+/* More links than a fat tree of 1024 hosts needs by far (a 3-level tree
+ * of 1024 hosts has a few thousand); each is a SimGrid object. */
+#define SG_SIM_FAT_TREE_LINKS 65536
+
+/* The links of a fat tree (SimGrid's, Zahavi's PGFT(L; D; U; P)): level
+ * l holds D(l+1)...D(L) x U(1)...U(l) nodes (level 0 the hosts), each
+ * with U(l+1) x P(l+1) links up.  Each count is bounded by the hosts (the
+ * downs) or by the check's cap, so doubles hold them exactly enough. */
+static double fat_tree_links(const long *down, const long *up, const long *par, int levels) {
+  double links = 0;
+  for (int l = 0; l < levels; l++) {
+    double nodes = 1;
+    for (int i = l; i < levels; i++) nodes *= (double)down[i];
+    for (int i = 0; i < l; i++) nodes *= (double)up[i];
+    links += nodes * (double)up[l] * (double)par[l];
+  }
+  return links;
+}
+
 /* fat-tree: L;D1,..,DL;U1,..,UL;P1,..,PL, the downs multiplying to the hosts. */
 static int check_fat_tree(sg_sim_cfg_t *c, const char *t) {
   char part[4][64];
@@ -110,6 +129,11 @@ static int check_fat_tree(sg_sim_cfg_t *c, const char *t) {
     return sg_err_set(SG_ECONFIG, "simulate.fat_tree '%s': the DOWN counts make %ld hosts, the "
                       "platform has %d (simulate.hosts, or one per process)", t,
                       product(down, (int)lv[0]), c->hosts);
+  double links = fat_tree_links(down, up, par, (int)lv[0]);
+  if (links > SG_SIM_FAT_TREE_LINKS)
+    return sg_err_set(SG_ECONFIG, "simulate.fat_tree '%s': %.0f links between the levels, more "
+                      "than %d (UP and PARALLEL multiply the switches and links)", t, links,
+                      SG_SIM_FAT_TREE_LINKS);
   snprintf(c->topo_params, sizeof c->topo_params, "%s", t);
   return SG_OK;
 }
