@@ -24,14 +24,23 @@
  * compress: fp16 applies to the host-staged ring and rhd (each chunk
  * crosses the wire as halves, the host algorithm's own compression).
  *
- * overlap: true (host-staged rows, dense layer stack): the host overlap's
- * buckets, planned from the layer sizes (core/cuda/bucket_plan.h).  The
- * device model calls back as backward issues each layer's db and dW; a
- * bucket whose ops are all issued gets its event recorded on the compute
- * stream; the staged run then goes over the buckets' pieces in order,
- * each bucket's first down-copy waiting on the device for its event, so
- * the last layers' buckets cross the transport while backward computes
- * the layers below.  The host waits for the loss only after the sum.
+ * overlap: true: the host overlap's buckets, planned from the layer sizes
+ * (core/cuda/bucket_plan.h).  The device model calls back as backward
+ * issues each layer's db and dW; a bucket whose ops are all issued gets
+ * its event recorded on the compute stream.  Host-staged rows: the staged
+ * run then goes over the buckets' pieces in order, each bucket's first
+ * down-copy waiting on the device for its event, so the last layers'
+ * buckets cross the transport while backward computes the layers below.
+ * cuda-ring and nccl: each bucket's collective runs on a second stream
+ * that waits for the bucket's event only, and the update waits for that
+ * stream (core/cuda/coll_plan.h).  The host waits for the loss only after
+ * the sum.
+ *
+ * update: sharded: the host-staged ring (the owner's update through the
+ * staging, sg_ar_shard_*), the staged cuda-ring (its ring with the
+ * owner's step, ring_prims.h) and nccl (reduce-scatter, the owner's
+ * update, allgather on vectors padded to N shards, coll_plan.h); the
+ * momentum exists for the owned ranges only.
  * Step records carry the transport's byte counters plus, for cuda-ring and
  * nccl, the bytes the devices moved (cuda-ring: exact; nccl: the ring's
  * 2K(N-1)/N, K = 4 * nparams).
@@ -43,6 +52,7 @@
 #include "ar_loop.h"
 #include "clock.h"
 #include "cuda/bucket_plan.h"
+#include "cuda/coll_plan.h"
 #include "cuda/sg_cuda.h"
 #include "cuda/ring_prims.h"
 #include "opts.h"
@@ -60,6 +70,9 @@ typedef struct dev_comm {
   sg_cuda_ring_t *ring;
   sg_cuda_nccl_t *nccl;
   size_t seg;             /* cuda-ring: floats per inbox slot */
+  int persistent;         /* cuda-ring: cuda_ring: persistent */
+  sg_comm_t *comm;        /* the run's comm */
+  float *dgrad;           /* overlap: the step's device gradient */
 } dev_comm_t;
 
 /* How a row of the algorithm table sums a device vector: setup once
@@ -105,6 +118,7 @@ static int ring_setup(dev_comm_t *dc, sg_rank_ctx_t *ctx, const sg_ar_cfg_t *cfg
   const int mode = strcmp(cfg->cuda_ring, "persistent") ? SG_CUDA_RING_STAGED
                                                          : SG_CUDA_RING_PERSISTENT;
   dc->seg = segment / sizeof(float);
+  dc->persistent = mode == SG_CUDA_RING_PERSISTENT;
   return sg_cuda_ring_new(&dc->ring, ctx->comm, dc->seg, mode);
 }
 
@@ -172,6 +186,7 @@ static int dc_new(dev_comm_t *dc, sg_rank_ctx_t *ctx, const sg_ar_cfg_t *cfg, si
                   int64_t segment) {
   const sg_ar_algo_t *row = sg_ar_algo_find(cfg->algorithm);
   dc->ops = row && row->memory == SG_AR_MEM_DEVICE ? row->dev : &staged_ops;
+  dc->comm = ctx->comm;
   return dc->ops->setup(dc, ctx, cfg, n, (size_t)segment);
 }
 
@@ -230,6 +245,9 @@ typedef struct dev_overlap {
   sg_ar_bucket_time_t *bt;  /* per bucket: ready, start, end (sg_now()) */
   sg_cuda_stage_t *stage;
   sg_ar_t *ar;
+  sg_cuda_coll_t *co;       /* cuda-ring, nccl: the comm stream and the buckets' events */
+  dev_comm_t *dc;
+  uint64_t dev_bytes;       /* the devices' bytes of this step's buckets */
 } dev_overlap_t;
 
 struct ar_dev_state {
@@ -238,6 +256,8 @@ struct ar_dev_state {
   double mu, wd;          /* momentum, weight_decay: the settings table's */
   dev_overlap_t ov;
   sg_ar_shard_t sh;       /* update: sharded (dv then holds the owned ranges' momentum) */
+  size_t npad;            /* nccl sharded: the vectors' floats, N x shard */
+  sg_cuda_sgd_args_t sgd; /* sharded device rows: this step's update */
 };
 
 static int cuda_alloc(ar_loop_t *lp) {
@@ -259,13 +279,23 @@ static int cuda_alloc(ar_loop_t *lp) {
 /* ---- overlap with backprop (bucket_plan.h) ------------------------------ */
 
 int sg_ar_dev_check_overlap(const sg_opts_t *o, const sg_ar_cfg_t *c) {
+  (void)o;
   if (!c->overlap || !c->device) return SG_OK;
-  static const char *const staged[] = {"ring", "rhd", "tree", NULL};
+  static const char *const taken[] = {"ring", "rhd", "tree", "cuda-ring", "nccl", NULL};
   int ok = 0;
-  for (int i = 0; staged[i]; i++) ok |= !strcmp(c->algorithm, staged[i]);
+  for (int i = 0; taken[i]; i++) ok |= !strcmp(c->algorithm, taken[i]);
   if (!ok)
     return sg_err_set(SG_ECONFIG, "overlap: true with device cuda runs the host-staged ring, "
-                      "rhd and tree; %s has no bucket hand-over on the device", c->algorithm);
+                      "rhd and tree, cuda-ring and nccl; %s has no bucket hand-over on the "
+                      "device", c->algorithm);
+  return SG_OK;
+}
+
+int sg_ar_dev_check_sharded(const sg_ar_cfg_t *c) {
+  if (!c->device || strcmp(c->update, "sharded") != 0) return SG_OK;
+  if (!strcmp(c->algorithm, "cuda-ring") && !strcmp(c->cuda_ring, "persistent"))
+    return sg_err_set(SG_ECONFIG, "update: sharded with algorithm cuda-ring needs cuda_ring: "
+                      "staged (the persistent kernel has no owner's update)");
   return SG_OK;
 }
 
@@ -275,7 +305,9 @@ static int dev_ready(void *arg, size_t off, size_t len) {
   dev_overlap_t *ov = arg;
   (void)len;
   const size_t to = sg_bucket_track(ov->b, ov->nb, ov->next, off);
-  for (; ov->next < to; ov->next++) SG_CHECK(sg_cuda_stage_mark(ov->stage, ov->next));
+  for (; ov->next < to; ov->next++)
+    SG_CHECK(ov->co ? sg_cuda_coll_mark(ov->co, ov->next)
+                    : sg_cuda_stage_mark(ov->stage, ov->next));
   return SG_OK;
 }
 
@@ -301,13 +333,14 @@ static int overlap_plan(ar_loop_t *lp, dev_overlap_t *ov) {
   ov->bt = calloc(ov->nb ? ov->nb : 1, sizeof *ov->bt);
   if (!ov->b || !ov->bt || !ov->nb) return sg_err_set(SG_ENOMEM, "overlap: no memory for the plan");
   sg_cuda_wl_buckets(cw, bucket ? bucket : 1, ov->b, ov->nb);
+  for (size_t i = 0; i < ov->nb; i++)
+    ov->bt[i] = (sg_ar_bucket_time_t){.off = ov->b[i].off, .len = ov->b[i].len};
+  if (!lp->dev->dc.stage) return SG_OK; /* a device row: whole buckets, no pieces */
   size_t cf = (size_t)lp->cfg.stage_chunk / sizeof(float);
   ov->npieces = sg_bucket_pieces(ov->b, ov->nb, cf ? cf : 1, NULL, 0);
   if (!(ov->pieces = calloc(ov->npieces, sizeof *ov->pieces)))
     return sg_err_set(SG_ENOMEM, "overlap: no memory for the plan");
   sg_bucket_pieces(ov->b, ov->nb, cf ? cf : 1, ov->pieces, ov->npieces);
-  for (size_t i = 0; i < ov->nb; i++)
-    ov->bt[i] = (sg_ar_bucket_time_t){.off = ov->b[i].off, .len = ov->b[i].len};
   return SG_OK;
 }
 
@@ -322,16 +355,81 @@ static int overlap_new(ar_loop_t *lp) {
   SG_CHECK(overlap_plan(lp, ov));
   ov->stage = d->dc.stage;
   ov->ar = d->dc.ar;
-  SG_CHECK(sg_cuda_stage_buckets(ov->stage, ov->nb));
+  ov->dc = &d->dc;
+  if (ov->stage)
+    SG_CHECK(sg_cuda_stage_buckets(ov->stage, ov->nb));
+  else
+    SG_CHECK(sg_cuda_coll_new(&ov->co, ov->nb));
   SG_CHECK(sg_cuda_wl_set_ready(sg_workload_device(lp->wl), dev_ready, ov));
   lp->overlapped = 1;
   return SG_OK;
 }
 
 static void overlap_free(dev_overlap_t *ov) {
+  sg_cuda_coll_destroy(&ov->co);
   free(ov->b);
   free(ov->bt);
   free(ov->pieces);
+}
+
+/* ---- overlap for the device rows (cuda-ring, nccl; coll_plan.h) ---------- */
+
+static int co_wait(void *ctx, long b) {
+  dev_overlap_t *ov = ctx;
+  return sg_cuda_coll_wait(ov->co, (size_t)b);
+}
+
+/* The bucket's collective on the comm stream; staged cuda-ring returns
+ * when done (start and end are the host's), the others once enqueued. */
+static int co_sum(void *ctx, long b, size_t off, size_t len) {
+  dev_overlap_t *ov = ctx;
+  dev_comm_t *dc = ov->dc;
+  sg_comm_t *c = dc->comm;
+  float *x = dc->dgrad + off;
+  ov->bt[b].start = sg_now();
+  if (dc->ring) {
+    SG_CHECK(sg_cuda_ring_run_on(dc->ring, ov->co, x, len));
+    ov->dev_bytes += 4 * (uint64_t)sg_dring_floats_sent(c->size, c->rank, len, dc->seg);
+  } else {
+    SG_CHECK(sg_cuda_nccl_run_on(dc->nccl, ov->co, x, len));
+    ov->dev_bytes += (uint64_t)(2.0 * (c->size - 1) / c->size * 4.0 * (double)len);
+  }
+  ov->bt[b].end = sg_now();
+  return sg_cuda_coll_done(ov->co, (size_t)b);
+}
+
+static int co_join(void *ctx) {
+  dev_overlap_t *ov = ctx;
+  return sg_cuda_coll_join(ov->co);
+}
+
+/* Backward issued with an event per bucket; each bucket's collective on
+ * the comm stream after its event (coll_plan.h); the update, queued next
+ * on the process stream, waits for the join.  The host then sees each
+ * bucket's events pass in turn (its times; staged cuda-ring: start and
+ * end around its ring on the host, ready when its event was seen), and
+ * the loss.  *t_grad: when the last bucket's event was seen to pass. */
+static int coll_overlap(ar_loop_t *lp, double *loss, double *t_grad) {
+  dev_overlap_t *ov = &lp->dev->ov;
+  ov->dc->dgrad = lp->dev->dg;
+  ov->dev_bytes = 0;
+  const sg_coll_ops_t ops = {ov, co_wait, co_sum, co_join};
+  SG_CHECK(sg_coll_overlap_run(ov->b, ov->nb, &ops, 0));
+  const int async = !ov->dc->ring || ov->dc->persistent;
+  for (size_t i = 0; i < ov->nb; i++) {
+    sg_ar_bucket_time_t *t = &ov->bt[i];
+    double r, e;
+    SG_CHECK(sg_cuda_coll_times(ov->co, i, &r, &e));
+    if (async) t->start = r, t->end = e;
+    t->ready = t->start; /* staged: its first kernel waited for the event */
+  }
+  SG_CHECK(sg_cuda_wl_loss(sg_workload_device(lp->wl), loss));
+  if (ov->dc->ring) SG_CHECK(sg_cuda_ring_settle(ov->dc->ring));
+  *t_grad = ov->bt[ov->nb - 1].ready;
+  lp->bt = ov->bt;
+  lp->nbt = ov->nb;
+  lp->dev_bytes = ov->dev_bytes;
+  return SG_OK;
 }
 
 /* Backward issued (events marked as it goes), then the pieces staged as
@@ -345,6 +443,7 @@ static int cuda_overlap(ar_loop_t *lp, int64_t step, double *loss, double *t_gra
   if (ov->next != ov->nb)
     return sg_err_set(SG_EINTERNAL, "overlap: backward completed %zu of %zu buckets", ov->next,
                       ov->nb);
+  if (ov->co) return coll_overlap(lp, loss, t_grad);
   SG_CHECK(sg_cuda_stage_run_pieces(ov->stage, d->dg, ov->pieces, ov->npieces, piece_reduce, ov));
   SG_CHECK(sg_cuda_wl_loss(sg_workload_device(lp->wl), loss));
   *t_grad = ov->bt[ov->nb - 1].ready;
@@ -426,11 +525,49 @@ static int dev_shard_update(void *ctx, size_t off, size_t len, size_t soff, cons
   return sg_cuda_get(out, d->dp + off, len);
 }
 
-/* update: sharded on the device: the host-staged ring, N > 1; the
- * momentum for the owned ranges only (replacing the whole vector's). */
+/* The momentum of the owned ranges only (cap floats), replacing the
+ * whole vector's. */
+static int shard_momentum(struct ar_dev_state *d, size_t cap) {
+  sg_cuda_free(&d->dv);
+  if (d->mu <= 0) return SG_OK;
+  SG_CHECK(sg_cuda_alloc(&d->dv, cap ? cap : 1, "the momentum of the owned shard"));
+  return sg_cuda_zero(d->dv, cap ? cap : 1);
+}
+
+/* nccl: the vectors padded to N x shard floats, the padding zero (the
+ * gradient never writes it), so that the reduce-scatter and the
+ * allgather work in place (coll_plan.h). */
+static int nccl_shard_new(ar_loop_t *lp) {
+  struct ar_dev_state *d = lp->dev;
+  const int N = lp->ctx->size;
+  const size_t s = sg_coll_shard(lp->n, N);
+  d->npad = s * (size_t)N;
+  sg_cuda_free(&d->dp);
+  sg_cuda_free(&d->dg);
+  SG_CHECK(sg_cuda_alloc(&d->dp, d->npad, "the parameters (padded to N shards)"));
+  SG_CHECK(sg_cuda_alloc(&d->dg, d->npad, "the gradient (padded to N shards)"));
+  SG_CHECK(sg_cuda_zero(d->dp, d->npad));
+  SG_CHECK(sg_cuda_zero(d->dg, d->npad));
+  return shard_momentum(d, s);
+}
+
+/* update: sharded on the device, N > 1: the host-staged ring (its
+ * owner's update through the staging), the staged cuda-ring (the owner's
+ * step, ring_prims.h) or nccl (reduce-scatter, update, allgather); the
+ * momentum for the owned ranges only. */
 static int shard_new(ar_loop_t *lp) {
   struct ar_dev_state *d = lp->dev;
+  const sg_comm_t *c = lp->ctx->comm;
   if (strcmp(lp->cfg.update, "sharded") != 0 || lp->ctx->size == 1) return SG_OK;
+  SG_CHECK(sg_ar_dev_check_sharded(&lp->cfg));
+  if (d->dc.ring || d->dc.nccl) {
+    if (d->dc.ring)
+      SG_CHECK(shard_momentum(d, sg_dring_floats_owned(c->size, c->rank, lp->n, d->dc.seg)));
+    else
+      SG_CHECK(nccl_shard_new(lp));
+    lp->sharded = 1;
+    return SG_OK;
+  }
   if (!d->dc.ar || !sg_ar_can_update(d->dc.ar))
     return sg_err_set(SG_ECONFIG, "update: sharded on the device needs the host-staged ring "
                       "with compress none");
@@ -461,11 +598,46 @@ static int cuda_grad(ar_loop_t *lp, int64_t step, double *loss) {
   return sg_workload_grad_device(lp->wl, lp->dev->dp, lp->dev->dg, step, loss);
 }
 
+/* ---- the sharded update of the device rows ------------------------------- */
+
+static int nc_rs(void *ctx, size_t shard) {
+  struct ar_dev_state *d = ctx;
+  return sg_cuda_nccl_reduce_scatter(d->dc.nccl, d->dg, shard);
+}
+
+static int nc_update(void *ctx, size_t off, size_t len) {
+  struct ar_dev_state *d = ctx;
+  const sg_cuda_sgd_args_t *a = &d->sgd;
+  return sg_cuda_sgd(d->dp + off, d->dg + off, d->dv, len, a->gscale, a->lr, a->wd, a->mu);
+}
+
+static int nc_ag(void *ctx, size_t shard) {
+  struct ar_dev_state *d = ctx;
+  return sg_cuda_nccl_all_gather(d->dc.nccl, d->dp, shard);
+}
+
+/* cuda-ring: the ring with the owner's step; nccl: reduce-scatter, the
+ * owner's update, allgather, all queued on the process stream. */
+static int dev_sharded(ar_loop_t *lp) {
+  struct ar_dev_state *d = lp->dev;
+  const sg_comm_t *c = lp->ctx->comm;
+  d->sgd = (sg_cuda_sgd_args_t){lp->scale, (float)sg_optim_lr(lp->opt, lp->step), (float)d->wd,
+                                (float)d->mu};
+  if (d->dc.ring) {
+    lp->dev_bytes = 4 * (uint64_t)sg_dring_floats_sent(c->size, c->rank, lp->n, d->dc.seg);
+    return sg_cuda_ring_run_sharded(d->dc.ring, d->dg, d->dp, d->dv, lp->n, &d->sgd);
+  }
+  lp->dev_bytes = (uint64_t)(2.0 * (c->size - 1) / c->size * 4.0 * (double)d->npad);
+  const sg_coll_shard_ops_t ops = {d, nc_rs, nc_update, nc_ag};
+  return sg_coll_shard_run(lp->n, c->size, c->rank, &ops, 0);
+}
+
 /* sharded: the staged ring updates the owned ranges and moves the
  * parameters; the gradient vector then holds them, so the two swap. */
 static int cuda_reduce(ar_loop_t *lp) {
   struct ar_dev_state *d = lp->dev;
   if (!lp->sharded) return dc_run(&d->dc, lp->ctx->comm, d->dg, lp->n, &lp->dev_bytes);
+  if (d->dc.ring || d->dc.nccl) return dev_sharded(lp);
   lp->dev_bytes = 0;
   sg_ar_shard_begin(&d->sh);
   SG_CHECK(sg_cuda_stage_run(d->dc.stage, d->dg, lp->n, sg_ar_shard_reduce, &d->sh));

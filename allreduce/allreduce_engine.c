@@ -58,10 +58,10 @@ const sg_setting_t sg_ar_options[] = {
   {"segment", SG_T_INT, "0", "ring, rhd, tree, hier: pipeline segment in bytes (K/M suffixes; 0 = auto: 4M for zmq over ipc with zmq_cma on, 256K for zmq with CURVE, else 1M); cuda-ring: the chunk of a ring step (0 = 1M)", NULL, 0, 1 << 30, SG_S_ENGINE},
   {"compress", SG_T_ENUM, "none", "gradient compression on the wire: none; fp16 (ring, rhd, also host-staged with device cuda: IEEE halves on the wire, sums in float32; every replica keeps the rounded sum); topk (device cpu: the topk fraction of largest entries as index/value pairs, allgathered around the ring, the rest carried over as error feedback)", "none|fp16|topk", 1, 0, SG_S_ENGINE},
   {"topk", SG_T_FLOAT, "0.01", "compress: topk: fraction of the gradient's entries each rank sends per step", NULL, 1e-6, 1, SG_S_ENGINE},
-  {"overlap", SG_T_BOOL, "false", "allreduce the gradient in buckets while backward still computes the layers below (device cpu: a compute thread runs backward, the rank's thread the allreduce; device cuda: host-staged ring, rhd or tree, each bucket's copies waiting on the device for backward's event); compress none|fp16", NULL, 1, 0, SG_S_ENGINE},
+  {"overlap", SG_T_BOOL, "false", "allreduce the gradient in buckets while backward still computes the layers below (device cpu: a compute thread runs backward, the rank's thread the allreduce; device cuda: host-staged ring, rhd or tree, each bucket's copies waiting on the device for backward's event; cuda-ring and nccl, each bucket's collective on a second stream waiting for backward's event); compress none|fp16", NULL, 1, 0, SG_S_ENGINE},
   {"bucket", SG_T_INT, "512K", "overlap: bytes of gradient gathered before a bucket is allreduced (K/M suffixes)", NULL, 4, 1 << 30, SG_S_ENGINE},
   {"bucket_every", SG_T_INT, "50", "record the gradient's buckets (when backward handed each over, when its allreduce started and ended; table buckets) on every bucket_every-th step from step 0; 0 = never. Without overlap the whole gradient is one bucket", NULL, 0, 1e9, SG_S_ENGINE},
-  {"update", SG_T_ENUM, "auto", "where the optimizer runs: replicated (every rank updates the whole vector after the allreduce); sharded (ring, compress none, no overlap: each rank updates the 1/N of the vector whose sum it completes, inside the reduce-scatter, and the allgather moves parameters instead of sums; device cuda: the host-staged ring, the owner's update runs on the device and the momentum exists for its shard only); auto = sharded where it applies on device cpu, else replicated (device cuda: replicated)", "auto|sharded|replicated", 1, 0, SG_S_ENGINE},
+  {"update", SG_T_ENUM, "auto", "where the optimizer runs: replicated (every rank updates the whole vector after the allreduce); sharded (ring, compress none, no overlap: each rank updates the 1/N of the vector whose sum it completes, inside the reduce-scatter, and the allgather moves parameters instead of sums; device cuda: the host-staged ring, cuda-ring with cuda_ring staged, or nccl (reduce-scatter, update, allgather); the owner's update runs on the device and the momentum exists for its shard only); auto = sharded where it applies on device cpu, else replicated (device cuda: replicated)", "auto|sharded|replicated", 1, 0, SG_S_ENGINE},
   {"cuda_ring", SG_T_ENUM, "staged", "algorithm cuda-ring: staged (one kernel and one host synchronization per ring primitive, flow control over the transport) or persistent (one kernel per allreduce, flow control by flags in device memory)", "staged|persistent", 1, 0, SG_S_ENGINE},
   {"stage_chunk", SG_T_INT, "4M", "device cuda with ring/rhd/native: bytes per chunk copied between device and host, overlapped with the transport", NULL, 4, 1 << 30, SG_S_ENGINE},
   {NULL, 0, NULL, NULL, NULL, 0, 0, 0},
@@ -97,9 +97,12 @@ static int ar_check_transport(const sg_opts_t *o, const char *transport) {
   if (c.overlap && !strcmp(compress, "topk"))
     return sg_err_set(SG_ECONFIG, "overlap: true needs compress none or fp16");
   SG_CHECK(sg_ar_dev_check_overlap(o, &c));
-  if (!strcmp(c.update, "sharded") && (!ring || strcmp(compress, "none") != 0 || c.overlap))
+  const int dev_row = c.device && (!strcmp(algo, "cuda-ring") || !strcmp(algo, "nccl"));
+  if (!strcmp(c.update, "sharded") &&
+      (!(ring || dev_row) || strcmp(compress, "none") != 0 || c.overlap))
     return sg_err_set(SG_ECONFIG, "update: sharded needs algorithm ring (device cuda: the "
-                      "host-staged ring), compress none and overlap false");
+                      "host-staged ring, cuda-ring or nccl), compress none and overlap false");
+  SG_CHECK(sg_ar_dev_check_sharded(&c));
   if (c.segment > 0 && c.segment < 4)
     return sg_err_set(SG_ECONFIG, "segment: %lld bytes is less than one float (4; 0 = auto)",
                       (long long)c.segment);

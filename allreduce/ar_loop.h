@@ -65,9 +65,12 @@ typedef struct ar_mem_ops {
 extern const ar_mem_ops_t sg_ar_mem_host, sg_ar_mem_cuda;
 
 /* overlap: true with device: cuda (allreduce_device.c): taken for the
- * host-staged ring, rhd and tree (every model the device runs); one line
- * for the other algorithms. */
+ * host-staged ring, rhd and tree and the device rows cuda-ring and nccl
+ * (every model the device runs); one line for hier and native. */
 int sg_ar_dev_check_overlap(const sg_opts_t *o, const sg_ar_cfg_t *c);
+/* update: sharded with device: cuda: one line for cuda-ring with
+ * cuda_ring: persistent (its kernel has no owner's update). */
+int sg_ar_dev_check_sharded(const sg_ar_cfg_t *c);
 
 /* update: sharded with device: cuda (allreduce_device.c), host-staged
  * ring, plain C so that the CPU twin runs it with a simulated device.

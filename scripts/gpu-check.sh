@@ -1,44 +1,55 @@
 #!/usr/bin/env bash
 # gpu-check.sh - the GPU tests and the device throughput table in one call.
 #
-#   bash scripts/gpu-check.sh [--bundle DIR]     on a GPU machine
+#   bash scripts/gpu-check.sh [--bundle DIR]      on a GPU machine
 #   bash scripts/gpu-check.sh --dry [--build DIR] on any machine, CPU build
+#   bash scripts/gpu-check.sh --list              the plan and its time budget
 #
-# GPU mode: unpacks DIR/bundle.tar.xz (default .gpu/, made by a bundling
-# step that packs a CUDA build, its libraries, a relocated Open MPI and the
-# Fashion-MNIST IDX files; b/env.sh sets the paths), then:
-#   1. interleaved, 3 rounds: PyTorch (scripts/torch_mlp.py, fp32, TF32
-#      off) and sgdlab `local` with device: cuda, on the MLP 784-2048-2048-10
-#      batch 256 and on 784-128-10 batch 64 (SGD, momentum 0.9);
-#   2. `sgdlab bench step --set device=cuda` (the step against its cuBLAS
-#      GEMM bound); allreduce training with 2 ranks sharing the GPU
-#      (cuda-ring staged and persistent, host-staged ring) and `sgdlab
-#      bench allreduce` on device buffers, each without and with MPS
-#      (when nvidia-cuda-mps-control exists); the device copy bandwidth;
-#   3. the test_cuda* binaries; compute-sanitizer memcheck on the gradient
-#      and SGD cases of test_cuda_gpu;
-#   2b. the engine's one training loop against local on the device: the
-#      parameters after 100 steps of allreduce (host-staged ring, fp16 on
-#      the wire, cuda-ring; 2 ranks) against local's, relative L2 distance;
-#      the same for ps (1 server on the host, 2 workers with a device
-#      replica, float32 and fp16 pushes) and mapreduce (the driver on the
-#      host, 2 executors with a device replica), and both engines'
-#      samples/s on the big MLP;
-#   2b'. overlap with backprop and the sharded update on the device
-#      (host-staged ring, 2 ranks): samples/s against the plain ring, and
-#      the parameters after 100 steps against the plain ring's (distance
-#      0 expected: the same sums and update for 2 ranks);
-#   2c. model: cnn on the device: local (samples/s, test accuracy after
-#      2,000 steps) and allreduce ring with 2 ranks; 100 steps against
-#      local on the CPU and the engine's loop against local on the device
-#      (relative L2 distance); compute-sanitizer on test_cuda_cnn_gpu;
-#   4. the persistent device ring with a silent neighbour (cuda_ring_rank
-#      --dead): the kernel must give up after 2 s and the call fail;
-# and prints one Markdown table (medians of the rounds) and the device
-# rings' busbw at 64 MiB against the host-staged ring and the copy
-# bandwidth.  Every part is bounded by `timeout` and non-fatal: a failing
-# part prints "FAIL: part" and the script goes on; the whole stays under
-# LIMIT_S (330 s).
+# GPU mode: refuses in one line (exit 2) where `nvidia-smi -L` lists no
+# GPU; else unpacks DIR/bundle.tar.xz (default .gpu/: a CUDA build, its
+# libraries, a relocated Open MPI and the Fashion-MNIST IDX files; b/env.sh
+# sets the paths) and runs its parts in this order, the checks first and
+# the throughput after, so that a short budget keeps the checks:
+#   1. the GPU tests (test_cuda_gpu, test_cuda_cnn_gpu);
+#   2. the engines against local on the device: the parameters after 100
+#      steps of the small MLP (relative L2 distance, a bound, a verdict):
+#      allreduce host-staged ring, fp16 on the wire, cuda-ring, ps (device
+#      replica, float32 and fp16 pushes), mapreduce; overlap with backprop
+#      and the sharded update (host-staged ring; cuda-ring staged, and
+#      persistent with overlap; nccl where the machine has 2 GPUs) against
+#      the plain ring of the same kind, bound 0 (2 ranks: the same sums and
+#      the same update kernel);
+#   3. the CNN: local on the device against local on the CPU, the ring,
+#      cuda-ring and overlap against local / the plain ring;
+#   4. compute-sanitizer memcheck (test_cuda_gpu's gradient and SGD cases,
+#      test_cuda_cnn_gpu);
+#   5. the persistent ring with a silent neighbour (cuda_ring_rank --dead:
+#      must fail after 2 s naming rank 1) and the device copy bandwidth;
+#   6. round 1 of PyTorch (scripts/torch_mlp.py, fp32, TF32 off) against
+#      `local` on the device (MLP 784-2048-2048-10 batch 256, 784-128-10
+#      batch 64) and `bench step --set device=cuda` (the cuBLAS bound);
+#   7. overlap and the sharded update, samples/s of 400 steps of the big
+#      MLP (2 ranks) beside the plain ring of the same kind: host-staged
+#      ring (MPS off), cuda-ring (MPS on where the machine has
+#      nvidia-cuda-mps-control);
+#   8. per MPS mode (off, on): 2-rank training rows (cuda-ring staged and
+#      persistent, host-staged ring, with fp16) and `bench allreduce` on
+#      device buffers;
+#   9. ps and mapreduce samples/s (device replicas), the CNN's samples/s
+#      and accuracy (local; ring with 2 ranks);
+#  10. rounds 2 and 3 of step 6 (the medians of the rounds);
+#  11. the CPU twins (test_cuda_sched, _overlap, _devcoll, _pring, _cnn),
+#      which need no GPU and run in CI; here only with the time left.
+#
+# Time: the whole stays under LIMIT_S (default 330 s).  Every part has its
+# own timeout and an estimate of its time on an H100/H200 (est below,
+# `--list` prints them): a part whose estimate exceeds the time left
+# (less RESERVE_S, 12 s, kept for the table) prints "SKIP (time): ..."
+# and the script goes on; a failing part prints "FAIL: part" and the
+# script goes on.  $OUT/table.md is rewritten after each step, and a
+# TERM or INT prints the table so far and the logs before exiting 124, so
+# an outer limit that cuts the call still leaves a partial table; run the
+# call with at least LIMIT_S + 60 s (the bundle's unpacking, the table).
 # Logs: $OUT/gpu-check-logs.tar.gz (OUT defaults to ./gpu-check-out), the
 # table also in $OUT/table.md.
 #
@@ -47,42 +58,137 @@
 # throughput parts run on device: cpu with a small model and one round,
 # so the table's layout and parsing are exercised.
 set -u
-DRY=0 BUNDLE=.gpu BUILD=build LIMIT_S=${LIMIT_S:-330}
+DRY=0 LIST=0 BUNDLE=.gpu BUILD=build LIMIT_S=${LIMIT_S:-330} RESERVE_S=${RESERVE_S:-12}
 while [ $# -gt 0 ]; do
   case $1 in
     --dry) DRY=1 ;;
+    --list) LIST=1 ;;
     --bundle) BUNDLE=${2:?--bundle DIR}; shift ;;
     --build) BUILD=${2:?--build DIR}; shift ;;
-    *) echo "gpu-check: unknown argument '$1' (--dry, --bundle DIR, --build DIR)" >&2; exit 2 ;;
+    *) echo "gpu-check: unknown argument '$1' (--dry, --list, --bundle DIR, --build DIR)" >&2; exit 2 ;;
   esac
   shift
 done
+
+# ---- the plan: steps in order, each part's estimate -------------------------------
+# est PART: seconds on one H100/H200 (GPU mode; in --dry every part's is
+# GPU_CHECK_DRY_EST, default 1, so that a test can exercise the budget).
+# The basis:
+# the one GPU run of this script (docs/cuda.md, "Measured on a GPU": 162 s
+# and 168 s for steps 5, 6, 8 and 10 of today's list and three test
+# binaries; bench step 9 s, the dead-peer check 2 s) and each newer part's
+# work: a `sgdlab run` costs ~3 s to start (mpirun, CUDA contexts, cuBLAS
+# loaded, the data set) plus its steps at the measured rates (local on the
+# big MLP 566k samples/s, 2-rank rings 37-44k without MPS); ps and
+# mapreduce move 27 MB per worker and step through the host (~30 ms a
+# step, 700 steps); the CNN's rates are unmeasured (its bias sums are
+# serial per channel: ~2 ms a step is assumed).
+est() {
+  [ $DRY -eq 1 ] && { echo "${GPU_CHECK_DRY_EST:-1}"; return; }
+  case $1 in
+    test_cuda_gpu) echo 60 ;;
+    test_cuda_cnn_gpu) echo 15 ;;
+    test_cuda_*) echo 30 ;;
+    agree-cnn-*) echo 6 ;;
+    agree-*) echo 5 ;;
+    sanitizer*) echo 20 ;;
+    pring-dead-peer) echo 5 ;;
+    d2d-copy) echo 3 ;;
+    torch-*) echo 7 ;;
+    local-*) echo 4 ;;
+    bench-step) echo 10 ;;
+    bench-allreduce-*) echo 20 ;;
+    dev-*) echo 7 ;;
+    ar-cudaring-p-*) echo 8 ;;
+    ar-*) echo 7 ;;
+    ps-dev* | mr-dev*) echo 25 ;;
+    cnn-*) echo 15 ;;
+    *) echo 10 ;;
+  esac
+}
+# The steps and their parts (the names est knows), in the order they run.
+STEPS="gpu_tests agree agree_cnn sanitizer ring_checks round1 devopt modes replicas_cnn rounds23 twins"
+parts_of() {
+  case $1 in
+    gpu_tests) echo test_cuda_gpu test_cuda_cnn_gpu ;;
+    agree) echo agree-local agree-ring agree-ringfp16 agree-cudaring agree-ringov agree-ringsh \
+      agree-cudaringov agree-cudaringpov agree-cudaringsh agree-ps agree-psfp16 agree-mr \
+      agree-nccl agree-ncclov agree-ncclsh ;;
+    agree_cnn) echo agree-cnn-cpu agree-cnn-local agree-cnn-ring agree-cnn-ringov \
+      agree-cnn-cudaring agree-cnn-cudaringov ;;
+    sanitizer) echo sanitizer sanitizer-cnn ;;
+    ring_checks) echo pring-dead-peer d2d-copy ;;
+    round1) echo torch-big-1 local-big-1 torch-small-1 local-small-1 bench-step ;;
+    devopt) echo dev-ring-base dev-ring-overlap dev-ring-sharded dev-cudaring-base \
+      dev-cudaring-overlap dev-cudaring-sharded dev-cudaring-p-overlap ;;
+    modes) for m in off on; do
+        echo ar-cudaring-mps$m-1 ar-cudaring-p-mps$m-1 ar-ring-mps$m-1 ar-ringfp16-mps$m-1 bench-allreduce-mps$m
+      done ;;
+    replicas_cnn) echo ps-dev-1 mr-dev-1 cnn-local cnn-ar ;;
+    rounds23) for r in 2 3; do echo torch-big-$r local-big-$r torch-small-$r local-small-$r; done ;;
+    twins) echo test_cuda_sched test_cuda_overlap test_cuda_devcoll test_cuda_pring test_cuda_cnn ;;
+  esac
+}
+if [ $LIST -eq 1 ]; then
+  sum=0
+  echo "gpu-check plan (estimates on one H100/H200; nccl parts only with 2 GPUs; limit ${LIMIT_S} s, ${RESERVE_S} s kept for the table):"
+  for st in $STEPS; do
+    ss=0
+    for p in $(parts_of "$st"); do ss=$((ss + $(est "$p"))); done
+    sum=$((sum + ss))
+    fit=fits
+    [ $sum -gt $((LIMIT_S - RESERVE_S)) ] && fit="over the limit: skipped or cut"
+    printf '%-13s %4d s  (cumulative %4d s; %s): %s\n' "$st" "$ss" "$sum" "$fit" "$(parts_of "$st" | tr '\n' ' ')"
+  done
+  echo "total: ~$sum s"
+  exit 0
+fi
+
 ROOT=$(pwd)
 OUT=${OUT:-$ROOT/gpu-check-out}
+if [ $DRY -eq 0 ]; then
+  GPUS="nvidia-smi not found"
+  command -v nvidia-smi >/dev/null 2>&1 && GPUS=$(nvidia-smi -L 2>&1)
+  if ! printf '%s\n' "$GPUS" | grep -q '^GPU '; then
+    echo "gpu-check: no GPU here (nvidia-smi -L: $(printf '%s\n' "${GPUS:-no output}" | head -1)); run it on a GPU machine, or --dry for the CPU plumbing" >&2
+    exit 2
+  fi
+  NGPU=$(printf '%s\n' "$GPUS" | grep -c '^GPU ')
+  [ -f "$BUNDLE/bundle.tar.xz" ] || { echo "gpu-check: $BUNDLE/bundle.tar.xz: no bundle" >&2; exit 2; }
+fi
 mkdir -p "$OUT" || exit 2
 W=$(mktemp -d /tmp/gpu-check.XXXXXX) || exit 2
 trap 'rm -rf "$W"' EXIT
 LOGS=$W/logs
 mkdir -p "$LOGS" "$W/cfg" "$W/db"
 T0=$(date +%s)
-NFAIL=0
+NFAIL=0 NSKIP=0 CHILD=
 
 left() { echo $((LIMIT_S - ($(date +%s) - T0))); }
-# part NAME LIMIT CMD...: runs CMD under timeout min(LIMIT, time left),
-# output to $LOGS/NAME.log; prints PASS/FAIL; never fails the script.
+# part NAME LIMIT CMD...: runs CMD under timeout min(LIMIT, time left less
+# the reserve), output to $LOGS/NAME.log; prints PASS/FAIL/SKIP; never
+# fails the script.  Returns CMD's status (75: skipped for time).
 part() {
-  local name=$1 lim=$2 l rc
+  local name=$1 lim=$2 l e rc t
   shift 2
-  l=$(left)
-  [ "$l" -lt "$lim" ] && lim=$l
-  if [ "$lim" -le 5 ]; then
+  l=$(($(left) - RESERVE_S))
+  e=$(est "$name")
+  if [ "$l" -le 5 ]; then
     echo "FAIL: $name (no time left of the ${LIMIT_S} s)"; NFAIL=$((NFAIL + 1)); return 1
   fi
-  local t=$(date +%s)
-  timeout -k 5 "$lim" "$@" >"$LOGS/$name.log" 2>&1
+  if [ "$e" -gt "$l" ]; then
+    echo "SKIP (time): $name needs ~$e s, $l s left of the ${LIMIT_S} s"; NSKIP=$((NSKIP + 1)); return 75
+  fi
+  [ "$l" -lt "$lim" ] && lim=$l
+  t=$(date +%s)
+  # in the background, so that a TERM reaches the trap at once
+  timeout -k 5 "$lim" "$@" >"$LOGS/$name.log" 2>&1 &
+  CHILD=$!
+  wait "$CHILD"
   rc=$?
+  CHILD=
   if [ $rc -eq 0 ]; then
-    echo "PASS: $name ($(($(date +%s) - t)) s)"
+    echo "PASS: $name ($(($(date +%s) - t)) s, est ~$e s)"
   elif [ $rc -eq 77 ]; then
     echo "SKIP: $name ($(grep -m1 '^SKIP' "$LOGS/$name.log" || echo 'exit 77'))"
   else
@@ -100,11 +206,10 @@ if [ $DRY -eq 1 ]; then
   case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
   export SGDLAB_BIN_DIR=$BUILD
   SG=$BUILD/harness/sgdlab TESTS=$BUILD/tests DATA=${DATA:-/usr/share/datasets/fashion-mnist}
-  DEV=cpu ROUNDS=1 BIG='[64]' BIGB=256 SMALL='[32]' SMALLB=64 EPOCHS=1
+  DEV=cpu ROUNDS=1 BIG='[64]' BIGB=256 SMALL='[32]' SMALLB=64 EPOCHS=1 NGPU=0
   CNNSTEPS=30 CNNTEST=1000
   [ -x "$SG" ] || { echo "gpu-check: $SG: no sgdlab build (cmake --build $BUILD)" >&2; exit 2; }
 else
-  [ -f "$BUNDLE/bundle.tar.xz" ] || { echo "gpu-check: $BUNDLE/bundle.tar.xz: no bundle" >&2; exit 2; }
   tar xJf "$BUNDLE/bundle.tar.xz" -C "$W" || exit 2
   R=$W/b
   # shellcheck disable=SC1091
@@ -113,13 +218,15 @@ else
   DEV=cuda ROUNDS=3 BIG='[2048, 2048]' BIGB=256 SMALL='[128]' SMALLB=64 EPOCHS=3
   CNNSTEPS=2000 CNNTEST=10000
 fi
-echo "gpu-check: $([ $DRY -eq 1 ] && echo dry, CPU build || echo GPU) $SG, logs in $OUT, limit $LIMIT_S s"
+echo "gpu-check: $([ $DRY -eq 1 ] && echo dry, CPU build || echo "GPU ($NGPU)") $SG, logs in $OUT, limit $LIMIT_S s"
 { date -u; uname -a; uptime; nvidia-smi 2>&1 | head -20; "$SG" --version; "$SG" engines 2>&1 | tail -3; env | grep -E '^(OPENBLAS|OMP|CUDA)_' ; } >"$LOGS/machine.log" 2>&1
-[ $DRY -eq 0 ] && nvidia-smi -L
+[ $DRY -eq 0 ] && printf '%s\n' "$GPUS"
 
 cd "$W" || exit 2
+MPSC=
+[ $DRY -eq 0 ] && MPSC=$(command -v nvidia-cuda-mps-control 2>/dev/null)
 
-# ---- 1. throughput, interleaved -------------------------------------------------
+# ---- helpers: experiment files, runs, values ----------------------------------------
 # cfg NAME ENGINE WORKERS HIDDEN BATCH: an experiment file
 cfg() {
   cat >"$W/cfg/$1.yaml" <<Y
@@ -131,8 +238,20 @@ engines:
   - $2
 Y
 }
-# sps DB: the run's samples/s (run_summary)
+# cached KEY CMD...: CMD's output, computed once per KEY (the table is
+# rewritten after every step; its values do not change once computed)
+cached() {
+  local f=$W/cache/$1
+  shift
+  [ -f "$f" ] || { mkdir -p "$W/cache"; "$@" >"$f.tmp" && mv "$f.tmp" "$f"; }
+  cat "$f" 2>/dev/null || echo FAIL
+}
+# sps DB: the run's samples/s (run_summary); FAIL without the database
 sps() {
+  [ -s "$1" ] || { echo FAIL; return; }
+  cached "sps-$(basename "$1")" sps_q "$1"
+}
+sps_q() {
   python3 - "$1" <<'PY' 2>/dev/null || echo FAIL
 import sqlite3, sys
 r = sqlite3.connect(sys.argv[1]).execute("SELECT samples_per_s FROM run_summary").fetchall()
@@ -161,22 +280,16 @@ torch() {
     echo "${v:-FAIL}" >>"$W/$1$([ $m = step ] && echo -sync).sps"
   done
 }
-for r in $(seq 1 $ROUNDS); do
-  torch torch-big "$r" 2048,2048 256 600
-  sgrun local-big "$r" local 1 "$BIG" "$BIGB"
-  torch torch-small "$r" 128 64 2000
-  sgrun local-small "$r" local 1 "$SMALL" "$SMALLB"
-done
-
-# ---- 2. bounds and the allreduce rows ------------------------------------------
-part bench-step 90 "$SG" bench step --set device=$DEV --set "data_dir=$DATA" --set "hidden=$BIG" --set batch=$BIGB
-BOUND=$(grep -o 'bound: .*, [0-9]* samples/s' "$LOGS/bench-step.log" | grep -o '[0-9]* samples/s' | grep -o '[0-9]*')
-BSTEP=$(grep -o 'step (grad+apply): .*, [0-9]* samples/s' "$LOGS/bench-step.log" | grep -o '[0-9]* samples/s' | grep -o '[0-9]*')
+round() { # R: one round of PyTorch and local, both MLPs
+  torch torch-big "$1" 2048,2048 256 600
+  sgrun local-big "$1" local 1 "$BIG" "$BIGB"
+  torch torch-small "$1" 128 64 2000
+  sgrun local-small "$1" local 1 "$SMALL" "$SMALLB"
+}
 # Two ranks sharing one GPU: without MPS the driver time-slices the two
 # processes' contexts (a kernel that waits for the other rank's kernel
 # waits for a slice); with MPS (nvidia-cuda-mps-control, when the machine
 # has it) their kernels run at once, as on one GPU per rank.
-MPSC=$(command -v nvidia-cuda-mps-control 2>/dev/null)
 mps() { # mps on|off
   if [ "$1" = on ]; then
     export CUDA_MPS_PIPE_DIRECTORY=$W/mps-pipe CUDA_MPS_LOG_DIRECTORY=$W/mps-log
@@ -189,36 +302,8 @@ mps() { # mps on|off
     unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
   fi
 }
-MODES=off
-[ $DRY -eq 0 ] && [ -n "$MPSC" ] && MODES="off on"
-[ $DRY -eq 0 ] && [ -z "$MPSC" ] && echo "note: no nvidia-cuda-mps-control: the 2-rank rows run without MPS only"
-[ $DRY -eq 1 ] && skip "allreduce cuda-ring training (2 ranks on one GPU)"
-for m in $MODES; do
-  [ "$m" = on ] && mps on
-  if [ $DRY -eq 0 ]; then
-    sgrun ar-cudaring-mps$m 1 "{engine: allreduce, algorithm: cuda-ring}" 2 "$BIG" $((BIGB / 2))
-    sgrun ar-cudaring-p-mps$m 1 "{engine: allreduce, algorithm: cuda-ring, cuda_ring: persistent}" 2 "$BIG" $((BIGB / 2))
-  fi
-  sgrun ar-ring-mps$m 1 "{engine: allreduce, algorithm: ring}" 2 "$BIG" $((BIGB / 2))
-  sgrun ar-ringfp16-mps$m 1 "{engine: allreduce, algorithm: ring, compress: fp16}" 2 "$BIG" $((BIGB / 2))
-  if [ $DRY -eq 1 ]; then
-    skip "sgdlab bench allreduce --set device=cuda --impl cuda-ring,ring"
-  else
-    part bench-allreduce-mps$m 120 "$SG" bench allreduce --np 2 --set device=cuda \
-      --impl ring,cuda-ring,cuda-ring-persistent --sizes 1M:64M --db "$W/db/bench-allreduce-$m.db"
-  fi
-  [ "$m" = on ] && mps off
-done
-# ps: 2 workers with a device replica (the gradient staged down for the
-# pushes, the pulled parameters up), 1 server on the host; without MPS
-sgrun ps-dev 1 "{engine: ps, servers: 1}" 2 "$BIG" $((BIGB / 2))
-# mapreduce: 2 executors with a device replica (the parameters up, the
-# tasks' sum down), the driver on the host
-sgrun mr-dev 1 "{engine: mapreduce}" 2 "$BIG" $((BIGB / 2))
-# overlap with backprop and the sharded update on the device (host-staged
-# ring, 2 ranks, MPS off): samples/s of 400 steps of the big MLP against
-# the plain host-staged ring under the same settings
-devopt() { # NAME ENGINE
+# devopt NAME ENGINE: samples/s of 400 steps of the big MLP, 2 ranks
+devopt() {
   cat >"$W/cfg/$1.yaml" <<Y
 name: $1
 workers: 2
@@ -230,16 +315,9 @@ Y
   part "$1" 60 "$SG" run "$W/cfg/$1.yaml" --db "$W/db/$1.db"
   sps "$W/db/$1.db" >>"$W/$1.sps"
 }
-devopt ar-ring-base "{engine: allreduce, algorithm: ring}"
-devopt ar-ring-overlap "{engine: allreduce, algorithm: ring, overlap: true}"
-devopt ar-ring-sharded "{engine: allreduce, algorithm: ring, update: sharded}"
-# ---- 2b. the one training loop against local, on the device ------------------------
-# 100 steps of the small MLP with the parameters dumped: local (batch 2b)
-# and allreduce with 2 ranks of batch b through the engine's one loop
-# (host-staged ring, fp16 on the wire, cuda-ring); the relative L2
-# distance of each dump to local's.  float32 sums: ~1e-6; fp16 on the
-# wire: rounding of the sums, ~1e-3.
-agree() { # KEY ENGINE WORKERS BATCH
+# agree KEY ENGINE WORKERS BATCH: 100 steps of the small MLP, the
+# parameters dumped to agree-KEY.bin
+agree() {
   cat >"$W/cfg/agree-$1.yaml" <<Y
 name: agree-$1
 workers: $3
@@ -252,9 +330,13 @@ Y
   part "agree-$1" 60 "$SG" run "$W/cfg/agree-$1.yaml" --db "$W/db/agree-$1.db"
 }
 # dist KEY [REF]: relative L2 distance of agree-KEY.bin to agree-REF.bin
-# (REF: local)
+# (REF: local); FAIL while either is missing
 dist() {
-  python3 - "$W/agree-$1.bin" "$W/agree-${2:-local}.bin" <<'PY' 2>/dev/null || echo FAIL
+  [ -s "$W/agree-$1.bin" ] && [ -s "$W/agree-${2:-local}.bin" ] || { echo FAIL; return; }
+  cached "dist-$1-${2:-local}" dist_q "$1" "${2:-local}"
+}
+dist_q() {
+  python3 - "$W/agree-$1.bin" "$W/agree-$2.bin" <<'PY' 2>/dev/null || echo FAIL
 import array, math, sys
 a, b = array.array("f"), array.array("f")
 for x, p in ((a, sys.argv[1]), (b, sys.argv[2])):
@@ -265,31 +347,6 @@ d = math.sqrt(sum((u - v) ** 2 for u, v in zip(a, b))) / math.sqrt(sum(v * v for
 print("%.2g" % d)
 PY
 }
-agree local local 2 "$SMALLB" # the global batch of 2 workers, one process
-agree ring "{engine: allreduce, algorithm: ring}" 2 "$SMALLB"
-agree ringfp16 "{engine: allreduce, algorithm: ring, compress: fp16}" 2 "$SMALLB"
-agree ps "{engine: ps, servers: 1}" 2 "$SMALLB"
-agree psfp16 "{engine: ps, servers: 2, compress: fp16}" 2 "$SMALLB"
-agree mr "{engine: mapreduce}" 2 "$SMALLB"
-# overlap (4 KiB buckets: 2 of the small MLP, the last layer and layer 0)
-# and the sharded update
-# against the plain device ring: for 2 ranks the same sums and the same
-# update kernel, so the parameters must be equal (distance 0)
-agree ringov "{engine: allreduce, algorithm: ring, overlap: true, bucket: 4K}" 2 "$SMALLB"
-agree ringsh "{engine: allreduce, algorithm: ring, update: sharded}" 2 "$SMALLB"
-if [ $DRY -eq 1 ]; then
-  skip "allreduce cuda-ring against local"
-else
-  agree cudaring "{engine: allreduce, algorithm: cuda-ring}" 2 "$SMALLB"
-fi
-# ---- 2c. the CNN on the device ---------------------------------------------------
-# model: cnn (LeNet-5-like, 44,426 parameters): `local` for samples/s and the
-# test accuracy after a fixed number of steps; allreduce (host-staged ring)
-# with 2 ranks for samples/s; and 100 steps with the parameters dumped
-# (2 workers of batch 32): local on the device against local on the CPU
-# (cuBLAS against OpenBLAS sums: a rounding difference per product, which
-# training amplifies where a max-pool or ReLU decision flips), and the
-# engine's loop (ring, cuda-ring) against local on the device.
 cnnrun() { # NAME ENGINE WORKERS BATCH DEVICE MAX_STEPS EPOCHS LIMIT_S
   cat >"$W/cfg/$1.yaml" <<Y
 name: $1
@@ -303,67 +360,187 @@ Y
   part "$1" "$8" "$SG" run "$W/cfg/$1.yaml" --db "$W/db/$1.db"
 }
 acc() { # DB: the run's final test accuracy
+  [ -s "$1" ] || { echo FAIL; return; }
+  cached "acc-$(basename "$1")" acc_q "$1"
+}
+acc_q() {
   python3 - "$1" <<'PY' 2>/dev/null || echo FAIL
 import sqlite3, sys
 r = sqlite3.connect(sys.argv[1]).execute("SELECT final_acc FROM run_summary").fetchall()
 print("%.4f" % r[-1][0] if r and r[-1][0] is not None else "FAIL")
 PY
 }
-cnnrun cnn-local local 1 64 "$DEV" "$CNNSTEPS" 100 60
-cnnrun cnn-ar "{engine: allreduce, algorithm: ring}" 2 64 "$DEV" "$CNNSTEPS" 100 60
-cnnrun agree-cnn-cpu local 2 32 cpu 100 100 45
-cnnrun agree-cnn-local local 2 32 "$DEV" 100 100 45
-cnnrun agree-cnn-ring "{engine: allreduce, algorithm: ring}" 2 32 "$DEV" 100 100 45
-# overlap with backprop on the CNN (16 KiB buckets: 3 a step): for 2 ranks
-# the same sums as the plain ring, so the same parameters (bound 0)
-cnnrun agree-cnn-ringov "{engine: allreduce, algorithm: ring, overlap: true, bucket: 16K}" 2 32 "$DEV" 100 100 45
-if [ $DRY -eq 1 ]; then
-  skip "the CNN with allreduce cuda-ring against local"
-else
-  cnnrun agree-cnn-cudaring "{engine: allreduce, algorithm: cuda-ring}" 2 32 "$DEV" 100 100 45
-fi
-[ $DRY -eq 0 ] && part d2d-copy 30 "$TESTS/cuda_ring_rank" --copy 67108864
-# the persistent ring's timeout: rank 1 never calls, rank 0 must fail in ~2 s
-if [ $DRY -eq 1 ]; then
-  skip "persistent ring with a silent neighbour (cuda_ring_rank --dead)"; DEAD="skipped: dry, no GPU"
-else
-  part pring-dead-peer 40 mpirun --allow-run-as-root --oversubscribe -np 2 "$TESTS/cuda_ring_rank" --dead
-  DEAD=$(grep -m1 -o 'dead-peer: .*' "$LOGS/pring-dead-peer.log" || echo "FAIL (see pring-dead-peer.log)")
-fi
-
-# ---- 3. tests (last: the table comes first) ------------------------------------------------------------------
+# tests NAMES...: the test binaries, their results into TEST_RESULT
 TEST_RESULT=""
-for t in "$TESTS"/test_cuda*; do
-  [ -x "$t" ] || continue
-  n=$(basename "$t")
-  if [ "$n" = test_cuda_refuse ] && [ $DRY -eq 0 ]; then
-    continue # it checks the refusal on a machine WITHOUT a device
-  fi
-  if [ "$n" = test_cuda_replica ] && [ $DRY -eq 0 ]; then
-    continue # a CPU twin (simulated device) reading the dataset's system path
-  fi
-  part "$n" 150 "$t"
-  rc=$?
-  if [ $rc -eq 77 ] || grep -q '^SKIP' "$LOGS/$n.log"; then r=skip; elif [ $rc -eq 0 ]; then r=pass; else r=FAIL; fi
-  TEST_RESULT="$TEST_RESULT $n:$r"
-done
-SAN=n/a
-if [ $DRY -eq 1 ]; then
-  skip "compute-sanitizer --tool memcheck test_cuda_gpu grad/sgd, test_cuda_cnn_gpu"
-elif CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1) && [ -n "$CS" ]; then
-  part sanitizer 100 "$CS" --tool memcheck --error-exitcode 1 "$TESTS/test_cuda_gpu" \
-    grad_mlp_matches_cpu grad_softmax_matches_cpu sgd_matches_optim
-  SAN=$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors?' "$LOGS/sanitizer.log" | tail -1)
-  [ -n "$SAN" ] || SAN="FAIL (see sanitizer.log)"
-  part sanitizer-cnn 90 "$CS" --tool memcheck --error-exitcode 1 "$TESTS/test_cuda_cnn_gpu" \
-    grad_cnn_matches_cpu
-  SANC=$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors?' "$LOGS/sanitizer-cnn.log" | tail -1)
-  SAN="$SAN; the CNN: ${SANC:-FAIL (see sanitizer-cnn.log)}"
-else
-  echo "FAIL: compute-sanitizer not found"; SAN="not found"; NFAIL=$((NFAIL + 1))
-fi
+tests() {
+  local t n rc r
+  for n in "$@"; do
+    t=$TESTS/$n
+    [ -x "$t" ] || continue
+    part "$n" 150 "$t"
+    rc=$?
+    if [ $rc -eq 75 ]; then r=skipped-time
+    elif [ $rc -eq 77 ] || grep -q '^SKIP' "$LOGS/$n.log"; then r=skip
+    elif [ $rc -eq 0 ]; then r=pass; else r=FAIL; fi
+    TEST_RESULT="$TEST_RESULT $n:$r"
+  done
+}
 
-# ---- the table -------------------------------------------------------------------
+# ---- the steps ---------------------------------------------------------------------
+step_gpu_tests() {
+  if [ $DRY -eq 1 ]; then
+    tests test_cuda_refuse
+  else
+    tests test_cuda_gpu test_cuda_cnn_gpu
+  fi
+}
+# The one loop against local (float32 sums: ~1e-6; fp16 on the wire:
+# rounding of the sums, ~1e-3), and each option against the plain ring of
+# its kind: for 2 ranks the same sums and the same update kernel, so the
+# parameters must be equal (distance 0).  Overlap with 4 KiB buckets: 2
+# buckets of the small MLP, the last layer and layer 0.
+step_agree() {
+  agree local local 2 "$SMALLB" # the global batch of 2 workers, one process
+  agree ring "{engine: allreduce, algorithm: ring}" 2 "$SMALLB"
+  agree ringfp16 "{engine: allreduce, algorithm: ring, compress: fp16}" 2 "$SMALLB"
+  if [ $DRY -eq 1 ]; then
+    skip "allreduce cuda-ring against local"
+    skip "allreduce cuda-ring with overlap and the sharded update against the plain cuda-ring"
+  else
+    agree cudaring "{engine: allreduce, algorithm: cuda-ring}" 2 "$SMALLB"
+  fi
+  agree ringov "{engine: allreduce, algorithm: ring, overlap: true, bucket: 4K}" 2 "$SMALLB"
+  agree ringsh "{engine: allreduce, algorithm: ring, update: sharded}" 2 "$SMALLB"
+  if [ $DRY -eq 0 ]; then
+    agree cudaringov "{engine: allreduce, algorithm: cuda-ring, overlap: true, bucket: 4K}" 2 "$SMALLB"
+    agree cudaringpov "{engine: allreduce, algorithm: cuda-ring, cuda_ring: persistent, overlap: true, bucket: 4K}" 2 "$SMALLB"
+    agree cudaringsh "{engine: allreduce, algorithm: cuda-ring, update: sharded}" 2 "$SMALLB"
+  fi
+  agree ps "{engine: ps, servers: 1}" 2 "$SMALLB"
+  agree psfp16 "{engine: ps, servers: 2, compress: fp16}" 2 "$SMALLB"
+  agree mr "{engine: mapreduce}" 2 "$SMALLB"
+  if [ "$NGPU" -ge 2 ]; then # NCCL: one GPU per rank
+    agree nccl "{engine: allreduce, algorithm: nccl}" 2 "$SMALLB"
+    agree ncclov "{engine: allreduce, algorithm: nccl, overlap: true, bucket: 4K}" 2 "$SMALLB"
+    agree ncclsh "{engine: allreduce, algorithm: nccl, update: sharded}" 2 "$SMALLB"
+  else
+    echo "SKIP: allreduce nccl, with overlap and sharded (needs 2 GPUs, this machine has $NGPU)"
+  fi
+}
+# model: cnn (44,426 parameters), 100 steps of 2 workers of batch 32 with
+# the parameters dumped: local on the device against local on the CPU
+# (cuBLAS against OpenBLAS sums: a rounding difference per product, which
+# training amplifies where a max-pool or ReLU decision flips), the
+# engine's loop (ring, cuda-ring) against local on the device, overlap
+# (16 KiB buckets: 3 a step) against the plain ring of its kind (bound 0).
+step_agree_cnn() {
+  cnnrun agree-cnn-cpu local 2 32 cpu 100 100 45
+  cnnrun agree-cnn-local local 2 32 "$DEV" 100 100 45
+  cnnrun agree-cnn-ring "{engine: allreduce, algorithm: ring}" 2 32 "$DEV" 100 100 45
+  cnnrun agree-cnn-ringov "{engine: allreduce, algorithm: ring, overlap: true, bucket: 16K}" 2 32 "$DEV" 100 100 45
+  if [ $DRY -eq 1 ]; then
+    skip "the CNN with allreduce cuda-ring against local"
+  else
+    cnnrun agree-cnn-cudaring "{engine: allreduce, algorithm: cuda-ring}" 2 32 "$DEV" 100 100 45
+    cnnrun agree-cnn-cudaringov "{engine: allreduce, algorithm: cuda-ring, overlap: true, bucket: 16K}" 2 32 "$DEV" 100 100 45
+  fi
+}
+SAN=n/a
+step_sanitizer() {
+  local cs sanc
+  if [ $DRY -eq 1 ]; then
+    skip "compute-sanitizer --tool memcheck test_cuda_gpu grad/sgd, test_cuda_cnn_gpu"
+  elif cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1) && [ -n "$cs" ]; then
+    part sanitizer 100 "$cs" --tool memcheck --error-exitcode 1 "$TESTS/test_cuda_gpu" \
+      grad_mlp_matches_cpu grad_softmax_matches_cpu sgd_matches_optim
+    SAN=$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors?' "$LOGS/sanitizer.log" 2>/dev/null | tail -1)
+    [ -n "$SAN" ] || SAN="FAIL or skipped (see sanitizer.log)"
+    part sanitizer-cnn 90 "$cs" --tool memcheck --error-exitcode 1 "$TESTS/test_cuda_cnn_gpu" \
+      grad_cnn_matches_cpu
+    sanc=$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors?' "$LOGS/sanitizer-cnn.log" 2>/dev/null | tail -1)
+    SAN="$SAN; the CNN: ${sanc:-FAIL or skipped (see sanitizer-cnn.log)}"
+  else
+    echo "FAIL: compute-sanitizer not found"; SAN="not found"; NFAIL=$((NFAIL + 1))
+  fi
+}
+DEAD="not run"
+step_ring_checks() {
+  if [ $DRY -eq 1 ]; then
+    skip "persistent ring with a silent neighbour (cuda_ring_rank --dead)"; DEAD="skipped: dry, no GPU"
+    return
+  fi
+  # the persistent ring's timeout: rank 1 never calls, rank 0 must fail in ~2 s
+  part pring-dead-peer 40 mpirun --allow-run-as-root --oversubscribe -np 2 "$TESTS/cuda_ring_rank" --dead
+  DEAD=$(grep -m1 -o 'dead-peer: .*' "$LOGS/pring-dead-peer.log" 2>/dev/null || echo "FAIL or skipped (see pring-dead-peer.log)")
+  part d2d-copy 30 "$TESTS/cuda_ring_rank" --copy 67108864
+}
+BOUND= BSTEP=
+step_round1() {
+  round 1
+  part bench-step 90 "$SG" bench step --set device=$DEV --set "data_dir=$DATA" --set "hidden=$BIG" --set batch=$BIGB
+  BOUND=$(grep -o 'bound: .*, [0-9]* samples/s' "$LOGS/bench-step.log" 2>/dev/null | grep -o '[0-9]* samples/s' | grep -o '[0-9]*')
+  BSTEP=$(grep -o 'step (grad+apply): .*, [0-9]* samples/s' "$LOGS/bench-step.log" 2>/dev/null | grep -o '[0-9]* samples/s' | grep -o '[0-9]*')
+}
+# overlap with backprop and the sharded update on the device, samples/s
+# of 400 steps of the big MLP against the plain ring of the same kind:
+# the host-staged ring without MPS, cuda-ring with MPS where there is one
+# (without MPS two ranks' kernels on one GPU are time-sliced)
+DEVRING_MPS=off
+step_devopt() {
+  devopt dev-ring-base "{engine: allreduce, algorithm: ring}"
+  devopt dev-ring-overlap "{engine: allreduce, algorithm: ring, overlap: true}"
+  devopt dev-ring-sharded "{engine: allreduce, algorithm: ring, update: sharded}"
+  if [ $DRY -eq 1 ]; then
+    skip "cuda-ring with overlap and the sharded update, samples/s"; return
+  fi
+  [ -n "$MPSC" ] && DEVRING_MPS=on && mps on
+  devopt dev-cudaring-base "{engine: allreduce, algorithm: cuda-ring}"
+  devopt dev-cudaring-overlap "{engine: allreduce, algorithm: cuda-ring, overlap: true}"
+  devopt dev-cudaring-sharded "{engine: allreduce, algorithm: cuda-ring, update: sharded}"
+  devopt dev-cudaring-p-overlap "{engine: allreduce, algorithm: cuda-ring, cuda_ring: persistent, overlap: true}"
+  [ -n "$MPSC" ] && mps off
+}
+MODES=off
+[ $DRY -eq 0 ] && [ -n "$MPSC" ] && MODES="off on"
+step_modes() {
+  [ $DRY -eq 0 ] && [ -z "$MPSC" ] && echo "note: no nvidia-cuda-mps-control: the 2-rank rows run without MPS only"
+  [ $DRY -eq 1 ] && skip "allreduce cuda-ring training (2 ranks on one GPU)"
+  for m in $MODES; do
+    [ "$m" = on ] && mps on
+    if [ $DRY -eq 0 ]; then
+      sgrun ar-cudaring-mps$m 1 "{engine: allreduce, algorithm: cuda-ring}" 2 "$BIG" $((BIGB / 2))
+      sgrun ar-cudaring-p-mps$m 1 "{engine: allreduce, algorithm: cuda-ring, cuda_ring: persistent}" 2 "$BIG" $((BIGB / 2))
+    fi
+    sgrun ar-ring-mps$m 1 "{engine: allreduce, algorithm: ring}" 2 "$BIG" $((BIGB / 2))
+    sgrun ar-ringfp16-mps$m 1 "{engine: allreduce, algorithm: ring, compress: fp16}" 2 "$BIG" $((BIGB / 2))
+    if [ $DRY -eq 1 ]; then
+      skip "sgdlab bench allreduce --set device=cuda --impl cuda-ring,ring"
+    else
+      part bench-allreduce-mps$m 120 "$SG" bench allreduce --np 2 --set device=cuda \
+        --impl ring,cuda-ring,cuda-ring-persistent --sizes 1M:64M --db "$W/db/bench-allreduce-$m.db"
+    fi
+    [ "$m" = on ] && mps off
+  done
+}
+# ps: 2 workers with a device replica, 1 server on the host; mapreduce: 2
+# executors with a device replica, the driver on the host; without MPS.
+# The CNN: local (samples/s, the test accuracy after CNNSTEPS steps) and
+# allreduce host-staged ring with 2 ranks of batch 64.
+step_replicas_cnn() {
+  sgrun ps-dev 1 "{engine: ps, servers: 1}" 2 "$BIG" $((BIGB / 2))
+  sgrun mr-dev 1 "{engine: mapreduce}" 2 "$BIG" $((BIGB / 2))
+  cnnrun cnn-local local 1 64 "$DEV" "$CNNSTEPS" 100 60
+  cnnrun cnn-ar "{engine: allreduce, algorithm: ring}" 2 64 "$DEV" "$CNNSTEPS" 100 60
+}
+step_rounds23() {
+  for r in $(seq 2 $ROUNDS); do round "$r"; done
+}
+step_twins() {
+  [ $DRY -eq 1 ] && return # the suite runs them on the CPU
+  tests test_cuda_sched test_cuda_overlap test_cuda_devcoll test_cuda_pring test_cuda_cnn
+}
+
+# ---- the table (written after every step; printed at the end or on a signal) -----
 med() { # the median of the numbers in a file (FAIL/dry kept when none)
   [ -f "$1" ] || { echo n/a; return; }
   sort -n "$1" | grep -E '^[0-9]+$' | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}' | grep . ||
@@ -376,9 +553,10 @@ bw64() {
   awk -v impl="$2" '/^# allreduce / {on = ($3 == impl ",")} on && $1 == 67108864 {print $8; exit}' \
     "$LOGS/bench-allreduce-mps$1.log" 2>/dev/null | grep . || echo n/a
 }
-COPY=$(grep -ho 'd2d-copy.*' "$LOGS/d2d-copy.log" 2>/dev/null | grep -o '[0-9.]* GB/s' | grep -o '[0-9.]*')
-TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-small.sps") LS=$(med "$W/local-small.sps")
-{
+table() {
+  local COPY TB LB TS LS BASE DBASE m H v impl k d tol e u a b what r
+  COPY=$(grep -ho 'd2d-copy.*' "$LOGS/d2d-copy.log" 2>/dev/null | grep -o '[0-9.]* GB/s' | grep -o '[0-9.]*')
+  TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-small.sps") LS=$(med "$W/local-small.sps")
   echo "| $( [ $DRY -eq 1 ] && echo 'DRY RUN, device: cpu, small models' || echo 'device: cuda') | samples/s (median) | rounds | vs PyTorch |"
   echo "|---|---:|---|---:|"
   echo "| PyTorch fp32 (TF32 off), MLP 784-2048-2048-10, batch 256 | $TB | $(vals "$W/torch-big.sps") | 1.00 |"
@@ -394,10 +572,17 @@ TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-sma
   done
   echo "| sgdlab ps, 1 server (host), 2 workers with a device replica, MPS off | $(med "$W/ps-dev.sps") | 1 | $(ratio "$(med "$W/ps-dev.sps")" "$TB") |"
   echo "| sgdlab mapreduce, driver (host), 2 executors with a device replica, MPS off | $(med "$W/mr-dev.sps") | 1 | $(ratio "$(med "$W/mr-dev.sps")" "$TB") |"
-  BASE=$(med "$W/ar-ring-base.sps")
+  BASE=$(med "$W/dev-ring-base.sps")
   echo "| sgdlab allreduce ring, host-staged, 2 ranks, 400 steps, MPS off (the next two's base) | $BASE | 1 | $(ratio "$BASE" "$TB") |"
-  echo "| same, overlap: true (buckets staged as backward's events pass); vs base $(ratio "$(med "$W/ar-ring-overlap.sps")" "$BASE") | $(med "$W/ar-ring-overlap.sps") | 1 | $(ratio "$(med "$W/ar-ring-overlap.sps")" "$TB") |"
-  echo "| same, update: sharded (owner's update on the device); vs base $(ratio "$(med "$W/ar-ring-sharded.sps")" "$BASE") | $(med "$W/ar-ring-sharded.sps") | 1 | $(ratio "$(med "$W/ar-ring-sharded.sps")" "$TB") |"
+  echo "| same, overlap: true (buckets staged as backward's events pass); vs base $(ratio "$(med "$W/dev-ring-overlap.sps")" "$BASE") | $(med "$W/dev-ring-overlap.sps") | 1 | $(ratio "$(med "$W/dev-ring-overlap.sps")" "$TB") |"
+  echo "| same, update: sharded (owner's update on the device); vs base $(ratio "$(med "$W/dev-ring-sharded.sps")" "$BASE") | $(med "$W/dev-ring-sharded.sps") | 1 | $(ratio "$(med "$W/dev-ring-sharded.sps")" "$TB") |"
+  if [ $DRY -eq 0 ]; then
+    DBASE=$(med "$W/dev-cudaring-base.sps")
+    echo "| sgdlab allreduce cuda-ring (staged), 2 ranks sharing the GPU, 400 steps, MPS $DEVRING_MPS (the next three's base) | $DBASE | 1 | $(ratio "$DBASE" "$TB") |"
+    echo "| same, overlap: true (each bucket's ring on a second stream after backward's event); vs base $(ratio "$(med "$W/dev-cudaring-overlap.sps")" "$DBASE") | $(med "$W/dev-cudaring-overlap.sps") | 1 | $(ratio "$(med "$W/dev-cudaring-overlap.sps")" "$TB") |"
+    echo "| same, update: sharded (the owner's step in the ring); vs base $(ratio "$(med "$W/dev-cudaring-sharded.sps")" "$DBASE") | $(med "$W/dev-cudaring-sharded.sps") | 1 | $(ratio "$(med "$W/dev-cudaring-sharded.sps")" "$TB") |"
+    echo "| same, cuda_ring: persistent with overlap (one kernel per bucket); vs base $(ratio "$(med "$W/dev-cudaring-p-overlap.sps")" "$DBASE") | $(med "$W/dev-cudaring-p-overlap.sps") | 1 | $(ratio "$(med "$W/dev-cudaring-p-overlap.sps")" "$TB") |"
+  fi
   echo "| PyTorch, MLP 784-128-10, batch 64 | $TS | $(vals "$W/torch-small.sps") | 1.00 |"
   echo "| sgdlab local, device $DEV, hidden $SMALL, batch $SMALLB | $LS | $(vals "$W/local-small.sps") | $(ratio "$LS" "$TS") |"
   echo
@@ -415,7 +600,8 @@ TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-sma
   echo
   echo "| the one loop against local (hidden $SMALL, 100 steps, device $DEV) | relative L2 distance of the parameters | bound | verdict |"
   echo "|---|---:|---:|---|"
-  for k in ring ringfp16 cudaring ps psfp16 mr; do
+  for k in ring ringfp16 cudaring nccl ps psfp16 mr; do
+    [ $k = nccl ] && [ "$NGPU" -lt 2 ] && continue
     [ -f "$W/agree-$k.bin" ] || [ $DRY -eq 0 ] || continue
     d=$(dist $k) tol=1e-4
     case $k in ringfp16 | psfp16) tol=2e-2 ;; esac
@@ -424,15 +610,21 @@ TB=$(med "$W/torch-big.sps") LB=$(med "$W/local-big.sps") TS=$(med "$W/torch-sma
     echo "| $e $k, 2 $u of batch $SMALLB vs local batch $((SMALLB * 2)) | $d | $tol | $v |"
   done
   echo
-  echo "| against the plain host-staged ring (hidden $SMALL, 100 steps, device $DEV, 2 ranks) | relative L2 distance of the parameters | bound | verdict |"
+  echo "| against the plain ring of its kind (hidden $SMALL, 100 steps, device $DEV, 2 ranks) | relative L2 distance of the parameters | bound | verdict |"
   echo "|---|---:|---:|---|"
-  for k in ringov:overlap ringsh:sharded; do
-    IFS=: read -r a what <<K
+  for k in ringov:ring:"ring, overlap" ringsh:ring:"ring, sharded" \
+    cudaringov:cudaring:"cuda-ring, overlap" cudaringsh:cudaring:"cuda-ring, sharded" \
+    cudaringpov:cudaring:"cuda-ring persistent with overlap (vs the staged cuda-ring)" \
+    ncclov:nccl:"nccl, overlap" ncclsh:nccl:"nccl, sharded"; do
+    IFS=: read -r a b what <<K
 $k
 K
-    d=$(dist "$a" ring)
+    what=${what#\"} what=${what%\"}
+    [ -f "$W/agree-$a.bin" ] || [ $DRY -eq 0 ] || continue
+    case $a in nccl*) [ "$NGPU" -lt 2 ] && { echo "| allreduce $what | skipped: needs 2 GPUs | 0 | - |"; continue; } ;; esac
+    d=$(dist "$a" "$b")
     v=$(awk -v d="$d" 'BEGIN {print (d ~ /^[0-9.e+-]+$/ && d + 0 == 0) ? "ok" : "FAIL"}')
-    echo "| allreduce ring, $what | $d | 0 | $v |"
+    echo "| allreduce $what | $d | 0 | $v |"
   done
   echo
   echo "| the CNN (44,426 params), device $DEV | value | rounds |"
@@ -444,7 +636,8 @@ K
   echo
   echo "| the CNN, 100 steps, 2 workers of batch 32 | relative L2 distance of the parameters | bound | verdict |"
   echo "|---|---:|---:|---|"
-  for k in local:cnn-cpu:1e-2 ring:cnn-local:1e-3 cudaring:cnn-local:1e-3 ringov:cnn-ring:0; do
+  for k in local:cnn-cpu:1e-2 ring:cnn-local:1e-3 cudaring:cnn-local:1e-3 ringov:cnn-ring:0 \
+    cudaringov:cnn-cudaring:0; do
     IFS=: read -r a b tol <<K
 $k
 K
@@ -454,6 +647,7 @@ K
     case $a in
       local) what="local on $DEV vs local on the CPU" ;;
       ringov) what="allreduce ring with overlap vs the plain ring, on $DEV" ;;
+      cudaringov) what="allreduce cuda-ring with overlap vs the plain cuda-ring, on $DEV" ;;
       *) what="allreduce $a vs local, on $DEV" ;;
     esac
     echo "| $what | $d | $tol | $v |"
@@ -467,10 +661,28 @@ K
     grep -E '^#|^ +[0-9]' "$LOGS/bench-allreduce-mps$m.log" 2>/dev/null
     echo '```'
   done
-  echo "tests:${TEST_RESULT:- none}; compute-sanitizer: $SAN; bench allreduce: see bench-allreduce-mps*.log; failed parts: $NFAIL; $(($(date +%s) - T0)) s"
-} >"$OUT/table.md"
-cp "$W"/cfg/*.yaml "$LOGS/" 2>/dev/null
-tar czf "$OUT/gpu-check-logs.tar.gz" -C "$W" logs
+  echo "tests:${TEST_RESULT:- none}; compute-sanitizer: $SAN; bench allreduce: see bench-allreduce-mps*.log; failed parts: $NFAIL; skipped for time: $NSKIP; $(($(date +%s) - T0)) s of ${LIMIT_S} s"
+}
+write_table() { table >"$OUT/table.md" 2>/dev/null; }
+logs() {
+  cp "$W"/cfg/*.yaml "$LOGS/" 2>/dev/null
+  tar czf "$OUT/gpu-check-logs.tar.gz" -C "$W" logs
+}
+on_signal() {
+  [ -n "$CHILD" ] && kill -TERM "$CHILD" 2>/dev/null
+  echo "gpu-check: stopped by a signal after $(($(date +%s) - T0)) s; the table so far:"
+  write_table
+  logs
+  cat "$OUT/table.md"
+  exit 124
+}
+trap on_signal TERM INT
+
+for st in $STEPS; do
+  "step_$st"
+  write_table
+done
+logs
 echo
 cat "$OUT/table.md"
 exit 0

@@ -7,6 +7,10 @@ sg_add_test(test_cuda_sched SOURCES test_cuda_sched.c TIMEOUT 120 LABELS cuda IN
 # overlap (real overlap.c, N = 2..4 threads), the staged pieces on a lazy
 # simulated device (test_cuda_overlap.c).
 sg_add_test(test_cuda_overlap SOURCES test_cuda_overlap.c TIMEOUT 240 LABELS cuda INTERNALS allreduce)
+# overlap with backprop and the sharded update for cuda-ring and nccl: the
+# shared schedules (coll_plan.h, the ring's owner's step) on a simulated
+# device with the collectives' host twins (test_cuda_devcoll.c).
+sg_add_test(test_cuda_devcoll SOURCES test_cuda_devcoll.c TIMEOUT 300 LABELS cuda INTERNALS allreduce)
 sg_add_test(test_cuda_pring SOURCES test_cuda_pring.c TIMEOUT 240 LABELS cuda INTERNALS allreduce)
 sg_add_test(test_cuda_replica SOURCES test_cuda_replica.c TIMEOUT 480 LABELS cuda INTERNALS ps mapreduce)
 # model: cnn on the device: its step and per-thread bodies run by a CPU twin

@@ -6,6 +6,10 @@
 # table and the log archive in $OUT.  Then with a 1-second limit every
 # part must FAIL visibly while the script still completes with its table
 # (the parts are non-fatal), and an unknown argument is one line, exit 2.
+# --list prints the plan with its estimates; without a GPU the GPU mode
+# is one line, exit 2; parts whose estimate exceeds the time left are
+# skipped in one line each and the table still comes; a TERM prints the
+# table so far and exits 124.
 set -u
 SRC=$1 BUILD=$2
 T=$(mktemp -d)
@@ -63,4 +67,50 @@ grep -Eq '^\| sgdlab local, device cpu, .*\| FAIL \|' "$T/out.txt" || fail "limi
 bash scripts/gpu-check.sh --bogus >"$T/out.txt" 2>&1
 [ $? -eq 2 ] || fail "unknown argument: not exit 2"
 [ "$(wc -l <"$T/out.txt")" -eq 1 ] || fail "unknown argument: not one line"
+# the plan: every step with its estimate, the total, what a limit cuts
+LIMIT_S=330 bash scripts/gpu-check.sh --list >"$T/out.txt" 2>&1 || fail "--list: rc $?"
+for st in gpu_tests agree agree_cnn sanitizer ring_checks round1 devopt modes replicas_cnn rounds23 twins; do
+  grep -Eq "^$st +[0-9]+ s " "$T/out.txt" || fail "--list: no step $st"
+done
+grep -Eq '^total: ~[0-9]+ s$' "$T/out.txt" || fail "--list: no total"
+sum=$(awk '$2 ~ /^[0-9]+$/ && $3 == "s" {s += $2} END {print s}' "$T/out.txt")
+grep -q "^total: ~$sum s$" "$T/out.txt" || fail "--list: the total is not the sum of the steps ($sum)"
+grep -q '^devopt .*fits' "$T/out.txt" || fail "--list: the checks and devopt do not fit 330 s"
+grep -q '^modes .*over the limit' "$T/out.txt" || fail "--list: nothing marked over the limit"
+# GPU mode on a machine without one: one line, exit 2, before anything runs
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  OUT=$T/g bash scripts/gpu-check.sh >"$T/out.txt" 2>&1
+  [ $? -eq 2 ] || fail "no GPU: not exit 2"
+  [ "$(wc -l <"$T/out.txt")" -eq 1 ] || fail "no GPU: not one line"
+  grep -q '^gpu-check: no GPU here' "$T/out.txt" || fail "no GPU: no reason"
+  [ -e "$T/g" ] && fail "no GPU: made its output folder"
+fi
+# the budget: parts estimated at 20 s under a 45 s limit run while they
+# fit, then each is skipped in one line; the script ends with its table
+# well before an outer limit would cut it
+t0=$(date +%s)
+GPU_CHECK_DRY_EST=20 LIMIT_S=45 RESERVE_S=0 OUT=$T/b bash scripts/gpu-check.sh --dry --build "$BUILD" \
+  >"$T/out.txt" 2>&1 || fail "budget: rc $?"
+el=$(($(date +%s) - t0))
+grep -q '^PASS: ' "$T/out.txt" || fail "budget: nothing ran"
+grep -q '^SKIP (time): .* needs ~20 s, [0-9-]* s left of the 45 s' "$T/out.txt" || fail "budget: no SKIP (time) line"
+grep -Eq '^\| PyTorch fp32 ' "$T/out.txt" || fail "budget: no table"
+grep -Eq 'skipped for time: [1-9][0-9]*; ' "$T/out.txt" || fail "budget: the table does not count the skipped parts"
+[ "$el" -le 75 ] || fail "budget: took $el s under a 45 s limit"
+# a TERM while a part runs: the part is stopped, the table so far printed, exit 124
+mkfifo "$T/fifo"
+OUT=$T/s bash scripts/gpu-check.sh --dry --build "$BUILD" >"$T/fifo" 2>&1 &
+pid=$!
+sent=0
+while IFS= read -r line; do
+  printf '%s\n' "$line" >>"$T/sig.txt"
+  case $line in PASS:*) [ $sent -eq 0 ] && kill -TERM $pid && sent=1 ;; esac
+done <"$T/fifo"
+wait $pid
+rc=$?
+cp "$T/sig.txt" "$T/out.txt"
+[ $rc -eq 124 ] || fail "TERM: rc $rc, not 124"
+grep -q '^gpu-check: stopped by a signal after' "$T/out.txt" || fail "TERM: no line"
+grep -Eq '^\| PyTorch fp32 ' "$T/out.txt" || fail "TERM: no table"
+[ -s "$T/s/table.md" ] && [ -s "$T/s/gpu-check-logs.tar.gz" ] || fail "TERM: no table.md or logs"
 echo "gpu_check_dry: ok"

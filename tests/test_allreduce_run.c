@@ -345,11 +345,11 @@ TEST(compress_refused_where_not_implemented) {
       {"{engine: allreduce, algorithm: rhd, compress: topk}",
        "compress: topk is implemented for algorithm ring"},
       {"{engine: allreduce, algorithm: rhd, update: sharded}",
-       "update: sharded needs algorithm ring (device cuda: the host-staged ring), compress none "
-       "and overlap false"},
+       "update: sharded needs algorithm ring (device cuda: the host-staged ring, cuda-ring or "
+       "nccl), compress none and overlap false"},
       {"{engine: allreduce, algorithm: ring, compress: fp16, update: sharded}",
-       "update: sharded needs algorithm ring (device cuda: the host-staged ring), compress none "
-       "and overlap false"},
+       "update: sharded needs algorithm ring (device cuda: the host-staged ring, cuda-ring or "
+       "nccl), compress none and overlap false"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char cfg[128], db[128], cmd[512], path[160];

@@ -161,10 +161,12 @@ TEST(bench_allreduce_device_refusals) {
 /* What the allreduce engine does and does not take with device: cuda,
  * asked of its table's check (the harness calls it after the device
  * check, so on a machine without a GPU `sgdlab run` stops at that one).
- * fp16 on the wire, overlap with backprop (ring, rhd, tree) and the
- * sharded update (ring) go through the host-staged algorithms; overlap on
- * another algorithm, the sharded update on a device algorithm or with
- * overlap, topk and fp16 on a device algorithm are one line each. */
+ * fp16 on the wire goes through the host-staged ring and rhd; overlap
+ * with backprop is taken for the host-staged ring, rhd and tree and for
+ * cuda-ring (staged and persistent) and nccl; the sharded update for the
+ * host-staged ring, cuda-ring staged and nccl.  Overlap on hier or
+ * native, the sharded update with overlap, on rhd or on the persistent
+ * cuda-ring, topk, and fp16 on a device algorithm are one line each. */
 static const char *ar_check(const char *const *kv) {
   static char msg[512];
   sg_opts_t *o = sg_opts_new();
@@ -178,21 +180,40 @@ static const char *ar_check(const char *const *kv) {
   return msg;
 }
 
+/* A case naming nccl in a build without NCCL stops at that first (one line). */
+static const char *nccl_or(const char *const *kv, const char *want) {
+  for (; kv[0]; kv += 2)
+    if (!strcmp(kv[0], "algorithm") && !strcmp(kv[1], "nccl") && !sg_device_build_has_nccl())
+      return "algorithm: nccl: this build has no NCCL";
+  return want;
+}
+
 TEST(allreduce_device_options_taken_or_one_line) {
   static const char *const fp16_ring[] = {"device", "cuda", "algorithm", "ring", "compress", "fp16", NULL};
   static const char *const fp16_rhd[] = {"device", "cuda", "algorithm", "rhd", "compress", "fp16", NULL};
   CHECK_MSG(!*ar_check(fp16_ring), "fp16 host-staged ring refused: %s", ar_check(fp16_ring));
   CHECK_MSG(!*ar_check(fp16_rhd), "fp16 host-staged rhd refused: %s", ar_check(fp16_rhd));
   /* overlap with backprop: host-staged algorithms, a dense layer stack */
-  static const char *const ov[][9] = {
+  static const char *const ov[][11] = {
       {"device", "cuda", "algorithm", "ring", "overlap", "true", NULL},
       {"device", "cuda", "algorithm", "rhd", "overlap", "true", "compress", "fp16", NULL},
       {"device", "cuda", "algorithm", "ring", "overlap", "true", "model", "softmax", NULL},
       {"device", "cuda", "algorithm", "tree", "overlap", "true", "model", "cnn", NULL},
       {"device", "cuda", "algorithm", "ring", "update", "sharded", NULL},
+      {"device", "cuda", "algorithm", "cuda-ring", "overlap", "true", NULL},
+      {"device", "cuda", "algorithm", "cuda-ring", "overlap", "true", "cuda_ring", "persistent",
+       NULL},
+      {"device", "cuda", "algorithm", "nccl", "overlap", "true", "model", "cnn", NULL},
+      {"device", "cuda", "algorithm", "cuda-ring", "update", "sharded", NULL},
+      {"device", "cuda", "algorithm", "nccl", "update", "sharded", NULL},
   };
-  for (size_t i = 0; i < sizeof ov / sizeof *ov; i++)
-    CHECK_MSG(!*ar_check(ov[i]), "overlap / sharded on the device refused: %s", ar_check(ov[i]));
+  for (size_t i = 0; i < sizeof ov / sizeof *ov; i++) {
+    const char *want = nccl_or(ov[i], ""), *m = ar_check(ov[i]);
+    if (*want)
+      CHECK_STR_CONTAINS(m, want);
+    else
+      CHECK_MSG(!*m, "overlap / sharded on the device refused: %s", m);
+  }
   static const struct {
     const char *kv[11];
     const char *want;
@@ -203,24 +224,31 @@ TEST(allreduce_device_options_taken_or_one_line) {
        "compress: fp16 is implemented for algorithms ring and rhd (host-staged)"},
       {{"device", "cuda", "algorithm", "ring", "compress", "topk", NULL},
        "compress: topk needs device cpu"},
-      {{"device", "cuda", "algorithm", "cuda-ring", "overlap", "true", NULL},
-       "overlap: true with device cuda runs the host-staged ring, rhd and tree"},
-      {{"device", "cuda", "algorithm", "nccl", "overlap", "true", NULL},
-       "overlap: true with device cuda runs the host-staged ring, rhd and tree"},
       {{"device", "cuda", "algorithm", "hier", "overlap", "true", NULL},
-       "overlap: true with device cuda runs the host-staged ring, rhd and tree"},
+       "overlap: true with device cuda runs the host-staged ring, rhd and tree, cuda-ring and "
+       "nccl; hier has no bucket hand-over"},
+      {{"device", "cuda", "algorithm", "native", "overlap", "true", NULL},
+       "overlap: true with device cuda runs the host-staged ring, rhd and tree, cuda-ring and "
+       "nccl; native has no bucket hand-over"},
       {{"device", "cpu", "algorithm", "ring", "overlap", "true", "compress", "topk", NULL},
        "overlap: true needs compress none or fp16"},
-      {{"device", "cuda", "algorithm", "cuda-ring", "update", "sharded", NULL},
-       "update: sharded needs algorithm ring (device cuda: the host-staged ring)"},
+      {{"device", "cuda", "algorithm", "cuda-ring", "update", "sharded", "cuda_ring",
+        "persistent", NULL},
+       "update: sharded with algorithm cuda-ring needs cuda_ring: staged"},
+      {{"device", "cuda", "algorithm", "rhd", "update", "sharded", NULL},
+       "update: sharded needs algorithm ring (device cuda: the host-staged ring, cuda-ring or "
+       "nccl)"},
+      {{"device", "cuda", "algorithm", "nccl", "update", "sharded", "overlap", "true", NULL},
+       "update: sharded needs algorithm ring (device cuda: the host-staged ring, cuda-ring or "
+       "nccl), compress none and overlap false"},
       {{"device", "cuda", "algorithm", "ring", "update", "sharded", "overlap", "true", NULL},
-       "update: sharded needs algorithm ring (device cuda: the host-staged ring), compress none "
-       "and overlap false"},
+       "update: sharded needs algorithm ring (device cuda: the host-staged ring, cuda-ring or "
+       "nccl), compress none and overlap false"},
   };
   for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
     const char *m = ar_check(no[i].kv);
     fprintf(stderr, "  refused: %s\n", m);
-    CHECK_STR_CONTAINS(m, no[i].want);
+    CHECK_STR_CONTAINS(m, nccl_or(no[i].kv, no[i].want));
     CHECK_MSG(!strchr(m, '\n'), "more than one line: %s", m);
   }
 }

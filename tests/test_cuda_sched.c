@@ -239,7 +239,7 @@ static int twin_run(sg_comm_t *c, targ_t *a, float *x) {
   /* the handle exchanged is the inbox's address (CUDA: an IPC handle) */
   int rc = sg_dring_exchange(c, &t.inbox, &t.right, sizeof t.inbox);
   const sg_dring_plan_t p = {.count = a->count, .seg = t.seg, .plant_bug = a->plant};
-  const sg_dring_ops_t ops = {&t, twin_apply};
+  const sg_dring_ops_t ops = {&t, twin_apply, NULL};
   if (rc == 0) rc = sg_barrier(c);
   if (rc == 0) rc = sg_dring_run(c, &p, &ops);
   if (rc == 0) rc = sg_barrier(c); /* nobody frees an inbox still written to */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "cuda_impl.h"
 #include "err.h"
 #include "ring_prims.h"
@@ -187,6 +188,102 @@ int sg_cuda_stage_run_pieces(sg_cuda_stage_t *st, float *dbuf, const sg_stage_pi
   return sg_stage_run(&p, &ops);
 }
 
+/* ---- overlap of a device collective: events and a comm stream -------- */
+
+struct sg_cuda_coll {
+  cudaStream_t comm;
+  cudaEvent_t *ready, *done, joined;
+  size_t nb, nev; /* buckets; events made (of 2 nb) */
+};
+
+int sg_cuda_coll_new(sg_cuda_coll_t **out, size_t nbuckets) {
+  int rc = SG_OK;
+  sg_cuda_coll_t *co = calloc(1, sizeof *co);
+  if (!co) return SG_ENOMEM;
+  co->nb = nbuckets;
+  co->ready = calloc(nbuckets ? nbuckets : 1, sizeof *co->ready);
+  co->done = calloc(nbuckets ? nbuckets : 1, sizeof *co->done);
+  if (!co->ready || !co->done) {
+    rc = sg_err_set(SG_ENOMEM, "overlap: no memory for %zu events", 2 * nbuckets);
+    goto fail;
+  }
+#define TRYCU(call)                \
+  do {                             \
+    cudaError_t e_ = (call);       \
+    if (e_ != cudaSuccess) {       \
+      rc = sg_cuda_err(e_, #call); \
+      goto fail;                   \
+    }                              \
+  } while (0)
+  TRYCU(cudaStreamCreateWithFlags(&co->comm, cudaStreamNonBlocking));
+  TRYCU(cudaEventCreateWithFlags(&co->joined, cudaEventDisableTiming));
+  for (; co->nev < 2 * nbuckets; co->nev++) {
+    cudaEvent_t *e = co->nev < nbuckets ? &co->ready[co->nev] : &co->done[co->nev - nbuckets];
+    TRYCU(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+  }
+#undef TRYCU
+  *out = co;
+  return SG_OK;
+fail:
+  sg_cuda_coll_destroy(&co);
+  return rc;
+}
+
+void sg_cuda_coll_destroy(sg_cuda_coll_t **pco) {
+  if (!pco || !*pco) return;
+  sg_cuda_coll_t *co = *pco;
+  for (size_t i = 0; i < co->nev; i++)
+    cudaEventDestroy(i < co->nb ? co->ready[i] : co->done[i - co->nb]);
+  if (co->joined) cudaEventDestroy(co->joined);
+  if (co->comm) cudaStreamDestroy(co->comm);
+  free(co->ready);
+  free(co->done);
+  free(co);
+  *pco = NULL;
+}
+
+static int coll_bucket(const sg_cuda_coll_t *co, size_t b) {
+  if (b >= co->nb) return sg_err_set(SG_EINVAL, "overlap: bucket %zu of %zu", b, co->nb);
+  return SG_OK;
+}
+
+int sg_cuda_coll_mark(sg_cuda_coll_t *co, size_t b) {
+  cudaStream_t s = NULL;
+  SG_CHECK(coll_bucket(co, b));
+  SG_CHECK(sg_cuda_stream(&s));
+  SG_CU(cudaEventRecord(co->ready[b], s));
+  return SG_OK;
+}
+
+int sg_cuda_coll_wait(sg_cuda_coll_t *co, size_t b) {
+  SG_CHECK(coll_bucket(co, b));
+  SG_CU(cudaStreamWaitEvent(co->comm, co->ready[b], 0));
+  return SG_OK;
+}
+
+int sg_cuda_coll_done(sg_cuda_coll_t *co, size_t b) {
+  SG_CHECK(coll_bucket(co, b));
+  SG_CU(cudaEventRecord(co->done[b], co->comm));
+  return SG_OK;
+}
+
+int sg_cuda_coll_join(sg_cuda_coll_t *co) {
+  cudaStream_t s = NULL;
+  SG_CHECK(sg_cuda_stream(&s));
+  SG_CU(cudaEventRecord(co->joined, co->comm));
+  SG_CU(cudaStreamWaitEvent(s, co->joined, 0));
+  return SG_OK;
+}
+
+int sg_cuda_coll_times(sg_cuda_coll_t *co, size_t b, double *ready, double *end) {
+  SG_CHECK(coll_bucket(co, b));
+  SG_CU(cudaEventSynchronize(co->ready[b]));
+  *ready = sg_now();
+  SG_CU(cudaEventSynchronize(co->done[b]));
+  *end = sg_now();
+  return SG_OK;
+}
+
 /* ---- the device ring within a host ---------------------------------- */
 
 struct sg_cuda_ring {
@@ -203,6 +300,9 @@ struct sg_cuda_ring {
   float *left_buf;    /* persistent, N > 2: the left neighbour's, for its ack flags */
   uint64_t *flags, *rflags, *lflags; /* persistent: mine, the right's, the left's */
   float *x;           /* the call's vector */
+  cudaStream_t s;     /* the call's stream: the process stream, or a comm stream */
+  float *p, *v;       /* sharded: the parameters, the packed momentum */
+  sg_cuda_sgd_args_t sgd;
 };
 
 enum { PRING_LANES = SG_CUDA_PRING_CHANS * SG_CUDA_PRING_PARTS };
@@ -306,15 +406,32 @@ void sg_cuda_ring_destroy(sg_cuda_ring_t **prg) {
   *prg = NULL;
 }
 
+/* sharded: the allgather's primitives move the parameters */
 static int ring_apply(void *ctx, int op, size_t off, size_t len, int in_slot, int out_slot) {
   sg_cuda_ring_t *rg = ctx;
-  cudaStream_t s = NULL;
-  SG_CHECK(sg_cuda_stream(&s));
   const float *in = rg->inbox + (size_t)in_slot * rg->seg;
   float *out = rg->right_inbox ? rg->right_inbox + (size_t)out_slot * rg->seg : NULL;
-  SG_CU(sg_k_prim(op, rg->x + off, in, out, len, s));
+  float *x = rg->p && (op == SG_PRIM_RECV_COPY_SEND || op == SG_PRIM_RECV) ? rg->p : rg->x;
+  SG_CU(sg_k_prim(op, x + off, in, out, len, rg->s));
   /* the neighbour reads `out` once told: the writes must be complete */
-  SG_CU(cudaStreamSynchronize(s));
+  SG_CU(cudaStreamSynchronize(rg->s));
+  return SG_OK;
+}
+
+/* The owner's step (ring_prims.h): the sum, sg_cuda_sgd's kernel on the
+ * range, the parameters to the right; one synchronization. */
+static int ring_owner(void *ctx, size_t off, size_t len, size_t upd, size_t soff, int in_slot,
+                      int out_slot) {
+  sg_cuda_ring_t *rg = ctx;
+  const sg_cuda_sgd_args_t *a = &rg->sgd;
+  const float *in = rg->inbox + (size_t)in_slot * rg->seg;
+  float *out = rg->right_inbox + (size_t)out_slot * rg->seg;
+  SG_CU(sg_k_prim(SG_PRIM_RECV_REDUCE_COPY, rg->x + off, in, NULL, len, rg->s));
+  if (upd)
+    SG_CU(sg_k_sgd(rg->p + off, rg->x + off, a->mu > 0 ? rg->v + soff : NULL, upd, a->gscale,
+                   a->lr, a->wd, a->mu, rg->s));
+  SG_CU(sg_k_prim(SG_PRIM_SEND, rg->p + off, NULL, out, len, rg->s));
+  SG_CU(cudaStreamSynchronize(rg->s));
   return SG_OK;
 }
 
@@ -334,34 +451,68 @@ static int pring_failed(sg_cuda_ring_t *rg) {
   return SG_OK;
 }
 
-/* One launch: the kernel's flags do the flow control; the host waits
- * only for the stream's end, then reads the lanes' failure records. */
-static int pring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count) {
-  cudaStream_t s = NULL;
+/* One launch on rg->s: the kernel's flags do the flow control; the host
+ * waits only for the stream's end, then reads the lanes' failure records
+ * (sg_cuda_ring_settle). */
+static int pring_launch(sg_cuda_ring_t *rg, float *dbuf, size_t count) {
   if (rg->broken)
     return sg_err_set(SG_EIO, "cuda-ring persistent: unusable after a neighbour did not answer");
-  SG_CHECK(sg_cuda_stream(&s));
   const sg_pring_t p = {.n = rg->c->size, .r = rg->c->rank, .chans = SG_CUDA_PRING_CHANS,
                         .parts = SG_CUDA_PRING_PARTS, .slots = SG_CUDA_PRING_SLOTS,
                         .count = count, .seg = rg->seg};
   SG_CU(sg_k_pring(&p, dbuf, rg->inbox, rg->right_inbox, rg->flags, rg->rflags, rg->lflags,
-                   rg->limit_ns, rg->dfail, s));
-  SG_CHECK(sg_cuda_sync());
+                   rg->limit_ns, rg->dfail, rg->s));
+  return SG_OK;
+}
+
+int sg_cuda_ring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count) {
+  SG_CHECK(sg_cuda_stream(&rg->s));
+  if (rg->persistent) {
+    if (rg->c->size == 1) return SG_OK;
+    SG_CHECK(pring_launch(rg, dbuf, count)); /* stream-ordered after the gradient */
+    SG_CHECK(sg_cuda_sync());
+    return sg_cuda_ring_settle(rg);
+  }
+  SG_CHECK(sg_cuda_sync()); /* the gradient is complete before it travels */
+  rg->x = dbuf;
+  rg->p = NULL;
+  const sg_dring_plan_t p = {.count = count, .seg = rg->seg};
+  const sg_dring_ops_t ops = {rg, ring_apply, NULL};
+  return sg_dring_run(rg->c, &p, &ops);
+}
+
+int sg_cuda_ring_run_on(sg_cuda_ring_t *rg, sg_cuda_coll_t *co, float *dbuf, size_t count) {
+  rg->s = co->comm;
+  if (rg->persistent) return rg->c->size == 1 ? SG_OK : pring_launch(rg, dbuf, count);
+  rg->x = dbuf;
+  rg->p = NULL;
+  const sg_dring_plan_t p = {.count = count, .seg = rg->seg};
+  const sg_dring_ops_t ops = {rg, ring_apply, NULL};
+  return sg_dring_run(rg->c, &p, &ops);
+}
+
+int sg_cuda_ring_settle(sg_cuda_ring_t *rg) {
+  if (!rg->persistent || rg->c->size == 1) return SG_OK;
   SG_CHECK(pring_failed(rg));
   rg->ran = 1;
   return SG_OK;
 }
 
-int sg_cuda_ring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count) {
-  if (rg->persistent) {
-    if (rg->c->size == 1) return SG_OK;
-    return pring_run(rg, dbuf, count); /* stream-ordered after the gradient */
-  }
+int sg_cuda_ring_run_sharded(sg_cuda_ring_t *rg, float *dgrad, float *dparams, float *dmom,
+                             size_t count, const sg_cuda_sgd_args_t *a) {
+  if (rg->persistent)
+    return sg_err_set(SG_ECONFIG, "update: sharded with cuda-ring needs cuda_ring: staged");
+  SG_CHECK(sg_cuda_stream(&rg->s));
   SG_CHECK(sg_cuda_sync()); /* the gradient is complete before it travels */
-  rg->x = dbuf;
-  const sg_dring_plan_t p = {.count = count, .seg = rg->seg};
-  const sg_dring_ops_t ops = {rg, ring_apply};
-  return sg_dring_run(rg->c, &p, &ops);
+  rg->x = dgrad;
+  rg->p = dparams;
+  rg->v = dmom;
+  rg->sgd = *a;
+  const sg_dring_plan_t p = {.count = count, .seg = rg->seg, .sharded = 1};
+  const sg_dring_ops_t ops = {rg, ring_apply, ring_owner};
+  int rc = sg_dring_run(rg->c, &p, &ops);
+  rg->p = rg->v = NULL;
+  return rc;
 }
 
 /* ---- NCCL --------------------------------------------------------------- */
@@ -370,6 +521,7 @@ int sg_cuda_ring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count) {
 struct sg_cuda_nccl {
   const sg_nccl_api_t *api; /* loaded on first use (cuda_dl.h) */
   ncclComm_t comm;
+  int rank;
 };
 
 static int nccl_fail(const sg_nccl_api_t *api, ncclResult_t r, const char *what) {
@@ -394,6 +546,7 @@ int sg_cuda_nccl_new(sg_cuda_nccl_t **out, const void *id, int rank, int size) {
   sg_cuda_nccl_t *nc = calloc(1, sizeof *nc);
   if (!nc) return SG_ENOMEM;
   nc->api = api;
+  nc->rank = rank;
   ncclResult_t r = api->comm_init_rank(&nc->comm, size, u, rank);
   if (r != ncclSuccess) {
     free(nc);
@@ -411,6 +564,28 @@ int sg_cuda_nccl_run(sg_cuda_nccl_t *nc, float *dbuf, size_t count) {
   return sg_cuda_sync();
 }
 
+int sg_cuda_nccl_run_on(sg_cuda_nccl_t *nc, sg_cuda_coll_t *co, float *dbuf, size_t count) {
+  ncclResult_t r =
+      nc->api->all_reduce(dbuf, dbuf, count, ncclFloat, ncclSum, nc->comm, co->comm);
+  return r == ncclSuccess ? SG_OK : nccl_fail(nc->api, r, "ncclAllReduce");
+}
+
+int sg_cuda_nccl_reduce_scatter(sg_cuda_nccl_t *nc, float *dbuf, size_t shard) {
+  cudaStream_t s = NULL;
+  SG_CHECK(sg_cuda_stream(&s));
+  ncclResult_t r = nc->api->reduce_scatter(dbuf, dbuf + (size_t)nc->rank * shard, shard,
+                                           ncclFloat, ncclSum, nc->comm, s);
+  return r == ncclSuccess ? SG_OK : nccl_fail(nc->api, r, "ncclReduceScatter");
+}
+
+int sg_cuda_nccl_all_gather(sg_cuda_nccl_t *nc, float *dbuf, size_t shard) {
+  cudaStream_t s = NULL;
+  SG_CHECK(sg_cuda_stream(&s));
+  ncclResult_t r = nc->api->all_gather(dbuf + (size_t)nc->rank * shard, dbuf, shard, ncclFloat,
+                                       nc->comm, s);
+  return r == ncclSuccess ? SG_OK : nccl_fail(nc->api, r, "ncclAllGather");
+}
+
 void sg_cuda_nccl_destroy(sg_cuda_nccl_t **pnc) {
   if (!pnc || !*pnc) return;
   (*pnc)->api->comm_destroy((*pnc)->comm);
@@ -425,6 +600,13 @@ int sg_cuda_nccl_new(sg_cuda_nccl_t **out, const void *id, int rank, int size) {
   return NO_NCCL();
 }
 int sg_cuda_nccl_run(sg_cuda_nccl_t *nc, float *dbuf, size_t count) { return NO_NCCL(); }
+int sg_cuda_nccl_run_on(sg_cuda_nccl_t *nc, sg_cuda_coll_t *co, float *dbuf, size_t count) {
+  return NO_NCCL();
+}
+int sg_cuda_nccl_reduce_scatter(sg_cuda_nccl_t *nc, float *dbuf, size_t shard) {
+  return NO_NCCL();
+}
+int sg_cuda_nccl_all_gather(sg_cuda_nccl_t *nc, float *dbuf, size_t shard) { return NO_NCCL(); }
 void sg_cuda_nccl_destroy(sg_cuda_nccl_t **nc) {
   if (nc) *nc = NULL;
 }

@@ -62,19 +62,23 @@ int sg_cublas_handle(const sg_cublas_api_t *cb, cudaStream_t s, int tf32, cublas
 int sg_nccl(const sg_nccl_api_t **out) {
   static sg_nccl_api_t api;
   static int loaded;
-  static const char *const names[] = {"ncclGetUniqueId", "ncclCommInitRank", "ncclAllReduce",
-                                      "ncclCommDestroy", "ncclGetErrorString"};
+  static const char *const names[] = {"ncclGetUniqueId",    "ncclCommInitRank",
+                                      "ncclAllReduce",      "ncclCommDestroy",
+                                      "ncclGetErrorString", "ncclReduceScatter",
+                                      "ncclAllGather"};
   char why[512];
   if (!loaded) {
     void *lib = open_lib(SG_NCCL_SONAME, SG_NCCL_PATH, why, sizeof why);
     if (!lib) return sg_err_set(SG_EUNSUPPORTED, "cannot load NCCL (%s): %s", SG_NCCL_SONAME, why);
-    void *slots[5];
-    SG_CHECK(bind(lib, SG_NCCL_SONAME, slots, names, 5));
+    void *slots[7];
+    SG_CHECK(bind(lib, SG_NCCL_SONAME, slots, names, 7));
     *(void **)&api.get_unique_id = slots[0];
     *(void **)&api.comm_init_rank = slots[1];
     *(void **)&api.all_reduce = slots[2];
     *(void **)&api.comm_destroy = slots[3];
     *(void **)&api.error_string = slots[4];
+    *(void **)&api.reduce_scatter = slots[5];
+    *(void **)&api.all_gather = slots[6];
     loaded = 1;
   }
   *out = &api;

@@ -35,6 +35,10 @@ typedef struct sg_nccl_api {
                              ncclRedOp_t op, ncclComm_t c, cudaStream_t st);
   ncclResult_t (*comm_destroy)(ncclComm_t c);
   const char *(*error_string)(ncclResult_t r);
+  ncclResult_t (*reduce_scatter)(const void *s, void *r, size_t recvcount, ncclDataType_t t,
+                                 ncclRedOp_t op, ncclComm_t c, cudaStream_t st);
+  ncclResult_t (*all_gather)(const void *s, void *r, size_t sendcount, ncclDataType_t t,
+                             ncclComm_t c, cudaStream_t st);
 } sg_nccl_api_t;
 int sg_nccl(const sg_nccl_api_t **out);
 #endif

@@ -89,6 +89,29 @@ int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg, int mode) {
   return NO_CUDA();
 }
 int sg_cuda_ring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count) { return NO_CUDA(); }
+int sg_cuda_ring_run_on(sg_cuda_ring_t *rg, sg_cuda_coll_t *co, float *dbuf, size_t count) {
+  return NO_CUDA();
+}
+int sg_cuda_ring_settle(sg_cuda_ring_t *rg) { return NO_CUDA(); }
+int sg_cuda_ring_run_sharded(sg_cuda_ring_t *rg, float *dgrad, float *dparams, float *dmom,
+                             size_t count, const sg_cuda_sgd_args_t *a) {
+  return NO_CUDA();
+}
+
+int sg_cuda_coll_new(sg_cuda_coll_t **out, size_t nbuckets) {
+  *out = NULL;
+  return NO_CUDA();
+}
+int sg_cuda_coll_mark(sg_cuda_coll_t *co, size_t bucket) { return NO_CUDA(); }
+int sg_cuda_coll_wait(sg_cuda_coll_t *co, size_t bucket) { return NO_CUDA(); }
+int sg_cuda_coll_done(sg_cuda_coll_t *co, size_t bucket) { return NO_CUDA(); }
+int sg_cuda_coll_join(sg_cuda_coll_t *co) { return NO_CUDA(); }
+int sg_cuda_coll_times(sg_cuda_coll_t *co, size_t bucket, double *ready, double *end) {
+  return NO_CUDA();
+}
+void sg_cuda_coll_destroy(sg_cuda_coll_t **co) {
+  if (co) *co = NULL;
+}
 void sg_cuda_ring_set_timeout(sg_cuda_ring_t *rg, double seconds) {}
 void sg_cuda_ring_destroy(sg_cuda_ring_t **rg) {
   if (rg) *rg = NULL;
@@ -100,6 +123,13 @@ int sg_cuda_nccl_new(sg_cuda_nccl_t **out, const void *id, int rank, int size) {
   return NO_CUDA();
 }
 int sg_cuda_nccl_run(sg_cuda_nccl_t *nc, float *dbuf, size_t count) { return NO_CUDA(); }
+int sg_cuda_nccl_run_on(sg_cuda_nccl_t *nc, sg_cuda_coll_t *co, float *dbuf, size_t count) {
+  return NO_CUDA();
+}
+int sg_cuda_nccl_reduce_scatter(sg_cuda_nccl_t *nc, float *dbuf, size_t shard) {
+  return NO_CUDA();
+}
+int sg_cuda_nccl_all_gather(sg_cuda_nccl_t *nc, float *dbuf, size_t shard) { return NO_CUDA(); }
 void sg_cuda_nccl_destroy(sg_cuda_nccl_t **nc) {
   if (nc) *nc = NULL;
 }

@@ -18,6 +18,13 @@ enum {
   SG_PRIM_RECV_REDUCE_COPY_SEND,
   SG_PRIM_RECV_COPY_SEND,
   SG_PRIM_RECV,
+  /* update: sharded (ring_prims.h): x = x + in, nothing sent (the
+   * owner's sum, before its update) */
+  SG_PRIM_RECV_REDUCE_COPY,
+  /* update: sharded, a step of the schedule only (never an element
+   * operation): recvReduceCopy, the owner's update, a send of the
+   * updated parameters (sg_dring_ops_t.owner) */
+  SG_PRIM_OWNER,
 };
 
 /* Chunk c of n over count floats: the first count % n chunks get one more
@@ -69,6 +76,7 @@ static inline SG_HD void sg_prim_apply1(int op, float *x, const float *in, float
     x[i] = in[i];
     out[i] = in[i];
     break;
+  case SG_PRIM_RECV_REDUCE_COPY: x[i] = x[i] + in[i]; break;
   default: x[i] = in[i]; break; /* SG_PRIM_RECV */
   }
 }

@@ -70,16 +70,27 @@ const char *sg_prim_name(int op);
 typedef struct sg_dring_ops {
   void *ctx;
   int (*apply)(void *ctx, int op, size_t off, size_t len, int in_slot, int out_slot);
+  /* sharded plans only: the owner's step over grad[off, off+len): the
+   * sum grad += inbox slot in_slot; the optimizer on params[off, off+upd)
+   * with the packed momentum from soff; the right's slot out_slot =
+   * params[off, off+len); complete and visible on return, as apply */
+  int (*owner)(void *ctx, size_t off, size_t len, size_t upd, size_t soff, int in_slot,
+               int out_slot);
 } sg_dring_ops_t;
 
 typedef struct sg_dring_plan {
   size_t count; /* floats of the vector */
   size_t seg;   /* floats per chunk of a block = inbox slot size */
-  int plant_bug;
+  int sharded;  /* update: sharded (the owner's step, parameters in the allgather) */
+  int plant_bug; /* tests only: 1 = the first recvCopySend names the wrong chunk;
+                    2 = (sharded) each owned range is updated one float short */
 } sg_dring_plan_t;
 
 /* Floats rank r sends to its neighbour's inbox in a call (byte counters). */
 size_t sg_dring_floats_sent(int n, int r, size_t count, size_t seg);
+/* Floats rank r owns in a sharded call (its chunk r of every block): the
+ * length of its packed momentum. */
+size_t sg_dring_floats_owned(int n, int r, size_t count, size_t seg);
 
 /* Run the primitive schedule on comm c (ring over c's ranks). */
 int sg_dring_run(sg_comm_t *c, const sg_dring_plan_t *p, const sg_dring_ops_t *ops);

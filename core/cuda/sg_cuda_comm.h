@@ -33,6 +33,24 @@ int sg_cuda_stage_run_pieces(sg_cuda_stage_t *st, float *dbuf, const sg_stage_pi
                              size_t npieces, sg_host_reduce_fn reduce, void *arg);
 void sg_cuda_stage_destroy(sg_cuda_stage_t **st);
 
+/* Overlap of a device collective with backprop (coll_plan.h): one event
+ * per bucket, recorded on the process stream as backward issues the op
+ * that completes the bucket (mark), and a communication stream that
+ * waits for a bucket's event only (wait), runs the collectives
+ * (sg_cuda_ring_run_on, sg_cuda_nccl_run_on), records each bucket's end
+ * (done) and is joined by the process stream (join) before the update.
+ * sg_cuda_coll_times: the host waits for bucket b's events in turn and
+ * gives sg_now() as each was seen to pass (ready: backward wrote it;
+ * end: its sum is done). */
+typedef struct sg_cuda_coll sg_cuda_coll_t;
+int sg_cuda_coll_new(sg_cuda_coll_t **out, size_t nbuckets);
+int sg_cuda_coll_mark(sg_cuda_coll_t *co, size_t bucket);
+int sg_cuda_coll_wait(sg_cuda_coll_t *co, size_t bucket);
+int sg_cuda_coll_done(sg_cuda_coll_t *co, size_t bucket);
+int sg_cuda_coll_join(sg_cuda_coll_t *co);
+int sg_cuda_coll_times(sg_cuda_coll_t *co, size_t bucket, double *ready, double *end);
+void sg_cuda_coll_destroy(sg_cuda_coll_t **co);
+
 /* Device ring within one host (ring_prims.h): inboxes shared by CUDA IPC.
  * Collective over c: every rank calls new, run and destroy. */
 typedef struct sg_cuda_ring sg_cuda_ring_t;
@@ -53,6 +71,24 @@ int sg_cuda_ring_new(sg_cuda_ring_t **out, sg_comm_t *c, size_t seg, int mode);
 /* Persistent: the longest wait for a neighbour (default SG_CUDA_PRING_TIMEOUT_MS). */
 void sg_cuda_ring_set_timeout(sg_cuda_ring_t *rg, double seconds);
 int sg_cuda_ring_run(sg_cuda_ring_t *rg, float *dbuf, size_t count);
+/* The same on co's communication stream, ordered after what that stream
+ * waits for (no wait for the process stream): staged returns when the
+ * sum is done (its per-primitive synchronizations are that stream's);
+ * persistent returns once the kernel is launched, and
+ * sg_cuda_ring_settle, after the host has waited for the stream, reports
+ * a lane that gave up. */
+int sg_cuda_ring_run_on(sg_cuda_ring_t *rg, sg_cuda_coll_t *co, float *dbuf, size_t count);
+int sg_cuda_ring_settle(sg_cuda_ring_t *rg);
+/* update: sharded, staged ring only (ring_prims.h, the owner's step): the
+ * sum of dgrad's owned chunks, the optimizer (sg_cuda_sgd's kernel, the
+ * 1/N scale gscale) on those ranges of dparams with the packed momentum
+ * dmom (sg_dring_floats_owned floats; NULL without momentum), and the
+ * parameters allgathered into dparams.  Returns when done. */
+typedef struct sg_cuda_sgd_args {
+  float gscale, lr, wd, mu;
+} sg_cuda_sgd_args_t;
+int sg_cuda_ring_run_sharded(sg_cuda_ring_t *rg, float *dgrad, float *dparams, float *dmom,
+                             size_t count, const sg_cuda_sgd_args_t *a);
 void sg_cuda_ring_destroy(sg_cuda_ring_t **rg);
 
 /* NCCL (when the build found it): ncclAllReduce in place. */
@@ -61,6 +97,14 @@ typedef struct sg_cuda_nccl sg_cuda_nccl_t;
 int sg_cuda_nccl_id(void *id); /* SG_NCCL_ID_BYTES, on one rank */
 int sg_cuda_nccl_new(sg_cuda_nccl_t **out, const void *id, int rank, int size);
 int sg_cuda_nccl_run(sg_cuda_nccl_t *nc, float *dbuf, size_t count);
+/* ncclAllReduce on co's communication stream; returns once enqueued. */
+int sg_cuda_nccl_run_on(sg_cuda_nccl_t *nc, sg_cuda_coll_t *co, float *dbuf, size_t count);
+/* In place on the process stream, returning once enqueued (coll_plan.h,
+ * the sharded update): dbuf holds nranks x shard floats; reduce-scatter
+ * leaves this rank's summed shard at rank x shard, allgather fills every
+ * shard from its rank's. */
+int sg_cuda_nccl_reduce_scatter(sg_cuda_nccl_t *nc, float *dbuf, size_t shard);
+int sg_cuda_nccl_all_gather(sg_cuda_nccl_t *nc, float *dbuf, size_t shard);
 void sg_cuda_nccl_destroy(sg_cuda_nccl_t **nc);
 
 #endif
