@@ -158,7 +158,13 @@ if [ $DRY -eq 0 ]; then
 fi
 mkdir -p "$OUT" || exit 2
 W=$(mktemp -d /tmp/gpu-check.XXXXXX) || exit 2
-trap 'rm -rf "$W"' EXIT
+# on every way out (a signal included): the MPS daemon, if this script
+# started one, is told to quit before its pipe directory goes
+cleanup() {
+  if [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && [ -n "${MPSC:-}" ]; then mps off; fi
+  rm -rf "$W"
+}
+trap cleanup EXIT
 LOGS=$W/logs
 mkdir -p "$LOGS" "$W/cfg" "$W/db"
 T0=$(date +%s)
