@@ -45,7 +45,7 @@ timed() { # NAME CMD...: run CMD; print its wall-clock seconds, its peak
 # figures each experiment's report draws that docs/seeds.md shows
 figs() {
   case $1 in
-    scale) echo "step_time time_breakdown" ;;
+    scale) echo "step_time" ;;
     gibiansky) echo "time_breakdown" ;;
     pfn) echo "time_breakdown" ;;
     async) echo "staleness_vs_workers acc_vs_workers" ;;
