@@ -126,7 +126,7 @@ sql -separator ' ' "SELECT run_id, k_bytes, n, servers, wcase, link, alpha_s, co
 while read -r run k n s wcase link alpha compute hub slice gamma; do
   # gamma 0: the hub's own compute, in $hub, holds the reduction; eager:
   # SimGrid's smpi/send-is-detached-thresh (its default, 64 KiB, which
-  # sgdlab's smpirun keeps)
+  # the model-*.yaml runs keep: they pin simulate.eager: simgrid)
   set -- --gamma "$gamma"
   json=$("$sgdlab" model --what-if --bytes "$k" --link "$link" --latency "$alpha" "$@" \
            --compute "$compute" --hub-compute "$hub" --workers "$n" --servers "$s" --group 8 --depth 2 \

@@ -7,6 +7,8 @@
 #   scripts/seeds-figures.sh               run everything, then draw
 #   scripts/seeds-figures.sh run|draw      only one half
 #   scripts/seeds-figures.sh run pfn async  only these experiments
+# (scale-1024 and eager, docs/seeds.md's tables without a figure, run only
+# when named: scripts/seeds-figures.sh run scale-1024 eager)
 # DB (default results/seeds.db) holds the runs; each step prints how long
 # it took.
 set -euo pipefail
@@ -43,7 +45,7 @@ timed() { # NAME CMD...: run CMD; print its wall-clock seconds, its peak
 # figures each experiment's report draws that docs/seeds.md shows
 figs() {
   case $1 in
-    scale) echo "step_time time_breakdown" ;;
+    scale) echo "step_time" ;;
     gibiansky) echo "time_breakdown" ;;
     pfn) echo "time_breakdown" ;;
     async) echo "staleness_vs_workers acc_vs_workers" ;;

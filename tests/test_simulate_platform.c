@@ -6,7 +6,10 @@
  *    the hostfile (rank r on host r mod hosts);
  *  - what SMPI cannot build is refused with one line naming the key: a
  *    torus or fat-tree whose hosts are not the platform's, racks or an
- *    oversubscription that do not divide, a bad latency or rate;
+ *    oversubscription that do not divide, a bad latency or rate, an
+ *    eager size that is not bytes or simgrid;
+ *  - simulate.eager: bytes or simgrid, by default the emulated cluster's
+ *    Open MPI eager limit (launch.h), the settings table's default too;
  *  - the records files: a record naming another rank than its file's is
  *    dropped, a length out of bounds stops that file (one drop) without
  *    stopping the others, and a message cut short waits for the rest.
@@ -19,10 +22,12 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "launch.h"
 #include "opts.h"
 #include "records.h"
 #include "records_server.h"
 #include "run_util.h"
+#include "settings.h"
 #include "simulate.h"
 #include "test.h"
 
@@ -124,6 +129,37 @@ TEST(what_smpi_cannot_build_is_refused_naming_the_key) {
   expect_refusal("simulate.latency=5", 4, "simulate.latency");
   expect_refusal("simulate.latency=-1us", 4, "simulate.latency");
   expect_refusal("simulate.link=fast", 4, "simulate.link");
+  expect_refusal("simulate.eager=lots", 4, "simulate.eager");
+  expect_refusal("simulate.eager=-1", 4, "simulate.eager");
+  expect_refusal("simulate.eager=2G", 4, "simulate.eager");
+  expect_refusal("simulate.eager=64KB", 4, "simulate.eager");
+}
+
+/* simulate.eager: bytes (K/M/G powers of two) or simgrid (-1: SimGrid's
+ * own thresholds); unset, the emulated cluster's Open MPI eager limit,
+ * which is also the key's default in the settings table. */
+TEST(eager_reads_bytes_or_simgrid) {
+  static const struct {
+    const char *v;
+    int want;
+  } cases[] = {{"simgrid", -1}, {"0", 0}, {"64K", 65536}, {"1M", 1 << 20}, {"1114112", 1114112},
+               {"1G", 1 << 30}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    sg_opts_t *o = sg_opts_new();
+    sg_opts_set(o, "simulate.eager", cases[i].v);
+    sg_sim_cfg_t c;
+    int rc = sg_sim_cfg_read(o, 4, &c);
+    sg_opts_destroy(&o);
+    CHECK_MSG(rc == SG_OK && c.eager == cases[i].want, "eager '%s': rc %d, %d (want %d)",
+              cases[i].v, rc, c.eager, cases[i].want);
+  }
+  sg_opts_t *o = sg_opts_new();
+  sg_sim_cfg_t c;
+  CHECK_OK(sg_sim_cfg_read(o, 4, &c));
+  sg_opts_destroy(&o);
+  CHECK_EQ_INT(c.eager, SG_CLUSTER_EAGER_BYTES);
+  const sg_setting_t *s = sg_setting_find(sg_settings, "simulate.eager");
+  CHECK(s && !strcmp(s->def, SG_CLUSTER_EAGER_STR(SG_CLUSTER_EAGER_BYTES)));
 }
 
 /* One framed record (records.c's file form) into fd. */

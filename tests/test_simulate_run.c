@@ -20,6 +20,13 @@
  *    across ranks, runs to the end with every step recorded, and two
  *    servers take under 0.6 of one server's time per step where the
  *    servers' links bind (2 N M / (S B): half);
+ *  - simulate.eager reaches SMPI: sync ps with shards below 64 KiB, once
+ *    with eager: simgrid (SimGrid's thresholds: a message moves once a
+ *    receive matches it, so both servers pull the same worker's push at
+ *    once and share its link) and once with the default (the emulated
+ *    cluster's eager limit: the pushes move when sent): communication per
+ *    step within 10 % of 2 N K / (S B) by default, at least 1.15 times
+ *    longer with simgrid, and run_info records each value;
  *  - the step-calibration cache reuses only a measurement taken at a load
  *    within its cores (planted lines of load 9 on 2 cores and without a
  *    load are measured again, one of load 0.5 reused), executed compute
@@ -36,7 +43,8 @@
  *  - the topologies SMPI builds: two-level, fat-tree and torus platforms
  *    run to the end;
  *  - refusals, one line with file:line:col and exit 2 before launch:
- *    transport zmq with simulate:, a torus that is not the hosts.
+ *    transport zmq with simulate:, a torus that is not the hosts,
+ *    a simulate.eager that is neither bytes nor simgrid.
  * Skipped (exit 77, a SKIP line) only when this build has no
  * sgdlab-rank-smpi (SimGrid's smpicc was not found at configure time).
  */
@@ -221,6 +229,49 @@ TEST(ps_modeled_runs) {
           per[1], per[1] / per[0]);
   CHECK_MSG(per[0] > 0.4 && per[1] < 0.6 * per[0], "S = 1: %.4f s, S = 2: %.4f s per step", per[0],
             per[1]);
+}
+
+/* simulate.eager: SMPI moves a message below it as soon as it is sent.
+ * Sync ps, N = 4, S = 2, mlp 784-32-10 (25,450 parameters: shards of
+ * 50,900 bytes, under 64 KiB), 100 Mbit/s.  With SimGrid's thresholds the
+ * servers, each waiting in a receive, take the pushes of one worker at a
+ * time, and both the same worker's first (its two pushes are sent at the
+ * same moment): the two flows share that worker's link.  By default every
+ * push moves at once and each server's link carries its N pushes and N
+ * replies: 2 N K / (S B) = 32.6 ms per step.  Simulated times: the same on
+ * every machine (the modeled compute is the same for every worker and is
+ * not part of comm_s + wait_s). */
+TEST(eager_setting_reaches_smpi) {
+  skip_without_simgrid();
+  char db[256];
+  CHECK_EQ_INT(sim_experiment("simeager",
+                              "name: simulate-eager\n"
+                              "workload: {dataset: fashion-mnist, model: mlp, hidden: [32], batch: 16,\n"
+                              "           max_steps: 6, eval_every: 1000000}\n"
+                              "workers: 4\n"
+                              "simulate: {link: 100mbit, latency: 10us, compute: modeled}\n"
+                              "engines:\n"
+                              "  - {engine: ps, servers: 2, transport: mpi, simulate: {eager: simgrid}}\n"
+                              "  - {engine: ps, servers: 2, transport: mpi}\n",
+                              db, sizeof db),
+               0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 2);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM run_info WHERE key = 'simulate.eager' AND "
+                             "((run_id = 1 AND value = 'simgrid') OR (run_id = 2 AND value = '1114112'))"), 2);
+  double comm[2];
+  for (int id = 1; id <= 2; id++) {
+    char sql[320];
+    snprintf(sql, sizeof sql, "SELECT 1e6 * AVG(comm_s + wait_s) FROM steps WHERE run_id = %d "
+             "AND role = 'worker' AND step >= 1", id);
+    comm[id - 1] = (double)ru_db_int(db, sql) / 1e6;
+  }
+  const double N = 4, S = 2, K = 25450 * 4.0, B = 100e6 / 8, want = 2 * N * K / (S * B);
+  fprintf(stderr, "ps S = 2, 51 KB shards: %.4f s per step with eager simgrid, %.4f s by default "
+          "(%.2fx; 2 N K / (S B) = %.4f s)\n", comm[0], comm[1], comm[0] / comm[1], want);
+  CHECK_MSG(fabs(comm[1] / want - 1) <= 0.10, "default eager: %.4f s, not within 10 %% of %.4f s",
+            comm[1], want);
+  CHECK_MSG(comm[0] >= 1.15 * comm[1], "eager simgrid: %.4f s, default: %.4f s: the setting did not "
+            "change the simulation", comm[0], comm[1]);
 }
 
 /* One run (compute: `compute`) with the calibration cache in cache/ of
@@ -488,6 +539,9 @@ TEST(refusals_before_launch) {
                    "engines: [{engine: allreduce, transport: mpi,\n"
                    "           simulate: {topology: torus, torus: '2,4'}}]\n",
           "simulate.torus");
+  refused("eager", "name: e\nworkers: 2\n"
+                   "engines: [{engine: ps, transport: mpi, simulate: {eager: 64KB}}]\n",
+          "simulate.eager");
   /* N beyond what memory allows: 1024 ranks computing for real need about
    * 24 GiB (simulate.c's estimate), more than most machines have free */
   FILE *f = fopen("/proc/meminfo", "r");

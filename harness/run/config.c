@@ -896,7 +896,8 @@ static int check_cluster(const parser_t *p, const entry_t *e, sg_opts_t *o) {
 static int check_simulate(const parser_t *p, const entry_t *e, sg_opts_t *o, int nprocs) {
   static const char *const keys[] = {"simulate", "simulate.hosts", "simulate.link",
       "simulate.latency", "simulate.topology", "simulate.racks", "simulate.oversubscription",
-      "simulate.fat_tree", "simulate.torus", "simulate.compute", "simulate.host_speed"};
+      "simulate.fat_tree", "simulate.torus", "simulate.compute", "simulate.host_speed",
+      "simulate.eager"};
   const vset_t *first = NULL;
   for (size_t i = 0; i < sizeof keys / sizeof keys[0] && !first; i++) first = choose(p, e, keys[i]);
   if (!first || (first == choose(p, e, "simulate") && !sg_sim_enabled(o))) return SG_OK;

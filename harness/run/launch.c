@@ -163,7 +163,7 @@ static int spawn(char *const *argv, const char *rank, const char *size, pid_t pg
  *  - a rank's main thread polls: with more runnable threads than cores an
  *    ACK waits for the peer's next timeslice.  The progress thread sleeps
  *    in epoll, is woken by the arriving data and answers itself. */
-#define SG_CLUSTER_BTL_TCP_EAGER "1114112" /* 1 MiB + 64 KiB */
+#define SG_CLUSTER_BTL_TCP_EAGER SG_CLUSTER_EAGER_STR(SG_CLUSTER_EAGER_BYTES)
 #define SG_CLUSTER_BTL_TCP_FLAGS "send,inplace,need-ack,need-csum"
 
 /* mpirun across the hosts of an emulated cluster: rank r on host

@@ -57,6 +57,15 @@
 
 #include <sys/types.h>
 
+/* Open MPI's TCP eager limit on an emulated cluster (launch.c,
+ * cluster_args, says why): every message up to it is sent without waiting
+ * for its receiver.  A simulation's default simulate.eager is the same
+ * (simulate.h), so that simulated runs move messages as the emulated ones
+ * do; core/settings.c spells it out as the key's default. */
+#define SG_CLUSTER_EAGER_BYTES 1114112 /* 1 MiB + 64 KiB */
+#define SG_CLUSTER_EAGER_STR_(x) #x
+#define SG_CLUSTER_EAGER_STR(x) SG_CLUSTER_EAGER_STR_(x)
+
 typedef struct sg_launch sg_launch_t;
 struct sg_cluster;
 

@@ -171,6 +171,28 @@ static int read_topology(const sg_opts_t *o, sg_sim_cfg_t *c) {
   return SG_OK;
 }
 
+/* simulate.eager: `simgrid`, or bytes with an optional K/M/G (powers of
+ * two), 0 .. SG_SIM_EAGER_MAX. */
+static int read_eager(const char *v, sg_sim_cfg_t *c) {
+  if (!strcmp(v, "simgrid")) {
+    c->eager = -1;
+    return SG_OK;
+  }
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  int shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10;
+  else if (*end == 'M' || *end == 'm') shift = 20;
+  else if (*end == 'G' || *end == 'g') shift = 30;
+  if (shift) end++;
+  if (end == v || *end || errno || x < 0 || x > (SG_SIM_EAGER_MAX >> shift))
+    return sg_err_set(SG_ECONFIG, "simulate.eager '%s': bytes from 0 to 1G (e.g. 1114112, 64K, "
+                      "1M) or simgrid", v);
+  c->eager = (int)(x << shift);
+  return SG_OK;
+}
+
 int sg_sim_cfg_read(const sg_opts_t *o, int nprocs, sg_sim_cfg_t *c) {
   int64_t hosts;
   memset(c, 0, sizeof *c);
@@ -185,6 +207,8 @@ int sg_sim_cfg_read(const sg_opts_t *o, int nprocs, sg_sim_cfg_t *c) {
   SG_CHECK(sg_sim_parse_latency(sg_opts_str_or(o, "simulate.latency", "1us"), &c->lat_s));
   c->modeled = !strcmp(sg_opts_str_or(o, "simulate.compute", "executed"), "modeled");
   SG_CHECK(sg_opts_double_or(o, "simulate.host_speed", 0, &c->host_speed));
+  SG_CHECK(read_eager(sg_opts_str_or(o, "simulate.eager",
+                                      SG_CLUSTER_EAGER_STR(SG_CLUSTER_EAGER_BYTES)), c));
   return read_topology(o, c);
 }
 

@@ -23,6 +23,9 @@
 
 typedef enum { SG_SIM_FLAT, SG_SIM_TWO_LEVEL, SG_SIM_FAT_TREE, SG_SIM_TORUS } sg_sim_topo_t;
 
+/* simulate.eager's largest value (SimGrid's thresholds are ints) */
+#define SG_SIM_EAGER_MAX (1 << 30)
+
 typedef struct sg_sim_cfg {
   int hosts;          /* resolved: simulate.hosts, or one per process */
   uint64_t bps;       /* link rate, bits/s */
@@ -32,6 +35,11 @@ typedef struct sg_sim_cfg {
   char topo_params[128]; /* SMPI's topo_parameters ("" for flat) */
   int modeled;        /* compute: modeled */
   double host_speed;  /* flop/s; 0 = to be measured */
+  /* simulate.eager: a message below this many bytes is sent without
+   * waiting for its receiver and moves at once (SMPI's
+   * smpi/send-is-detached-thresh and smpi/async-small-thresh, both);
+   * -1 = `simgrid`: neither passed, SimGrid's own (64 KiB and 0) */
+  int eager;
 } sg_sim_cfg_t;
 
 /* Whether the run is simulated (its `simulate` key). */

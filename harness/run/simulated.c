@@ -295,6 +295,17 @@ static void sim_args(run_sim_t *m, int nprocs) {
    * rank's clock by smpi/iprobe (default 100 us): a ps or mapreduce wait
    * then ended up to that late, per probe.  A probe costs ~nothing here. */
   snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/iprobe:1e-9");
+  /* simulate.eager: a message below it is sent without waiting for its
+   * receiver (detached) and its bytes move at once (async-small), as an
+   * MPI library's eager protocol sends it; by default the emulated
+   * cluster's eager limit.  simgrid (-1): SimGrid's own, 64 KiB detached
+   * and 0, a message's bytes moving only once a receive matches it
+   * (docs/simulate.md, "The platform") */
+  if (m->cfg.eager >= 0) {
+    snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/send-is-detached-thresh:%d",
+             m->cfg.eager);
+    snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/async-small-thresh:%d", m->cfg.eager);
+  }
   if (m->cfg.modeled) { /* only the injected step time counts; big buffers folded */
     snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/simulate-computation:no");
     snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/auto-shared-malloc-thresh:%d",
@@ -320,19 +331,22 @@ int run_sim_prepare(run_sim_t *m, const sg_run_spec_t *run, const char *dir) {
 
 int run_sim_record(const run_sim_t *m, sg_recorder_t *db, int64_t run_id) {
   static const char *const topo[] = {"flat", "two-level", "fat-tree", "torus"};
-  char v[7][160];
+  char v[8][160];
   snprintf(v[0], sizeof v[0], "%d", m->cfg.hosts);
   sg_cluster_format_rate(m->cfg.bps, v[1], sizeof v[1]);
   snprintf(v[2], sizeof v[2], "%.9g", m->cfg.lat_s);
   snprintf(v[3], sizeof v[3], "%s", m->cfg.topo_params);
   snprintf(v[4], sizeof v[4], "%.6g", m->cfg.host_speed);
   snprintf(v[5], sizeof v[5], "%.9g", m->step_s);
+  if (m->cfg.eager >= 0) snprintf(v[6], sizeof v[6], "%d", m->cfg.eager);
+  else snprintf(v[6], sizeof v[6], "simgrid");
   const char *kv[][2] = {{"simulate", "smpi"}, {"simulate.hosts", v[0]}, {"simulate.link", v[1]},
                          {"simulate.latency_s", v[2]}, {"simulate.topology", topo[m->cfg.topo]},
                          {"simulate.topo_parameters", v[3]}, {"simulate.host_speed", v[4]},
                          {"simulate.compute", m->cfg.modeled ? "modeled" : "executed"},
                          {"simulate.step_s", m->cfg.modeled ? v[5] : ""},
-                         {"simulate.calibration", m->cached ? "cached" : "measured"}};
+                         {"simulate.calibration", m->cached ? "cached" : "measured"},
+                         {"simulate.eager", v[6]}};
   for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
     if (kv[i][1][0]) SG_CHECK(sg_recorder_info(db, run_id, kv[i][0], kv[i][1]));
   /* the platform itself, for whoever reads the run later */
