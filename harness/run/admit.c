@@ -26,13 +26,13 @@ enum {
   CORES_FACTOR = 4,  /* processes per core beyond which a run is mostly waiting */
   MAX_DATASETS = 64, /* distinct datasets remembered per experiment */
   /* compute: modeled (sim_modeled_own): SMPI folds allocations of 64 KiB or
-   * more (harness/run/simulated.c) in blocks of 1 MiB, one map each; a
+   * more (harness/run/simulated.c) in blocks of SG_SIM_FOLD_BLOCK, one map
+   * each; a
    * message whose payload folds keeps a page or two of its own (its header
    * and the partial pages beside it) and splits its buffer into two maps;
    * the simulator itself and each rank's stack and privatized copy of the
    * rank program take some more */
   SIM_FOLD_MIN_B = 65536,
-  SIM_FOLD_BLOCK_B = 1 << 20,
   SIM_FRAME_OWN_B = 8192,
   SIM_MAPS_BASE = 4096,
   SIM_MAPS_RANK = 32,
@@ -509,7 +509,7 @@ static double max_map_count(void) {
 }
 
 /* compute: modeled folds every allocation of SIM_FOLD_MIN_B or more (one
- * map per SIM_FOLD_BLOCK_B block) except message buffers (core/msgbuf.h):
+ * map per SG_SIM_FOLD_BLOCK block) except message buffers (core/msgbuf.h):
  * *own gets what the ranks keep of their own beyond the simulator's fixed
  * amount per rank (whole message buffers, or, where their payloads fold,
  * the pages of each message's header), *maps the process's memory maps. */
@@ -525,7 +525,7 @@ static int sim_modeled_own(const sg_run_spec_t *run, const dsinfo_t *di, double 
     sg_mem_plan_t plan = {.params = 1, .grad = 1, .optim = 1, .in_P = P};
     if (run->engine->memory) run->engine->memory(run->opts, run->workers, r, &plan);
     double folded = (plan.params + plan.grad + plan.optim + plan.engine - plan.msg) * P;
-    if (P >= SIM_FOLD_MIN_B && folded > 0) *maps += folded / SIM_FOLD_BLOCK_B;
+    if (P >= SIM_FOLD_MIN_B && folded > 0) *maps += ceil(folded / SG_SIM_FOLD_BLOCK) + 4;
     if (plan.msg_fold) {
       *own += plan.msg_frames * SIM_FRAME_OWN_B;
       *maps += 2 * plan.msg_frames;
