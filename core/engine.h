@@ -59,6 +59,13 @@ typedef struct sg_mem_plan {
   double engine;     /* the engine's own buffers (scratch, slots, replies) */
   double batch_mult; /* activations for batch x this rows (0: none) */
   int train, test;   /* holds the training set / the test set */
+  /* Under simulation with compute modeled every large allocation is
+   * folded across the ranks but message buffers (core/msgbuf.h): */
+  double msg;        /* of engine: message buffers (a header and a payload per message) */
+  double msg_frames; /* the messages they hold (one per slice where sliced) */
+  int msg_fold;      /* their payloads fold (dense): a rank keeps each message's
+                        header pages and maps two regions per message; else all of msg */
+  double in_P;       /* in: P, set by the caller before the call */
 } sg_mem_plan_t;
 
 /* One role a rank of the engine may have, and its kind: a worker computes

@@ -147,6 +147,10 @@ typedef struct ps_cfg {
   uint64_t slice_bytes;
   uint64_t slice_from;  /* shards below this many bytes go whole */
   int slice_window;     /* slices per server a worker has in flight, 0 = all */
+  /* A simulation with compute modeled, dense payloads: message buffers
+   * fold their payloads across the simulated ranks and keep their headers
+   * (sg_msg_malloc_framed, core/msgbuf.h); 0 everywhere else. */
+  int fold;
   /* Tests only: the server adds worker 0's sync push twice (a planted bug
    * the equivalence check must catch).  Never set by a setting. */
   int plant_double_count;

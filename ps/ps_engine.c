@@ -1,4 +1,5 @@
 /* ps_engine.c - the `ps` engine table: options, layout, roles, dispatch. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -86,6 +87,11 @@ int ps_cfg_from_opts(ps_cfg_t *cfg, const sg_opts_t *o, int workers) {
    * sparse paths send (index, value) pairs of varying length. */
   int dense = !cfg->sparse && cfg->compress != PS_COMPRESS_TOPK;
   cfg->slice_bytes = cfg->mode == PS_SYNC && dense ? (uint64_t)slice : 0;
+  /* simulated with compute modeled (_sim_step_s): dense payloads are
+   * folded across the ranks, every header kept (core/msgbuf.h) */
+  double sim_step = 0;
+  SG_CHECK(sg_opts_double_or(o, "_sim_step_s", 0, &sim_step));
+  cfg->fold = sim_step > 0 && dense;
   return SG_OK;
 }
 
@@ -160,20 +166,33 @@ static const sg_option_need_t ps_needs[] = {
 /* A server: the full vector at init, its shard's slots (three, plus one per
  * worker in sync to hold the pushes, plus N+1 for the sparse path's rows),
  * momentum for its shard.  The evaluating worker (the first after the
- * servers) holds the test set; every worker a push, a pull and a reply. */
+ * servers) holds the test set; every worker a push, a pull and a reply.
+ * Message buffers (msg): a server's parameters-with-header, scratch and
+ * sync slots; a worker's push and reply per shard, each one message, or
+ * one per slice where the shard is sliced. */
 static void ps_memory(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *m) {
   int64_t servers = sg_setting_int_or(o, ps_options, "servers");
-  double S = servers > 0 ? (double)servers : 1, N = workers;
+  double S = servers > 0 ? (double)servers : 1, N = workers, P = m->in_P;
+  ps_cfg_t cfg;
+  int ok = ps_cfg_from_opts(&cfg, o, workers) == SG_OK;
+  if (!ok) sg_err_clear();
+  size_t n = (size_t)(P / 4);
+  uint64_t slice = ok ? ps_slicing(&cfg, n) : 0;
+  double shard = P / S, per = slice ? ceil(shard / (double)slice) : 1;
+  int dense = ok && !cfg.sparse && cfg.compress != PS_COMPRESS_TOPK;
   if (rank < servers) {
     int sync = !strcmp(sg_setting_or(o, ps_options, "mode"), "sync");
     int sparse = !strcmp(sg_setting_or(o, ps_options, "sparse"), "true");
     *m = (sg_mem_plan_t){.params = 1, .optim = 1 / S,
                          .engine = (3 + (sync ? N : 0) + (sparse ? N + 1 : 0)) / S,
-                         .train = !strcmp(sg_setting_or(o, ps_options, "dataset"), "libsvm")};
+                         .train = !strcmp(sg_setting_or(o, ps_options, "dataset"), "libsvm"),
+                         .msg = (2 + (sync ? N : 0)) / S, .msg_frames = 2 + (sync ? N * per : 0),
+                         .msg_fold = dense};
     return;
   }
   *m = (sg_mem_plan_t){.params = 1, .grad = 1, .engine = 3, .batch_mult = 1, .train = 1,
-                       .test = rank == servers};
+                       .test = rank == servers, .msg = 2, .msg_frames = 2 * S * per,
+                       .msg_fold = dense};
 }
 
 /* device: cuda workers keep a device replica and push dense gradients

@@ -923,11 +923,12 @@ static void server_free(server_t *s) {
 static int server_alloc(server_t *s) {
   const ps_cfg_t *cfg = s->cfg;
   const size_t hdr = sizeof(ps_hdr_t), N = (size_t)s->N;
-  if (!(s->pbuf = sg_msg_malloc(hdr + (s->cnt + 1) * sizeof(float)))) return SG_ENOMEM;
+  const size_t whole = hdr + (s->cnt + 1) * sizeof(float);
+  if (!(s->pbuf = sg_msg_malloc_framed(whole, whole, hdr, cfg->fold))) return SG_ENOMEM;
   s->params = (float *)(s->pbuf + hdr);
   if (!(s->acc = malloc((s->cnt + 1) * sizeof(float))) ||
       (cfg->compress == PS_COMPRESS_FP16 && !(s->wide = malloc((s->cnt + 1) * sizeof(float)))) ||
-      !(s->scratch = sg_msg_malloc(s->cap)) ||
+      !(s->scratch = sg_msg_malloc_framed(s->cap, s->cap, hdr, cfg->fold)) ||
       (cfg->sparse && !(s->sreply = sg_msg_malloc(hdr + (s->cnt + 1) * sizeof(float)))) ||
       !(s->slot = calloc(N, sizeof *s->slot)) || !(s->pend = calloc(N, sizeof *s->pend)) ||
       !(s->have = calloc(N, sizeof *s->have)) || !(s->done = calloc(N, sizeof *s->done)) ||
@@ -936,7 +937,10 @@ static int server_alloc(server_t *s) {
       !(s->final = calloc(N, sizeof *s->final)))
     return SG_ENOMEM;
   for (int w = 0; w < s->N; w++) {
-    if (cfg->mode == PS_SYNC && !(s->slot[w] = sg_msg_malloc(s->slot_bytes))) return SG_ENOMEM;
+    if (cfg->mode == PS_SYNC &&
+        !(s->slot[w] = sg_msg_malloc_framed(s->slot_bytes, s->sliced ? s->stride : s->slot_bytes,
+                                            hdr, cfg->fold)))
+      return SG_ENOMEM;
     if (cfg->sparse && !(s->pend[w].idx = malloc((s->cnt + 1) * 4))) return SG_ENOMEM;
     s->stale[w] = -1;
   }

@@ -472,9 +472,13 @@ static int buffers_new(worker_t *wk) {
     size_t cnt = wk->cnt[k] + 1, sliced = wk->sliced ? wk->nsl[k] * slice_stride(wk, k) : 0;
     int pairs = cfg->sparse || cfg->compress == PS_COMPRESS_TOPK;
     size_t push = hdrsz() + cnt * (pairs ? 8 : 4), rep = hdrsz() + cnt * 4;
-    if (!(wk->push[k] = sg_msg_malloc(push > sliced ? push : sliced)) ||
+    /* sliced: a frame per slice, [hdr | slice] at sl * slice_stride(k) */
+    size_t frame = wk->sliced ? slice_stride(wk, k) : 0;
+    push = push > sliced ? push : sliced;
+    rep = rep > sliced ? rep : sliced;
+    if (!(wk->push[k] = sg_msg_malloc_framed(push, frame ? frame : push, hdrsz(), cfg->fold)) ||
         !(wk->pull[k] = sg_msg_malloc(hdrsz() + (cfg->sparse ? cnt * 4 : 0))) ||
-        !(wk->rep[k] = sg_msg_malloc(rep > sliced ? rep : sliced)))
+        !(wk->rep[k] = sg_msg_malloc_framed(rep, frame ? frame : rep, hdrsz(), cfg->fold)))
       return sg_err_set(SG_ENOMEM, "ps worker %d: buffers of shard %d", wk->w, k);
   }
   if (!(wk->req = calloc(nreq, sizeof *wk->req)))

@@ -16,10 +16,12 @@
  *    latency; and the steps' end, on the ranks' clocks, lies far beyond
  *    the run's wall time (the clocks are the simulation's: a real
  *    1 Mbit/s transfer of these steps would take as long as simulated);
- *  - ps (S = 1 and 2) with modeled compute, its messages never folded
- *    across ranks, runs to the end with every step recorded, and two
- *    servers take under 0.6 of one server's time per step where the
- *    servers' links bind (2 N M / (S B): half);
+ *  - ps (S = 1 and 2) with modeled compute, its messages' headers never
+ *    folded across ranks, runs to the end with every step recorded, and
+ *    two servers take under 0.6 of one server's time per step where the
+ *    servers' links bind (2 N M / (S B): half); its payloads are folded:
+ *    a run whose unfolded message buffers exceed a memory cgroup's limit
+ *    ends ok in it;
  *  - simulate.eager reaches SMPI: sync ps with shards below 64 KiB, once
  *    with eager: simgrid (SimGrid's thresholds: a message moves once a
  *    receive matches it, so both servers pull the same worker's push at
@@ -189,9 +191,11 @@ TEST(topologies_smpi_builds_run) {
 }
 
 /* ps with modeled compute: SMPI folds every allocation of 64 KiB or more
- * across the simulated ranks; the ps messages (a push of mlp 784-256-10
- * is 814 KB) must not be among them, or a server parses another rank's
- * bytes (the run failed with "bad magic 0").  S = 1 and 2, sync. */
+ * across the simulated ranks; the ps messages' headers (a push of mlp
+ * 784-256-10 is 814 KB) must not be among them, or a server parses
+ * another rank's bytes (the run failed with "bad magic 0" when the whole
+ * buffers were folded, and fails so with the headers folded too; only the
+ * payloads are, ps_modeled_folds_payloads).  S = 1 and 2, sync. */
 TEST(ps_modeled_runs) {
   skip_without_simgrid();
   char db[256];
@@ -569,4 +573,106 @@ TEST(refusals_before_launch) {
                      "simulate: {compute: executed}\n"
                      "engines: [{engine: allreduce, algorithm: rhd, transport: mpi}]\n",
             "simulating 64 processes needs");
+  /* compute: modeled, message buffers that cannot fold (topk pushes are
+   * parsed pairs): ps at 127 MB with 128 workers keeps every message
+   * buffer whole, its server's 130 and each worker's two (about 47 GiB);
+   * counting only the simulator's fixed amount per rank (0.5 GiB) it was
+   * admitted */
+  if (avail_gib > 0 && avail_gib < 40)
+    refused("unfolded", "name: u\nworkers: 128\n"
+                        "workload: {dataset: fashion-mnist, model: mlp, hidden: [40000], batch: 1,\n"
+                        "           max_steps: 2}\n"
+                        "simulate: {compute: modeled}\n"
+                        "engines: [{engine: ps, compress: topk, transport: mpi}]\n",
+            "simulating 129 processes needs");
+  /* the same with dense pushes folds them, two maps per 128 KiB slice:
+   * the server's 128 slots and each worker's push and reply, 486 slices
+   * each, ~383,000 maps in all, beyond vm.max_map_count (65530 by default) */
+  f = fopen("/proc/sys/vm/max_map_count", "r");
+  double maps = 0;
+  if (f && fscanf(f, "%lf", &maps) != 1) maps = 0;
+  if (f) fclose(f);
+  if (maps > 0 && maps < 370000)
+    refused("maps", "name: p\nworkers: 128\n"
+                    "workload: {dataset: fashion-mnist, model: mlp, hidden: [20000], batch: 1,\n"
+                    "           max_steps: 2}\n"
+                    "simulate: {compute: modeled}\n"
+                    "engines: [{engine: ps, transport: mpi}]\n",
+            "vm.max_map_count");
+  else
+    fprintf(stderr, "maps refusal not checked: vm.max_map_count %.0f\n", maps);
+}
+
+/* A memory cgroup of this test limited to `mib` MiB (cgroup v2's
+ * memory.max, else v1's memory.limit_in_bytes; this machine has no swap
+ * to spill into, and v2's memory.swap.max is set to 0 where it exists):
+ * its directory, process list and peak-usage file; 0, or -1 without a
+ * writable memory controller. */
+static int memory_group(const char *tag, int mib, char *dir, size_t cap, char *procs, size_t pcap,
+                        char *peak, size_t kcap) {
+  static const char *const roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/memory"};
+  static const char *const limit[] = {"memory.max", "memory.limit_in_bytes"};
+  static const char *const high[] = {"memory.peak", "memory.max_usage_in_bytes"};
+  char f[512], v[64];
+  for (int i = 0; i < 2; i++) {
+    snprintf(dir, cap, "%s/%s-%d", roots[i], tag, (int)getpid());
+    if (mkdir(dir, 0755) != 0) continue;
+    snprintf(f, sizeof f, "%s/%s", dir, limit[i]);
+    snprintf(v, sizeof v, "%lld", (long long)mib << 20);
+    snprintf(procs, pcap, "%s/cgroup.procs", dir);
+    snprintf(peak, kcap, "%s/%s", dir, high[i]);
+    if (access(f, W_OK) == 0 && ru_write_file(f, v) == 0 && access(peak, R_OK) == 0) {
+      snprintf(f, sizeof f, "%s/memory.swap.max", dir);
+      if (i == 0 && access(f, W_OK) == 0) ru_write_file(f, "0");
+      return 0;
+    }
+    rmdir(dir);
+  }
+  return -1;
+}
+
+/* compute: modeled folds the payload of every ps message across the
+ * simulated ranks and keeps each header the rank's own (core/msgbuf.h).
+ * Sync ps, N = 4, S = 1, MLP 784-8192-10 (6.5 M parameters: 25.7 MB a
+ * message buffer, cut into 128 KiB slices), in a memory cgroup of
+ * FOLD_LIMIT_MIB: unfolded, the message buffers alone (the server's
+ * parameters, scratch and 4 slots, each worker's push and reply: 14 x
+ * 25.7 MB = 360 MB) do not fit there and the simulator is killed; folded
+ * they take a page or two per slice (the headers), and the run ends with
+ * every step of every rank.  Headers folded too, a server parses another
+ * rank's bytes and rejects the push ("bad magic"), and the workers wait
+ * for replies that never come: ps_modeled_runs catches that (and this
+ * test, as its run does not end ok).  Skipped without a writable memory
+ * controller. */
+#define FOLD_LIMIT_MIB 300
+TEST(ps_modeled_folds_payloads) {
+  skip_without_simgrid();
+  char grp[300], procs[320], peak[340], cfg[300], db[300], cmd[1400];
+  if (memory_group("sgdlab-simfold", FOLD_LIMIT_MIB, grp, sizeof grp, procs, sizeof procs, peak,
+                   sizeof peak) != 0) {
+    printf("SKIP: no writable memory cgroup controller to bound the simulator\n");
+    exit(77);
+  }
+  const char *dir = ru_scratch("simfold");
+  CHECK(dir);
+  snprintf(cfg, sizeof cfg, "%s/fold.yaml", dir);
+  snprintf(db, sizeof db, "%s/fold.db", dir);
+  CHECK_EQ_INT(ru_write_file(cfg, "name: simulate-ps-folded\nworkers: 4\n"
+               "workload: {dataset: synthetic, features: 784, train_samples: 1024,\n"
+               "           test_samples: 64, model: mlp, hidden: [8192], batch: 16,\n"
+               "           max_steps: 3, eval_every: 1000000}\n"
+               "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
+               "engines: [{engine: ps, servers: 1, transport: mpi}]\n"), 0);
+  const char *bin = getenv("SGDLAB_BIN_DIR");
+  snprintf(cmd, sizeof cmd, "sh -c 'echo $$ > \"$1\" && exec \"$2\"/harness/sgdlab run -q "
+           "\"$3\" --db \"$4\"' sh '%s' '%s' '%s' '%s'", procs, bin ? bin : ".", cfg, db);
+  int rc = ru_sh(cmd);
+  char *top = ru_slurp(peak, 64);
+  fprintf(stderr, "ps modeled, 14 message buffers of 25.7 MB: exit %d, peak %.1f MiB of the "
+          "cgroup (limit %d MiB)\n", rc, top ? atof(top) / (1 << 20) : -1.0, FOLD_LIMIT_MIB);
+  free(top);
+  rmdir(grp);
+  CHECK_EQ_INT(rc, 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 5 * 3);
 }

@@ -25,6 +25,17 @@ enum {
   FD_BASE = 32,      /* context, io thread, rendezvous, records, stdio, BLAS */
   CORES_FACTOR = 4,  /* processes per core beyond which a run is mostly waiting */
   MAX_DATASETS = 64, /* distinct datasets remembered per experiment */
+  /* compute: modeled (sim_modeled_own): SMPI folds allocations of 64 KiB or
+   * more (harness/run/simulated.c) in blocks of SG_SIM_FOLD_BLOCK, one map
+   * each; a
+   * message whose payload folds keeps a page or two of its own (its header
+   * and the partial pages beside it) and splits its buffer into two maps;
+   * the simulator itself and each rank's stack and privatized copy of the
+   * rank program take some more */
+  SIM_FOLD_MIN_B = 65536,
+  SIM_FRAME_OWN_B = 8192,
+  SIM_MAPS_BASE = 4096,
+  SIM_MAPS_RANK = 32,
 };
 
 /* ---- the data, as the ranks decode it ---------------------------------- */
@@ -487,17 +498,56 @@ static void machine(admit_t *a) {
 
 /* ---- one run, every run ------------------------------------------------- */
 
+/* The kernel's limit on one process's memory maps (vm.max_map_count);
+ * 0 when unknown. */
+static double max_map_count(void) {
+  FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+  double v = 0;
+  if (f && fscanf(f, "%lf", &v) != 1) v = 0;
+  if (f) fclose(f);
+  return v;
+}
+
+/* compute: modeled folds every allocation of SIM_FOLD_MIN_B or more (one
+ * map per SG_SIM_FOLD_BLOCK block) except message buffers (core/msgbuf.h):
+ * *own gets what the ranks keep of their own beyond the simulator's fixed
+ * amount per rank (whole message buffers, or, where their payloads fold,
+ * the pages of each message's header), *maps the process's memory maps. */
+static int sim_modeled_own(const sg_run_spec_t *run, const dsinfo_t *di, double *own,
+                           double *maps) {
+  shape_t m = {0};
+  *own = 0;
+  *maps = SIM_MAPS_BASE + SIM_MAPS_RANK * (double)run->nprocs;
+  if (!trains(run)) return SG_OK;
+  SG_CHECK(model_shape(run->opts, di, &m));
+  const double P = 4.0 * m.params;
+  for (int r = 0; r < run->nprocs; r++) {
+    sg_mem_plan_t plan = {.params = 1, .grad = 1, .optim = 1, .in_P = P};
+    if (run->engine->memory) run->engine->memory(run->opts, run->workers, r, &plan);
+    double folded = (plan.params + plan.grad + plan.optim + plan.engine - plan.msg) * P;
+    if (P >= SIM_FOLD_MIN_B && folded > 0) *maps += ceil(folded / SG_SIM_FOLD_BLOCK) + 4;
+    if (plan.msg_fold) {
+      *own += plan.msg_frames * SIM_FRAME_OWN_B;
+      *maps += 2 * plan.msg_frames;
+    } else *own += plan.msg * P;
+  }
+  return SG_OK;
+}
+
 /* A simulated run (simulate.h) is one simulator process: its estimate is
- * the simulator's (the data once, a fixed amount per simulated rank), not
- * one process per rank. */
+ * the simulator's (the data once, a fixed amount per simulated rank, and
+ * under compute: modeled what is not folded), not one process per rank;
+ * folded message buffers also count against the kernel's maps. */
 static int admit_sim(admit_t *a, const sg_experiment_t *x, size_t i, const dsinfo_t *di,
                      int force, double *total, int *here) {
   const sg_run_spec_t *run = &x->runs[i];
   sg_sim_cfg_t c;
   char why[768], need[32], avail[32];
+  double own = 0, maps = 0, lim = max_map_count();
   if (sg_sim_cfg_read(run->opts, run->nprocs, &c) < 0) return run_err(x, i, sg_err_msg());
+  if (c.modeled && sim_modeled_own(run, di, &own, &maps) < 0) return run_err(x, i, sg_err_msg());
   double data = c.modeled ? 0 : di->train_b + di->test_b; /* once per process */
-  *total = sg_sim_mem_estimate(&c, run->nprocs) + data;
+  *total = sg_sim_mem_estimate(&c, run->nprocs) + data + own;
   if (!c.modeled) { /* executed: every simulated rank holds its model's state too */
     need_t n;
     int h;
@@ -512,6 +562,14 @@ static int admit_sim(admit_t *a, const sg_experiment_t *x, size_t i, const dsinf
              "estimated from measured simulations), this machine has %s available%s "
              "(--force runs it anyway)", run->nprocs, need, c.modeled ? "modeled" : "executed",
              avail, c.modeled ? "" : "; compute: modeled folds the buffers");
+    return run_err(x, i, why);
+  }
+  if (lim > 0 && maps > lim && !force) {
+    snprintf(why, sizeof why, "simulating %d processes with compute modeled takes ~%.0f memory "
+             "maps (message buffers fold each message's payload apart from its header: two maps "
+             "a message), more than vm.max_map_count = %.0f allows; raise it as root (sysctl -w "
+             "vm.max_map_count=%.0f) or simulate fewer ranks (--force runs it anyway)",
+             run->nprocs, maps, lim, pow(2, ceil(log2(maps * 1.25))));
     return run_err(x, i, why);
   }
   return SG_OK;

@@ -16,6 +16,14 @@
 #ifndef SG_SIMULATE_H
 #define SG_SIMULATE_H
 
+/* compute: modeled: SMPI folds an allocation in blocks of this many bytes
+ * (smpi/shared-malloc-blocksize), one memory map each (a part below a
+ * block, one map too).  SimGrid's default, 1 MiB, put a ring of 256 ranks
+ * at 64 MB over Linux's default vm.max_map_count (about 4 maps of 64 per
+ * rank and buffer); its only cost is one such block of memory per
+ * simulation. */
+#define SG_SIM_FOLD_BLOCK ((size_t)16 << 20)
+
 #include <stdint.h>
 #include <stdio.h>
 

@@ -310,6 +310,8 @@ static void sim_args(run_sim_t *m, int nprocs) {
     snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/simulate-computation:no");
     snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/auto-shared-malloc-thresh:%d",
              SIM_FOLD_BYTES);
+    snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/shared-malloc-blocksize:%zu",
+             SG_SIM_FOLD_BLOCK);
   }
   for (size_t i = 0; i < c; i++) m->argv[a++] = m->cfgs[i];
   m->argv[a] = NULL;
