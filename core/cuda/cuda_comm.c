@@ -21,6 +21,17 @@
 #include "cuda_dl.h"
 #endif
 
+/* A CUDA runtime call inside a function with `int rc` and a `fail:`
+ * label: on an error, rc names the call and control goes to fail. */
+#define TRYCU(call)                \
+  do {                             \
+    cudaError_t e_ = (call);       \
+    if (e_ != cudaSuccess) {       \
+      rc = sg_cuda_err(e_, #call); \
+      goto fail;                   \
+    }                              \
+  } while (0)
+
 /* ---- host-staged ----------------------------------------------------- */
 
 #define STAGE_MAX_SLOTS 8
@@ -53,14 +64,6 @@ int sg_cuda_stage_new(sg_cuda_stage_t **out, size_t chunk, int slots) {
                     chunk);
     goto fail;
   }
-#define TRYCU(call)                                 \
-  do {                                              \
-    cudaError_t e_ = (call);                        \
-    if (e_ != cudaSuccess) {                        \
-      rc = sg_cuda_err(e_, #call);                  \
-      goto fail;                                    \
-    }                                               \
-  } while (0)
   TRYCU(cudaStreamCreateWithFlags(&st->down, cudaStreamNonBlocking));
   TRYCU(cudaStreamCreateWithFlags(&st->up, cudaStreamNonBlocking));
   TRYCU(cudaEventCreateWithFlags(&st->start, cudaEventDisableTiming));
@@ -68,7 +71,6 @@ int sg_cuda_stage_new(sg_cuda_stage_t **out, size_t chunk, int slots) {
     TRYCU(cudaEventCreateWithFlags(&st->down_done[st->nev], cudaEventDisableTiming));
     TRYCU(cudaEventCreateWithFlags(&st->up_done[st->nev], cudaEventDisableTiming));
   }
-#undef TRYCU
   *out = st;
   return SG_OK;
 fail:
@@ -207,21 +209,12 @@ int sg_cuda_coll_new(sg_cuda_coll_t **out, size_t nbuckets) {
     rc = sg_err_set(SG_ENOMEM, "overlap: no memory for %zu events", 2 * nbuckets);
     goto fail;
   }
-#define TRYCU(call)                \
-  do {                             \
-    cudaError_t e_ = (call);       \
-    if (e_ != cudaSuccess) {       \
-      rc = sg_cuda_err(e_, #call); \
-      goto fail;                   \
-    }                              \
-  } while (0)
   TRYCU(cudaStreamCreateWithFlags(&co->comm, cudaStreamNonBlocking));
   TRYCU(cudaEventCreateWithFlags(&co->joined, cudaEventDisableTiming));
   for (; co->nev < 2 * nbuckets; co->nev++) {
     cudaEvent_t *e = co->nev < nbuckets ? &co->ready[co->nev] : &co->done[co->nev - nbuckets];
     TRYCU(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
   }
-#undef TRYCU
   *out = co;
   return SG_OK;
 fail:
