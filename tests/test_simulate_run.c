@@ -475,6 +475,16 @@ static int throttle_group(const char *tag, int pct, char *dir, size_t cap, char 
   return -1;
 }
 
+/* `sgdlab run -q CFG --db DB` in the cgroup whose cgroup.procs is PROCS
+ * (the shell writes its pid there, then becomes sgdlab); its status. */
+static int run_in_group(const char *procs, const char *cfg, const char *db) {
+  char cmd[1400];
+  const char *bin = getenv("SGDLAB_BIN_DIR");
+  snprintf(cmd, sizeof cmd, "sh -c 'echo $$ > \"$1\" && exec \"$2\"/harness/sgdlab run -q "
+           "\"$3\" --db \"$4\"' sh '%s' '%s' '%s' '%s'", procs, bin ? bin : ".", cfg, db);
+  return ru_sh(cmd);
+}
+
 /* A slow host is not a hang: the silence watchdog counts a simulation's
  * silence in the simulator's CPU time.  The run (4 simulated ranks,
  * executed compute of an MLP 784-512-10 at batch 256, about 40 ms of CPU
@@ -486,7 +496,7 @@ static int throttle_group(const char *tag, int pct, char *dir, size_t cap, char 
  * exceeded the bound (the mean gap above it means at least one gap was). */
 TEST(slow_simulation_is_not_silence) {
   skip_without_simgrid();
-  char grp[300], procs[320], cfg[300], db[300], cmd[1400], sql[200];
+  char grp[300], procs[320], cfg[300], db[300], sql[200];
   if (throttle_group("sgdlab-simslow", 10, grp, sizeof grp, procs, sizeof procs) != 0) {
     printf("SKIP: no writable cpu cgroup controller to slow the simulator\n");
     exit(77);
@@ -501,10 +511,7 @@ TEST(slow_simulation_is_not_silence) {
                "           max_steps: 4, eval_every: 1000000}\n"
                "simulate: {compute: executed, host_speed: 1e10}\n"
                "engines: [{engine: allreduce, algorithm: ring, transport: mpi}]\n"), 0);
-  const char *bin = getenv("SGDLAB_BIN_DIR");
-  snprintf(cmd, sizeof cmd, "sh -c 'echo $$ > \"$1\" && exec \"$2\"/harness/sgdlab run -q "
-           "\"$3\" --db \"$4\"' sh '%s' '%s' '%s' '%s'", procs, bin ? bin : ".", cfg, db);
-  int rc = ru_sh(cmd);
+  int rc = run_in_group(procs, cfg, db);
   rmdir(grp);
   CHECK_EQ_INT(rc, 0);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
@@ -647,7 +654,7 @@ static int memory_group(const char *tag, int mib, char *dir, size_t cap, char *p
 #define FOLD_LIMIT_MIB 300
 TEST(ps_modeled_folds_payloads) {
   skip_without_simgrid();
-  char grp[300], procs[320], peak[340], cfg[300], db[300], cmd[1400];
+  char grp[300], procs[320], peak[340], cfg[300], db[300];
   if (memory_group("sgdlab-simfold", FOLD_LIMIT_MIB, grp, sizeof grp, procs, sizeof procs, peak,
                    sizeof peak) != 0) {
     printf("SKIP: no writable memory cgroup controller to bound the simulator\n");
@@ -663,10 +670,7 @@ TEST(ps_modeled_folds_payloads) {
                "           max_steps: 3, eval_every: 1000000}\n"
                "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
                "engines: [{engine: ps, servers: 1, transport: mpi}]\n"), 0);
-  const char *bin = getenv("SGDLAB_BIN_DIR");
-  snprintf(cmd, sizeof cmd, "sh -c 'echo $$ > \"$1\" && exec \"$2\"/harness/sgdlab run -q "
-           "\"$3\" --db \"$4\"' sh '%s' '%s' '%s' '%s'", procs, bin ? bin : ".", cfg, db);
-  int rc = ru_sh(cmd);
+  int rc = run_in_group(procs, cfg, db);
   char *top = ru_slurp(peak, 64);
   fprintf(stderr, "ps modeled, 14 message buffers of 25.7 MB: exit %d, peak %.1f MiB of the "
           "cgroup (limit %d MiB)\n", rc, top ? atof(top) / (1 << 20) : -1.0, FOLD_LIMIT_MIB);
