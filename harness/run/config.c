@@ -961,6 +961,7 @@ static int add_run(const parser_t *p, sg_experiment_t *x, sg_opts_t **o, const e
   else if (!strcmp(launcher, "local") && hosts && *hosts) /* not an engine: the launcher */
     return perr(e->pos, "hosts", "needs launcher mpirun (or auto); launcher local starts ranks on this host only");
   SG_TRY(sg_opts_set(*o, "launcher", launcher));
+  launcher = sg_opts_get(*o, "launcher"); /* the set freed the value it replaced */
   /* ranks on other nodes or hosts: ipc cannot reach them, and they have
    * no run directory for its socket (the harness's is on this host) */
   if (!strcmp(launcher, "slurm") || !strcmp(launcher, "ssh") || (hosts && *hosts)) /* not an engine: the launcher */
