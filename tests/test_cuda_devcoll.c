@@ -55,6 +55,7 @@
 #include "cuda/ring_prims.h"
 #include "cuda/sgd_op.h"
 #include "err.h"
+#include "host_update.h"
 #include "model.h"
 #include "opts.h"
 #include "overlap.h"
@@ -444,19 +445,6 @@ typedef struct sharg {
   long diff[STEPS], host[STEPS];
   size_t n, own;
 } sharg_t;
-
-typedef struct host_ref {
-  sg_optim_t *opt;
-  float *params, *grad;
-  float scale;
-  int64_t step;
-} host_ref_t;
-
-/* allreduce_engine.c's update_range: the host sharded update */
-static void host_update_range(void *arg, size_t off, size_t len, const float *recv) {
-  host_ref_t *h = arg;
-  sg_optim_apply_range2(h->opt, h->params, h->grad, recv, off, len, h->scale, h->step);
-}
 
 typedef struct shstate {
   sg_opts_t *o;

@@ -63,6 +63,7 @@
 #include "cuda/sgd_op.h"
 #include "cuda/stage_plan.h"
 #include "err.h"
+#include "host_update.h"
 #include "model.h"
 #include "opts.h"
 #include "overlap.h"
@@ -608,19 +609,6 @@ static int twin_update(void *ctx, size_t off, size_t len, size_t soff, const flo
                   t->wd, t->mu);
   memcpy(out, t->dp + off, len * sizeof *out);
   return SG_OK;
-}
-
-typedef struct host_ref {
-  sg_optim_t *opt;
-  float *params, *grad;
-  float scale;
-  int64_t step;
-} host_ref_t;
-
-/* allreduce_engine.c's update_range: the host sharded update */
-static void host_update_range(void *arg, size_t off, size_t len, const float *recv) {
-  host_ref_t *h = arg;
-  sg_optim_apply_range2(h->opt, h->params, h->grad, recv, off, len, h->scale, h->step);
 }
 
 /* The device's staged sharded step on the simulated device. */
