@@ -48,3 +48,25 @@ set_tests_properties(test_cluster_ssh PROPERTIES RESOURCE_LOCK sgdlab_cluster)
 # namespace of the test's own) gets nothing; a recorded mount namespace is
 # trusted by inode and device.  Root; a tmpfs /run of its own.
 sg_add_test(test_teardown_signals SOURCES test_teardown_signals.c TIMEOUT 120 LIBS sgcluster sgbase)
+# A cluster test killed between `cluster up` and `down` leaves nothing
+# once the cleanup below ran: a stand-in that made a cluster with sshds
+# (`cluster up --owner`, as the tests do) is SIGKILLed, then
+# cluster_cleanup.sh runs; and the cleanup keeps a live owner's cluster
+# and a persistent one.  Root; skips otherwise.
+sg_add_test(test_cluster_cleanup SOURCES test_cluster_cleanup.c TIMEOUT 180
+  LIBS sgtestcluster sgrun)
+add_dependencies(test_cluster_cleanup sgdlab)
+set_tests_properties(test_cluster_cleanup PROPERTIES RESOURCE_LOCK sgdlab_cluster)
+# The cleanup after the cluster tests, run by CTest after the last of them
+# even when one failed or was killed at its timeout: `sgdlab cluster
+# sweep` (cluster_cleanup.sh) removes every cluster whose owner has ended
+# -- the tests' clusters belong to the test process (tc_up, `cluster up
+# --owner`) -- with its namespaces, state and daemons, and the daemons'
+# directories of no cluster (test_teardown_signals').  Skips without root.
+add_test(NAME cluster_cleanup
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cluster_cleanup.sh $<TARGET_FILE:sgdlab>)
+set_tests_properties(cluster_cleanup PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
+  FIXTURES_CLEANUP sgdlab_cluster RESOURCE_LOCK sgdlab_cluster)
+set_tests_properties(test_cluster test_cluster_net test_cluster_run test_teardown
+  test_cluster_slurm test_cluster_ssh test_teardown_signals test_cluster_cleanup
+  PROPERTIES FIXTURES_REQUIRED sgdlab_cluster)

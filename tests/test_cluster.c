@@ -237,7 +237,7 @@ static void signal_case(int sig, char tag) {
   CHECK(dir);
   snprintf(errpath, sizeof errpath, "%s/err", dir);
   char *argv[] = {"sgdlab", "cluster", "up", "--hosts", "40", "--link", "1gbit",
-                  "--name", name, NULL};
+                  "--name", name, "--owner", (char *)tc_owner(), NULL};
   pid_t pid = ru_start(argv, errpath, 1, NULL);
   CHECK(pid > 0);
   double end = sg_now() + 20;
@@ -276,10 +276,10 @@ static unsigned long ns_inode(const char *ns) {
 
 TEST(cli_up_status_exec_down) {
   if (!tc_root_or_skip("cli_up_status_exec_down")) return;
-  char name[16], host[32], want[64], ns1[64];
+  char name[16], host[32], want[64], ns1[64], owner[64];
   tc_name('c', name, sizeof name);
   char *up[] = {"sgdlab", "cluster", "up", "--hosts", "2", "--link", "100mbit,1gbit",
-                "--name", name, NULL};
+                "--name", name, "--owner", (char *)tc_owner(), NULL};
   CHECK_EQ_INT(ru_run(up, 1, NULL, g_out, sizeof g_out), 0);
   fprintf(stderr, "%s", g_out);
   CHECK_STR_CONTAINS(g_out, "198.1");
@@ -287,7 +287,8 @@ TEST(cli_up_status_exec_down) {
   char *status[] = {"sgdlab", "cluster", "status", name, NULL};
   CHECK_EQ_INT(ru_run(status, 1, NULL, g_out, sizeof g_out), 0);
   fprintf(stderr, "%s", g_out);
-  CHECK_STR_CONTAINS(g_out, "owner persistent");
+  snprintf(owner, sizeof owner, "owner pid %d,", (int)getpid()); /* alive: no "(gone)" */
+  CHECK_STR_CONTAINS(g_out, owner);
   CHECK_STR_CONTAINS(g_out, "100Mbit   100Mbit"); /* configured, then as tc reports it */
   CHECK_STR_CONTAINS(g_out, "1Gbit     1Gbit");
   snprintf(ns1, sizeof ns1, SG_CLUSTER_NS_PREFIX "%s-h1", name);

@@ -131,7 +131,7 @@ static void up_or_fail(void) {
   char *out = NULL;
   double t0 = sg_now();
   int rc = ru_sgdlab_in(NULL, &out, "cluster", "up", "--hosts", "4", "--link", "1gbit",
-                        "--name", g_name, "--ssh", NULL);
+                        "--name", g_name, "--ssh", "--owner", tc_owner(), NULL);
   fprintf(stderr, "  cluster up --ssh: exit %d in %.2f s\n%s", rc, sg_now() - t0, out ? out : "");
   free(out);
   if (rc) g_name[0] = '\0';

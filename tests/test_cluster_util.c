@@ -147,6 +147,12 @@ void tc_name(char tag, char *out, size_t cap) {
   snprintf(out, cap, "%c%x", tag, (unsigned)getpid() & 0xfffffffu);
 }
 
+const char *tc_owner(void) {
+  static char pid[16];
+  snprintf(pid, sizeof pid, "%d", (int)getpid());
+  return pid;
+}
+
 pid_t tc_spawn_on(const sg_cluster_t *cl, int host, int (*fn)(void *arg, int wfd), void *arg,
                   int *rfd) {
   int p[2];

@@ -38,6 +38,12 @@ int tc_links_besides_lo(int ns_fd);
 
 /* A unique cluster name "<tag><hex pid>" (at most 8 characters). */
 void tc_name(char tag, char *out, size_t cap);
+/* This process's pid as text, for `sgdlab cluster up --owner`: a cluster
+ * the test makes through the command line belongs to the test process, so
+ * when the test is killed (CTest's timeout, SIGKILL) the next sweep -- the
+ * cluster_sweep cleanup test (tests/cluster.cmake) or any later `cluster
+ * up` -- removes it and its daemons. */
+const char *tc_owner(void);
 
 /* Fork a child that enters host `host` of cl, arms alarm(60) and calls
  * fn(arg, wfd) with the write end of a pipe, then exits 0 (fn's return

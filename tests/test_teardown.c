@@ -331,7 +331,7 @@ TEST(cluster_down_deletes_nothing_through_another_users_link) {
   for (int h = 0; h < 2; h++) snprintf(dirs[h], sizeof dirs[h], "/tmp/sgdlab-orted-%s-h%d", name, h);
   CHECK_OK(make_victim(victim, sizeof victim));
   int code = ru_sgdlab_in(NULL, &out, "cluster", "up", "--name", name, "--hosts", "2", "--link",
-                          "1gbit", NULL);
+                          "1gbit", "--owner", tc_owner(), NULL);
   CHECK_MSG(code == 0, "cluster up: %s", out ? out : "");
   free(out), out = NULL;
   CHECK_OK(plant_old_host_dirs(2, dirs));

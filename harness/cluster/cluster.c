@@ -541,6 +541,32 @@ int sg_cluster_persist(sg_cluster_t *cl) {
   return rc;
 }
 
+/* The start time of process owner when it runs (a zombie has ended), else 0. */
+static unsigned long long running_start(pid_t owner) {
+  unsigned long long start = owner > 0 ? sg_proc_start(owner) : 0;
+  int st = owner > 0 ? sg_proc_state(owner) : 0;
+  return st == 'Z' || st == 'X' ? 0 : start;
+}
+
+int sg_cluster_owner_check(pid_t owner) {
+  if (!running_start(owner))
+    return sg_err_set(SG_ENOTFOUND, "--owner %d: no such process", (int)owner);
+  return SG_OK;
+}
+
+int sg_cluster_hand_over(sg_cluster_t *cl, pid_t owner) {
+  unsigned long long start = running_start(owner);
+  if (!start) return sg_err_set(SG_ENOTFOUND, "--owner %d: no such process", (int)owner);
+  int lk = sgc_lock();
+  if (lk < 0) return lk;
+  cl->persistent = 0;
+  cl->owner = owner;
+  cl->owner_start = start; /* gone from here on, the next sweep removes it */
+  int rc = sgc_state_write(cl);
+  sgc_unlock(lk);
+  return rc;
+}
+
 /* ---- hosts ---------------------------------------------------------------------- */
 
 const char *sg_cluster_name(const sg_cluster_t *cl) { return cl->d.name; }

@@ -43,6 +43,7 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define SG_CLUSTER_MAX_HOSTS 250
 #define SG_CLUSTER_NAME_MAX 8 /* [a-z0-9], so interface names fit 15 chars */
@@ -118,6 +119,14 @@ int sg_cluster_up(sg_cluster_t **out, const sg_cluster_desc_t *d);
 /* Hand the cluster over to nobody: it outlives this process (sweeps leave
  * it alone) until `sgdlab cluster down`. */
 int sg_cluster_persist(sg_cluster_t *cl);
+/* Hand the cluster over to process owner (its pid and start time are
+ * recorded): it lives while owner runs, and once owner has ended (a
+ * zombie counts as ended) the next sweep removes it with its daemons.
+ * SG_ENOTFOUND when owner is not running. */
+int sg_cluster_hand_over(sg_cluster_t *cl, pid_t owner);
+/* SG_OK when process owner runs (not a zombie), else SG_ENOTFOUND with
+ * one line ("--owner PID: no such process"). */
+int sg_cluster_owner_check(pid_t owner);
 /* An existing cluster from its state (for status, exec, down). */
 int sg_cluster_open(sg_cluster_t **out, const char *name);
 /* Remove everything of the cluster (namespaces, hence links, qdiscs and

@@ -13,7 +13,7 @@
 
 static const char USAGE[] =
     "usage: sgdlab cluster up --hosts N --link RATE[,RATE...] [--loss F[,F...]] [--name NAME]\n"
-    "                         [--queue MS] [--slurm] [--ssh]\n"
+    "                         [--queue MS] [--owner PID] [--slurm] [--ssh]\n"
     "       sgdlab cluster status [NAME]\n"
     "       sgdlab cluster exec HOST [--] CMD [ARG...]\n"
     "       sgdlab cluster down NAME... | --all\n"
@@ -34,9 +34,10 @@ static const char USAGE[] =
 
 static const char USAGE_UP[] =
     "usage: sgdlab cluster up --hosts N --link RATE[,RATE...] [--loss F[,F...]] [--name NAME]\n"
-    "                         [--queue MS] [--slurm] [--ssh]\n"
+    "                         [--queue MS] [--owner PID] [--slurm] [--ssh]\n"
     "\n"
-    "Create a cluster of N hosts (1..250) that stays until `sgdlab cluster down`.\n"
+    "Create a cluster of N hosts (1..250) that stays until `sgdlab cluster down`\n"
+    "(or, with --owner, until its owner has ended and a sweep runs).\n"
     "  --hosts N     number of hosts\n"
     "  --link RATE   link rate of every host (1gbit, 200mbit, 10gbit; units bit,\n"
     "                kbit, mbit, gbit, tbit), or one rate per host: 1gbit,100mbit,...\n"
@@ -45,6 +46,10 @@ static const char USAGE_UP[] =
     "  --name NAME   1-8 of a-z 0-9 (default: random)\n"
     "  --queue MS    how long a packet may wait in a link's queue, 1..1000 ms\n"
     "                (default 20: shallow, drops under incast; 200: no drops)\n"
+    "  --owner PID   the cluster belongs to process PID (pid and start time)\n"
+    "                instead of staying until `down`: once PID has ended, the\n"
+    "                next sweep (`cluster sweep`, `cluster up`, a run on a\n"
+    "                cluster) removes it and its daemons\n"
     "  --slurm       also run Slurm on it: munged, slurmctld on h0, one slurmd per\n"
     "                host (node hI); waits until every node is idle.  Clients\n"
     "                (sinfo, srun, sbatch) run on a host: sgdlab cluster exec\n"
@@ -128,6 +133,7 @@ static void print_hosts(const sg_cluster_t *cl) {
 }
 
 static int g_slurm, g_ssh; /* up --slurm, --ssh */
+static pid_t g_owner;      /* up --owner; 0: persistent */
 #define SSH_UP_TIMEOUT_S 30.0
 #define SLURM_UP_TIMEOUT_S 60.0
 
@@ -141,7 +147,7 @@ static int parse_up(int argc, char **argv, sg_cluster_desc_t *d) {
       continue;
     }
     if (strcmp(a, "--hosts") && strcmp(a, "--link") && strcmp(a, "--loss") && strcmp(a, "--name") &&
-        strcmp(a, "--queue"))
+        strcmp(a, "--queue") && strcmp(a, "--owner"))
       return sg_err_set(SG_EINVAL, "unknown argument '%s' (sgdlab cluster up --help)", a);
     if (!v) return sg_err_set(SG_EINVAL, "%s needs a value", a);
     i++;
@@ -159,6 +165,13 @@ static int parse_up(int argc, char **argv, sg_cluster_desc_t *d) {
       if (end == v || *end || errno || queue < SG_CLUSTER_QUEUE_MS_MIN || queue > SG_CLUSTER_QUEUE_MS_MAX)
         return sg_err_set(SG_ERANGE, "--queue '%s': milliseconds, %d .. %d", v,
                           SG_CLUSTER_QUEUE_MS_MIN, SG_CLUSTER_QUEUE_MS_MAX);
+    } else if (!strcmp(a, "--owner")) {
+      char *end;
+      errno = 0;
+      long pid = strtol(v, &end, 10);
+      if (end == v || *end || errno || pid < 1 || pid > 0x3fffffff)
+        return sg_err_set(SG_EINVAL, "--owner '%s': a process id", v);
+      g_owner = (pid_t)pid;
     } else if (!strcmp(a, "--link")) links = v;
     else if (!strcmp(a, "--loss")) loss = v;
     else name = v;
@@ -179,11 +192,12 @@ static int cmd_up(int argc, char **argv) {
   if (wants_help(argc, argv, USAGE_UP)) return 0;
   if (parse_up(argc, argv, &d) < 0) return fail("up", 2);
   if (sg_cluster_check_privilege() < 0) return fail("up", 2);
+  if (g_owner && sg_cluster_owner_check(g_owner) < 0) return fail("up", 2);
   catch_signals();
   d.stop = &g_stop;
   double t0 = sg_now();
   int rc = sg_cluster_up(&cl, &d);
-  if (rc == SG_OK) rc = sg_cluster_persist(cl);
+  if (rc == SG_OK) rc = g_owner ? sg_cluster_hand_over(cl, g_owner) : sg_cluster_persist(cl);
   double t_net = sg_now() - t0;
   if (rc == SG_OK && g_slurm && !g_stop) rc = sg_cluster_slurm_up(cl, SLURM_UP_TIMEOUT_S);
   if (rc == SG_OK && g_ssh && !g_stop) rc = sg_cluster_ssh_up(cl, SSH_UP_TIMEOUT_S);
@@ -213,6 +227,8 @@ static int cmd_up(int argc, char **argv) {
     printf("ssh: sshd on h0..h%d (port 22 of each address), every host accepts the cluster's "
            "key; ssh_config %s hostfile %s\n", d.nhosts - 1, conf, hf);
   }
+  if (g_owner)
+    printf("owner pid %d: once it has ended, the next sweep removes the cluster\n", (int)g_owner);
   printf("up in %.2f s (network %.2f s); sgdlab cluster exec %s/h0 -- CMD runs CMD on h0; "
          "sgdlab cluster down %s removes it\n", sg_now() - t0, t_net, nm, nm);
   sg_cluster_close(&cl);

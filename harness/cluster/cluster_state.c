@@ -73,7 +73,8 @@ void sgc_state_path(const char *name, char *out, size_t cap) {
 int sgc_owner_alive(const sg_cluster_t *cl) {
   if (cl->persistent) return 1;
   unsigned long long s = sg_proc_start(cl->owner);
-  return s != 0 && s == cl->owner_start;
+  int st = sg_proc_state(cl->owner); /* a zombie has ended: only its parent's wait is missing */
+  return s != 0 && s == cl->owner_start && st != 'Z' && st != 'X';
 }
 
 int sgc_state_write(const sg_cluster_t *cl) {
