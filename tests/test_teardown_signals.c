@@ -14,9 +14,15 @@
  *  - a slurmd's recorded mount namespace whose device is not the one of
  *    the namespace pinned under its name: a process in that namespace
  *    survives down; with the device right, it is killed (the control).
+ *  - without pidfds (pidfd_open fails with ENOSYS, as on Linux < 5.3: a
+ *    seccomp filter in the process that runs down), down says so in one
+ *    line and signals by pid right after each check: the two recorded
+ *    daemons get SIGTERM, a process recorded with a start time not its
+ *    own and one not recorded get nothing; the same with pidfds, with
+ *    nothing said, is the control.
  *
  * Root; skips otherwise.  The first case runs in mount and pid
- * namespaces of its own (a tmpfs on /run, so that /run/sgdlab is the
+ * namespaces of its own (the third in a mount namespace of its own) (a tmpfs on /run, so that /run/sgdlab is the
  * test's); the second, as up does, in the machine's /run/sgdlab under a
  * random cluster name, which it removes.  Every wait is bounded.
  */
@@ -25,7 +31,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <stddef.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -330,4 +340,95 @@ TEST(down_trusts_a_pinned_namespace_by_inode_and_device) {
   CHECK_MSG(code != 41, "down killed a process by a namespace whose inode matched the pin and "
             "whose device did not");
   CHECK_MSG(code == 0, "setup or control failed (code %d)", code);
+}
+
+/* ---- without pidfds: by pid, right after the check ------------------------------ */
+
+/* In the child that runs down: pidfd_open fails with ENOSYS, as on a
+ * kernel older than 5.3 (a seccomp filter of this process alone). */
+static int no_pidfd_open(void) {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_open, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return -1;
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0) return -1;
+  return syscall(SYS_pidfd_open, getpid(), 0) < 0 && errno == ENOSYS ? 0 : -1;
+}
+
+/* Four idle processes of the test: two recorded daemons (pid and start
+ * time right), one recorded with a start time that is not its own (the
+ * record of a process that ended and whose pid was given to this one),
+ * one not recorded.  down runs in a child, in a mount namespace with a
+ * /run of its own (private_run), without pidfds when `forced`, its stderr
+ * into err.  Each idle process's fate in st[] (0: alive). */
+enum { FB_A, FB_B, FB_WRONG_START, FB_UNRECORDED, FB_N };
+
+static int fallback_case(int forced, char *err, size_t cap, int st[FB_N]) {
+  pid_t v[FB_N];
+  int p[2], code = -1;
+  for (int i = 0; i < FB_N; i++) v[i] = idle_child();
+  if (pipe(p) < 0) return -1;
+  pid_t c = fork();
+  if (c == 0) {
+    char rec[256];
+    close(p[0]);
+    dup2(p[1], 2);
+    if (private_run() < 0) _exit(30);
+    snprintf(rec, sizeof rec, "slurmctld %d %llu\nslurmd-h0 %d %llu\nslurmd-h1 %d %llu\n",
+             (int)v[FB_A], sg_proc_start(v[FB_A]), (int)v[FB_B], sg_proc_start(v[FB_B]),
+             (int)v[FB_WRONG_START], sg_proc_start(v[FB_WRONG_START]) + 1);
+    if (write_records(rec) < 0) _exit(31);
+    if (forced && no_pidfd_open() < 0) _exit(32);
+    int rc = sg_cluster_daemons_down("t");
+    _exit(rc != 0 ? 33 : access(DIR_T, F_OK) == 0 ? 34 : 0);
+  }
+  close(p[1]);
+  size_t n = 0;
+  for (ssize_t r; n + 1 < cap && (r = read(p[0], err + n, cap - 1 - n)) > 0;) n += (size_t)r;
+  err[n] = '\0'; /* EOF: the child has ended (bounded by its own waits: 2 x 2 s + 5 s) */
+  close(p[0]);
+  int s = c > 0 ? wait_bounded(c) : -1;
+  code = s == -1 ? -1 : WIFEXITED(s) ? WEXITSTATUS(s) : -2;
+  for (int i = 0; i < FB_N; i++) {
+    int w = 0;
+    st[i] = waitpid(v[i], &w, WNOHANG) == v[i] ? (WIFSIGNALED(w) ? WTERMSIG(w) : 100) : 0;
+    if (!st[i]) kill(v[i], SIGKILL), waitpid(v[i], NULL, 0);
+  }
+  return code;
+}
+
+TEST(down_without_pidfds_signals_by_pid_only_what_passed_its_check) {
+  if (geteuid() != 0) {
+    fprintf(stderr, "SKIP: needs root (a mount namespace with a /run of its own)\n");
+    return;
+  }
+  static const char line[] = "sgdlab cluster: no pidfd (this kernel has no pidfd_open, Linux < "
+                             "5.3): processes are signalled by pid right after their check\n";
+  char err[2][4096];
+  int st[2][FB_N], code[2];
+  for (int forced = 0; forced < 2; forced++) {
+    code[forced] = fallback_case(forced, err[forced], sizeof err[forced], st[forced]);
+    fprintf(stderr, "  %s: down's child exit %d; signals: recorded %d %d, wrong start %d, "
+            "unrecorded %d; stderr: %s%s", forced ? "pidfd_open fails (ENOSYS)" : "pidfds",
+            code[forced], st[forced][FB_A], st[forced][FB_B], st[forced][FB_WRONG_START],
+            st[forced][FB_UNRECORDED], err[forced], err[forced][0] ? "" : "(none)\n");
+  }
+  for (int forced = 0; forced < 2; forced++) {
+    CHECK_MSG(code[forced] == 0, "down's child (forced %d): code %d (3x: setup, down, its "
+              "directory left)", forced, code[forced]);
+    CHECK_EQ_INT(st[forced][FB_A], SIGTERM);
+    CHECK_EQ_INT(st[forced][FB_B], SIGTERM);
+    CHECK_EQ_INT(st[forced][FB_WRONG_START], 0);
+    CHECK_EQ_INT(st[forced][FB_UNRECORDED], 0);
+  }
+  CHECK_MSG(err[0][0] == '\0', "with pidfds down said: %s", err[0]);
+  CHECK_MSG(!strcmp(err[1], line), "without pidfds down said:\n%s\ninstead of the one line:\n%s",
+            err[1], line);
 }
