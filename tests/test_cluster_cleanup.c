@@ -103,7 +103,9 @@ static int cleanup(void) {
   snprintf(script, sizeof script, "%s/tests/cluster_cleanup.sh", src ? src : ".");
   char *argv[] = {"sh", script, (char *)ru_sgdlab(), NULL};
   int code = tc_run(argv, -1, g_out, sizeof g_out);
-  fprintf(stderr, "  cleanup (%s): exit %d: %s", script, code, g_out);
+  size_t len = strlen(g_out);
+  fprintf(stderr, "  cleanup (%s): exit %d: %s%s", script, code, g_out,
+          len && g_out[len - 1] == '\n' ? "" : "\n");
   return code;
 }
 
