@@ -48,6 +48,9 @@ set_tests_properties(test_cluster_ssh PROPERTIES RESOURCE_LOCK sgdlab_cluster)
 # namespace of the test's own) gets nothing; a recorded mount namespace is
 # trusted by inode and device.  Root; a tmpfs /run of its own.
 sg_add_test(test_teardown_signals SOURCES test_teardown_signals.c TIMEOUT 120 LIBS sgcluster sgbase)
+# its daemons' directory in /run/sgdlab has no cluster state, so a sweep
+# beside it (any `cluster up`, the cleanup below) would take it
+set_tests_properties(test_teardown_signals PROPERTIES RESOURCE_LOCK sgdlab_cluster)
 # A cluster test killed between `cluster up` and `down` leaves nothing
 # once the cleanup below ran: a stand-in that made a cluster with sshds
 # (`cluster up --owner`, as the tests do) is SIGKILLed, then

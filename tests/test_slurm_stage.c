@@ -29,6 +29,7 @@
 #include "test.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -65,6 +66,43 @@ static void munged_stop(void) {
   if (g_dir[0]) ru_rm_rf(g_dir);
 }
 
+/* munged daemonizes, so it would outlive this test if CTest killed it
+ * (SIGKILL at the timeout; CTest kills the test's process tree, and a
+ * daemon is not in it).  A guard, not in the tree either (forked twice),
+ * holds a pidfd of munged and the read end of a pipe whose write end only
+ * this test holds (close-on-exec): when the test has ended, however, the
+ * read sees EOF and, when munged still runs (munged_stop did not), the
+ * guard stops it through the pidfd and removes the directory. */
+static void munged_guard(void) {
+  int p[2], pfd = (int)syscall(SYS_pidfd_open, g_munged, 0);
+  if (pfd < 0 || pipe2(p, O_CLOEXEC) < 0) {
+    fprintf(stderr, "  no guard for munged (%s): a kill of this test would leave it\n",
+            strerror(errno));
+    if (pfd >= 0) close(pfd);
+    return;
+  }
+  pid_t mid = fork();
+  if (mid == 0) {
+    if (fork() != 0) _exit(0);
+    int null = open("/dev/null", O_RDWR);
+    for (int fd = 0; fd < 3 && null >= 0; fd++) dup2(null, fd); /* not CTest's pipes */
+    close(p[1]);
+    char c;
+    while (read(p[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    struct pollfd q = {pfd, POLLIN, 0};
+    if (syscall(SYS_pidfd_send_signal, pfd, SIGTERM, NULL, 0) == 0) { /* munged_stop did not run */
+      poll(&q, 1, 10000);
+      ru_rm_rf(g_dir);
+    }
+    _exit(0);
+  }
+  close(p[0]);
+  close(pfd);
+  if (mid > 0) waitpid(mid, NULL, 0);
+  /* p[1] stays open until this process ends */
+}
+
 /* munged of our own; it daemonizes once its socket is ready (munged's
  * parent waits for the child's word), so its exit is the signal. */
 static int munged_start(void) {
@@ -84,6 +122,7 @@ static int munged_start(void) {
   char *p = ru_slurp(pid, 64);
   g_munged = p ? atoi(p) : -1;
   free(p);
+  if (g_munged > 0) munged_guard();
   atexit(munged_stop);
   return g_munged > 0 ? 0 : -1;
 }
