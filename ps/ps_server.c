@@ -866,9 +866,18 @@ static int slices_new(server_t *s, const sg_workload_t *wl) {
   s->slot_bytes = s->cap > s->stride * (size_t)s->nsl ? s->cap : s->stride * (size_t)s->nsl;
   if (!s->sliced) return SG_OK;
   size_t N = (size_t)s->N, C = (size_t)s->nsl;
-  if (!(s->got = calloc(C, sizeof *s->got)) || !(s->applied = calloc(C, sizeof *s->applied)) ||
-      !(s->next = calloc(N, sizeof *s->next)) || !(s->arrived = calloc(N * C, sizeof *s->arrived)) ||
-      !(s->rreq = calloc(N * C, sizeof *s->rreq)) || !(s->sopt = calloc(C, sizeof *s->sopt)))
+  /* never folded (sg_msg_calloc, core/msgbuf.h): under compute: modeled an
+   * ordinary calloc of 64 KiB or more is one block shared by every
+   * simulated rank and every other such block, and N x nsl reaches it
+   * (8-byte entries: N = 32 at 64 MB's 486 slices), where the payloads
+   * written into the shared block overwrote the requests (SIGSEGV in
+   * MPI_Wait) */
+  if (!(s->got = sg_msg_calloc(C, sizeof *s->got)) ||
+      !(s->applied = sg_msg_calloc(C, sizeof *s->applied)) ||
+      !(s->next = sg_msg_calloc(N, sizeof *s->next)) ||
+      !(s->arrived = sg_msg_calloc(N * C, sizeof *s->arrived)) ||
+      !(s->rreq = sg_msg_calloc(N * C, sizeof *s->rreq)) ||
+      !(s->sopt = sg_msg_calloc(C, sizeof *s->sopt)))
     return sg_err_set(SG_ENOMEM, "ps server %d: state of %zu slices", s->k, C);
   for (int c = 0; c < s->nsl; c++)
     SG_CHECK(sg_optim_new(&s->sopt[c], s->ctx->opts, slice_n(s, c),

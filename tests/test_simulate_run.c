@@ -21,7 +21,9 @@
  *    two servers take under 0.6 of one server's time per step where the
  *    servers' links bind (2 N M / (S B): half); its payloads are folded:
  *    a run whose unfolded message buffers exceed a memory cgroup's limit
- *    ends ok in it;
+ *    ends ok in it; a sliced server's per-slice state (N x slices
+ *    entries, 64 KiB or more at N = 17 in 64-B slices) is not folded: the
+ *    run ends ok (it crashed by SIGSEGV when it was);
  *  - simulate.eager reaches SMPI: sync ps with shards below 64 KiB, once
  *    with eager: simgrid (SimGrid's thresholds: a message moves once a
  *    receive matches it, so both servers pull the same worker's push at
@@ -233,6 +235,33 @@ TEST(ps_modeled_runs) {
           per[1], per[1] / per[0]);
   CHECK_MSG(per[0] > 0.4 && per[1] < 0.6 * per[0], "S = 1: %.4f s, S = 2: %.4f s per step", per[0],
             per[1]);
+}
+
+/* compute: modeled folds every malloc and calloc of 64 KiB or more, and
+ * all of them share one block of memory: a sliced ps server's state of
+ * N x slices 8-byte entries (each slice's reply request and push arrival
+ * time) must not be folded, or the arrival times overwrite the requests
+ * and the server's MPI_Wait reads a double as a request (SIGSEGV; ps S = 1
+ * at 64 MB crashed so from N = 32 on: 32 x 486 x 8 B).  Sync ps, softmax
+ * (7,850 parameters) in slices of 64 B (491 slices), N = 17: 17 x 491 x 8
+ * = 66,776 B, over the 65,536 (N = 16 is under it and ran either way).
+ * The run ends ok with every step of every rank. */
+TEST(ps_modeled_slice_state_unfolded) {
+  skip_without_simgrid();
+  char db[256];
+  CHECK_EQ_INT(sim_experiment("simpsstate",
+                              "name: simulate-ps-slice-state\n"
+                              "workers: 17\n"
+                              "workload: {dataset: synthetic, features: 784, train_samples: 1024,\n"
+                              "           test_samples: 64, model: softmax, batch: 16,\n"
+                              "           max_steps: 2, eval_every: 1000000}\n"
+                              "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
+                              "engines: [{engine: ps, servers: 1, transport: mpi, slice: 64,\n"
+                              "           slice_from: 0}]\n",
+                              db, sizeof db),
+               0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 18 * 2);
 }
 
 /* simulate.eager: SMPI moves a message below it as soon as it is sent.
