@@ -6,6 +6,8 @@
  *       probe(ANY source)             -> who sent how many bytes (deadline!)
  *       recv into that worker's push slot (sync) or the scratch buffer
  *       (simulated: one blocking recv into scratch, receive_blocking)
+ *       (sliced over mpi: a receive posted per worker into the slot
+ *       of its next slice, the first to complete, receive_posted)
  *       check the header against this shard; reject + count if bad
  *       PUSH: sync: keep; when all N are in: sum, scale 1/N, apply, release
  *             sync with slices: per slice, the same, and the slice goes
@@ -107,7 +109,7 @@ typedef struct server {
   sg_optim_t **sopt;      /* [nsl] the optimizer of each slice */
   unsigned char *rep;     /* [nsl] [hdr | params slice] replies */
   sg_req_t **rreq;        /* [nsl * N] their sends */
-  int posted;             /* receives stay posted per worker (posted_next) */
+  int posted;             /* sliced over mpi: a receive posted per worker (receive_posted) */
   sg_req_t **preq;        /* [N] posted: worker w's receive, into pslot[w] */
   unsigned char **pslot;  /* [N] posted: where preq[w] receives */
 } server_t;
@@ -784,6 +786,12 @@ static int post_receives(server_t *s) {
 static int receive_posted(server_t *s, unsigned char **buf, sg_status_t *st, int *handled) {
   sg_comm_t *c = s->ctx->comm;
   SG_CHECK(post_receives(s));
+  int any = 0;
+  for (int w = 0; w < s->N; w++) any |= s->preq[w] != NULL;
+  if (!any) /* every worker still training pushed the whole step, yet it is incomplete */
+    return sg_err_set(SG_EPROTO, "ps server %d (rank %d): step %lld incomplete with no worker "
+                      "left to push it (%d of %d workers done)", s->k, s->ctx->rank,
+                      (long long)s->version, s->ndone, s->N);
   double t = sg_now();
   int i = -1, rc = sg_waitany_within(c, probe_wait(s, c->deadline_s), s->N, s->preq, &i, st);
   s->wait_s += sg_now() - t;
@@ -845,7 +853,7 @@ static int receive_next(server_t *s, unsigned char **buf, sg_status_t *st, int *
 
 static int serve_one(server_t *s) {
   sg_status_t st;
-  unsigned char *buf;
+  unsigned char *buf = NULL;
   int handled, rc;
   SG_CHECK(receive_next(s, &buf, &st, &handled));
   if (handled) return SG_OK;
