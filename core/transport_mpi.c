@@ -124,7 +124,10 @@ static int mq_finish(mcomm_t *m, sg_req_t *q, int e, const MPI_Status *s, sg_sta
  * st (recv) and the byte counters. */
 static int mq_wait_one(mcomm_t *m, sg_req_t *q, double t0, sg_status_t *st) {
   sg_comm_t *c = &m->base;
-  MPI_Status s;
+  /* MPI_Test and MPI_Wait do not set MPI_ERROR on success (only the
+   * multiple-completion calls do, with MPI_ERR_IN_STATUS): mq_finish
+   * reads it, so it starts as success, never as the stack's leftovers */
+  MPI_Status s = {.MPI_ERROR = MPI_SUCCESS};
   int flag = 0, spins = 0;
   for (;;) {
 #ifdef SG_SMPI
@@ -275,7 +278,7 @@ static int mpi_wait_(sg_comm_t *c, sg_req_t **req, sg_status_t *st) {
  * Simulated: MPI_Waitany, one wait in the simulator (MQ_BLOCKING). */
 static int mpi_waitany_(sg_comm_t *c, int n, sg_req_t **reqs, int *index, sg_status_t *st) {
   mcomm_t *m = (mcomm_t *)c;
-  MPI_Status s;
+  MPI_Status s = {.MPI_ERROR = MPI_SUCCESS}; /* as mq_wait_one */
   int e = MPI_SUCCESS, i = -1;
   *index = -1;
 #ifdef SG_SMPI
