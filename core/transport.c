@@ -122,6 +122,19 @@ int sg_wait_within(sg_comm_t *c, double deadline_s, sg_req_t **r, sg_status_t *s
   return rc;
 }
 
+int sg_waitany_within(sg_comm_t *c, double deadline_s, int n, sg_req_t **reqs, int *index,
+                      sg_status_t *st) {
+  *index = -1;
+  if (!c->ops->waitany)
+    return sg_err_set(SG_EINVAL, "waitany: rank %d: the %s transport has none", c->rank,
+                      c->ops->name);
+  double d0 = c->deadline_s;
+  c->deadline_s = deadline_s;
+  int rc = c->ops->waitany(c, n, reqs, index, st);
+  c->deadline_s = d0;
+  return rc;
+}
+
 int sg_comm_recv_timeout(const sg_comm_t *c, int src, int tag, double waited) {
   char tb[32], ws[32];
   if (src != SG_ANY_SOURCE)

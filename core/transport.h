@@ -64,6 +64,14 @@ struct sg_comm_ops {
   int (*wait)(sg_comm_t *c, sg_req_t **req, sg_status_t *st);
   /* Block until a matching message is available; fill st, leave it queued. */
   int (*probe)(sg_comm_t *c, int src, int tag, sg_status_t *st);
+  /* Complete whichever of reqs[0..n) completes first (NULL entries are
+   * skipped): *index is its place, and it is freed (reqs[*index] = NULL)
+   * whether it succeeded or failed (a message longer than its buffer:
+   * SG_ETRUNC, *index naming it).  Past the deadline SG_ETIMEOUT, *index
+   * -1, and every request stays posted.  NULL where the transport has
+   * none (zmq: a message moves when sent, so a posted receive does not
+   * change when its bytes move; sg_comm_has_waitany). */
+  int (*waitany)(sg_comm_t *c, int n, sg_req_t **reqs, int *index, sg_status_t *st);
   int (*barrier)(sg_comm_t *c);
   void (*destroy)(sg_comm_t *c);
 };
@@ -110,6 +118,11 @@ int sg_recv_within(sg_comm_t *c, double deadline_s, int src, int tag, void *buf,
 int sg_probe_within(sg_comm_t *c, double deadline_s, int src, int tag, sg_status_t *st);
 /* sg_wait on a request, waiting at most `deadline_s` seconds for it. */
 int sg_wait_within(sg_comm_t *c, double deadline_s, sg_req_t **r, sg_status_t *st);
+/* The comm's waitany, waiting at most `deadline_s` seconds (SG_EINVAL
+ * where the transport has none: check sg_comm_has_waitany). */
+int sg_waitany_within(sg_comm_t *c, double deadline_s, int n, sg_req_t **reqs, int *index,
+                      sg_status_t *st);
+static inline int sg_comm_has_waitany(const sg_comm_t *c) { return c->ops->waitany != NULL; }
 
 /* NULL-safe; nulls the pointer. */
 void sg_comm_destroy(sg_comm_t **c);

@@ -84,11 +84,50 @@ static int mq_count(const sg_comm_t *c, size_t n, int *out) {
   return 0;
 }
 
+/* What a request's completion (MPI error code e, status s) means: an
+ * error (SG_ETRUNC for a receive longer than its buffer), or success with
+ * st (recv) and the byte counters filled. */
+static int mq_finish(mcomm_t *m, sg_req_t *q, int e, const MPI_Status *s, sg_status_t *st) {
+  sg_comm_t *c = &m->base;
+  if (e != MPI_SUCCESS && e != MPI_ERR_IN_STATUS) {
+    if (q->kind == MQ_RECV) {
+      int cls = 0;
+      MPI_Error_class(e, &cls);
+      if (cls == MPI_ERR_TRUNCATE)
+        return sg_err_set(SG_ETRUNC, "rank %d: message from rank %d (%s), "
+                          "tag %d, is longer than the receive buffer of %zu "
+                          "bytes", c->rank, s->MPI_SOURCE,
+                          s->MPI_SOURCE >= 0 && s->MPI_SOURCE < c->size
+                              ? c->hosts[s->MPI_SOURCE] : "?",
+                          s->MPI_TAG, q->len);
+    }
+    return mq_mpierr(c, q->kind == MQ_RECV ? "MPI_Irecv" : "MPI_Isend", e);
+  }
+  if (q->kind == MQ_SEND) {
+    c->sent[q->peer] += q->len;
+    if (st) *st = (sg_status_t){c->rank, q->tag, q->len};
+    return 0;
+  }
+  if (s->MPI_ERROR == MPI_ERR_TRUNCATE)
+    return sg_err_set(SG_ETRUNC, "rank %d: message from rank %d (%s), tag %d, "
+                      "is longer than the receive buffer of %zu bytes",
+                      c->rank, s->MPI_SOURCE, c->hosts[s->MPI_SOURCE], s->MPI_TAG,
+                      q->len);
+  int n = 0;
+  MPI_Get_count(s, MPI_BYTE, &n);
+  c->recvd[s->MPI_SOURCE] += (uint64_t)n;
+  if (st) *st = (sg_status_t){s->MPI_SOURCE, s->MPI_TAG, (size_t)n};
+  return 0;
+}
+
 /* Complete one request within the deadline (from t0).  On success fills
  * st (recv) and the byte counters. */
 static int mq_wait_one(mcomm_t *m, sg_req_t *q, double t0, sg_status_t *st) {
   sg_comm_t *c = &m->base;
-  MPI_Status s;
+  /* MPI_Test and MPI_Wait do not set MPI_ERROR on success (only the
+   * multiple-completion calls do, with MPI_ERR_IN_STATUS): mq_finish
+   * reads it, so it starts as success, never as the stack's leftovers */
+  MPI_Status s = {.MPI_ERROR = MPI_SUCCESS};
   int flag = 0, spins = 0;
   for (;;) {
 #ifdef SG_SMPI
@@ -97,20 +136,7 @@ static int mq_wait_one(mcomm_t *m, sg_req_t *q, double t0, sg_status_t *st) {
 #else
     int e = MPI_Test(&q->r, &flag, &s);
 #endif
-    if (e != MPI_SUCCESS && e != MPI_ERR_IN_STATUS) {
-      if (q->kind == MQ_RECV) {
-        int cls = 0;
-        MPI_Error_class(e, &cls);
-        if (cls == MPI_ERR_TRUNCATE)
-          return sg_err_set(SG_ETRUNC, "rank %d: message from rank %d (%s), "
-                            "tag %d, is longer than the receive buffer of %zu "
-                            "bytes", c->rank, s.MPI_SOURCE,
-                            s.MPI_SOURCE >= 0 && s.MPI_SOURCE < c->size
-                                ? c->hosts[s.MPI_SOURCE] : "?",
-                            s.MPI_TAG, q->len);
-      }
-      return mq_mpierr(c, q->kind == MQ_RECV ? "MPI_Irecv" : "MPI_Isend", e);
-    }
+    if (e != MPI_SUCCESS && e != MPI_ERR_IN_STATUS) return mq_finish(m, q, e, &s, st);
     if (flag) break;
     if (++spins > MQ_SPINS) {
       if (sg_now() - t0 >= c->deadline_s) {
@@ -125,21 +151,7 @@ static int mq_wait_one(mcomm_t *m, sg_req_t *q, double t0, sg_status_t *st) {
       sched_yield();
     }
   }
-  if (q->kind == MQ_SEND) {
-    c->sent[q->peer] += q->len;
-    if (st) *st = (sg_status_t){c->rank, q->tag, q->len};
-    return 0;
-  }
-  if (s.MPI_ERROR == MPI_ERR_TRUNCATE)
-    return sg_err_set(SG_ETRUNC, "rank %d: message from rank %d (%s), tag %d, "
-                      "is longer than the receive buffer of %zu bytes",
-                      c->rank, s.MPI_SOURCE, c->hosts[s.MPI_SOURCE], s.MPI_TAG,
-                      q->len);
-  int n = 0;
-  MPI_Get_count(&s, MPI_BYTE, &n);
-  c->recvd[s.MPI_SOURCE] += (uint64_t)n;
-  if (st) *st = (sg_status_t){s.MPI_SOURCE, s.MPI_TAG, (size_t)n};
-  return 0;
+  return mq_finish(m, q, MPI_SUCCESS, &s, st);
 }
 
 static int mq_post(mcomm_t *m, MPI_Comm comm, int kind, int peer, int tag,
@@ -261,6 +273,53 @@ static int mpi_wait_(sg_comm_t *c, sg_req_t **req, sg_status_t *st) {
   return rc;
 }
 
+/* The first of reqs[0..n) to complete (transport.h).  Real MPI: a test
+ * of each in turn, as mq_wait_one's loop; a timeout leaves them posted.
+ * Simulated: MPI_Waitany, one wait in the simulator (MQ_BLOCKING). */
+static int mpi_waitany_(sg_comm_t *c, int n, sg_req_t **reqs, int *index, sg_status_t *st) {
+  mcomm_t *m = (mcomm_t *)c;
+  MPI_Status s = {.MPI_ERROR = MPI_SUCCESS}; /* as mq_wait_one */
+  int e = MPI_SUCCESS, i = -1;
+  *index = -1;
+#ifdef SG_SMPI
+  MPI_Request *rs = malloc((size_t)(n > 0 ? n : 1) * sizeof *rs);
+  if (!rs) return sg_err_set(SG_ENOMEM, "waitany: rank %d: no memory", c->rank);
+  for (int j = 0; j < n; j++) rs[j] = reqs[j] ? reqs[j]->r : MPI_REQUEST_NULL;
+  e = MPI_Waitany(n, rs, &i, &s);
+  free(rs);
+  if (i == MPI_UNDEFINED || i < 0) {
+    if (e != MPI_SUCCESS) return mq_mpierr(c, "MPI_Waitany", e);
+    return sg_err_set(SG_EINVAL, "waitany: rank %d: no request", c->rank);
+  }
+#else
+  double t0 = sg_now();
+  int any = 0, spins = 0;
+  for (int j = 0; j < n; j++) any |= reqs[j] != NULL;
+  if (!any) return sg_err_set(SG_EINVAL, "waitany: rank %d: no request", c->rank);
+  for (;;) {
+    int flag = 0;
+    for (int j = 0; j < n && !flag; j++) {
+      if (!reqs[j]) continue;
+      e = MPI_Test(&reqs[j]->r, &flag, &s);
+      if (e != MPI_SUCCESS && e != MPI_ERR_IN_STATUS) flag = 1;
+      if (flag) i = j;
+    }
+    if (flag) break;
+    if (++spins > MQ_SPINS) {
+      if (sg_now() - t0 >= c->deadline_s)
+        return sg_comm_recv_timeout(c, SG_ANY_SOURCE, SG_ANY_TAG, sg_now() - t0);
+      sched_yield();
+    }
+  }
+#endif
+  *index = i;
+  int rc = mq_finish(m, reqs[i], e, &s, st);
+  free(reqs[i]);
+  reqs[i] = NULL;
+  if (rc < 0) sg_err_trace_push(__FILE__, __LINE__);
+  return rc;
+}
+
 static int mpi_probe_(sg_comm_t *c, int src, int tag, sg_status_t *st) {
   mcomm_t *m = (mcomm_t *)c;
   SG_CHECK(sg_comm_check_peer(c, "probe", src, 1));
@@ -333,6 +392,7 @@ static const struct sg_comm_ops mpi_ops = {
     .irecv = mpi_irecv_,
     .wait = mpi_wait_,
     .probe = mpi_probe_,
+    .waitany = mpi_waitany_,
     .barrier = mpi_barrier_,
     .destroy = mpi_destroy_,
 };

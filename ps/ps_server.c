@@ -6,6 +6,8 @@
  *       probe(ANY source)             -> who sent how many bytes (deadline!)
  *       recv into that worker's push slot (sync) or the scratch buffer
  *       (simulated: one blocking recv into scratch, receive_blocking)
+ *       (sliced over mpi: a receive posted per worker into the slot
+ *       of its next slice, the first to complete, receive_posted)
  *       check the header against this shard; reject + count if bad
  *       PUSH: sync: keep; when all N are in: sum, scale 1/N, apply, release
  *             sync with slices: per slice, the same, and the slice goes
@@ -107,6 +109,9 @@ typedef struct server {
   sg_optim_t **sopt;      /* [nsl] the optimizer of each slice */
   unsigned char *rep;     /* [nsl] [hdr | params slice] replies */
   sg_req_t **rreq;        /* [nsl * N] their sends */
+  int posted;             /* sliced over mpi: a receive posted per worker (receive_posted) */
+  sg_req_t **preq;        /* [N] posted: worker w's receive, into pslot[w] */
+  unsigned char **pslot;  /* [N] posted: where preq[w] receives */
 } server_t;
 
 static int worker_rank(const server_t *s, int w) { return s->S + w; }
@@ -750,6 +755,64 @@ static int receive_blocking(server_t *s, unsigned char **buf, sg_status_t *st) {
 }
 #endif
 
+/* ---- posted receives (sliced, a transport with waitany: mpi) ----------
+ * A sliced server keeps one receive posted per worker, into the slot of
+ * the slice that worker pushes next (once that slot's last reply has
+ * gone), and takes whichever completes first.  With a probe instead
+ * (one message at a time, from whichever worker's came first) a push
+ * sent under a rendezvous protocol (above the eager limit: SimGrid's
+ * own thresholds, or a slice above an MPI library's eager limit) moved
+ * only once its receive was posted, so the server's link carried one
+ * push at a time, and with S >= 2 every server took the same worker's
+ * push at once and shared that worker's link: S = 2 no faster than
+ * S = 1 (docs/engines/ps.md, "Slices").  No receive is posted for a
+ * worker whose initial PULL is held (the slices go out from its slots),
+ * that pushed every slice of the step (its next message is the next
+ * step's, after the replies), or that is done or dead.  Only workers
+ * send to a server; a message from any other rank is never taken. */
+static int post_receives(server_t *s) {
+  for (int w = 0; w < s->N; w++) {
+    if (s->preq[w] || s->done[w] || s->dead[w] || s->have[w] || s->pend[w].active) continue;
+    SG_CHECK(wait_reply(s, w, s->next[w]));
+    s->pslot[w] = slot_at(s, w, s->next[w]);
+    int rc = sg_irecv(s->ctx->comm, worker_rank(s, w), SG_ANY_TAG, s->pslot[w], s->stride,
+                      &s->preq[w]);
+    if (rc < 0) return rc;
+  }
+  return SG_OK;
+}
+
+/* The next message of the posted path: *buf, *st as receive_next. */
+static int receive_posted(server_t *s, unsigned char **buf, sg_status_t *st, int *handled) {
+  sg_comm_t *c = s->ctx->comm;
+  SG_CHECK(post_receives(s));
+  int any = 0;
+  for (int w = 0; w < s->N; w++) any |= s->preq[w] != NULL;
+  if (!any) /* every worker still training pushed the whole step, yet it is incomplete */
+    return sg_err_set(SG_EPROTO, "ps server %d (rank %d): step %lld incomplete with no worker "
+                      "left to push it (%d of %d workers done)", s->k, s->ctx->rank,
+                      (long long)s->version, s->ndone, s->N);
+  double t = sg_now();
+  int i = -1, rc = sg_waitany_within(c, probe_wait(s, c->deadline_s), s->N, s->preq, &i, st);
+  s->wait_s += sg_now() - t;
+  if (rc == SG_ETIMEOUT) {
+    sg_err_clear();
+    *handled = 1;
+    return on_silence(s);
+  }
+  if (rc == SG_ETRUNC && i >= 0) { /* taken off the queue by the failed receive */
+    char why[96];
+    snprintf(why, sizeof why, "larger than any valid message from a worker (%zu B)", s->stride);
+    sg_err_clear();
+    reject(s, worker_rank(s, i), why);
+    *handled = 1;
+    return SG_OK;
+  }
+  SG_CHECK(rc);
+  *buf = s->pslot[i];
+  return SG_OK;
+}
+
 /* The next message, received into choose_buf's buffer (*buf, *st).
  * *handled: it was dealt with here (a silence, or a message too large
  * for any valid one, drained and rejected); nothing left to do. */
@@ -757,6 +820,7 @@ static int receive_next(server_t *s, unsigned char **buf, sg_status_t *st, int *
   sg_comm_t *c = s->ctx->comm;
   double t = sg_now();
   *handled = 0;
+  if (s->posted) return receive_posted(s, buf, st, handled);
 #ifdef SG_SMPI
   if (!s->sliced) return receive_blocking(s, buf, st);
 #endif
@@ -789,7 +853,7 @@ static int receive_next(server_t *s, unsigned char **buf, sg_status_t *st, int *
 
 static int serve_one(server_t *s) {
   sg_status_t st;
-  unsigned char *buf;
+  unsigned char *buf = NULL;
   int handled, rc;
   SG_CHECK(receive_next(s, &buf, &st, &handled));
   if (handled) return SG_OK;
@@ -879,6 +943,10 @@ static int slices_new(server_t *s, const sg_workload_t *wl) {
       !(s->rreq = sg_msg_calloc(N * C, sizeof *s->rreq)) ||
       !(s->sopt = sg_msg_calloc(C, sizeof *s->sopt)))
     return sg_err_set(SG_ENOMEM, "ps server %d: state of %zu slices", s->k, C);
+  s->posted = sg_comm_has_waitany(s->ctx->comm);
+  if (s->posted && (!(s->preq = calloc(N, sizeof *s->preq)) ||
+                    !(s->pslot = calloc(N, sizeof *s->pslot))))
+    return sg_err_set(SG_ENOMEM, "ps server %d: posted receives of %zu workers", s->k, N);
   for (int c = 0; c < s->nsl; c++)
     SG_CHECK(sg_optim_new(&s->sopt[c], s->ctx->opts, slice_n(s, c),
                           sg_workload_steps_per_epoch(wl), sg_workload_total_steps(wl)));
@@ -889,6 +957,18 @@ static int slices_new(server_t *s, const sg_workload_t *wl) {
  * returns whether the slots may be freed. */
 static int slices_drain(server_t *s) {
   int clear = 1;
+  for (int w = 0; s->preq && w < s->N; w++) {
+    if (!s->preq[w]) continue;
+#ifdef SG_SMPI
+    clear = 0; /* a simulated wait has no deadline (core/transport_mpi.c): keep the slot */
+#else
+    /* a receive still posted (a failed run): cancelled once its short wait ends */
+    if (sg_wait_within(s->ctx->comm, 0.01, &s->preq[w], NULL) < 0) sg_err_clear();
+    if (s->preq[w]) clear = 0;
+#endif
+  }
+  free(s->pslot);
+  if (clear) free(s->preq);
   for (size_t i = 0; s->rreq && i < (size_t)s->N * (size_t)s->nsl; i++) {
     if (s->rreq[i] && sg_wait_within(s->ctx->comm, 2.0, &s->rreq[i], NULL) < 0) {
       sg_err_clear();

@@ -31,6 +31,9 @@
  *    cluster's eager limit: the pushes move when sent): communication per
  *    step within 10 % of 2 N K / (S B) by default, at least 1.15 times
  *    longer with simgrid, and run_info records each value;
+ *  - sliced ps with SimGrid's thresholds: communication per step within
+ *    10 % of T (1 + 1/C), T = N K / (S B), for S = 1 and 2, and S = 2 at
+ *    most 0.6 of S = 1 (each server keeps a receive posted per worker);
  *  - the step-calibration cache reuses only a measurement taken at a load
  *    within its cores (planted lines of load 9 on 2 cores and without a
  *    load are measured again, one of load 0.5 reused), executed compute
@@ -305,6 +308,50 @@ TEST(eager_setting_reaches_smpi) {
             comm[1], want);
   CHECK_MSG(comm[0] >= 1.15 * comm[1], "eager simgrid: %.4f s, default: %.4f s: the setting did not "
             "change the simulation", comm[0], comm[1]);
+}
+
+/* Sliced ps under SimGrid's thresholds (eager: simgrid: a push's bytes
+ * move only once a receive matches it).  Sync, N = 4, mlp 784-128-10
+ * (101,770 parameters, K = 407,080 B), 16 KiB slices (slice_from 0: S = 1
+ * is 25 slices, S = 2 two shards of 13), 1 Gbit/s, 1 us.  A server keeps a
+ * receive posted per worker, so its link carries the N workers' pushes at
+ * once and the replies of slice c go out while slice c + 1 comes in:
+ * communication per step T (1 + 1/C), T = N K / (S B) (docs/model.md,
+ * "Slices"; the 64-B headers and latencies are under 2 % here), and
+ * S = 2 about half of S = 1.  With one probe-then-receive at a time both
+ * servers took the same worker's slice at once and shared its link: S = 2
+ * took as long as S = 1.  Simulated times: the same on every machine. */
+TEST(sliced_ps_servers_halve_the_step) {
+  skip_without_simgrid();
+  char db[256];
+  CHECK_EQ_INT(sim_experiment("simslice",
+                              "name: simulate-sliced-ps\n"
+                              "workload: {dataset: fashion-mnist, model: mlp, hidden: [128], batch: 16,\n"
+                              "           max_steps: 4, eval_every: 1000000}\n"
+                              "workers: 4\n"
+                              "simulate: {link: 1gbit, latency: 1us, compute: modeled, eager: simgrid}\n"
+                              "engines:\n"
+                              "  - {engine: ps, servers: 1, transport: mpi, slice: 16K, slice_from: 0}\n"
+                              "  - {engine: ps, servers: 2, transport: mpi, slice: 16K, slice_from: 0}\n",
+                              db, sizeof db),
+               0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 2);
+  const double N = 4, K = 101770 * 4.0, B = 1e9 / 8, C[2] = {25, 13};
+  double comm[2], want[2];
+  for (int id = 1; id <= 2; id++) {
+    char sql[320];
+    snprintf(sql, sizeof sql, "SELECT 1e6 * AVG(comm_s + wait_s) FROM steps WHERE run_id = %d "
+             "AND role = 'worker' AND step >= 1", id);
+    comm[id - 1] = (double)ru_db_int(db, sql) / 1e6;
+    want[id - 1] = N * K / (id * B) * (1 + 1 / C[id - 1]);
+  }
+  fprintf(stderr, "sliced ps: %.4f s per step with S = 1 (T (1 + 1/C) = %.4f), %.4f s with S = 2 "
+          "(%.4f): %.2f of S = 1\n", comm[0], want[0], comm[1], want[1], comm[1] / comm[0]);
+  for (int i = 0; i < 2; i++)
+    CHECK_MSG(fabs(comm[i] / want[i] - 1) <= 0.10, "S = %d: %.4f s per step, not within 10 %% of "
+              "T (1 + 1/C) = %.4f s", i + 1, comm[i], want[i]);
+  CHECK_MSG(comm[1] <= 0.6 * comm[0], "S = 2: %.4f s per step, S = 1: %.4f s: two servers do not "
+            "halve the step", comm[1], comm[0]);
 }
 
 /* One run (compute: `compute`) with the calibration cache in cache/ of
