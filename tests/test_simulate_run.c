@@ -21,7 +21,8 @@
  *    two servers take under 0.6 of one server's time per step where the
  *    servers' links bind (2 N M / (S B): half); its payloads are folded:
  *    a run whose unfolded message buffers exceed a memory cgroup's limit
- *    ends ok in it;
+ *    ends ok in it; a sliced worker's request pointers (2 x slices,
+ *    64 KiB or more from 4,096 slices) are not folded: the run ends ok;
  *  - simulate.eager reaches SMPI: sync ps with shards below 64 KiB, once
  *    with eager: simgrid (SimGrid's thresholds: a message moves once a
  *    receive matches it, so both servers pull the same worker's push at
@@ -679,4 +680,32 @@ TEST(ps_modeled_folds_payloads) {
   CHECK_EQ_INT(rc, 0);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 5 * 3);
+}
+
+/* compute: modeled folds every malloc and calloc of 64 KiB or more into
+ * one block that all simulated ranks and all such allocations share: a
+ * ps worker's request pointers (two per slice: its push and the reply
+ * it receives) must not be folded, or the other ranks' requests and
+ * folded payloads overwrite them and MPI_Wait reads a request that is
+ * not the worker's.  Sync ps, S = 2, N = 2, mlp 784-100-10 (79,510
+ * parameters) in slices of 64 B: 4,970 slices, 2 x 4,970 x 8 = 79,520 B
+ * of worker requests (over 65,536), while each server's per-slice state
+ * (N x 2,485 x 8 = 39,760 B) stays under the threshold either way.  The
+ * run ends ok with every step of every rank. */
+TEST(ps_modeled_worker_requests_unfolded) {
+  skip_without_simgrid();
+  char db[256];
+  CHECK_EQ_INT(sim_experiment("simpsreq",
+                              "name: simulate-ps-worker-requests\n"
+                              "workers: 2\n"
+                              "workload: {dataset: synthetic, features: 784, train_samples: 1024,\n"
+                              "           test_samples: 64, model: mlp, hidden: [100], batch: 16,\n"
+                              "           max_steps: 2, eval_every: 1000000}\n"
+                              "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
+                              "engines: [{engine: ps, servers: 2, transport: mpi, slice: 64,\n"
+                              "           slice_from: 0}]\n",
+                              db, sizeof db),
+               0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 4 * 2);
 }
