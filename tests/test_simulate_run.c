@@ -709,3 +709,26 @@ TEST(ps_modeled_worker_requests_unfolded) {
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 4 * 2);
 }
+
+/* The same for the allreduce engine's request array: rhd keeps one
+ * request per segment of the vector, and in 64-B segments mlp 784-200-10
+ * (159,010 parameters) needs 9,942 of them (79,536 B, over 65,536).  N = 2,
+ * modeled compute: the run ends ok (with the old calloc the simulation
+ * died by SIGSEGV). */
+TEST(rhd_modeled_requests_unfolded) {
+  skip_without_simgrid();
+  char db[256];
+  CHECK_EQ_INT(sim_experiment("simrhdreq",
+                              "name: simulate-rhd-requests\n"
+                              "workers: 2\n"
+                              "workload: {dataset: synthetic, features: 784, train_samples: 1024,\n"
+                              "           test_samples: 64, model: mlp, hidden: [200], batch: 16,\n"
+                              "           max_steps: 2, eval_every: 1000000}\n"
+                              "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
+                              "engines: [{engine: allreduce, algorithm: rhd, transport: mpi,\n"
+                              "           segment: 64}]\n",
+                              db, sizeof db),
+               0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 2 * 2);
+}
