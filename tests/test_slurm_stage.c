@@ -44,6 +44,7 @@
 
 #include "auth.h"
 #include "err.h"
+#include "proc.h"
 #include "run_util.h"
 #include "stage.h"
 
@@ -55,11 +56,26 @@
 static char g_dir[128], g_sock[192];
 static const char *g_rank_sock; /* the rank's SGDLAB_MUNGE_SOCKET; NULL: g_sock */
 static pid_t g_munged = -1;
+static unsigned long long g_munged_start; /* its start time, read right after its pid */
+
+/* A pidfd of munged, or -1 when g_munged is no longer it (it ended by
+ * itself and the pid may be another process's by now): opened first,
+ * checked after, so a signal through it reaches munged or nobody. */
+static int munged_pidfd(void) {
+  int pfd = (int)syscall(SYS_pidfd_open, g_munged, 0);
+  if (pfd >= 0 && (!g_munged_start || sg_proc_start(g_munged) != g_munged_start)) {
+    close(pfd);
+    pfd = -1;
+  }
+  return pfd;
+}
 
 static void munged_stop(void) {
   if (g_munged <= 0) return;
-  int pfd = (int)syscall(SYS_pidfd_open, g_munged, 0);
-  kill(g_munged, SIGTERM);
+  /* through a checked pidfd: a munged that ended by itself leaves its pid
+   * to be reused, and a kill by pid would reach whoever has it now */
+  int pfd = munged_pidfd();
+  if (pfd >= 0) syscall(SYS_pidfd_send_signal, pfd, SIGTERM, NULL, 0);
   struct pollfd p = {pfd, POLLIN, 0};
   if (pfd >= 0) poll(&p, 1, 10000), close(pfd); /* readable when it has exited */
   g_munged = -1;
@@ -74,7 +90,7 @@ static void munged_stop(void) {
  * read sees EOF and, when munged still runs (munged_stop did not), the
  * guard stops it through the pidfd and removes the directory. */
 static void munged_guard(void) {
-  int p[2], pfd = (int)syscall(SYS_pidfd_open, g_munged, 0);
+  int p[2], pfd = munged_pidfd();
   if (pfd < 0 || pipe2(p, O_CLOEXEC) < 0) {
     fprintf(stderr, "  no guard for munged (%s): a kill of this test would leave it\n",
             strerror(errno));
@@ -122,6 +138,7 @@ static int munged_start(void) {
   char *p = ru_slurp(pid, 64);
   g_munged = p ? atoi(p) : -1;
   free(p);
+  g_munged_start = g_munged > 0 ? sg_proc_start(g_munged) : 0;
   if (g_munged > 0) munged_guard();
   atexit(munged_stop);
   return g_munged > 0 ? 0 : -1;
