@@ -732,3 +732,28 @@ TEST(rhd_modeled_requests_unfolded) {
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 2 * 2);
 }
+
+/* Sparse ps under compute: modeled: the data is not loaded, so a worker
+ * cannot say which coordinates a step needs; the run fails, and its error
+ * must say why (the workload's message), not a bare "invalid argument"
+ * (what it said while ps_needs_new cleared that message).  Not yet
+ * refused before launch. */
+TEST(sparse_ps_modeled_says_why_it_fails) {
+  skip_without_simgrid();
+  char db[256], err[512];
+  int rc = sim_experiment("simsparse",
+                          "name: simulate-ps-sparse-modeled\n"
+                          "workers: 2\n"
+                          "workload: {dataset: clicks, model: embedding, fields: 4,\n"
+                          "           table_rows: 4096, embed_dim: 8, hidden: [16],\n"
+                          "           keys_per_field: 3000, batch: 16, train_samples: 4000,\n"
+                          "           test_samples: 500, max_steps: 3, eval_every: 1000000}\n"
+                          "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
+                          "engines: [{engine: ps, mode: sync, sparse: true, servers: 1,\n"
+                          "           transport: mpi}]\n",
+                          db, sizeof db);
+  ru_db_text_into(db, "SELECT error FROM runs", err, sizeof err);
+  fprintf(stderr, "sparse ps, modeled: exit %d: %s\n", rc, err);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'failed'"), 1);
+  CHECK_STR_CONTAINS(err, "training set");
+}
