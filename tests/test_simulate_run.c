@@ -23,6 +23,8 @@
  *    a run whose unfolded message buffers exceed a memory cgroup's limit
  *    ends ok in it; a sliced worker's request pointers (2 x slices,
  *    64 KiB or more from 4,096 slices) are not folded: the run ends ok;
+ *    so are rhd's (one per segment); sparse ps, which cannot run
+ *    modeled, fails saying why;
  *  - simulate.eager reaches SMPI: sync ps with shards below 64 KiB, once
  *    with eager: simgrid (SimGrid's thresholds: a message moves once a
  *    receive matches it, so both servers pull the same worker's push at
