@@ -22,12 +22,14 @@ int ps_needs_new(ps_needs_t **out, sg_workload_t *wl, const sg_opts_t *o) {
   /* Ask for step 0 with no room: SG_ERANGE says the workload can tell. */
   size_t need = 0;
   int rc = sg_workload_sparse_coords(wl, 0, NULL, 0, &need);
-  sg_err_clear();
   if (rc == SG_EUNSUPPORTED) {
+    sg_err_clear();
     n->all = 1;
   } else if (rc != SG_ERANGE && rc < 0) {
-    ps_needs_destroy(&n);
+    ps_needs_destroy(&n); /* the workload's own message stays */
     return rc;
+  } else {
+    sg_err_clear();
   }
   *out = n;
   return SG_OK;

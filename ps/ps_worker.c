@@ -481,12 +481,17 @@ static int buffers_new(worker_t *wk) {
         !(wk->rep[k] = sg_msg_malloc_framed(rep, frame ? frame : rep, hdrsz(), cfg->fold)))
       return sg_err_set(SG_ENOMEM, "ps worker %d: buffers of shard %d", wk->w, k);
   }
-  if (!(wk->req = calloc(nreq, sizeof *wk->req)))
+  /* never folded (sg_msg_calloc, core/msgbuf.h): under compute: modeled an
+   * ordinary calloc of 64 KiB or more is one block shared by every
+   * simulated rank and every other such block, and 2 x slices request
+   * pointers reach it from 4,096 slices (64 MB in 16 KiB slices), where
+   * the other ranks' requests and payloads overwrote this worker's */
+  if (!(wk->req = sg_msg_calloc(nreq, sizeof *wk->req)))
     return sg_err_set(SG_ENOMEM, "ps worker %d: %zu requests", wk->w, nreq);
   int total = 0;
   for (int k = 0; k < wk->S; k++) wk->rbase[k] = total, total += wk->nsl[k];
-  if (!(wk->ok = malloc((size_t)total * sizeof *wk->ok)) ||
-      !(wk->osl = malloc((size_t)total * sizeof *wk->osl)))
+  if (!(wk->ok = sg_msg_malloc((size_t)total * sizeof *wk->ok)) ||
+      !(wk->osl = sg_msg_malloc((size_t)total * sizeof *wk->osl)))
     return sg_err_set(SG_ENOMEM, "ps worker %d: push order of %d slices", wk->w, total);
   wk->npush = ps_push_order(wk->S, wk->nsl, wk->ok, wk->osl);
   return SG_OK;

@@ -15,6 +15,10 @@
  *    (this test) and a persistent one (`cluster up` without --owner); and
  *    `--owner` of a process that has ended (a zombie) is refused with one
  *    line and exit 2 before anything is made.
+ *  - `--owner` of another user's process (uid 65534, not this user's) and
+ *    of a thread (not a process) are refused the same way: that user could
+ *    end the process, and a thread can end while its process goes on, and
+ *    either would hand the cluster to the next sweep under whoever uses it.
  *
  * Root; skips otherwise.  Every cluster here is this test's own (tag + its
  * pid); a failed check removes it before the test ends.
@@ -23,7 +27,9 @@
 #include "test.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -212,4 +218,80 @@ TEST(the_cleanup_keeps_live_owners_and_persistent_clusters) {
   CHECK_EQ_INT(np, 2);
   CHECK(persistent);
   CHECK_EQ_INT(cluster_ns_count(live) + cluster_ns_count(pers), 0);
+}
+
+/* `cluster up --name NAME --owner PID` must be refused before anything is
+ * made: exit 2, one line naming --owner and containing `want`. */
+static void refused_owner(const char *name, pid_t pid, const char *want) {
+  char spid[16];
+  snprintf(spid, sizeof spid, "%d", (int)pid);
+  char *up[] = {"sgdlab", "cluster", "up", "--name", (char *)name, "--hosts", "1", "--link",
+                "1gbit", "--owner", spid, NULL};
+  int code = ru_run(up, 1, NULL, g_out, sizeof g_out);
+  fprintf(stderr, "  --owner %s (%s): exit %d: %s", spid, want, code, g_out);
+  int ns = cluster_ns_count(name);
+  down(name);
+  CHECK_EQ_INT(code, 2);
+  CHECK_STR_CONTAINS(g_out, "--owner");
+  CHECK_STR_CONTAINS(g_out, want);
+  CHECK_MSG(strchr(g_out, '\n') == g_out + strlen(g_out) - 1, "more than one line: %s", g_out);
+  CHECK_EQ_INT(ns, 0);
+}
+
+static int g_tid_pipe[2], g_tid_hold[2];
+static void *tid_thread(void *arg) {
+  (void)arg;
+  pid_t tid = (pid_t)syscall(SYS_gettid);
+  char c;
+  if (write(g_tid_pipe[1], &tid, sizeof tid) != (ssize_t)sizeof tid) return NULL;
+  while (read(g_tid_hold[0], &c, 1) < 0 && errno == EINTR) {
+  } /* until the test closes the write end */
+  return NULL;
+}
+
+TEST(owner_of_another_user_or_a_thread_is_refused) {
+  if (!tc_root_or_skip("owner_of_another_user_or_a_thread_is_refused")) return;
+  char other[16], thr[16];
+  tc_name('u', other, sizeof other);
+  tc_name('t', thr, sizeof thr);
+  /* a process of uid 65534 that blocks until its pipe's write end closes */
+  int go[2], hold[2];
+  CHECK(pipe(go) == 0 && pipe(hold) == 0);
+  pid_t u = fork();
+  CHECK(u >= 0);
+  if (u == 0) {
+    char c = 0;
+    close(go[0]);
+    close(hold[1]);
+    if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0) _exit(1);
+    if (write(go[1], &c, 1) != 1) _exit(1);
+    while (read(hold[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    _exit(0);
+  }
+  close(go[1]);
+  close(hold[0]);
+  char c;
+  ssize_t r;
+  while ((r = read(go[0], &c, 1)) < 0 && errno == EINTR) {
+  }
+  close(go[0]);
+  if (r == 1) refused_owner(other, u, "uid 65534");
+  close(hold[1]);
+  waitpid(u, NULL, 0);
+  CHECK_MSG(r == 1, "the uid 65534 child did not start");
+  /* a thread of this test */
+  CHECK(pipe(g_tid_pipe) == 0 && pipe(g_tid_hold) == 0);
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, tid_thread, NULL) == 0);
+  pid_t tid = 0;
+  while ((r = read(g_tid_pipe[0], &tid, sizeof tid)) < 0 && errno == EINTR) {
+  }
+  if (r == (ssize_t)sizeof tid) refused_owner(thr, tid, "a thread of process");
+  close(g_tid_hold[1]);
+  pthread_join(th, NULL);
+  close(g_tid_hold[0]);
+  close(g_tid_pipe[0]);
+  close(g_tid_pipe[1]);
+  CHECK_MSG(r == (ssize_t)sizeof tid, "no thread id");
 }

@@ -41,7 +41,8 @@ static sg_opts_t *make_opts(int workers, const char *dump, const char *const *kv
 }
 
 /* How a thread behaves besides being a plain server or worker. */
-enum { PLAIN = 0, FUZZ_FIRST = 1, DIE_AFTER_ONE_PUSH = 2, TOPK_FUZZ_FIRST = 3, SPARSE_REPLY = 4 };
+enum { PLAIN = 0, FUZZ_FIRST = 1, DIE_AFTER_ONE_PUSH = 2, TOPK_FUZZ_FIRST = 3, SPARSE_REPLY = 4,
+       DONE_AFTER_ONE_PUSH = 5 };
 enum { NTOPK_FUZZ = 4 };
 enum { NFUZZ = 7 };
 
@@ -130,6 +131,18 @@ static int die_after_one_push(sg_comm_t *c, const ps_cfg_t *cfg, size_t n) {
   return rc;
 }
 
+/* A worker that pulls, pushes zeros for step 0, and says DONE to every
+ * server (after one of the run's sync steps). */
+static int done_after_one_push(sg_comm_t *c, const ps_cfg_t *cfg, size_t n) {
+  SG_CHECK(die_after_one_push(c, cfg, n));
+  for (int k = 0; k < cfg->servers; k++) {
+    ps_hdr_t h;
+    ps_hdr_init(&h, PS_DONE, k, 0, 1, 0, 0, 0);
+    SG_CHECK(sg_send(c, k, PS_TAG_REQ, &h, sizeof h));
+  }
+  return SG_OK;
+}
+
 /* A server (shard 0 of 1) that answers the first dense PULL with PARAMS
  * flagged sparse, count = the shard, then waits for the worker to go. */
 static int sparse_reply_server(sg_comm_t *c, size_t n) {
@@ -175,6 +188,8 @@ static int ps_rank(sg_comm_t *c, void *p) {
       if (a->behaviour == FUZZ_FIRST) SG_TRY(send_fuzz(c, a->cfg, sg_workload_nparams(wl)));
       else SG_TRY(send_topk_fuzz(c, a->cfg, sg_workload_nparams(wl)));
       rc = ps_worker_run(&ctx, a->cfg);
+    } else if (a->behaviour == DONE_AFTER_ONE_PUSH) {
+      rc = done_after_one_push(c, a->cfg, sg_workload_nparams(wl));
     } else {
       rc = die_after_one_push(c, a->cfg, sg_workload_nparams(wl));
     }
@@ -533,6 +548,40 @@ TEST(sync_names_a_dead_worker) {
   CHECK_STR_CONTAINS(args[0].err, "worker rank 3");
   CHECK_STR_CONTAINS(args[0].err, "step 1");
   CHECK_MSG(el < 2 * 4.0 + 10, "took %.1f s", el); /* 2x deadline + loading */
+}
+
+/* Sync: a worker says DONE after one step of 30 (a broken or hostile
+ * worker; a sound one runs the quota).  The step after can never be
+ * complete: the run must fail within two deadlines (4 s) with the
+ * server's error naming that worker.  Unsliced, and sliced in 4 KiB
+ * (there its whole-shard push is rejected, so it said DONE having pushed
+ * nothing; over mpi a sliced server that keeps receives posted has none
+ * left to post then).  Measured before a fix: "no PUSH for step 1 from
+ * within 4.0 s" and "no message from any of the 2 workers for 8.0 s",
+ * neither naming rank 3. */
+static void done_early_case(const char *slice) {
+  const char *kv[] = {"mode", "sync", "max_steps", "30", "deadline", "4", "slice", slice,
+                      "slice_from", "0", NULL};
+  sg_opts_t *o = make_opts(3, "", kv);
+  ps_cfg_t cfg;
+  rank_arg_t args[MAXR];
+  int beh[MAXR] = {0};
+  beh[3] = DONE_AFTER_ONE_PUSH; /* worker 2 */
+  int rc = o ? ps_cfg_from_opts(&cfg, o, 3) : SG_ENOMEM;
+  double t = sg_now();
+  if (!rc) rc = run_ps(o, &cfg, beh, 4.0, args);
+  double el = sg_now() - t;
+  sg_opts_destroy(&o);
+  fprintf(stderr, "  slice %s: rc %d after %.1f s: %s\n", slice, rc, el, args[0].err);
+  CHECK_MSG(rc < 0, "sync training went on without worker 2");
+  CHECK_STR_CONTAINS(args[0].err, "worker rank 3");
+  CHECK_MSG(el < 2 * 4.0 + 10, "took %.1f s", el); /* 2x deadline + loading */
+}
+
+TEST(sync_names_a_worker_that_said_done_early) {
+  CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
+  done_early_case("0");
+  done_early_case("4K");
 }
 
 TEST(async_goes_on_without_a_dead_worker) {

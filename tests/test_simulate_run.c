@@ -23,7 +23,10 @@
  *    a run whose unfolded message buffers exceed a memory cgroup's limit
  *    ends ok in it; a sliced server's per-slice state (N x slices
  *    entries, 64 KiB or more at N = 17 in 64-B slices) is not folded: the
- *    run ends ok (it crashed by SIGSEGV when it was);
+ *    run ends ok (it crashed by SIGSEGV when it was); nor are a sliced
+ *    worker's request pointers (2 x slices, 64 KiB or more from 4,096
+ *    slices) or rhd's (one per segment): the runs end ok; sparse ps,
+ *    which cannot run modeled, fails saying why;
  *  - simulate.eager reaches SMPI: sync ps with shards below 64 KiB, once
  *    with eager: simgrid (SimGrid's thresholds: a message moves once a
  *    receive matches it, so both servers pull the same worker's push at
@@ -755,4 +758,80 @@ TEST(ps_modeled_folds_payloads) {
   CHECK_EQ_INT(rc, 0);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 5 * 3);
+}
+
+/* compute: modeled folds every malloc and calloc of 64 KiB or more into
+ * one block that all simulated ranks and all such allocations share: a
+ * ps worker's request pointers (two per slice: its push and the reply
+ * it receives) must not be folded, or the other ranks' requests and
+ * folded payloads overwrite them and MPI_Wait reads a request that is
+ * not the worker's.  Sync ps, S = 2, N = 2, mlp 784-100-10 (79,510
+ * parameters) in slices of 64 B: 4,970 slices, 2 x 4,970 x 8 = 79,520 B
+ * of worker requests (over 65,536), while each server's per-slice state
+ * (N x 2,485 x 8 = 39,760 B) stays under the threshold either way.  The
+ * run ends ok with every step of every rank. */
+TEST(ps_modeled_worker_requests_unfolded) {
+  skip_without_simgrid();
+  char db[256];
+  CHECK_EQ_INT(sim_experiment("simpsreq",
+                              "name: simulate-ps-worker-requests\n"
+                              "workers: 2\n"
+                              "workload: {dataset: synthetic, features: 784, train_samples: 1024,\n"
+                              "           test_samples: 64, model: mlp, hidden: [100], batch: 16,\n"
+                              "           max_steps: 2, eval_every: 1000000}\n"
+                              "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
+                              "engines: [{engine: ps, servers: 2, transport: mpi, slice: 64,\n"
+                              "           slice_from: 0}]\n",
+                              db, sizeof db),
+               0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 4 * 2);
+}
+
+/* The same for the allreduce engine's request array: rhd keeps one
+ * request per segment of the vector, and in 64-B segments mlp 784-200-10
+ * (159,010 parameters) needs 9,942 of them (79,536 B, over 65,536).  N = 2,
+ * modeled compute: the run ends ok (with the old calloc the simulation
+ * died by SIGSEGV). */
+TEST(rhd_modeled_requests_unfolded) {
+  skip_without_simgrid();
+  char db[256];
+  CHECK_EQ_INT(sim_experiment("simrhdreq",
+                              "name: simulate-rhd-requests\n"
+                              "workers: 2\n"
+                              "workload: {dataset: synthetic, features: 784, train_samples: 1024,\n"
+                              "           test_samples: 64, model: mlp, hidden: [200], batch: 16,\n"
+                              "           max_steps: 2, eval_every: 1000000}\n"
+                              "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
+                              "engines: [{engine: allreduce, algorithm: rhd, transport: mpi,\n"
+                              "           segment: 64}]\n",
+                              db, sizeof db),
+               0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 2 * 2);
+}
+
+/* Sparse ps under compute: modeled: the data is not loaded, so a worker
+ * cannot say which coordinates a step needs; the run fails, and its error
+ * must say why (the workload's message), not a bare "invalid argument"
+ * (what it said while ps_needs_new cleared that message).  Not yet
+ * refused before launch. */
+TEST(sparse_ps_modeled_says_why_it_fails) {
+  skip_without_simgrid();
+  char db[256], err[512];
+  int rc = sim_experiment("simsparse",
+                          "name: simulate-ps-sparse-modeled\n"
+                          "workers: 2\n"
+                          "workload: {dataset: clicks, model: embedding, fields: 4,\n"
+                          "           table_rows: 4096, embed_dim: 8, hidden: [16],\n"
+                          "           keys_per_field: 3000, batch: 16, train_samples: 4000,\n"
+                          "           test_samples: 500, max_steps: 3, eval_every: 1000000}\n"
+                          "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
+                          "engines: [{engine: ps, mode: sync, sparse: true, servers: 1,\n"
+                          "           transport: mpi}]\n",
+                          db, sizeof db);
+  ru_db_text_into(db, "SELECT error FROM runs", err, sizeof err);
+  fprintf(stderr, "sparse ps, modeled: exit %d: %s\n", rc, err);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'failed'"), 1);
+  CHECK_STR_CONTAINS(err, "training set");
 }

@@ -44,6 +44,7 @@
 
 #include "auth.h"
 #include "err.h"
+#include "proc.h"
 #include "run_util.h"
 #include "stage.h"
 
@@ -55,15 +56,35 @@
 static char g_dir[128], g_sock[192];
 static const char *g_rank_sock; /* the rank's SGDLAB_MUNGE_SOCKET; NULL: g_sock */
 static pid_t g_munged = -1;
+static int g_guard = -1; /* munged_guard's pipe: a byte there says munged_stop has run */
+static unsigned long long g_munged_start; /* its start time, read right after its pid */
+
+/* A pidfd of munged, or -1 when g_munged is no longer it (it ended by
+ * itself and the pid may be another process's by now): opened first,
+ * checked after, so a signal through it reaches munged or nobody. */
+static int munged_pidfd(void) {
+  int pfd = (int)syscall(SYS_pidfd_open, g_munged, 0);
+  if (pfd >= 0 && (!g_munged_start || sg_proc_start(g_munged) != g_munged_start)) {
+    close(pfd);
+    pfd = -1;
+  }
+  return pfd;
+}
 
 static void munged_stop(void) {
   if (g_munged <= 0) return;
-  int pfd = (int)syscall(SYS_pidfd_open, g_munged, 0);
-  kill(g_munged, SIGTERM);
+  /* through a checked pidfd: a munged that ended by itself leaves its pid
+   * to be reused, and a kill by pid would reach whoever has it now */
+  int pfd = munged_pidfd();
+  if (pfd >= 0) syscall(SYS_pidfd_send_signal, pfd, SIGTERM, NULL, 0);
   struct pollfd p = {pfd, POLLIN, 0};
-  if (pfd >= 0) poll(&p, 1, 10000), close(pfd); /* readable when it has exited */
+  int gone = pfd < 0 || poll(&p, 1, 10000) == 1; /* readable when it has exited */
+  if (pfd >= 0) close(pfd);
   g_munged = -1;
   if (g_dir[0]) ru_rm_rf(g_dir);
+  /* the guard's word: nothing left for it (unless munged outlived the wait) */
+  if (g_guard >= 0 && gone && write(g_guard, "x", 1) != 1)
+    fprintf(stderr, "  munged guard: %s\n", strerror(errno));
 }
 
 /* munged daemonizes, so it would outlive this test if CTest killed it
@@ -72,9 +93,11 @@ static void munged_stop(void) {
  * holds a pidfd of munged and the read end of a pipe whose write end only
  * this test holds (close-on-exec): when the test has ended, however, the
  * read sees EOF and, when munged still runs (munged_stop did not), the
- * guard stops it through the pidfd and removes the directory. */
+ * guard stops it through the pidfd and removes the directory.  When
+ * munged_stop has done so itself, it writes a byte first and the guard
+ * does nothing (the path, removed, may be anyone's by then). */
 static void munged_guard(void) {
-  int p[2], pfd = (int)syscall(SYS_pidfd_open, g_munged, 0);
+  int p[2], pfd = munged_pidfd();
   if (pfd < 0 || pipe2(p, O_CLOEXEC) < 0) {
     fprintf(stderr, "  no guard for munged (%s): a kill of this test would leave it\n",
             strerror(errno));
@@ -88,8 +111,14 @@ static void munged_guard(void) {
     for (int fd = 0; fd < 3 && null >= 0; fd++) dup2(null, fd); /* not CTest's pipes */
     close(p[1]);
     char c;
-    while (read(p[0], &c, 1) < 0 && errno == EINTR) {
+    ssize_t r;
+    while ((r = read(p[0], &c, 1)) < 0 && errno == EINTR) {
     }
+    /* a byte: munged_stop has stopped munged and removed the directory,
+     * and the path may be anyone's by now; a signal to munged would also
+     * "succeed" while it is a zombie nobody reaps.  EOF without it: the
+     * test ended before munged_stop did. */
+    if (r == 1) _exit(0);
     struct pollfd q = {pfd, POLLIN, 0};
     if (syscall(SYS_pidfd_send_signal, pfd, SIGTERM, NULL, 0) == 0) { /* munged_stop did not run */
       poll(&q, 1, 10000);
@@ -100,7 +129,7 @@ static void munged_guard(void) {
   close(p[0]);
   close(pfd);
   if (mid > 0) waitpid(mid, NULL, 0);
-  /* p[1] stays open until this process ends */
+  g_guard = p[1]; /* open until this process ends, or munged_stop's word */
 }
 
 /* munged of our own; it daemonizes once its socket is ready (munged's
@@ -122,6 +151,7 @@ static int munged_start(void) {
   char *p = ru_slurp(pid, 64);
   g_munged = p ? atoi(p) : -1;
   free(p);
+  g_munged_start = g_munged > 0 ? sg_proc_start(g_munged) : 0;
   if (g_munged > 0) munged_guard();
   atexit(munged_stop);
   return g_munged > 0 ? 0 : -1;

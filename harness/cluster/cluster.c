@@ -541,22 +541,54 @@ int sg_cluster_persist(sg_cluster_t *cl) {
   return rc;
 }
 
-/* The start time of process owner when it runs (a zombie has ended), else 0. */
-static unsigned long long running_start(pid_t owner) {
-  unsigned long long start = owner > 0 ? sg_proc_start(owner) : 0;
-  int st = owner > 0 ? sg_proc_state(owner) : 0;
-  return st == 'Z' || st == 'X' ? 0 : start;
+/* Whether uid is this user's: our real uid, or, under sudo, the uid of
+ * the user who ran sudo (SUDO_UID). */
+static int users_uid(unsigned long uid) {
+  const char *su = getenv("SUDO_UID");
+  char *end;
+  errno = 0;
+  unsigned long sudo = su && *su ? strtoul(su, &end, 10) : 0;
+  int sudo_ok = su && *su && !*end && !errno;
+  return uid == (unsigned long)getuid() || (sudo_ok && uid == sudo);
 }
 
-int sg_cluster_owner_check(pid_t owner) {
-  if (!running_start(owner))
+/* SG_OK when process owner runs, is a process (not a thread of another:
+ * a thread can end while its process goes on) and belongs to this user
+ * (real and effective uid): another user could end it at any time, and
+ * the next sweep would remove the cluster under whoever uses it. */
+static int owner_ok(pid_t owner, unsigned long long *start) {
+  char path[64], line[256];
+  unsigned long tgid = 0, ruid = 0, euid = 0;
+  int have_tgid = 0, have_uid = 0;
+  *start = sgc_running_start(owner);
+  if (!*start) return sg_err_set(SG_ENOTFOUND, "--owner %d: no such process", (int)owner);
+  snprintf(path, sizeof path, "/proc/%d/status", (int)owner);
+  FILE *f = fopen(path, "re");
+  while (f && fgets(line, sizeof line, f)) {
+    if (sscanf(line, "Tgid: %lu", &tgid) == 1) have_tgid = 1;
+    if (sscanf(line, "Uid: %lu %lu", &ruid, &euid) == 2) have_uid = 1;
+  }
+  if (f) fclose(f);
+  if (!have_tgid || !have_uid)
     return sg_err_set(SG_ENOTFOUND, "--owner %d: no such process", (int)owner);
+  if (tgid != (unsigned long)owner)
+    return sg_err_set(SG_EINVAL, "--owner %d: a thread of process %lu; name the process",
+                      (int)owner, tgid);
+  if (!users_uid(ruid) || !users_uid(euid))
+    return sg_err_set(SG_EINVAL, "--owner %d: a process of uid %lu, not of this user (uid %d): "
+                      "its user could end it and so the cluster", (int)owner,
+                      users_uid(ruid) ? euid : ruid, (int)getuid());
   return SG_OK;
 }
 
+int sg_cluster_owner_check(pid_t owner) {
+  unsigned long long start;
+  return owner_ok(owner, &start);
+}
+
 int sg_cluster_hand_over(sg_cluster_t *cl, pid_t owner) {
-  unsigned long long start = running_start(owner);
-  if (!start) return sg_err_set(SG_ENOTFOUND, "--owner %d: no such process", (int)owner);
+  unsigned long long start;
+  SG_CHECK(owner_ok(owner, &start));
   int lk = sgc_lock();
   if (lk < 0) return lk;
   cl->persistent = 0;

@@ -197,10 +197,17 @@ static int cmd_up(int argc, char **argv) {
   d.stop = &g_stop;
   double t0 = sg_now();
   int rc = sg_cluster_up(&cl, &d);
-  if (rc == SG_OK) rc = g_owner ? sg_cluster_hand_over(cl, g_owner) : sg_cluster_persist(cl);
+  if (rc == SG_OK && !g_owner) rc = sg_cluster_persist(cl);
   double t_net = sg_now() - t0;
   if (rc == SG_OK && g_slurm && !g_stop) rc = sg_cluster_slurm_up(cl, SLURM_UP_TIMEOUT_S);
   if (rc == SG_OK && g_ssh && !g_stop) rc = sg_cluster_ssh_up(cl, SSH_UP_TIMEOUT_S);
+  /* --owner: handed over once its daemons run.  Until then the cluster is
+   * this process's: an owner that ended while they started would let a
+   * sweep beside us stop the recorded ones and remove their directory
+   * while we start the next, which then outlives everything (its record
+   * gone with the directory); this way the hand-over fails, and we remove
+   * what we made. */
+  if (rc == SG_OK && g_owner && !g_stop) rc = sg_cluster_hand_over(cl, g_owner);
   if (rc == SG_OK && g_stop) /* the signal came after the last check */
     rc = sg_err_set(SG_EINTERRUPTED, "interrupted");
   if (rc < 0) {

@@ -70,11 +70,21 @@ void sgc_state_path(const char *name, char *out, size_t cap) {
   snprintf(out, cap, "%s/cluster-%s", SG_CLUSTER_RUN_DIR, name);
 }
 
+unsigned long long sgc_running_start(pid_t pid) {
+  char buf[1024];
+  /* state and start time from one read: from two, the pid could change
+   * hands in between and the state be another process's */
+  const char *s = pid > 0 ? sg_proc_stat(pid, buf, sizeof buf) : NULL;
+  const char *start = sg_proc_field(s, 22);
+  /* a zombie has ended: only its parent's wait is missing */
+  if (!s || !start || s[0] == 'Z' || s[0] == 'X') return 0;
+  return strtoull(start, NULL, 10);
+}
+
 int sgc_owner_alive(const sg_cluster_t *cl) {
   if (cl->persistent) return 1;
-  unsigned long long s = sg_proc_start(cl->owner);
-  int st = sg_proc_state(cl->owner); /* a zombie has ended: only its parent's wait is missing */
-  return s != 0 && s == cl->owner_start && st != 'Z' && st != 'X';
+  unsigned long long s = sgc_running_start(cl->owner);
+  return s != 0 && s == cl->owner_start;
 }
 
 int sgc_state_write(const sg_cluster_t *cl) {

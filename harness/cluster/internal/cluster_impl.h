@@ -47,6 +47,9 @@ int sgc_state_read(const char *name, sg_cluster_t **out);
 int sgc_state_remove(const char *name);
 /* Whether a state says its owner is alive (or it is persistent). */
 int sgc_owner_alive(const sg_cluster_t *cl);
+/* The start time of process pid when it runs (a zombie has ended), else
+ * 0; state and start time from one read of /proc/PID/stat. */
+unsigned long long sgc_running_start(pid_t pid);
 /* Lowest subnet no state uses (lock held); SG_ERANGE when all are. */
 int sgc_free_subnet(int *subnet);
 
