@@ -624,6 +624,30 @@ static double probe_wait(const server_t *s, double d) {
 
 /* The probe timed out: nothing arrived for a whole deadline (async: until
  * the first live worker's deadline, probe_wait). */
+/* Sync: a worker that said DONE having pushed fewer steps than another
+ * worker (a broken or hostile one; a sound one runs the quota) leaves a
+ * step nobody can complete (sliced: fewer slices; the others wait on its
+ * slices within the window).  Sets the error naming it and returns
+ * SG_EPEER, or SG_OK when there is none. */
+static int64_t pushed_units(const server_t *s, int w) { /* whole pushes, or slices */
+  return s->sliced ? s->clock[w] * s->nsl + s->next[w] : s->clock[w];
+}
+
+static int sync_done_early(server_t *s) {
+  if (s->cfg->mode != PS_SYNC) return SG_OK;
+  int64_t most = 0;
+  for (int w = 0; w < s->N; w++)
+    if (pushed_units(s, w) > most) most = pushed_units(s, w);
+  for (int w = 0; w < s->N; w++)
+    if (s->done[w] && pushed_units(s, w) < most)
+      return sg_err_blame(
+          sg_err_set(SG_EPEER, "ps server %d (rank %d): worker rank %d (%s) said DONE after %lld "
+                     "pushes, where step %lld needs every worker's push", s->k, s->ctx->rank,
+                     worker_rank(s, w), host_of(s, worker_rank(s, w)), (long long)s->clock[w],
+                     (long long)s->version), worker_rank(s, w), SG_BLAME_BAD_MESSAGE);
+  return SG_OK;
+}
+
 static int on_silence(server_t *s) {
   sg_comm_t *c = s->ctx->comm;
   if (s->cfg->mode == PS_ASYNC) {
@@ -632,6 +656,7 @@ static int on_silence(server_t *s) {
     SG_CHECK(check_dead(s, sg_now()));
     return release_all(s);
   }
+  SG_CHECK(sync_done_early(s));
   char names[256] = "";
   size_t len = 0;
   int missing = 0, first = -1;
@@ -788,10 +813,12 @@ static int receive_posted(server_t *s, unsigned char **buf, sg_status_t *st, int
   SG_CHECK(post_receives(s));
   int any = 0;
   for (int w = 0; w < s->N; w++) any |= s->preq[w] != NULL;
-  if (!any) /* every worker still training pushed the whole step, yet it is incomplete */
+  if (!any) { /* every worker still training pushed the whole step, yet it is incomplete */
+    SG_CHECK(sync_done_early(s));
     return sg_err_set(SG_EPROTO, "ps server %d (rank %d): step %lld incomplete with no worker "
                       "left to push it (%d of %d workers done)", s->k, s->ctx->rank,
                       (long long)s->version, s->ndone, s->N);
+  }
   double t = sg_now();
   int i = -1, rc = sg_waitany_within(c, probe_wait(s, c->deadline_s), s->N, s->preq, &i, st);
   s->wait_s += sg_now() - t;
@@ -944,8 +971,8 @@ static int slices_new(server_t *s, const sg_workload_t *wl) {
       !(s->sopt = sg_msg_calloc(C, sizeof *s->sopt)))
     return sg_err_set(SG_ENOMEM, "ps server %d: state of %zu slices", s->k, C);
   s->posted = sg_comm_has_waitany(s->ctx->comm);
-  if (s->posted && (!(s->preq = calloc(N, sizeof *s->preq)) ||
-                    !(s->pslot = calloc(N, sizeof *s->pslot))))
+  if (s->posted && (!(s->preq = sg_msg_calloc(N, sizeof *s->preq)) ||
+                    !(s->pslot = sg_msg_calloc(N, sizeof *s->pslot))))
     return sg_err_set(SG_ENOMEM, "ps server %d: posted receives of %zu workers", s->k, N);
   for (int c = 0; c < s->nsl; c++)
     SG_CHECK(sg_optim_new(&s->sopt[c], s->ctx->opts, slice_n(s, c),
@@ -1015,22 +1042,29 @@ static int server_alloc(server_t *s) {
   const size_t whole = hdr + (s->cnt + 1) * sizeof(float);
   if (!(s->pbuf = sg_msg_malloc_framed(whole, whole, hdr, cfg->fold))) return SG_ENOMEM;
   s->params = (float *)(s->pbuf + hdr);
+  /* the per-worker state is never folded (sg_msg_calloc, core/msgbuf.h):
+   * pend is 48 B a worker, 64 KiB from 1,366 workers; acc and wide are
+   * sums a modeled run never reads */
   if (!(s->acc = malloc((s->cnt + 1) * sizeof(float))) ||
       (cfg->compress == PS_COMPRESS_FP16 && !(s->wide = malloc((s->cnt + 1) * sizeof(float)))) ||
       !(s->scratch = sg_msg_malloc_framed(s->cap, s->cap, hdr, cfg->fold)) ||
       (cfg->sparse && !(s->sreply = sg_msg_malloc(hdr + (s->cnt + 1) * sizeof(float)))) ||
-      !(s->slot = calloc(N, sizeof *s->slot)) || !(s->pend = calloc(N, sizeof *s->pend)) ||
-      !(s->have = calloc(N, sizeof *s->have)) || !(s->done = calloc(N, sizeof *s->done)) ||
-      !(s->dead = calloc(N, sizeof *s->dead)) || !(s->clock = calloc(N, sizeof *s->clock)) ||
-      !(s->stale = calloc(N, sizeof *s->stale)) || !(s->heard = calloc(N, sizeof *s->heard)) ||
-      !(s->final = calloc(N, sizeof *s->final)))
+      !(s->slot = sg_msg_calloc(N, sizeof *s->slot)) ||
+      !(s->pend = sg_msg_calloc(N, sizeof *s->pend)) ||
+      !(s->have = sg_msg_calloc(N, sizeof *s->have)) ||
+      !(s->done = sg_msg_calloc(N, sizeof *s->done)) ||
+      !(s->dead = sg_msg_calloc(N, sizeof *s->dead)) ||
+      !(s->clock = sg_msg_calloc(N, sizeof *s->clock)) ||
+      !(s->stale = sg_msg_calloc(N, sizeof *s->stale)) ||
+      !(s->heard = sg_msg_calloc(N, sizeof *s->heard)) ||
+      !(s->final = sg_msg_calloc(N, sizeof *s->final)))
     return SG_ENOMEM;
   for (int w = 0; w < s->N; w++) {
     if (cfg->mode == PS_SYNC &&
         !(s->slot[w] = sg_msg_malloc_framed(s->slot_bytes, s->sliced ? s->stride : s->slot_bytes,
                                             hdr, cfg->fold)))
       return SG_ENOMEM;
-    if (cfg->sparse && !(s->pend[w].idx = malloc((s->cnt + 1) * 4))) return SG_ENOMEM;
+    if (cfg->sparse && !(s->pend[w].idx = sg_msg_malloc((s->cnt + 1) * 4))) return SG_ENOMEM;
     s->stale[w] = -1;
   }
   return SG_OK;
