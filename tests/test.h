@@ -86,6 +86,16 @@ struct test_case test_cases_[TEST_MAX];
 int test_count_, test_failed_now_;
 int test_main(int argc, char **argv) {
   int passed = 0, failed = 0;
+  /* a case named on the command line must exist: a misspelt name would
+   * run nothing and pass */
+  for (int a = 1; a < argc; a++) {
+    int known = 0;
+    for (int i = 0; i < test_count_; i++) known |= strcmp(argv[a], test_cases_[i].name) == 0;
+    if (!known) {
+      fprintf(stderr, "no test case named '%s'\n", argv[a]);
+      failed++;
+    }
+  }
   for (int i = 0; i < test_count_; i++) {
     int selected = argc <= 1;
     for (int a = 1; a < argc; a++)
