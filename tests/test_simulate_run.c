@@ -243,6 +243,15 @@ TEST(ps_modeled_runs) {
             per[1]);
 }
 
+/* A simulated run of `yaml` (compute: modeled) ends ok with `steps`
+ * step records (every rank's). */
+static void modeled_run_ends_ok(const char *tag, const char *yaml, int steps) {
+  char db[256];
+  CHECK_EQ_INT(sim_experiment(tag, yaml, db, sizeof db), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), steps);
+}
+
 /* compute: modeled folds every malloc and calloc of 64 KiB or more, and
  * all of them share one block of memory: a sliced ps server's state of
  * N x slices 8-byte entries (each slice's reply request and push arrival
@@ -254,20 +263,16 @@ TEST(ps_modeled_runs) {
  * The run ends ok with every step of every rank. */
 TEST(ps_modeled_slice_state_unfolded) {
   skip_without_simgrid();
-  char db[256];
-  CHECK_EQ_INT(sim_experiment("simpsstate",
-                              "name: simulate-ps-slice-state\n"
-                              "workers: 17\n"
-                              "workload: {dataset: synthetic, features: 784, train_samples: 1024,\n"
-                              "           test_samples: 64, model: softmax, batch: 16,\n"
-                              "           max_steps: 2, eval_every: 1000000}\n"
-                              "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
-                              "engines: [{engine: ps, servers: 1, transport: mpi, slice: 64,\n"
-                              "           slice_from: 0}]\n",
-                              db, sizeof db),
-               0);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 18 * 2);
+  modeled_run_ends_ok("simpsstate",
+                      "name: simulate-ps-slice-state\n"
+                      "workers: 17\n"
+                      "workload: {dataset: synthetic, features: 784, train_samples: 1024,\n"
+                      "           test_samples: 64, model: softmax, batch: 16,\n"
+                      "           max_steps: 2, eval_every: 1000000}\n"
+                      "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
+                      "engines: [{engine: ps, servers: 1, transport: mpi, slice: 64,\n"
+                      "           slice_from: 0}]\n",
+                      18 * 2);
 }
 
 /* simulate.eager: SMPI moves a message below it as soon as it is sent.
@@ -772,20 +777,16 @@ TEST(ps_modeled_folds_payloads) {
  * run ends ok with every step of every rank. */
 TEST(ps_modeled_worker_requests_unfolded) {
   skip_without_simgrid();
-  char db[256];
-  CHECK_EQ_INT(sim_experiment("simpsreq",
-                              "name: simulate-ps-worker-requests\n"
-                              "workers: 2\n"
-                              "workload: {dataset: synthetic, features: 784, train_samples: 1024,\n"
-                              "           test_samples: 64, model: mlp, hidden: [100], batch: 16,\n"
-                              "           max_steps: 2, eval_every: 1000000}\n"
-                              "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
-                              "engines: [{engine: ps, servers: 2, transport: mpi, slice: 64,\n"
-                              "           slice_from: 0}]\n",
-                              db, sizeof db),
-               0);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 4 * 2);
+  modeled_run_ends_ok("simpsreq",
+                      "name: simulate-ps-worker-requests\n"
+                      "workers: 2\n"
+                      "workload: {dataset: synthetic, features: 784, train_samples: 1024,\n"
+                      "           test_samples: 64, model: mlp, hidden: [100], batch: 16,\n"
+                      "           max_steps: 2, eval_every: 1000000}\n"
+                      "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
+                      "engines: [{engine: ps, servers: 2, transport: mpi, slice: 64,\n"
+                      "           slice_from: 0}]\n",
+                      4 * 2);
 }
 
 /* The same for the allreduce engine's request array: rhd keeps one
@@ -795,20 +796,16 @@ TEST(ps_modeled_worker_requests_unfolded) {
  * died by SIGSEGV). */
 TEST(rhd_modeled_requests_unfolded) {
   skip_without_simgrid();
-  char db[256];
-  CHECK_EQ_INT(sim_experiment("simrhdreq",
-                              "name: simulate-rhd-requests\n"
-                              "workers: 2\n"
-                              "workload: {dataset: synthetic, features: 784, train_samples: 1024,\n"
-                              "           test_samples: 64, model: mlp, hidden: [200], batch: 16,\n"
-                              "           max_steps: 2, eval_every: 1000000}\n"
-                              "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
-                              "engines: [{engine: allreduce, algorithm: rhd, transport: mpi,\n"
-                              "           segment: 64}]\n",
-                              db, sizeof db),
-               0);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
-  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 2 * 2);
+  modeled_run_ends_ok("simrhdreq",
+                      "name: simulate-rhd-requests\n"
+                      "workers: 2\n"
+                      "workload: {dataset: synthetic, features: 784, train_samples: 1024,\n"
+                      "           test_samples: 64, model: mlp, hidden: [200], batch: 16,\n"
+                      "           max_steps: 2, eval_every: 1000000}\n"
+                      "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
+                      "engines: [{engine: allreduce, algorithm: rhd, transport: mpi,\n"
+                      "           segment: 64}]\n",
+                      2 * 2);
 }
 
 /* Sparse ps under compute: modeled: the data is not loaded, so a worker
