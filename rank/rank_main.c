@@ -15,6 +15,7 @@
  * keys from its standard input instead (stage.h) and exits when that
  * input ends: nothing of the run is read from this host's disk.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,15 +152,26 @@ static int rank_shape(const sg_opts_t *o, int rank, rank_shape_t *sh) {
   return SG_OK;
 }
 
-/* Test only: SGDLAB_TEST_MPI_INIT_DELAY_S="RANK:SECONDS" holds that rank
- * back before MPI_Init (a rank that is late into the process manager's
- * fence, as on a loaded node); 0 when unset or for another rank. */
-static double mpi_init_delay(int rank) {
-  const char *v = getenv("SGDLAB_TEST_MPI_INIT_DELAY_S");
+/* Test only: a delay this rank takes, from the variable `name` of the
+ * form "RANK:SECONDS"; 0 when unset or for another rank.
+ *   SGDLAB_TEST_MPI_INIT_DELAY_S holds the rank back before MPI_Init (a
+ *     rank that is late into the process manager's fence, as on a loaded
+ *     node);
+ *   SGDLAB_TEST_EXIT_DELAY_S holds it after its DONE and every close,
+ *     before it exits (an exit slowed by a loaded disk). */
+static double test_delay(const char *name, int rank) {
+  const char *v = getenv(name);
   int r;
   double s;
-  if (!v || sscanf(v, "%d:%lf", &r, &s) != 2 || r != rank || !(s > 0 && s < 60)) return 0;
+  if (!v || sscanf(v, "%d:%lf", &r, &s) != 2 || r != rank || !(s > 0 && s < 600)) return 0;
   return s;
+}
+
+static void test_nap(double s) {
+  if (s <= 0) return;
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
 }
 
 /* An MPI comm; MPI's rank and size must be the launcher's.  MPI_Init and
@@ -167,11 +179,7 @@ static double mpi_init_delay(int rank) {
  * every rank is out of MPI_Init. */
 static int rank_comm_mpi(sg_comm_t **comm, const sg_opts_t *o, int rank, int size,
                          double deadline, const sg_keys_t *keys, sg_records_t *rec) {
-  double delay = mpi_init_delay(rank);
-  if (delay > 0) {
-    struct timespec ts = {(time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9)};
-    nanosleep(&ts, NULL);
-  }
+  test_nap(test_delay("SGDLAB_TEST_MPI_INIT_DELAY_S", rank));
 #ifndef SG_SMPI
   SG_CHECK(sg_mpi_init_barrier(sg_opts_str_or(o, "_rendezvous", ""), rank, size, deadline, keys));
 #else
@@ -405,5 +413,6 @@ fail:
 #ifdef SG_SMPI
   MPI_Finalize();
 #endif
+  test_nap(test_delay("SGDLAB_TEST_EXIT_DELAY_S", rank));
   return rc < 0 ? 1 : 0;
 }

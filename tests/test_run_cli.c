@@ -433,6 +433,73 @@ TEST(silent_rank_fails_the_run_with_the_noticing_rank_message) {
   ru_rm_rf(dir);
 }
 
+/* ---- the exit after every DONE ------------------------------------------ */
+
+/* The run of the exit tests: 2 workers over zmq, 5 steps, deadline 0.3 s
+ * (a silence bound of 0.45 s); rank 1 stays SGDLAB_TEST_EXIT_DELAY_S
+ * seconds after its DONE before it exits.  The harness's exit code; its
+ * pid and rank 1's in *h and *r1 (0 when not seen); the run's error into
+ * err (status first). */
+static int linger_run(const char *tag, const char *secs, double wait_s, double *took, pid_t *r1,
+                      char *err, size_t cap) {
+  char dir[64], cfg[128], db[128], delay[32];
+  ru_mkdtemp(dir, sizeof dir, tag);
+  snprintf(cfg, sizeof cfg, "%s/linger.yaml", dir);
+  snprintf(db, sizeof db, "%s/linger.db", dir);
+  if (ru_write_file(cfg, "name: linger\nworkers: 2\ntransport: zmq\ndeadline: 0.3\n"
+                         "workload: {hidden: [16], batch: 16, max_steps: 5, eval_every: 100000}\n"
+                         "engines: [{engine: allreduce, algorithm: ring}]\n") != 0)
+    return -2;
+  snprintf(delay, sizeof delay, "1:%s", secs);
+  setenv("SGDLAB_TEST_EXIT_DELAY_S", delay, 1);
+  double t0 = sg_now();
+  pid_t h = ru_spawn_sgdlab_run(cfg, db);
+  unsetenv("SGDLAB_TEST_EXIT_DELAY_S");
+  *r1 = 0;
+  while (h > 0 && !*r1 && sg_now() - t0 < 30 && kill(h, 0) == 0) *r1 = ru_find_rank(h, 1);
+  int code = h > 0 ? ru_wait_exit_code(h, wait_s) : -2;
+  *took = sg_now() - t0;
+  ru_db_text_into(db, "SELECT status || ': ' || coalesce(error, '') FROM runs WHERE id=1", err,
+                  cap);
+  fprintf(stderr, "  rank 1 stays %s s after DONE: exit %d after %.1f s: %s\n", secs, code, *took,
+          err);
+  ru_rm_rf(dir);
+  return code;
+}
+
+/* Every rank has said DONE: what is left (MPI_Finalize, a simulator
+ * unmapping its ranks, a disk under load) is no silence.  Rank 1 exits
+ * 2 s after its DONE, over four silence bounds: the run ends ok.  Before
+ * the rule (the silence bound applied to the exit too) it failed: "no
+ * rank reported for 0.5 s (1.5 x deadline 0.3 s)". */
+TEST(slow_exit_after_done_is_not_silence) {
+  char err[1024];
+  double took;
+  pid_t r1;
+  int code = linger_run("exit-slow", "2", 60, &took, &r1, err, sizeof err);
+  CHECK_MSG(r1 > 0, "rank 1 was never seen");
+  CHECK_MSG(code == 0, "harness exit %d: %s", code, err);
+  CHECK_MSG(!strcmp(err, "ok: "), "%s", err);
+}
+
+/* ... but the exit is bounded (EXIT_GRACE_S, 30 s): rank 1 staying 90 s
+ * fails the run with its own message, and the rank is gone after. */
+TEST(exit_that_never_comes_is_bounded) {
+  char err[1024];
+  double took;
+  pid_t r1;
+  int code = linger_run("exit-never", "90", 80, &took, &r1, err, sizeof err);
+  CHECK_MSG(r1 > 0, "rank 1 was never seen");
+  CHECK_MSG(code == 1, "harness exit %d (-1: still running after 80 s): %s", code, err);
+  char want[160];
+  snprintf(want, sizeof want, "failed: every rank reported that it finished, but rank 1 (worker, ");
+  CHECK_STR_CONTAINS(err, want);
+  snprintf(want, sizeof want, "pid %d) has not exited 30", (int)r1);
+  CHECK_STR_CONTAINS(err, want);
+  CHECK_MSG(took >= 30, "ended after %.1f s, before the 30 s bound", took);
+  CHECK_MSG(ru_wait_gone(r1, 5.0, 0), "rank 1 (pid %d) is still there", r1);
+}
+
 /* A ps run with one server and three workers on zmq; worker rank 2 is
  * killed once it has done 5 steps. */
 static void ps_kill_worker(const char *mode, int *code, char *err, size_t errcap, char *dead,

@@ -148,28 +148,59 @@ static int sim_pid(serve_t *s) {
  * to catch is a simulator that works without any rank recording (its CPU
  * time grows) or one blocked outside the simulation (its CPU time stands).
  * So the silence is the simulator's CPU time since the last record, or the
- * wall time since it was last seen runnable or its CPU time moved,
- * whichever is longer (and never more than the wall time since the last
- * record); the wall time alone while the simulator's pid is not known
- * (sim_pid), and once the simulator has ended, the wall time less
- * SILENCE_MARGIN_S for smpirun's own exit (its clean-up). */
+ * wall time since it was last seen runnable, waiting on a disk (state D,
+ * for at most SILENCE_MARGIN_S: a loaded disk, not a hang) or its CPU time
+ * moved, whichever is longer (and never more than the wall time since the
+ * last record); the wall time alone while the simulator's pid is not known
+ * (sim_pid), and once the simulator has ended (gone, or a zombie smpirun
+ * has not reaped yet), the wall time less SILENCE_MARGIN_S for smpirun's
+ * own exit (its clean-up). */
 static double sim_quiet(serve_t *s, double now, double quiet_wall, int *by_cpu) {
   int pid = sim_pid(s);
   double cpu = pid > 0 ? proc_cpu_s(pid) : -1;
+  int state = cpu >= 0 ? sg_proc_state(pid) : 0;
   *by_cpu = 0;
+  if (state == 'Z' || state == 'X') cpu = -1; /* it has ended, not yet reaped */
   if (cpu >= 0 && pid != s->sim_pid) /* a new process: count from now */
     s->sim_pid = pid, s->sim_rec_at = s->last_rec, s->sim_cpu_at_rec = s->sim_cpu = cpu,
-    s->sim_cpu_moved = now;
+    s->sim_cpu_moved = now, s->sim_disk_since = 0;
   if (cpu < 0 && s->sim_cpu_moved > 0) /* it has ended: smpirun's own exit is left */
     return fmin(quiet_wall, now - s->sim_cpu_moved - SILENCE_MARGIN_S);
   if (cpu < 0) return quiet_wall;
   if (s->sim_rec_at != s->last_rec) s->sim_rec_at = s->last_rec, s->sim_cpu_at_rec = cpu;
+  if (state != 'D') s->sim_disk_since = 0;
+  else if (!s->sim_disk_since) s->sim_disk_since = now;
+  int disk = state == 'D' && now - s->sim_disk_since <= SILENCE_MARGIN_S;
   /* runnable ('R', also while it waits for a core or its CPU quota) is not blocked */
-  if (cpu != s->sim_cpu || s->sim_cpu_moved <= 0 || sg_proc_state(pid) == 'R')
+  if (cpu != s->sim_cpu || s->sim_cpu_moved <= 0 || state == 'R' || disk)
     s->sim_cpu = cpu, s->sim_cpu_moved = now;
   double busy = cpu - s->sim_cpu_at_rec, idle = now - s->sim_cpu_moved;
   *by_cpu = busy >= idle;
   return fmin(quiet_wall, fmax(busy, idle));
+}
+
+/* Every rank has said DONE: the run's records are all in, and what is
+ * left is its processes' exit (MPI_Finalize, a simulator unmapping its
+ * ranks' memory, smpirun's or mpirun's clean-up), which waits on the disk
+ * and the host's load, not on the ranks; so no silence bound, but a bound
+ * of its own, EXIT_GRACE_S (or the silence bound, when longer).  Before
+ * it, a simulator's exit (state D, under a loaded disk for 0.2 s) failed
+ * a run with a bound of 0.15 s as "no rank reported". */
+static int run_rank_pid(serve_t *s, int r);
+static void exit_watchdog(serve_t *s, double deadline) {
+  double grace = fmax(EXIT_GRACE_S, WATCHDOG_FACTOR * deadline), after = sg_now() - s->last_rec;
+  if (s->error[0] || after <= grace) return;
+  char ws[32], gs[32], who[200] = "their processes have not all exited";
+  for (int r = 0; r < s->nprocs; r++) { /* the first rank whose process is still there */
+    int pid = run_rank_pid(s, r), st = pid > 0 ? sg_proc_state(pid) : 0;
+    if (pid <= 0 || !st || st == 'Z' || st == 'X') continue;
+    if (s->sim) snprintf(who, sizeof who, "the simulator (pid %d) has not exited", pid);
+    else run_rank_name(s, r, who, sizeof who - 20), strcat(who, " has not exited");
+    break;
+  }
+  s->hung = 1;
+  run_fail(s, "every rank reported that it finished, but %s %s s later (bound %s s)", who,
+           sg_fmt_secs(ws, after), sg_fmt_secs(gs, grace));
 }
 
 /* The silence watchdog, the only guard against a rank that hangs inside a
@@ -180,13 +211,18 @@ static double sim_quiet(serve_t *s, double now, double quiet_wall, int *by_cpu) 
  * deadline + SILENCE_MARGIN_S.  Why 1.5: the engines' own receives give up
  * after 1..1.35 deadlines on a dead peer and report it (the better
  * message; the rule is in core/deadline.h), and a step, or the evaluation between two steps, takes far
- * less than a deadline.  A simulation's silence is counted in the
+ * less than a deadline.  Once every rank has said DONE, exit_watchdog()
+ * bounds the rest.  A simulation's silence is counted in the
  * simulator's CPU time (sim_quiet).  The error lists every rank's last step record
  * and which rank has been silent longest (a stopped or dead process of
  * this host is named before it, see run_blame()):
  *   "no rank reported for 45.0 s (1.5 x deadline 30 s); last records:
  *    rank 0 step 120, rank 1 step 120, rank 2 step 97 (silent longest)" */
 void run_watchdog(serve_t *s, double deadline) {
+  if (s->nprocs > 0 && s->ndone >= s->nprocs) {
+    exit_watchdog(s, deadline);
+    return;
+  }
   double now = sg_now(), quiet = now - s->last_rec;
   double limit = s->armed ? WATCHDOG_FACTOR * deadline : deadline + SILENCE_MARGIN_S;
   int by_cpu = 0;

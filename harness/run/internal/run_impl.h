@@ -31,6 +31,7 @@ enum { POLL_MS = 100 };
  * mpirun's launch). */
 #define WATCHDOG_FACTOR SG_DL_WATCHDOG /* 1.5: past every engine's wait (deadline.h) */
 #define SILENCE_MARGIN_S 30.0
+#define EXIT_GRACE_S 30.0 /* after every rank's DONE, for their processes to exit */
 #define SIM_WATCHDOG_RANKS 64 /* a simulated run's bounds scale with nprocs / this */
 #define STOP_GRACE_S 2.0      /* SIGTERM -> SIGKILL */
 #define DRAIN_S 0.5           /* after an exit, wait this long for the rank's DONE */
@@ -131,6 +132,7 @@ typedef struct serve {
    * the last record (sim_rec_at: that record's sg_now()), its last CPU
    * seconds read and when they last moved */
   double sim_rec_at, sim_cpu_at_rec, sim_cpu, sim_cpu_moved;
+  double sim_disk_since; /* since when it waits on a disk (state D); 0 when not */
   int sim_pid; /* the process those were read from (sim_pid()) */
 } serve_t;
 
