@@ -257,12 +257,22 @@ sps() {
   [ -s "$1" ] || { echo FAIL; return; }
   cached "sps-$(basename "$1")" sps_q "$1"
 }
-sps_q() {
-  python3 - "$1" <<'PY' 2>/dev/null || echo FAIL
+sps_q() { q1 "$1" "SELECT CASE WHEN samples_per_s > 0 THEN printf('%.0f', samples_per_s) END FROM run_summary"; }
+# q1 DB SQL: the last row's one value (FAIL when none): the sqlite3
+# command where there is one, else Python's sqlite3
+q1() {
+  local v
+  if command -v sqlite3 >/dev/null 2>&1; then
+    v=$(sqlite3 -batch -readonly "$1" "$2" 2>/dev/null | tail -n 1)
+  else
+    v=$(python3 - "$1" "$2" <<'PY' 2>/dev/null
 import sqlite3, sys
-r = sqlite3.connect(sys.argv[1]).execute("SELECT samples_per_s FROM run_summary").fetchall()
-print("%.0f" % r[-1][0] if r and r[-1][0] else "FAIL")
+r = sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchall()
+print(r[-1][0] if r and r[-1][0] is not None else "")
 PY
+)
+  fi
+  echo "${v:-FAIL}"
 }
 # sgrun KEY ROUND ENGINE WORKERS HIDDEN BATCH: samples/s appended to $W/KEY.sps
 sgrun() {
@@ -341,17 +351,14 @@ dist() {
   [ -s "$W/agree-$1.bin" ] && [ -s "$W/agree-${2:-local}.bin" ] || { echo FAIL; return; }
   cached "dist-$1-${2:-local}" dist_q "$1" "${2:-local}"
 }
-dist_q() {
-  python3 - "$W/agree-$1.bin" "$W/agree-$2.bin" <<'PY' 2>/dev/null || echo FAIL
-import array, math, sys
-a, b = array.array("f"), array.array("f")
-for x, p in ((a, sys.argv[1]), (b, sys.argv[2])):
-    with open(p, "rb") as f:
-        x.frombytes(f.read())
-assert len(a) == len(b) > 0
-d = math.sqrt(sum((u - v) ** 2 for u, v in zip(a, b))) / math.sqrt(sum(v * v for v in b))
-print("%.2g" % d)
-PY
+dist_q() { # the relative L2 distance of two float32 files (od and awk: no
+  # interpreter to start, which costs about 0.5 s a call on a slow host)
+  local a=$W/agree-$1.bin b=$W/agree-$2.bin
+  [ "$(stat -c %s "$a")" = "$(stat -c %s "$b")" ] || { echo FAIL; return; }
+  paste <(od -An -v -f -w4 "$a") <(od -An -v -f -w4 "$b") | awk '
+    $1 !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/ || $2 !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/ {bad = 1}
+    {d += ($1 - $2) ^ 2; n += $2 * $2}
+    END {if (bad || NR == 0 || n <= 0) print "FAIL"; else printf "%.2g\n", sqrt(d) / sqrt(n)}'
 }
 cnnrun() { # NAME ENGINE WORKERS BATCH DEVICE MAX_STEPS EPOCHS LIMIT_S
   cat >"$W/cfg/$1.yaml" <<Y
@@ -369,13 +376,7 @@ acc() { # DB: the run's final test accuracy
   [ -s "$1" ] || { echo FAIL; return; }
   cached "acc-$(basename "$1")" acc_q "$1"
 }
-acc_q() {
-  python3 - "$1" <<'PY' 2>/dev/null || echo FAIL
-import sqlite3, sys
-r = sqlite3.connect(sys.argv[1]).execute("SELECT final_acc FROM run_summary").fetchall()
-print("%.4f" % r[-1][0] if r and r[-1][0] is not None else "FAIL")
-PY
-}
+acc_q() { q1 "$1" "SELECT CASE WHEN final_acc IS NOT NULL THEN printf('%.4f', final_acc) END FROM run_summary"; }
 # tests NAMES...: the test binaries, their results into TEST_RESULT
 TEST_RESULT=""
 tests() {
@@ -547,10 +548,23 @@ step_twins() {
 }
 
 # ---- the table (written after every step; printed at the end or on a signal) -----
-med() { # the median of the numbers in a file (FAIL/dry kept when none)
+med() { # the median of the numbers in a file (FAIL/dry kept when none); in
+  # bash alone: the table is written after every step, and each process
+  # started costs milliseconds on a slow host
   [ -f "$1" ] || { echo n/a; return; }
-  sort -n "$1" | grep -E '^[0-9]+$' | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}' | grep . ||
-    head -1 "$1"
+  local x first= i j t
+  local -a v=()
+  while IFS= read -r x || [ -n "$x" ]; do
+    [ -z "$first" ] && first=$x
+    [[ $x =~ ^[0-9]+$ ]] && v+=("$x")
+  done <"$1"
+  [ ${#v[@]} -eq 0 ] && { [ -n "$first" ] && echo "$first"; return 0; }
+  for ((i = 1; i < ${#v[@]}; i++)); do # insertion sort, numerically
+    t=${v[i]}
+    for ((j = i - 1; j >= 0 && 10#${v[j]} > 10#$t; j--)); do v[j + 1]=${v[j]}; done
+    v[j + 1]=$t
+  done
+  echo "${v[(${#v[@]} + 1) / 2 - 1]}"
 }
 vals() { [ -f "$1" ] && paste -sd/ "$1" || echo n/a; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a+0 > 0 && b+0 > 0) printf "%.2f", a / b; else print "-"}'; }
