@@ -93,6 +93,22 @@ void sg_err_clear(void) {
   blame_reason = SG_BLAME_NONE;
 }
 
+void sg_err_save(sg_err_saved_t *e) {
+  _Static_assert(sizeof e->msg == sizeof err_msg && sizeof e->trace == sizeof err_trace,
+                 "sg_err_saved_t holds the whole error");
+  memcpy(e->msg, err_msg, sizeof err_msg);
+  memcpy(e->trace, err_trace, sizeof err_trace);
+  e->blame_rank = blame_rank;
+  e->blame_reason = blame_reason;
+}
+
+void sg_err_restore(const sg_err_saved_t *e) {
+  memcpy(err_msg, e->msg, sizeof err_msg);
+  memcpy(err_trace, e->trace, sizeof err_trace);
+  blame_rank = e->blame_rank;
+  blame_reason = e->blame_reason;
+}
+
 int sg_err_blame(int code, int rank, int reason) {
   int known = rank >= 0 && reason > SG_BLAME_NONE && reason < SG_BLAME_END_;
   blame_rank = known ? rank : -1;

@@ -68,6 +68,18 @@ const char *sg_err_trace(void);
 void sg_err_clear(void);
 void sg_err_trace_push(const char *file, int line);
 
+/* The current thread's error (message, trail, blame), kept across
+ * clean-up code that sets and clears errors of its own (a failed run's
+ * waits on requests still in flight), so the error that ended the run is
+ * the one reported: sg_err_save() at the clean-up's start,
+ * sg_err_restore() at its end. */
+typedef struct sg_err_saved {
+  char msg[1024], trace[512];
+  int blame_rank, blame_reason;
+} sg_err_saved_t;
+void sg_err_save(sg_err_saved_t *e);
+void sg_err_restore(const sg_err_saved_t *e);
+
 /* Blame as data: why a failure happened and which rank caused it, next to
  * the message.  A rank's DONE record carries both (records.h), and the
  * harness follows them to the root cause instead of reading the message.

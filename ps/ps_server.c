@@ -1012,7 +1012,13 @@ static int slices_drain(server_t *s) {
   return clear;
 }
 
+/* Frees the server; the error that ended a failed run stays the one set
+ * (slices_drain's waits set and clear errors of their own: without
+ * sg_err_save a sync server's "worker rank 4 said DONE after 1 pushes"
+ * over mpi reached the harness as "peer failed", its text cleared). */
 static void server_free(server_t *s) {
+  sg_err_saved_t e;
+  sg_err_save(&e);
   int clear = slices_drain(s);
   if (s->slot && clear)
     for (int w = 0; w < s->N; w++) free(s->slot[w]);
@@ -1033,6 +1039,7 @@ static void server_free(server_t *s) {
   free(s->heard);
   free(s->final);
   sg_optim_destroy(&s->opt);
+  sg_err_restore(&e);
 }
 
 /* The shard's buffers and per-worker state (0 or SG_ENOMEM). */

@@ -636,10 +636,15 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   SG_TRY(exchange(&wk, 0, 0, 0, evaluates || !cfg->sparse, &held, &stale));
   SG_TRY(sg_trainlog_begin(log, wk.params));
 
-  /* sync: every worker runs the quota; ssp/async: until a server says stop. */
+  /* sync: every worker runs the quota; ssp/async: until a server says stop.
+   * Test only: _plant_bug = ps-done-early makes the last worker say DONE
+   * after one step, which a sync server must name (a broken or hostile
+   * worker: the step after can never be complete). */
   int sync = cfg->mode == PS_SYNC;
+  int early = wk.w == wk.N - 1 && !strcmp(sg_opts_str_or(ctx->opts, "_plant_bug", ""),
+                                         "ps-done-early");
   int64_t t;
-  for (t = 0; sync ? t < total : !wk.stop; t++)
+  for (t = 0; sync ? t < total && !(early && t == 1) : !wk.stop; t++)
     SG_TRY(worker_step(&wk, wl, log, t, total, sparse_grad));
   if (!sync && evaluates) SG_TRY(final_params(&wk, log, t));
   else SG_TRY(say_done(&wk, t));

@@ -15,7 +15,9 @@
  *  - faults: a worker, then a server, killed (SIGKILL) or stopped
  *    (SIGSTOP) under sync, and a worker stopped under async: sgdlab exits 1
  *    within two deadlines, the run is failed naming the rank (a stopped one
- *    first, "is stopped (state T)");
+ *    first, "is stopped (state T)"); a sync worker that says DONE after
+ *    one step (planted) is named by a sliced server over mpi, its
+ *    message intact through the server's clean-up;
  *  - compress: topk 0.01 converges on the quickstart workload (MLP
  *    784-128-10, batch 64, lr 0.1, momentum 0.9), ps sync, 3 workers, 300
  *    steps: the workers send < 5% of compress: none's bytes and reach a
@@ -29,9 +31,11 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "err.h"
 #include "run_util.h"
 
@@ -148,6 +152,42 @@ TEST(killed_worker_is_named_by_a_sliced_server_mpi) {
 }
 TEST(stopped_server_is_named_by_the_workers_zmq) { kill_case("zmq", 1, SIGSTOP, "zmq stopped server"); }
 TEST(worker_killed_fails_the_run_naming_it_mpi) { kill_case("mpi", 4, SIGKILL, "mpi worker"); }
+
+/* A sync worker that says DONE after one step of 100 (planted:
+ * ps-done-early, the last worker, rank 4): the step after can never be
+ * complete.  Sliced over mpi, the server keeps a receive posted per
+ * worker (the others' receives for their next slices stay posted while
+ * they wait for replies), so its wait ends after a deadline and it must
+ * fail naming the worker that said DONE early.  Its message must reach
+ * the harness: the server's clean-up waits on its replies and receives
+ * still in flight, which set and cleared errors of their own; before
+ * sg_err_save the run failed as "rank 1 (server, ...): peer failed", the
+ * server's text cleared.  Bound: a deadline (4 s) after the others'
+ * pushes, plus the start and the teardown: 22 s. */
+TEST(sliced_mpi_server_names_a_worker_that_said_done_early) {
+  char dir[64], cfg[128], db[128], err[1024];
+  ru_mkdtemp(dir, sizeof dir, "psearly");
+  snprintf(cfg, sizeof cfg, "%s/early.yaml", dir);
+  snprintf(db, sizeof db, "%s/early.db", dir);
+  CHECK_EQ_INT(ru_write_file(cfg, "name: ps-early\nworkers: 3\nlauncher: mpirun\ndeadline: 4\n"
+                                  "workload: {hidden: [16], batch: 16, max_steps: 100, "
+                                  "eval_every: 1000000}\n"
+                                  "engines: [{engine: ps, mode: sync, servers: 2, transport: mpi, "
+                                  "slice: 4K, slice_from: 0}]\n"), 0);
+  double t = sg_now();
+  int code = ru_sgdlab_run_args(cfg, db, "--plant-bug", "ps-done-early");
+  double took = sg_now() - t;
+  ru_db_text_into(db, "SELECT status || ': ' || coalesce(error, '') FROM runs WHERE id=1", err,
+                  sizeof err);
+  fprintf(stderr, "  exit %d after %.1f s: %s\n", code, took, err);
+  CHECK_EQ_INT(code, 1);
+  CHECK_MSG(!strncmp(err, "failed: ", 8), "%s", err);
+  CHECK_STR_CONTAINS(err, "worker rank 4");
+  CHECK_STR_CONTAINS(err, "DONE");
+  CHECK_MSG(!strstr(err, "no rank reported"), "the watchdog, not the server, ended it: %s", err);
+  CHECK_MSG(took < 22, "took %.1f s", took);
+  ru_rm_rf(dir);
+}
 
 /* async, as processes: a worker stopped (SIGSTOP) mid-run.  The server
  * declares it dead one deadline after its last message and goes on, but
