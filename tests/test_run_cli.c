@@ -435,8 +435,8 @@ TEST(silent_rank_fails_the_run_with_the_noticing_rank_message) {
 
 /* ---- the exit after every DONE ------------------------------------------ */
 
-/* The run of the exit tests: 2 workers over zmq, 5 steps, deadline 0.3 s
- * (a silence bound of 0.45 s); rank 1 stays SGDLAB_TEST_EXIT_DELAY_S
+/* The run of the exit tests: 2 workers over zmq, 5 steps, deadline 1 s
+ * (a silence bound of 1.5 s); rank 1 stays SGDLAB_TEST_EXIT_DELAY_S
  * seconds after its DONE before it exits.  The harness's exit code; its
  * pid and rank 1's in *h and *r1 (0 when not seen); the run's error into
  * err (status first). */
@@ -446,7 +446,7 @@ static int linger_run(const char *tag, const char *secs, double wait_s, double *
   ru_mkdtemp(dir, sizeof dir, tag);
   snprintf(cfg, sizeof cfg, "%s/linger.yaml", dir);
   snprintf(db, sizeof db, "%s/linger.db", dir);
-  if (ru_write_file(cfg, "name: linger\nworkers: 2\ntransport: zmq\ndeadline: 0.3\n"
+  if (ru_write_file(cfg, "name: linger\nworkers: 2\ntransport: zmq\ndeadline: 1\n"
                          "workload: {hidden: [16], batch: 16, max_steps: 5, eval_every: 100000}\n"
                          "engines: [{engine: allreduce, algorithm: ring}]\n") != 0)
     return -2;
@@ -469,14 +469,14 @@ static int linger_run(const char *tag, const char *secs, double wait_s, double *
 
 /* Every rank has said DONE: what is left (MPI_Finalize, a simulator
  * unmapping its ranks, a disk under load) is no silence.  Rank 1 exits
- * 2 s after its DONE, over four silence bounds: the run ends ok.  Before
+ * 4 s after its DONE, over two silence bounds: the run ends ok.  Before
  * the rule (the silence bound applied to the exit too) it failed: "no
- * rank reported for 0.5 s (1.5 x deadline 0.3 s)". */
+ * rank reported for 1.6 s (1.5 x deadline 1 s)". */
 TEST(slow_exit_after_done_is_not_silence) {
   char err[1024];
   double took;
   pid_t r1;
-  int code = linger_run("exit-slow", "2", 60, &took, &r1, err, sizeof err);
+  int code = linger_run("exit-slow", "4", 60, &took, &r1, err, sizeof err);
   CHECK_MSG(r1 > 0, "rank 1 was never seen");
   CHECK_MSG(code == 0, "harness exit %d: %s", code, err);
   CHECK_MSG(!strcmp(err, "ok: "), "%s", err);
