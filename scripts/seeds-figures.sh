@@ -7,8 +7,8 @@
 #   scripts/seeds-figures.sh               run everything, then draw
 #   scripts/seeds-figures.sh run|draw      only one half
 #   scripts/seeds-figures.sh run pfn async  only these experiments
-# (scale-1024 and eager, docs/seeds.md's tables without a figure, run only
-# when named: scripts/seeds-figures.sh run scale-1024 eager)
+# (scale-1024, scale-1024-hubs and eager, docs/seeds.md's tables without a
+# figure, run only when named: scripts/seeds-figures.sh run scale-1024 eager)
 # DB (default results/seeds.db) holds the runs; each step prints how long
 # it took.
 set -euo pipefail
