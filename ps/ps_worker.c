@@ -617,6 +617,9 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
   sg_workload_t *wl = NULL;
   sg_trainlog_t *log = NULL;
   int evaluates = wk.w == 0, rc, sparse_grad = 0;
+  /* read before training (options are not read while it runs) */
+  int early = wk.w == wk.N - 1 && !strcmp(sg_opts_str_or(ctx->opts, "_plant_bug", ""),
+                                         "ps-done-early");
 
   SG_TRY(sg_workload_new(&wl, ctx->opts, wk.w, wk.N, SG_WL_TRAIN | (evaluates ? SG_WL_TEST : 0)));
   int64_t total = sg_workload_total_steps(wl);
@@ -641,8 +644,6 @@ int ps_worker_run(sg_rank_ctx_t *ctx, const ps_cfg_t *cfg) {
    * after one step, which a sync server must name (a broken or hostile
    * worker: the step after can never be complete). */
   int sync = cfg->mode == PS_SYNC;
-  int early = wk.w == wk.N - 1 && !strcmp(sg_opts_str_or(ctx->opts, "_plant_bug", ""),
-                                         "ps-done-early");
   int64_t t;
   for (t = 0; sync ? t < total && !(early && t == 1) : !wk.stop; t++)
     SG_TRY(worker_step(&wk, wl, log, t, total, sparse_grad));
