@@ -279,8 +279,11 @@ static void killed_harness(const char *d) {
   snprintf(cfg, sizeof cfg, "%s/h.yaml", d);
   snprintf(db, sizeof db, "%s/h.db", d);
   snprintf(errp, sizeof errp, "%s/h.err", d);
-  write_cfg(cfg, "{engine: allreduce, algorithm: ring}", "transport: zmq\nlauncher: ssh\n", "",
-            100000);
+  /* the roomy deadline: nothing here waits on a deadline, and a loaded
+   * machine's four ssh logins once kept the rendezvous past 5 s, failing
+   * the run before its fifth step */
+  write_cfg_dl(cfg, "{engine: allreduce, algorithm: ring}", "transport: zmq\nlauncher: ssh\n", "",
+               100000, EQ_DEADLINE_S);
   on_h0_argv(argv, host, sizeof host, cfg, db);
   pid_t sg = ru_start(argv, errp, 1, NULL); /* cluster exec execs sgdlab run: the harness */
   CHECK(sg > 0);
@@ -296,6 +299,12 @@ static void killed_harness(const char *d) {
   int left = 0;
   for (int r = 0; r < 4; r++) left += ranks[r] > 0 && !ru_wait_gone(ranks[r], t0 + 30 - sg_now(), 1);
   fprintf(stderr, "  harness killed (-9): %d ranks left %.2f s later\n", left, sg_now() - t0);
+  if (w != 0) { /* why it ended first: its own output */
+    char *out = ru_slurp(errp, 4096);
+    fprintf(stderr, "  the run ended before 5 steps of rank 3 (exit status %d): %s\n", st,
+            out ? out : "(no output)");
+    free(out);
+  }
   CHECK_MSG(w == 0 && ranks[0] > 0 && ranks[3] > 0, "training did not start (wait %d)", w);
   CHECK_MSG(left == 0, "%d ranks left after the harness was killed", left);
 }
