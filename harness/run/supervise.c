@@ -116,10 +116,12 @@ void run_kill_stopped(serve_t *s) {
   }
 }
 
-/* CPU seconds (user + system) process pid has used, -1 when it is gone. */
-static double proc_cpu_s(int pid) {
+/* CPU seconds (user + system) process pid has used, -1 when it is gone;
+ * its state letter into *state (0 when gone), from the same read. */
+static double proc_cpu_s(int pid, int *state) {
   char buf[1024];
   const char *st = sg_proc_stat(pid, buf, sizeof buf);
+  *state = st ? st[0] : 0;
   const char *u = sg_proc_field(st, 14), *k = sg_proc_field(st, 15);
   long tick = sysconf(_SC_CLK_TCK);
   if (!u || !k || tick <= 0) return -1;
@@ -157,8 +159,8 @@ static int sim_pid(serve_t *s) {
  * own exit (its clean-up). */
 static double sim_quiet(serve_t *s, double now, double quiet_wall, int *by_cpu) {
   int pid = sim_pid(s);
-  double cpu = pid > 0 ? proc_cpu_s(pid) : -1;
-  int state = cpu >= 0 ? sg_proc_state(pid) : 0;
+  int state = 0;
+  double cpu = pid > 0 ? proc_cpu_s(pid, &state) : -1;
   *by_cpu = 0;
   if (state == 'Z' || state == 'X') cpu = -1; /* it has ended, not yet reaped */
   if (cpu >= 0 && pid != s->sim_pid) /* a new process: count from now */
