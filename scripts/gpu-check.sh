@@ -168,7 +168,7 @@ trap cleanup EXIT
 LOGS=$W/logs
 mkdir -p "$LOGS" "$W/cfg" "$W/db"
 T0=$(date +%s)
-NFAIL=0 NSKIP=0 CHILD=
+NFAIL=0 NSKIP=0 NPART=0 CHILD=
 
 left() { echo $((LIMIT_S - ($(date +%s) - T0))); }
 # part NAME LIMIT CMD...: runs CMD under timeout min(LIMIT, time left less
@@ -177,6 +177,7 @@ left() { echo $((LIMIT_S - ($(date +%s) - T0))); }
 part() {
   local name=$1 lim=$2 l e rc t
   shift 2
+  NPART=$((NPART + 1))
   l=$(($(left) - RESERVE_S))
   e=$(est "$name")
   if [ "$l" -le 5 ]; then
@@ -285,7 +286,10 @@ sgrun() {
 torch() {
   local name=$1-$2
   if [ $DRY -eq 1 ]; then
-    part "$name" 30 python3 "$ROOT/scripts/torch_mlp.py" --data "$DATA" --check-data
+    # the data set is checked once (Python's gunzip of the training
+    # images: over a second of CPU a call); every later call only skips
+    [ -e "$W/data-checked" ] ||
+      { part "$name" 30 python3 "$ROOT/scripts/torch_mlp.py" --data "$DATA" --check-data && : >"$W/data-checked"; }
     skip "PyTorch on cuda ($name)"; echo dry >>"$W/$1.sps"; echo dry >>"$W/$1-sync.sps"
     return
   fi
@@ -698,9 +702,12 @@ on_signal() {
 }
 trap on_signal TERM INT
 
+# the table is written again after a step that ran a part (tens of
+# processes a write: a dry run skips whole steps) and after the last step
+WROTE=-1
 for st in $STEPS; do
   "step_$st"
-  write_table
+  if [ "$NPART" -ne "$WROTE" ] || [ "$st" = "${STEPS##* }" ]; then write_table; WROTE=$NPART; fi
 done
 logs
 echo

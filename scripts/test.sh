@@ -16,8 +16,10 @@
 #     LeakSanitizer is on; Open MPI's own allocations are suppressed
 #     (tests/lsan.supp).  The grader's malformed-input cases run here
 #     (lab_check_badpred, lab_check_blame); the whole labs (lab_check_N,
-#     a minute or more each under the sanitizers) in pass 1 only, to keep
-#     CI within its time.
+#     a minute or more each under the sanitizers) and test_inputs' listing
+#     of a 100,000-run sweep (test_inputs_sweep, about 45 s of CPU under
+#     the sanitizers; smaller sweeps run here) in pass 1 only, to keep CI
+#     within its time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -40,4 +42,4 @@ export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export OMPI_MCA_mca_base_component_disable_dlclose=1 # symbolizable leak stacks
 ctest --test-dir build-asan --output-on-failure -j2 \
-  -R '^(fuzz_|test_opts|test_stage|test_slurm_stage|test_config|test_admit|test_dataset|test_recorder|test_report|test_results$|test_transport_inproc|test_attack|test_show_text|test_ps_proto|test_cost_model|test_rdv_auth|test_ps_sparse|test_allreduce$|test_mapreduce$|test_model|test_cuda_cnn$|test_clicks|test_shard|test_optim|test_workload|test_harness_death|test_outputs|test_inputs|test_simulate_platform|docs_config|claims_badfile|claims_planted|lab_check_badpred|lab_check_blame|hostile_db|hostile_checks|checks_input)'
+  -R '^(fuzz_|test_opts|test_stage|test_slurm_stage|test_config|test_admit|test_dataset|test_recorder|test_report|test_results$|test_transport_inproc|test_attack|test_show_text|test_ps_proto|test_cost_model|test_rdv_auth|test_ps_sparse|test_allreduce$|test_mapreduce$|test_model|test_cuda_cnn$|test_clicks|test_shard|test_optim|test_workload|test_harness_death|test_outputs|test_inputs$|test_simulate_platform|docs_config|claims_badfile|claims_planted|lab_check_badpred|lab_check_blame|hostile_db|hostile_checks|checks_input)'

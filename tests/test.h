@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef void (*test_fn)(void);
 struct test_case {
@@ -103,13 +104,18 @@ int test_main(int argc, char **argv) {
     if (!selected) continue;
     test_failed_now_ = 0;
     fprintf(stderr, "[ RUN  ] %s\n", test_cases_[i].name);
+    struct timespec t0_, t1_;
+    clock_gettime(CLOCK_MONOTONIC, &t0_);
     test_cases_[i].fn();
+    clock_gettime(CLOCK_MONOTONIC, &t1_);
+    /* each case's wall time, for the suite's time budget (never checked) */
+    double s_ = (double)(t1_.tv_sec - t0_.tv_sec) + 1e-9 * (double)(t1_.tv_nsec - t0_.tv_nsec);
     if (test_failed_now_) {
       failed++;
-      fprintf(stderr, "[ FAIL ] %s\n", test_cases_[i].name);
+      fprintf(stderr, "[ FAIL ] %s (%.1f s)\n", test_cases_[i].name, s_);
     } else {
       passed++;
-      fprintf(stderr, "[  OK  ] %s\n", test_cases_[i].name);
+      fprintf(stderr, "[  OK  ] %s (%.1f s)\n", test_cases_[i].name, s_);
     }
   }
   printf("%d passed, %d failed\n", passed, failed);
