@@ -278,6 +278,18 @@ TEST(ps_modeled_runs) {
                              "AND value = 'modeled'"), 2);
   /* every process records its 5 steps: 4 workers and S servers */
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), (5 + 6) * 5);
+  /* A clock read costs no simulated time (smpi/wtime:0): a worker's
+   * compute_s, two reads around the charged step, is the step the harness
+   * measured (simulate.step_s) to 2 ns, plus 1e-6 of it for SimGrid's
+   * rounding of the charged step (0.16 ns of 0.363 ms measured).  With
+   * SimGrid's default 10 ns sleep in each read it came out 7.8 to 10.8 ns
+   * longer (ps S = 16, N = 128), and every read was an event that solved
+   * the network's sharing again. */
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps s JOIN run_info i ON i.run_id = s.run_id "
+                             "AND i.key = 'simulate.step_s' WHERE s.role = 'worker' "
+                             "AND abs(s.compute_s - CAST(i.value AS REAL)) "
+                             "< 2e-9 + 1e-6 * CAST(i.value AS REAL)"),
+               4 * 5 * 2);
   /* The servers' links bind here (each carries N pushes in and N replies
    * out, 2 N M / S per step against 2 M on a worker's link), so two
    * servers take half the time of one: 2 N M / (S B) = 521 ms and 260 ms.

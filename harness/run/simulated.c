@@ -295,6 +295,14 @@ static void sim_args(run_sim_t *m, int nprocs) {
    * rank's clock by smpi/iprobe (default 100 us): a ps or mapreduce wait
    * then ended up to that late, per probe.  A probe costs ~nothing here. */
   snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/iprobe:1e-9");
+  /* A clock read (clock_gettime, which smpicc routes to SMPI) costs no
+   * simulated time.  SimGrid's default sleeps 10 ns in each (smpi/wtime),
+   * and the ranks read the clock around every message (sg_now): each
+   * read was an event of its own, 10 ns after the last, and each event
+   * solved the network's bandwidth sharing again over every flow in
+   * flight.  ps S = N/8 at N = 128 solved it 18,000 times a step, 102
+   * times in the whole run without the sleeps (docs/simulate.md). */
+  snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/wtime:0");
   /* simulate.eager: a message below it is sent without waiting for its
    * receiver (detached) and its bytes move at once (async-small), as an
    * MPI library's eager protocol sends it; by default the emulated

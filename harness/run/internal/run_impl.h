@@ -52,7 +52,7 @@ typedef struct run_sim {
   int cached;    /* step_s and the host speed came from the calibration cache */
   char platform[4200], hostfile[4200], tmpdir[4200], rank_bin[4096];
   char records[200]; /* file://DIR/rec (records.h) */
-  char np[16], cfgs[14][96];
+  char np[16], cfgs[16][96];
   const char *argv[32]; /* smpirun's, before the program (launch.h sim_argv) */
   double told;          /* sg_now() of the last progress line (run_sim_progress) */
 } run_sim_t;
