@@ -382,6 +382,15 @@ out:
   sg_fold_free(fold);
   return rc;
 }
+
+/* compute: modeled (_sim_step_s): sg_fold_alloc folds the payloads
+ * (core/msgbuf.h) from here on, before the engine allocates any. */
+static int sim_fold(const sg_opts_t *o, int rank, int size) {
+  double sim_step = 0;
+  SG_CHECK(sg_opts_double_or(o, "_sim_step_s", 0, &sim_step));
+  sg_fold_enable(sim_step > 0);
+  return sim_memory_check(rank, size);
+}
 #endif
 
 int main(int argc, char **argv) {
@@ -416,12 +425,6 @@ int main(int argc, char **argv) {
     goto fail;
   }
   SG_TRY(rank_shape(o, rank, &sh));
-#ifdef SG_SMPI
-  /* compute: modeled: sg_fold_alloc folds the payloads (core/msgbuf.h) */
-  double sim_step = 0;
-  SG_TRY(sg_opts_double_or(o, "_sim_step_s", 0, &sim_step));
-  sg_fold_enable(sim_step > 0);
-#endif
   const char *role = sg_engine_role(eng, o, (int)sh.workers, rank);
   const char *keys_path = sg_opts_str_or(o, "_keys", "");
   if (keys_path[0] && !staged) SG_TRY(sg_keys_load(&keys, keys_path, sh.size));
@@ -441,7 +444,7 @@ int main(int argc, char **argv) {
 
   SG_TRY(sg_device_bind(comm, o)); /* device: cuda: this rank's GPU */
 #ifdef SG_SMPI
-  SG_TRY(sim_memory_check(rank, sh.size));
+  SG_TRY(sim_fold(o, rank, sh.size));
 #endif
   SG_TRY(rank_clock(rec, o, rank, keys, &sh, "clock.start"));
   /* the engine's start: its trainlog reports the data load from here */
