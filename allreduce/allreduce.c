@@ -23,10 +23,10 @@ const sg_ar_algo_t *sg_ar_algo_find(const char *name) {
 
 void *sg_ar_alloc(size_t bytes) {
 #ifdef SG_SMPI
-  /* simulated ranks share one process: plain zeroed memory, which SMPI
-   * folds across ranks when compute is modeled (a 2 MiB-aligned buffer
+  /* simulated ranks share one process: zeroed memory, folded across the
+   * ranks when compute is modeled (core/msgbuf.h; a 2 MiB-aligned buffer
    * per rank was 13 MB of every simulated rank) */
-  return calloc(1, bytes ? bytes : 1);
+  return sg_fold_alloc(bytes);
 #endif
   size_t len = (bytes + HUGE_ALIGN - 1) / HUGE_ALIGN * HUGE_ALIGN;
   void *p = NULL;
@@ -37,7 +37,7 @@ void *sg_ar_alloc(size_t bytes) {
   return p;
 }
 
-void sg_ar_free(void *p) { free(p); }
+void sg_ar_free(void *p) { sg_fold_free(p); }
 
 struct sg_ar {
   const sg_ar_algo_t *algo;
@@ -153,10 +153,10 @@ int sg_ar_new(sg_ar_t **out, sg_comm_t *c, const char *algorithm, size_t segment
   a->o.scratch_count = ns;
   a->o.reqs_count = nr;
   if (ns && !(a->o.scratch = sg_ar_alloc(ns * sizeof(float)))) goto nomem;
-  /* never folded (core/msgbuf.h): request pointers a simulated rank
-   * reads back; rhd needs one per segment of the vector (64 MB in 4 KiB
-   * segments: 16,384, 128 KiB) */
-  if (nr && !(a->o.reqs = sg_msg_calloc(nr, sizeof(void *)))) goto nomem;
+  /* the rank's own (calloc; only sg_fold_alloc folds, core/msgbuf.h):
+   * request pointers a simulated rank reads back; rhd needs one per
+   * segment of the vector (64 MB in 4 KiB segments: 16,384, 128 KiB) */
+  if (nr && !(a->o.reqs = calloc(nr, sizeof(void *)))) goto nomem;
   *out = a;
   return SG_OK;
 nomem:

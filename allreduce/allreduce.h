@@ -232,7 +232,10 @@ void sg_ar_dev_destroy(sg_ar_dev_t **d);
  * page faults.  Huge pages matter for MPI's single-copy transfers (CMA):
  * the kernel pins the peer's pages for every message, one lookup per 4 KiB
  * page otherwise (measured: 14% of a 64 MiB allreduce).  NULL when out of
- * memory.  Free with sg_ar_free(). */
+ * memory.  Under a simulation (SG_SMPI) plain zeroed memory from
+ * sg_fold_alloc instead, folded across the ranks when compute is modeled
+ * (core/msgbuf.h): vectors only, never state read back.  Free with
+ * sg_ar_free(). */
 void *sg_ar_alloc(size_t bytes);
 void sg_ar_free(void *p);
 

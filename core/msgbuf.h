@@ -1,33 +1,50 @@
-/* msgbuf.h - memory a message is built in or received into.
+/* msgbuf.h - memory a simulation may fold, and message buffers.
  *
  * In a simulation with compute: modeled (sgdlab-rank-smpi, docs/simulate.md)
- * SMPI folds every malloc/calloc of 64 KiB or more into one buffer shared
- * by all simulated ranks (smpi/auto-shared-malloc-thresh): right for the
- * parameter and gradient payload, whose values a timing study does not
- * read, wrong for a buffer holding a message header, which another rank
- * would overwrite before it is parsed (a ps push then read "bad magic 0").
+ * nothing is computed and nobody reads the values of the parameters,
+ * gradients, optimizer state and the engines' dense buffers: SMPI can
+ * fold such a payload, one block of memory shared by all simulated ranks,
+ * so that a thousand ranks need not hold a thousand copies.  Folding is
+ * opt-in: only memory from sg_fold_alloc and the payloads of
+ * sg_msg_malloc_framed(..., fold = 1) are folded.  Every other allocation
+ * (malloc, calloc: smpicc's macros fold nothing, the simulator is not
+ * given smpi/auto-shared-malloc-thresh) stays the rank's own, so a
+ * header, an index, a counter or a request array keeps its values by
+ * construction.
  *
- * sg_msg_malloc and sg_msg_calloc are never folded: the parenthesised name
- * skips the function-like malloc/calloc macros of smpicc's smpi_helpers.h
- * and calls the C library; SMPI's free() releases such memory like any
- * unshared block.  Outside a simulation they are malloc and calloc.
+ * sg_fold_enable(on): whether this process folds; the rank program sets
+ * it from _sim_step_s (compute: modeled) before the engine runs.  Under
+ * SMPI each simulated rank has its own copy of the flag (privatized
+ * globals), and all set the same value.  Outside a simulation it has no
+ * effect.
+ *
+ * sg_fold_alloc(bytes): a payload buffer.  Folded (SG_SMPI, folding on,
+ * bytes >= SG_MSG_FOLD_MIN): a fresh SMPI shared block
+ * (smpi_shared_malloc_partial over the whole buffer) whose contents are
+ * whatever any rank last wrote there: never read a value back from it.
+ * Otherwise calloc: zeroed.  NULL when out of memory.  Use it exactly for
+ * payloads nobody reads under compute: modeled (what harness/run/admit.c
+ * counts as params + grad + optim + engine less message buffers).
+ * Free with sg_fold_free (never (free)(): a folded block is a memory map,
+ * which SMPI's free, the free() macro of smpicc, unmaps; SimGrid 3.32's
+ * smpi_shared_free).
  *
  * sg_msg_malloc_framed is a buffer of messages (frames) laid `stride`
  * bytes apart from its start, each a header of `hdr` bytes and then its
- * payload (stride >= bytes: one message).  With `fold` set, under SG_SMPI,
- * every payload is folded across the simulated ranks and every header
- * stays the rank's own (SMPI_PARTIAL_SHARED_MALLOC): a message still
- * moves its full length through the simulated network, but SMPI copies
- * only the bytes that are private at both ends (the header), and the
- * payload holds no memory per rank.  A rank's own part is the pages its
- * headers touch (one or two per frame), and each frame costs the process
- * about two memory maps (vm.max_map_count; harness/run/admit.c counts
- * them).  fold is for payloads nobody reads (dense gradients and
- * parameters under compute: modeled); a payload that is parsed (sparse
- * indices) must not be folded.  Frames whose payload is under
- * SG_MSG_FOLD_MIN stay whole (a few pages saved, two maps spent).
- * Without fold, or outside a simulation, it is sg_msg_malloc(bytes).
- * Free any of them with free().
+ * payload (stride >= bytes: one message).  With `fold` set, under SG_SMPI
+ * with folding on, every payload is folded across the simulated ranks and
+ * every header stays the rank's own (SMPI_PARTIAL_SHARED_MALLOC): a
+ * message still moves its full length through the simulated network, but
+ * SMPI copies only the bytes that are private at both ends (the header),
+ * and the payload holds no memory per rank.  A rank's own part is the
+ * pages its headers touch (one or two per frame), and each frame costs
+ * the process about two memory maps (vm.max_map_count;
+ * harness/run/admit.c counts them).  fold is for payloads nobody reads
+ * (dense gradients and parameters under compute: modeled); a payload that
+ * is parsed (sparse indices) must not be folded.  Frames whose payload is
+ * under SG_MSG_FOLD_MIN stay whole (a few pages saved, two maps spent).
+ * Without fold, or outside a simulation, it is malloc(bytes).  Free it
+ * with sg_fold_free (or free(): the same under smpicc's macro).
  */
 #ifndef SG_MSGBUF_H
 #define SG_MSGBUF_H
@@ -36,9 +53,10 @@
 
 #define SG_MSG_FOLD_MIN ((size_t)65536)
 
-static inline void *sg_msg_malloc(size_t bytes) { return (malloc)(bytes); }
-
-static inline void *sg_msg_calloc(size_t n, size_t size) { return (calloc)(n, size); }
+void sg_fold_enable(int on);
+int sg_fold_enabled(void);
+void *sg_fold_alloc(size_t bytes);
+void sg_fold_free(void *p);
 
 void *sg_msg_malloc_framed(size_t bytes, size_t stride, size_t hdr, int fold);
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "msgbuf.h"
 #include "workload.h"
 
 enum { SCHED_CONSTANT, SCHED_STEP, SCHED_COSINE };
@@ -61,7 +62,7 @@ int sg_optim_new(sg_optim_t **out, const sg_opts_t *o, size_t n,
     goto fail;
   }
   if (opt->mu > 0) {
-    opt->v = calloc(n ? n : 1, sizeof *opt->v);
+    opt->v = sg_fold_alloc((n ? n : 1) * sizeof *opt->v); /* zeroed; folded when modeled */
     if (!opt->v) {
       rc = sg_err_set(SG_ENOMEM, "momentum buffer of %zu floats", n);
       goto fail;
@@ -76,7 +77,7 @@ fail:
 
 void sg_optim_destroy(sg_optim_t **popt) {
   if (!popt || !*popt) return;
-  free((*popt)->v);
+  sg_fold_free((*popt)->v);
   free(*popt);
   *popt = NULL;
 }

@@ -282,9 +282,9 @@ static int mpi_waitany_(sg_comm_t *c, int n, sg_req_t **reqs, int *index, sg_sta
   int e = MPI_SUCCESS, i = -1;
   *index = -1;
 #ifdef SG_SMPI
-  /* (malloc): never folded across simulated ranks, which the macro's
-   * automatic sharing would do from 8,192 requests (core/msgbuf.h) */
-  MPI_Request *rs = (malloc)((size_t)(n > 0 ? n : 1) * sizeof *rs);
+  /* the rank's own, as every allocation but sg_fold_alloc's
+   * (core/msgbuf.h): 8,192 requests or more were once folded */
+  MPI_Request *rs = malloc((size_t)(n > 0 ? n : 1) * sizeof *rs);
   if (!rs) return sg_err_set(SG_ENOMEM, "waitany: rank %d: no memory", c->rank);
   for (int j = 0; j < n; j++) rs[j] = reqs[j] ? reqs[j]->r : MPI_REQUEST_NULL;
   e = MPI_Waitany(n, rs, &i, &s);

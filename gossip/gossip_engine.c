@@ -37,6 +37,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "err.h"
+#include "msgbuf.h"
 #include "gossip.h"
 
 #define GS_TAG_ROUNDS 16384        /* round k uses tag k mod this */
@@ -156,7 +157,7 @@ static uint64_t bytes_moved(const sg_comm_t *c, uint64_t *recvd) {
 static int gs_train(gs_t *g, sg_workload_t *wl, sg_optim_t *opt, sg_trainlog_t *log) {
   sg_rank_ctx_t *ctx = g->ctx;
   const int root = ctx->rank == 0;
-  float *grad = malloc(g->n * sizeof *grad);
+  float *grad = sg_fold_alloc(g->n * sizeof *grad); /* core/msgbuf.h */
   int64_t total = sg_workload_total_steps(wl), spe = sg_workload_steps_per_epoch(wl);
   int rc;
   if (!grad) return sg_err_set(SG_ENOMEM, "gossip: no memory for %zu parameters", g->n);
@@ -177,7 +178,7 @@ static int gs_train(gs_t *g, sg_workload_t *wl, sg_optim_t *opt, sg_trainlog_t *
   if (root) SG_TRY(sg_engine_dump_params(ctx, g->params, g->n));
   rc = SG_OK;
 fail:
-  free(grad);
+  sg_fold_free(grad);
   return rc;
 }
 
@@ -192,8 +193,9 @@ static int gs_run(sg_rank_ctx_t *ctx) {
   SG_TRY(gs_setup(&g, ctx));
   SG_TRY(sg_workload_new(&wl, ctx->opts, ctx->rank, ctx->size, root ? SG_WL_ALL : SG_WL_TRAIN));
   g.n = sg_workload_nparams(wl);
-  g.params = malloc(g.n * sizeof *g.params);
-  g.peer = malloc(g.n * sizeof *g.peer);
+  /* vectors nobody reads under compute: modeled (core/msgbuf.h) */
+  g.params = sg_fold_alloc(g.n * sizeof *g.params);
+  g.peer = sg_fold_alloc(g.n * sizeof *g.peer);
   if (!g.params || !g.peer) {
     rc = sg_err_set(SG_ENOMEM, "gossip: no memory for %zu parameters", g.n);
     goto fail;
@@ -215,8 +217,8 @@ fail:
   sg_optim_destroy(&opt);
   sg_workload_destroy(&wl);
   if (!g.keep_buffers) {
-    free(g.params);
-    free(g.peer);
+    sg_fold_free(g.params);
+    sg_fold_free(g.peer);
   }
   return rc;
 }

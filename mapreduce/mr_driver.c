@@ -29,6 +29,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "msgbuf.h"
 #include "mapreduce.h"
 
 typedef struct sched {
@@ -151,9 +152,10 @@ int mr_driver_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
   SG_TRY(sg_workload_new(&wl, ctx->opts, 0, cfg->executors, SG_WL_TEST));
   size_t n = sg_workload_nparams(wl);
   int64_t total = sg_workload_total_steps(wl), spe = sg_workload_steps_per_epoch(wl);
-  params = malloc(n * sizeof *params);
-  grad = malloc(n * sizeof *grad);
-  tmp = malloc(n * sizeof *tmp);
+  /* vectors nobody reads under compute: modeled (core/msgbuf.h) */
+  params = sg_fold_alloc(n * sizeof *params);
+  grad = sg_fold_alloc(n * sizeof *grad);
+  tmp = sg_fold_alloc(n * sizeof *tmp);
   s.assigned = calloc((size_t)s.P, 1);
   s.running = malloc((size_t)(s.N + 1) * sizeof *s.running);
   if (!params || !grad || !tmp || !s.assigned || !s.running) {
@@ -198,9 +200,9 @@ fail:
   sg_trainlog_destroy(&log);
   sg_optim_destroy(&opt);
   sg_workload_destroy(&wl);
-  free(params);
-  free(grad);
-  free(tmp);
+  sg_fold_free(params);
+  sg_fold_free(grad);
+  sg_fold_free(tmp);
   free(s.assigned);
   free(s.running);
   return rc;

@@ -45,6 +45,7 @@
 #include "clock.h"
 #include "cuda/replica.h"
 #include "err.h"
+#include "msgbuf.h"
 #include "mapreduce.h"
 
 typedef struct executor {
@@ -232,10 +233,11 @@ int mr_executor_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
   SG_TRY(sg_workload_new(&x.wl, wl_opts, 0, 1, SG_WL_TRAIN));
   SG_TRY(executor_job(c, &x));
   x.n = (size_t)x.job.nparams;
-  x.params = malloc(x.n * sizeof *x.params);
-  x.grad = malloc(x.n * sizeof *x.grad);
-  x.acc = malloc(x.n * sizeof *x.acc);
-  x.tmp = malloc(x.n * sizeof *x.tmp);
+  /* vectors nobody reads under compute: modeled (core/msgbuf.h) */
+  x.params = sg_fold_alloc(x.n * sizeof *x.params);
+  x.grad = sg_fold_alloc(x.n * sizeof *x.grad);
+  x.acc = sg_fold_alloc(x.n * sizeof *x.acc);
+  x.tmp = sg_fold_alloc(x.n * sizeof *x.tmp);
   if (!x.params || !x.grad || !x.acc || !x.tmp) {
     rc = SG_ENOMEM;
     goto fail;
@@ -252,10 +254,10 @@ fail:
   sg_trainlog_destroy(&log);
   sg_workload_destroy(&x.wl);
   sg_opts_destroy(&wl_opts);
-  free(x.params);
-  free(x.grad);
-  free(x.acc);
-  free(x.tmp);
+  sg_fold_free(x.params);
+  sg_fold_free(x.grad);
+  sg_fold_free(x.acc);
+  sg_fold_free(x.tmp);
   sg_replica_destroy(&x.dev);
   return rc;
 }

@@ -218,7 +218,7 @@ static int ps_init(void **st, sg_rank_ctx_t *ctx, size_t max_count) {
   /* the most slices and requests any round of at most maxc floats needs */
   size_t most = (size_t)ps_slice_count(maxc, ps_slice_elems(maxc, cfg.slice_bytes)) + 1;
   size_t sbuf = most * HS + maxc * 4, nreq = S * 2 * most + most * (size_t)b->N;
-  if (!(b->msg = sg_msg_malloc(HS + maxc * 4)) || !(b->rep = sg_msg_malloc(sbuf)) ||
+  if (!(b->msg = malloc(HS + maxc * 4)) || !(b->rep = malloc(sbuf)) ||
       !(b->got = calloc(most, sizeof *b->got)) || !(b->acc = malloc(maxc * 4)) ||
       !(b->buf = calloc(maxc, 4)) || !(b->out = calloc(S, sizeof *b->out)) ||
       !(b->in = calloc(S, sizeof *b->in)) || !(b->req = calloc(nreq, sizeof *b->req)) ||
@@ -228,7 +228,7 @@ static int ps_init(void **st, sg_rank_ctx_t *ctx, size_t max_count) {
       !(b->osl = calloc(S * most, sizeof *b->osl)))
     return sg_err_set(SG_ENOMEM, "bench: no memory for %zu floats", maxc);
   for (size_t k = 0; k < S; k++)
-    if (!(b->out[k] = sg_msg_malloc(sbuf)) || !(b->in[k] = sg_msg_malloc(sbuf)))
+    if (!(b->out[k] = malloc(sbuf)) || !(b->in[k] = malloc(sbuf)))
       return sg_err_set(SG_ENOMEM, "bench: no memory for %zu floats", maxc);
   return SG_OK;
 }

@@ -727,7 +727,7 @@ static int choose_buf(server_t *s, int w, size_t bytes, unsigned char **buf, siz
   *buf = s->scratch;
   *room = s->cap;
   if (bytes > s->cap) {
-    if (!(*drain = sg_msg_malloc(bytes ? bytes : 1))) return SG_ENOMEM;
+    if (!(*drain = malloc(bytes ? bytes : 1))) return SG_ENOMEM;
     *buf = *drain;
     *room = bytes;
     return SG_OK;
@@ -957,22 +957,20 @@ static int slices_new(server_t *s, const sg_workload_t *wl) {
   s->slot_bytes = s->cap > s->stride * (size_t)s->nsl ? s->cap : s->stride * (size_t)s->nsl;
   if (!s->sliced) return SG_OK;
   size_t N = (size_t)s->N, C = (size_t)s->nsl;
-  /* never folded (sg_msg_calloc, core/msgbuf.h): under compute: modeled an
-   * ordinary calloc of 64 KiB or more is one block shared by every
-   * simulated rank and every other such block, and N x nsl reaches it
-   * (8-byte entries: N = 32 at 64 MB's 486 slices), where the payloads
-   * written into the shared block overwrote the requests (SIGSEGV in
-   * MPI_Wait) */
-  if (!(s->got = sg_msg_calloc(C, sizeof *s->got)) ||
-      !(s->applied = sg_msg_calloc(C, sizeof *s->applied)) ||
-      !(s->next = sg_msg_calloc(N, sizeof *s->next)) ||
-      !(s->arrived = sg_msg_calloc(N * C, sizeof *s->arrived)) ||
-      !(s->rreq = sg_msg_calloc(N * C, sizeof *s->rreq)) ||
-      !(s->sopt = sg_msg_calloc(C, sizeof *s->sopt)))
+  /* the rank's own (calloc; only sg_fold_alloc folds, core/msgbuf.h):
+   * N x nsl 8-byte entries pass 64 KiB (N = 32 at 64 MB's 486 slices),
+   * and folded, the payloads written into the shared block overwrote the
+   * requests (SIGSEGV in MPI_Wait) */
+  if (!(s->got = calloc(C, sizeof *s->got)) ||
+      !(s->applied = calloc(C, sizeof *s->applied)) ||
+      !(s->next = calloc(N, sizeof *s->next)) ||
+      !(s->arrived = calloc(N * C, sizeof *s->arrived)) ||
+      !(s->rreq = calloc(N * C, sizeof *s->rreq)) ||
+      !(s->sopt = calloc(C, sizeof *s->sopt)))
     return sg_err_set(SG_ENOMEM, "ps server %d: state of %zu slices", s->k, C);
   s->posted = sg_comm_has_waitany(s->ctx->comm);
-  if (s->posted && (!(s->preq = sg_msg_calloc(N, sizeof *s->preq)) ||
-                    !(s->pslot = sg_msg_calloc(N, sizeof *s->pslot))))
+  if (s->posted && (!(s->preq = calloc(N, sizeof *s->preq)) ||
+                    !(s->pslot = calloc(N, sizeof *s->pslot))))
     return sg_err_set(SG_ENOMEM, "ps server %d: posted receives of %zu workers", s->k, N);
   for (int c = 0; c < s->nsl; c++)
     SG_CHECK(sg_optim_new(&s->sopt[c], s->ctx->opts, slice_n(s, c),
@@ -1027,8 +1025,8 @@ static void server_free(server_t *s) {
   if (clear) free(s->slot);
   free(s->pend);
   free(s->pbuf);
-  free(s->acc);
-  free(s->wide);
+  sg_fold_free(s->acc);
+  sg_fold_free(s->wide);
   free(s->scratch);
   free(s->sreply);
   free(s->have);
@@ -1049,29 +1047,30 @@ static int server_alloc(server_t *s) {
   const size_t whole = hdr + (s->cnt + 1) * sizeof(float);
   if (!(s->pbuf = sg_msg_malloc_framed(whole, whole, hdr, cfg->fold))) return SG_ENOMEM;
   s->params = (float *)(s->pbuf + hdr);
-  /* the per-worker state is never folded (sg_msg_calloc, core/msgbuf.h):
-   * pend is 48 B a worker, 64 KiB from 1,366 workers; acc and wide are
-   * sums a modeled run never reads */
-  if (!(s->acc = malloc((s->cnt + 1) * sizeof(float))) ||
-      (cfg->compress == PS_COMPRESS_FP16 && !(s->wide = malloc((s->cnt + 1) * sizeof(float)))) ||
+  /* the per-worker state is the rank's own (calloc, core/msgbuf.h): pend
+   * is 48 B a worker, 64 KiB from 1,366 workers; acc and wide are sums a
+   * modeled run never reads, folded there (sg_fold_alloc) */
+  if (!(s->acc = sg_fold_alloc((s->cnt + 1) * sizeof(float))) ||
+      (cfg->compress == PS_COMPRESS_FP16 &&
+       !(s->wide = sg_fold_alloc((s->cnt + 1) * sizeof(float)))) ||
       !(s->scratch = sg_msg_malloc_framed(s->cap, s->cap, hdr, cfg->fold)) ||
-      (cfg->sparse && !(s->sreply = sg_msg_malloc(hdr + (s->cnt + 1) * sizeof(float)))) ||
-      !(s->slot = sg_msg_calloc(N, sizeof *s->slot)) ||
-      !(s->pend = sg_msg_calloc(N, sizeof *s->pend)) ||
-      !(s->have = sg_msg_calloc(N, sizeof *s->have)) ||
-      !(s->done = sg_msg_calloc(N, sizeof *s->done)) ||
-      !(s->dead = sg_msg_calloc(N, sizeof *s->dead)) ||
-      !(s->clock = sg_msg_calloc(N, sizeof *s->clock)) ||
-      !(s->stale = sg_msg_calloc(N, sizeof *s->stale)) ||
-      !(s->heard = sg_msg_calloc(N, sizeof *s->heard)) ||
-      !(s->final = sg_msg_calloc(N, sizeof *s->final)))
+      (cfg->sparse && !(s->sreply = malloc(hdr + (s->cnt + 1) * sizeof(float)))) ||
+      !(s->slot = calloc(N, sizeof *s->slot)) ||
+      !(s->pend = calloc(N, sizeof *s->pend)) ||
+      !(s->have = calloc(N, sizeof *s->have)) ||
+      !(s->done = calloc(N, sizeof *s->done)) ||
+      !(s->dead = calloc(N, sizeof *s->dead)) ||
+      !(s->clock = calloc(N, sizeof *s->clock)) ||
+      !(s->stale = calloc(N, sizeof *s->stale)) ||
+      !(s->heard = calloc(N, sizeof *s->heard)) ||
+      !(s->final = calloc(N, sizeof *s->final)))
     return SG_ENOMEM;
   for (int w = 0; w < s->N; w++) {
     if (cfg->mode == PS_SYNC &&
         !(s->slot[w] = sg_msg_malloc_framed(s->slot_bytes, s->sliced ? s->stride : s->slot_bytes,
                                             hdr, cfg->fold)))
       return SG_ENOMEM;
-    if (cfg->sparse && !(s->pend[w].idx = sg_msg_malloc((s->cnt + 1) * 4))) return SG_ENOMEM;
+    if (cfg->sparse && !(s->pend[w].idx = malloc((s->cnt + 1) * 4))) return SG_ENOMEM;
     s->stale[w] = -1;
   }
   return SG_OK;
@@ -1081,11 +1080,11 @@ static int server_alloc(server_t *s) {
  * them), the schedule and the optimizer; server 0 records the setup. */
 static int server_init(server_t *s, sg_workload_t *wl, size_t n) {
   const ps_cfg_t *cfg = s->cfg;
-  float *full = malloc((n ? n : 1) * sizeof *full);
+  float *full = sg_fold_alloc((n ? n : 1) * sizeof *full); /* a vector (msgbuf.h) */
   if (!full) return SG_ENOMEM;
   int rc = sg_workload_init_params(wl, full);
   if (rc == SG_OK) memcpy(s->params, full + s->off, s->cnt * sizeof(float));
-  free(full);
+  sg_fold_free(full);
   SG_CHECK(rc);
   s->spe = sg_workload_steps_per_epoch(wl);
   if (s->spe < 1) s->spe = 1;

@@ -446,11 +446,11 @@ static void worker_free(worker_t *wk) {
   free(wk->vpush);
   free(wk->ok);
   free(wk->osl);
-  free(wk->params);
-  free(wk->grad);
+  sg_fold_free(wk->params);
+  sg_fold_free(wk->grad);
   free(wk->gval);
-  free(wk->resid);
-  free(wk->mag);
+  sg_fold_free(wk->resid);
+  sg_fold_free(wk->mag);
   free(wk->pairs);
   ps_needs_destroy(&wk->needs[0]);
   ps_needs_destroy(&wk->needs[1]);
@@ -477,21 +477,20 @@ static int buffers_new(worker_t *wk) {
     push = push > sliced ? push : sliced;
     rep = rep > sliced ? rep : sliced;
     if (!(wk->push[k] = sg_msg_malloc_framed(push, frame ? frame : push, hdrsz(), cfg->fold)) ||
-        !(wk->pull[k] = sg_msg_malloc(hdrsz() + (cfg->sparse ? cnt * 4 : 0))) ||
+        !(wk->pull[k] = malloc(hdrsz() + (cfg->sparse ? cnt * 4 : 0))) ||
         !(wk->rep[k] = sg_msg_malloc_framed(rep, frame ? frame : rep, hdrsz(), cfg->fold)))
       return sg_err_set(SG_ENOMEM, "ps worker %d: buffers of shard %d", wk->w, k);
   }
-  /* never folded (sg_msg_calloc, core/msgbuf.h): under compute: modeled an
-   * ordinary calloc of 64 KiB or more is one block shared by every
-   * simulated rank and every other such block, and 2 x slices request
-   * pointers reach it from 4,096 slices (64 MB in 16 KiB slices), where
-   * the other ranks' requests and payloads overwrote this worker's */
-  if (!(wk->req = sg_msg_calloc(nreq, sizeof *wk->req)))
+  /* the rank's own (calloc; only sg_fold_alloc folds, core/msgbuf.h):
+   * 2 x slices request pointers pass 64 KiB from 4,096 slices (64 MB in
+   * 16 KiB slices), and folded, the other ranks' requests and payloads
+   * overwrote this worker's */
+  if (!(wk->req = calloc(nreq, sizeof *wk->req)))
     return sg_err_set(SG_ENOMEM, "ps worker %d: %zu requests", wk->w, nreq);
   int total = 0;
   for (int k = 0; k < wk->S; k++) wk->rbase[k] = total, total += wk->nsl[k];
-  if (!(wk->ok = sg_msg_malloc((size_t)total * sizeof *wk->ok)) ||
-      !(wk->osl = sg_msg_malloc((size_t)total * sizeof *wk->osl)))
+  if (!(wk->ok = malloc((size_t)total * sizeof *wk->ok)) ||
+      !(wk->osl = malloc((size_t)total * sizeof *wk->osl)))
     return sg_err_set(SG_ENOMEM, "ps worker %d: push order of %d slices", wk->w, total);
   wk->npush = ps_push_order(wk->S, wk->nsl, wk->ok, wk->osl);
   return SG_OK;
@@ -503,8 +502,10 @@ static int topk_alloc(worker_t *wk) {
   size_t most = 1;
   for (int k = 0; k < wk->S; k++)
     if (wk->cnt[k] > most) most = wk->cnt[k];
-  wk->resid = calloc(wk->n + 1, sizeof *wk->resid);
-  wk->mag = malloc(most * sizeof *wk->mag);
+  /* the residual and the magnitudes: vectors (the magnitudes read in the
+   * burst that writes them), folded under compute: modeled (msgbuf.h) */
+  wk->resid = sg_fold_alloc((wk->n + 1) * sizeof *wk->resid);
+  wk->mag = sg_fold_alloc(most * sizeof *wk->mag);
   wk->pairs = malloc(most * sizeof *wk->pairs);
   if (!wk->resid || !wk->mag || !wk->pairs)
     return sg_err_set(SG_ENOMEM, "ps worker %d: topk buffers for %zu floats", wk->w, wk->n);
@@ -517,7 +518,9 @@ static int worker_alloc(worker_t *wk, sg_workload_t *wl, int *sparse_grad) {
   const ps_cfg_t *cfg = wk->cfg;
   const size_t S = (size_t)wk->S;
   wk->n = sg_workload_nparams(wl);
-  if (!(wk->params = malloc((wk->n + 1) * sizeof(float))) ||
+  /* the parameters and the gradient: vectors nobody reads under compute:
+   * modeled, folded there (core/msgbuf.h) */
+  if (!(wk->params = sg_fold_alloc((wk->n + 1) * sizeof(float))) ||
       !(wk->off = calloc(S, sizeof *wk->off)) || !(wk->cnt = calloc(S, sizeof *wk->cnt)) ||
       !(wk->push = calloc(S, sizeof *wk->push)) || !(wk->pull = calloc(S, sizeof *wk->pull)) ||
       !(wk->rep = calloc(S, sizeof *wk->rep)) || !(wk->ver = calloc(S, sizeof *wk->ver)) ||
@@ -532,7 +535,7 @@ static int worker_alloc(worker_t *wk, sg_workload_t *wl, int *sparse_grad) {
   }
   /* The whole-model gradient buffer only where the gradient is dense. */
   *sparse_grad = cfg->sparse && !ps_needs_all(wk->needs[0]);
-  if (!*sparse_grad && !(wk->grad = malloc((wk->n + 1) * sizeof(float)))) return SG_ENOMEM;
+  if (!*sparse_grad && !(wk->grad = sg_fold_alloc((wk->n + 1) * sizeof(float)))) return SG_ENOMEM;
   return SG_OK;
 }
 

@@ -32,6 +32,7 @@
 #include "device.h"
 #include "engine.h"
 #include "err.h"
+#include "msgbuf.h"
 #include "stage.h"
 #include "transport_new.h"
 
@@ -341,6 +342,57 @@ static int rank_begin(int argc, char **argv, int staged, sg_opts_t **o, sg_keys_
   return 0;
 }
 
+#ifdef SG_SMPI
+/* Test only (SGDLAB_TEST_SIM_PRIVATE=BYTES; tests/test_simulate_run.c,
+ * modeled_memory_private_by_construction): every rank writes its number
+ * into an ordinary allocation of BYTES and into one from sg_fold_alloc,
+ * and reads both back after a barrier.  The ordinary one must hold the
+ * rank's own values (memory is private unless folded on purpose,
+ * core/msgbuf.h); under compute: modeled the folded one must be shared
+ * (some rank reads another's number). */
+static int sim_memory_check(int rank, int size) {
+  const char *e = getenv("SGDLAB_TEST_SIM_PRIVATE");
+  long long bytes = e ? atoll(e) : 0;
+  if (bytes < (long long)sizeof(int)) return SG_OK;
+  size_t n = (size_t)bytes / sizeof(int), at = n;
+  int *own = malloc(n * sizeof *own), *fold = sg_fold_alloc(n * sizeof *fold);
+  int rc = SG_OK, saw = rank, mine[2] = {0, 0}, all[2] = {0, 0}; /* bad own, foreign folded */
+  if (!own || !fold) {
+    rc = sg_err_set(SG_ENOMEM, "memory check: %lld bytes", bytes);
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) own[i] = fold[i] = rank;
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (size_t i = 0; i < n && at == n; i++)
+    if (own[i] != rank) at = i, saw = own[i];
+  mine[0] = at < n;
+  for (size_t i = 0; i < n && !mine[1]; i++) mine[1] = fold[i] != rank;
+  /* every rank fails alike: none waits for a rank that stopped */
+  MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (at < n)
+    rc = sg_err_set(SG_EINVAL, "memory check: rank %d read %d at entry %zu of its own %lld "
+                    "bytes (folded across the ranks)", rank, saw, at, bytes);
+  else if (all[0])
+    rc = sg_err_set(SG_EINVAL, "memory check: another rank's own memory was overwritten");
+  else if (sg_fold_enabled() && size > 1 && !all[1])
+    rc = sg_err_set(SG_EINVAL, "memory check: sg_fold_alloc's %lld bytes are not shared by the "
+                    "%d ranks (not folded)", bytes, size);
+out:
+  free(own);
+  sg_fold_free(fold);
+  return rc;
+}
+
+/* compute: modeled (_sim_step_s): sg_fold_alloc folds the payloads
+ * (core/msgbuf.h) from here on, before the engine allocates any. */
+static int sim_fold(const sg_opts_t *o, int rank, int size) {
+  double sim_step = 0;
+  SG_CHECK(sg_opts_double_or(o, "_sim_step_s", 0, &sim_step));
+  sg_fold_enable(sim_step > 0);
+  return sim_memory_check(rank, size);
+}
+#endif
+
 int main(int argc, char **argv) {
   sg_opts_t *o = NULL;
   sg_records_t *rec = NULL;
@@ -391,6 +443,9 @@ int main(int argc, char **argv) {
     SG_TRY(sg_records_info(rec, "transport.zmq_cma", sg_comm_zmq_cma(comm) ? "on" : "off"));
 
   SG_TRY(sg_device_bind(comm, o)); /* device: cuda: this rank's GPU */
+#ifdef SG_SMPI
+  SG_TRY(sim_fold(o, rank, sh.size));
+#endif
   SG_TRY(rank_clock(rec, o, rank, keys, &sh, "clock.start"));
   /* the engine's start: its trainlog reports the data load from here */
   SG_TRY(sg_opts_setf(o, "_engine_t", "%.6f", sg_now()));

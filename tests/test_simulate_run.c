@@ -883,6 +883,38 @@ TEST(rhd_modeled_requests_unfolded) {
                       2 * 2);
 }
 
+/* Under compute: modeled only sg_fold_alloc's memory is folded
+ * (core/msgbuf.h): an ordinary allocation of any size stays the rank's
+ * own.  The rank program's memory check (SGDLAB_TEST_SIM_PRIVATE, in
+ * rank_main.c): every rank writes its number into a malloc of 256 KiB and
+ * into an sg_fold_alloc block of as much, and reads both back after a
+ * barrier; the run fails unless the first holds every rank's own number
+ * and the second another's (it is shared).  With the simulator told to
+ * fold every allocation of 64 KiB or more (smpi/auto-shared-malloc-thresh,
+ * how folding was once done) the malloc'd block is shared too, and the
+ * run fails with "memory check: rank R read S".  Allreduce ring, N = 4,
+ * softmax, one step. */
+TEST(modeled_memory_private_by_construction) {
+  skip_without_simgrid();
+  char db[256], err[512] = "";
+  setenv("SGDLAB_TEST_SIM_PRIVATE", "262144", 1);
+  int rc = sim_experiment("simprivate",
+                          "name: simulate-private-memory\n"
+                          "workers: 4\n"
+                          "workload: {dataset: synthetic, features: 64, train_samples: 256,\n"
+                          "           test_samples: 32, model: softmax, batch: 8,\n"
+                          "           max_steps: 1, eval_every: 1000000}\n"
+                          "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
+                          "engines: [{engine: allreduce, transport: mpi}]\n",
+                          db, sizeof db);
+  unsetenv("SGDLAB_TEST_SIM_PRIVATE");
+  ru_db_text_into(db, "SELECT coalesce(error, '') FROM runs", err, sizeof err);
+  fprintf(stderr, "memory check run: exit %d, error '%s'\n", rc, err);
+  CHECK_EQ_INT(rc, 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 4);
+}
+
 /* Sparse ps under compute: modeled: the data is not loaded, so a worker
  * cannot say which coordinates a step needs; the run fails, and its error
  * must say why (the workload's message), not a bare "invalid argument"

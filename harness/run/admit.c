@@ -14,6 +14,7 @@
 #include "simulate.h"
 #include "err.h"
 #include "model.h"
+#include "msgbuf.h"
 #include "shard.h"
 #include "transport_new.h"
 #include "workload.h"
@@ -25,14 +26,14 @@ enum {
   FD_BASE = 32,      /* context, io thread, rendezvous, records, stdio, BLAS */
   CORES_FACTOR = 4,  /* processes per core beyond which a run is mostly waiting */
   MAX_DATASETS = 64, /* distinct datasets remembered per experiment */
-  /* compute: modeled (sim_modeled_own): SMPI folds allocations of 64 KiB or
-   * more (harness/run/simulated.c) in blocks of SG_SIM_FOLD_BLOCK, one map
-   * each; a
+  /* compute: modeled (sim_modeled_own): the engines fold their payloads
+   * of SG_MSG_FOLD_MIN or more (sg_fold_alloc, core/msgbuf.h) in blocks of
+   * SG_SIM_FOLD_BLOCK, one map each; a
    * message whose payload folds keeps a page or two of its own (its header
    * and the partial pages beside it) and splits its buffer into two maps;
    * the simulator itself and each rank's stack and privatized copy of the
    * rank program take some more */
-  SIM_FOLD_MIN_B = 65536,
+  SIM_FOLD_MIN_B = SG_MSG_FOLD_MIN,
   SIM_FRAME_OWN_B = 8192,
   SIM_MAPS_BASE = 4096,
   SIM_MAPS_RANK = 32,
@@ -508,11 +509,14 @@ static double max_map_count(void) {
   return v;
 }
 
-/* compute: modeled folds every allocation of SIM_FOLD_MIN_B or more (one
- * map per SG_SIM_FOLD_BLOCK block) except message buffers (core/msgbuf.h):
- * *own gets what the ranks keep of their own beyond the simulator's fixed
- * amount per rank (whole message buffers, or, where their payloads fold,
- * the pages of each message's header), *maps the process's memory maps. */
+/* compute: modeled folds the parameters, gradients, optimizer state and
+ * the engine's buffers but its message buffers, each allocated by
+ * sg_fold_alloc (core/msgbuf.h; one map per SG_SIM_FOLD_BLOCK block, from
+ * SIM_FOLD_MIN_B on); every other allocation stays the rank's own, within
+ * the simulator's fixed amount per rank (simulate.c), nothing of which is
+ * P-sized.  *own gets what the ranks keep of their own beyond that (whole
+ * message buffers, or, where their payloads fold, the pages of each
+ * message's header), *maps the process's memory maps. */
 static int sim_modeled_own(const sg_run_spec_t *run, const dsinfo_t *di, double *own,
                            double *maps) {
   shape_t m = {0};

@@ -16,9 +16,10 @@
 #ifndef SG_SIMULATE_H
 #define SG_SIMULATE_H
 
-/* compute: modeled: SMPI folds an allocation in blocks of this many bytes
- * (smpi/shared-malloc-blocksize), one memory map each (a part below a
- * block, one map too).  SimGrid's default, 1 MiB, put a ring of 256 ranks
+/* compute: modeled: SMPI folds a folded allocation (sg_fold_alloc and
+ * the payloads of sg_msg_malloc_framed, core/msgbuf.h) in blocks of this
+ * many bytes (smpi/shared-malloc-blocksize), one memory map each (a part
+ * below a block, one map too).  SimGrid's default, 1 MiB, put a ring of 256 ranks
  * at 64 MB over Linux's default vm.max_map_count (about 4 maps of 64 per
  * rank and buffer); its only cost is one such block of memory per
  * simulation. */

@@ -20,9 +20,6 @@
 #include "err.h"
 #include "outfile.h"
 
-/* Folded allocations (compute: modeled): every malloc of this many bytes
- * or more is one buffer shared by all simulated ranks. */
-#define SIM_FOLD_BYTES 65536
 /* How often a simulated run says how far it got (run_sim_progress). */
 #define SIM_TELL_S 10.0
 
@@ -314,10 +311,8 @@ static void sim_args(run_sim_t *m, int nprocs) {
              m->cfg.eager);
     snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/async-small-thresh:%d", m->cfg.eager);
   }
-  if (m->cfg.modeled) { /* only the injected step time counts; big buffers folded */
+  if (m->cfg.modeled) { /* only the injected step time counts; payloads folded (core/msgbuf.h) */
     snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/simulate-computation:no");
-    snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/auto-shared-malloc-thresh:%d",
-             SIM_FOLD_BYTES);
     snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/shared-malloc-blocksize:%zu",
              SG_SIM_FOLD_BLOCK);
   }
