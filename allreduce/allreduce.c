@@ -23,9 +23,9 @@ const sg_ar_algo_t *sg_ar_algo_find(const char *name) {
 
 void *sg_ar_alloc(size_t bytes) {
 #ifdef SG_SMPI
-  /* simulated ranks share one process: zeroed memory, folded across the
-   * ranks when compute is modeled (core/msgbuf.h; a 2 MiB-aligned buffer
-   * per rank was 13 MB of every simulated rank) */
+  /* simulated ranks share one process: zeroed memory, or folded across
+   * the ranks (contents undefined) when compute is modeled (core/msgbuf.h;
+   * a 2 MiB-aligned buffer per rank was 13 MB of every simulated rank) */
   return sg_fold_alloc(bytes);
 #endif
   size_t len = (bytes + HUGE_ALIGN - 1) / HUGE_ALIGN * HUGE_ALIGN;

@@ -31,10 +31,16 @@ int sg_topk_new(sg_topk_t **out, sg_comm_t *c, size_t count, double ratio) {
   t->count = count;
   t->k = sg_topk_k(ratio, count);
   /* vectors (the magnitudes read in the burst that writes them), folded
-   * under compute: modeled (core/msgbuf.h); the pairs are parsed: own */
+   * under compute: modeled (core/msgbuf.h).  The pairs are folded too:
+   * of its own, every rank would hold N blocks of k pairs, N^2 k pairs
+   * per simulator (N = 256 at 64 MB: 83 GB), which harness/run/admit.c
+   * counts as folded.  Folded, a block may hold another rank's pairs,
+   * whose indices are as valid (every rank writes only indices below
+   * count, and sg_topk_run checks each before it adds it): the values
+   * are wrong, which a modeled run never reads. */
   t->resid = sg_fold_alloc(count * sizeof *t->resid);
   t->mag = sg_fold_alloc(count * sizeof *t->mag);
-  t->all = malloc((size_t)c->size * t->k * sizeof *t->all);
+  t->all = sg_fold_alloc((size_t)c->size * t->k * sizeof *t->all);
   if (!t->resid || !t->mag || !t->all) {
     sg_topk_destroy(&t);
     return sg_err_set(SG_ENOMEM, "topk: no memory for %zu floats", count);
@@ -82,7 +88,7 @@ void sg_topk_destroy(sg_topk_t **pt) {
   if (!pt || !*pt) return;
   sg_fold_free((*pt)->resid);
   sg_fold_free((*pt)->mag);
-  free((*pt)->all);
+  sg_fold_free((*pt)->all);
   free(*pt);
   *pt = NULL;
 }

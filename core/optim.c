@@ -62,7 +62,7 @@ int sg_optim_new(sg_optim_t **out, const sg_opts_t *o, size_t n,
     goto fail;
   }
   if (opt->mu > 0) {
-    opt->v = sg_fold_alloc((n ? n : 1) * sizeof *opt->v); /* zeroed; folded when modeled */
+    opt->v = sg_fold_alloc((n ? n : 1) * sizeof *opt->v); /* zeroed; modeled: folded, undefined */
     if (!opt->v) {
       rc = sg_err_set(SG_ENOMEM, "momentum buffer of %zu floats", n);
       goto fail;
