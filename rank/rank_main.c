@@ -357,19 +357,18 @@ static int sim_memory_check(int rank, int size) {
   size_t n = (size_t)bytes / sizeof(int), at = n;
   int *own = malloc(n * sizeof *own), *fold = sg_fold_alloc(n * sizeof *fold);
   int rc = SG_OK, saw = rank, mine[2] = {0, 0}, all[2] = {0, 0}; /* bad own, foreign folded */
-  if (!own || !fold) {
-    rc = sg_err_set(SG_ENOMEM, "memory check: %lld bytes", bytes);
-    goto out;
-  }
-  for (size_t i = 0; i < n; i++) own[i] = fold[i] = rank;
+  const int have = own && fold; /* a rank without its memory still joins the collectives */
+  for (size_t i = 0; have && i < n; i++) own[i] = fold[i] = rank;
   MPI_Barrier(MPI_COMM_WORLD);
-  for (size_t i = 0; i < n && at == n; i++)
+  for (size_t i = 0; have && i < n && at == n; i++)
     if (own[i] != rank) at = i, saw = own[i];
   mine[0] = at < n;
-  for (size_t i = 0; i < n && !mine[1]; i++) mine[1] = fold[i] != rank;
+  for (size_t i = 0; have && i < n && !mine[1]; i++) mine[1] = fold[i] != rank;
   /* every rank fails alike: none waits for a rank that stopped */
   MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (at < n)
+  if (!have)
+    rc = sg_err_set(SG_ENOMEM, "memory check: %lld bytes", bytes);
+  else if (at < n)
     rc = sg_err_set(SG_EINVAL, "memory check: rank %d read %d at entry %zu of its own %lld "
                     "bytes (folded across the ranks)", rank, saw, at, bytes);
   else if (all[0])
@@ -377,7 +376,6 @@ static int sim_memory_check(int rank, int size) {
   else if (sg_fold_enabled() && size > 1 && !all[1])
     rc = sg_err_set(SG_EINVAL, "memory check: sg_fold_alloc's %lld bytes are not shared by the "
                     "%d ranks (not folded)", bytes, size);
-out:
   free(own);
   sg_fold_free(fold);
   return rc;
