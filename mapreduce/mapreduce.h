@@ -94,6 +94,14 @@ typedef struct mr_config {
    * message from this executor rank twice (0 = off).  Proves the
    * equivalence check can fail. */
   int plant_double_rank;
+  /* Tests only (never set from options): the driver calls this after
+   * each step's reduce, before the update, with the parameters the
+   * executors computed with and the reduced gradient (NULL = off).  A
+   * test compares the gradient with `local`'s at the same parameters,
+   * step by step: no roundoff carried from earlier steps. */
+  void (*step_check)(void *arg, int64_t step, const float *params, const float *grad,
+                     size_t n);
+  void *step_check_arg;
   /* device: cuda executors (mr_executor.c, core/cuda/replica.h): floats
    * per staged chunk, 0 = MR_DEV_CHUNK.  Tests only: dev_twin makes
    * executor e's device (the CPU twin's simulated one) for a workload on

@@ -187,6 +187,7 @@ int mr_driver_run(sg_rank_ctx_t *ctx, const mr_config_t *cfg) {
     t = sg_now();
     SG_TRY(mr_aggregate(c, cfg, grad, tmp, n));
     r.comm_s += sg_now() - t;
+    if (cfg->step_check) cfg->step_check(cfg->step_check_arg, step, params, grad, n);
     t = sg_now();
     sg_optim_apply(opt, params, grad, step);
     r.compute_s = sg_now() - t;
