@@ -37,13 +37,13 @@ cores=()
 has avx2 fma && cores+=(Haswell)
 has avx && cores+=(Sandybridge)
 has pni && cores+=(Prescott)
-rc=0
-for core in "${cores[@]}"; do
-  t0=$SECONDS
+# family CORE: every case under OPENBLAS_CORETYPE=CORE, its report lines
+# on stdout; exit 1 if a case failed
+family() {
+  local core=$1 t0=$SECONDS rc=0 c log
   for c in "${cases[@]}"; do
     read -r -a argv <<<"$c"
     log="$build/Testing/exact-$core-${argv[0]}.log"
-    mkdir -p "$build/Testing"
     if (cd "$build" && OPENBLAS_CORETYPE=$core timeout 600 "tests/${argv[0]}" "${argv[@]:1}") \
       >"$log" 2>&1; then
       echo "exact [$core] ${c}: ok"
@@ -54,5 +54,30 @@ for core in "${cores[@]}"; do
     fi
   done
   echo "exact [$core]: $((SECONDS - t0)) s"
+  return "$rc"
+}
+# The families are independent processes (each case's scratch folder is
+# its own): up to EXACT_JOBS (default: the number of cores) run at once,
+# each family's lines printed whole, in the order above.
+mkdir -p "$build/Testing"
+jobs=${EXACT_JOBS:-$(nproc)}
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
+t0=$SECONDS
+pids=()
+for i in "${!cores[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  family "${cores[$i]}" >"$build/Testing/exact-${cores[$i]}.out" 2>&1 &
+  pids[$i]=$!
 done
+rc=0
+for i in "${!cores[@]}"; do
+  wait "${pids[$i]}" || rc=1
+  cat "$build/Testing/exact-${cores[$i]}.out"
+  # a family that failed a case, or stopped before its last line, fails
+  if grep -q ': FAILED' "$build/Testing/exact-${cores[$i]}.out" ||
+    ! grep -q '^exact \[.*\]: [0-9]* s$' "$build/Testing/exact-${cores[$i]}.out"; then
+    rc=1
+  fi
+done
+echo "exact: ${#cores[@]} kernel families, $jobs at a time: $((SECONDS - t0)) s"
 exit "$rc"
