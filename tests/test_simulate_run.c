@@ -26,7 +26,8 @@
  *    run ends ok (it crashed by SIGSEGV when it was); nor are a sliced
  *    worker's request pointers (2 x slices, 64 KiB or more from 4,096
  *    slices) or rhd's (one per segment): the runs end ok; sparse ps,
- *    which cannot run modeled, fails saying why;
+ *    which cannot run modeled, fails saying why; libsvm data, modeled,
+ *    records no loss or accuracy (nothing is computed);
  *  - simulate.eager reaches SMPI: sync ps with shards below 64 KiB, once
  *    with eager: simgrid (SimGrid's thresholds: a message moves once a
  *    receive matches it, so both servers pull the same worker's push at
@@ -913,6 +914,59 @@ TEST(modeled_memory_private_by_construction) {
   CHECK_EQ_INT(rc, 0);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 4);
+}
+
+/* compute: modeled with dataset: libsvm: the files are read for their
+ * shape only (features, classes, samples), as every other dataset is
+ * not read at all; no step computes and nothing is evaluated, so the
+ * run records no loss and no accuracy (NULL), like the other datasets
+ * (the parameters are folded there: a number computed from them would
+ * be made up).  Allreduce ring, N = 2, softmax on a 20-feature, two-class
+ * file, 4 steps, an evaluation every 2. */
+TEST(libsvm_modeled_records_no_loss) {
+  skip_without_simgrid();
+  const char *dir = ru_scratch("simsvm");
+  CHECK(dir);
+  char tr[256], te[256], yaml[1024], cfg[256], db[256], line[256];
+  snprintf(tr, sizeof tr, "%s/train.svm", dir);
+  snprintf(te, sizeof te, "%s/test.svm", dir);
+  for (int f = 0; f < 2; f++) {
+    FILE *out = fopen(f ? te : tr, "w");
+    CHECK(out);
+    for (int i = 0; i < (f ? 64 : 256); i++) {
+      int n = snprintf(line, sizeof line, "%d", i % 2);
+      for (int j = 1 + i % 3; j <= 20; j += 3)
+        n += snprintf(line + n, sizeof line - (size_t)n, " %d:%d", j, (i + j) % 5 + 1);
+      fprintf(out, "%s\n", line);
+    }
+    CHECK_EQ_INT(fclose(out), 0);
+  }
+  snprintf(yaml, sizeof yaml,
+           "name: simulate-libsvm-modeled\n"
+           "workers: 2\n"
+           "workload: {dataset: libsvm, train_file: %s, test_file: %s,\n"
+           "           model: softmax, batch: 16, max_steps: 4, eval_every: 2}\n"
+           "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
+           "engines: [{engine: allreduce, transport: mpi}]\n", tr, te);
+  snprintf(cfg, sizeof cfg, "%s/svm.yaml", dir);
+  snprintf(db, sizeof db, "%s/svm.db", dir);
+  CHECK_EQ_INT(ru_write_file(cfg, yaml), 0);
+  int rc = ru_sgdlab_run(cfg, db);
+  long long evals = ru_db_int(db, "SELECT count(*) FROM evals");
+  long long acc = ru_db_int(db, "SELECT count(*) FROM evals WHERE test_acc IS NOT NULL OR "
+                            "test_loss IS NOT NULL OR train_loss IS NOT NULL");
+  long long loss = ru_db_int(db, "SELECT count(*) FROM steps WHERE loss IS NOT NULL");
+  char first[160] = "";
+  ru_db_text_into(db, "SELECT coalesce(test_acc, 'NULL') || ' ' || coalesce(test_loss, 'NULL') "
+                  "FROM evals ORDER BY step LIMIT 1", first, sizeof first);
+  fprintf(stderr, "libsvm modeled: exit %d, %lld evals (%lld with a number; first: %s), "
+          "%lld steps with a loss\n", rc, evals, acc, first, loss);
+  CHECK_EQ_INT(rc, 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 2 * 4);
+  CHECK(evals >= 2);
+  CHECK_EQ_INT(acc, 0);
+  CHECK_EQ_INT(loss, 0);
 }
 
 /* Sparse ps under compute: modeled: the data is not loaded, so a worker
