@@ -893,11 +893,14 @@ TEST(rhd_modeled_requests_unfolded) {
  * and the second another's (it is shared).  With the simulator told to
  * fold every allocation of 64 KiB or more (smpi/auto-shared-malloc-thresh,
  * how folding was once done) the malloc'd block is shared too, and the
- * run fails with "memory check: rank R read S".  Allreduce ring, N = 4,
- * softmax, one step. */
+ * run fails with "memory check: rank R read S".  The check records that
+ * it ran, on every rank, and passed (run_info test.sim_private_checked):
+ * a check that was skipped (the variable not read, the size not taken)
+ * would pass the run and leave no row.  Allreduce ring, N = 4, softmax,
+ * one step. */
 TEST(modeled_memory_private_by_construction) {
   skip_without_simgrid();
-  char db[256], err[512] = "";
+  char db[256], err[512] = "", checked[256] = "";
   setenv("SGDLAB_TEST_SIM_PRIVATE", "262144", 1);
   int rc = sim_experiment("simprivate",
                           "name: simulate-private-memory\n"
@@ -910,10 +913,14 @@ TEST(modeled_memory_private_by_construction) {
                           db, sizeof db);
   unsetenv("SGDLAB_TEST_SIM_PRIVATE");
   ru_db_text_into(db, "SELECT coalesce(error, '') FROM runs", err, sizeof err);
-  fprintf(stderr, "memory check run: exit %d, error '%s'\n", rc, err);
+  ru_db_text_into(db, "SELECT coalesce(max(value), '') FROM run_info "
+                  "WHERE key = 'test.sim_private_checked'", checked, sizeof checked);
+  fprintf(stderr, "memory check run: exit %d, error '%s', checked '%s'\n", rc, err, checked);
   CHECK_EQ_INT(rc, 0);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 4);
+  CHECK_MSG(!strcmp(checked, "4 of 4 ranks, 262144 bytes: own memory private, sg_fold_alloc "
+                            "shared"), "test.sim_private_checked '%s'", checked);
 }
 
 /* compute: modeled with dataset: libsvm: the files are read for their
