@@ -66,7 +66,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
+#include "err.h"
 #include "run_util.h"
+#include "simulate.h"
 #include "test.h"
 
 #define RTOL 1e-4
@@ -79,48 +82,57 @@
  * taken at a load above the cores is not reused): about 20 s of a 25 s
  * case at a load of 7.  The step times are this machine's measurements
  * (bench step's method, one BLAS thread); what the cases check does not
- * depend on them (communication times, records, ends ok).  The cache
- * itself is tested by the calibration_* cases, each with a cache of its
- * own.  A key that no longer matches the harness's only costs time: the
- * run measures, and its run_info says so (simulate.calibration). */
+ * depend on them (communication times, records, ends ok).  The lines are
+ * the harness's own: each workload below is parsed as an experiment file
+ * is (sg_config_parse), and its key made and its line written by the
+ * harness's cache functions (simulate.h), so the key and the format
+ * cannot drift from what `sgdlab run` reads.  The cache itself is tested
+ * by the calibration_* cases, each with a cache of its own.  A workload
+ * missing here only costs time: the run measures, and its run_info says
+ * so (simulate.calibration). */
 static char sim_cache_dir[64];
 static void sim_cache_cleanup(void) { ru_rm_rf(sim_cache_dir); }
 static void sim_calibration_cache(void) {
   static int done;
   static const struct {
-    const char *key;
+    const char *workload;
     double step_s, speed;
   } lines[] = {
-      {"fashion-mnist mlp 32 16 0 0 100", 0.000179, 1.58e10},
-      {"fashion-mnist mlp 128 16 0 0 100", 0.000111, 7.51e10},
-      {"fashion-mnist mlp 256 16 0 0 100", 0.000229, 7.29e10},
-      {"synthetic softmax 128 16 784 0 100", 0.000125, 7.04e9},
-      {"synthetic mlp 100 16 784 0 100", 0.000110, 5.75e10},
-      {"synthetic mlp 200 16 784 0 100", 0.000179, 7.37e10},
-      {"synthetic mlp 8192 16 784 0 100", 0.00952, 5.20e10},
-      {"clicks embedding 16 16 0 0 100", 0.000157, 1e10},
+      {"{dataset: fashion-mnist, model: mlp, hidden: [32], batch: 16}", 0.000179, 1.58e10},
+      {"{dataset: fashion-mnist, model: mlp, hidden: [128], batch: 16}", 0.000111, 7.51e10},
+      {"{dataset: fashion-mnist, model: mlp, hidden: [256], batch: 16}", 0.000229, 7.29e10},
+      {"{dataset: synthetic, features: 784, model: softmax, batch: 16}", 0.000125, 7.04e9},
+      {"{dataset: synthetic, features: 784, model: mlp, hidden: [100], batch: 16}", 0.000110,
+       5.75e10},
+      {"{dataset: synthetic, features: 784, model: mlp, hidden: [200], batch: 16}", 0.000179,
+       7.37e10},
+      {"{dataset: synthetic, features: 784, model: mlp, hidden: [8192], batch: 16}", 0.00952,
+       5.20e10},
+      {"{dataset: clicks, model: embedding, hidden: [16], batch: 16}", 0.000157, 1e10},
+      {"{dataset: libsvm, model: softmax, batch: 16}", 0.000125, 7.04e9},
   };
   if (done++) return;
   /* not ru_scratch's directory: the next case's replaces that one */
   if (ru_mkdtemp(sim_cache_dir, sizeof sim_cache_dir, "simcache") < 0) return;
   atexit(sim_cache_cleanup);
-  const char *dir = sim_cache_dir;
-  char cache[300], sub[320], path[400], cpu[128] = "?", line[256];
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "model name : %127[^\n]", cpu) == 1) break;
-  if (f) fclose(f);
-  snprintf(cache, sizeof cache, "%s/cache", dir);
-  snprintf(sub, sizeof sub, "%s/sgdlab", cache);
-  snprintf(path, sizeof path, "%s/simulate-calibration", sub);
+  char cache[300], path[4200], key[1024], text[256];
+  snprintf(cache, sizeof cache, "%s/cache", sim_cache_dir);
+  if (mkdir(cache, 0700) != 0) return;
+  setenv("XDG_CACHE_HOME", cache, 1);
+  sg_sim_cache_path(path, sizeof path);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (mkdir(cache, 0700) != 0 || mkdir(sub, 0700) != 0) return;
-  f = fopen(path, "w");
-  if (!f) return;
-  for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
-    fprintf(f, "%s|%s\t%.9g\t%.9g\t0.00\t%ld\n", lines[i].key, cpu, lines[i].step_s,
-            lines[i].speed, cores > 0 ? cores : 1);
-  if (fclose(f) == 0 && chmod(path, 0600) == 0) setenv("XDG_CACHE_HOME", cache, 1);
+  for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+    sg_experiment_t *x = NULL;
+    snprintf(text, sizeof text, "workload: %s\nengines: [local]\n", lines[i].workload);
+    if (sg_config_parse(&x, "calibration.yaml", text, strlen(text), NULL, 0) < 0 || x->nruns < 1) {
+      fprintf(stderr, "calibration line %zu not written: %s\n", i, sg_err_msg());
+      sg_experiment_destroy(&x);
+      continue;
+    }
+    sg_sim_cache_key(x->runs[0].opts, key, sizeof key);
+    sg_sim_cache_put(path, key, lines[i].step_s, lines[i].speed, 0, cores > 0 ? (int)cores : 1);
+    sg_experiment_destroy(&x);
+  }
 }
 
 static void skip_without_simgrid(void) {
