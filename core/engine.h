@@ -65,6 +65,8 @@ typedef struct sg_mem_plan {
   double msg_frames; /* the messages they hold (one per slice where sliced) */
   int msg_fold;      /* their payloads fold (dense): a rank keeps each message's
                         header pages and maps two regions per message; else all of msg */
+  double own;        /* of engine, besides msg: buffers that stay the rank's own
+                        (parsed: sparse indices, topk pairs; not sg_fold_alloc) */
   double in_P;       /* in: P, set by the caller before the call */
 } sg_mem_plan_t;
 

@@ -425,8 +425,9 @@ int sg_workload_new(sg_workload_t **out, const sg_opts_t *o, int worker,
   w->classes = (int)c.classes;
   sg_blas_set_threads((int)c.threads);
   sg_denormals_apply(o);
-  /* compute modeled: no step reads the data; its shape is enough */
-  if (w->modeled_s > 0 && strcmp(c.dataset, "libsvm")) what &= ~(unsigned)SG_WL_ALL;
+  /* compute modeled: no step reads the data; its shape is enough (libsvm
+   * reads its files for features, classes and samples, and keeps no row) */
+  if (w->modeled_s > 0) what &= ~(unsigned)SG_WL_ALL;
   SG_TRY(load_data_once(w, o, &c, what));
 
   int sparse = (w->train && sg_dataset_sparse(w->train)) ||

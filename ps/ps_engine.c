@@ -169,7 +169,11 @@ static const sg_option_need_t ps_needs[] = {
  * servers) holds the test set; every worker a push, a pull and a reply.
  * Message buffers (msg): a server's parameters-with-header, scratch and
  * sync slots; a worker's push and reply per shard, each one message, or
- * one per slice where the shard is sliced. */
+ * one per slice where the shard is sliced.  The rank's own besides them
+ * (own: parsed, never folded): a sparse server's requested indices per
+ * worker and its reply (ps_server.c, pend[w].idx and sreply), a sparse
+ * worker's pulls (their indices), a topk worker's selected pairs
+ * (ps_worker.c, pairs: 8 bytes per element of its largest shard). */
 static void ps_memory(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *m) {
   int64_t servers = sg_setting_int_or(o, ps_options, "servers");
   double S = servers > 0 ? (double)servers : 1, N = workers, P = m->in_P;
@@ -187,12 +191,14 @@ static void ps_memory(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *
                          .engine = (3 + (sync ? N : 0) + (sparse ? N + 1 : 0)) / S,
                          .train = !strcmp(sg_setting_or(o, ps_options, "dataset"), "libsvm"),
                          .msg = (2 + (sync ? N : 0)) / S, .msg_frames = 2 + (sync ? N * per : 0),
-                         .msg_fold = dense};
+                         .msg_fold = dense, .own = sparse ? (N + 1) / S : 0};
     return;
   }
-  *m = (sg_mem_plan_t){.params = 1, .grad = 1, .engine = 3, .batch_mult = 1, .train = 1,
+  const double pairs = ok && cfg.compress == PS_COMPRESS_TOPK ? 2 / S : 0;
+  const double pulls = ok && cfg.sparse ? 1 : 0;
+  *m = (sg_mem_plan_t){.params = 1, .grad = 1, .engine = 3 + pairs, .batch_mult = 1, .train = 1,
                        .test = rank == servers, .msg = 2, .msg_frames = 2 * S * per,
-                       .msg_fold = dense};
+                       .msg_fold = dense, .own = pairs + pulls};
 }
 
 /* device: cuda workers keep a device replica and push dense gradients

@@ -349,14 +349,17 @@ static int rank_begin(int argc, char **argv, int staged, sg_opts_t **o, sg_keys_
  * and reads both back after a barrier.  The ordinary one must hold the
  * rank's own values (memory is private unless folded on purpose,
  * core/msgbuf.h); under compute: modeled the folded one must be shared
- * (some rank reads another's number). */
-static int sim_memory_check(int rank, int size) {
+ * (some rank reads another's number).  Rank 0 records that the check ran
+ * and passed on every rank (run_info test.sim_private_checked, which the
+ * test asserts: a check skipped leaves none). */
+static int sim_memory_check(sg_records_t *rec, int rank, int size) {
   const char *e = getenv("SGDLAB_TEST_SIM_PRIVATE");
   long long bytes = e ? atoll(e) : 0;
   if (bytes < (long long)sizeof(int)) return SG_OK;
   size_t n = (size_t)bytes / sizeof(int), at = n;
   int *own = malloc(n * sizeof *own), *fold = sg_fold_alloc(n * sizeof *fold);
-  int rc = SG_OK, saw = rank, mine[2] = {0, 0}, all[2] = {0, 0}; /* bad own, foreign folded */
+  /* bad own, foreign folded, ranks that checked */
+  int rc = SG_OK, saw = rank, mine[3] = {0, 0, 0}, all[3] = {0, 0, 0};
   const int have = own && fold; /* a rank without its memory still joins the collectives */
   for (size_t i = 0; have && i < n; i++) own[i] = fold[i] = rank;
   MPI_Barrier(MPI_COMM_WORLD);
@@ -364,8 +367,10 @@ static int sim_memory_check(int rank, int size) {
     if (own[i] != rank) at = i, saw = own[i];
   mine[0] = at < n;
   for (size_t i = 0; have && i < n && !mine[1]; i++) mine[1] = fold[i] != rank;
+  mine[2] = have;
   /* every rank fails alike: none waits for a rank that stopped */
   MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(mine + 2, all + 2, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (!have)
     rc = sg_err_set(SG_ENOMEM, "memory check: %lld bytes", bytes);
   else if (at < n)
@@ -376,6 +381,12 @@ static int sim_memory_check(int rank, int size) {
   else if (sg_fold_enabled() && size > 1 && !all[1])
     rc = sg_err_set(SG_EINVAL, "memory check: sg_fold_alloc's %lld bytes are not shared by the "
                     "%d ranks (not folded)", bytes, size);
+  else if (rank == 0) {
+    char v[160];
+    snprintf(v, sizeof v, "%d of %d ranks, %lld bytes: own memory private, sg_fold_alloc %s",
+             all[2], size, bytes, sg_fold_enabled() ? "shared" : "not folded");
+    rc = sg_records_info(rec, "test.sim_private_checked", v);
+  }
   free(own);
   sg_fold_free(fold);
   return rc;
@@ -383,11 +394,11 @@ static int sim_memory_check(int rank, int size) {
 
 /* compute: modeled (_sim_step_s): sg_fold_alloc folds the payloads
  * (core/msgbuf.h) from here on, before the engine allocates any. */
-static int sim_fold(const sg_opts_t *o, int rank, int size) {
+static int sim_fold(const sg_opts_t *o, sg_records_t *rec, int rank, int size) {
   double sim_step = 0;
   SG_CHECK(sg_opts_double_or(o, "_sim_step_s", 0, &sim_step));
   sg_fold_enable(sim_step > 0);
-  return sim_memory_check(rank, size);
+  return sim_memory_check(rec, rank, size);
 }
 #endif
 
@@ -442,7 +453,7 @@ int main(int argc, char **argv) {
 
   SG_TRY(sg_device_bind(comm, o)); /* device: cuda: this rank's GPU */
 #ifdef SG_SMPI
-  SG_TRY(sim_fold(o, rank, sh.size));
+  SG_TRY(sim_fold(o, rec, rank, sh.size));
 #endif
   SG_TRY(rank_clock(rec, o, rank, keys, &sh, "clock.start"));
   /* the engine's start: its trainlog reports the data load from here */

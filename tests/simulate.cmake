@@ -6,7 +6,7 @@
 sg_add_test(test_simulate_platform SOURCES test_simulate_platform.c TIMEOUT 30 LABELS simulate
   LIBS sgrun)
 add_executable(test_simulate_run test_simulate_run.c)
-target_link_libraries(test_simulate_run PRIVATE sgtest sgengines PkgConfig::SQLITE)
+target_link_libraries(test_simulate_run PRIVATE sgtest sgengines sgrun PkgConfig::SQLITE)
 add_dependencies(test_simulate_run sgdlab sgdlab-rank)
 # Its cases in three tests, dealt round-robin in the order of the file,
 # so that `ctest -j2` runs two at once and each has its own time limit

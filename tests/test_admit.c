@@ -6,6 +6,7 @@
  * Only the CLI is used, so the same checks can be pointed at any build
  * (SGDLAB_BIN_DIR). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -182,4 +183,57 @@ TEST(delay_rank_beyond_the_run_is_refused) {
     snprintf(text, sizeof text, "%sdelay_rank: %s\n", base, ok[i]);
     CHECK_MSG(dry(text, 0) == 0, "delay_rank: %s refused: %s", ok[i], out);
   }
+}
+
+/* The memory `sgdlab run -n` estimates for run 1, in GiB (its summary
+ * line, printed with one decimal); -1 when there is none. */
+static double estimate_gib(void) {
+  const char *at = strstr(out, "memory: run 1 (");
+  double v = -1;
+  char unit[8] = "";
+  if (!at || !(at = strstr(at, "needs the most, ~")) || sscanf(at + 17, "%lf %7s", &v, unit) != 2)
+    return -1;
+  return !strcmp(unit, "GiB") ? v : !strcmp(unit, "MiB") ? v / 1024 : -1;
+}
+
+/* A simulated run with compute: modeled folds the ranks' parameters,
+ * gradients and dense buffers (core/msgbuf.h), but not what the engine
+ * parses: ps's topk pairs (a worker's selected pairs, 8 bytes per element
+ * of its largest shard: 2P/S) and a sparse server's requested indices
+ * (P/S per worker) and reply (P/S), nor a sparse worker's pulls (P).
+ * The estimate is the simulator's (256 MiB and 2 MiB per rank,
+ * harness/run/simulate.c) plus what the ranks keep of their own:
+ *  - topk, S = 1, N = 4, mlp 784-40000-10 (P = 127,200,040 B): the
+ *    server's messages (2 + N) P, each worker's push and reply 2P and
+ *    pairs 2P: 22P + 266 MiB = 2.87 GiB (without the pairs 1.92);
+ *  - sparse, S = 1, N = 16, softmax on 2^20 features (P = 41,943,080 B):
+ *    the server's messages (2 + N) P, indices N P and reply P, each
+ *    worker's push and reply 2P and pulls P: 83P + 290 MiB = 3.53 GiB
+ *    (without the indices, reply and pulls 2.24).
+ * Checked only where this build simulates (sgdlab-rank-smpi). */
+TEST(simulated_modeled_counts_parsed_buffers) {
+  char smpi[1024];
+  const char *bin = getenv("SGDLAB_BIN_DIR");
+  snprintf(smpi, sizeof smpi, "%s/harness/sgdlab-rank-smpi", bin ? bin : ".");
+  if (access(smpi, X_OK) != 0) {
+    fprintf(stderr, "parsed buffers not checked: no %s\n", smpi);
+    return;
+  }
+  const double gib = 1024.0 * 1024 * 1024, mib = 1024.0 * 1024;
+  const double p_topk = 4.0 * (785.0 * 40000 + 40001.0 * 10);
+  CHECK_EQ_INT(dry("workers: 4\ntransport: mpi\nsimulate: {compute: modeled}\n"
+                   "workload: {dataset: synthetic, features: 784, model: mlp, hidden: [40000],\n"
+                   "           batch: 1, max_steps: 2}\n"
+                   "engines: [{engine: ps, compress: topk}]\n", 1), 0);
+  double got = estimate_gib(), want = (22 * p_topk + 266 * mib) / gib;
+  fprintf(stderr, "ps topk, modeled: estimate %.2f GiB, expected %.2f\n", got, want);
+  CHECK_MSG(got > want - 0.06 && got < want + 0.06, "%s", out);
+  const double p_sparse = 4.0 * (1048577.0 * 10);
+  CHECK_EQ_INT(dry("workers: 16\ntransport: mpi\nsimulate: {compute: modeled}\n"
+                   "workload: {dataset: synthetic-sparse, features: 1048576, model: softmax,\n"
+                   "           batch: 1, max_steps: 2}\n"
+                   "engines: [{engine: ps, sparse: true}]\n", 1), 0);
+  got = estimate_gib(), want = (83 * p_sparse + 290 * mib) / gib;
+  fprintf(stderr, "ps sparse, modeled: estimate %.2f GiB, expected %.2f\n", got, want);
+  CHECK_MSG(got > want - 0.06 && got < want + 0.06, "%s", out);
 }

@@ -26,7 +26,8 @@
  *    run ends ok (it crashed by SIGSEGV when it was); nor are a sliced
  *    worker's request pointers (2 x slices, 64 KiB or more from 4,096
  *    slices) or rhd's (one per segment): the runs end ok; sparse ps,
- *    which cannot run modeled, fails saying why;
+ *    which cannot run modeled, fails saying why; libsvm data, modeled,
+ *    records no loss or accuracy (nothing is computed);
  *  - simulate.eager reaches SMPI: sync ps with shards below 64 KiB, once
  *    with eager: simgrid (SimGrid's thresholds: a message moves once a
  *    receive matches it, so both servers pull the same worker's push at
@@ -65,7 +66,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
+#include "err.h"
 #include "run_util.h"
+#include "simulate.h"
 #include "test.h"
 
 #define RTOL 1e-4
@@ -78,48 +82,57 @@
  * taken at a load above the cores is not reused): about 20 s of a 25 s
  * case at a load of 7.  The step times are this machine's measurements
  * (bench step's method, one BLAS thread); what the cases check does not
- * depend on them (communication times, records, ends ok).  The cache
- * itself is tested by the calibration_* cases, each with a cache of its
- * own.  A key that no longer matches the harness's only costs time: the
- * run measures, and its run_info says so (simulate.calibration). */
+ * depend on them (communication times, records, ends ok).  The lines are
+ * the harness's own: each workload below is parsed as an experiment file
+ * is (sg_config_parse), and its key made and its line written by the
+ * harness's cache functions (simulate.h), so the key and the format
+ * cannot drift from what `sgdlab run` reads.  The cache itself is tested
+ * by the calibration_* cases, each with a cache of its own.  A workload
+ * missing here only costs time: the run measures, and its run_info says
+ * so (simulate.calibration). */
 static char sim_cache_dir[64];
 static void sim_cache_cleanup(void) { ru_rm_rf(sim_cache_dir); }
 static void sim_calibration_cache(void) {
   static int done;
   static const struct {
-    const char *key;
+    const char *workload;
     double step_s, speed;
   } lines[] = {
-      {"fashion-mnist mlp 32 16 0 0 100", 0.000179, 1.58e10},
-      {"fashion-mnist mlp 128 16 0 0 100", 0.000111, 7.51e10},
-      {"fashion-mnist mlp 256 16 0 0 100", 0.000229, 7.29e10},
-      {"synthetic softmax 128 16 784 0 100", 0.000125, 7.04e9},
-      {"synthetic mlp 100 16 784 0 100", 0.000110, 5.75e10},
-      {"synthetic mlp 200 16 784 0 100", 0.000179, 7.37e10},
-      {"synthetic mlp 8192 16 784 0 100", 0.00952, 5.20e10},
-      {"clicks embedding 16 16 0 0 100", 0.000157, 1e10},
+      {"{dataset: fashion-mnist, model: mlp, hidden: [32], batch: 16}", 0.000179, 1.58e10},
+      {"{dataset: fashion-mnist, model: mlp, hidden: [128], batch: 16}", 0.000111, 7.51e10},
+      {"{dataset: fashion-mnist, model: mlp, hidden: [256], batch: 16}", 0.000229, 7.29e10},
+      {"{dataset: synthetic, features: 784, model: softmax, batch: 16}", 0.000125, 7.04e9},
+      {"{dataset: synthetic, features: 784, model: mlp, hidden: [100], batch: 16}", 0.000110,
+       5.75e10},
+      {"{dataset: synthetic, features: 784, model: mlp, hidden: [200], batch: 16}", 0.000179,
+       7.37e10},
+      {"{dataset: synthetic, features: 784, model: mlp, hidden: [8192], batch: 16}", 0.00952,
+       5.20e10},
+      {"{dataset: clicks, model: embedding, hidden: [16], batch: 16}", 0.000157, 1e10},
+      {"{dataset: libsvm, model: softmax, batch: 16}", 0.000125, 7.04e9},
   };
   if (done++) return;
   /* not ru_scratch's directory: the next case's replaces that one */
   if (ru_mkdtemp(sim_cache_dir, sizeof sim_cache_dir, "simcache") < 0) return;
   atexit(sim_cache_cleanup);
-  const char *dir = sim_cache_dir;
-  char cache[300], sub[320], path[400], cpu[128] = "?", line[256];
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "model name : %127[^\n]", cpu) == 1) break;
-  if (f) fclose(f);
-  snprintf(cache, sizeof cache, "%s/cache", dir);
-  snprintf(sub, sizeof sub, "%s/sgdlab", cache);
-  snprintf(path, sizeof path, "%s/simulate-calibration", sub);
+  char cache[300], path[4200], key[1024], text[256];
+  snprintf(cache, sizeof cache, "%s/cache", sim_cache_dir);
+  if (mkdir(cache, 0700) != 0) return;
+  setenv("XDG_CACHE_HOME", cache, 1);
+  sg_sim_cache_path(path, sizeof path);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (mkdir(cache, 0700) != 0 || mkdir(sub, 0700) != 0) return;
-  f = fopen(path, "w");
-  if (!f) return;
-  for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
-    fprintf(f, "%s|%s\t%.9g\t%.9g\t0.00\t%ld\n", lines[i].key, cpu, lines[i].step_s,
-            lines[i].speed, cores > 0 ? cores : 1);
-  if (fclose(f) == 0 && chmod(path, 0600) == 0) setenv("XDG_CACHE_HOME", cache, 1);
+  for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+    sg_experiment_t *x = NULL;
+    snprintf(text, sizeof text, "workload: %s\nengines: [local]\n", lines[i].workload);
+    if (sg_config_parse(&x, "calibration.yaml", text, strlen(text), NULL, 0) < 0 || x->nruns < 1) {
+      fprintf(stderr, "calibration line %zu not written: %s\n", i, sg_err_msg());
+      sg_experiment_destroy(&x);
+      continue;
+    }
+    sg_sim_cache_key(x->runs[0].opts, key, sizeof key);
+    sg_sim_cache_put(path, key, lines[i].step_s, lines[i].speed, 0, cores > 0 ? (int)cores : 1);
+    sg_experiment_destroy(&x);
+  }
 }
 
 static void skip_without_simgrid(void) {
@@ -892,11 +905,14 @@ TEST(rhd_modeled_requests_unfolded) {
  * and the second another's (it is shared).  With the simulator told to
  * fold every allocation of 64 KiB or more (smpi/auto-shared-malloc-thresh,
  * how folding was once done) the malloc'd block is shared too, and the
- * run fails with "memory check: rank R read S".  Allreduce ring, N = 4,
- * softmax, one step. */
+ * run fails with "memory check: rank R read S".  The check records that
+ * it ran, on every rank, and passed (run_info test.sim_private_checked):
+ * a check that was skipped (the variable not read, the size not taken)
+ * would pass the run and leave no row.  Allreduce ring, N = 4, softmax,
+ * one step. */
 TEST(modeled_memory_private_by_construction) {
   skip_without_simgrid();
-  char db[256], err[512] = "";
+  char db[256], err[512] = "", checked[256] = "";
   setenv("SGDLAB_TEST_SIM_PRIVATE", "262144", 1);
   int rc = sim_experiment("simprivate",
                           "name: simulate-private-memory\n"
@@ -909,10 +925,67 @@ TEST(modeled_memory_private_by_construction) {
                           db, sizeof db);
   unsetenv("SGDLAB_TEST_SIM_PRIVATE");
   ru_db_text_into(db, "SELECT coalesce(error, '') FROM runs", err, sizeof err);
-  fprintf(stderr, "memory check run: exit %d, error '%s'\n", rc, err);
+  ru_db_text_into(db, "SELECT coalesce(max(value), '') FROM run_info "
+                  "WHERE key = 'test.sim_private_checked'", checked, sizeof checked);
+  fprintf(stderr, "memory check run: exit %d, error '%s', checked '%s'\n", rc, err, checked);
   CHECK_EQ_INT(rc, 0);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 4);
+  CHECK_MSG(!strcmp(checked, "4 of 4 ranks, 262144 bytes: own memory private, sg_fold_alloc "
+                            "shared"), "test.sim_private_checked '%s'", checked);
+}
+
+/* compute: modeled with dataset: libsvm: the files are read for their
+ * shape only (features, classes, samples), as every other dataset is
+ * not read at all; no step computes and nothing is evaluated, so the
+ * run records no loss and no accuracy (NULL), like the other datasets
+ * (the parameters are folded there: a number computed from them would
+ * be made up).  Allreduce ring, N = 2, softmax on a 20-feature, two-class
+ * file, 4 steps, an evaluation every 2. */
+TEST(libsvm_modeled_records_no_loss) {
+  skip_without_simgrid();
+  const char *dir = ru_scratch("simsvm");
+  CHECK(dir);
+  char tr[256], te[256], yaml[1024], cfg[256], db[256], line[256];
+  snprintf(tr, sizeof tr, "%s/train.svm", dir);
+  snprintf(te, sizeof te, "%s/test.svm", dir);
+  for (int f = 0; f < 2; f++) {
+    FILE *out = fopen(f ? te : tr, "w");
+    CHECK(out);
+    for (int i = 0; i < (f ? 64 : 256); i++) {
+      int n = snprintf(line, sizeof line, "%d", i % 2);
+      for (int j = 1 + i % 3; j <= 20; j += 3)
+        n += snprintf(line + n, sizeof line - (size_t)n, " %d:%d", j, (i + j) % 5 + 1);
+      fprintf(out, "%s\n", line);
+    }
+    CHECK_EQ_INT(fclose(out), 0);
+  }
+  snprintf(yaml, sizeof yaml,
+           "name: simulate-libsvm-modeled\n"
+           "workers: 2\n"
+           "workload: {dataset: libsvm, train_file: %s, test_file: %s,\n"
+           "           model: softmax, batch: 16, max_steps: 4, eval_every: 2}\n"
+           "simulate: {link: 10gbit, latency: 1us, compute: modeled}\n"
+           "engines: [{engine: allreduce, transport: mpi}]\n", tr, te);
+  snprintf(cfg, sizeof cfg, "%s/svm.yaml", dir);
+  snprintf(db, sizeof db, "%s/svm.db", dir);
+  CHECK_EQ_INT(ru_write_file(cfg, yaml), 0);
+  int rc = ru_sgdlab_run(cfg, db);
+  long long evals = ru_db_int(db, "SELECT count(*) FROM evals");
+  long long acc = ru_db_int(db, "SELECT count(*) FROM evals WHERE test_acc IS NOT NULL OR "
+                            "test_loss IS NOT NULL OR train_loss IS NOT NULL");
+  long long loss = ru_db_int(db, "SELECT count(*) FROM steps WHERE loss IS NOT NULL");
+  char first[160] = "";
+  ru_db_text_into(db, "SELECT coalesce(test_acc, 'NULL') || ' ' || coalesce(test_loss, 'NULL') "
+                  "FROM evals ORDER BY step LIMIT 1", first, sizeof first);
+  fprintf(stderr, "libsvm modeled: exit %d, %lld evals (%lld with a number; first: %s), "
+          "%lld steps with a loss\n", rc, evals, acc, first, loss);
+  CHECK_EQ_INT(rc, 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), 2 * 4);
+  CHECK(evals >= 2);
+  CHECK_EQ_INT(acc, 0);
+  CHECK_EQ_INT(loss, 0);
 }
 
 /* Sparse ps under compute: modeled: the data is not loaded, so a worker

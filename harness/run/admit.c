@@ -510,13 +510,14 @@ static double max_map_count(void) {
 }
 
 /* compute: modeled folds the parameters, gradients, optimizer state and
- * the engine's buffers but its message buffers, each allocated by
- * sg_fold_alloc (core/msgbuf.h; one map per SG_SIM_FOLD_BLOCK block, from
- * SIM_FOLD_MIN_B on); every other allocation stays the rank's own, within
- * the simulator's fixed amount per rank (simulate.c), nothing of which is
- * P-sized.  *own gets what the ranks keep of their own beyond that (whole
- * message buffers, or, where their payloads fold, the pages of each
- * message's header), *maps the process's memory maps. */
+ * the engine's buffers but its message buffers and the buffers it parses
+ * (plan.own), each allocated by sg_fold_alloc (core/msgbuf.h; one map per
+ * SG_SIM_FOLD_BLOCK block, from SIM_FOLD_MIN_B on); every other allocation
+ * stays the rank's own, within the simulator's fixed amount per rank
+ * (simulate.c), nothing of which is P-sized.  *own gets what the ranks
+ * keep of their own beyond that (whole message buffers, or, where their
+ * payloads fold, the pages of each message's header; the parsed
+ * buffers), *maps the process's memory maps. */
 static int sim_modeled_own(const sg_run_spec_t *run, const dsinfo_t *di, double *own,
                            double *maps) {
   shape_t m = {0};
@@ -528,8 +529,9 @@ static int sim_modeled_own(const sg_run_spec_t *run, const dsinfo_t *di, double 
   for (int r = 0; r < run->nprocs; r++) {
     sg_mem_plan_t plan = {.params = 1, .grad = 1, .optim = 1, .in_P = P};
     if (run->engine->memory) run->engine->memory(run->opts, run->workers, r, &plan);
-    double folded = (plan.params + plan.grad + plan.optim + plan.engine - plan.msg) * P;
+    double folded = (plan.params + plan.grad + plan.optim + plan.engine - plan.msg - plan.own) * P;
     if (P >= SIM_FOLD_MIN_B && folded > 0) *maps += ceil(folded / SG_SIM_FOLD_BLOCK) + 4;
+    *own += plan.own * P; /* parsed buffers (sparse indices, topk pairs): never folded */
     if (plan.msg_fold) {
       *own += plan.msg_frames * SIM_FRAME_OWN_B;
       *maps += 2 * plan.msg_frames;

@@ -73,6 +73,17 @@ int sg_sim_hostfile_write(const sg_sim_cfg_t *c, int nprocs, FILE *f);
  * admit.c holds it against the memory available before launch. */
 double sg_sim_mem_estimate(const sg_sim_cfg_t *c, int nprocs);
 
+/* The step-calibration cache (simulated.c, where its format and checks
+ * are described): its path, "" when there is no cache directory; the key
+ * of a run's workload on this CPU (from the run's settings); and one line
+ * appended, "KEY<TAB>step_s<TAB>flop/s<TAB>load<TAB>cores", its directory
+ * and file made as the harness makes them (nothing written where they are
+ * not the user's own, said on stderr). */
+void sg_sim_cache_path(char *out, size_t cap);
+void sg_sim_cache_key(const sg_opts_t *o, char *out, size_t cap);
+void sg_sim_cache_put(const char *path, const char *key, double step_s, double speed, double load,
+                      int cores);
+
 /* Refuse, with one line, a build or machine that cannot simulate:
  * sgdlab-rank-smpi not next to sgdlab (SimGrid's smpicc was not found
  * when the build was configured) or smpirun not on PATH. */

@@ -44,7 +44,7 @@
 #define CAL_NAME "simulate-calibration"
 #define CAL_LINE_MAX 4096
 
-static void cache_path(char *out, size_t cap) {
+void sg_sim_cache_path(char *out, size_t cap) {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   out[0] = '\0';
   if (xdg && *xdg == '/') snprintf(out, cap, "%s/sgdlab/" CAL_NAME, xdg);
@@ -179,7 +179,7 @@ static int cache_get(const char *path, const char *key, int any_load, double *st
   return found;
 }
 
-static void cache_put(const char *path, const char *key, double step_s, double speed,
+void sg_sim_cache_put(const char *path, const char *key, double step_s, double speed,
                       double load, int cores) {
   int dfd = cache_dir(path, 1), fd = dfd >= 0 ? cache_file(dfd, path, 1) : CAL_NONE;
   if (fd < 0) return;
@@ -188,7 +188,7 @@ static void cache_put(const char *path, const char *key, double step_s, double s
 }
 
 /* What the measurement depends on: the step's shapes and this CPU. */
-static void cache_key(const sg_opts_t *o, char *out, size_t cap) {
+void sg_sim_cache_key(const sg_opts_t *o, char *out, size_t cap) {
   char cpu[128] = "?", line[256];
   FILE *f = fopen("/proc/cpuinfo", "r");
   while (f && fgets(line, sizeof line, f))
@@ -229,8 +229,8 @@ static int sim_measure(run_sim_t *m, const sg_opts_t *o) {
   char path[4200], key[1024];
   double step_s, speed, busy = -1, load;
   int cores, refused = 0;
-  cache_path(path, sizeof path);
-  cache_key(o, key, sizeof key);
+  sg_sim_cache_path(path, sizeof path);
+  sg_sim_cache_key(o, key, sizeof key);
   int mine = last.key[0] && !strcmp(last.key, key);
   if (mine || cache_get(path, key, !m->cfg.modeled, &step_s, &speed, &busy, &refused)) {
     m->step_s = mine ? last.step_s : step_s;
@@ -255,7 +255,7 @@ static int sim_measure(run_sim_t *m, const sg_opts_t *o) {
   speed = r.gemm_s > 0 ? r.gemm_flops / r.gemm_s : 1e10;
   if (m->cfg.host_speed <= 0) m->cfg.host_speed = speed;
   load_now(&load, &cores); /* the load over the measurement's last minute */
-  if (!refused) cache_put(path, key, r.step_s, speed, load, cores);
+  if (!refused) sg_sim_cache_put(path, key, r.step_s, speed, load, cores);
   snprintf(last.key, sizeof last.key, "%s", key);
   last.step_s = r.step_s, last.speed = speed;
   return SG_OK;
