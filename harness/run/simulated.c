@@ -79,6 +79,7 @@ static int cache_dir(const char *path, int create) {
       fprintf(stderr, "sgdlab: simulate: %s; no calibration cache\n", sg_err_msg());
     sg_err_clear();
     if (pfd < 0) return pfd == SG_ENOTFOUND ? CAL_NONE : CAL_REFUSED;
+    close(pfd);
   }
   int fd = sg_out_dir_open(dir, 0, "the calibration cache's directory");
   if (fd >= 0) return fd;
@@ -176,12 +177,14 @@ static int cache_get(const char *path, const char *key, int any_load, double *st
   }
   free(line);
   if (f) fclose(f);
+  if (dfd >= 0) close(dfd);
   return found;
 }
 
 void sg_sim_cache_put(const char *path, const char *key, double step_s, double speed,
                       double load, int cores) {
   int dfd = cache_dir(path, 1), fd = dfd >= 0 ? cache_file(dfd, path, 1) : CAL_NONE;
+  if (dfd >= 0) close(dfd);
   if (fd < 0) return;
   dprintf(fd, "%s\t%.9g\t%.9g\t%.2f\t%d\n", key, step_s, speed, load, cores);
   close(fd);
