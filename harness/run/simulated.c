@@ -230,7 +230,7 @@ static int sim_measure(run_sim_t *m, const sg_opts_t *o) {
   /* this process's own last measurement: the rows of one sweep share it */
   static struct { char key[1024]; double step_s, speed; } last;
   char path[4200], key[1024];
-  double step_s, speed, busy = -1, load;
+  double step_s = 0, speed = 0, busy = -1, load;
   int cores, refused = 0;
   sg_sim_cache_path(path, sizeof path);
   sg_sim_cache_key(o, key, sizeof key);
