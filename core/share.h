@@ -12,10 +12,32 @@
 #ifndef SG_SHARE_H
 #define SG_SHARE_H
 
+#include <stddef.h>
+
 /* The object put under key, or NULL. */
 void *sg_share_get(const char *key);
 /* Keep obj under key (a copy of key is made); 0, or -1 when full or out
  * of memory (the caller then keeps its own object). */
 int sg_share_put(const char *key, void *obj);
+
+/* Staged sends (core/transport_mpi.c, "Deferred sends"): a copy of a
+ * message that a simulated send moves from, made when the send is
+ * posted.  SMPI copies a send that is not detached into the receiver's
+ * buffer only once the receive has matched it, which may be long after
+ * the sender goes on and reuses its own buffer; until then SMPI also
+ * reads the sender's request, which the sender must not complete.
+ *
+ * sg_share_stage(buf, n, delivered): the copy (malloc), or NULL when out
+ * of memory; once SMPI has copied it to the receiver, the copy is done
+ * and *delivered (the sender's) grows by one.
+ * sg_share_stage_done(copy): whether SMPI has copied it.
+ * sg_share_stage_free(copy): frees a done copy (others: nothing).
+ * sg_share_stage_hook(): installs, once per process, the simulator's copy
+ * callback that marks a staged copy done after SMPI's own copy
+ * (smpi_comm_set_copy_data_callback). */
+void *sg_share_stage(const void *buf, size_t n, int *delivered);
+int sg_share_stage_done(void *copy);
+void sg_share_stage_free(void *copy);
+void sg_share_stage_hook(void);
 
 #endif

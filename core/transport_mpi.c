@@ -36,7 +36,10 @@
 #include "clock.h"
 #include "err.h"
 #include "transport_impl.h"
-#ifndef SG_SMPI
+#ifdef SG_SMPI
+#include <xbt/config.h>
+#include "share.h"
+#else
 #include <zmq.h>
 #endif
 
@@ -49,9 +52,42 @@
  * that hangs otherwise.  The deadline paths then never fire: a
  * simulation has no dead or stopped peers. */
 
+/* Deferred sends (simulated only).  SimGrid 3.32 keeps every detached
+ * send (SMPI's eager send: the sender goes on at once) in one list of the
+ * whole simulation and takes each that ends out of it with a scan of the
+ * list (CommImpl::finish): with all of them in flight together (ps with
+ * S servers: 3 N S messages a step) a step cost O((N S)^2) of the
+ * simulator's time.  With compute: modeled (_sim_defer,
+ * harness/run/execute.c) every rank therefore lowers
+ * smpi/send-is-detached-thresh to 1 byte after setup (SMPI checks the
+ * thresholds only at its start, where the harness gives both
+ * simulate.eager), and smpi/async-small-thresh stays at simulate.eager:
+ * a message from 1 byte up to it is not detached, but its bytes still
+ * leave at once, whether or not the receive is posted (SMPI's "small"
+ * mailbox), and SimGrid keeps it in the sender's own list.  Such a send
+ * would wait for its transfer; the transport keeps the eager behaviour:
+ * a deferred send (mq_defers) moves from a staged copy of the buffer
+ * (sg_share_stage, core/share.h), and its wait returns at once, as a
+ * detached send's does.  Its request joins the rank's pending list and
+ * is completed (MPI_Wait, which returns at once, then out of SimGrid's
+ * list) by a later wait of the rank once SMPI has copied the message to
+ * its receiver: completed before, SMPI 3.32 would free the request that
+ * the receive still has to read.  Before its end a rank waits in
+ * MPI_Barrier for all (SimGrid cancels an exiting rank's sends).
+ * Nothing changes where the two thresholds are equal (compute: executed,
+ * or simulate.eager simgrid). */
 typedef struct mcomm {
   sg_comm_t base;
   MPI_Comm user, internal;
+#ifdef SG_SMPI
+  size_t defer_lo, defer_hi; /* a send of defer_lo <= bytes < defer_hi is deferred */
+  struct mq_pending {
+    MPI_Request r;
+    void *copy;
+  } *pend; /* deferred sends not yet completed */
+  int npend, cap;
+  int delivered; /* how many of them SMPI has copied (share.h) */
+#endif
 } mcomm_t;
 
 enum { MQ_SEND = 1, MQ_RECV = 2 };
@@ -59,7 +95,9 @@ enum { MQ_SEND = 1, MQ_RECV = 2 };
 struct sg_req {
   MPI_Request r;
   int kind, peer, tag;
-  size_t len; /* send: bytes; recv: capacity */
+  int deferred; /* simulated: a deferred send, from copy */
+  void *copy;
+  size_t len;   /* send: bytes; recv: capacity */
 };
 
 /* This process called MPI_Init_thread (so sg_mpi_finalize must finalise);
@@ -120,6 +158,45 @@ static int mq_finish(mcomm_t *m, sg_req_t *q, int e, const MPI_Status *s, sg_sta
   return 0;
 }
 
+#ifdef SG_SMPI
+static int mq_sim_defer; /* this rank: sg_mpi_sim_defer was called (2: planted) */
+void sg_mpi_sim_defer(int plant_early) { mq_sim_defer = plant_early ? 2 : 1; }
+
+static int mq_defers(const mcomm_t *m, int kind, size_t len) {
+  return kind == MQ_SEND && len >= m->defer_lo && len < m->defer_hi;
+}
+
+/* Deferred send q (staged copy `copy`) joins the pending list; its wait
+ * is done. */
+static int mq_pend(mcomm_t *m, sg_req_t *q, void *copy) {
+  if (m->npend == m->cap) {
+    int cap = m->cap ? 2 * m->cap : 64;
+    struct mq_pending *p = realloc(m->pend, (size_t)cap * sizeof *p);
+    if (!p) return sg_err_set(SG_ENOMEM, "rank %d: no memory", m->base.rank);
+    m->pend = p;
+    m->cap = cap;
+  }
+  m->pend[m->npend++] = (struct mq_pending){q->r, copy};
+  q->r = MPI_REQUEST_NULL;
+  return 0;
+}
+
+/* Complete the pending sends that SMPI has copied to their receivers:
+ * each MPI_Wait returns at once (its transfer has ended). */
+static void mq_reap(mcomm_t *m) {
+  for (int j = 0; j < m->npend && m->delivered > 0;) {
+    if (!sg_share_stage_done(m->pend[j].copy)) {
+      j++;
+      continue;
+    }
+    MPI_Wait(&m->pend[j].r, MPI_STATUS_IGNORE);
+    sg_share_stage_free(m->pend[j].copy);
+    m->delivered--;
+    m->pend[j] = m->pend[--m->npend];
+  }
+}
+#endif
+
 /* Complete one request within the deadline (from t0).  On success fills
  * st (recv) and the byte counters. */
 static int mq_wait_one(mcomm_t *m, sg_req_t *q, double t0, sg_status_t *st) {
@@ -131,6 +208,15 @@ static int mq_wait_one(mcomm_t *m, sg_req_t *q, double t0, sg_status_t *st) {
   int flag = 0, spins = 0;
   for (;;) {
 #ifdef SG_SMPI
+    if (q->deferred && mq_sim_defer == 2) { /* tests only: completed at once */
+      MPI_Wait(&q->r, &s);
+      break;
+    }
+    if (q->deferred) { /* see "Deferred sends" */
+      SG_CHECK(mq_pend(m, q, q->copy));
+      break;
+    }
+    mq_reap(m);
     int e = MPI_Wait(&q->r, &s); /* simulated: see MQ_BLOCKING */
     flag = 1;
 #else
@@ -162,6 +248,14 @@ static int mq_post(mcomm_t *m, MPI_Comm comm, int kind, int peer, int tag,
   q->peer = peer;
   q->tag = tag;
   q->len = len;
+  q->deferred = 0;
+#ifdef SG_SMPI
+  if (mq_defers(m, kind, len)) { /* see "Deferred sends" */
+    if (!(buf = q->copy = sg_share_stage(buf, len, &m->delivered)))
+      return sg_err_set(SG_ENOMEM, "rank %d: no memory", m->base.rank);
+    q->deferred = 1;
+  }
+#endif
   if (kind == MQ_SEND)
     e = MPI_Isend(buf, n, MPI_BYTE, peer, tag, comm, &q->r);
   else
@@ -287,8 +381,19 @@ static int mpi_waitany_(sg_comm_t *c, int n, sg_req_t **reqs, int *index, sg_sta
   MPI_Request *rs = malloc((size_t)(n > 0 ? n : 1) * sizeof *rs);
   if (!rs) return sg_err_set(SG_ENOMEM, "waitany: rank %d: no memory", c->rank);
   for (int j = 0; j < n; j++) rs[j] = reqs[j] ? reqs[j]->r : MPI_REQUEST_NULL;
-  e = MPI_Waitany(n, rs, &i, &s);
-  free(rs);
+  /* a deferred send is done at once, the first in order, as SMPI's
+   * MPI_Waitany takes a detached send (see "Deferred sends") */
+  for (int j = 0; j < n && i < 0; j++)
+    if (reqs[j] && reqs[j]->deferred) i = j;
+  if (i >= 0) {
+    free(rs);
+    int rc = mq_pend(m, reqs[i], reqs[i]->copy);
+    if (rc < 0) return rc;
+  } else {
+    mq_reap(m);
+    e = MPI_Waitany(n, rs, &i, &s);
+    free(rs);
+  }
   if (i == MPI_UNDEFINED || i < 0) {
     if (e != MPI_SUCCESS) return mq_mpierr(c, "MPI_Waitany", e);
     return sg_err_set(SG_EINVAL, "waitany: rank %d: no request", c->rank);
@@ -376,6 +481,14 @@ static void mpi_destroy_(sg_comm_t *c) {
   mcomm_t *m = (mcomm_t *)c;
   int fin = 0;
   MPI_Finalized(&fin);
+#ifdef SG_SMPI
+  if (!fin && m->defer_hi) { /* see "Deferred sends" */
+    mq_reap(m);
+    MPI_Barrier(MPI_COMM_WORLD);
+    mq_reap(m); /* what is left is never received: left to the simulator */
+  }
+  free(m->pend);
+#endif
   if (!fin) {
     if (m->user != MPI_COMM_NULL && m->user != MPI_COMM_WORLD) MPI_Comm_free(&m->user);
     if (m->internal != MPI_COMM_NULL && m->internal != MPI_COMM_WORLD)
@@ -441,6 +554,18 @@ int sg_comm_mpi_new(sg_comm_t **out, double deadline_s) {
     rc = mq_mpierr(&m->base, "MPI_Allgather of host names", e);
     goto fail;
   }
+#ifdef SG_SMPI
+  /* see "Deferred sends": from here on (setup as before) SMPI detaches
+   * only empty sends and moves the others at once up to
+   * smpi/async-small-thresh */
+  int hi = sg_cfg_get_int("smpi/async-small-thresh");
+  if (mq_sim_defer && hi > 1) {
+    sg_share_stage_hook();
+    sg_cfg_set_int("smpi/send-is-detached-thresh", 1); /* the whole simulation's */
+    m->defer_lo = 1;
+    m->defer_hi = (size_t)hi;
+  }
+#endif
   *out = &m->base;
   return 0;
 fail:

@@ -83,6 +83,15 @@ int sg_zmq_max_sockets(void);
 
 /* Initialises MPI if needed; rank/size from MPI_COMM_WORLD. */
 int sg_comm_mpi_new(sg_comm_t **out, double deadline_s);
+#ifdef SG_SMPI
+/* Simulated, compute: modeled: every rank calls it before
+ * sg_comm_mpi_new, which then has SMPI detach only empty sends (the whole
+ * simulation's setting) and defers the wait of the others
+ * (transport_mpi.c, "Deferred sends").  plant_early, tests only: a
+ * deferred send's wait completes its request at once (MPI_Wait), before
+ * its receiver may have matched it (_plant_bug defer-early-wait). */
+void sg_mpi_sim_defer(int plant_early);
+#endif
 /* MPI_Init_thread if needed, then (rdv non-empty, size > 1) a barrier
  * through the harness's rendezvous at rdv: no rank sends an MPI message
  * before every rank has returned from MPI_Init.  Not in simulations. */

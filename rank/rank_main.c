@@ -184,7 +184,11 @@ static int rank_comm_mpi(sg_comm_t **comm, const sg_opts_t *o, int rank, int siz
 #ifndef SG_SMPI
   SG_CHECK(sg_mpi_init_barrier(sg_opts_str_or(o, "_rendezvous", ""), rank, size, deadline, keys));
 #else
-  (void)o, (void)keys;
+  (void)keys;
+  int64_t defer = 0;
+  SG_CHECK(sg_opts_int_or(o, "_sim_defer", 0, &defer));
+  if (defer) /* core/transport_mpi.c, "Deferred sends" */
+    sg_mpi_sim_defer(!strcmp(sg_opts_str_or(o, "_plant_bug", ""), "defer-early-wait"));
 #endif
   SG_CHECK(sg_comm_mpi_new(comm, deadline));
   if ((*comm)->size == 1 && size > 1) /* srun without PMI: N singletons */

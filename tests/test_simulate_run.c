@@ -323,6 +323,40 @@ TEST(ps_modeled_runs) {
             per[1]);
 }
 
+/* Deferred sends (core/transport_mpi.c): under compute: modeled SMPI
+ * detaches only empty messages, and the transport sends each other one
+ * from a staged copy and completes its request only once SMPI has copied
+ * the message to its receiver.  ps sync, S = 2, N = 16 (every message of
+ * a step in flight together; a server sends its replies from one buffer
+ * it rewrites for each worker): the run ends ok with every rank's steps.
+ * Planted (defer-early-wait): a send's request completed at its wait,
+ * before its receive may have matched it; SimGrid 3.32 then frees the
+ * request that the receive still reads, and the run fails. */
+TEST(ps_modeled_sends_deferred) {
+  skip_without_simgrid();
+  const char *dir = ru_scratch("simdefer");
+  CHECK(dir);
+  char cfg[256], db[256], planted[256];
+  snprintf(cfg, sizeof cfg, "%s/defer.yaml", dir);
+  snprintf(db, sizeof db, "%s/defer.db", dir);
+  snprintf(planted, sizeof planted, "%s/defer-planted.db", dir);
+  CHECK_EQ_INT(ru_write_file(cfg, "name: simulate-ps-deferred\n"
+                                  "workload: {dataset: fashion-mnist, model: mlp, hidden: [256],\n"
+                                  "           batch: 16, max_steps: 4, eval_every: 1000000}\n"
+                                  "workers: 16\n"
+                                  "simulate: {compute: modeled}\n"
+                                  "engines:\n"
+                                  "  - {engine: ps, servers: 2, transport: mpi}\n"),
+               0);
+  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
+  CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), (16 + 2) * 4);
+  int rc = ru_sgdlab_run_args(cfg, planted, "--plant-bug", "defer-early-wait");
+  int ok = ru_db_int(planted, "SELECT count(*) FROM runs WHERE status = 'ok'");
+  fprintf(stderr, "planted defer-early-wait: sgdlab run exit %d, %d run(s) ok\n", rc, ok);
+  CHECK_MSG(rc != 0 && ok == 0, "the planted run ended ok (exit %d)", rc);
+}
+
 /* A simulated run of `yaml` (compute: modeled) ends ok with `steps`
  * step records (every rank's). */
 static void modeled_run_ends_ok(const char *tag, const char *yaml, int steps) {

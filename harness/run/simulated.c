@@ -308,7 +308,11 @@ static void sim_args(run_sim_t *m, int nprocs) {
    * MPI library's eager protocol sends it; by default the emulated
    * cluster's eager limit.  simgrid (-1): SimGrid's own, 64 KiB detached
    * and 0, a message's bytes moving only once a receive matches it
-   * (docs/simulate.md, "The platform") */
+   * (docs/simulate.md, "The platform").  Under compute: modeled the
+   * ranks then detach only empty messages and defer the wait of the
+   * others themselves (_sim_defer, core/transport_mpi.c, "Deferred
+   * sends"): SimGrid 3.32 scans one list of all detached sends for each
+   * one that ends. */
   if (m->cfg.eager >= 0) {
     snprintf(m->cfgs[c++], sizeof m->cfgs[0], "--cfg=smpi/send-is-detached-thresh:%d",
              m->cfg.eager);
