@@ -19,6 +19,9 @@
  */
 #include <limits.h>
 #include "sg_mpi.h"
+#ifdef SG_SMPI
+#include <xbt/config.h>
+#endif
 
 #include "allreduce.h"
 #include "clock.h"
@@ -42,6 +45,10 @@ int sg_allreduce_native(sg_comm_t *c, float *buf, size_t count, const sg_ar_opts
     return sg_err_set(SG_ERANGE, "allreduce native: %zu floats exceed MPI's int count", count);
   if (count == 0 || c->size == 1) return SG_OK;
 #ifdef SG_SMPI
+  /* SMPI's collectives send these messages, not the transport: detached
+   * below simulate.eager again, undoing the transport's deferred sends
+   * (core/transport_mpi.c, "Deferred sends"; the whole simulation's) */
+  sg_cfg_set_int("smpi/send-is-detached-thresh", sg_cfg_get_int("smpi/async-small-thresh"));
   int blocking = 1; /* simulated: no polling (core/transport_mpi.c, MQ_BLOCKING) */
 #else
   int blocking = !o || !o->native_nonblocking;

@@ -310,10 +310,8 @@ static int write_spec(serve_t *s, const control_t *ctl, const sg_run_cluster_t *
   SG_TRY(sg_opts_setf(spec, "_t0", "%.6f", s->sim ? 0.0 : s->times.t0));
   if (s->sim && s->sim->cfg.modeled) SG_TRY(sg_opts_setf(spec, "_sim_step_s", "%.9g", s->sim->step_s));
   /* deferred sends (core/transport_mpi.c): compute modeled (a staged
-   * copy is not timed), eager sends, and not allreduce native (SMPI's
-   * collectives send its messages, not the transport) */
-  if (s->sim && s->sim->cfg.modeled && s->sim->cfg.eager > 1 &&
-      strcmp(sg_opts_str_or(spec, "algorithm", ""), "native"))
+   * copy is not timed) and eager sends */
+  if (s->sim && s->sim->cfg.modeled && s->sim->cfg.eager > 1)
     SG_TRY(sg_opts_set(spec, "_sim_defer", "1"));
   SG_TRY(sg_opts_setf(spec, "_nprocs", "%d", run->nprocs));
   SG_TRY(sg_opts_set(spec, "_rundir", remote ? "" : dir));
