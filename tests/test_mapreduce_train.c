@@ -28,10 +28,20 @@
  *     (seed 6) and 4.6e-4 (seed 17), and runs of the P = 5 case with seed
  *     6 gave 4.6e-6 to 2.7e-2 while every step's gradient stayed within
  *     4.0e-7.  There the final distance is printed, not asserted.
+ * The driver's update is checked exactly in every case: the test keeps
+ * its own copy of the parameters, from `local`'s initial ones, and
+ * applies `local`'s optimizer to it with each step's reduced gradient
+ * (the same function on the same bits as the driver's sg_optim_apply);
+ * the parameters the driver hands to each step, and the ones it dumps at
+ * the end, must be those bits.  An update off in one element once (the
+ * driver's params[0] moved by 1e-3 after step 50, planted by hand) stays
+ * within both bounds above at P > N, and fails here.
  */
 #include "test.h"
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -50,6 +60,12 @@
   CHECK_MSG((g) >= 0 && (g) <= RTOL, "a step's gradient is %.3g from local's, > %g", (g), RTOL)
 /* The final parameters within RTOL of local's (fixed sum order only). */
 #define CHECK_FINAL(d) CHECK_MSG((d) >= 0 && (d) <= RTOL, "distance %.3g > %g", (d), RTOL)
+/* The driver's parameters at every step and at the end are the test's
+ * own update's bits (u: the first step where they were not, STEPS = the
+ * dump, -1 = none). */
+#define CHECK_UPDATES(u) \
+  CHECK_MSG((u) == -1, "the driver's parameters differ from local's update at step %lld", \
+            (long long)(u))
 
 /* The equivalence settings (run_util.h) for this engine. */
 static sg_opts_t *make_opts(int workers, const char *dump, const char *const *kv) {
@@ -80,9 +96,12 @@ fail:
  * with batch N*b, the global batch), against the reduced one. */
 typedef struct step_ref {
   sg_workload_t *wl;
-  float *g;
+  sg_optim_t *opt; /* local's optimizer, applied to p */
+  float *g, *p;    /* local's gradient; the parameters local's update gives */
+  size_t n;
   double worst; /* largest relative L2 distance of a step's gradient */
   int64_t worst_step, steps;
+  int64_t upd_bad; /* first step whose parameters are not p's bits, -1 none */
   int rc;
 } step_ref_t;
 
@@ -90,23 +109,46 @@ static void step_check(void *arg, int64_t step, const float *params, const float
                        size_t n) {
   step_ref_t *s = arg;
   double loss, num = 0, den = 0;
-  if (s->rc || (s->rc = sg_workload_grad(s->wl, params, s->g, step, &loss)) < 0) return;
+  if (s->rc) return;
+  if (n != s->n || step != s->steps) {
+    s->rc = sg_err_set(SG_EPROTO, "step check: step %lld of %zu floats, expected %lld of %zu",
+                       (long long)step, n, (long long)s->steps, s->n);
+    return;
+  }
+  if (s->upd_bad < 0 && memcmp(params, s->p, n * sizeof *params)) s->upd_bad = step;
+  if ((s->rc = sg_workload_grad(s->wl, params, s->g, step, &loss)) < 0) return;
   for (size_t i = 0; i < n; i++) {
     num += ((double)grad[i] - s->g[i]) * ((double)grad[i] - s->g[i]);
     den += (double)s->g[i] * s->g[i];
   }
   double d = den > 0 ? sqrt(num / den) : INFINITY;
   if (!(d <= s->worst)) s->worst = d, s->worst_step = step;
+  sg_optim_apply(s->opt, s->p, grad, step); /* the driver's update, on the test's copy */
   s->steps++;
 }
 
-/* The engine over N+1 threads; plant = executor rank counted twice.
- * *gworst gets the per-step check's largest distance. */
-static int run_mapreduce(const sg_opts_t *o, int workers, int plant, double *gworst) {
+/* 1 if the file `path` holds exactly the n floats p (bit for bit). */
+static int same_bits(const char *path, const float *p, size_t n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  int same = 1;
+  float x;
+  for (size_t i = 0; same && i < n; i++)
+    same = fread(&x, sizeof x, 1, f) == 1 && !memcmp(&x, &p[i], sizeof x);
+  if (same) same = fread(&x, sizeof x, 1, f) == 0;
+  fclose(f);
+  return same;
+}
+
+/* The engine over N+1 threads, dumping to `dump`; plant = executor rank
+ * counted twice.  *gworst gets the per-step check's largest distance,
+ * *upd_bad the update check's first step off (CHECK_UPDATES). */
+static int run_mapreduce(const sg_opts_t *o, const char *dump, int workers, int plant,
+                         double *gworst, int64_t *upd_bad) {
   mr_config_t cfg;
   int size = workers + 1, rc;
   rank_arg_t args[17];
-  step_ref_t ref = {.worst = -1, .worst_step = -1};
+  step_ref_t ref = {.worst = -1, .worst_step = -1, .upd_bad = -1};
   sg_opts_t *ro = NULL;
   SG_CHECK(mr_config_parse(o, workers, &cfg));
   cfg.plant_double_rank = plant;
@@ -116,10 +158,13 @@ static int run_mapreduce(const sg_opts_t *o, int workers, int plant, double *gwo
   if (!(ro = sg_opts_dup(o))) return SG_ENOMEM;
   SG_TRY(sg_opts_setf(ro, "batch", "%lld", (long long)cfg.batch * workers));
   SG_TRY(sg_workload_new(&ref.wl, ro, 0, 1, SG_WL_TRAIN));
-  if (!(ref.g = malloc(sg_workload_nparams(ref.wl) * sizeof *ref.g))) {
+  ref.n = sg_workload_nparams(ref.wl);
+  if (!(ref.g = malloc(ref.n * sizeof *ref.g)) || !(ref.p = malloc(ref.n * sizeof *ref.p))) {
     rc = SG_ENOMEM;
     goto fail;
   }
+  SG_TRY(sg_workload_init_params(ref.wl, ref.p));
+  SG_TRY(sg_workload_optim_new(ref.wl, ro, &ref.opt));
   for (int r = 0; r < size; r++) args[r] = (rank_arg_t){.workers = workers, .opts = o, .cfg = &cfg};
   tr_group_t g = {.n = size, .deadline_s = 60, .fn = mr_train_rank, .args = args,
                   .stride = sizeof *args, .what = "mapreduce train"};
@@ -127,20 +172,24 @@ static int run_mapreduce(const sg_opts_t *o, int workers, int plant, double *gwo
   if (!rc) rc = ref.rc;
   if (!rc && ref.steps != STEPS)
     rc = sg_err_set(SG_EPROTO, "the step check ran %lld times, not %d", (long long)ref.steps, STEPS);
+  if (!rc && ref.upd_bad < 0 && !same_bits(dump, ref.p, ref.n)) ref.upd_bad = STEPS;
   *gworst = ref.worst;
-  fprintf(stderr, "  per-step gradient distance: worst %.3g at step %lld\n", ref.worst,
-          (long long)ref.worst_step);
+  *upd_bad = ref.upd_bad;
+  fprintf(stderr, "  per-step gradient distance: worst %.3g at step %lld; update off at %lld\n",
+          ref.worst, (long long)ref.worst_step, (long long)ref.upd_bad);
 fail:
   free(ref.g);
+  free(ref.p);
+  sg_optim_destroy(&ref.opt);
   sg_workload_destroy(&ref.wl);
   sg_opts_destroy(&ro);
   return rc;
 }
 
 /* One configuration against local; *dist gets the distance of the final
- * parameters, *gworst the per-step check's. */
+ * parameters, *gworst the per-step check's, *upd the update check's. */
 static int compare_case(int workers, const char *const *kv, int plant, double *dist,
-                        double *gworst) {
+                        double *gworst, int64_t *upd) {
   char dir[] = "/tmp/sgdlab-mrtrain-XXXXXX", local[64], mr[64];
   if (!mkdtemp(dir)) return SG_EIO;
   snprintf(local, sizeof local, "%s/local.bin", dir);
@@ -149,7 +198,8 @@ static int compare_case(int workers, const char *const *kv, int plant, double *d
   int rc = (ol && om) ? 0 : SG_ENOMEM;
   if (!rc) rc = ru_run_local(ol, workers);
   *gworst = -1;
-  if (!rc) rc = run_mapreduce(om, workers, plant, gworst);
+  *upd = -2;
+  if (!rc) rc = run_mapreduce(om, mr, workers, plant, gworst, upd);
   *dist = rc ? -1 : ru_rel_distance(mr, local, NULL);
   fprintf(stderr, "  workers=%d plant=%d distance %.3g\n", workers, plant, *dist);
   unlink(local);
@@ -163,8 +213,10 @@ static int compare_case(int workers, const char *const *kv, int plant, double *d
 TEST(flat_matches_local) {
   CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   double d, g;
-  CHECK_OK(compare_case(3, NULL, 0, &d, &g));
+  int64_t u;
+  CHECK_OK(compare_case(3, NULL, 0, &d, &g, &u));
   CHECK_STEPS(g);
+  CHECK_UPDATES(u);
   CHECK_FINAL(d);
 }
 
@@ -172,8 +224,10 @@ TEST(tree_matches_local) {
   CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   const char *kv[] = {"broadcast", "tree", "aggregate", "tree", "depth", "2", NULL};
   double d, g;
-  CHECK_OK(compare_case(4, kv, 0, &d, &g));
+  int64_t u;
+  CHECK_OK(compare_case(4, kv, 0, &d, &g, &u));
   CHECK_STEPS(g);
+  CHECK_UPDATES(u);
   CHECK_FINAL(d);
 }
 
@@ -182,8 +236,10 @@ TEST(more_partitions_than_executors_match_local) {
   /* 8 tasks of 6 samples on 3 executors: dynamic scheduling and stealing */
   const char *kv[] = {"partitions", "8", "aggregate", "tree", "depth", "2", NULL};
   double d, g;
-  CHECK_OK(compare_case(3, kv, 0, &d, &g));
-  CHECK_STEPS(g); /* P > N: the final distance is printed only (see above) */
+  int64_t u;
+  CHECK_OK(compare_case(3, kv, 0, &d, &g, &u));
+  CHECK_STEPS(g);
+  CHECK_UPDATES(u); /* P > N: the final distance is printed only (see above) */
 }
 
 TEST(partitions_not_dividing_the_global_batch_match_local) {
@@ -191,8 +247,10 @@ TEST(partitions_not_dividing_the_global_batch_match_local) {
   /* N = 3, b = 64: B = 192 in 5 tasks of 39, 39, 38, 38, 38 samples */
   const char *kv[] = {"batch", "64", "partitions", "5", NULL};
   double d, g;
-  CHECK_OK(compare_case(3, kv, 0, &d, &g));
-  CHECK_STEPS(g); /* P > N: the final distance is printed only (see above) */
+  int64_t u;
+  CHECK_OK(compare_case(3, kv, 0, &d, &g, &u));
+  CHECK_STEPS(g);
+  CHECK_UPDATES(u); /* P > N: the final distance is printed only (see above) */
 }
 
 TEST(one_sample_per_task_and_one_task_match_local) {
@@ -202,17 +260,21 @@ TEST(one_sample_per_task_and_one_task_match_local) {
   const char *kv_max[] = {"partitions", "32", "broadcast", "tree", NULL};
   const char *kv_one[] = {"partitions", "1", NULL};
   double d, g;
-  CHECK_OK(compare_case(2, kv_max, 0, &d, &g));
-  CHECK_STEPS(g); /* P > N: the final distance is printed only */
-  CHECK_OK(compare_case(2, kv_one, 0, &d, &g));
+  int64_t u;
+  CHECK_OK(compare_case(2, kv_max, 0, &d, &g, &u));
   CHECK_STEPS(g);
+  CHECK_UPDATES(u); /* P > N: the final distance is printed only */
+  CHECK_OK(compare_case(2, kv_one, 0, &d, &g, &u));
+  CHECK_STEPS(g);
+  CHECK_UPDATES(u);
   CHECK_FINAL(d);
 }
 
 TEST(planted_double_count_fails_the_check) {
   CHECK_MSG(ru_data_dir(), "Fashion-MNIST is not installed (dataset-fashion-mnist)");
   double d, g;
-  CHECK_OK(compare_case(3, NULL, 2, &d, &g));
+  int64_t u;
+  CHECK_OK(compare_case(3, NULL, 2, &d, &g, &u));
   CHECK_MSG(g > RTOL, "the planted bug went unnoticed per step: %.3g <= %g", g, RTOL);
   CHECK_MSG(d > RTOL, "the planted bug went unnoticed: distance %.3g <= %g", d, RTOL);
 }

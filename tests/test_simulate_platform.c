@@ -12,8 +12,11 @@
  *    Open MPI eager limit (launch.h), the settings table's default too;
  *  - the records files: a record naming another rank than its file's is
  *    dropped, a length out of bounds stops that file (one drop) without
- *    stopping the others, and a message cut short waits for the rest.
+ *    stopping the others, and a message cut short waits for the rest;
+ *  - the step-calibration cache: lines appended (sg_sim_cache_put) into
+ *    the directory it makes, each through the same kept descriptors.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -219,3 +222,45 @@ TEST(records_files_drop_what_is_not_their_ranks) {
   sg_rec_server_close(&s);
 }
 
+
+/* The descriptors this process holds. */
+static int open_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  if (!d) return -1;
+  while (readdir(d)) n++;
+  closedir(d);
+  return n;
+}
+
+/* sg_sim_cache_put makes the cache's directory (first line) and appends
+ * to its file: three lines.  The directory and its parent are opened by
+ * sg_out_dir_open, which keeps their descriptors for the process's life
+ * and hands the same ones out again (outfile.h): the first line opens
+ * them, the next two open nothing more and find them still open (closed
+ * by hand after each line, the second line's append failed: "Bad file
+ * descriptor", one line written). */
+TEST(calibration_cache_put_appends_through_the_kept_descriptors) {
+  const char *dir = ru_scratch("simcache");
+  CHECK(dir);
+  const char *old = getenv("XDG_CACHE_HOME");
+  char *saved = old ? strdup(old) : NULL, path[4200], file[4200];
+  setenv("XDG_CACHE_HOME", dir, 1);
+  sg_sim_cache_path(path, sizeof path);
+  snprintf(file, sizeof file, "%s/sgdlab/simulate-calibration", dir);
+  sg_sim_cache_put(path, "k", 0.001, 1e9, 0.5, 2);
+  int before = open_fds();
+  for (int i = 0; i < 2; i++) sg_sim_cache_put(path, "k", 0.001, 1e9, 0.5, 2);
+  int after = open_fds();
+  if (saved) setenv("XDG_CACHE_HOME", saved, 1);
+  else unsetenv("XDG_CACHE_HOME");
+  free(saved);
+  CHECK_MSG(!strcmp(path, file), "cache path %s, expected %s", path, file);
+  char *text = ru_slurp(file, 4096);
+  CHECK_MSG(text && !strcmp(text, "k\t0.001\t1e+09\t0.50\t2\nk\t0.001\t1e+09\t0.50\t2\n"
+                                  "k\t0.001\t1e+09\t0.50\t2\n"),
+            "the cache file holds: %s", text ? text : "(none)");
+  free(text);
+  CHECK_MSG(before > 0 && after == before, "%d descriptors after one line, %d after three", before,
+            after);
+}

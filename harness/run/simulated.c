@@ -61,7 +61,9 @@ enum { CAL_NONE = -1, CAL_REFUSED = -2 };
 
 /* The checked descriptor of the directory of path (outfile.h), made 0700
  * in its checked parent first when `create`; CAL_NONE when there is none,
- * CAL_REFUSED when it is not used (said on stderr). */
+ * CAL_REFUSED when it is not used (said on stderr).  outfile.c keeps both
+ * directories' descriptors for the process's life and hands the same ones
+ * out on every call: never closed here. */
 static int cache_dir(const char *path, int create) {
   char dir[4200], parent[4200];
   snprintf(dir, sizeof dir, "%s", path);
@@ -79,7 +81,6 @@ static int cache_dir(const char *path, int create) {
       fprintf(stderr, "sgdlab: simulate: %s; no calibration cache\n", sg_err_msg());
     sg_err_clear();
     if (pfd < 0) return pfd == SG_ENOTFOUND ? CAL_NONE : CAL_REFUSED;
-    close(pfd);
   }
   int fd = sg_out_dir_open(dir, 0, "the calibration cache's directory");
   if (fd >= 0) return fd;
@@ -177,14 +178,12 @@ static int cache_get(const char *path, const char *key, int any_load, double *st
   }
   free(line);
   if (f) fclose(f);
-  if (dfd >= 0) close(dfd);
   return found;
 }
 
 void sg_sim_cache_put(const char *path, const char *key, double step_s, double speed,
                       double load, int cores) {
   int dfd = cache_dir(path, 1), fd = dfd >= 0 ? cache_file(dfd, path, 1) : CAL_NONE;
-  if (dfd >= 0) close(dfd);
   if (fd < 0) return;
   dprintf(fd, "%s\t%.9g\t%.9g\t%.2f\t%d\n", key, step_s, speed, load, cores);
   close(fd);
