@@ -86,7 +86,6 @@ typedef struct mcomm {
     void *copy;
   } *pend; /* deferred sends not yet completed */
   int npend, cap;
-  int delivered; /* how many of them SMPI has copied (share.h) */
 #endif
 } mcomm_t;
 
@@ -160,6 +159,12 @@ static int mq_finish(mcomm_t *m, sg_req_t *q, int e, const MPI_Status *s, sg_sta
 
 #ifdef SG_SMPI
 static int mq_sim_defer; /* this rank: sg_mpi_sim_defer was called (2: planted) */
+/* How many of this rank's deferred sends SMPI has copied and no wait has
+ * completed yet (share.h).  The rank's own (SMPI privatizes this file's
+ * globals per rank), not its comm's: a copy that SMPI makes after the comm
+ * is gone (a message received after the closing barrier) counts here, not
+ * in freed memory. */
+static int mq_delivered;
 void sg_mpi_sim_defer(int plant_early) { mq_sim_defer = plant_early ? 2 : 1; }
 
 static int mq_defers(const mcomm_t *m, int kind, size_t len) {
@@ -184,14 +189,14 @@ static int mq_pend(mcomm_t *m, sg_req_t *q, void *copy) {
 /* Complete the pending sends that SMPI has copied to their receivers:
  * each MPI_Wait returns at once (its transfer has ended). */
 static void mq_reap(mcomm_t *m) {
-  for (int j = 0; j < m->npend && m->delivered > 0;) {
+  for (int j = 0; j < m->npend && mq_delivered > 0;) {
     if (!sg_share_stage_done(m->pend[j].copy)) {
       j++;
       continue;
     }
     MPI_Wait(&m->pend[j].r, MPI_STATUS_IGNORE);
     sg_share_stage_free(m->pend[j].copy);
-    m->delivered--;
+    mq_delivered--;
     m->pend[j] = m->pend[--m->npend];
   }
 }
@@ -251,7 +256,7 @@ static int mq_post(mcomm_t *m, MPI_Comm comm, int kind, int peer, int tag,
   q->deferred = 0;
 #ifdef SG_SMPI
   if (mq_defers(m, kind, len)) { /* see "Deferred sends" */
-    if (!(buf = q->copy = sg_share_stage(buf, len, &m->delivered)))
+    if (!(buf = q->copy = sg_share_stage(buf, len, &mq_delivered)))
       return sg_err_set(SG_ENOMEM, "rank %d: no memory", m->base.rank);
     q->deferred = 1;
   }
@@ -305,7 +310,12 @@ static int mq_sendrecv(mcomm_t *m, MPI_Comm comm, int dst, int stag,
   }
   rc = mq_wait_one(m, &rq, t0, st);
   if (rc < 0) {
-    MPI_Request_free(&sq.r);
+#ifdef SG_SMPI
+    if (sq.deferred) /* never freed early (see "Deferred sends") */
+      (void)mq_pend(m, &sq, sq.copy);
+    else
+#endif
+      MPI_Request_free(&sq.r);
     sg_err_trace_push(__FILE__, __LINE__);
     return rc;
   }
