@@ -334,23 +334,23 @@ TEST(ps_modeled_runs) {
  * request that the receive still reads, and the run fails. */
 TEST(ps_modeled_sends_deferred) {
   skip_without_simgrid();
-  const char *dir = ru_scratch("simdefer");
-  CHECK(dir);
-  char cfg[256], db[256], planted[256];
-  snprintf(cfg, sizeof cfg, "%s/defer.yaml", dir);
-  snprintf(db, sizeof db, "%s/defer.db", dir);
-  snprintf(planted, sizeof planted, "%s/defer-planted.db", dir);
-  CHECK_EQ_INT(ru_write_file(cfg, "name: simulate-ps-deferred\n"
-                                  "workload: {dataset: fashion-mnist, model: mlp, hidden: [256],\n"
-                                  "           batch: 16, max_steps: 4, eval_every: 1000000}\n"
-                                  "workers: 16\n"
-                                  "simulate: {compute: modeled}\n"
-                                  "engines:\n"
-                                  "  - {engine: ps, servers: 2, transport: mpi}\n"),
+  char db[256], cfg[256], planted[256];
+  CHECK_EQ_INT(sim_experiment("simdefer",
+                              "name: simulate-ps-deferred\n"
+                              "workload: {dataset: fashion-mnist, model: mlp, hidden: [256],\n"
+                              "           batch: 16, max_steps: 4, eval_every: 1000000}\n"
+                              "workers: 16\n"
+                              "simulate: {compute: modeled}\n"
+                              "engines:\n"
+                              "  - {engine: ps, servers: 2, transport: mpi}\n",
+                              db, sizeof db),
                0);
-  CHECK_EQ_INT(ru_sgdlab_run(cfg, db), 0);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
   CHECK_EQ_INT(ru_db_int(db, "SELECT count(*) FROM steps"), (16 + 2) * 4);
+  /* sim_experiment's files: DIR/simdefer.yaml beside DIR/simdefer.db */
+  size_t stem = strlen(db) - strlen(".db");
+  snprintf(cfg, sizeof cfg, "%.*s.yaml", (int)stem, db);
+  snprintf(planted, sizeof planted, "%.*s-planted.db", (int)stem, db);
   int rc = ru_sgdlab_run_args(cfg, planted, "--plant-bug", "defer-early-wait");
   int ok = ru_db_int(planted, "SELECT count(*) FROM runs WHERE status = 'ok'");
   fprintf(stderr, "planted defer-early-wait: sgdlab run exit %d, %d run(s) ok\n", rc, ok);
