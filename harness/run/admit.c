@@ -532,7 +532,9 @@ static int sim_modeled_own(const sg_run_spec_t *run, const dsinfo_t *di, double 
     double folded = (plan.params + plan.grad + plan.optim + plan.engine - plan.msg - plan.own) * P;
     if (P >= SIM_FOLD_MIN_B && folded > 0) *maps += ceil(folded / SG_SIM_FOLD_BLOCK) + 4;
     *own += plan.own * P; /* parsed buffers (sparse indices, topk pairs): never folded */
-    if (plan.msg_fold) {
+    /* a frame whose payload is under SIM_FOLD_MIN_B stays whole
+     * (sg_msg_malloc_framed): no maps, all of it the rank's own */
+    if (plan.msg_fold && plan.msg_frames > 0 && plan.msg * P / plan.msg_frames >= SIM_FOLD_MIN_B) {
       *own += plan.msg_frames * SIM_FRAME_OWN_B;
       *maps += 2 * plan.msg_frames;
     } else *own += plan.msg * P;
