@@ -65,6 +65,10 @@ typedef struct sg_mem_plan {
   double msg_frames; /* the messages they hold (one per slice where sliced) */
   int msg_fold;      /* their payloads fold (dense): a rank keeps each message's
                         header pages and maps two regions per message; else all of msg */
+  double msg_out;    /* of msg: what the rank may have sent and not yet seen
+                        received at once (a simulated deferred send holds a
+                        copy of each: core/transport_mpi.c; all of it where
+                        the payloads do not fold) */
   double own;        /* of engine, besides msg: buffers that stay the rank's own
                         (parsed: sparse indices, topk pairs; not sg_fold_alloc) */
   double in_P;       /* in: P, set by the caller before the call */

@@ -60,4 +60,18 @@ void sg_fold_free(void *p);
 
 void *sg_msg_malloc_framed(size_t bytes, size_t stride, size_t hdr, int fold);
 
+/* The parts of [buf, buf + len) that are the rank's own where buf lies in
+ * a folded allocation of this rank (sg_fold_alloc, or a framed buffer
+ * with folded payloads): up to max ranges [at[2i], at[2i+1]) as offsets
+ * from buf, in order; returns how many (0: all of it is folded).  -1:
+ * buf is not in one, or the range runs past it, or it has more than max
+ * own parts: all of it is to be taken as the rank's own.  A deferred
+ * send under compute: modeled stages only these parts (core/share.h). */
+int sg_fold_private(const void *buf, size_t len, size_t *at, int max);
+/* The same for [a, a + len) of a buffer of `bytes` laid out as
+ * sg_msg_malloc_framed(bytes, stride, hdr, 1) folds it (stride 0: all of
+ * it folded), whether or not it was: the rule sg_fold_private applies. */
+int sg_frames_private(size_t bytes, size_t stride, size_t hdr, size_t a, size_t len, size_t *at,
+                      int max);
+
 #endif

@@ -27,15 +27,24 @@ int sg_share_put(const char *key, void *obj);
  * the sender goes on and reuses its own buffer; until then SMPI also
  * reads the sender's request, which the sender must not complete.
  *
- * sg_share_stage(buf, n, delivered): the copy (malloc), or NULL when out
- * of memory; once SMPI has copied it to the receiver, the copy is done
- * and *delivered (the sender's) grows by one.
+ * sg_share_stage(buf, n, own, nown, delivered): the copy (malloc), or
+ * NULL when out of memory; once SMPI has copied it to the receiver, the
+ * copy is done and *delivered (the sender's) grows by one.  nown < 0:
+ * all n bytes are copied; else only the nown ranges [own[2i], own[2i+1])
+ * (offsets, sg_fold_private, core/msgbuf.h): the rest of buf is a folded
+ * payload whose values nobody reads, and its pages in the copy stay
+ * untouched, so a staged message costs the sender its header's pages,
+ * not its length.  SMPI's own copy to the receiver takes only the bytes
+ * that are private at both ends: where the receiver folds its payload
+ * too (a framed buffer), the untouched bytes are never read; where it
+ * keeps them its own, it gets whatever the copy holds there, as it would
+ * have got a folded block's: a value nobody reads.
  * sg_share_stage_done(copy): whether SMPI has copied it.
  * sg_share_stage_free(copy): frees a done copy (others: nothing).
  * sg_share_stage_hook(): installs, once per process, the simulator's copy
  * callback that marks a staged copy done after SMPI's own copy
  * (smpi_comm_set_copy_data_callback). */
-void *sg_share_stage(const void *buf, size_t n, int *delivered);
+void *sg_share_stage(const void *buf, size_t n, const size_t *own, int nown, int *delivered);
 int sg_share_stage_done(void *copy);
 void sg_share_stage_free(void *copy);
 void sg_share_stage_hook(void);

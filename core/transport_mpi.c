@@ -38,6 +38,7 @@
 #include "transport_impl.h"
 #ifdef SG_SMPI
 #include <xbt/config.h>
+#include "msgbuf.h"
 #include "share.h"
 #else
 #include <zmq.h>
@@ -158,6 +159,9 @@ static int mq_finish(mcomm_t *m, sg_req_t *q, int e, const MPI_Status *s, sg_sta
 }
 
 #ifdef SG_SMPI
+/* a staged copy takes at most this many own parts of its message, else
+ * all of it (sg_fold_private) */
+#define MQ_STAGE_PARTS 8
 static int mq_sim_defer; /* this rank: sg_mpi_sim_defer was called (2: planted) */
 /* How many of this rank's deferred sends SMPI has copied and no wait has
  * completed yet (share.h).  The rank's own (SMPI privatizes this file's
@@ -256,7 +260,9 @@ static int mq_post(mcomm_t *m, MPI_Comm comm, int kind, int peer, int tag,
   q->deferred = 0;
 #ifdef SG_SMPI
   if (mq_defers(m, kind, len)) { /* see "Deferred sends" */
-    if (!(buf = q->copy = sg_share_stage(buf, len, &mq_delivered)))
+    size_t own[2 * MQ_STAGE_PARTS];
+    int nown = sg_fold_private(buf, len, own, MQ_STAGE_PARTS);
+    if (!(buf = q->copy = sg_share_stage(buf, len, own, nown, &mq_delivered)))
       return sg_err_set(SG_ENOMEM, "rank %d: no memory", m->base.rank);
     q->deferred = 1;
   }

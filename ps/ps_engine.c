@@ -169,7 +169,10 @@ static const sg_option_need_t ps_needs[] = {
  * servers) holds the test set; every worker a push, a pull and a reply.
  * Message buffers (msg): a server's parameters-with-header, scratch and
  * sync slots; a worker's push and reply per shard, each one message, or
- * one per slice where the shard is sliced.  The rank's own besides them
+ * one per slice where the shard is sliced.  In flight at once (msg_out):
+ * a server's reply to each worker (its shard, N times; sparse: the rows
+ * asked for), a worker's push to each server (the whole gradient; topk
+ * and sparse: the pairs it selected, left out).  The rank's own besides them
  * (own: parsed, never folded): a sparse server's requested indices per
  * worker and its reply (ps_server.c, pend[w].idx and sreply), a sparse
  * worker's pulls (their indices), a topk worker's selected pairs
@@ -190,14 +193,15 @@ static void ps_memory(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *
     *m = (sg_mem_plan_t){.params = 1, .optim = 1 / S,
                          .engine = (3 + (sync ? N : 0) + (sparse ? N + 1 : 0)) / S,
                          .train = !strcmp(sg_setting_or(o, ps_options, "dataset"), "libsvm"),
-                         .msg = (2 + (sync ? N : 0)) / S, .msg_frames = 2 + (sync ? N * per : 0),
+                         .msg = (2 + (sync ? N : 0)) / S, .msg_out = sparse ? 0 : N / S,
+                         .msg_frames = 2 + (sync ? N * per : 0),
                          .msg_fold = dense, .own = sparse ? (N + 1) / S : 0};
     return;
   }
   const double pairs = ok && cfg.compress == PS_COMPRESS_TOPK ? 2 / S : 0;
   const double pulls = ok && cfg.sparse ? 1 : 0;
   *m = (sg_mem_plan_t){.params = 1, .grad = 1, .engine = 3 + pairs, .batch_mult = 1, .train = 1,
-                       .test = rank == servers, .msg = 2, .msg_frames = 2 * S * per,
+                       .test = rank == servers, .msg = 2, .msg_out = dense, .msg_frames = 2 * S * per,
                        .msg_fold = dense, .own = pairs + pulls};
 }
 

@@ -7,8 +7,10 @@
 #   scripts/seeds-figures.sh               run everything, then draw
 #   scripts/seeds-figures.sh run|draw      only one half
 #   scripts/seeds-figures.sh run pfn async  only these experiments
-# (scale-1024, scale-1024-hubs and eager, docs/seeds.md's tables without a
-# figure, run only when named: scripts/seeds-figures.sh run scale-1024 eager)
+# (scale-1024, scale-1024-hubs and eager run only when named:
+# scripts/seeds-figures.sh run scale-1024 scale-1024-hubs eager; with both
+# scale-1024s in the database, scale's figure goes on to N = 1024: one
+# `sgdlab report ... --join` of the three)
 # DB (default results/seeds.db) holds the runs; each step prints how long
 # it took.
 set -euo pipefail
@@ -57,10 +59,26 @@ if [ "$what" = all ] || [ "$what" = run ]; then
     timed "run $e" $SG run "configs/seeds/$e.yaml" --db "$DB" -q
   done
 fi
+# whether the database holds an experiment named exactly $1
+has_exp() {
+  $SG list "$1" --limit 0 --db "$DB" 2>/dev/null | grep -q "^experiment [0-9]*  $1  "
+}
+
+# the experiments a report of e joins: scale's sweep goes on to 1024 in
+# scale-1024 and scale-1024-hubs when the database has them
+sels() {
+  if [ "$1" = scale ] && has_exp seeds-scale-1024 && has_exp seeds-scale-1024-hubs; then
+    echo "seeds-scale seeds-scale-1024 seeds-scale-1024-hubs --join"
+  else
+    echo "seeds-$1"
+  fi
+}
+
 if [ "$what" = all ] || [ "$what" = draw ]; then
   for e in $EXPS; do
     out=results/seeds-report/$e
-    timed "report $e" $SG report "seeds-$e" --db "$DB" --out "$out" >/dev/null
+    # shellcheck disable=SC2046 # sels prints words
+    timed "report $e" $SG report $(sels "$e") --db "$DB" --out "$out" >/dev/null
     for f in $(figs "$e"); do
       cp "$out/$f.png" "$IMG/seeds-$e-$f.png"
     done

@@ -1,6 +1,8 @@
 # The straggler's slowed steps: sg_delay_hit (delay_rank, delay_prob, seed).
 sg_add_test(test_delay SOURCES test_delay.c TIMEOUT 30)
 sg_add_test(test_opts SOURCES test_opts.c TIMEOUT 30)
+# The bytes a deferred simulated send stages: a framed buffer's own parts.
+sg_add_test(test_msgbuf SOURCES test_msgbuf.c TIMEOUT 30)
 # Blame as data: sg_err_blame and the DONE record's fields over a real ipc socket.
 sg_add_test(test_blame SOURCES test_blame.c TIMEOUT 30)
 # Step records in batches, their order, and malformed batches refused.

@@ -690,6 +690,17 @@ static int make_sim_fixture(const char *path) {
         execf(db, "INSERT INTO evals VALUES(%d, 29, 0, 0.5, 1920, NULL, NULL, NULL)", 20 + i) ||
         add_steps(db, 20 + i, 1, "worker", 100, 100, 100, 0, 0, 0.01))
       goto done;
+  /* experiment 3 "simscale-big": the ring's sweep continued at N = 32,
+   * 1.2 ms (report --join) */
+  if (execf(db, "INSERT INTO experiments VALUES(3, 'simscale-big', 'name: simscale-big',"
+                " '2024-01-06T00:00:00Z', 'testhost', '0.1.0')") ||
+      add_run(db, 30, 3, "allreduce", "\"_label\": \"allreduce ring [sim]\"", "mpi", 32, 0, 0,
+              "ok", NULL) ||
+      execf(db, "UPDATE runs SET launcher = 'smpirun' WHERE id = 30") ||
+      add_steps(db, 30, 1, "worker", 100, 100, 100, 0, 0, 0.01) ||
+      execf(db, "UPDATE steps SET compute_s = compute_s * %.17g, comm_s = comm_s * %.17g,"
+                " wait_s = wait_s * %.17g WHERE run_id = 30", 12 / 70.0, 12 / 70.0, 12 / 70.0))
+    goto done;
   /* step 0 holds the start-up skew: left out of the time per step */
   if (execf(db, "UPDATE steps SET wait_s = 1.0 WHERE run_id = 1 AND step = 0") ||
       execf(db, "COMMIT"))
@@ -806,6 +817,36 @@ TEST(report_vs_workers) {
   CHECK(gp);
   CHECK(!strstr(gp, "logscale y")); /* accuracy: linear axis */
   free(gp);
+  /* --join: the ring's sweep continued in another experiment is one
+   * line to N = 32; without it, two lines, each named by its experiment */
+  snprintf(dir, sizeof dir, "%s/rep-vsn-join", tmpdir);
+  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "simscale", "simscale-big", "--join", "--db",
+               sim_db, "--out", dir, NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  snprintf(p, sizeof p, "%s/step_time.tsv", dir);
+  t = read_file(p);
+  CHECK(t);
+  CHECK_STR_CONTAINS(t, "# allreduce ring [sim]\n# workers\tmedian\tmin\tmax\n"
+                        "8\t0.3\t0.3\t0.3\n16\t0.6\t0.6\t0.6\n32\t1.2\t1.2\t1.2\n");
+  CHECK(!strstr(t, "simscale"));
+  free(t);
+  snprintf(dir, sizeof dir, "%s/rep-vsn-apart", tmpdir);
+  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "simscale", "simscale-big", "--db", sim_db,
+               "--out", dir, NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  snprintf(p, sizeof p, "%s/step_time.tsv", dir);
+  t = read_file(p);
+  CHECK(t);
+  CHECK_STR_CONTAINS(t, "# simscale: allreduce ring [sim]\n# workers\tmedian\tmin\tmax\n"
+                        "8\t0.3\t0.3\t0.3\n16\t0.6\t0.6\t0.6\n\n");
+  CHECK_STR_CONTAINS(t, "# simscale-big: allreduce ring [sim]\n");
+  free(t);
+  CHECK_EQ_INT(run_cmd(sg_cmd_report, NULL, &out, "report", "simscale", "--join", "--db", sim_db,
+                       "--out", dir, NULL), 2);
+  CHECK_STR_CONTAINS(out, "--join needs two or more experiments");
+  free(out);
   /* modeled compute: no accuracy or loss to draw, time per step still */
   snprintf(dir, sizeof dir, "%s/rep-vsn-modeled", tmpdir);
   rc = run_cmd(sg_cmd_report, NULL, &out, "report", "modeled", "--db", sim_db, "--out", dir,

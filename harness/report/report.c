@@ -53,7 +53,7 @@ typedef struct report {
 
 static const char usage[] =
     "usage: sgdlab report [EXPERIMENT... | --run ID] [--db PATH] [--out DIR]\n"
-    "                     [--target ACC]\n"
+    "                     [--target ACC] [--join]\n"
     "\n"
     "Draw figures (PNG and SVG, via gnuplot), summary.md and index.html (one\n"
     "self-contained page) for an experiment from the results database;\n"
@@ -69,6 +69,10 @@ static const char usage[] =
     "                experiments: results/<name1>_<name2>.../); yours and\n"
     "                writable by no one else (made 0755 when missing)\n"
     "  --target ACC  test accuracy for the time-to-target column (default 0.85)\n"
+    "  --join        several experiments: labels not prefixed, so one variant\n"
+    "                run in several of them is one line across its N (a sweep\n"
+    "                continued in another experiment file; runs of one variant\n"
+    "                and N in two of them count as its repeats)\n"
     "\n"
     "Each figure NAME comes with NAME.gp and its .tsv data in DIR: redraw it\n"
     "with `cd DIR && gnuplot NAME.gp`.  SGDLAB_GNUPLOT overrides the gnuplot\n"
@@ -1789,7 +1793,7 @@ static int parse_double(const char *s, double *out) {
 
 /* Load the selected experiments (or run) into rp->set. */
 static int load_set(report_t *rp, const char *const *sels, int nsel, int64_t run_id,
-                    double target) {
+                    double target, int join) {
   int64_t exp_id = -1;
   if (run_id >= 0 || nsel == 0) {
     if (run_id < 0) SG_CHECK(sg_rdb_experiment(rp->db, NULL, &exp_id));
@@ -1807,7 +1811,7 @@ static int load_set(report_t *rp, const char *const *sels, int nsel, int64_t run
       rp->set = one;
       continue;
     }
-    int rc = sg_rset_merge(rp->set, &one);
+    int rc = sg_rset_merge(rp->set, &one, join);
     sg_rset_destroy(&one);
     SG_CHECK(rc);
   }
@@ -1840,7 +1844,7 @@ static int draw(report_t *rp, int *removed) {
 /* report's command line */
 typedef struct {
   const char *db_path, *out, *sels[SG_RSET_MAX_EXP];
-  int nsel;
+  int nsel, join;
   int64_t run_id;
   double target;
 } report_args_t;
@@ -1882,6 +1886,8 @@ static int parse_args(report_args_t *ra, int argc, char **argv) {
       i++;
       int code = parse_value(ra, a, val);
       if (code >= 0) return code;
+    } else if (!strcmp(a, "--join")) {
+      ra->join = 1;
     } else if (a[0] == '-') {
       fprintf(stderr, "sgdlab report: unknown option '%s'\n%s", a, usage);
       return 2;
@@ -1892,6 +1898,10 @@ static int parse_args(report_args_t *ra, int argc, char **argv) {
               SG_RSET_MAX_EXP);
       return 2;
     }
+  }
+  if (ra->join && ra->nsel < 2) {
+    fprintf(stderr, "sgdlab report: --join needs two or more experiments\n");
+    return 2;
   }
   if (ra->nsel && ra->run_id >= 0) {
     fprintf(stderr, "sgdlab report: give an EXPERIMENT or --run ID, not both\n");
@@ -1956,7 +1966,7 @@ int sg_cmd_report(int argc, char **argv) {
   rp.single_run = ra.run_id >= 0;
   SG_TRY(sg_plot_available());
   SG_TRY(sg_rdb_open(&rp.db, ra.db_path));
-  SG_TRY(load_set(&rp, ra.sels, ra.nsel, ra.run_id, ra.target));
+  SG_TRY(load_set(&rp, ra.sels, ra.nsel, ra.run_id, ra.target, ra.join));
   report_dir(&rp, &ra);
   SG_TRY(open_out(&rp, &code));
   SG_TRY(draw(&rp, &removed));

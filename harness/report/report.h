@@ -117,8 +117,11 @@ void sg_rset_destroy(sg_rset_t **s);
  * two experiments on, every variant starts with its experiment's name
  * ("quickstart: ps sync", or "quickstart#3: ps sync" when two experiments
  * share a name) so runs of different experiments never share a label.
- * SG_EINVAL past SG_RSET_MAX_EXP experiments. */
-int sg_rset_merge(sg_rset_t *into, sg_rset_t **add);
+ * SG_EINVAL past SG_RSET_MAX_EXP experiments.  join: no prefix, so that
+ * runs of one variant in several experiments share its label (a sweep
+ * over N continued in another experiment file: one line per variant;
+ * runs of one variant and N in two of them count as its repeats). */
+int sg_rset_merge(sg_rset_t *into, sg_rset_t **add, int join);
 
 /* The set's experiment ids as a JSON array "[1,2]" for SQL
  * `experiment_id IN (SELECT value FROM json_each(?))`.  Returns buf. */

@@ -689,7 +689,7 @@ static void exp_prefix(const char *name, int64_t id, int dup, char *buf, size_t 
   else snprintf(buf, len, "%s", name);
 }
 
-int sg_rset_merge(sg_rset_t *into, sg_rset_t **addp) {
+int sg_rset_merge(sg_rset_t *into, sg_rset_t **addp, int join) {
   sg_rset_t *add = *addp;
   char p[160];
   if (into->nexp + add->nexp > SG_RSET_MAX_EXP)
@@ -702,18 +702,24 @@ int sg_rset_merge(sg_rset_t *into, sg_rset_t **addp) {
    * says more) gets the experiment id too.  The first merge labels the
    * runs already there with their experiment. */
   int dup = strstr(into->name, add->name) != NULL;
-  if (into->nexp == 1) {
+  if (into->nexp == 1 && !join) {
     exp_prefix(into->name, into->experiment_id, dup, p, sizeof p);
     prefix_runs(into, 0, into->n, p);
   }
   memcpy(into->runs + into->n, add->runs, add->n * sizeof *add->runs);
   exp_prefix(add->name, add->experiment_id, dup, p, sizeof p);
-  prefix_runs(into, into->n, into->n + add->n, p);
+  if (!join) prefix_runs(into, into->n, into->n + add->n, p);
   into->n += add->n;
   for (size_t i = 0; i < add->nexp; i++) into->exp_ids[into->nexp++] = add->exp_ids[i];
   size_t len = strlen(into->name);
   snprintf(into->name + len, sizeof into->name - len, " + %s", add->name);
   into->workers_vary |= add->workers_vary;
+  if (join) /* one variant at other N in another experiment: a sweep */
+    for (size_t i = 0; i < into->n; i++)
+      for (size_t j = 0; j < i; j++)
+        if (!strcmp(into->runs[i].variant, into->runs[j].variant) &&
+            into->runs[i].workers != into->runs[j].workers)
+          into->workers_vary = 1;
   sg_rset_destroy(addp);
   return assign_keys(into);
 }

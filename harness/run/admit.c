@@ -517,8 +517,9 @@ static double max_map_count(void) {
  * (simulate.c), nothing of which is P-sized.  *own gets what the ranks
  * keep of their own beyond that (whole message buffers, or, where their
  * payloads fold, the pages of each message's header; the parsed
- * buffers), *maps the process's memory maps. */
-static int sim_modeled_own(const sg_run_spec_t *run, const dsinfo_t *di, double *own,
+ * buffers; with `defer`, the staged copies of the messages in flight
+ * whose payloads do not fold: msg_out), *maps the process's memory maps. */
+static int sim_modeled_own(const sg_run_spec_t *run, const dsinfo_t *di, int defer, double *own,
                            double *maps) {
   shape_t m = {0};
   *own = 0;
@@ -532,10 +533,12 @@ static int sim_modeled_own(const sg_run_spec_t *run, const dsinfo_t *di, double 
     double folded = (plan.params + plan.grad + plan.optim + plan.engine - plan.msg - plan.own) * P;
     if (P >= SIM_FOLD_MIN_B && folded > 0) *maps += ceil(folded / SG_SIM_FOLD_BLOCK) + 4;
     *own += plan.own * P; /* parsed buffers (sparse indices, topk pairs): never folded */
-    if (plan.msg_fold) {
+    /* a frame whose payload is under SIM_FOLD_MIN_B stays whole
+     * (sg_msg_malloc_framed): no maps, all of it the rank's own */
+    if (plan.msg_fold && plan.msg_frames > 0 && plan.msg * P / plan.msg_frames >= SIM_FOLD_MIN_B) {
       *own += plan.msg_frames * SIM_FRAME_OWN_B;
       *maps += 2 * plan.msg_frames;
-    } else *own += plan.msg * P;
+    } else *own += (plan.msg + (defer ? plan.msg_out : 0)) * P;
   }
   return SG_OK;
 }
@@ -551,7 +554,10 @@ static int admit_sim(admit_t *a, const sg_experiment_t *x, size_t i, const dsinf
   char why[768], need[32], avail[32];
   double own = 0, maps = 0, lim = max_map_count();
   if (sg_sim_cfg_read(run->opts, run->nprocs, &c) < 0) return run_err(x, i, sg_err_msg());
-  if (c.modeled && sim_modeled_own(run, di, &own, &maps) < 0) return run_err(x, i, sg_err_msg());
+  /* deferred sends (as execute.c decides): a staged copy of each message
+   * in flight, all of it where its payload is not folded */
+  if (c.modeled && sim_modeled_own(run, di, c.eager > 1, &own, &maps) < 0)
+    return run_err(x, i, sg_err_msg());
   double data = c.modeled ? 0 : di->train_b + di->test_b; /* once per process */
   *total = sg_sim_mem_estimate(&c, run->nprocs) + data + own;
   if (!c.modeled) { /* executed: every simulated rank holds its model's state too */
