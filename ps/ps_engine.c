@@ -101,9 +101,20 @@ uint64_t ps_slicing(const ps_cfg_t *cfg, size_t n) {
   return (uint64_t)cnt * sizeof(float) >= cfg->slice_from ? cfg->slice_bytes : 0;
 }
 
+/* sparse: true under simulate.compute: modeled: a sparse worker asks its
+ * batch which coordinates it reads (ps_sparse.c), and compute: modeled
+ * loads no data (at most a libsvm file's shape), so every such run failed
+ * at its first step; refused here, before launch.  Simulation is on unless
+ * simulate: false (harness/run/config.c check_simulate). */
 static int ps_layout(const sg_opts_t *o, int workers, int *nprocs) {
   ps_cfg_t cfg;
   SG_CHECK(ps_cfg_from_opts(&cfg, o, workers));
+  const char *sim = sg_opts_str_or(o, "simulate", "");
+  if (cfg.sparse && strcmp(sim, "false") && strcmp(sim, "0") &&
+      !strcmp(sg_opts_str_or(o, "simulate.compute", "executed"), "modeled"))
+    return sg_err_set(SG_ECONFIG, "sparse: true needs simulate.compute: executed (a sparse "
+                      "worker reads its batch's coordinates from the data, which compute: "
+                      "modeled does not load)");
   *nprocs = cfg.servers + workers;
   return SG_OK;
 }
@@ -163,20 +174,29 @@ static const sg_option_need_t ps_needs[] = {
     {NULL, NULL, NULL},
 };
 
-/* A server: the full vector at init, its shard's slots (three, plus one per
- * worker in sync to hold the pushes, plus N+1 for the sparse path's rows),
- * momentum for its shard.  The evaluating worker (the first after the
- * servers) holds the test set; every worker a push, a pull and a reply.
- * Message buffers (msg): a server's parameters-with-header, scratch and
- * sync slots; a worker's push and reply per shard, each one message, or
- * one per slice where the shard is sliced.  In flight at once (msg_out):
- * a server's reply to each worker (its shard, N times; sparse: the rows
- * asked for), a worker's push to each server (the whole gradient; topk
- * and sparse: the pairs it selected, left out).  The rank's own besides them
- * (own: parsed, never folded): a sparse server's requested indices per
- * worker and its reply (ps_server.c, pend[w].idx and sreply), a sparse
- * worker's pulls (their indices), a topk worker's selected pairs
- * (ps_worker.c, pairs: 8 bytes per element of its largest shard). */
+/* A server: the full vector at init, its shard's parameters (with their
+ * header), sum and scratch, one slot per worker in sync to hold the
+ * pushes, momentum for its shard; fp16 a wide sum.  The evaluating worker
+ * (the first after the servers) holds the test set; every worker a push,
+ * a pull and a reply per shard.  A push, and so a server's scratch and
+ * slots, holds 8-byte (index, value) pairs per element of its shard with
+ * sparse: true or compress: topk (ps_worker.c buffers_new, ps_server.c
+ * s.cap): 2 P/S where a dense push is P/S; a topk push writes only its
+ * topk fraction of them (2 topk P/S), and the pages past it are never
+ * touched.  Message buffers (msg): a
+ * server's parameters-with-header, scratch and sync slots; a worker's
+ * push and reply per shard, each one message, or one per slice where the
+ * shard is sliced.  In flight at once (msg_out; a simulated deferred
+ * send holds a copy of each): a server's reply to each worker (its
+ * shard, N times; sparse: the rows asked for, left out), a worker's push
+ * to each server (the whole gradient; topk: its pairs; sparse: left
+ * out).  The rank's own besides them (own: parsed, never
+ * folded): a sparse server's requested indices per worker and its reply
+ * (ps_server.c, pend[w].idx and sreply), a sparse worker's pulls (their
+ * indices), a topk worker's selected pairs (ps_worker.c, pairs: 8 bytes
+ * per element of its largest shard, the topk fraction of them written);
+ * a topk worker also holds its
+ * residual (P) and magnitudes (P/S), folded under compute: modeled. */
 static void ps_memory(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *m) {
   int64_t servers = sg_setting_int_or(o, ps_options, "servers");
   double S = servers > 0 ? (double)servers : 1, N = workers, P = m->in_P;
@@ -186,23 +206,32 @@ static void ps_memory(const sg_opts_t *o, int workers, int rank, sg_mem_plan_t *
   size_t n = (size_t)(P / 4);
   uint64_t slice = ok ? ps_slicing(&cfg, n) : 0;
   double shard = P / S, per = slice ? ceil(shard / (double)slice) : 1;
+  int sparse = !strcmp(sg_setting_or(o, ps_options, "sparse"), "true");
+  const char *compress = sg_setting_or(o, ps_options, "compress");
+  int topk = !sparse && !strcmp(compress, "topk"), fp16 = !sparse && !strcmp(compress, "fp16");
   int dense = ok && !cfg.sparse && cfg.compress != PS_COMPRESS_TOPK;
+  /* what a push fills, in floats per element of its shard: 8-byte pairs
+   * for every element the sparse path may push; the topk fraction of
+   * them with topk (the rest of its buffer is never written, nor is the
+   * rest of a server's scratch and slots that receive it) */
+  const double t = topk ? (ok ? cfg.topk : 1) : 0, wire = sparse ? 2 : topk ? 2 * t : 1;
   if (rank < servers) {
     int sync = !strcmp(sg_setting_or(o, ps_options, "mode"), "sync");
-    int sparse = !strcmp(sg_setting_or(o, ps_options, "sparse"), "true");
+    double msg = 1 + wire + (sync ? N * wire : 0);
     *m = (sg_mem_plan_t){.params = 1, .optim = 1 / S,
-                         .engine = (3 + (sync ? N : 0) + (sparse ? N + 1 : 0)) / S,
+                         .engine = (msg + 1 + (fp16 ? 1 : 0) + (sparse ? N + 1 : 0)) / S,
                          .train = !strcmp(sg_setting_or(o, ps_options, "dataset"), "libsvm"),
-                         .msg = (2 + (sync ? N : 0)) / S, .msg_out = sparse ? 0 : N / S,
+                         .msg = msg / S, .msg_out = sparse ? 0 : N / S,
                          .msg_frames = 2 + (sync ? N * per : 0),
                          .msg_fold = dense, .own = sparse ? (N + 1) / S : 0};
     return;
   }
-  const double pairs = ok && cfg.compress == PS_COMPRESS_TOPK ? 2 / S : 0;
-  const double pulls = ok && cfg.sparse ? 1 : 0;
-  *m = (sg_mem_plan_t){.params = 1, .grad = 1, .engine = 3 + pairs, .batch_mult = 1, .train = 1,
-                       .test = rank == servers, .msg = 2, .msg_out = dense, .msg_frames = 2 * S * per,
-                       .msg_fold = dense, .own = pairs + pulls};
+  const double pairs = topk ? 2 * t / S : 0, pulls = sparse ? 1 : 0;
+  *m = (sg_mem_plan_t){.params = 1, .grad = 1,
+                       .engine = wire + 2 + (topk ? 1 + 1 / S + pairs : 0), .batch_mult = 1,
+                       .train = 1, .test = rank == servers, .msg = wire + 1,
+                       .msg_out = dense ? 1 : topk ? 2 * t : 0,
+                       .msg_frames = 2 * S * per, .msg_fold = dense, .own = pairs + pulls};
 }
 
 /* device: cuda workers keep a device replica and push dense gradients

@@ -15,6 +15,14 @@
 # usage: scripts/exact-kernels.sh [BUILD_DIR]   (default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# EXACT_JOBS: a whole number from 1 (default: the number of cores); any
+# other value is one line and exit 2 before a case runs
+jobs=${EXACT_JOBS:-$(nproc)}
+if ! [[ $jobs =~ ^[0-9]+$ ]] || ((10#$jobs < 1)); then
+  echo "exact-kernels.sh: EXACT_JOBS '$jobs': not a whole number of jobs from 1" >&2
+  exit 2
+fi
+jobs=$((10#$jobs))
 build=$(cd "${1:-build}" && pwd)
 export SGDLAB_BIN_DIR="$build" SGDLAB_SOURCE_DIR="$PWD"
 flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
@@ -60,8 +68,6 @@ family() {
 # its own): up to EXACT_JOBS (default: the number of cores) run at once,
 # each family's lines printed whole, in the order above.
 mkdir -p "$build/Testing"
-jobs=${EXACT_JOBS:-$(nproc)}
-[ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
 t0=$SECONDS
 pids=()
 for i in "${!cores[@]}"; do

@@ -96,3 +96,5 @@ sg_add_test(test_stage SOURCES test_stage.c TIMEOUT 30 LIBS sgrun)
 # replayed, another uid's, restricted, garbage or cut credential refused.
 sg_add_test(test_slurm_stage SOURCES test_slurm_stage.c TIMEOUT 60 LIBS sgrun)
 add_dependencies(test_slurm_stage sgdlab-rank)
+add_test(NAME exact_jobs COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/exact_jobs.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(exact_jobs PROPERTIES TIMEOUT 60)

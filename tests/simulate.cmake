@@ -14,6 +14,9 @@ add_dependencies(test_simulate_run sgdlab sgdlab-rank)
 # runs the first third; test_simulate_run_2 and _3 the others.  A case
 # named on the command line must exist (tests/test.h).
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/test_simulate_run.c sim_cases REGEX "^TEST\\(")
+# (read at configure time: a case added or renamed reconfigures the build)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+  ${CMAKE_CURRENT_SOURCE_DIR}/test_simulate_run.c)
 set(sim_part_1 "")
 set(sim_part_2 "")
 set(sim_part_3 "")

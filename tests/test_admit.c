@@ -5,6 +5,7 @@
  *
  * Only the CLI is used, so the same checks can be pointed at any build
  * (SGDLAB_BIN_DIR). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,25 +197,62 @@ static double estimate_gib(void) {
   return !strcmp(unit, "GiB") ? v : !strcmp(unit, "MiB") ? v / 1024 : -1;
 }
 
+/* ps with compress: topk: a worker's push holds 8-byte (index, value)
+ * pairs, room for every element of its shards (2P), and so do a server's
+ * scratch and its sync slots (2P/S each; ps_worker.c buffers_new,
+ * ps_server.c s.cap); a push writes only the topk fraction t of them
+ * (the pages past it are never touched), and so does a worker's buffer of
+ * selected pairs (2tP/S); a topk worker also holds its residual (P) and
+ * magnitudes (P/S).  Measured (VmHWM of each rank, S = 1, N = 2, mlp
+ * 784-10000-10, P = 30.3 MiB): 1374 MiB in all at t = 1, 985-1016 MiB at
+ * t = 0.01.
+ *
+ * Real runs: the estimate of topk at S = 1, N = 4, mlp 784-40000-10
+ * (P = 127,200,040 B) less that of the same dense run is what the plan
+ * adds for topk: the server's parameters, scratch and slots (1 + 2t + 2Nt
+ * against 2 + N), each worker's push 2t against 1 and its pairs 2t,
+ * residual 1 and magnitudes 1: 2t + 6Nt - 1 = 26t - 1 at N = 4; at t = 1,
+ * 25P = 2.96 GiB; at t = 0.01, -0.74P = -0.09 GiB.  A plan that counted a push at 4 B per
+ * element and the pairs at 2P/S whatever t gave +8P = 0.95 GiB for both. */
+static double dry_gib(const char *compress) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "workers: 4\nworkload: {dataset: synthetic, features: 784, model: mlp, "
+           "hidden: [40000],\n           batch: 1, max_steps: 2}\n"
+           "engines: [{engine: ps, %s}]\n", compress);
+  return dry(text, 1) == 0 ? estimate_gib() : -1;
+}
+
+TEST(ps_topk_pushes_counted_as_pairs_of_their_fraction) {
+  const double gib = 1024.0 * 1024 * 1024, P = 4.0 * (785.0 * 40000 + 40001.0 * 10);
+  double dense = dry_gib("compress: none"), all = dry_gib("compress: topk, topk: 1"),
+         some = dry_gib("compress: topk, topk: 0.01");
+  fprintf(stderr, "ps N = 4 on 127 MB: dense %.2f GiB, topk 1 %.2f (+%.2f, expected +%.2f), "
+          "topk 0.01 %.2f (%+.2f, expected %+.2f)\n", dense, all, all - dense, 25 * P / gib, some,
+          some - dense, -0.74 * P / gib);
+  CHECK(dense > 0 && all > 0 && some > 0);
+  CHECK_MSG(fabs(all - dense - 25 * P / gib) < 0.1, "%s", out);
+  CHECK_MSG(fabs(some - dense + 0.74 * P / gib) < 0.1, "%s", out);
+}
+
 /* A simulated run with compute: modeled folds the ranks' parameters,
- * gradients and dense buffers (core/msgbuf.h), but not what the engine
- * parses: ps's topk pairs (a worker's selected pairs, 8 bytes per element
- * of its largest shard: 2P/S) and a sparse server's requested indices
- * (P/S per worker) and reply (P/S), nor a sparse worker's pulls (P).
- * The estimate is the simulator's (256 MiB and 2 MiB per rank,
- * harness/run/simulate.c) plus what the ranks keep of their own:
- *  - topk, S = 1, N = 4, mlp 784-40000-10 (P = 127,200,040 B): the
- *    server's messages (2 + N) P and the staged copies of its N replies
- *    in flight (deferred sends, core/transport_mpi.c) N P, each worker's
- *    push and reply 2P and pairs 2P: 26P + 266 MiB = 3.35 GiB (without
- *    the pairs 2.40, without the staged replies 2.87);
- *  - sparse, S = 1, N = 16, softmax on 2^20 features (P = 41,943,080 B):
- *    the server's messages (2 + N) P, indices N P and reply P, each
- *    worker's push and reply 2P and pulls P: 83P + 290 MiB = 3.53 GiB
- *    (without the indices, reply and pulls 2.24).
+ * gradients and dense buffers (core/msgbuf.h), but not the message
+ * buffers of a push of pairs nor what the engine parses (topk's selected
+ * pairs).  The estimate is the simulator's (256 MiB and 2 MiB per rank,
+ * harness/run/simulate.c) plus what the ranks keep of their own: topk,
+ * S = 1, N = 4, mlp 784-40000-10 (P = 127,200,040 B):
+ *  - t = 1: the server's parameters P, scratch 2P and N slots 2NP; each
+ *    worker's push 2P, reply P and pairs 2P: 31P; and the staged copies
+ *    of the deferred sends in flight (core/transport_mpi.c), the server's
+ *    N replies NP and each worker's push 2tP: 43P + 266 MiB = 5.35 GiB
+ *    (a plan that counted a push at 4 B per element and no staged
+ *    copies: 22P, 2.87 GiB);
+ *  - t = 0.01 (the default): the server's (1 + 2t + 2Nt) P, each worker's
+ *    (2t + 1 + 2t) P, the staged (N + 2Nt) P: 9.34P + 266 MiB = 1.36 GiB
+ *    (that plan: 2.87 GiB, its pairs at 2P whatever t).
  * Checked only where this build simulates (sgdlab-rank-smpi). */
 TEST(simulated_modeled_counts_parsed_buffers) {
-  char smpi[1024];
+  char smpi[1024], text[1024];
   const char *bin = getenv("SGDLAB_BIN_DIR");
   snprintf(smpi, sizeof smpi, "%s/harness/sgdlab-rank-smpi", bin ? bin : ".");
   if (access(smpi, X_OK) != 0) {
@@ -223,19 +261,64 @@ TEST(simulated_modeled_counts_parsed_buffers) {
   }
   const double gib = 1024.0 * 1024 * 1024, mib = 1024.0 * 1024;
   const double p_topk = 4.0 * (785.0 * 40000 + 40001.0 * 10);
-  CHECK_EQ_INT(dry("workers: 4\ntransport: mpi\nsimulate: {compute: modeled}\n"
-                   "workload: {dataset: synthetic, features: 784, model: mlp, hidden: [40000],\n"
+  const struct { const char *t; double ps; } cases[] = {{"1", 43}, {"0.01", 9.34}};
+  for (int i = 0; i < 2; i++) {
+    snprintf(text, sizeof text,
+             "workers: 4\ntransport: mpi\nsimulate: {compute: modeled}\n"
+             "workload: {dataset: synthetic, features: 784, model: mlp, hidden: [40000],\n"
+             "           batch: 1, max_steps: 2}\n"
+             "engines: [{engine: ps, compress: topk, topk: %s}]\n", cases[i].t);
+    CHECK_EQ_INT(dry(text, 1), 0);
+    double got = estimate_gib(), want = (cases[i].ps * p_topk + 266 * mib) / gib;
+    fprintf(stderr, "ps topk %s, modeled: estimate %.2f GiB, expected %.2f\n", cases[i].t, got,
+            want);
+    CHECK_MSG(got > want - 0.06 && got < want + 0.06, "%s", out);
+  }
+}
+
+/* Sparse ps under simulate.compute: modeled: a sparse worker reads its
+ * batch's coordinates from the data, which compute: modeled does not load
+ * (libsvm: only its shape), so the run would fail at its first step; it is
+ * refused before launch in one line naming the file and the key, exit 2.
+ * The same experiment with compute: executed is admitted.  Checked only
+ * where this build simulates (sgdlab-rank-smpi). */
+TEST(sparse_ps_under_modeled_compute_is_refused_before_launch) {
+  char smpi[1024], dir[256], tr[512], te[512], text[2048];
+  const char *bin = getenv("SGDLAB_BIN_DIR");
+  snprintf(smpi, sizeof smpi, "%s/harness/sgdlab-rank-smpi", bin ? bin : ".");
+  if (access(smpi, X_OK) != 0) {
+    fprintf(stderr, "sparse ps modeled refusal not checked: no %s\n", smpi);
+    return;
+  }
+  CHECK(ru_mkdtemp(dir, sizeof dir, "admit-svm") == 0); /* dry() takes ru_scratch */
+  snprintf(tr, sizeof tr, "%s/train.svm", dir);
+  snprintf(te, sizeof te, "%s/test.svm", dir);
+  CHECK_EQ_INT(ru_write_file(tr, "1 1:1 3:2\n0 2:1 4:1\n1 1:2 4:3\n0 3:1\n"), 0);
+  CHECK_EQ_INT(ru_write_file(te, "1 1:1\n0 2:1\n"), 0);
+  const char *compute[] = {"modeled", "executed"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(text, sizeof text,
+             "workers: 2\ntransport: mpi\n"
+             "simulate: {compute: %s}\n"
+             "workload: {dataset: libsvm, train_file: %s, test_file: %s, model: softmax,\n"
+             "           batch: 2, max_steps: 2}\n"
+             "engines: [{engine: ps, sparse: true}]\n", compute[i], tr, te);
+    int rc = dry(text, 0);
+    fprintf(stderr, "sparse ps on libsvm, compute %s: exit %d: %s", compute[i], rc, out);
+    if (i == 0) {
+      CHECK_EQ_INT(rc, 2);
+      CHECK_MSG(one_line(), "%s", out);
+      CHECK_STR_CONTAINS(out, "x.yaml:6:20: engine: ps: sparse: true needs simulate.compute: "
+                         "executed");
+    } else {
+      CHECK_EQ_INT(rc, 0);
+    }
+  }
+  ru_rm_rf(dir);
+  /* any dataset: the synthetic sparse one is refused the same way */
+  CHECK_EQ_INT(dry("workers: 2\ntransport: mpi\nsimulate: {compute: modeled}\n"
+                   "workload: {dataset: synthetic-sparse, features: 1024, model: softmax,\n"
                    "           batch: 1, max_steps: 2}\n"
-                   "engines: [{engine: ps, compress: topk}]\n", 1), 0);
-  double got = estimate_gib(), want = (26 * p_topk + 266 * mib) / gib;
-  fprintf(stderr, "ps topk, modeled: estimate %.2f GiB, expected %.2f\n", got, want);
-  CHECK_MSG(got > want - 0.06 && got < want + 0.06, "%s", out);
-  const double p_sparse = 4.0 * (1048577.0 * 10);
-  CHECK_EQ_INT(dry("workers: 16\ntransport: mpi\nsimulate: {compute: modeled}\n"
-                   "workload: {dataset: synthetic-sparse, features: 1048576, model: softmax,\n"
-                   "           batch: 1, max_steps: 2}\n"
-                   "engines: [{engine: ps, sparse: true}]\n", 1), 0);
-  got = estimate_gib(), want = (83 * p_sparse + 290 * mib) / gib;
-  fprintf(stderr, "ps sparse, modeled: estimate %.2f GiB, expected %.2f\n", got, want);
-  CHECK_MSG(got > want - 0.06 && got < want + 0.06, "%s", out);
+                   "engines: [{engine: ps, sparse: true}]\n", 0), 2);
+  CHECK_STR_CONTAINS(out, "sparse: true needs simulate.compute: executed");
 }
