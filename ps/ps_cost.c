@@ -60,8 +60,13 @@ static double sg_ps_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_
   double hub_in = hub * after, T_in = hub_in > worker ? hub_in : worker;
   /* A worker's compute runs while the server answers and hears the others:
    * all it must fit in is the in phase less its own pushes (the worker
-   * answered last still pushes before the server has heard the rest). */
-  o->overlap_s = T_in > worker && !at_once ? T_in - worker : 0;
+   * answered last still pushes before the server has heard the rest).
+   * With S servers it computes only once all S have answered it, and
+   * server k answers from worker k N/S on (ps_server.c, release_all), so
+   * the first worker to hold all S replies holds them (S - 1) N/S replies
+   * into the out phase, and the last pushes end that much later: of the
+   * window, 1/S is left, (N/S - 1) K/S beta (all of it at S = 1). */
+  o->overlap_s = T_in > worker && !at_once ? (T_in - worker) / s : 0;
   return p->alpha + requests + T + T_in + per * p->gamma;
 }
 

@@ -25,9 +25,9 @@
 #   --report  run nothing: the tables from what DB holds
 #   --ns      (b): the worker counts; --sizes (b): model-SIZE.yaml files
 #
-# Simulations of 256 ranks, or 128 at 64 MB (gigabytes, minutes), run under flock
-# $SGDLAB_HEAVY_LOCK (default /work/locks/heavy.lock when it exists), one
-# at a time; every run under timeout ($AGREE_TIMEOUT s, default 900; killed
+# Simulations of 256 ranks, or 128 at 64 MB (gigabytes, minutes), should run
+# alone; where $SGDLAB_HEAVY_LOCK names a lock file, they run under flock on it,
+# one at a time; every run under timeout ($AGREE_TIMEOUT s, default 900; killed
 # 30 s after: the step calibration before a run does not stop on TERM).
 # SGDLAB: the sgdlab binary (default build/harness/sgdlab).
 set -eu
@@ -41,7 +41,7 @@ report=0
 ns=16,32,64,128,256
 sizes=32k,1m,64m
 warmup=${AGREE_WARMUP:-}
-lock=${SGDLAB_HEAVY_LOCK:-/work/locks/heavy.lock}
+lock=${SGDLAB_HEAVY_LOCK:-}
 tmo=${AGREE_TIMEOUT:-900}
 reps=${AGREE_REPEATS:-3}
 
@@ -69,7 +69,7 @@ if [ $quick = 1 ]; then part=b; ns=16; fi
 
 heavy() { # N SIZE CMD...: at N >= 256, or 64 MB at N >= 128, one heavy run
   n=$1 size=$2; shift 2 # at a time (gigabytes, minutes); every run bounded
-  if { [ "$n" -ge 256 ] || { [ "$n" -ge 128 ] && [ "$size" = 64m ]; }; } && [ -e "$lock" ]; then
+  if { [ "$n" -ge 256 ] || { [ "$n" -ge 128 ] && [ "$size" = 64m ]; }; } && [ -n "$lock" ] && [ -e "$lock" ]; then
     flock "$lock" timeout -k 30 "$tmo" "$@"
   else timeout -k 30 "$tmo" "$@"; fi
 }

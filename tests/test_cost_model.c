@@ -673,6 +673,16 @@ TEST(whatif_hides_a_sync_ps_workers_compute) {
   CHECK_OK(sg_cost_detail(&q, &P, &s));
   REL(s.overlap_s, 7 * K * 8e-9);
   REL(s.link_s, in_turn + K * 8e-9);
+  /* S = 2 (eager below the shard: replies in turn): server k answers from
+   * worker k N/S on, so a worker holds both replies only N/S replies into
+   * the out phase; of the in phase's 8 K/2 less its own K, 1/S hides:
+   * (N/S - 1) K/S beta = 1.5 K beta, not 3 (planted: the window of S = 1
+   * applied to S servers gives 3 and fails here) */
+  q.S = 2;
+  q.eager = K / 4;
+  CHECK_OK(sg_cost_detail(&q, &P, &s));
+  REL(s.overlap_s, 1.5 * K * 8e-9);
+  q.S = 1;
   q.eager = 0;
   q.variant = "async"; /* no barrier, nothing to wait out */
   CHECK_OK(sg_cost_detail(&q, &P, &s));
