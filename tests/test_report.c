@@ -817,36 +817,6 @@ TEST(report_vs_workers) {
   CHECK(gp);
   CHECK(!strstr(gp, "logscale y")); /* accuracy: linear axis */
   free(gp);
-  /* --join: the ring's sweep continued in another experiment is one
-   * line to N = 32; without it, two lines, each named by its experiment */
-  snprintf(dir, sizeof dir, "%s/rep-vsn-join", tmpdir);
-  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "simscale", "simscale-big", "--join", "--db",
-               sim_db, "--out", dir, NULL);
-  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
-  free(out);
-  snprintf(p, sizeof p, "%s/step_time.tsv", dir);
-  t = read_file(p);
-  CHECK(t);
-  CHECK_STR_CONTAINS(t, "# allreduce ring [sim]\n# workers\tmedian\tmin\tmax\n"
-                        "8\t0.3\t0.3\t0.3\n16\t0.6\t0.6\t0.6\n32\t1.2\t1.2\t1.2\n");
-  CHECK(!strstr(t, "simscale"));
-  free(t);
-  snprintf(dir, sizeof dir, "%s/rep-vsn-apart", tmpdir);
-  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "simscale", "simscale-big", "--db", sim_db,
-               "--out", dir, NULL);
-  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
-  free(out);
-  snprintf(p, sizeof p, "%s/step_time.tsv", dir);
-  t = read_file(p);
-  CHECK(t);
-  CHECK_STR_CONTAINS(t, "# simscale: allreduce ring [sim]\n# workers\tmedian\tmin\tmax\n"
-                        "8\t0.3\t0.3\t0.3\n16\t0.6\t0.6\t0.6\n\n");
-  CHECK_STR_CONTAINS(t, "# simscale-big: allreduce ring [sim]\n");
-  free(t);
-  CHECK_EQ_INT(run_cmd(sg_cmd_report, NULL, &out, "report", "simscale", "--join", "--db", sim_db,
-                       "--out", dir, NULL), 2);
-  CHECK_STR_CONTAINS(out, "--join needs two or more experiments");
-  free(out);
   /* modeled compute: no accuracy or loss to draw, time per step still */
   snprintf(dir, sizeof dir, "%s/rep-vsn-modeled", tmpdir);
   rc = run_cmd(sg_cmd_report, NULL, &out, "report", "modeled", "--db", sim_db, "--out", dir,
@@ -878,4 +848,46 @@ TEST(report_vs_workers) {
   CHECK(t);
   CHECK_STR_CONTAINS(t, "# allreduce ring\n# workers\tmedian\tmin\tmax\n2\t7\t7\t7\n4\t7\t7\t7\n");
   free(t);
+}
+
+/* The report of dir holds `want` in its file `name` (said on stderr
+ * when it does not). */
+static int report_has(const char *dir, const char *name, const char *want) {
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  char *t = read_file(p);
+  int ok = t && strstr(t, want);
+  if (!ok) fprintf(stderr, "%s: no '%s' in:\n%s\n", p, want, t ? t : "(unreadable)");
+  free(t);
+  return ok;
+}
+
+/* --join: the ring's sweep continued in another experiment (simscale-big,
+ * N = 32) is one line to N = 32; without it, two lines, each named by its
+ * experiment; --join with one experiment is a usage error. */
+TEST(report_join) {
+  char *out = NULL, dir[512], sim_db[320];
+  setup();
+  snprintf(sim_db, sizeof sim_db, "%s/sim.db", tmpdir);
+  CHECK(make_sim_fixture(sim_db) == 0);
+  snprintf(dir, sizeof dir, "%s/rep-vsn-join", tmpdir);
+  int rc = run_cmd(sg_cmd_report, NULL, &out, "report", "simscale", "simscale-big", "--join",
+                   "--db", sim_db, "--out", dir, NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  CHECK(report_has(dir, "step_time.tsv", "# allreduce ring [sim]\n# workers\tmedian\tmin\tmax\n"
+                   "8\t0.3\t0.3\t0.3\n16\t0.6\t0.6\t0.6\n32\t1.2\t1.2\t1.2\n"));
+  CHECK(report_has(dir, "step_time.tsv", "# ps sync [sim]\n"));
+  snprintf(dir, sizeof dir, "%s/rep-vsn-apart", tmpdir);
+  rc = run_cmd(sg_cmd_report, NULL, &out, "report", "simscale", "simscale-big", "--db", sim_db,
+               "--out", dir, NULL);
+  CHECK_MSG(rc == 0, "exit %d: %s", rc, out ? out : "");
+  free(out);
+  CHECK(report_has(dir, "step_time.tsv", "# simscale: allreduce ring [sim]\n# workers\tmedian"
+                   "\tmin\tmax\n8\t0.3\t0.3\t0.3\n16\t0.6\t0.6\t0.6\n\n"));
+  CHECK(report_has(dir, "step_time.tsv", "# simscale-big: allreduce ring [sim]\n"));
+  CHECK_EQ_INT(run_cmd(sg_cmd_report, NULL, &out, "report", "simscale", "--join", "--db", sim_db,
+                       "--out", dir, NULL), 2);
+  CHECK_STR_CONTAINS(out, "--join needs two or more experiments");
+  free(out);
 }
