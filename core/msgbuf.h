@@ -44,7 +44,10 @@
  * is parsed (sparse indices) must not be folded.  Frames whose payload is
  * under SG_MSG_FOLD_MIN stay whole (a few pages saved, two maps spent).
  * Without fold, or outside a simulation, it is malloc(bytes).  Free it
- * with sg_fold_free (or free(): the same under smpicc's macro).
+ * with sg_fold_free, never free(): the rank keeps a table of its folded
+ * buffers (sg_fold_private), and an entry left behind by free() would
+ * name a later allocation at the same address folded, so a deferred
+ * send from it would stage only part of its bytes.
  */
 #ifndef SG_MSGBUF_H
 #define SG_MSGBUF_H

@@ -1019,15 +1019,15 @@ static void server_free(server_t *s) {
   sg_err_save(&e);
   int clear = slices_drain(s);
   if (s->slot && clear)
-    for (int w = 0; w < s->N; w++) free(s->slot[w]);
+    for (int w = 0; w < s->N; w++) sg_fold_free(s->slot[w]); /* framed (msgbuf.h) */
   if (s->pend)
     for (int w = 0; w < s->N; w++) free(s->pend[w].idx);
   if (clear) free(s->slot);
   free(s->pend);
-  free(s->pbuf);
+  sg_fold_free(s->pbuf);
   sg_fold_free(s->acc);
   sg_fold_free(s->wide);
-  free(s->scratch);
+  sg_fold_free(s->scratch);
   free(s->sreply);
   free(s->have);
   free(s->done);

@@ -429,9 +429,9 @@ static int final_params(worker_t *wk, sg_trainlog_t *log, int64_t steps) {
 
 static void worker_free(worker_t *wk) {
   for (int k = 0; k < wk->S; k++) {
-    if (wk->push) free(wk->push[k]);
+    if (wk->push) sg_fold_free(wk->push[k]); /* framed (msgbuf.h) */
     if (wk->pull) free(wk->pull[k]);
-    if (wk->rep) free(wk->rep[k]);
+    if (wk->rep) sg_fold_free(wk->rep[k]);
   }
   free(wk->push);
   free(wk->pull);
