@@ -54,9 +54,21 @@ static void fold_forget(const void *p) {
   if (!f || f->p != (const char *)p) return;
   size_t i = (size_t)(f - fold_tab);
   memmove(f, f + 1, (fold_n - i - 1) * sizeof *fold_tab);
-  fold_n--;
+  if (--fold_n == 0) { /* the last one: the table goes too */
+    free(fold_tab);
+    fold_tab = NULL;
+    fold_cap = 0;
+  }
 }
 #endif
+
+size_t sg_fold_registered(void) {
+#ifdef SG_SMPI
+  return fold_n;
+#else
+  return 0;
+#endif
+}
 
 void sg_fold_enable(int on) { fold_on = on != 0; }
 

@@ -48,6 +48,10 @@
  * buffers (sg_fold_private), and an entry left behind by free() would
  * name a later allocation at the same address folded, so a deferred
  * send from it would stage only part of its bytes.
+ *
+ * sg_fold_registered(): how many of this rank's allocations the table
+ * holds (0 outside a simulation); 0 once every one is freed with
+ * sg_fold_free (the rank program checks it under a test's request).
  */
 #ifndef SG_MSGBUF_H
 #define SG_MSGBUF_H
@@ -62,6 +66,7 @@ void *sg_fold_alloc(size_t bytes);
 void sg_fold_free(void *p);
 
 void *sg_msg_malloc_framed(size_t bytes, size_t stride, size_t hdr, int fold);
+size_t sg_fold_registered(void);
 
 /* The parts of [buf, buf + len) that are the rank's own where buf lies in
  * a folded allocation of this rank (sg_fold_alloc, or a framed buffer

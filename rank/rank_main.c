@@ -273,6 +273,17 @@ static int rank_late_reads(sg_records_t *rec, int rank) {
 static int rank_train(sg_rank_ctx_t *ctx, const sg_engine_t *eng) {
   SG_CHECK(sg_bench_requested(ctx->opts) ? sg_bench_method_run(ctx, eng) : eng->run(ctx));
   sg_opts_freeze(0);
+#ifdef SG_SMPI
+  /* Test only (SGDLAB_TEST_FOLD_RELEASED; tests/test_simulate_run.c,
+   * ps_modeled_runs): an engine that ended ok has freed every folded
+   * allocation with sg_fold_free (core/msgbuf.h).  One freed with free()
+   * stays in the rank's table, and a later allocation at its address
+   * would send only the bytes the table calls its own. */
+  if (getenv("SGDLAB_TEST_FOLD_RELEASED") && sg_fold_registered() > 0)
+    return sg_err_set(SG_EINVAL, "%zu folded allocation(s) of rank %d still registered after "
+                      "the engine ended (freed without sg_fold_free)", sg_fold_registered(),
+                      ctx->rank);
+#endif
   return rank_late_reads(ctx->rec, ctx->rank);
 }
 
