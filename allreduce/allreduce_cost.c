@@ -70,23 +70,38 @@ static int tree_rack_flows(const sg_cost_case_t *c) {
   return most;
 }
 
-/* Pipelined binary tree (tree.c): S = ceil(K/m) segments of m bytes flow
- * through D = floor(log2 N) levels, D + S - 1 stages up, as many down.
- * An up stage: a rank receives one segment from each of its c children
- * (2, or 1 at N = 2) through its link and adds them; a down stage: it
- * sends c segments.  Whole: 2(D+S-1) alpha + 2(D+S-1) c m beta +
- * (D+S-1) c m gamma, about 2cK beta + cK gamma for S >> D. */
+/* Pipelined binary tree (tree.c) on the heap of depth D = floor(log2 N),
+ * whose deepest level holds L = N - 2^D + 1 ranks.  A rank posts the
+ * receives of SG_AR_DEPTH_DEFAULT (d) segments ahead and the link shares
+ * its bandwidth among the flows in it, so d segments arrive together:
+ * the pipeline's unit is M = min(K, d m), S = ceil(K/M) of them.  A rank
+ * takes its two children's units through its own link (the earlier
+ * child's while the later one's still comes: max(later + 1, earlier + 2)
+ * unit times M beta after them) and sends one up; down, it sends each
+ * unit to its c children, c unit times.  The first unit reaches the root
+ * 2 a level, 2D, less 1 where the deepest level is not full (L < 2^D)
+ * and 1 more where it does not fill the root's left half (L < 2^(D-1));
+ * the last reaches the deepest rank 2 a level after the root sent it,
+ * less 1 where that rank is an only child (L = 1, N = 2^D); between
+ * them, the root's link takes 2K in and sends 2K.  Whole:
+ * 2(D+S-1) alpha + (4(D-1) - [L < 2^D] - [L < 2^(D-1)] - [L = 1]) M beta
+ * + 4K beta + (D+S-1) 2M gamma, 3 M beta less than 4(D+S-1) M beta at a
+ * power of two; N = 2 (one child): 2S alpha + 2K beta + S M gamma. */
 static double tree(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_cost_split_t *o) {
   if (c->N < 2 || !(c->K > 0)) return o->link_bytes = o->cpu_bytes = 0, 0;
-  double m = c->segment > 0 ? c->segment : SG_AR_SEGMENT_DEFAULT;
+  double m = (c->segment > 0 ? c->segment : SG_AR_SEGMENT_DEFAULT) * SG_AR_DEPTH_DEFAULT;
   if (m > c->K) m = c->K;
-  double S = ceil(c->K / m), D = floor(log2((double)c->N)), ch = c->N > 2 ? 2 : 1;
+  int D = 0;
+  while (2 << D <= c->N) D++;
+  int L = c->N - (1 << D) + 1;
+  double S = ceil(c->K / m), ch = c->N > 2 ? 2 : 1, stages = D + S - 1;
+  double ends = c->N > 2 ? 4.0 * (D - 1) - (L < 1 << D) - (L < 1 << (D - 1)) - (L == 1) : 0;
   int flows = tree_rack_flows(c);
   double b = p->beta * sg_cost_mult(c->slow) * (flows ? sg_cost_uplink(c, flows) : 1);
-  double alpha = p->alpha + (flows ? c->rack_alpha : 0), stages = D + S - 1;
+  double alpha = p->alpha + (flows ? c->rack_alpha : 0);
   o->link_bytes = (ch + 1) * c->K;
   o->cpu_bytes = 4 * (c->N - 1) * c->K;
-  return stages * (2 * alpha + 2 * ch * m * b + ch * m * p->gamma);
+  return stages * (2 * alpha + ch * m * p->gamma) + (ends * m + 2 * ch * c->K) * b;
 }
 
 /* A ring of n places over k bytes (one phase: half, both: whole). */

@@ -490,17 +490,49 @@ TEST(tree_and_hier_match_hand_values) {
    * barrier 3 alpha */
   REL(comm_case(ar_case("hier", 5, 2)), 3e-5 + (2e-5 + 0.008 + 5e-5) + (2e-5 + 0.004 + 2.5e-5) +
                                             2 * (1e-5 + 0.008) + 1e-4);
-  /* tree N=4 in 4 segments of K/4: depth 2, 5 stages up and 5 down; a
-   * stage takes two children's segments: 5 (2 alpha + 4 m beta + 2 m gamma) */
+  /* tree N=4 in segments of K/16: 4 are posted ahead and arrive
+   * together, so the pipeline moves units of M = K/4 (S = 4), D = 2, 5
+   * stages each way (2 alpha and the root's 2 M gamma a stage).  In unit
+   * times of M beta: rank 3's first unit reaches 1 after 1, the root
+   * takes 1's and leaf 2's through its link, 2 a unit: the first at 2,
+   * the last at 8; down, the root sends each unit to 1 and 2 (2 each),
+   * the last by 16, and 1 forwards it to 3 alone: 17 = 4.25 K beta (the
+   * old line's 5 stages of 4 M beta: 20).  The barrier, 2 alpha. */
   sg_cost_case_t t = ar_case("tree", 4, 0);
+  t.segment = K / 16;
+  REL(comm_case(t), 2e-5 + 5 * (2e-5 + 2 * 250000 * 1e-10) + 17 * 250000 * 8e-9);
+  /* segments of K/4: all 4 in flight at once, one unit of K: 2 stages;
+   * 1 + 1 up (3 to 1, then 1 and 2 to the root: max(1 + 1, 0 + 2)), 2 + 1
+   * down: 5 K beta */
   t.segment = K / 4;
-  REL(comm_case(t), 2e-5 + 5 * (2e-5 + 4 * 250000 * 8e-9 + 2 * 250000 * 1e-10));
+  REL(comm_case(t), 2e-5 + 2 * (2e-5 + 2 * K * 1e-10) + 5 * K * 8e-9);
   /* N = 2: one child, K up then K down; the barrier, one alpha */
   t.N = 2, t.segment = K;
   REL(comm_case(t), 1e-5 + 2e-5 + 2 * 0.008 + 1e-4);
   /* overlap: true has no barrier */
   t.overlap = 1;
   REL(comm_case(t), 2e-5 + 2 * 0.008 + 1e-4);
+}
+
+/* The heap's deepest level, one segment (unit times of K beta, gamma and
+ * the barrier as in the line).  N = 16 = 2^4: up, 15 to 7 takes 1, 7's
+ * and leaf 8's to 3 end at max(1 + 1, 0 + 2) = 2, then 2 a level: the
+ * root has the sum at 6; down, 2 a level to 7 (12), 7 to its only child
+ * 15 one more: 13, where 4 stages of 4 K beta (the line before) made 16.
+ * N = 7 (full): 4 + 4 = 8, the 4D of every full tree.  N = 6 (5 is
+ * 2's only child): the root takes 1's (at 2) and 2's (at 1) by
+ * max(2 + 1, 1 + 2) = 3, down 2 + 2: 7.  N = 5 (2 a leaf): max(2 + 1, 0 +
+ * 2) = 3, down 4: 7.  N = 32: a level more each way, 8 + 9 = 17.  The
+ * line before made 16, 8, 8, 8 and 20. */
+TEST(tree_follows_the_heaps_deepest_level) {
+  const struct { int n; double units; } want[] = {{16, 13}, {7, 8}, {6, 7}, {5, 7}, {32, 17}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    sg_cost_case_t t = ar_case("tree", want[i].n, 0);
+    int D = want[i].n >= 16 ? (want[i].n >= 32 ? 5 : 4) : 2;
+    double barrier = ceil(log2(want[i].n)) * 1e-5;
+    t.segment = K;
+    REL(comm_case(t), barrier + D * (2e-5 + 2 * K * 1e-10) + want[i].units * K * 8e-9);
+  }
 }
 
 TEST(two_level_network_favours_hier) {
