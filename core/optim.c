@@ -20,6 +20,7 @@
 
 #include "err.h"
 #include "msgbuf.h"
+#include "reduce.h"
 #include "workload.h"
 
 enum { SCHED_CONSTANT, SCHED_STEP, SCHED_COSINE };
@@ -103,6 +104,7 @@ double sg_optim_lr(const sg_optim_t *opt, int64_t step) {
 
 void sg_optim_apply(sg_optim_t *opt, float *params, const float *grad,
                     int64_t step) {
+  if (sg_values_unread()) return;
   float *restrict p = params;
   const float *restrict g = grad;
   const size_t n = opt->n;
@@ -126,6 +128,7 @@ static inline void apply_range(sg_optim_t *opt, float *params, const float *grad
                                const float *more, size_t off, size_t len, float scale,
                                int64_t step) {
   if (off > opt->n || len > opt->n - off) return; /* never: callers cut within n */
+  if (sg_values_unread()) return;
   float *restrict p = params + off;
   const float *restrict g = grad + off, *restrict m = more;
   const float lr = (float)sg_optim_lr(opt, step), wd = (float)opt->wd;
