@@ -689,6 +689,32 @@ TEST(whatif_hides_a_sync_ps_workers_compute) {
   CHECK(s.overlap_s == 0);
 }
 
+/* Shards below the eager size (replies that end together): the worker
+ * whose push was a server's N-th sends its PULL after the release, gets
+ * its replies last and pushes last; every server takes it last, all S at
+ * once, so its S shards cross its own link together: the last push costs
+ * K beta, not K/S beta.  By hand, N = 8, S = 2, K = 1 MB, eager 1 MB:
+ * out 4 K beta = 32 ms, in 4 K beta + K/2 beta = 36 ms, 17 alpha, 4 K
+ * gamma.  The formula without the tie gives 64.57 ms and fails. */
+TEST(ps_shards_below_eager_meet_on_the_last_workers_link) {
+  sg_cost_case_t q = {"ps", "sync", 8, 2, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  sg_cost_split_t s;
+  q.eager = K; /* shard K/2 below it */
+  CHECK_OK(sg_cost_detail(&q, &P, &s));
+  REL(s.link_s, 17e-5 + 0.032 + 0.036 + 4e-4);
+  CHECK(s.overlap_s == 0);
+  /* S = 1: no other server to meet, 8 K in as before */
+  q.S = 1;
+  q.eager = 2 * K;
+  CHECK_OK(sg_cost_detail(&q, &P, &s));
+  REL(s.link_s, 17e-5 + 0.064 + 0.064 + 8e-4);
+  /* shards above it (blocking replies in turn): no tie, 4 K in */
+  q.S = 2;
+  q.eager = K / 4;
+  CHECK_OK(sg_cost_detail(&q, &P, &s));
+  REL(s.link_s, 17e-5 + 0.032 + 0.032 + 4e-4);
+}
+
 TEST(whatif_refuses_bad_input_with_one_line) {
   static const struct {
     const char *arg, *val, *msg;
