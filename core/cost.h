@@ -58,6 +58,12 @@ typedef struct sg_cost_case {
    * worker's next push comes in during the others' replies, as measured
    * over ZeroMQ). */
   double eager;
+  /* Below eager, a message's bytes still move only once its receive is
+   * posted (SimGrid's own thresholds, simulate.eager: simgrid; `--eager
+   * simgrid`): a sync ps server takes its pushes one at a time, and the
+   * worker that pushes last at one server pushes last at all S, which
+   * take its shards through its link at once.  0: they move when sent. */
+  int eager_matched;
 } sg_cost_case_t;
 
 /* What a formula says about one step. */

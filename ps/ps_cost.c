@@ -25,7 +25,11 @@
  * the server still answers and hears the others: o->overlap_s.  Under
  * MPI (c->eager > 0) the replies are blocking sends, so the in phase
  * carries all N pushes; shards below the eager size are answered at once,
- * the replies end together and nothing hides.  Sliced
+ * the replies end together and nothing hides, and with S > 1 the in phase
+ * carries (S - 1)/S K beta more where the bytes move only once received
+ * (SimGrid's own thresholds): the worker pushing last at one server
+ * pushes last at all, and all S take its shards through its link at once
+ * (docs/model.md, "Under MPI").  Sliced
  * (sync, C > 1 slices of a shard): slice c goes out while slice c+1 comes
  * in, so the link's two directions overlap and only the last slice's
  * reply (and its sum) follows the last push: 2 alpha + T (1 + 1/C) +
@@ -58,6 +62,18 @@ static double sg_ps_cost(const sg_cost_case_t *c, const sg_cost_params_t *p, sg_
   int at_once = c->eager > 0 && c->K / s < c->eager;
   double after = c->N > 1 && c->eager <= 0 ? (c->N - 1) / (double)c->N : 1; /* of the hub's bytes */
   double hub_in = hub * after, T_in = hub_in > worker ? hub_in : worker;
+  /* Replies below the eager size whose bytes move only once received
+   * (SimGrid's own thresholds): the worker whose push was a server's N-th
+   * sends its PULL after the release, so its replies leave last (by
+   * microseconds), it pushes last, and every server, taking one push at a
+   * time, takes it last, all S at once: its S shards cross its own link
+   * together, K beta where the line has K/S beta, (S - 1)/S of a
+   * worker's K more.  Sent eagerly (bytes moving at once) no server
+   * takes them in turn and they do not meet. */
+  if (at_once && c->eager_matched && s > 1) {
+    double tied = hub_in + worker * (s - 1) / s;
+    T_in = tied > worker ? tied : worker;
+  }
   /* A worker's compute runs while the server answers and hears the others:
    * all it must fit in is the in phase less its own pushes (the worker
    * answered last still pushes before the server has heard the rest).

@@ -125,12 +125,13 @@ sql -separator ' ' "SELECT run_id, k_bytes, n, servers, wcase, link, alpha_s, co
                     slice, gamma FROM agreement_b_runs" |
 while read -r run k n s wcase link alpha compute hub slice gamma; do
   # gamma 0: the hub's own compute, in $hub, holds the reduction; eager:
-  # SimGrid's smpi/send-is-detached-thresh (its default, 64 KiB, which
-  # the model-*.yaml runs keep: they pin simulate.eager: simgrid)
+  # SimGrid's own thresholds (smpi/send-is-detached-thresh, 64 KiB, and
+  # bytes that move once received), which the model-*.yaml runs keep:
+  # they pin simulate.eager: simgrid
   set -- --gamma "$gamma"
   json=$("$sgdlab" model --what-if --bytes "$k" --link "$link" --latency "$alpha" "$@" \
            --compute "$compute" --hub-compute "$hub" --workers "$n" --servers "$s" --group 8 --depth 2 \
-           --segment 1Mi --slice "$slice" --eager 64Ki --engines "$wcase" --json) ||
+           --segment 1Mi --slice "$slice" --eager simgrid --engines "$wcase" --json) ||
     die "sgdlab model --what-if failed for run $run"
   json=$(printf '%s' "$json" | sed "s/'/''/g")
   sql "INSERT OR REPLACE INTO agreement_whatif(run_id, json) VALUES($run, '$json')"

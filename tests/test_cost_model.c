@@ -22,13 +22,13 @@ static const sg_cost_params_t P = {1e-5, 8e-9, 1e-10, 0, 0}; /* alpha, beta, gam
 static const double K = 1e6;
 
 static double comm(const char *engine, const char *variant, int N, int S, int tree_agg, int depth) {
-  sg_cost_case_t c = {engine, variant, N, S, 0, tree_agg, depth, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  sg_cost_case_t c = {engine, variant, N, S, 0, tree_agg, depth, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
   double t;
   return sg_cost_comm(&c, &P, &t) == 0 ? t : NAN; /* NAN fails every comparison */
 }
 
 static double link_bytes(const char *engine, const char *variant, int N, int S, double k) {
-  sg_cost_case_t c = {engine, variant, N, S, 0, 0, 1, k, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  sg_cost_case_t c = {engine, variant, N, S, 0, 0, 1, k, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
   return sg_cost_link_bytes(&c);
 }
 
@@ -70,7 +70,7 @@ TEST(ps_and_mapreduce_match_hand_values) {
       4 * (1e-5 + 0.008) + 8e-5 + 2 * (1e-5 + 0.008 + 1e-4) + 3 * (1e-5 + 0.008 + 1e-4));
   /* the driver's link, busier direction (docs/engines/mapreduce.md): tree/tree
    * sends 4K and receives 3K; tree/flat receives 8K */
-  sg_cost_case_t c = {"mapreduce", "tree", 8, 0, 0, 1, 2, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  sg_cost_case_t c = {"mapreduce", "tree", 8, 0, 0, 1, 2, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
   REL(sg_cost_link_bytes(&c), 4 * K);
   c.tree_aggregate = 0;
   REL(sg_cost_link_bytes(&c), 8 * K);
@@ -93,7 +93,7 @@ TEST(link_bytes_move_the_right_way) {
 }
 
 TEST(unknown_engine_is_not_found) {
-  sg_cost_case_t c = {"gossip", "x", 4, 1, 0, 0, 1, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  sg_cost_case_t c = {"gossip", "x", 4, 1, 0, 0, 1, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
   double t;
   CHECK(sg_cost_comm(&c, &P, &t) == SG_ENOTFOUND);
   CHECK_STR_CONTAINS(sg_err_msg(), "gossip");
@@ -132,7 +132,7 @@ TEST(gamma_is_measured) {
  * takes the larger of the links' and the CPU's time, not their sum. */
 TEST(cpu_bound_is_the_larger_of_the_two) {
   sg_cost_params_t p = P;
-  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
   sg_cost_split_t s;
   double t;
   p.kappa = 4e-9, p.cores = 2;
@@ -146,7 +146,7 @@ TEST(cpu_bound_is_the_larger_of_the_two) {
   CHECK_OK(sg_cost_comm(&c, &p, &t));
   REL(t, 2e-5 + 6e-5 + 0.012 + 7.5e-5); /* cpu 6 ms < link */
   /* ps N=4: workers 2K each, servers 2NK: 16 K through the CPUs */
-  sg_cost_case_t q = {"ps", "sync", 4, 2, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  sg_cost_case_t q = {"ps", "sync", 4, 2, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
   CHECK_OK(sg_cost_detail(&q, &p, &s));
   REL(s.cpu_bytes, 16 * K);
 }
@@ -154,17 +154,17 @@ TEST(cpu_bound_is_the_larger_of_the_two) {
 /* A slow link: the ring goes at its pace; a sync ps phase lasts as long as
  * the slower of the server's incast and the slow worker's own transfer. */
 TEST(slowest_link_sets_the_pace) {
-  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  sg_cost_case_t c = {"allreduce", "ring", 4, 0, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
   double t;
   CHECK_OK(sg_cost_comm(&c, &P, &t));
   REL(t, 2e-5 + 6e-5 + 5 * 0.012 + 7.5e-5);
-  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
   CHECK_OK(sg_cost_comm(&q, &P, &t));
   REL(t, 9e-5 + 2 * 5 * K * 8e-9 + 4e-4); /* 5 K beta > the server's 4 K beta */
   q.slow = 2; /* 2 K beta < 4 K and 3 K beta: the server's link decides again */
   CHECK_OK(sg_cost_comm(&q, &P, &t));
   REL(t, 9e-5 + 7 * K * 8e-9 + 4e-4);
-  sg_cost_case_t as = {"ps", "async", 4, 1, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  sg_cost_case_t as = {"ps", "async", 4, 1, 0, 0, 0, K, 5, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
   CHECK_OK(sg_cost_comm(&as, &P, &t)); /* async: the median worker's link, not the slowest, */
   REL(t, 8e-5 + 4 * K * 8e-9 + 4e-4); /* pushes and pulls at once on the full-duplex link */
   q.hub = 2; /* the server on a link half as fast */
@@ -177,7 +177,7 @@ TEST(slowest_link_sets_the_pace) {
  * sum; one slice is the whole-shard formula; ssp, async and sparse runs
  * are never sliced. */
 TEST(sliced_ps_sync_overlaps_the_two_directions) {
-  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  sg_cost_case_t q = {"ps", "sync", 4, 1, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
   double whole, t, T = 4 * K * 8e-9;
   CHECK_OK(sg_cost_comm(&q, &P, &whole));
   REL(whole, 9e-5 + T + 0.75 * T + 4e-4);
@@ -634,14 +634,14 @@ TEST(hubs_take_their_messages_one_at_a_time) {
   const sg_cost_params_t a = {1e-6, 0, 0, 0, 0};
   double t;
   for (int n = 1; n <= 256; n *= 4) {
-    sg_cost_case_t q = {"ps", "sync", n, 1, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+    sg_cost_case_t q = {"ps", "sync", n, 1, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
     CHECK_OK(sg_cost_comm(&q, &a, &t));
     REL(t, (2.0 * n + 1) * 1e-6); /* 2N requests in, the replies at once */
     q.variant = "async";
     CHECK_OK(sg_cost_comm(&q, &a, &t));
     REL(t, 2.0 * n * 1e-6);
     /* mapreduce flat: broadcast alpha, N reports, N gradients */
-    sg_cost_case_t m = {"mapreduce", "flat", n, 0, 0, 0, 2, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+    sg_cost_case_t m = {"mapreduce", "flat", n, 0, 0, 0, 2, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
     CHECK_OK(sg_cost_comm(&m, &a, &t));
     REL(t, (1.0 + 2 * n) * 1e-6);
     m.engine = "bench-mapreduce"; /* the bench's rounds have no map stage */
@@ -650,7 +650,7 @@ TEST(hubs_take_their_messages_one_at_a_time) {
   }
   /* tree/tree N=64, depth 2: f=8; 7 broadcast rounds (ceil log2 65), 64
    * reports, a leader's 7 receives, the driver's 8 */
-  sg_cost_case_t m = {"mapreduce", "tree", 64, 0, 0, 1, 2, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  sg_cost_case_t m = {"mapreduce", "tree", 64, 0, 0, 1, 2, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
   CHECK_OK(sg_cost_comm(&m, &a, &t));
   REL(t, (7.0 + 64 + 7 + 8) * 1e-6);
 }
@@ -692,7 +692,7 @@ TEST(whatif_hides_a_sync_ps_workers_compute) {
    * in (in turn: 7 K beta in, 6 K beta of the compute hidden) */
   CHECK_NEAR(json_num(out, "ps-sync-S1", 0, "step_s"), 0.002 + 16 * 32e-6, 1e-9);
   CHECK_NEAR(json_num(out, "ps-sync-S1", 0, "hidden_s"), 0, 1e-12);
-  sg_cost_case_t q = {"ps", "sync", 8, 1, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+  sg_cost_case_t q = {"ps", "sync", 8, 1, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
   sg_cost_split_t s;
   CHECK_OK(sg_cost_detail(&q, &P, &s));
   REL(s.overlap_s, 6 * K * 8e-9);
@@ -719,6 +719,53 @@ TEST(whatif_hides_a_sync_ps_workers_compute) {
   q.variant = "async"; /* no barrier, nothing to wait out */
   CHECK_OK(sg_cost_detail(&q, &P, &s));
   CHECK(s.overlap_s == 0);
+}
+
+/* Shards below the eager size whose bytes move only once received
+ * (SimGrid's own thresholds: replies that end together, pushes taken one
+ * at a time): the worker whose push was a server's N-th sends its PULL
+ * after the release, gets its replies last and pushes last; every server
+ * takes it last, all S at once, so its S shards cross its own link
+ * together: the last push costs K beta, not K/S beta.  By hand, N = 8,
+ * S = 2, K = 1 MB, eager 1 MB: out 4 K beta = 32 ms, in 4 K beta + K/2
+ * beta = 36 ms, 17 alpha, 4 K gamma.  The formula without the tie gives
+ * 64.57 ms and fails. */
+TEST(ps_shards_below_eager_meet_on_the_last_workers_link) {
+  sg_cost_case_t q = {"ps", "sync", 8, 2, 0, 0, 0, K, 1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
+  sg_cost_split_t s;
+  q.eager = K; /* shard K/2 below it */
+  q.eager_matched = 1;
+  CHECK_OK(sg_cost_detail(&q, &P, &s));
+  REL(s.link_s, 17e-5 + 0.032 + 0.036 + 4e-4);
+  CHECK(s.overlap_s == 0);
+  /* bytes that move when sent (an MPI library's eager protocol): no
+   * server takes them in turn, no tie, 4 K in */
+  q.eager_matched = 0;
+  CHECK_OK(sg_cost_detail(&q, &P, &s));
+  REL(s.link_s, 17e-5 + 0.032 + 0.032 + 4e-4);
+  q.eager_matched = 1;
+  /* S = 1: no other server to meet, 8 K in as before */
+  q.S = 1;
+  q.eager = 2 * K;
+  CHECK_OK(sg_cost_detail(&q, &P, &s));
+  REL(s.link_s, 17e-5 + 0.064 + 0.064 + 8e-4);
+  /* shards above it (blocking replies in turn): no tie, 4 K in */
+  q.S = 2;
+  q.eager = K / 4;
+  CHECK_OK(sg_cost_detail(&q, &P, &s));
+  REL(s.link_s, 17e-5 + 0.032 + 0.032 + 4e-4);
+  /* the what-if's --eager simgrid: 64 KiB, matched.  32 kB at 1 GB/s,
+   * N = 8, S = 2, no latency: 8 K/2 beta out, 8 K/2 + K/2 beta in */
+  char out[4096];
+  char *sim[] = {"sgdlab", "model", "--what-if", "--bytes", "32k", "--link", "1GB/s",
+                 "--latency", "0", "--gamma", "0", "--workers", "8", "--servers", "2",
+                 "--engines", "ps", "--eager", "simgrid", "--json", NULL};
+  CHECK_EQ_INT(ru_run(sim, 1, NULL, out, sizeof out), 0);
+  fprintf(stderr, "%s", out);
+  CHECK_NEAR(json_num(out, "ps-sync-S2", 0, "step_s"), 17 * 16e-6, 1e-12);
+  sim[18] = "64Ki"; /* the same size, bytes moving when sent: 8 K/2 beta in */
+  CHECK_EQ_INT(ru_run(sim, 1, NULL, out, sizeof out), 0);
+  CHECK_NEAR(json_num(out, "ps-sync-S2", 0, "step_s"), 16 * 16e-6, 1e-12);
 }
 
 TEST(whatif_refuses_bad_input_with_one_line) {

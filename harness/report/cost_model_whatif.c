@@ -53,7 +53,10 @@ static void usage(FILE *f) {
           "  --eager B        an MPI transport whose sends below B bytes return at once\n"
           "                   (SimGrid's smpi/send-is-detached-thresh is 64Ki): a sync\n"
           "                   ps server's smaller replies end together, larger ones\n"
-          "                   block it in turn (default 0: the ZeroMQ line)\n"
+          "                   block it in turn (default 0: the ZeroMQ line); simgrid:\n"
+          "                   64Ki whose bytes move only once received, as SMPI with\n"
+          "                   simulate.eager: simgrid (the last worker's S shards meet\n"
+          "                   on its link, docs/model.md)\n"
           "  --depth D        mapreduce-tree aggregate levels, driver included (default 2)\n"
           "  --group G        hier ranks per group (default: --rack, else 8)\n"
           "  --segment B      tree pipeline segment (default 1Mi)\n"
@@ -70,7 +73,7 @@ static void usage(FILE *f) {
 
 typedef struct wargs {
   double rate, K, alpha, gamma, oversub, rack_alpha, compute, hub_compute, segment, slice, eager;
-  int servers, depth, group, rack, json;
+  int servers, depth, group, rack, json, eager_matched;
   char workers[256], engines[512];
 } wargs_t;
 
@@ -146,7 +149,9 @@ static int take(wargs_t *a, const char *s, const char *v) {
   if (!strcmp(s, "--oversub")) return parse_unit(s, v, PLAIN, 0, &a->oversub) < 0 ? -1 : 1;
   if (!strcmp(s, "--segment")) return parse_unit(s, v, SIZES, 0, &a->segment) < 0 ? -1 : 1;
   if (!strcmp(s, "--slice")) return parse_unit(s, v, SIZES, 0, &a->slice) < 0 ? -1 : 1;
-  if (!strcmp(s, "--eager")) return parse_unit(s, v, SIZES, 0, &a->eager) < 0 ? -1 : 1;
+  if (!strcmp(s, "--eager") && v && !strcmp(v, "simgrid")) /* SimGrid's own thresholds */
+    return a->eager = 65536, a->eager_matched = 1, 1;
+  if (!strcmp(s, "--eager")) return a->eager_matched = 0, parse_unit(s, v, SIZES, 0, &a->eager) < 0 ? -1 : 1;
   if (!strcmp(s, "--servers")) return parse_count(s, v, 1, 1 << 20, &a->servers) < 0 ? -1 : 1;
   if (!strcmp(s, "--depth")) return parse_count(s, v, 1, 16, &a->depth) < 0 ? -1 : 1;
   if (!strcmp(s, "--group")) return parse_count(s, v, 1, 1 << 20, &a->group) < 0 ? -1 : 1;
@@ -248,7 +253,8 @@ static sg_cost_case_t case_for(const wargs_t *a, const wcase_t *w, int n) {
                       .tree_aggregate = w->tree, .depth = a->depth, .K = a->K,
                       .group = a->group > 0 ? a->group : a->rack > 0 ? a->rack : 8,
                       .segment = a->segment, .slice = a->slice, .rack = a->rack, .oversub = a->oversub,
-                      .rack_alpha = a->rack_alpha, .eager = a->eager};
+                      .rack_alpha = a->rack_alpha, .eager = a->eager,
+                      .eager_matched = a->eager_matched};
   return c;
 }
 
