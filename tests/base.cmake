@@ -3,6 +3,10 @@ sg_add_test(test_delay SOURCES test_delay.c TIMEOUT 30)
 sg_add_test(test_opts SOURCES test_opts.c TIMEOUT 30)
 # The bytes a deferred simulated send stages: a framed buffer's own parts.
 sg_add_test(test_msgbuf SOURCES test_msgbuf.c TIMEOUT 30)
+# The simulated side of msgbuf.c (SG_SMPI, SMPI's partial shared malloc
+# replaced in the test): what it folds against the own parts it reports,
+# and its table of folded allocations.
+sg_add_test(test_msgbuf_fold SOURCES test_msgbuf_fold.c TIMEOUT 30)
 # Blame as data: sg_err_blame and the DONE record's fields over a real ipc socket.
 sg_add_test(test_blame SOURCES test_blame.c TIMEOUT 30)
 # Step records in batches, their order, and malformed batches refused.
