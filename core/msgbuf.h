@@ -38,7 +38,8 @@
  * SMPI copies only the bytes that are private at both ends (the header),
  * and the payload holds no memory per rank.  A rank's own part is the
  * pages its headers touch (one or two per frame), and each frame costs
- * the process about two memory maps (vm.max_map_count;
+ * the process a memory map for its header and one per block of 16 MiB
+ * (smpi/shared-malloc-blocksize) its payload begins (vm.max_map_count;
  * harness/run/admit.c counts them).  fold is for payloads nobody reads
  * (dense gradients and parameters under compute: modeled); a payload that
  * is parsed (sparse indices) must not be folded.  Frames whose payload is

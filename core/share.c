@@ -58,9 +58,10 @@ static stage_t *stage_of(void *copy) { return (stage_t *)((char *)copy - offseto
 void *sg_share_stage(const void *buf, size_t n, const size_t *own, int nown, int *delivered) {
   stage_t *s = malloc(sizeof *s + n);
   if (!s) return NULL;
-  if (nown < 0) memcpy(s->data, buf, n);
+  char *to = (char *)s->data; /* own[] counts bytes, not max_align_t */
+  if (nown < 0) memcpy(to, buf, n);
   for (int i = 0; i < nown; i++) /* the rest: folded, never read (msgbuf.h) */
-    memcpy(s->data + own[2 * i], (const char *)buf + own[2 * i], own[2 * i + 1] - own[2 * i]);
+    memcpy(to + own[2 * i], (const char *)buf + own[2 * i], own[2 * i + 1] - own[2 * i]);
   s->delivered = delivered;
   s->done = 0;
   pthread_mutex_lock(&lock);

@@ -3,6 +3,20 @@ sg_add_test(test_delay SOURCES test_delay.c TIMEOUT 30)
 sg_add_test(test_opts SOURCES test_opts.c TIMEOUT 30)
 # The bytes a deferred simulated send stages: a framed buffer's own parts.
 sg_add_test(test_msgbuf SOURCES test_msgbuf.c TIMEOUT 30)
+# The simulated side of msgbuf.c (SG_SMPI, SMPI's partial shared malloc
+# replaced in the test): what it folds against the own parts it reports,
+# and its table of folded allocations.
+sg_add_test(test_msgbuf_fold SOURCES test_msgbuf_fold.c TIMEOUT 30)
+# The staged copies of deferred simulated sends (core/share.c, built into
+# the test against SimGrid's headers, its two SimGrid calls replaced).
+find_file(SG_SMPI_HEADER smpi/smpi.h)
+if(SG_SMPI_HEADER)
+  get_filename_component(_sg_smpi_inc ${SG_SMPI_HEADER} DIRECTORY)
+  get_filename_component(_sg_smpi_inc ${_sg_smpi_inc} DIRECTORY)
+  sg_add_test(test_share SOURCES test_share.c TIMEOUT 30)
+  target_include_directories(test_share SYSTEM PRIVATE ${_sg_smpi_inc})
+  target_compile_definitions(test_share PRIVATE SMPI_NO_OVERRIDE_MALLOC)
+endif()
 # Blame as data: sg_err_blame and the DONE record's fields over a real ipc socket.
 sg_add_test(test_blame SOURCES test_blame.c TIMEOUT 30)
 # Step records in batches, their order, and malformed batches refused.

@@ -322,3 +322,43 @@ TEST(sparse_ps_under_modeled_compute_is_refused_before_launch) {
                    "engines: [{engine: ps, sparse: true}]\n", 0), 2);
   CHECK_STR_CONTAINS(out, "sparse: true needs simulate.compute: executed");
 }
+
+/* The memory maps of a simulation with compute: modeled: SMPI maps a
+ * folded payload in blocks of 16 MiB (SG_SIM_FOLD_BLOCK), one map each,
+ * and a framed message buffer keeps its header's page apart: a message
+ * of a 61 MiB payload takes 5 maps (the simulator's /proc/PID/maps, ps
+ * async S = 1, N = 2 and 4, mlp 784-20000-10, P = 63,600,040 B: a 4 KiB
+ * page and maps of 16, 16, 16 and 12.66 MiB for each push and reply),
+ * not the 2 that were counted.  ps async S = 1, N = 600, mlp
+ * 784-80000-10 (P = 254,400,040 B, 15.2 blocks): 4096 + 32 maps per
+ * process (601), and per rank its folded state (3P: 46 blocks, + 4) and
+ * its two messages, 17 maps each: 4096 + 601 x 116 = 73,812, over
+ * Linux's default 65530 (two maps a message: 55,782).  Checked where
+ * this build simulates and vm.max_map_count is below 73,812. */
+TEST(simulated_messages_count_a_map_per_block_of_payload) {
+  char smpi[1024];
+  const char *bin = getenv("SGDLAB_BIN_DIR");
+  snprintf(smpi, sizeof smpi, "%s/harness/sgdlab-rank-smpi", bin ? bin : ".");
+  FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+  double lim = 0;
+  if (f && fscanf(f, "%lf", &lim) != 1) lim = 0;
+  if (f) fclose(f);
+  if (access(smpi, X_OK) != 0 || !(lim > 0 && lim < 73812)) {
+    fprintf(stderr, "maps of folded messages not checked: %s %s, vm.max_map_count %.0f\n", smpi,
+            access(smpi, X_OK) ? "missing" : "here", lim);
+    return;
+  }
+  int rc = dry("workers: 600\ntransport: mpi\nsimulate: {compute: modeled}\n"
+               "workload: {dataset: synthetic, features: 784, model: mlp, hidden: [80000],\n"
+               "           batch: 1, max_steps: 2}\n"
+               "engines: [{engine: ps, mode: async}]\n", 0);
+  const char *at = strstr(out, "takes ~");
+  double maps = -1;
+  if (at) sscanf(at + 7, "%lf", &maps);
+  fprintf(stderr, "ps async N = 600 at 243 MiB, modeled: exit %d, %.0f maps counted, expected "
+          "73812\n", rc, maps);
+  CHECK_EQ_INT(rc, 2);
+  CHECK_MSG(one_line(), "%s", out);
+  CHECK_MSG(maps == 73812, "%s", out);
+  CHECK_STR_CONTAINS(out, "one per 16 MiB of payload");
+}

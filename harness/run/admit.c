@@ -30,7 +30,8 @@ enum {
    * of SG_MSG_FOLD_MIN or more (sg_fold_alloc, core/msgbuf.h) in blocks of
    * SG_SIM_FOLD_BLOCK, one map each; a
    * message whose payload folds keeps a page or two of its own (its header
-   * and the partial pages beside it) and splits its buffer into two maps;
+   * and the partial pages beside it) and splits its buffer into its
+   * header's map and one per block of its payload;
    * the simulator itself and each rank's stack and privatized copy of the
    * rank program take some more */
   SIM_FOLD_MIN_B = SG_MSG_FOLD_MIN,
@@ -534,10 +535,13 @@ static int sim_modeled_own(const sg_run_spec_t *run, const dsinfo_t *di, int def
     if (P >= SIM_FOLD_MIN_B && folded > 0) *maps += ceil(folded / SG_SIM_FOLD_BLOCK) + 4;
     *own += plan.own * P; /* parsed buffers (sparse indices, topk pairs): never folded */
     /* a frame whose payload is under SIM_FOLD_MIN_B stays whole
-     * (sg_msg_malloc_framed): no maps, all of it the rank's own */
-    if (plan.msg_fold && plan.msg_frames > 0 && plan.msg * P / plan.msg_frames >= SIM_FOLD_MIN_B) {
+     * (sg_msg_malloc_framed): no maps, all of it the rank's own; a
+     * folded one takes its header's map and one per SG_SIM_FOLD_BLOCK of
+     * its payload, begun (a 61 MiB payload: 5 maps, measured) */
+    double frame = plan.msg_frames > 0 ? plan.msg * P / plan.msg_frames : 0;
+    if (plan.msg_fold && plan.msg_frames > 0 && frame >= SIM_FOLD_MIN_B) {
       *own += plan.msg_frames * SIM_FRAME_OWN_B;
-      *maps += 2 * plan.msg_frames;
+      *maps += plan.msg_frames * (1 + ceil(frame / SG_SIM_FOLD_BLOCK));
     } else *own += (plan.msg + (defer ? plan.msg_out : 0)) * P;
   }
   return SG_OK;
@@ -578,8 +582,8 @@ static int admit_sim(admit_t *a, const sg_experiment_t *x, size_t i, const dsinf
   }
   if (lim > 0 && maps > lim && !force) {
     snprintf(why, sizeof why, "simulating %d processes with compute modeled takes ~%.0f memory "
-             "maps (message buffers fold each message's payload apart from its header: two maps "
-             "a message), more than vm.max_map_count = %.0f allows; raise it as root (sysctl -w "
+             "maps (message buffers fold each message's payload apart from its header: a map for "
+             "the header and one per 16 MiB of payload), more than vm.max_map_count = %.0f allows; raise it as root (sysctl -w "
              "vm.max_map_count=%.0f) or simulate fewer ranks (--force runs it anyway)",
              run->nprocs, maps, lim, pow(2, ceil(log2(maps * 1.25))));
     return run_err(x, i, why);
