@@ -721,6 +721,18 @@ TEST(whatif_hides_a_sync_ps_workers_compute) {
   CHECK(s.overlap_s == 0);
 }
 
+/* sgdlab model --what-if's step of sync ps, S = 2, N = 8, 32 kB at
+ * 1 GB/s, no latency, under --eager EAGER; -1 where it did not run. */
+static double whatif_ps2_step(const char *eager) {
+  char out[4096];
+  char *argv[] = {"sgdlab", "model", "--what-if", "--bytes", "32k", "--link", "1GB/s",
+                  "--latency", "0", "--gamma", "0", "--workers", "8", "--servers", "2",
+                  "--engines", "ps", "--eager", (char *)eager, "--json", NULL};
+  if (ru_run(argv, 1, NULL, out, sizeof out) != 0) return -1;
+  fprintf(stderr, "--eager %s: %s", eager, out);
+  return json_num(out, "ps-sync-S2", 0, "step_s");
+}
+
 /* Shards below the eager size whose bytes move only once received
  * (SimGrid's own thresholds: replies that end together, pushes taken one
  * at a time): the worker whose push was a server's N-th sends its PULL
@@ -756,16 +768,9 @@ TEST(ps_shards_below_eager_meet_on_the_last_workers_link) {
   REL(s.link_s, 17e-5 + 0.032 + 0.032 + 4e-4);
   /* the what-if's --eager simgrid: 64 KiB, matched.  32 kB at 1 GB/s,
    * N = 8, S = 2, no latency: 8 K/2 beta out, 8 K/2 + K/2 beta in */
-  char out[4096];
-  char *sim[] = {"sgdlab", "model", "--what-if", "--bytes", "32k", "--link", "1GB/s",
-                 "--latency", "0", "--gamma", "0", "--workers", "8", "--servers", "2",
-                 "--engines", "ps", "--eager", "simgrid", "--json", NULL};
-  CHECK_EQ_INT(ru_run(sim, 1, NULL, out, sizeof out), 0);
-  fprintf(stderr, "%s", out);
-  CHECK_NEAR(json_num(out, "ps-sync-S2", 0, "step_s"), 17 * 16e-6, 1e-12);
-  sim[18] = "64Ki"; /* the same size, bytes moving when sent: 8 K/2 beta in */
-  CHECK_EQ_INT(ru_run(sim, 1, NULL, out, sizeof out), 0);
-  CHECK_NEAR(json_num(out, "ps-sync-S2", 0, "step_s"), 16 * 16e-6, 1e-12);
+  CHECK_NEAR(whatif_ps2_step("simgrid"), 17 * 16e-6, 1e-12);
+  /* the same size, bytes moving when sent: 8 K/2 beta in */
+  CHECK_NEAR(whatif_ps2_step("64Ki"), 16 * 16e-6, 1e-12);
 }
 
 TEST(whatif_refuses_bad_input_with_one_line) {
