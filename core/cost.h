@@ -66,6 +66,10 @@ typedef struct sg_cost_case {
   int eager_matched;
 } sg_cost_case_t;
 
+/* SimGrid 3.32's own eager size (smpi/send-is-detached-thresh's default),
+ * the what-if's `--eager simgrid` */
+#define SG_COST_SIMGRID_EAGER 65536.0
+
 /* What a formula says about one step. */
 typedef struct sg_cost_split {
   double link_s;     /* the links' time: alpha, beta, gamma terms */

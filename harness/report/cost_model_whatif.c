@@ -149,9 +149,11 @@ static int take(wargs_t *a, const char *s, const char *v) {
   if (!strcmp(s, "--oversub")) return parse_unit(s, v, PLAIN, 0, &a->oversub) < 0 ? -1 : 1;
   if (!strcmp(s, "--segment")) return parse_unit(s, v, SIZES, 0, &a->segment) < 0 ? -1 : 1;
   if (!strcmp(s, "--slice")) return parse_unit(s, v, SIZES, 0, &a->slice) < 0 ? -1 : 1;
-  if (!strcmp(s, "--eager") && v && !strcmp(v, "simgrid")) /* SimGrid's own thresholds */
-    return a->eager = 65536, a->eager_matched = 1, 1;
-  if (!strcmp(s, "--eager")) return a->eager_matched = 0, parse_unit(s, v, SIZES, 0, &a->eager) < 0 ? -1 : 1;
+  if (!strcmp(s, "--eager")) {
+    a->eager_matched = v && !strcmp(v, "simgrid"); /* SimGrid's own thresholds */
+    if (a->eager_matched) return a->eager = SG_COST_SIMGRID_EAGER, 1;
+    return parse_unit(s, v, SIZES, 0, &a->eager) < 0 ? -1 : 1;
+  }
   if (!strcmp(s, "--servers")) return parse_count(s, v, 1, 1 << 20, &a->servers) < 0 ? -1 : 1;
   if (!strcmp(s, "--depth")) return parse_count(s, v, 1, 16, &a->depth) < 0 ? -1 : 1;
   if (!strcmp(s, "--group")) return parse_count(s, v, 1, 1 << 20, &a->group) < 0 ? -1 : 1;

@@ -539,7 +539,7 @@ static int sim_modeled_own(const sg_run_spec_t *run, const dsinfo_t *di, int def
      * folded one takes its header's map and one per SG_SIM_FOLD_BLOCK of
      * its payload, begun (a 61 MiB payload: 5 maps, measured) */
     double frame = plan.msg_frames > 0 ? plan.msg * P / plan.msg_frames : 0;
-    if (plan.msg_fold && plan.msg_frames > 0 && frame >= SIM_FOLD_MIN_B) {
+    if (plan.msg_fold && frame >= SIM_FOLD_MIN_B) {
       *own += plan.msg_frames * SIM_FRAME_OWN_B;
       *maps += plan.msg_frames * (1 + ceil(frame / SG_SIM_FOLD_BLOCK));
     } else *own += (plan.msg + (defer ? plan.msg_out : 0)) * P;
